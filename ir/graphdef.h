@@ -1,0 +1,32 @@
+// GraphDef files and the conversion between GraphDef and the Graph IR.
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "ir/graph.h"
+
+namespace graphjit {
+
+// Reads a GraphDef: text format for .pbtxt/.pbtext/.txt/.prototxt, binary otherwise.
+// NotFound if the file cannot be read; InvalidArgument (with line:column for text)
+// if it does not parse.
+StatusOr<tensorflow::GraphDef> ReadGraphDefFile(const std::string& path);
+// Writes text format for .pbtxt/.pbtext/.txt/.prototxt, binary otherwise.
+Status WriteGraphDefFile(const tensorflow::GraphDef& graph_def, const std::string& path);
+
+// Reads any message in text format. Fields graphjit does not know (e.g. the parts of
+// a TensorFlow ConfigProto it does not model) are skipped.
+Status ReadTextProtoFile(const std::string& path, google::protobuf::Message* message);
+
+// Builds the IR. Checks what needs no knowledge of ops: non-empty unique names,
+// well-formed input strings, inputs that name existing nodes, control inputs after
+// data inputs, parseable device strings. Cycles are found by ValidateGraphStructure.
+StatusOr<Graph> ImportGraphDef(const tensorflow::GraphDef& graph_def);
+tensorflow::GraphDef ExportGraphDef(const Graph& graph);
+
+// Structural checks that need the whole graph: no cycles.
+Status ValidateGraphStructure(const Graph& graph);
+
+}  // namespace graphjit

@@ -1,0 +1,61 @@
+// Tensor memory: 64-byte aligned, reference-counted buffers from an allocator that
+// counts what it hands out.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ir/status.h"
+
+namespace graphjit {
+
+struct AllocatorStats {
+  int64_t bytes_in_use = 0;
+  int64_t peak_bytes_in_use = 0;
+  int64_t num_allocations = 0;
+};
+
+class Allocator {
+ public:
+  static constexpr size_t kAlignment = 64;
+  // Requests above this many bytes fail with ResourceExhausted instead of asking the OS.
+  explicit Allocator(int64_t max_allocation_bytes = int64_t{8} << 30)
+      : max_allocation_bytes_(max_allocation_bytes) {}
+
+  StatusOr<void*> Allocate(size_t bytes);
+  void Deallocate(void* ptr, size_t bytes);
+
+  AllocatorStats stats() const;
+  void ResetPeak();
+
+  // The process-wide allocator used when none is given.
+  static Allocator* Default();
+
+ private:
+  int64_t max_allocation_bytes_;
+  std::atomic<int64_t> in_use_{0};
+  std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> count_{0};
+};
+
+// A block of tensor memory; freed (back to its allocator) with its last reference.
+class Buffer {
+ public:
+  static StatusOr<std::shared_ptr<Buffer>> Create(Allocator* allocator, size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  Buffer(Allocator* a, void* d, size_t s) : allocator_(a), data_(d), size_(s) {}
+  Allocator* allocator_;
+  void* data_;
+  size_t size_;
+};
+
+}  // namespace graphjit

@@ -1,0 +1,232 @@
+#include "runtime/executor.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+namespace graphjit {
+
+StatusOr<ExecutionPlan> BuildExecutionPlan(const AnalyzedGraph& a, const std::vector<TensorId>& feeds,
+                                           const std::vector<TensorId>& fetches, const std::vector<int>& targets) {
+  const Graph& g = a.graph;
+  const int n = g.num_nodes();
+  ExecutionPlan plan;
+  plan.feeds = feeds;
+  plan.fetches = fetches;
+  plan.output_base.resize(n);
+  for (int id = 0; id < n; ++id) {
+    plan.output_base[id] = plan.num_slots;
+    plan.num_slots += static_cast<int>(a.info(id).dtypes.size());
+  }
+  auto slot = [&](TensorId t) { return plan.output_base[t.node] + t.index; };
+  auto check = [&](TensorId t, const char* what) -> Status {
+    if (t.node < 0 || t.node >= n || t.index < 0 || t.index >= static_cast<int>(a.info(t.node).dtypes.size()))
+      return NotFound(std::string(what) + " refers to a tensor that does not exist");
+    return Status::Ok();
+  };
+  plan.input_feed.assign(plan.num_slots, -1);
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    GJ_RETURN_IF_ERROR(check(feeds[i], "a feed"));
+    plan.input_feed[slot(feeds[i])] = static_cast<int>(i);
+  }
+
+  // 1. Nodes needed: backwards from fetches and targets, not through fed tensors.
+  std::vector<bool> needed(n, false);
+  std::vector<int> stack;
+  for (TensorId t : fetches) {
+    GJ_RETURN_IF_ERROR(check(t, "a fetch"));
+    if (plan.input_feed[slot(t)] < 0) stack.push_back(t.node);
+  }
+  for (int t : targets) stack.push_back(t);
+  while (!stack.empty()) {
+    int id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = true;
+    for (TensorId in : g.node(id)->inputs)
+      if (plan.input_feed[slot(in)] < 0) stack.push_back(in.node);
+    for (int c : g.node(id)->control_inputs) stack.push_back(c);
+  }
+
+  // 2. Pending counts, consumer lists and use counts of the needed nodes.
+  plan.initial_pending.assign(n, 0);
+  plan.consumers.assign(n, {});
+  plan.initial_uses.assign(plan.num_slots, 0);
+  for (int id : a.topo_order) {
+    if (!needed[id]) continue;
+    plan.nodes.push_back(id);
+    const Node* node = g.node(id);
+    for (TensorId in : node->inputs) {
+      if (plan.input_feed[slot(in)] >= 0) continue;
+      ++plan.initial_pending[id];
+      ++plan.initial_uses[slot(in)];
+      plan.consumers[in.node].push_back(id);
+    }
+    for (int c : node->control_inputs) {
+      ++plan.initial_pending[id];
+      plan.consumers[c].push_back(id);
+    }
+  }
+  for (TensorId t : fetches) ++plan.initial_uses[slot(t)];
+  return plan;
+}
+
+namespace {
+
+class Run {
+ public:
+  Run(const AnalyzedGraph& a, const ExecutionPlan& p, const std::vector<Tensor>& feeds, const ExecutorOptions& o)
+      : a_(a), plan_(p), feeds_(feeds), options_(o), values_(p.num_slots), uses_(p.num_slots),
+        pending_(a.graph.num_nodes()) {
+    for (int i = 0; i < p.num_slots; ++i) uses_[i].store(p.initial_uses[i], std::memory_order_relaxed);
+    for (int id = 0; id < a.graph.num_nodes(); ++id) pending_[id].store(p.initial_pending[id], std::memory_order_relaxed);
+    remaining_ = static_cast<int>(p.nodes.size());
+  }
+
+  Status Go(std::vector<Tensor>* outputs) {
+    if (!plan_.nodes.empty()) {
+      std::vector<int> roots;
+      for (int id : plan_.nodes)
+        if (plan_.initial_pending[id] == 0) roots.push_back(id);
+      for (size_t i = 1; i < roots.size(); ++i) Schedule(roots[i]);
+      Process(roots[0]);
+      std::unique_lock<std::mutex> lock(done_mu_);
+      done_cv_.wait(lock, [&] { return remaining_ == 0; });
+    }
+    if (!status_.ok()) return status_;
+    outputs->clear();
+    for (TensorId t : plan_.fetches) {
+      int s = plan_.output_base[t.node] + t.index;
+      outputs->push_back(plan_.input_feed[s] >= 0 ? feeds_[plan_.input_feed[s]] : values_[s]);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  void Schedule(int id) {
+    if (options_.inter_op == nullptr || options_.inter_op->num_threads() <= 1) {
+      std::lock_guard<std::mutex> lock(inline_mu_);
+      inline_queue_.push_back(id);
+      return;
+    }
+    options_.inter_op->Schedule([this, id] { Process(id); });
+  }
+
+  // Runs `id`, then whatever became ready: one inline, the others scheduled.
+  void Process(int id) {
+    const bool inline_mode = options_.inter_op == nullptr || options_.inter_op->num_threads() <= 1;
+    while (id >= 0) {
+      if (!failed_.load(std::memory_order_acquire)) {
+        Status s = RunNode(id);
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> lock(status_mu_);
+          if (status_.ok()) status_ = s;
+          failed_.store(true, std::memory_order_release);
+        }
+      }
+      int next = -1;
+      for (int c : plan_.consumers[id]) {
+        if (pending_[c].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          if (next < 0) next = c;
+          else Schedule(c);
+        }
+      }
+      if (next < 0 && inline_mode) {
+        std::lock_guard<std::mutex> lock(inline_mu_);
+        if (!inline_queue_.empty()) {
+          next = inline_queue_.back();
+          inline_queue_.pop_back();
+        }
+      }
+      // After the last FinishNode the run may be destroyed: touch no member after it.
+      FinishNode();
+      id = next;
+    }
+  }
+
+  void FinishNode() {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    if (--remaining_ == 0) done_cv_.notify_all();
+  }
+
+  Status RunNode(int id) {
+    const Node& node = *a_.graph.node(id);
+    const NodeInfo& info = a_.info(id);
+    const int base = plan_.output_base[id];
+    if (node.op == "Const") {
+      values_[base] = a_.constants[id];
+      ReleaseUnused(id);
+      return Status::Ok();
+    }
+    // 1. Inputs.
+    std::vector<Tensor> inputs;
+    inputs.reserve(node.inputs.size());
+    InferenceContext ic{node, {}, {}, {}, {}, {}};
+    for (TensorId in : node.inputs) {
+      int s = plan_.output_base[in.node] + in.index;
+      inputs.push_back(plan_.input_feed[s] >= 0 ? feeds_[plan_.input_feed[s]] : values_[s]);
+    }
+    for (const Tensor& t : inputs) {
+      ic.input_dtypes.push_back(t.dtype());
+      ic.input_shapes.push_back(t.shape());
+      ic.input_values.push_back(&t);
+    }
+    // 2. Output types and shapes for these inputs.
+    GJ_RETURN_IF_ERROR(info.op->infer(ic));
+    if (ic.output_dtypes != info.dtypes)
+      return Internal(NodeLabel(node) + ": run-time output types differ from the graph's");
+    // 3. The kernel.
+    std::vector<Tensor> outputs(info.dtypes.size());
+    KernelContext kc{node, inputs, ic.output_dtypes, ic.output_shapes, outputs, options_.allocator, options_.intra_op};
+    int64_t start = options_.tracer ? options_.tracer->NowMicros() : 0;
+    GJ_RETURN_IF_ERROR(info.op->compute(kc));
+    if (options_.tracer)
+      options_.tracer->Add({node.name, node.op, start, options_.tracer->NowMicros() - start, CurrentThreadId()});
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (!outputs[i].valid() || outputs[i].shape() != ic.output_shapes[i])
+        return Internal(NodeLabel(node) + ": kernel did not produce output " + std::to_string(i) + " as inferred");
+      values_[base + i] = std::move(outputs[i]);
+    }
+    // 4. Inputs read for the last time are freed; so are outputs nobody reads.
+    inputs.clear();
+    for (TensorId in : node.inputs) {
+      int s = plan_.output_base[in.node] + in.index;
+      if (plan_.input_feed[s] < 0 && uses_[s].fetch_sub(1, std::memory_order_acq_rel) == 1) values_[s] = Tensor();
+    }
+    ReleaseUnused(id);
+    return Status::Ok();
+  }
+
+  void ReleaseUnused(int id) {
+    const int base = plan_.output_base[id];
+    for (size_t i = 0; i < a_.info(id).dtypes.size(); ++i)
+      if (uses_[base + i].load(std::memory_order_acquire) == 0) values_[base + i] = Tensor();
+  }
+
+  const AnalyzedGraph& a_;
+  const ExecutionPlan& plan_;
+  const std::vector<Tensor>& feeds_;
+  const ExecutorOptions& options_;
+  std::vector<Tensor> values_;
+  std::vector<std::atomic<int>> uses_;
+  std::vector<std::atomic<int>> pending_;
+
+  std::mutex inline_mu_;
+  std::vector<int> inline_queue_;
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  int remaining_ = 0;
+  std::mutex status_mu_;
+  Status status_;
+  std::atomic<bool> failed_{false};
+};
+
+}  // namespace
+
+Status Execute(const AnalyzedGraph& graph, const ExecutionPlan& plan, const std::vector<Tensor>& feeds,
+               const ExecutorOptions& options, std::vector<Tensor>* outputs) {
+  Run run(graph, plan, feeds, options);
+  return run.Go(outputs);
+}
+
+}  // namespace graphjit

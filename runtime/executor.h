@@ -1,0 +1,43 @@
+// The executor: runs the part of an analyzed graph that a set of fetches and targets
+// needs, in dataflow order, with inter-op parallelism, freeing each intermediate
+// tensor after its last use.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "runtime/graph_analysis.h"
+#include "runtime/thread_pool.h"
+#include "runtime/trace.h"
+
+namespace graphjit {
+
+// What one (feeds, fetches, targets) combination needs; built once and reused.
+struct ExecutionPlan {
+  std::vector<TensorId> feeds;    // the fed tensors, in feed order
+  std::vector<TensorId> fetches;  // the fetched tensors, in fetch order
+  std::vector<int> nodes;         // the nodes to run, in topological order
+  std::vector<int> initial_pending;                 // by node id: inputs to wait for
+  std::vector<std::vector<int>> consumers;          // by node id: plan nodes to notify (with repeats)
+  std::vector<int> output_base;                     // by node id: first slot of its outputs
+  std::vector<int> initial_uses;                    // by slot: consumers reading it (+1 if fetched)
+  std::vector<int> input_feed;                      // by slot: feed index or -1
+  int num_slots = 0;
+};
+
+// Builds the plan. Fails (NotFound) if a feed, fetch or target names no tensor/node.
+StatusOr<ExecutionPlan> BuildExecutionPlan(const AnalyzedGraph& graph, const std::vector<TensorId>& feeds,
+                                           const std::vector<TensorId>& fetches, const std::vector<int>& targets);
+
+struct ExecutorOptions {
+  ThreadPool* inter_op = nullptr;  // nullptr: run on the calling thread
+  ThreadPool* intra_op = nullptr;
+  Allocator* allocator = nullptr;
+  Tracer* tracer = nullptr;
+};
+
+// Runs the plan. `feeds` are in plan.feeds order; `outputs` receive plan.fetches.
+Status Execute(const AnalyzedGraph& graph, const ExecutionPlan& plan, const std::vector<Tensor>& feeds,
+               const ExecutorOptions& options, std::vector<Tensor>* outputs);
+
+}  // namespace graphjit

@@ -1,0 +1,34 @@
+// Checks a graph against the op registry and infers the dtype and (partial) shape of
+// every node output.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/op_registry.h"
+
+namespace graphjit {
+
+struct NodeInfo {
+  const OpDef* op = nullptr;
+  std::vector<DType> dtypes;  // one per output
+  std::vector<Shape> shapes;  // partial where unknown before run time
+};
+
+struct AnalyzedGraph {
+  Graph graph;
+  std::vector<NodeInfo> nodes;   // by node id
+  std::vector<int> topo_order;
+  std::vector<Tensor> constants;  // by node id; the value of each Const node
+
+  const NodeInfo& info(int id) const { return nodes[id]; }
+};
+
+// Fails with:
+//  - Unimplemented listing every op the registry lacks (with the nodes using it), all at once;
+//  - InvalidArgument for a cycle, a wrong input count, a reference to a missing output,
+//    a bad or missing attr, or mismatched dtypes, naming the node.
+// Shape mismatches do not fail here: they depend on the feeds and are run-time errors.
+StatusOr<AnalyzedGraph> AnalyzeGraph(Graph graph, const OpRegistry& registry = *OpRegistry::Global());
+
+}  // namespace graphjit

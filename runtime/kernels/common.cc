@@ -1,0 +1,43 @@
+#include "runtime/kernels/common.h"
+
+namespace graphjit {
+
+bool InSet(DType d, TypeSet s) {
+  switch (s) {
+    case TypeSet::kFloat: return IsFloatingPoint(d);
+    case TypeSet::kNumeric: return IsFloatingPoint(d) || IsInteger(d);
+    case TypeSet::kBool: return d == DType::kBool;
+    case TypeSet::kAll: return IsSupportedDType(d);
+  }
+  return false;
+}
+
+const char* TypeSetName(TypeSet s) {
+  switch (s) {
+    case TypeSet::kFloat: return "a floating-point type";
+    case TypeSet::kNumeric: return "a numeric type";
+    case TypeSet::kBool: return "bool";
+    case TypeSet::kAll: return "a supported type";
+  }
+  return "";
+}
+
+Status CheckTypeSet(const InferenceContext& c, DType t, TypeSet s) {
+  if (!InSet(t, s))
+    return c.TypeError("type " + DTypeName(t) + " is not supported here; expected " + TypeSetName(s));
+  return Status::Ok();
+}
+
+StatusOr<int> NormalizeAxis(const InferenceContext& c, int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank)
+    return c.ShapeError("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+std::vector<int64_t> IntValues(const Tensor& t) {
+  std::vector<int64_t> v(t.num_elements());
+  for (int64_t i = 0; i < t.num_elements(); ++i) v[i] = t.ValueAsInt(i);
+  return v;
+}
+
+}  // namespace graphjit

@@ -1,0 +1,62 @@
+// Helpers shared by the kernel files: compile-time dtype sets and visitors.
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "runtime/op_registry.h"
+
+namespace graphjit {
+
+enum class TypeSet { kFloat, kNumeric, kBool, kAll };
+
+template <typename T>
+constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+template <TypeSet S, typename T>
+constexpr bool InSet() {
+  if constexpr (S == TypeSet::kFloat) return kIsFloat<T>;
+  if constexpr (S == TypeSet::kNumeric) return !std::is_same_v<T, bool>;
+  if constexpr (S == TypeSet::kBool) return std::is_same_v<T, bool>;
+  return true;
+}
+
+bool InSet(DType d, TypeSet s);
+const char* TypeSetName(TypeSet s);
+// A type error unless `t` is in `s`.
+Status CheckTypeSet(const InferenceContext& c, DType t, TypeSet s);
+
+// Calls f(T{}) for the C++ type T of `dtype` if it is in S (instantiating f only for
+// those types); an Internal error otherwise (inference rejects such types first).
+template <TypeSet S, typename F>
+Status VisitTypes(DType dtype, F&& f) {
+  auto call = [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if constexpr (InSet<S, T>()) {
+      return f(tag);
+    } else {
+      return Internal("kernel instantiated for unsupported type " + DTypeName(dtype));
+    }
+  };
+  switch (dtype) {
+    case DType::kFloat: return call(float{});
+    case DType::kDouble: return call(double{});
+    case DType::kHalf: return call(half{});
+    case DType::kBFloat16: return call(bfloat16{});
+    case DType::kInt32: return call(int32_t{});
+    case DType::kInt64: return call(int64_t{});
+    case DType::kBool: return call(bool{});
+    case DType::kUInt8: return call(uint8_t{});
+    case DType::kInt8: return call(int8_t{});
+    case DType::kInt16: return call(int16_t{});
+    default: return Unimplemented("type " + DTypeName(dtype) + " is not supported");
+  }
+}
+
+// Normalises an axis in [-rank, rank) to [0, rank).
+StatusOr<int> NormalizeAxis(const InferenceContext& c, int64_t axis, int rank);
+
+// Reads an integer vector (or scalar) input value, e.g. a shape or axes input.
+std::vector<int64_t> IntValues(const Tensor& t);
+
+}  // namespace graphjit

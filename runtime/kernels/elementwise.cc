@@ -1,0 +1,477 @@
+// Elementwise ops with TensorFlow's broadcasting: unary math, binary arithmetic,
+// comparisons, logical ops, AddN, Select/SelectV2, BiasAdd, Cast.
+//
+// Every op is written once as an Eigen array expression; f32/f64/integer tensors are
+// mapped directly (vectorized by Eigen), f16/bf16 are converted to f32 in short runs.
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <unsupported/Eigen/SpecialFunctions>
+
+#include "runtime/kernels/broadcast.h"
+#include "runtime/kernels/common.h"
+
+namespace graphjit {
+namespace {
+
+template <typename T>
+using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <typename T>
+using MapArr = Eigen::Map<Arr<T>>;
+template <typename T>
+using CMapArr = Eigen::Map<const Arr<T>>;
+
+template <typename X>
+using ScalarOf = typename std::decay_t<X>::Scalar;
+
+constexpr int64_t kConvertRun = 512;
+
+// ---- unary -------------------------------------------------------------------
+
+// out[0..n) = f(in[0..n)) where f maps an Eigen array expression of ComputeType<T>.
+template <typename T, typename F>
+void UnaryRun(const T* in, T* out, int64_t n, const F& f) {
+  using C = ComputeType<T>;
+  if constexpr (std::is_same_v<T, C>) {
+    MapArr<T>(out, n) = f(CMapArr<T>(in, n));
+  } else {
+    Arr<C> buf(kConvertRun), r(kConvertRun);
+    for (int64_t s = 0; s < n; s += kConvertRun) {
+      int64_t len = std::min(kConvertRun, n - s);
+      for (int64_t i = 0; i < len; ++i) buf[i] = static_cast<C>(in[s + i]);
+      r.head(len) = f(buf.head(len));
+      for (int64_t i = 0; i < len; ++i) out[s + i] = static_cast<T>(r[i]);
+    }
+  }
+}
+
+// A unary op; f(x, alpha) maps an Eigen array expression (alpha: the node's "alpha" attr).
+template <TypeSet S, typename F>
+OpDef UnaryOp(const char* name, int64_t cost, F f) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 1;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, S));
+    c.AddOutput(t, c.shape(0));
+    return Status::Ok();
+  };
+  def.compute = [f, cost](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& in = ctx.input(0);
+    float alpha = 0.2f;  // LeakyRelu's default
+    if (const auto* a = ctx.node.FindAttr("alpha")) alpha = a->f();
+    return VisitTypes<S>(in.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      const T* src = in.data<T>();
+      T* dst = out->data<T>();
+      ctx.ParallelFor(in.num_elements(), cost, [&](int64_t b, int64_t e) {
+        UnaryRun<T>(src + b, dst + b, e - b, [&](const auto& x) { return f(x, static_cast<C>(alpha)); });
+      });
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+// ---- binary --------------------------------------------------------------------
+
+template <typename T, typename Out, typename F>
+void BinaryRun(const T* a, int64_t sa, const T* b, int64_t sb, Out* o, int64_t n, const F& f) {
+  using C = ComputeType<T>;
+  using OC = ComputeType<Out>;
+  if constexpr (std::is_same_v<T, C> && std::is_same_v<Out, OC>) {
+    MapArr<Out> mo(o, n);
+    if (sa && sb) {
+      mo = f(CMapArr<T>(a, n), CMapArr<T>(b, n));
+    } else if (sa) {
+      mo = f(CMapArr<T>(a, n), Arr<T>::Constant(n, b[0]));
+    } else if (sb) {
+      mo = f(Arr<T>::Constant(n, a[0]), CMapArr<T>(b, n));
+    } else {
+      mo = f(Arr<T>::Constant(n, a[0]), Arr<T>::Constant(n, b[0]));
+    }
+  } else {
+    Arr<C> ba(kConvertRun), bb(kConvertRun);
+    Arr<OC> r(kConvertRun);
+    for (int64_t s = 0; s < n; s += kConvertRun) {
+      int64_t len = std::min(kConvertRun, n - s);
+      for (int64_t i = 0; i < len; ++i) {
+        ba[i] = static_cast<C>(a[sa * (s + i)]);
+        bb[i] = static_cast<C>(b[sb * (s + i)]);
+      }
+      r.head(len) = f(ba.head(len), bb.head(len));
+      for (int64_t i = 0; i < len; ++i) o[s + i] = static_cast<Out>(r[i]);
+    }
+  }
+}
+
+Status InferBroadcast(const InferenceContext& c, std::initializer_list<int> inputs, Shape* out) {
+  Shape s = c.shape(*inputs.begin());
+  for (int i : inputs) {
+    auto r = BroadcastShapes(s, c.shape(i));
+    if (!r.ok()) return c.ShapeError(r.status().message());
+    s = *r;
+  }
+  *out = s;
+  return Status::Ok();
+}
+
+// A binary op with broadcasting; f maps two Eigen array expressions. kBoolOut for
+// comparisons.
+template <TypeSet S, bool kBoolOut, typename F>
+OpDef BinaryOp(const char* name, int64_t cost, F f) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, S));
+    Shape s;
+    GJ_RETURN_IF_ERROR(InferBroadcast(c, {0, 1}, &s));
+    c.AddOutput(kBoolOut ? DType::kBool : t, s);
+    return Status::Ok();
+  };
+  def.compute = [f, cost](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    BroadcastPlan plan({a.shape(), b.shape()}, out->shape());
+    return VisitTypes<S>(a.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using Out = std::conditional_t<kBoolOut, bool, T>;
+      plan.Run(ctx, cost, [&](const int64_t* off, int64_t o, int64_t n) {
+        BinaryRun<T, Out>(a.data<T>() + off[0], plan.inner_stride(0), b.data<T>() + off[1], plan.inner_stride(1),
+                          out->data<Out>() + o, n, f);
+      });
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+// Maximum/Minimum propagate NaN, as TensorFlow does.
+template <bool kMax>
+auto MinMax() {
+  return [](const auto& x, const auto& y) {
+    using C = ScalarOf<decltype(x)>;
+    if constexpr (std::is_floating_point_v<C>) {
+      if constexpr (kMax) return x.binaryExpr(y, Eigen::internal::scalar_max_op<C, C, Eigen::PropagateNaN>());
+      else return x.binaryExpr(y, Eigen::internal::scalar_min_op<C, C, Eigen::PropagateNaN>());
+    } else {
+      if constexpr (kMax) return x.max(y);
+      else return x.min(y);
+    }
+  };
+}
+
+// ---- AddN, Select, BiasAdd, Cast -------------------------------------------------
+
+OpDef AddNOp() {
+  OpDef def;
+  def.name = "AddN";
+  def.min_inputs = 1;
+  def.max_inputs = -1;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(int64_t n, GetIntAttr(c.node, "N"));
+    if (n != c.num_inputs())
+      return c.TypeError("attr N=" + std::to_string(n) + " but the node has " + std::to_string(c.num_inputs()) +
+                         " inputs");
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {}));
+    for (int i = 0; i < c.num_inputs(); ++i)
+      if (c.dtype(i) != t) return c.TypeError("input " + std::to_string(i) + " has type " + DTypeName(c.dtype(i)));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kNumeric));
+    Shape s = c.shape(0);
+    for (int i = 1; i < c.num_inputs(); ++i) {
+      if (!IsCompatible(s, c.shape(i)))
+        return c.ShapeError("inputs must have the same shape, got " + s.ToString() + " and " + c.shape(i).ToString());
+      if (s.unknown_rank()) s = c.shape(i);
+    }
+    c.AddOutput(t, s);
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    return VisitTypes<TypeSet::kNumeric>(out->dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      ctx.ParallelFor(out->num_elements(), ctx.num_inputs(), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          C acc = static_cast<C>(ctx.input(0).data<T>()[i]);
+          for (int k = 1; k < ctx.num_inputs(); ++k) acc += static_cast<C>(ctx.input(k).data<T>()[i]);
+          out->data<T>()[i] = static_cast<T>(acc);
+        }
+      });
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+// Select (v1): cond is a scalar, the same shape as x, or a vector selecting rows.
+// SelectV2: cond, x and y broadcast.
+OpDef SelectOp(const char* name, bool v2) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 3;
+  def.infer = [v2](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {1, 2}));
+    if (c.dtype(0) != DType::kBool) return c.TypeError("condition must be bool, got " + DTypeName(c.dtype(0)));
+    Shape s;
+    if (v2) {
+      GJ_RETURN_IF_ERROR(InferBroadcast(c, {0, 1, 2}, &s));
+    } else {
+      if (!IsCompatible(c.shape(1), c.shape(2)))
+        return c.ShapeError("x and y must have the same shape, got " + c.shape(1).ToString() + " and " +
+                            c.shape(2).ToString());
+      s = c.shape(1).unknown_rank() ? c.shape(2) : c.shape(1);
+      const Shape& cond = c.shape(0);
+      if (!cond.unknown_rank() && !s.unknown_rank() && cond.rank() != 0 && !IsCompatible(cond, s) &&
+          !(cond.rank() == 1 && s.rank() >= 1 && (cond.dim(0) < 0 || s.dim(0) < 0 || cond.dim(0) == s.dim(0))))
+        return c.ShapeError("condition shape " + cond.ToString() + " must be a scalar, match x " + s.ToString() +
+                            ", or be a vector of its first dimension");
+    }
+    c.AddOutput(t, s);
+    return Status::Ok();
+  };
+  def.compute = [v2](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& cond = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    const Tensor& y = ctx.input(2);
+    Shape cond_shape = cond.shape();
+    if (!v2 && cond_shape.rank() == 1 && out->shape().rank() > 1) {
+      // A row selector: view it as [n, 1, ..., 1] and broadcast.
+      std::vector<int64_t> dims(out->shape().rank(), 1);
+      dims[0] = cond_shape.dim(0);
+      cond_shape = Shape(dims);
+    }
+    BroadcastPlan plan({cond_shape, x.shape(), y.shape()}, out->shape());
+    return VisitTypes<TypeSet::kAll>(out->dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      plan.Run(ctx, 1, [&](const int64_t* off, int64_t o, int64_t n) {
+        const bool* cp = cond.data<bool>() + off[0];
+        const T* xp = x.data<T>() + off[1];
+        const T* yp = y.data<T>() + off[2];
+        T* op = out->data<T>() + o;
+        int64_t sc = plan.inner_stride(0), sx = plan.inner_stride(1), sy = plan.inner_stride(2);
+        for (int64_t i = 0; i < n; ++i) op[i] = cp[sc * i] ? xp[sx * i] : yp[sy * i];
+      });
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+OpDef BiasAddOp() {
+  OpDef def;
+  def.name = "BiasAdd";
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kNumeric));
+    GJ_ASSIGN_OR_RETURN(std::string format, GetStringAttrOr(c.node, "data_format", "NHWC"));
+    if (format != "NHWC" && format != "NCHW") return c.TypeError("unknown data_format '" + format + "'");
+    const Shape& v = c.shape(0);
+    const Shape& b = c.shape(1);
+    if (!b.unknown_rank() && b.rank() != 1) return c.ShapeError("bias must be a vector, got " + b.ToString());
+    if (!v.unknown_rank()) {
+      if (v.rank() < 2) return c.ShapeError("value must have rank >= 2, got " + v.ToString());
+      int channel = format == "NHWC" ? v.rank() - 1 : 1;
+      if (!b.unknown_rank() && v.dim(channel) >= 0 && b.dim(0) >= 0 && v.dim(channel) != b.dim(0))
+        return c.ShapeError("bias of size " + std::to_string(b.dim(0)) + " does not match dimension " +
+                            std::to_string(channel) + " of value " + v.ToString());
+    }
+    c.AddOutput(t, v);
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& v = ctx.input(0);
+    const Tensor& bias = ctx.input(1);
+    std::string format = GetStringAttrOr(ctx.node, "data_format", "NHWC").value();
+    // View the bias with the value's rank so that it broadcasts along its channel dim.
+    std::vector<int64_t> bdims(v.shape().rank(), 1);
+    bdims[format == "NHWC" ? v.shape().rank() - 1 : 1] = bias.shape().dim(0);
+    BroadcastPlan plan({v.shape(), Shape(bdims)}, out->shape());
+    return VisitTypes<TypeSet::kNumeric>(v.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      plan.Run(ctx, 1, [&](const int64_t* off, int64_t o, int64_t n) {
+        BinaryRun<T, T>(v.data<T>() + off[0], plan.inner_stride(0), bias.data<T>() + off[1], plan.inner_stride(1),
+                        out->data<T>() + o, n, [](const auto& x, const auto& y) { return x + y; });
+      });
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+OpDef CastOp() {
+  OpDef def;
+  def.name = "Cast";
+  def.min_inputs = def.max_inputs = 1;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType src, c.TypeAttrMatching("SrcT", {0}));
+    GJ_ASSIGN_OR_RETURN(DType dst, GetTypeAttr(c.node, "DstT"));
+    (void)src;
+    if (!IsSupportedDType(dst)) return c.TypeError("cannot cast to " + DTypeName(dst));
+    c.AddOutput(dst, c.shape(0));
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor out, CastTensor(ctx.input(0), ctx.output_dtypes[0], ctx.allocator));
+    ctx.ForwardOutput(0, std::move(out));
+    return Status::Ok();
+  };
+  return def;
+}
+
+OpDef LogicalNotOp() {
+  OpDef def;
+  def.name = "LogicalNot";
+  def.min_inputs = def.max_inputs = 1;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_RETURN_IF_ERROR(c.ExpectDType(0, {DType::kBool}));
+    c.AddOutput(DType::kBool, c.shape(0));
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const bool* in = ctx.input(0).data<bool>();
+    bool* o = out->data<bool>();
+    for (int64_t i = 0; i < out->num_elements(); ++i) o[i] = !in[i];
+    return Status::Ok();
+  };
+  return def;
+}
+
+OpDef LogicalBinaryOp(const char* name, bool is_and) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_RETURN_IF_ERROR(c.ExpectDType(0, {DType::kBool}));
+    GJ_RETURN_IF_ERROR(c.ExpectDType(1, {DType::kBool}));
+    Shape s;
+    GJ_RETURN_IF_ERROR(InferBroadcast(c, {0, 1}, &s));
+    c.AddOutput(DType::kBool, s);
+    return Status::Ok();
+  };
+  def.compute = [is_and](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    BroadcastPlan plan({a.shape(), b.shape()}, out->shape());
+    plan.Run(ctx, 1, [&](const int64_t* off, int64_t o, int64_t n) {
+      const bool* ap = a.data<bool>() + off[0];
+      const bool* bp = b.data<bool>() + off[1];
+      bool* op = out->data<bool>() + o;
+      int64_t sa = plan.inner_stride(0), sb = plan.inner_stride(1);
+      for (int64_t i = 0; i < n; ++i) op[i] = is_and ? (ap[sa * i] && bp[sb * i]) : (ap[sa * i] || bp[sb * i]);
+    });
+    return Status::Ok();
+  };
+  return def;
+}
+
+// ---- the op table ----------------------------------------------------------------
+
+std::vector<OpDef> ElementwiseOps() {
+  using TS = TypeSet;
+  std::vector<OpDef> ops;
+  // Unary: f(array expression, alpha attr).
+  ops.push_back(UnaryOp<TS::kNumeric>("Neg", 1, [](const auto& x, auto) { return -x; }));
+  ops.push_back(UnaryOp<TS::kNumeric>("Abs", 1, [](const auto& x, auto) { return x.abs(); }));
+  ops.push_back(UnaryOp<TS::kNumeric>("Sign", 1, [](const auto& x, auto) { return x.sign(); }));
+  ops.push_back(UnaryOp<TS::kNumeric>("Square", 1, [](const auto& x, auto) { return x.square(); }));
+  ops.push_back(UnaryOp<TS::kNumeric>("Relu", 1, [](const auto& x, auto) { return x.max(ScalarOf<decltype(x)>(0)); }));
+  ops.push_back(UnaryOp<TS::kNumeric>("Relu6", 1, [](const auto& x, auto) {
+    using C = ScalarOf<decltype(x)>;
+    return x.max(C(0)).min(C(6));
+  }));
+  ops.push_back(UnaryOp<TS::kFloat>("Exp", 8, [](const auto& x, auto) { return x.exp(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Log", 8, [](const auto& x, auto) { return x.log(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Log1p", 8, [](const auto& x, auto) { return x.log1p(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Sqrt", 4, [](const auto& x, auto) { return x.sqrt(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Rsqrt", 4, [](const auto& x, auto) { return x.rsqrt(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Reciprocal", 4, [](const auto& x, auto) { return x.inverse(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Tanh", 8, [](const auto& x, auto) { return x.tanh(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Sigmoid", 8, [](const auto& x, auto) { return x.logistic(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Erf", 8, [](const auto& x, auto) { return x.erf(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Floor", 1, [](const auto& x, auto) { return x.floor(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Ceil", 1, [](const auto& x, auto) { return x.ceil(); }));
+  // TensorFlow's Round rounds half to even, as rint does.
+  ops.push_back(UnaryOp<TS::kFloat>("Round", 1, [](const auto& x, auto) { return x.rint(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("LeakyRelu", 1, [](const auto& x, auto alpha) {
+    using C = ScalarOf<decltype(x)>;
+    return (x > C(0)).select(x, x * alpha);
+  }));
+  ops.push_back(UnaryOp<TS::kFloat>("Elu", 8, [](const auto& x, auto) {
+    using C = ScalarOf<decltype(x)>;
+    return (x < C(0)).select(x.exp() - C(1), x);
+  }));
+  ops.push_back(UnaryOp<TS::kFloat>("Selu", 8, [](const auto& x, auto) {
+    using C = ScalarOf<decltype(x)>;
+    const C scale = C(1.0507009873554804934193349852946);
+    const C scale_alpha = C(1.7580993408473768599402175208123);
+    return (x < C(0)).select((x.exp() - C(1)) * scale_alpha, x * scale);
+  }));
+  ops.push_back(UnaryOp<TS::kFloat>("Softplus", 12, [](const auto& x, auto) {
+    using C = ScalarOf<decltype(x)>;
+    // As TensorFlow: x for large x, exp(x) for very negative x, log1p(exp(x)) between.
+    const C threshold = std::log(std::numeric_limits<C>::epsilon()) + C(2);
+    return x.unaryExpr([threshold](C v) {
+      if (v > -threshold) return v;
+      if (v < threshold) return std::exp(v);
+      return std::log1p(std::exp(v));
+    });
+  }));
+
+  // Binary arithmetic.
+  auto add = [](const auto& x, const auto& y) { return x + y; };
+  ops.push_back(BinaryOp<TS::kNumeric, false>("Add", 1, add));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("AddV2", 1, add));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("Sub", 1, [](const auto& x, const auto& y) { return x - y; }));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("Mul", 1, [](const auto& x, const auto& y) { return x * y; }));
+  ops.push_back(BinaryOp<TS::kFloat, false>("RealDiv", 4, [](const auto& x, const auto& y) { return x / y; }));
+  ops.push_back(BinaryOp<TS::kFloat, false>("DivNoNan", 4, [](const auto& x, const auto& y) {
+    using C = ScalarOf<decltype(x)>;
+    return (y == C(0)).select(C(0), x / y);
+  }));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("Maximum", 1, MinMax<true>()));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("Minimum", 1, MinMax<false>()));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("SquaredDifference", 1,
+                                              [](const auto& x, const auto& y) { return (x - y).square(); }));
+  ops.push_back(BinaryOp<TS::kFloat, false>("Pow", 16, [](const auto& x, const auto& y) {
+    using C = ScalarOf<decltype(x)>;
+    return x.binaryExpr(y, [](C a, C b) { return std::pow(a, b); });
+  }));
+
+  // Comparisons and logic.
+  ops.push_back(BinaryOp<TS::kAll, true>("Equal", 1, [](const auto& x, const auto& y) { return x == y; }));
+  ops.push_back(BinaryOp<TS::kAll, true>("NotEqual", 1, [](const auto& x, const auto& y) { return x != y; }));
+  ops.push_back(BinaryOp<TS::kNumeric, true>("Less", 1, [](const auto& x, const auto& y) { return x < y; }));
+  ops.push_back(BinaryOp<TS::kNumeric, true>("LessEqual", 1, [](const auto& x, const auto& y) { return x <= y; }));
+  ops.push_back(BinaryOp<TS::kNumeric, true>("Greater", 1, [](const auto& x, const auto& y) { return x > y; }));
+  ops.push_back(BinaryOp<TS::kNumeric, true>("GreaterEqual", 1, [](const auto& x, const auto& y) { return x >= y; }));
+  ops.push_back(LogicalNotOp());
+  ops.push_back(LogicalBinaryOp("LogicalAnd", true));
+  ops.push_back(LogicalBinaryOp("LogicalOr", false));
+
+  ops.push_back(AddNOp());
+  ops.push_back(SelectOp("Select", false));
+  ops.push_back(SelectOp("SelectV2", true));
+  ops.push_back(BiasAddOp());
+  ops.push_back(CastOp());
+  return ops;
+}
+
+}  // namespace
+
+const bool kElementwiseRegistered = RegisterOps(ElementwiseOps());
+
+}  // namespace graphjit

@@ -1,0 +1,164 @@
+// MatMul and BatchMatMulV2. f32 goes through oneDNN's sgemm (fastest of oneDNN,
+// OpenBLAS and Eigen on this machine: see bench/); f16/bf16 are widened to f32;
+// f64 and integer types use Eigen's GEMM.
+
+#include <dnnl.h>
+#include <omp.h>
+
+#include <mutex>
+
+#include <Eigen/Dense>
+
+#include "runtime/kernels/common.h"
+
+namespace graphjit {
+namespace {
+
+template <typename T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// C[m,n] = op(A) op(B), with A stored [m,k] (or [k,m] if ta) and B [k,n] (or [n,k] if tb).
+template <typename T>
+Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  if (m == 0 || n == 0) return Status::Ok();
+  if (k == 0) {
+    std::fill(c, c + m * n, T(0));
+    return Status::Ok();
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // oneDNN parallelizes with OpenMP: give it the intra-op thread count, or one
+    // thread when the caller is already one of several parallel GEMMs.
+    omp_set_num_threads(threads);
+    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
+    if (st != dnnl_success) return ctx.Error("oneDNN sgemm failed with status " + std::to_string(st));
+  } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    std::vector<float> fa(a, a + m * k), fb(b, b + k * n), fc(m * n);
+    for (int64_t i = 0; i < m * k; ++i) fa[i] = static_cast<float>(a[i]);
+    for (int64_t i = 0; i < k * n; ++i) fb[i] = static_cast<float>(b[i]);
+    GJ_RETURN_IF_ERROR(Gemm<float>(ctx, threads, ta, tb, m, n, k, fa.data(), fb.data(), fc.data()));
+    for (int64_t i = 0; i < m * n; ++i) c[i] = static_cast<T>(fc[i]);
+  } else {
+    Eigen::Map<const RowMat<T>> A(a, ta ? k : m, ta ? m : k), B(b, tb ? n : k, tb ? k : n);
+    Eigen::Map<RowMat<T>> C(c, m, n);
+    if (ta && tb) C.noalias() = A.transpose() * B.transpose();
+    else if (ta) C.noalias() = A.transpose() * B;
+    else if (tb) C.noalias() = A * B.transpose();
+    else C.noalias() = A * B;
+  }
+  return Status::Ok();
+}
+
+constexpr TypeSet kGemmTypes = TypeSet::kNumeric;
+
+// Shared by MatMul (rank 2) and BatchMatMulV2 (rank >= 2, batch dims broadcast).
+Status InferMatMul(InferenceContext& c, bool batch, const char* ta_attr, const char* tb_attr) {
+  GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
+  GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, kGemmTypes));
+  if (t == DType::kUInt8 || t == DType::kInt8 || t == DType::kInt16)
+    return c.TypeError("matrix multiplication of " + DTypeName(t) + " is not supported");
+  GJ_ASSIGN_OR_RETURN(bool ta, GetBoolAttrOr(c.node, ta_attr, false));
+  GJ_ASSIGN_OR_RETURN(bool tb, GetBoolAttrOr(c.node, tb_attr, false));
+  const Shape& a = c.shape(0);
+  const Shape& b = c.shape(1);
+  if (a.unknown_rank() || b.unknown_rank()) {
+    c.AddOutput(t, batch ? Shape::UnknownRank() : Shape{-1, -1});
+    return Status::Ok();
+  }
+  if (batch ? (a.rank() < 2 || b.rank() < 2) : (a.rank() != 2 || b.rank() != 2))
+    return c.ShapeError(std::string("inputs must be ") + (batch ? "of rank >= 2" : "matrices") + ", got " + a.ToString() +
+                        " and " + b.ToString());
+  int64_t m = a.dim(a.rank() - (ta ? 1 : 2)), ka = a.dim(a.rank() - (ta ? 2 : 1));
+  int64_t kb = b.dim(b.rank() - (tb ? 1 : 2)), n = b.dim(b.rank() - (tb ? 2 : 1));
+  if (ka >= 0 && kb >= 0 && ka != kb)
+    return c.ShapeError("inner dimensions do not match: " + a.ToString() + (ta ? "^T" : "") + " x " + b.ToString() +
+                        (tb ? "^T" : ""));
+  std::vector<int64_t> dims;
+  if (batch) {
+    Shape ab(std::vector<int64_t>(a.dims().begin(), a.dims().end() - 2));
+    Shape bb(std::vector<int64_t>(b.dims().begin(), b.dims().end() - 2));
+    auto batch_shape = BroadcastShapes(ab, bb);
+    if (!batch_shape.ok()) return c.ShapeError("batch dimensions: " + batch_shape.status().message());
+    dims = batch_shape->dims();
+  }
+  dims.push_back(m);
+  dims.push_back(n);
+  c.AddOutput(t, Shape(dims));
+  return Status::Ok();
+}
+
+OpDef MatMulOp() {
+  OpDef def;
+  def.name = "MatMul";
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) { return InferMatMul(c, false, "transpose_a", "transpose_b"); };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    bool ta = GetBoolAttrOr(ctx.node, "transpose_a", false).value();
+    bool tb = GetBoolAttrOr(ctx.node, "transpose_b", false).value();
+    const Tensor& a = ctx.input(0);
+    int64_t m = out->shape().dim(0), n = out->shape().dim(1), k = a.shape().dim(ta ? 0 : 1);
+    return VisitTypes<kGemmTypes>(a.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      int threads = ctx.intra_op ? ctx.intra_op->num_threads() : 1;
+      return Gemm<T>(ctx, threads, ta, tb, m, n, k, a.data<T>(), ctx.input(1).data<T>(), out->data<T>());
+    });
+  };
+  return def;
+}
+
+OpDef BatchMatMulV2Op() {
+  OpDef def;
+  def.name = "BatchMatMulV2";
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) { return InferMatMul(c, true, "adj_x", "adj_y"); };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    bool ta = GetBoolAttrOr(ctx.node, "adj_x", false).value();
+    bool tb = GetBoolAttrOr(ctx.node, "adj_y", false).value();
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const int ra = a.shape().rank(), ro = out->shape().rank();
+    const int64_t m = out->shape().dim(ro - 2), n = out->shape().dim(ro - 1), k = a.shape().dim(ra - (ta ? 2 : 1));
+    // Batch index -> offsets of A and B (broadcast over the batch dims).
+    std::vector<int64_t> batch_dims(out->shape().dims().begin(), out->shape().dims().end() - 2);
+    int64_t batches = 1;
+    for (int64_t d : batch_dims) batches *= d;
+    auto batch_offset = [&](const Shape& s, int64_t idx) {
+      int r = s.rank() - 2;
+      int64_t off = 0, stride = 1;
+      for (int i = static_cast<int>(batch_dims.size()) - 1, j = r - 1; i >= 0; --i, --j) {
+        int64_t coord = idx % batch_dims[i];
+        idx /= batch_dims[i];
+        if (j >= 0) {
+          if (s.dim(j) != 1) off += coord * stride;
+          stride *= s.dim(j);
+        }
+      }
+      return off;
+    };
+    return VisitTypes<kGemmTypes>(a.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      Status status;
+      std::mutex mu;
+      const bool parallel_batches = batches > 1;
+      const int threads = parallel_batches || !ctx.intra_op ? 1 : ctx.intra_op->num_threads();
+      ctx.ParallelFor(batches, m * n * k, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          Status s = Gemm<T>(ctx, threads, ta, tb, m, n, k, a.data<T>() + batch_offset(a.shape(), i) * m * k,
+                             b.data<T>() + batch_offset(b.shape(), i) * k * n, out->data<T>() + i * m * n);
+          if (!s.ok()) {
+            std::lock_guard<std::mutex> lock(mu);
+            status = s;
+          }
+        }
+      });
+      return status;
+    });
+  };
+  return def;
+}
+
+const bool kRegistered = RegisterOps({MatMulOp(), BatchMatMulV2Op()});
+
+}  // namespace
+}  // namespace graphjit

@@ -1,0 +1,329 @@
+// Reductions (Sum, Mean, Max, Min, Prod, ArgMax) and the row-wise ops built on them
+// (Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits).
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "runtime/kernels/common.h"
+
+namespace graphjit {
+namespace {
+
+template <typename T>
+using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+
+enum class Reducer { kSum, kMean, kMax, kMin, kProd };
+
+// Reduces in[outer, r, inner] -> out[outer, inner] in the compute type C.
+template <Reducer R, typename C>
+void ReduceBlock(const KernelContext& ctx, const C* in, C* out, int64_t outer, int64_t r, int64_t inner) {
+  auto combine = [](auto& acc, const auto& x) {
+    if constexpr (R == Reducer::kSum || R == Reducer::kMean) acc += x;
+    if constexpr (R == Reducer::kProd) acc *= x;
+    if constexpr (R == Reducer::kMax) {
+      if constexpr (std::is_floating_point_v<C>) acc = acc.binaryExpr(x, Eigen::internal::scalar_max_op<C, C, Eigen::PropagateNaN>());
+      else acc = acc.max(x);
+    }
+    if constexpr (R == Reducer::kMin) {
+      if constexpr (std::is_floating_point_v<C>) acc = acc.binaryExpr(x, Eigen::internal::scalar_min_op<C, C, Eigen::PropagateNaN>());
+      else acc = acc.min(x);
+    }
+  };
+  ctx.ParallelFor(outer, r * inner, [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) {
+      const C* src = in + o * r * inner;
+      Eigen::Map<Arr<C>> acc(out + o * inner, inner);
+      if (inner == 1) {
+        Eigen::Map<const Arr<C>> row(src, r);
+        if constexpr (R == Reducer::kSum || R == Reducer::kMean) acc[0] = row.sum();
+        if constexpr (R == Reducer::kProd) acc[0] = row.prod();
+        if constexpr (R == Reducer::kMax) {
+          if constexpr (std::is_floating_point_v<C>) acc[0] = row.template maxCoeff<Eigen::PropagateNaN>();
+          else acc[0] = row.maxCoeff();
+        }
+        if constexpr (R == Reducer::kMin) {
+          if constexpr (std::is_floating_point_v<C>) acc[0] = row.template minCoeff<Eigen::PropagateNaN>();
+          else acc[0] = row.minCoeff();
+        }
+        continue;
+      }
+      acc = Eigen::Map<const Arr<C>>(src, inner);
+      for (int64_t i = 1; i < r; ++i) combine(acc, Eigen::Map<const Arr<C>>(src + i * inner, inner));
+    }
+  });
+}
+
+template <Reducer R, typename C>
+C Identity() {
+  if constexpr (R == Reducer::kSum || R == Reducer::kMean) return C(0);
+  if constexpr (R == Reducer::kProd) return C(1);
+  if constexpr (R == Reducer::kMax) return std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
+  return std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
+}
+
+// Sorted, de-duplicated axes in [0, rank).
+StatusOr<std::vector<int>> ReductionAxes(const InferenceContext& c, const Tensor& axes, int rank) {
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : IntValues(axes)) {
+    GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, a, rank));
+    seen[axis] = true;
+  }
+  std::vector<int> out;
+  for (int i = 0; i < rank; ++i)
+    if (seen[i]) out.push_back(i);
+  return out;
+}
+
+template <Reducer R>
+OpDef ReductionOp(const char* name, TypeSet types) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [types](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, types));
+    GJ_RETURN_IF_ERROR(c.ExpectDType(1, {DType::kInt32, DType::kInt64}));
+    GJ_ASSIGN_OR_RETURN(bool keep, GetBoolAttrOr(c.node, "keep_dims", false));
+    const Shape& in = c.shape(0);
+    if (c.value(1) == nullptr || in.unknown_rank()) {
+      c.AddOutput(t, keep && !in.unknown_rank() ? Shape(std::vector<int64_t>(in.rank(), -1)) : Shape::UnknownRank());
+      return Status::Ok();
+    }
+    GJ_ASSIGN_OR_RETURN(std::vector<int> axes, ReductionAxes(c, *c.value(1), in.rank()));
+    std::vector<int64_t> dims;
+    size_t next = 0;
+    for (int i = 0; i < in.rank(); ++i) {
+      bool reduced = next < axes.size() && axes[next] == i;
+      if (reduced) ++next;
+      if (!reduced) dims.push_back(in.dim(i));
+      else if (keep) dims.push_back(1);
+    }
+    c.AddOutput(t, Shape(dims));
+    return Status::Ok();
+  };
+  def.compute = [types](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& in = ctx.input(0);
+    InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
+    GJ_ASSIGN_OR_RETURN(std::vector<int> axes, ReductionAxes(ic, ctx.input(1), in.shape().rank()));
+    return VisitTypes<TypeSet::kNumeric>(in.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      const int64_t n_out = out->num_elements();
+      // Work in C: reduce the contiguous blocks of axes from the last block to the first.
+      std::vector<int64_t> dims = in.shape().dims();
+      std::vector<bool> reduced(dims.size(), false);
+      for (int a : axes) reduced[a] = true;
+      std::vector<C> cur;  // the latest partial result
+      const C* cur_ptr;
+      if constexpr (std::is_same_v<T, C>) {
+        cur_ptr = in.data<T>();
+      } else {
+        cur.resize(in.num_elements());
+        for (int64_t i = 0; i < in.num_elements(); ++i) cur[i] = static_cast<C>(in.data<T>()[i]);
+        cur_ptr = cur.data();
+      }
+      int64_t count = 1;
+      for (int i = static_cast<int>(dims.size()) - 1; i >= 0;) {
+        if (!reduced[i]) { --i; continue; }
+        int hi = i;
+        while (i >= 0 && reduced[i]) --i;
+        int lo = i + 1;  // block [lo, hi]
+        int64_t outer = 1, r = 1, inner = 1;
+        for (int d = 0; d < lo; ++d) outer *= dims[d];
+        for (int d = lo; d <= hi; ++d) r *= dims[d];
+        for (int d = hi + 1; d < static_cast<int>(dims.size()); ++d) inner *= dims[d];
+        count *= r;
+        std::vector<C> next(outer * inner);
+        if (r == 0) {
+          std::fill(next.begin(), next.end(), Identity<R, C>());
+        } else {
+          ReduceBlock<R, C>(ctx, cur_ptr, next.data(), outer, r, inner);
+        }
+        cur.swap(next);
+        cur_ptr = cur.data();
+        dims.erase(dims.begin() + lo, dims.begin() + hi + 1);
+        reduced.erase(reduced.begin() + lo, reduced.begin() + hi + 1);
+      }
+      for (int64_t i = 0; i < n_out; ++i) {
+        C v = cur_ptr[i];
+        if constexpr (R == Reducer::kMean) {
+          if (count > 0) v = v / static_cast<C>(count);
+          else if constexpr (std::is_floating_point_v<C>) v = std::numeric_limits<C>::quiet_NaN();
+        }
+        out->data<T>()[i] = static_cast<T>(v);
+      }
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+OpDef ArgMaxOp() {
+  OpDef def;
+  def.name = "ArgMax";
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kNumeric));
+    GJ_RETURN_IF_ERROR(c.ExpectDType(1, {DType::kInt32, DType::kInt64}));
+    DType out_type = DType::kInt64;
+    if (c.node.FindAttr("output_type")) {
+      GJ_ASSIGN_OR_RETURN(out_type, GetTypeAttr(c.node, "output_type"));
+    }
+    if (out_type != DType::kInt32 && out_type != DType::kInt64) return c.TypeError("output_type must be int32 or int64");
+    const Shape& in = c.shape(0);
+    if (c.value(1) == nullptr || in.unknown_rank()) {
+      c.AddOutput(out_type, Shape::UnknownRank());
+      return Status::Ok();
+    }
+    if (c.value(1)->num_elements() != 1) return c.ShapeError("dimension must be a scalar");
+    if (in.rank() == 0) return c.ShapeError("input must have rank >= 1");
+    GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, c.value(1)->ValueAsInt(0), in.rank()));
+    if (in.dim(axis) == 0) return c.ShapeError("cannot take the argmax of an empty dimension");
+    std::vector<int64_t> dims = in.dims();
+    dims.erase(dims.begin() + axis);
+    c.AddOutput(out_type, Shape(dims));
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& in = ctx.input(0);
+    int64_t a = ctx.input(1).ValueAsInt(0);
+    int rank = in.shape().rank();
+    int axis = static_cast<int>(a < 0 ? a + rank : a);
+    int64_t outer = 1, r = in.shape().dim(axis), inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= in.shape().dim(d);
+    for (int d = axis + 1; d < rank; ++d) inner *= in.shape().dim(d);
+    return VisitTypes<TypeSet::kNumeric>(in.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t j = 0; j < inner; ++j) {
+          const T* p = in.data<T>() + o * r * inner + j;
+          int64_t best = 0;
+          C best_v = static_cast<C>(p[0]);
+          for (int64_t i = 1; i < r; ++i) {
+            C v = static_cast<C>(p[i * inner]);
+            if (v > best_v) {
+              best_v = v;
+              best = i;
+            }
+          }
+          if (out->dtype() == DType::kInt32) out->data<int32_t>()[o * inner + j] = static_cast<int32_t>(best);
+          else out->data<int64_t>()[o * inner + j] = best;
+        }
+      }
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+// Softmax and LogSoftmax over the last dimension.
+OpDef SoftmaxOp(const char* name, bool log) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 1;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    if (!c.shape(0).unknown_rank() && c.shape(0).rank() < 1)
+      return c.ShapeError("logits must have rank >= 1, got a scalar");
+    c.AddOutput(t, c.shape(0));
+    return Status::Ok();
+  };
+  def.compute = [log](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& in = ctx.input(0);
+    const int64_t d = in.shape().dim(in.shape().rank() - 1);
+    if (d == 0 || in.num_elements() == 0) return Status::Ok();
+    const int64_t rows = in.num_elements() / d;
+    return VisitTypes<TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      ctx.ParallelFor(rows, d * 8, [&](int64_t b, int64_t e) {
+        Arr<C> buf(d), row(d);
+        for (int64_t r = b; r < e; ++r) {
+          const T* src = in.data<T>() + r * d;
+          T* dst = out->data<T>() + r * d;
+          for (int64_t i = 0; i < d; ++i) row[i] = static_cast<C>(src[i]);
+          C m = row.maxCoeff();
+          buf = (row - m).exp();
+          C sum = buf.sum();
+          if (log) {
+            buf = (row - m) - std::log(sum);
+          } else {
+            buf /= sum;
+          }
+          for (int64_t i = 0; i < d; ++i) dst[i] = static_cast<T>(buf[i]);
+        }
+      });
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+OpDef SoftmaxXentOp() {
+  OpDef def;
+  def.name = "SoftmaxCrossEntropyWithLogits";
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    const Shape& f = c.shape(0);
+    const Shape& l = c.shape(1);
+    for (const Shape* s : {&f, &l})
+      if (!s->unknown_rank() && s->rank() != 2) return c.ShapeError("logits and labels must be matrices, got " + s->ToString());
+    if (!IsCompatible(f, l))
+      return c.ShapeError("logits " + f.ToString() + " and labels " + l.ToString() + " must have the same shape");
+    Shape s = f.unknown_rank() ? l : f;
+    c.AddOutput(t, s.unknown_rank() ? Shape{-1} : Shape{s.dim(0)});
+    c.AddOutput(t, s.unknown_rank() ? Shape{-1, -1} : s);
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * loss, ctx.AllocateOutput(0));
+    GJ_ASSIGN_OR_RETURN(Tensor * grad, ctx.AllocateOutput(1));
+    const Tensor& logits = ctx.input(0);
+    const Tensor& labels = ctx.input(1);
+    const int64_t rows = logits.shape().dim(0), d = logits.shape().dim(1);
+    return VisitTypes<TypeSet::kFloat>(logits.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      Arr<C> x(d), y(d);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = 0; i < d; ++i) {
+          x[i] = static_cast<C>(logits.data<T>()[r * d + i]);
+          y[i] = static_cast<C>(labels.data<T>()[r * d + i]);
+        }
+        Arr<C> shifted = x - (d > 0 ? x.maxCoeff() : C(0));
+        Arr<C> e = shifted.exp();
+        C sum = e.sum();
+        C lse = std::log(sum);
+        loss->data<T>()[r] = static_cast<T>((y * (lse - shifted)).sum());
+        Arr<C> g = e / sum - y;
+        for (int64_t i = 0; i < d; ++i) grad->data<T>()[r * d + i] = static_cast<T>(g[i]);
+      }
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+const bool kRegistered = RegisterOps({
+    ReductionOp<Reducer::kSum>("Sum", TypeSet::kNumeric),
+    ReductionOp<Reducer::kMean>("Mean", TypeSet::kNumeric),
+    ReductionOp<Reducer::kMax>("Max", TypeSet::kNumeric),
+    ReductionOp<Reducer::kMin>("Min", TypeSet::kNumeric),
+    ReductionOp<Reducer::kProd>("Prod", TypeSet::kNumeric),
+    ArgMaxOp(),
+    SoftmaxOp("Softmax", false),
+    SoftmaxOp("LogSoftmax", true),
+    SoftmaxXentOp(),
+});
+
+}  // namespace
+}  // namespace graphjit

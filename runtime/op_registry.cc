@@ -1,0 +1,85 @@
+#include "runtime/op_registry.h"
+
+#include <cassert>
+
+namespace graphjit {
+
+Status InferenceContext::ShapeError(const std::string& message) const {
+  return FailedPrecondition(NodeLabel(node) + ": " + message);
+}
+
+Status InferenceContext::TypeError(const std::string& message) const {
+  return InvalidArgument(NodeLabel(node) + ": " + message);
+}
+
+Status InferenceContext::ExpectDType(int i, std::initializer_list<DType> allowed) const {
+  for (DType d : allowed)
+    if (dtype(i) == d) return Status::Ok();
+  std::string names;
+  for (DType d : allowed) names += (names.empty() ? "" : ", ") + DTypeName(d);
+  return TypeError("input " + std::to_string(i) + " has type " + DTypeName(dtype(i)) + ", expected one of {" +
+                   names + "}");
+}
+
+StatusOr<DType> InferenceContext::TypeAttrMatching(std::string_view attr, std::initializer_list<int> inputs) const {
+  GJ_ASSIGN_OR_RETURN(DType t, GetTypeAttr(node, attr));
+  if (!IsSupportedDType(t)) return TypeError("type " + DTypeName(t) + " is not supported");
+  for (int i : inputs) {
+    if (i < num_inputs() && dtype(i) != t)
+      return TypeError("input " + std::to_string(i) + " has type " + DTypeName(dtype(i)) + " but attr '" +
+                       std::string(attr) + "' is " + DTypeName(t));
+  }
+  return t;
+}
+
+StatusOr<Tensor*> KernelContext::AllocateOutput(int i) {
+  auto t = Tensor::Allocate(output_dtypes[i], output_shapes[i], allocator);
+  if (!t.ok()) return t.status().WithContext(NodeLabel(node));
+  outputs[i] = std::move(t).value();
+  return &outputs[i];
+}
+
+Status KernelContext::Error(const std::string& message) const {
+  return FailedPrecondition(NodeLabel(node) + ": " + message);
+}
+
+void KernelContext::ParallelFor(int64_t n, int64_t cost_per_item,
+                                const std::function<void(int64_t, int64_t)>& fn) const {
+  // Below ~64k units of work a thread hand-off costs more than it saves.
+  constexpr int64_t kMinWorkPerBlock = 1 << 16;
+  int64_t min_block = std::max<int64_t>(1, kMinWorkPerBlock / std::max<int64_t>(1, cost_per_item));
+  if (intra_op == nullptr || n < 2 * min_block) {
+    fn(0, n);
+    return;
+  }
+  intra_op->ParallelFor(n, min_block, fn);
+}
+
+OpRegistry* OpRegistry::Global() {
+  static OpRegistry* r = new OpRegistry();
+  return r;
+}
+
+void OpRegistry::Register(OpDef def) {
+  assert(!ops_.count(def.name) && "op registered twice");
+  std::string name = def.name;
+  ops_.emplace(std::move(name), std::move(def));
+}
+
+const OpDef* OpRegistry::Find(std::string_view op) const {
+  auto it = ops_.find(op);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> OpRegistry::OpNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, def] : ops_) names.push_back(name);
+  return names;
+}
+
+bool RegisterOps(std::vector<OpDef> defs) {
+  for (auto& d : defs) OpRegistry::Global()->Register(std::move(d));
+  return true;
+}
+
+}  // namespace graphjit

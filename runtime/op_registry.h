@@ -1,0 +1,94 @@
+// The op registry: for every op graphjit runs, its input arity, a type-and-shape
+// inference function and a reference CPU kernel.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/attr.h"
+#include "ir/graph.h"
+#include "runtime/tensor.h"
+#include "runtime/thread_pool.h"
+
+namespace graphjit {
+
+// Type and shape inference for one node. Works on partial shapes (graph level,
+// where input values are mostly unknown) and on concrete ones (run time, where
+// every input value is known), so the same function serves both.
+struct InferenceContext {
+  const Node& node;
+  std::vector<DType> input_dtypes;
+  std::vector<Shape> input_shapes;
+  std::vector<const Tensor*> input_values;  // nullptr where the value is unknown
+  std::vector<DType> output_dtypes;         // filled by the inference function
+  std::vector<Shape> output_shapes;
+
+  int num_inputs() const { return static_cast<int>(input_dtypes.size()); }
+  DType dtype(int i) const { return input_dtypes[i]; }
+  const Shape& shape(int i) const { return input_shapes[i]; }
+  const Tensor* value(int i) const { return input_values[i]; }
+  void AddOutput(DType dtype, Shape shape) {
+    output_dtypes.push_back(dtype);
+    output_shapes.push_back(std::move(shape));
+  }
+
+  // A shape problem (a run-time error: the shapes depend on the feeds).
+  Status ShapeError(const std::string& message) const;
+  // A type or attr problem (the model itself is invalid).
+  Status TypeError(const std::string& message) const;
+  // Fails unless input i has one of the given types.
+  Status ExpectDType(int i, std::initializer_list<DType> allowed) const;
+  // The type attr `attr` (e.g. "T"), checked against the types of the given inputs.
+  StatusOr<DType> TypeAttrMatching(std::string_view attr, std::initializer_list<int> inputs) const;
+};
+
+struct KernelContext {
+  const Node& node;
+  const std::vector<Tensor>& inputs;
+  const std::vector<DType>& output_dtypes;
+  const std::vector<Shape>& output_shapes;
+  std::vector<Tensor>& outputs;
+  Allocator* allocator;
+  ThreadPool* intra_op;
+
+  const Tensor& input(int i) const { return inputs[i]; }
+  int num_inputs() const { return static_cast<int>(inputs.size()); }
+  // Allocates output i with the inferred dtype and shape.
+  StatusOr<Tensor*> AllocateOutput(int i);
+  // Uses an existing tensor (e.g. an input) as output i, without copying.
+  void ForwardOutput(int i, Tensor t) { outputs[i] = std::move(t); }
+  Status Error(const std::string& message) const;
+  // Splits [0, n) over the intra-op threads when n * cost_per_item is large enough.
+  void ParallelFor(int64_t n, int64_t cost_per_item, const std::function<void(int64_t, int64_t)>& fn) const;
+};
+
+using InferFn = std::function<Status(InferenceContext&)>;
+using ComputeFn = std::function<Status(KernelContext&)>;
+
+struct OpDef {
+  std::string name;
+  int min_inputs = 0;
+  int max_inputs = 0;  // -1: any number
+  InferFn infer;
+  ComputeFn compute;
+  bool stateful = false;
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry* Global();
+  void Register(OpDef def);
+  const OpDef* Find(std::string_view op) const;
+  std::vector<std::string> OpNames() const;
+
+ private:
+  std::map<std::string, OpDef, std::less<>> ops_;
+};
+
+// Registers at load time: `static const bool r = RegisterOps({...});`
+bool RegisterOps(std::vector<OpDef> defs);
+
+}  // namespace graphjit

@@ -1,0 +1,75 @@
+#include "runtime/session_options.h"
+
+#include "ir/graphdef.h"
+
+namespace graphjit {
+
+const char* JitLevelName(JitLevel level) {
+  switch (level) {
+    case JitLevel::kDefault: return "DEFAULT";
+    case JitLevel::kOff: return "OFF";
+    case JitLevel::kOn1: return "ON_1";
+    case JitLevel::kOn2: return "ON_2";
+  }
+  return "?";
+}
+
+bool ParseJitLevel(const std::string& text, JitLevel* out) {
+  if (text == "off" || text == "OFF") *out = JitLevel::kOff;
+  else if (text == "on" || text == "on_1" || text == "ON_1") *out = JitLevel::kOn1;
+  else if (text == "on_2" || text == "ON_2") *out = JitLevel::kOn2;
+  else if (text == "default" || text == "DEFAULT") *out = JitLevel::kDefault;
+  else return false;
+  return true;
+}
+
+SessionOptions SessionOptions::FromConfigProto(const tensorflow::ConfigProto& config) {
+  SessionOptions o;
+  o.intra_op_threads = config.intra_op_parallelism_threads();
+  o.inter_op_threads = config.inter_op_parallelism_threads();
+  const auto& opt = config.graph_options().optimizer_options();
+  o.jit_level = static_cast<JitLevel>(opt.global_jit_level());
+  o.cpu_global_jit = opt.cpu_global_jit();
+  o.rewrite_options = config.graph_options().rewrite_options();
+  return o;
+}
+
+StatusOr<SessionOptions> SessionOptions::FromConfigFile(const std::string& path) {
+  tensorflow::ConfigProto config;
+  GJ_RETURN_IF_ERROR(ReadTextProtoFile(path, &config));
+  return FromConfigProto(config);
+}
+
+tensorflow::ConfigProto SessionOptions::ToConfigProto() const {
+  tensorflow::ConfigProto c;
+  c.set_intra_op_parallelism_threads(intra_op_threads);
+  c.set_inter_op_parallelism_threads(inter_op_threads);
+  auto* opt = c.mutable_graph_options()->mutable_optimizer_options();
+  opt->set_global_jit_level(static_cast<tensorflow::OptimizerOptions::GlobalJitLevel>(jit_level));
+  opt->set_cpu_global_jit(cpu_global_jit);
+  *c.mutable_graph_options()->mutable_rewrite_options() = rewrite_options;
+  return c;
+}
+
+Status ApplyFlags(const std::string& flags, SessionOptions* options) {
+  size_t pos = 0;
+  while (pos < flags.size()) {
+    size_t start = flags.find_first_not_of(" \t\n", pos);
+    if (start == std::string::npos) break;
+    size_t end = flags.find_first_of(" \t\n", start);
+    if (end == std::string::npos) end = flags.size();
+    std::string flag = flags.substr(start, end - start);
+    pos = end;
+    size_t eq = flag.find('=');
+    std::string key = flag.substr(0, eq), value = eq == std::string::npos ? "" : flag.substr(eq + 1);
+    if (key == "--jit_level") {
+      if (!ParseJitLevel(value, &options->jit_level))
+        return InvalidArgument("GRAPHJIT_FLAGS: --jit_level must be off, on, on_1, on_2 or default, got '" + value + "'");
+    } else {
+      return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag + "' (known: --jit_level)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace graphjit

@@ -1,0 +1,43 @@
+// A fixed set of worker threads, and ParallelFor on top of it.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace graphjit {
+
+class ThreadPool {
+ public:
+  // num_threads <= 1 creates no threads: Schedule and ParallelFor then run inline.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return num_threads_; }
+  void Schedule(std::function<void()> task);
+
+  // Runs fn(begin, end) over [0, n) in blocks of at least `min_block` items, on the
+  // pool's threads and the caller's; returns when all blocks are done.
+  void ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn);
+
+  // Number of threads the machine offers.
+  static int DefaultThreads();
+
+ private:
+  void WorkerLoop();
+
+  int num_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stop_ = false;
+};
+
+}  // namespace graphjit

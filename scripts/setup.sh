@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages graphjit needs (only those missing), then configures
+# and builds into build/. Used by scripts/demo.sh and scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(cmake ninja-build g++ ccache pkg-config
+          libprotobuf-dev protobuf-compiler libeigen3-dev libdnnl-dev
+          libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > build.configure.log 2>&1 || { cat build.configure.log; exit 1; }
+rm -f build.configure.log
+cmake --build build -j2

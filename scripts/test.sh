@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds graphjit and runs the whole test suite (ctest), printing how long each stage took.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+scripts/setup.sh
+t1=$(date +%s)
+echo "test.sh: setup + build took $((t1 - t0)) s"
+ctest --test-dir build --output-on-failure -j2 --timeout 600
+t2=$(date +%s)
+echo "test.sh: tests took $((t2 - t1)) s (total $((t2 - t0)) s)"

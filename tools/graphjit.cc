@@ -1,0 +1,42 @@
+// The graphjit command line.
+//
+// Exit status, the same for every subcommand: 0 success; 2 bad usage or invalid input
+// (a missing file, a malformed .npy, an invalid or unsupported model); 1 a run-time
+// error (a missing feed, a wrong feed, a shape mismatch inside the graph).
+
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/compare_command.h"
+#include "tools/run_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("graphjit: runs TensorFlow graphs, and compiles their fusible parts", "graphjit");
+  app.set_version_flag("--version", std::string("graphjit ") + GRAPHJIT_VERSION);
+  app.require_subcommand(0, 1);
+  app.add_subcommand("help", "Show this help");
+
+  graphjit::RunArgs run_args;
+  graphjit::AddRunCommand(app, &run_args);
+  graphjit::CompareArgs compare_args;
+  graphjit::AddCompareCommand(app, &compare_args);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "graphjit: %s (see 'graphjit help')\n", e.what());
+    return 2;
+  }
+  if (app.got_subcommand("run")) return graphjit::RunCommand(run_args);
+  if (app.got_subcommand("compare")) return graphjit::CompareCommand(compare_args);
+  std::cout << app.help();
+  return app.got_subcommand("help") ? 0 : 2;
+}
