@@ -1,0 +1,303 @@
+// runtime/: graph analysis, executor and Session semantics.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "runtime/pass_registry.h"
+#include "runtime/session.h"
+#include "tests/support/test_util.h"
+
+namespace graphjit {
+namespace {
+
+using testing::GraphBuilder;
+using testing::MakeFloat;
+using testing::MakeSession;
+using testing::RunOrDie;
+using testing::Values;
+
+TEST(Session, RunsAGraph) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 2});
+  b.Const("c", MakeFloat(Shape{2}, {10, 20}));
+  b.Op("y", "AddV2", {"x", "c"});
+  auto s = MakeSession(b.graph_def());
+  auto out = RunOrDie(*s, {{"x", MakeFloat(Shape{2, 2}, {1, 2, 3, 4})}}, {"y"});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (Shape{2, 2}));
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{11, 22, 13, 24}));
+}
+
+TEST(Session, FetchesSecondOutputs) {
+  GraphBuilder b;
+  b.Placeholder("logits", DType::kFloat, {1, 2});
+  b.Placeholder("labels", DType::kFloat, {1, 2});
+  b.Op("xent", "SoftmaxCrossEntropyWithLogits", {"logits", "labels"});
+  auto s = MakeSession(b.graph_def());
+  auto out = RunOrDie(*s, {{"logits", MakeFloat(Shape{1, 2}, {0, 0})}, {"labels", MakeFloat(Shape{1, 2}, {1, 0})}},
+                      {"xent:1", "xent", "xent:0"});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{-0.5, 0.5}));
+  EXPECT_NEAR(Values(out[1])[0], std::log(2.0), 1e-6);
+  EXPECT_EQ(Values(out[2]), Values(out[1]));
+  std::vector<Tensor> none;
+  Status bad = s->Run({}, {"xent:2"}, {}, &none);
+  EXPECT_NE(bad.message().find("has 2 outputs"), std::string::npos) << bad.ToString();
+}
+
+TEST(Session, AFeedReplacesAnyTensorAndOnlyNeededNodesRun) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {2});
+  b.Op("a", "Relu", {"x"});
+  b.Op("bneg", "Neg", {"a"});
+  // A branch that fails whenever it runs.
+  b.Const("nan", MakeFloat(Shape{1}, {NAN}));
+  auto* check = b.Op("check", "CheckNumerics", {"nan"});
+  testing::SetAttrString(check, "message", "poisoned");
+  auto s = MakeSession(b.graph_def());
+  // x is not needed once 'a' is fed; 'check' is never needed.
+  auto out = RunOrDie(*s, {{"a", MakeFloat(Shape{2}, {-1, 5})}}, {"bneg"});
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{1, -5}));
+  // A fetched feed comes back as fed.
+  out = RunOrDie(*s, {{"a", MakeFloat(Shape{2}, {7, 8})}}, {"a"});
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{7, 8}));
+  std::vector<Tensor> r;
+  Status st = s->Run({}, {"check"}, {}, &r);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("poisoned: tensor had NaN values"), std::string::npos) << st.message();
+}
+
+TEST(Session, TargetsAndControlEdgesAreHonoured) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {1 << 16});
+  b.Op("slow", "Exp", {"x"});
+  b.Op("after", "Neg", {"x"})->add_input("^slow");
+  b.Op("group", "NoOp", {"^after"}, DType::kInvalid);
+  SessionOptions opts;
+  opts.inter_op_threads = 2;
+  auto s = MakeSession(b.graph_def(), opts);
+  std::vector<float> ones(1 << 16, 1.0f);
+  Tensor x = MakeFloat(Shape{1 << 16}, ones);
+  for (int rep = 0; rep < 20; ++rep) {
+    Tracer tracer;
+    RunOptions ro;
+    ro.tracer = &tracer;
+    std::vector<Tensor> out;
+    ASSERT_TRUE(s->Run(ro, {{"x", x}}, {}, {"group"}, &out).ok());
+    EXPECT_TRUE(out.empty());
+    std::map<std::string, TraceEvent> ev;
+    for (const auto& e : tracer.events()) ev[e.name] = e;
+    ASSERT_EQ(ev.count("slow"), 1u);
+    ASSERT_EQ(ev.count("after"), 1u);
+    EXPECT_GE(ev["after"].start_us, ev["slow"].start_us + ev["slow"].duration_us);
+  }
+}
+
+TEST(Session, IntermediatesAreFreedAfterTheirLastUse) {
+  constexpr int kChain = 20;
+  constexpr int64_t kElems = 1 << 18;  // 1 MiB of floats
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {kElems});
+  std::string prev = "x";
+  for (int i = 0; i < kChain; ++i) {
+    std::string name = "n" + std::to_string(i);
+    b.Op(name, i % 2 ? "Neg" : "Relu", {prev});
+    prev = name;
+  }
+  SessionOptions opts;
+  opts.inter_op_threads = opts.intra_op_threads = 1;
+  auto s = MakeSession(b.graph_def(), opts);
+  Tensor x = MakeFloat(Shape{kElems}, std::vector<float>(kElems, 2.0f));
+  s->allocator()->ResetPeak();
+  auto out = RunOrDie(*s, {{"x", x}}, {prev});
+  EXPECT_EQ(Values(out[0])[0], 0.0);  // -relu(-relu(...(2))) ends at 0 after the first Neg+Relu
+  // At most an input and an output are alive at once (the fed x is not the session's).
+  EXPECT_LE(s->allocator()->stats().peak_bytes_in_use, 2 * kElems * 4);
+  out.clear();
+  EXPECT_EQ(s->allocator()->stats().bytes_in_use, 0);
+}
+
+TEST(Session, RunTimeErrorsNameTheProblem) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 3});
+  b.Placeholder("y", DType::kFloat, {}, /*unknown_rank=*/true);
+  b.Op("sum", "Add", {"x", "y"});
+  auto s = MakeSession(b.graph_def());
+  std::vector<Tensor> out;
+  auto expect = [&](const std::vector<std::pair<std::string, Tensor>>& feeds, const std::string& fragment) {
+    Status st = s->Run(feeds, {"sum"}, {}, &out);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.code(), Code::kFailedPrecondition);
+    EXPECT_NE(st.message().find(fragment), std::string::npos) << st.message();
+  };
+  Tensor x = MakeFloat(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+  expect({{"x", x}}, "a value must be fed for placeholder 'y'");
+  expect({{"x", testing::MakeInt32(Shape{2, 3}, {1, 2, 3, 4, 5, 6})}}, "feed 'x' has type int32");
+  expect({{"x", MakeFloat(Shape{3, 2}, {1, 2, 3, 4, 5, 6})}}, "feed 'x' has shape [3,2], which does not match");
+  expect({{"x", x}, {"y", MakeFloat(Shape{2}, {1, 2})}}, "node 'sum' (Add): incompatible shapes");
+  expect({{"ghost", x}}, "no node named 'ghost'");
+  expect({{"x", x}, {"x:0", x}}, "fed twice");
+}
+
+TEST(Session, ConcurrentRunsAreIndependent) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1});
+  b.Op("sq", "Square", {"x"});
+  b.Op("s", "Sum", {"sq", b.Const("axis", testing::MakeInt32(Shape{1}, {0}))});
+  auto s = MakeSession(b.graph_def());
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        int n = 1 + (t * 50 + i) % 37;
+        std::vector<float> v(n, static_cast<float>(t + 1));
+        std::vector<Tensor> out;
+        Status st = s->Run({{"x", MakeFloat(Shape{n}, v)}}, {"s"}, {}, &out);
+        if (!st.ok() || out[0].ValueAsDouble(0) != n * (t + 1.0) * (t + 1.0)) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(Analysis, EveryUnsupportedOpIsListedAtOnce) {
+  GraphBuilder b;
+  b.Placeholder("p", DType::kBool);
+  b.Placeholder("x", DType::kFloat);
+  b.Op("sw", "Switch", {"x", "p"});
+  b.Op("sw2", "Switch", {"x", "p"});
+  b.Op("m", "Merge", {"sw", "sw2:1"});
+  b.Op("w", "While", {"x"});
+  auto s = Session::Create({}, b.graph_def());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kUnimplemented);
+  const std::string m = s.status().message();
+  EXPECT_NE(m.find("3 unsupported ops"), std::string::npos) << m;
+  EXPECT_NE(m.find("Switch (2 nodes: 'sw', ...)"), std::string::npos) << m;
+  EXPECT_NE(m.find("Merge (1 node: 'm')"), std::string::npos) << m;
+  EXPECT_NE(m.find("While (1 node: 'w')"), std::string::npos) << m;
+}
+
+Status CreateError(const tensorflow::GraphDef& gd) { return Session::Create({}, gd).status(); }
+
+TEST(Analysis, ModelErrorsNameTheNode) {
+  {
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat);
+    b.Op("r", "Relu", {"x", "x"});
+    Status s = CreateError(b.graph_def());
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    EXPECT_EQ(s.message(), "node 'r' (Relu): expected 1 data input, got 2");
+  }
+  {
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat);
+    b.Placeholder("i", DType::kInt32);
+    b.Op("a", "Add", {"x", "i"});
+    Status s = CreateError(b.graph_def());
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    EXPECT_NE(s.message().find("node 'a' (Add): input 1 has type int32 but attr 'T' is float32"), std::string::npos)
+        << s.message();
+  }
+  {
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {2, 2});
+    testing::SetAttrInt(b.Op("m", "MatMul", {"x", "x"}), "transpose_a", 1);
+    EXPECT_NE(CreateError(b.graph_def()).message().find("attr 'transpose_a' must be a bool"), std::string::npos);
+  }
+  {
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat);
+    b.Op("r", "Relu", {"x:3"});
+    EXPECT_NE(CreateError(b.graph_def()).message().find("refers to output 3 of 'x', which has 1 output"),
+              std::string::npos);
+  }
+  {
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat);
+    b.Op("r", "Relu", {"x"})->mutable_attr()->erase("T");
+    EXPECT_EQ(CreateError(b.graph_def()).message(), "node 'r' (Relu): attr 'T' is missing");
+  }
+  {
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat);
+    b.Op("a", "Relu", {"b"});
+    b.Op("b", "Relu", {"a"});
+    EXPECT_NE(CreateError(b.graph_def()).message().find("cycle"), std::string::npos);
+  }
+}
+
+TEST(Analysis, StaticShapesUseConstants) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 6});
+  b.Op("r", "Reshape", {"x", b.Const("shape", testing::MakeInt32(Shape{3}, {-1, 2, 3}))})->mutable_attr();
+  testing::SetAttrType(b.graph_def().mutable_node(2), "Tshape", DType::kInt32);
+  auto s = MakeSession(b.graph_def());
+  const auto& g = s->graph();
+  EXPECT_EQ(g.info(g.graph.FindNode("r")->id).shapes[0], (Shape{-1, 2, 3}));
+}
+
+TEST(PassRegistry, PassesRunAtSessionCreation) {
+  // A pass that turns Relu into Neg, only in graphs that carry its marker node.
+  static const bool registered = [] {
+    PassRegistry::Global()->Register({"test_relu_to_neg", 0, [](Graph& g, const SessionOptions&) -> StatusOr<bool> {
+                                        if (g.FindNode("__relu_to_neg") == nullptr) return false;
+                                        bool changed = false;
+                                        for (int i = 0; i < g.num_nodes(); ++i) {
+                                          if (g.node(i)->op == "Relu") {
+                                            g.node(i)->op = "Neg";
+                                            changed = true;
+                                          }
+                                        }
+                                        return changed;
+                                      }});
+    return true;
+  }();
+  ASSERT_TRUE(registered);
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {2});
+  b.Op("r", "Relu", {"x"});
+  auto plain = MakeSession(b.graph_def());
+  EXPECT_EQ(Values(RunOrDie(*plain, {{"x", MakeFloat(Shape{2}, {-1, 2})}}, {"r"})[0]), (std::vector<double>{0, 2}));
+  b.Op("__relu_to_neg", "NoOp", {}, DType::kInvalid);
+  auto rewritten = MakeSession(b.graph_def());
+  EXPECT_EQ(Values(RunOrDie(*rewritten, {{"x", MakeFloat(Shape{2}, {-1, 2})}}, {"r"})[0]), (std::vector<double>{1, -2}));
+}
+
+TEST(SessionOptions, ReadsATensorFlowTextConfig) {
+  std::string path = testing::TempDir() + "/config.pbtxt";
+  std::ofstream(path) << R"(
+    intra_op_parallelism_threads: 3
+    inter_op_parallelism_threads: 2
+    gpu_options { allow_growth: true }   # not modelled by graphjit: skipped
+    graph_options {
+      optimizer_options { global_jit_level: ON_2 cpu_global_jit: true }
+      rewrite_options { constant_folding: OFF remapping: ON disable_model_pruning: true }
+    })";
+  auto o = SessionOptions::FromConfigFile(path);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->intra_op_threads, 3);
+  EXPECT_EQ(o->inter_op_threads, 2);
+  EXPECT_EQ(o->jit_level, JitLevel::kOn2);
+  EXPECT_TRUE(o->cpu_global_jit);
+  EXPECT_EQ(o->rewrite_options.constant_folding(), tensorflow::RewriterConfig::OFF);
+  EXPECT_TRUE(o->rewrite_options.disable_model_pruning());
+  EXPECT_EQ(o->ToConfigProto().graph_options().optimizer_options().global_jit_level(), tensorflow::OptimizerOptions::ON_2);
+
+  std::ofstream(path) << "intra_op_parallelism_threads: \"many\"";
+  EXPECT_EQ(SessionOptions::FromConfigFile(path).status().code(), Code::kInvalidArgument);
+}
+
+TEST(SessionOptions, Flags) {
+  SessionOptions o;
+  ASSERT_TRUE(ApplyFlags("  --jit_level=on_2 ", &o).ok());
+  EXPECT_EQ(o.jit_level, JitLevel::kOn2);
+  EXPECT_FALSE(ApplyFlags("--jit_level=fast", &o).ok());
+  EXPECT_NE(ApplyFlags("--no_such_flag=1", &o).message().find("unknown flag"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace graphjit
