@@ -37,6 +37,14 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("run")) return graphjit::RunCommand(run_args);
   if (app.got_subcommand("compare")) return graphjit::CompareCommand(compare_args);
-  std::cout << app.help();
-  return app.got_subcommand("help") ? 0 : 2;
+  // `graphjit help` or no subcommand: the top-level help (for the latter, on stderr).
+  const bool asked = app.got_subcommand("help");
+  app.clear();
+  std::string help = app.help("", CLI::AppFormatMode::Normal);
+  if (asked) {
+    std::cout << help;
+    return 0;
+  }
+  std::cerr << help;
+  return 2;
 }

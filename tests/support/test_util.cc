@@ -115,10 +115,10 @@ std::string TempDir() {
   return dir.string();
 }
 
-CommandResult RunGraphjit(const std::string& args) {
+CommandResult RunGraphjit(const std::string& args, const std::string& env) {
   std::string dir = TempDir();
   std::string out = dir + "/stdout", err = dir + "/stderr";
-  std::string cmd = std::string(GRAPHJIT_BINARY) + " " + args + " >" + out + " 2>" + err;
+  std::string cmd = env + " " + std::string(GRAPHJIT_BINARY) + " " + args + " >" + out + " 2>" + err;
   int status = std::system(cmd.c_str());
   CommandResult r;
   if (WIFEXITED(status)) {

@@ -45,13 +45,14 @@ std::unique_ptr<Session> MakeSession(const tensorflow::GraphDef& gd, SessionOpti
 std::vector<Tensor> RunOrDie(Session& s, const std::vector<std::pair<std::string, Tensor>>& feeds,
                              const std::vector<std::string>& fetches);
 
-// Runs `graphjit ARGS` through the shell; captures exit status, stdout and stderr.
+// Runs `ENV graphjit ARGS` through the shell (ENV: "VAR=value ..." or empty);
+// captures exit status, stdout and stderr.
 struct CommandResult {
   int exit_code = -1;
   bool signaled = false;
   std::string out, err;
 };
-CommandResult RunGraphjit(const std::string& args);
+CommandResult RunGraphjit(const std::string& args, const std::string& env = "");
 
 std::string TestData(const std::string& relative);  // path under tests/data
 std::string TempDir();                              // a fresh directory for this test

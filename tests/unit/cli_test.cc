@@ -1,0 +1,246 @@
+// tools/: the graphjit command line, run as a user runs it. Every bad-input class has
+// a test of its exit status (0 ok, 1 run-time error, 2 bad input) and its message.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/graphdef.h"
+#include "runtime/npy.h"
+#include "tests/support/test_util.h"
+
+namespace graphjit {
+namespace {
+
+using testing::GraphBuilder;
+using testing::RunGraphjit;
+using testing::TestData;
+
+std::string Mnist() { return TestData("mnist_softmax/model.pb"); }
+std::string MnistFeeds() {
+  return " --feed x=" + TestData("mnist_softmax/x.npy") + " --feed y_=" + TestData("mnist_softmax/y_.npy");
+}
+
+// Writes a GraphDef into a fresh directory and returns its path.
+std::string WriteModel(const tensorflow::GraphDef& gd, const std::string& name = "model.pb") {
+  std::string path = testing::TempDir() + "/" + name;
+  EXPECT_TRUE(WriteGraphDefFile(gd, path).ok());
+  return path;
+}
+
+void ExpectExit(const testing::CommandResult& r, int code, const std::string& stderr_fragment) {
+  EXPECT_FALSE(r.signaled) << r.err;
+  EXPECT_EQ(r.exit_code, code) << "stderr: " << r.err;
+  EXPECT_NE(r.err.find(stderr_fragment), std::string::npos) << "stderr: " << r.err;
+  // One clear line.
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(Cli, VersionAndHelp) {
+  auto v = RunGraphjit("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("graphjit 0."), std::string::npos) << v.out;
+  auto h = RunGraphjit("help");
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("run"), std::string::npos);
+  auto rh = RunGraphjit("run --help");
+  EXPECT_EQ(rh.exit_code, 0);
+  EXPECT_NE(rh.out.find("--random-feeds"), std::string::npos);
+}
+
+TEST(Cli, RunPrintsOneLinePerFetchAndWritesNpy) {
+  std::string out = testing::TempDir();
+  auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y --fetch xent:0 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("y float32 [8,10] min="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nxent:0 float32 [] min=2.21"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2);
+  ASSERT_TRUE(std::filesystem::exists(out + "/y.npy"));
+  ASSERT_TRUE(std::filesystem::exists(out + "/xent_0.npy"));
+  auto y = ReadNpy(out + "/y.npy");
+  auto expected = ReadNpy(TestData("mnist_softmax/out_y.npy"));
+  ASSERT_TRUE(y.ok() && expected.ok());
+  for (int64_t i = 0; i < y->num_elements(); ++i) EXPECT_NEAR(y->ValueAsDouble(i), expected->ValueAsDouble(i), 1e-6);
+}
+
+TEST(Cli, DefaultFetchesAreNodesWithoutConsumers) {
+  auto r = RunGraphjit("run " + TestData("keras_mlp/model.pbtxt") + " --feed input=" + TestData("keras_mlp/input.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The only data sink is "Identity"; the NoOp has no outputs and is not fetched.
+  EXPECT_EQ(r.out.substr(0, r.out.find(' ')), "Identity");
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+TEST(Cli, RandomFeedsAreSeededAndNeedKnownShapes) {
+  auto a = RunGraphjit("run " + Mnist() + " --random-feeds --seed 7 --shape x=4,784 --shape y_=4,10 --fetch y");
+  auto b = RunGraphjit("run " + Mnist() + " --random-feeds --seed 7 --shape x=4,784 --shape y_=4,10 --fetch y");
+  auto c = RunGraphjit("run " + Mnist() + " --random-feeds --seed 8 --shape x=4,784 --shape y_=4,10 --fetch y");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.out.find("y float32 [4,10]"), std::string::npos);
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+  ExpectExit(RunGraphjit("run " + Mnist() + " --random-feeds --fetch y"), 2,
+             "placeholder 'x' has shape [?,784]; give its dims with --shape x=d0,d1,...");
+  ExpectExit(RunGraphjit("run " + Mnist() + " --random-feeds --shape x=4,783 --fetch y"), 2,
+             "does not match the placeholder's [?,784]");
+}
+
+TEST(Cli, OutputNameCollisionIsAnError) {
+  GraphBuilder b;
+  b.Placeholder("a_1", DType::kFloat, {1});
+  b.Op("a", "IdentityN", {"a_1", "a_1"}, DType::kInvalid);
+  auto* list = (*b.graph_def().mutable_node(1)->mutable_attr())["T"].mutable_list();
+  list->add_type(tensorflow::DT_FLOAT);
+  list->add_type(tensorflow::DT_FLOAT);
+  std::string model = WriteModel(b.graph_def());
+  ExpectExit(RunGraphjit("run " + model + " --random-feeds --fetch a:1 --fetch a_1 --out " + testing::TempDir()), 2,
+             "would both be written to a_1.npy");
+}
+
+TEST(Cli, TraceIsAChromeTraceEventFile) {
+  std::string path = testing::TempDir() + "/trace.json";
+  auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --trace " + path + " --threads 2 --repeat 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(path);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  const auto& events = doc["traceEvents"];
+  ASSERT_TRUE(events.is_array());
+  std::set<std::string> names;
+  for (const auto& e : events) {
+    EXPECT_EQ(e["ph"], "X");
+    EXPECT_TRUE(e["name"].is_string());
+    EXPECT_TRUE(e["ts"].is_number_integer());
+    EXPECT_TRUE(e["dur"].is_number_integer());
+    EXPECT_GE(e["dur"].get<int64_t>(), 0);
+    EXPECT_TRUE(e["pid"].is_number_integer());
+    EXPECT_TRUE(e["tid"].is_number_integer());
+    EXPECT_TRUE(e["args"]["op"].is_string());
+    names.insert(e["name"]);
+  }
+  // One event per kernel of the last run (Const nodes are not kernels).
+  EXPECT_TRUE(names.count("MatMul"));
+  EXPECT_TRUE(names.count("y"));
+  EXPECT_EQ(names.count("MatMul"), 1u);
+}
+
+TEST(Cli, JitLevelPrecedence) {
+  // The level is reported on stderr with the timings: command line, then
+  // GRAPHJIT_FLAGS, then --config.
+  std::string config = testing::TempDir() + "/c.pbtxt";
+  std::ofstream(config) << "graph_options { optimizer_options { global_jit_level: ON_1 } }";
+  std::string base = "run " + Mnist() + MnistFeeds() + " --fetch y";
+  EXPECT_NE(RunGraphjit(base).err.find("jit DEFAULT"), std::string::npos);
+  EXPECT_NE(RunGraphjit(base + " --config " + config).err.find("jit ON_1"), std::string::npos);
+  std::string env = "GRAPHJIT_FLAGS=--jit_level=on_2";
+  EXPECT_NE(RunGraphjit(base + " --config " + config, env).err.find("jit ON_2"), std::string::npos);
+  EXPECT_NE(RunGraphjit(base + " --config " + config + " --jit off", env).err.find("jit OFF"), std::string::npos);
+  ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--jit_level=bogus"), 2, "--jit_level must be");
+}
+
+// ---- bad input: exit status 2 ----
+
+TEST(CliErrors, BadUsage) {
+  ExpectExit(RunGraphjit("frobnicate"), 2, "graphjit:");
+  ExpectExit(RunGraphjit("run"), 2, "model is required");
+  ExpectExit(RunGraphjit("run " + Mnist() + " --jit sideways"), 2, "--jit");
+  ExpectExit(RunGraphjit("run " + Mnist() + " --feed x"), 2, "--feed expects NAME=FILE.npy");
+  ExpectExit(RunGraphjit("run " + Mnist() + " --shape x=1 --fetch y"), 2, "--shape only applies with --random-feeds");
+  ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch nothing_here"), 2,
+             "--fetch nothing_here: no node named 'nothing_here'");
+}
+
+TEST(CliErrors, MissingOrUnreadableFiles) {
+  ExpectExit(RunGraphjit("run /no/such/model.pb"), 2, "cannot read '/no/such/model.pb'");
+  ExpectExit(RunGraphjit("run " + Mnist() + " --feed x=/no/such.npy"), 2, "cannot read '/no/such.npy'");
+  ExpectExit(RunGraphjit("run " + Mnist() + " --config /no/such.pbtxt"), 2, "cannot read '/no/such.pbtxt'");
+}
+
+TEST(CliErrors, MalformedNpy) {
+  std::string bad = testing::TempDir() + "/bad.npy";
+  std::ofstream(bad) << "this is not numpy";
+  ExpectExit(RunGraphjit("run " + Mnist() + " --feed x=" + bad), 2, "malformed .npy file '" + bad + "'");
+}
+
+TEST(CliErrors, InvalidModels) {
+  // Parse errors.
+  std::string dir = testing::TempDir();
+  std::ofstream(dir + "/garbage.pb") << "\x0a\xff\xff\xff\xff";
+  ExpectExit(RunGraphjit("run " + dir + "/garbage.pb"), 2, "cannot parse");
+  std::ofstream(dir + "/garbage.pbtxt") << "node { name: 'a' op: 'Const' oops }";
+  ExpectExit(RunGraphjit("run " + dir + "/garbage.pbtxt"), 2, "1:");
+
+  // Unsupported ops, all listed.
+  GraphBuilder u;
+  u.Placeholder("x", DType::kFloat);
+  u.Placeholder("p", DType::kBool);
+  u.Op("s", "Switch", {"x", "p"});
+  u.Op("m", "Merge", {"s"});
+  ExpectExit(RunGraphjit("run " + WriteModel(u.graph_def())), 2, "2 unsupported ops: Merge (1 node: 'm'); Switch");
+
+  // A cycle.
+  GraphBuilder c;
+  c.Op("a", "Relu", {"b"});
+  c.Op("b", "Relu", {"a"});
+  ExpectExit(RunGraphjit("run " + WriteModel(c.graph_def())), 2, "cycle");
+
+  // A dangling input.
+  GraphBuilder d;
+  d.Op("a", "Relu", {"ghost"});
+  ExpectExit(RunGraphjit("run " + WriteModel(d.graph_def())), 2,
+             "node 'a' (Relu): input 'ghost' refers to a node that does not exist");
+
+  // A bad attr.
+  GraphBuilder at;
+  at.Placeholder("x", DType::kFloat, {2, 2});
+  testing::SetAttrString(at.Op("m", "MatMul", {"x", "x"}), "transpose_b", "yes");
+  ExpectExit(RunGraphjit("run " + WriteModel(at.graph_def())), 2, "node 'm' (MatMul): attr 'transpose_b' must be a bool");
+
+  // Mismatched dtypes.
+  GraphBuilder dt;
+  dt.Placeholder("x", DType::kFloat);
+  dt.Placeholder("i", DType::kInt32);
+  dt.Op("a", "Add", {"x", "i"});
+  ExpectExit(RunGraphjit("run " + WriteModel(dt.graph_def())), 2, "node 'a' (Add): input 1 has type int32");
+
+  // A constant whose content does not match its shape.
+  GraphBuilder k;
+  tensorflow::NodeDef* n = k.graph_def().add_node();
+  n->set_name("k");
+  n->set_op("Const");
+  testing::SetAttrType(n, "dtype", DType::kFloat);
+  auto* t = (*n->mutable_attr())["value"].mutable_tensor();
+  t->set_dtype(tensorflow::DT_FLOAT);
+  t->mutable_tensor_shape()->add_dim()->set_size(4);
+  t->set_tensor_content(std::string(8, '\0'));
+  ExpectExit(RunGraphjit("run " + WriteModel(k.graph_def())), 2, "node 'k' (Const): constant tensor of shape [4]");
+}
+
+// ---- run-time errors: exit status 1 ----
+
+TEST(CliErrors, RunTimeErrors) {
+  ExpectExit(RunGraphjit("run " + Mnist() + " --feed x=" + TestData("mnist_softmax/x.npy") + " --fetch cross_entropy"), 1,
+             "a value must be fed for placeholder 'y_'");
+  std::string dir = testing::TempDir();
+  ASSERT_TRUE(WriteNpy(dir + "/x_i32.npy", testing::MakeInt32(Shape{1, 784}, std::vector<int32_t>(784, 1))).ok());
+  ExpectExit(RunGraphjit("run " + Mnist() + " --feed x=" + dir + "/x_i32.npy --fetch y"), 1,
+             "feed 'x' has type int32, but the graph expects float32");
+  ASSERT_TRUE(WriteNpy(dir + "/x_short.npy", testing::MakeFloat(Shape{2, 783}, std::vector<float>(2 * 783, 1))).ok());
+  ExpectExit(RunGraphjit("run " + Mnist() + " --feed x=" + dir + "/x_short.npy --fetch y"), 1,
+             "feed 'x' has shape [2,783], which does not match the graph's [?,784]");
+
+  GraphBuilder b;
+  b.Placeholder("a", DType::kFloat, {}, true);
+  b.Placeholder("c", DType::kFloat, {}, true);
+  b.Op("sum", "AddV2", {"a", "c"});
+  std::string model = WriteModel(b.graph_def());
+  ASSERT_TRUE(WriteNpy(dir + "/a.npy", testing::MakeFloat(Shape{3}, {1, 2, 3})).ok());
+  ASSERT_TRUE(WriteNpy(dir + "/c.npy", testing::MakeFloat(Shape{2}, {1, 2})).ok());
+  ExpectExit(RunGraphjit("run " + model + " --feed a=" + dir + "/a.npy --feed c=" + dir + "/c.npy"), 1,
+             "node 'sum' (AddV2): incompatible shapes for broadcasting: [3] and [2]");
+}
+
+}  // namespace
+}  // namespace graphjit
