@@ -183,7 +183,9 @@ class Run {
     if (options_.tracer)
       options_.tracer->Add({node.name, node.op, start, options_.tracer->NowMicros() - start, CurrentThreadId()});
     for (size_t i = 0; i < outputs.size(); ++i) {
-      if (!outputs[i].valid() || outputs[i].shape() != ic.output_shapes[i])
+      // Forwarding kernels (PlaceholderWithDefault) may refine a partial inferred shape.
+      if (!outputs[i].valid() || !outputs[i].shape().IsFullyDefined() ||
+          !IsCompatible(ic.output_shapes[i], outputs[i].shape()))
         return Internal(NodeLabel(node) + ": kernel did not produce output " + std::to_string(i) + " as inferred");
       values_[base + i] = std::move(outputs[i]);
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 namespace graphjit {
 
@@ -29,19 +30,43 @@ void ThreadPool::Schedule(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(task));
+    queued_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_one();
 }
 
+namespace {
+
+// Waking a sleeping thread costs tens of microseconds on a VM, more than many kernels
+// take; so a thread that runs out of work, or waits for helpers, spins this long
+// before it sleeps.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+template <typename Pred>
+bool SpinUntil(Pred done) {
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  do {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      __builtin_ia32_pause();
+    }
+  } while (std::chrono::steady_clock::now() < until);
+  return done();
+}
+
+}  // namespace
+
 void ThreadPool::WorkerLoop() {
   for (;;) {
     std::function<void()> task;
+    SpinUntil([this] { return queued_.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stop_ and drained
       task = std::move(queue_.front());
       queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
     }
     task();
   }
@@ -56,22 +81,29 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_block, const std::function<v
     return;
   }
   const int64_t per = (n + blocks - 1) / blocks;
-  std::atomic<int64_t> remaining(blocks - 1);
-  std::mutex done_mu;
-  std::condition_variable done_cv;
+  // Shared with the helpers, which may still be signalling after the caller has seen
+  // the count reach zero and returned.
+  struct Sync {
+    std::atomic<int64_t> remaining;
+    std::mutex mu;
+    std::condition_variable cv;
+  };
+  auto sync = std::make_shared<Sync>();
+  sync->remaining.store(blocks - 1);
   for (int64_t b = 1; b < blocks; ++b) {
-    Schedule([&, b] {
+    Schedule([&fn, sync, b, per, n] {
       int64_t begin = b * per, end = std::min(n, begin + per);
       if (begin < end) fn(begin, end);
-      if (remaining.fetch_sub(1) == 1) {
-        std::lock_guard<std::mutex> lock(done_mu);
-        done_cv.notify_one();
+      if (sync->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(sync->mu);
+        sync->cv.notify_one();
       }
     });
   }
   fn(0, std::min(n, per));
-  std::unique_lock<std::mutex> lock(done_mu);
-  done_cv.wait(lock, [&] { return remaining.load() == 0; });
+  if (SpinUntil([&] { return sync->remaining.load(std::memory_order_acquire) == 0; })) return;
+  std::unique_lock<std::mutex> lock(sync->mu);
+  sync->cv.wait(lock, [&] { return sync->remaining.load() == 0; });
 }
 
 }  // namespace graphjit

@@ -1,6 +1,7 @@
 // A fixed set of worker threads, and ParallelFor on top of it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -37,6 +38,7 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  std::atomic<int> queued_{0};  // queue_.size(), readable without the lock
   bool stop_ = false;
 };
 

@@ -133,31 +133,74 @@ OpDef SqueezeOp() {
   return def;
 }
 
-// Copies in -> out where out dim k walks input dim perm[k].
+// Copies in -> out where out dim k walks input dim perm[k]. When the input's
+// contiguous last dim does not stay last, the copy goes in square tiles so that both
+// the reads and the writes stay within a few cache lines.
 template <typename T>
 void TransposeCopy(const KernelContext& ctx, const T* in, T* out, const std::vector<int64_t>& in_dims,
                    const std::vector<int>& perm) {
   const int rank = static_cast<int>(perm.size());
   std::vector<int64_t> in_strides(rank, 1);
   for (int i = rank - 2; i >= 0; --i) in_strides[i] = in_strides[i + 1] * in_dims[i + 1];
-  std::vector<int64_t> out_dims(rank), stride(rank);
+  std::vector<int64_t> out_dims(rank), stride(rank), out_strides(rank, 1);
   for (int k = 0; k < rank; ++k) {
     out_dims[k] = in_dims[perm[k]];
     stride[k] = in_strides[perm[k]];
   }
-  const int64_t inner = out_dims[rank - 1], inner_stride = stride[rank - 1];
-  int64_t rows = 1;
-  for (int k = 0; k + 1 < rank; ++k) rows *= out_dims[k];
-  ctx.ParallelFor(rows, inner, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      int64_t off = 0, rem = r;
-      for (int k = rank - 2; k >= 0; --k) {
-        off += (rem % out_dims[k]) * stride[k];
-        rem /= out_dims[k];
+  for (int k = rank - 2; k >= 0; --k) out_strides[k] = out_strides[k + 1] * out_dims[k + 1];
+  const int last = rank - 1;
+  int p = 0;  // output position of the input's last dim
+  while (perm[p] != last) ++p;
+
+  if (p == last) {
+    // The innermost dim stays innermost: contiguous runs.
+    const int64_t inner = out_dims[last];
+    const int64_t rows = out_dims[last] ? static_cast<int64_t>(std::accumulate(out_dims.begin(), out_dims.end() - 1,
+                                                                               int64_t{1}, std::multiplies<>()))
+                                        : 0;
+    ctx.ParallelFor(rows, inner, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t off = 0, rem = r;
+        for (int k = rank - 2; k >= 0; --k) {
+          off += (rem % out_dims[k]) * stride[k];
+          rem /= out_dims[k];
+        }
+        std::memcpy(out + r * inner, in + off, inner * sizeof(T));
       }
-      T* o = out + r * inner;
-      const T* src = in + off;
-      for (int64_t i = 0; i < inner; ++i) o[i] = src[i * inner_stride];
+    });
+    return;
+  }
+
+  // Tiles over output dims p (input stride 1) and last (input stride stride[last]);
+  // every other output dim is walked one index at a time ("planes").
+  // The strided reads of a tile touch kTileL lines that may all fall into one cache
+  // set (power-of-two strides), so kTileL stays within the L1's associativity.
+  constexpr int64_t kTile = 64, kTileL = 8;
+  const int64_t P = out_dims[p], L = out_dims[last];
+  int64_t planes = 1;
+  for (int k = 0; k < last; ++k)
+    if (k != p) planes *= out_dims[k];
+  const int64_t tiles_p = (P + kTile - 1) / kTile, tiles_l = (L + kTileL - 1) / kTileL;
+  ctx.ParallelFor(planes * tiles_p, kTile * L, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      int64_t plane = item / tiles_p, tp = (item % tiles_p) * kTile;
+      int64_t in_off = 0, out_off = 0, rem = plane;
+      for (int k = last - 1; k >= 0; --k) {
+        if (k == p) continue;
+        int64_t idx = rem % out_dims[k];
+        rem /= out_dims[k];
+        in_off += idx * stride[k];
+        out_off += idx * out_strides[k];
+      }
+      const int64_t p_end = std::min(P, tp + kTile);
+      for (int64_t tl = 0; tl < tiles_l; ++tl) {
+        const int64_t l0 = tl * kTileL, l_end = std::min(L, l0 + kTileL);
+        for (int64_t i = tp; i < p_end; ++i) {
+          T* o = out + out_off + i * out_strides[p];
+          const T* src = in + in_off + i;
+          for (int64_t l = l0; l < l_end; ++l) o[l] = src[l * stride[last]];
+        }
+      }
     }
   });
 }

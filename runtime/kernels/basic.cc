@@ -41,6 +41,7 @@ OpDef PlaceholderWithDefaultOp() {
     if (!IsCompatible(s, c.shape(0)))
       return c.ShapeError("default value of shape " + c.shape(0).ToString() + " does not match the declared shape " +
                           s.ToString());
+    // The declared shape: a feed may replace the default with any compatible value.
     c.AddOutput(t, s.unknown_rank() ? c.shape(0) : s);
     return Status::Ok();
   };

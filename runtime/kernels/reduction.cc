@@ -266,6 +266,8 @@ OpDef SoftmaxOp(const char* name, bool log) {
   return def;
 }
 
+// Logits and labels broadcast against each other (TensorFlow 2 semantics); both are
+// matrices [batch, classes]. Outputs: loss [batch] and backprop [batch, classes].
 OpDef SoftmaxXentOp() {
   OpDef def;
   def.name = "SoftmaxCrossEntropyWithLogits";
@@ -273,15 +275,15 @@ OpDef SoftmaxXentOp() {
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
     GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
-    const Shape& f = c.shape(0);
-    const Shape& l = c.shape(1);
-    for (const Shape* s : {&f, &l})
-      if (!s->unknown_rank() && s->rank() != 2) return c.ShapeError("logits and labels must be matrices, got " + s->ToString());
-    if (!IsCompatible(f, l))
-      return c.ShapeError("logits " + f.ToString() + " and labels " + l.ToString() + " must have the same shape");
-    Shape s = f.unknown_rank() ? l : f;
-    c.AddOutput(t, s.unknown_rank() ? Shape{-1} : Shape{s.dim(0)});
-    c.AddOutput(t, s.unknown_rank() ? Shape{-1, -1} : s);
+    for (int i : {0, 1})
+      if (!c.shape(i).unknown_rank() && c.shape(i).rank() != 2)
+        return c.ShapeError("logits and labels must be matrices, got " + c.shape(i).ToString());
+    auto s = BroadcastShapes(c.shape(0), c.shape(1));
+    if (!s.ok())
+      return c.ShapeError("logits " + c.shape(0).ToString() + " and labels " + c.shape(1).ToString() +
+                          " do not broadcast");
+    c.AddOutput(t, s->unknown_rank() ? Shape{-1} : Shape{s->dim(0)});
+    c.AddOutput(t, s->unknown_rank() ? Shape{-1, -1} : *s);
     return Status::Ok();
   };
   def.compute = [](KernelContext& ctx) -> Status {
@@ -289,21 +291,24 @@ OpDef SoftmaxXentOp() {
     GJ_ASSIGN_OR_RETURN(Tensor * grad, ctx.AllocateOutput(1));
     const Tensor& logits = ctx.input(0);
     const Tensor& labels = ctx.input(1);
-    const int64_t rows = logits.shape().dim(0), d = logits.shape().dim(1);
+    const int64_t rows = grad->shape().dim(0), d = grad->shape().dim(1);
+    // Element (r, i) of a [rows, d] operand that may be broadcast along either dim.
+    auto index = [d](const Tensor& t, int64_t r, int64_t i) {
+      return (t.shape().dim(0) == 1 ? 0 : r) * t.shape().dim(1) + (t.shape().dim(1) == 1 ? 0 : i);
+    };
     return VisitTypes<TypeSet::kFloat>(logits.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       using C = ComputeType<T>;
       Arr<C> x(d), y(d);
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t i = 0; i < d; ++i) {
-          x[i] = static_cast<C>(logits.data<T>()[r * d + i]);
-          y[i] = static_cast<C>(labels.data<T>()[r * d + i]);
+          x[i] = static_cast<C>(logits.data<T>()[index(logits, r, i)]);
+          y[i] = static_cast<C>(labels.data<T>()[index(labels, r, i)]);
         }
         Arr<C> shifted = x - (d > 0 ? x.maxCoeff() : C(0));
         Arr<C> e = shifted.exp();
         C sum = e.sum();
-        C lse = std::log(sum);
-        loss->data<T>()[r] = static_cast<T>((y * (lse - shifted)).sum());
+        loss->data<T>()[r] = static_cast<T>((y * (std::log(sum) - shifted)).sum());
         Arr<C> g = e / sum - y;
         for (int64_t i = 0; i < d; ++i) grad->data<T>()[r * d + i] = static_cast<T>(g[i]);
       }

@@ -1,0 +1,1418 @@
+#!/usr/bin/env python3
+"""Generate per-op golden fixtures for graphjit with real TensorFlow.
+
+How to run (from the repository root):
+
+    python3 -m venv /tmp/tfvenv
+    /tmp/tfvenv/bin/pip install -r tests/data/requirements.txt
+    /tmp/tfvenv/bin/python tests/data/make_op_fixtures.py
+
+`python3 tests/data/make_op_fixtures.py` also works if the active interpreter
+can import tensorflow; otherwise it prints a one-line hint and exits with
+status 2.  `make_op_fixtures.py CASE...` regenerates only the named cases.
+
+Every case is a tiny TF1-style graph (tf.compat.v1 placeholders with fully or
+partly known shapes, the op under test, Const inputs for axes/shape/perm...).
+TensorFlow runs the serialized GraphDef (re-imported into a fresh graph, the
+same bytes graphjit reads) on seeded inputs and the script writes, into
+tests/data/ops/<case>/:
+  model.pb       binary GraphDef (deterministic serialization)
+  <feed>.npy     inputs, one per placeholder fed
+  out_<f>.npy    TensorFlow's outputs; fetch "node:i" is stored as out_node_i.npy
+  manifest.json  {"model", "feeds", "fetches", "tolerance", "tolerance_note", ...}
+plus tests/data/ops/README.md (index of the cases) and a short section of
+tests/data/README.md (between the "ops fixtures" markers).
+
+float16/bfloat16 outputs are stored widened to float32 (exact), because NumPy
+has no bfloat16 and graphjit's .npy writer widens both; the TensorFlow dtype is
+recorded in the manifest's "fetch_dtypes".  bfloat16 inputs are fed as float32
+(values exactly representable in bfloat16) and Cast to bfloat16 in the graph.
+
+Where a float64 reference is cheap (elementwise ops: the same TF op run in
+float64; reductions/matmul/softmax: NumPy in float64) the script checks that
+TensorFlow itself is within the case's tolerance of that reference, rounded to
+the output dtype, and records the observed max abs error in
+"observed_max_abs_err_vs_float64".
+
+Everything is seeded (one RandomState per case, seeded from the case name)
+and TensorFlow runs single-threaded with oneDNN disabled, so re-running the
+script reproduces byte-identical files.
+"""
+
+import collections
+import json
+import os
+import shutil
+import sys
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OPS_DIR = os.path.join(HERE, "ops")
+
+# Must be set before TensorFlow is imported.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# oneDNN kernels may change float results depending on the host CPU; use the
+# plain Eigen kernels so the reference outputs are reproducible.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+try:
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
+except ImportError as e:  # pragma: no cover
+    print(
+        "make_op_fixtures.py: cannot import TensorFlow (%s); create a venv: "
+        "python3 -m venv /tmp/tfvenv && /tmp/tfvenv/bin/pip install -r "
+        "tests/data/requirements.txt && /tmp/tfvenv/bin/python "
+        "tests/data/make_op_fixtures.py" % e,
+        file=sys.stderr,
+    )
+    sys.exit(2)
+
+NAN = float("nan")
+INF = float("inf")
+BF16 = tf.bfloat16.as_numpy_dtype
+
+# --------------------------------------------------------------------------
+# Tolerances.  (rtol, atol, note)
+# --------------------------------------------------------------------------
+Tol = collections.namedtuple("Tol", "rtol atol note")
+
+EXACT = Tol(0.0, 0.0,
+    "Integer, bool, shape or pure data-movement result: every correct "
+    "implementation produces exactly these values.")
+IEEE = Tol(0.0, 0.0,
+    "Each output element is one correctly rounded IEEE-754 operation "
+    "(+, -, *, /, or alpha*x) or an exact one (negation, abs, sign, "
+    "floor/ceil/round, max/min, relu, select, comparison), so the result is "
+    "fully determined; NaN only has to match NaN. The generator checked that "
+    "TensorFlow equals the float64 result rounded to the output dtype exactly.")
+ROUND1 = Tol(1e-6, 0.0,
+    "IEEE defines the correctly rounded result, but TensorFlow (Eigen fast "
+    "math) uses a hardware approximation refined by a Newton step for "
+    "reciprocal/rsqrt (e.g. TF gives 1/1 = 0.99999994), and (x-y)^2 rounds "
+    "twice; rtol 1e-6 (~8 ulp of float32) accepts either way of computing it.")
+TRANS = Tol(1e-5, 1e-6,
+    "float32 transcendental function: TensorFlow (Eigen's vectorised "
+    "polynomial approximations) and another libm/approximation differ by a few "
+    "ulp (~1e-7 relative); rtol 1e-5 leaves ample headroom, atol 1e-6 covers "
+    "results near zero or underflowing (where TF flushes to 0 or denormals).")
+ACCUM = Tol(1e-5, 1e-6,
+    "float32 accumulation (sum/mean/prod/dot products/softmax normaliser): "
+    "implementations differ in summation order and exp rounding (a few ulp, "
+    "~1e-7 relative for these short reductions); rtol 1e-5 leaves headroom, "
+    "atol 1e-6 covers results near zero where relative error is meaningless.")
+ACCUM_K64 = Tol(1e-5, 1e-5,
+    "float32 dot products of length 64 (|terms| ~1, |sums| up to ~20): "
+    "summation-order differences reach a few 1e-6 absolute; rtol 1e-5, "
+    "atol 1e-5.")
+F64_TRANS = Tol(1e-12, 1e-14,
+    "float64 transcendental function: libm/Eigen approximations agree to a "
+    "few ulp (~1e-16 relative); rtol 1e-12 leaves ample headroom.")
+F16 = Tol(1e-3, 1e-4,
+    "float16: TensorFlow computes each op in float32 and rounds to float16; "
+    "1 ulp of float16 is 2^-10 (~9.8e-4) relative, so rtol 1e-3 accepts a "
+    "1-ulp rounding difference (e.g. computing in float32 vs float64 before "
+    "rounding). Expected values are stored widened to float32 (exact).")
+BF16_TOL = Tol(1e-2, 1e-3,
+    "bfloat16: TensorFlow computes each op in float32 and rounds "
+    "(round-to-nearest-even) to bfloat16; 1 ulp of bfloat16 is 2^-7 (~7.8e-3) "
+    "relative, so rtol 1e-2 accepts a 1-ulp rounding difference. Inputs are "
+    "fed as float32 and Cast in the graph; expected values are stored widened "
+    "to float32 (exact).")
+
+
+# --------------------------------------------------------------------------
+# Case registry.
+# --------------------------------------------------------------------------
+Case = collections.namedtuple("Case", "name desc tol build")
+CASES = []
+
+
+def add_case(name, desc, tol, build):
+    assert all(c.name != name for c in CASES), name
+    CASES.append(Case(name, desc, tol, build))
+
+
+class Builder(object):
+    """Collects feeds, fetches and an optional float64 reference for a case."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.feeds = collections.OrderedDict()
+        self.fetches = []
+        self.ref = None  # callable -> {fetch: float64 array}, run after TF
+
+    def ph(self, name, value, shape="full", dtype=None):
+        """Placeholder `name` fed with `value`.
+
+        shape: "full" = value's shape; "batch" = first dim unknown; None =
+        unknown rank; or an explicit list with None for unknown dims.
+        """
+        value = np.asarray(value)
+        if shape == "full":
+            shape = list(value.shape)
+        elif shape == "batch":
+            shape = [None] + list(value.shape[1:])
+        self.feeds[name] = value
+        return tf.compat.v1.placeholder(
+            dtype or tf.as_dtype(value.dtype), shape, name=name)
+
+    def ph_bf16(self, name, value, shape="full"):
+        """float32 placeholder (bfloat16-exact values) Cast to bfloat16."""
+        value = np.asarray(value, np.float32).astype(BF16).astype(np.float32)
+        p = self.ph(name, value, shape)
+        return tf.raw_ops.Cast(x=p, DstT=tf.bfloat16, name=name + "_bf16")
+
+    def fetch(self, *names):
+        self.fetches.extend(names)
+
+
+def const(value, name, dtype=None):
+    return tf.constant(np.asarray(value, dtype) if dtype else value, name=name)
+
+
+def i32(v):
+    return np.asarray(v, np.int32)
+
+
+def i64(v):
+    return np.asarray(v, np.int64)
+
+
+def f32(v):
+    return np.asarray(v, np.float32)
+
+
+def normal(rng, shape, scale=1.0, dtype=np.float32):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def uniform(rng, shape, lo, hi, dtype=np.float32):
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def ints(rng, shape, lo, hi, dtype=np.int32):
+    return rng.randint(lo, hi, size=shape).astype(dtype)
+
+
+def sprinkle(rng, a, vals):
+    """Copy of `a` with `vals` at distinct random positions."""
+    a = np.array(a, copy=True)
+    flat = a.reshape(-1)
+    idx = rng.permutation(flat.size)[: len(vals)]
+    flat[idx] = np.asarray(vals, a.dtype)
+    return a
+
+
+def sprinkle2(rng, a, b, pairs):
+    """Copies of same-shaped a, b with (a_i, b_i) pairs at random positions."""
+    a, b = np.array(a, copy=True), np.array(b, copy=True)
+    idx = rng.permutation(a.size)[: len(pairs)]
+    fa, fb = a.reshape(-1), b.reshape(-1)
+    for k, (u, v) in zip(idx, pairs):
+        fa[k], fb[k] = u, v
+    return a, b
+
+
+def eager64(op, arg_values, attrs):
+    """Run tf.raw_ops.<op> eagerly on float64 copies of the inputs."""
+    kwargs = {k: tf.constant(np.asarray(v).astype(np.float64))
+              for k, v in arg_values.items()}
+    kwargs.update(attrs)
+    return getattr(tf.raw_ops, op)(**kwargs).numpy()
+
+
+# --------------------------------------------------------------------------
+# Generic elementwise cases.
+# --------------------------------------------------------------------------
+UNARY_ARG = {"Relu": "features", "Relu6": "features", "LeakyRelu": "features",
+             "Elu": "features", "Selu": "features", "Softplus": "features"}
+
+
+def unary(name, op, data, tol, attrs=None, shape="full", dtype="same",
+          desc=None, ref=True):
+    """y = op(x); data(rng) -> x. dtype "bf16" feeds float32 and casts."""
+    attrs = attrs or {}
+
+    def build(b):
+        x = data(b.rng)
+        xt = b.ph_bf16("x", x, shape) if dtype == "bf16" else b.ph("x", x, shape)
+        getattr(tf.raw_ops, op)(**{UNARY_ARG.get(op, "x"): xt}, name="y", **attrs)
+        b.fetch("y")
+        if ref:
+            b.ref = lambda: {"y": eager64(op, {UNARY_ARG.get(op, "x"): b.feeds["x"]}, attrs)}
+
+    add_case(name, desc or "%s%s on %s" % (op, " %s" % attrs if attrs else "",
+                                           _shape_desc(data)), tol, build)
+
+
+def binary(name, op, data, tol, shapes=("full", "full"), dtype="same",
+           desc=None, ref=True, argnames=("x", "y")):
+    """z = op(x, y); data(rng) -> (x, y)."""
+
+    def build(b):
+        xv, yv = data(b.rng)
+        if dtype == "bf16":
+            xt, yt = b.ph_bf16("x", xv, shapes[0]), b.ph_bf16("y", yv, shapes[1])
+        else:
+            xt, yt = b.ph("x", xv, shapes[0]), b.ph("y", yv, shapes[1])
+        getattr(tf.raw_ops, op)(**{argnames[0]: xt, argnames[1]: yt}, name="z")
+        b.fetch("z")
+        if ref:
+            b.ref = lambda: {"z": eager64(op, {argnames[0]: b.feeds["x"],
+                                               argnames[1]: b.feeds["y"]}, {})}
+
+    add_case(name, desc or "%s on %s" % (op, _shape_desc(data)), tol, build)
+
+
+def _shape_desc(data):
+    out = data(np.random.RandomState(0))
+    if isinstance(out, tuple):
+        return " and ".join("%s%s" % (np.asarray(v).dtype, list(np.shape(v))) for v in out)
+    return "%s%s" % (np.asarray(out).dtype, list(np.shape(out)))
+
+
+# ----------------------------- unary float32 -------------------------------
+def _n(shape, scale=1.0, specials=()):
+    return lambda r: sprinkle(r, normal(r, shape, scale), specials)
+
+
+def _u(shape, lo, hi, specials=()):
+    return lambda r: sprinkle(r, uniform(r, shape, lo, hi), specials)
+
+
+SPECIAL = [NAN, INF, -INF, -0.0, 0.0]
+unary("neg_f32", "Neg", _n([3, 4], 1, SPECIAL), IEEE)
+unary("abs_f32", "Abs", _n([3, 4], 1, SPECIAL), IEEE)
+unary("sign_f32", "Sign", _n([3, 4], 1, SPECIAL), IEEE)
+unary("exp_f32", "Exp", _u([2, 3, 4], -10, 10, [NAN, INF, -INF, 100.0, -100.0, 88.0, -0.0]), TRANS)
+unary("log_f32", "Log", _u([3, 4], 0.01, 100, [0.0, -0.0, -1.0, INF, NAN, 1.0]), TRANS)
+unary("log1p_f32", "Log1p", _u([3, 4], -0.99, 10, [-1.0, -2.0, 1e-8, -1e-8, INF, NAN]), TRANS)
+unary("sqrt_f32", "Sqrt", _u([3, 4], 0, 100, [0.0, -0.0, -1.0, INF, NAN, 1e-30]), ROUND1)
+unary("rsqrt_f32", "Rsqrt", _u([3, 4], 0.01, 100, [0.0, INF, -1.0, NAN, 1e-30, 1.0]), ROUND1)
+unary("square_f32", "Square", _n([3, 4], 10, [NAN, INF, -INF, -0.0, 1e20]), IEEE)
+unary("reciprocal_f32", "Reciprocal", _n([3, 4], 1, [0.0, -0.0, INF, -INF, NAN, 1.0]), ROUND1)
+unary("tanh_f32", "Tanh", _n([2, 3, 4], 3, [NAN, INF, -INF, 20.0, -20.0, 1e-4, -1e-4, 0.0]), TRANS)
+unary("sigmoid_f32", "Sigmoid", _n([2, 3, 4], 5, [NAN, INF, -INF, 100.0, -100.0, 30.0, -30.0]), TRANS)
+unary("relu_f32", "Relu", _n([3, 4], 1, [INF, -INF, -0.0]), IEEE, shape="batch")
+unary("relu6_f32", "Relu6", _u([3, 4], -10, 10, [INF, -INF, 6.0, 0.0]), IEEE)
+unary("leaky_relu_f32", "LeakyRelu", _n([3, 4], 3, [INF, -INF, -0.0]), IEEE, attrs={"alpha": 0.3})
+unary("elu_f32", "Elu", _n([3, 4], 3, [INF, -INF, -30.0]), TRANS)
+unary("selu_f32", "Selu", _n([3, 4], 3, [INF, -INF, -30.0]), TRANS)
+unary("softplus_f32", "Softplus",
+      _n([4, 5], 3, [100.0, -100.0, 30.0, -30.0, 1e4, -1e4, 20.0, -20.0, 15.0, -15.0, INF, -INF]),
+      TRANS, desc="Softplus on float32[4, 5] incl. large +/- values (+/-15, 20, 30, 100, 1e4, inf)")
+unary("erf_f32", "Erf", _n([3, 4], 2, [NAN, INF, -INF, 0.0, 5.0, -5.0, 1e-5]), TRANS)
+unary("floor_f32", "Floor", _n([3, 4], 5, [NAN, INF, -INF, -0.0, -0.5, 0.5, 2.0, -2.0, 1e10]), IEEE)
+unary("ceil_f32", "Ceil", _n([3, 4], 5, [NAN, INF, -INF, -0.0, -0.5, 0.5, 2.0, -2.0, 1e10]), IEEE)
+unary("round_f32", "Round",
+      _n([4, 5], 5, [-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 0.49999997, -0.49999997,
+                     4.5000005, NAN, INF, -INF]),
+      IEEE, desc="Round (half to even) on float32[4, 5] incl. +/-0.5, 1.5, 2.5, 3.5 halves")
+
+# ----------------------------- binary float32 ------------------------------
+
+
+def _pairs(shape, pairs, scale=1.0):
+    return lambda r: sprinkle2(r, normal(r, shape, scale), normal(r, shape, scale), pairs)
+
+
+def _two(sx, sy, scale=1.0, fx=None, fy=None):
+    def data(r):
+        x = fx(r, sx) if fx else normal(r, sx, scale)
+        y = fy(r, sy) if fy else normal(r, sy, scale)
+        return x, y
+    return data
+
+
+binary("add_f32", "Add",
+       _pairs([3, 4], [(INF, -INF), (NAN, 1.0), (-0.0, -0.0), (INF, 1.0), (3e38, 3e38),
+                       (-INF, -INF), (1.0, NAN)]),
+       IEEE, shapes=("batch", "full"),
+       desc="Add float32[3, 4] + [3, 4] with inf-inf, NaN, -0, overflow; x placeholder [?, 4]")
+binary("add_broadcast_f32", "Add", _two([3, 1], [1, 4]), IEEE)
+binary("addv2_f32", "AddV2",
+       _pairs([2, 3, 4], [(INF, -INF), (NAN, 2.0), (-0.0, 0.0), (-INF, 5.0)]), IEEE,
+       shapes=(None, "full"), desc="AddV2 float32[2, 3, 4] with specials; x unknown rank")
+binary("addv2_scalar_f32", "AddV2", _two([], [3, 4]), IEEE)
+binary("addv2_broadcast_rank3_f32", "AddV2", _two([4], [2, 3, 4]), IEEE)
+binary("addv2_broadcast_mixed_f32", "AddV2", _two([2, 1, 4], [3, 1]), IEEE,
+       shapes=([None, 1, 4], [None, 1]))
+binary("sub_f32", "Sub",
+       _pairs([3, 4], [(INF, INF), (NAN, 1.0), (-0.0, 0.0), (INF, -INF), (1.0, 1.0)]), IEEE)
+binary("sub_broadcast_f32", "Sub", _two([2, 3, 4], [3, 1]), IEEE)
+binary("sub_scalar_f32", "Sub", _two([3, 4], []), IEEE)
+binary("mul_f32", "Mul",
+       _pairs([3, 4], [(0.0, INF), (-0.0, 5.0), (NAN, 0.0), (1e30, 1e30), (-INF, -2.0)]), IEEE,
+       shapes=("full", None))
+binary("mul_broadcast_f32", "Mul", _two([3, 1], [1, 4]), IEEE)
+binary("realdiv_f32", "RealDiv",
+       _pairs([3, 4], [(1.0, 0.0), (-1.0, 0.0), (0.0, 0.0), (1.0, -0.0), (INF, INF), (NAN, 1.0),
+                       (0.0, 5.0), (INF, 2.0), (3.0, INF)]),
+       IEEE, desc="RealDiv float32[3, 4] incl. x/0 (+/-inf), 0/0 (NaN), 1/-0 (-inf), inf/inf")
+binary("realdiv_broadcast_f32", "RealDiv", _two([2, 3, 4], [4]), IEEE)
+
+
+def _divnonan_data(r):
+    x, y = sprinkle2(r, normal(r, [3, 4]), normal(r, [3, 4]),
+                     [(1.0, 0.0), (0.0, 0.0), (NAN, 0.0), (INF, 0.0), (-1.0, -0.0),
+                      (INF, INF), (-3.0, 0.0), (2.0, 4.0)])
+    return x, y
+
+
+binary("divnonan_f32", "DivNoNan", _divnonan_data, IEEE,
+       desc="DivNoNan float32[3, 4]: divisor 0/-0 gives 0 even for NaN/inf numerators")
+binary("divnonan_broadcast_f32", "DivNoNan",
+       lambda r: (normal(r, [3, 4]), f32([0.0, 2.0, -0.0, -0.5])), IEEE,
+       desc="DivNoNan float32[3, 4] / [4] with zero (and -0) divisor columns")
+
+MINMAX_PAIRS = [(NAN, 1.0), (1.0, NAN), (NAN, NAN), (INF, -INF), (-INF, 3.0), (2.0, 2.0)]
+binary("maximum_f32", "Maximum", _pairs([3, 4], MINMAX_PAIRS), IEEE,
+       desc="Maximum float32[3, 4] with NaN in either/both inputs (TF propagates NaN)")
+binary("minimum_f32", "Minimum", _pairs([3, 4], MINMAX_PAIRS), IEEE,
+       desc="Minimum float32[3, 4] with NaN in either/both inputs (TF propagates NaN)")
+binary("maximum_broadcast_f32", "Maximum",
+       lambda r: (sprinkle(r, normal(r, [3, 1]), [NAN]), sprinkle(r, normal(r, [1, 4]), [NAN])),
+       IEEE, desc="Maximum float32[3, 1] vs [1, 4], one NaN in each (NaN rows/cols)")
+binary("minimum_scalar_f32", "Minimum", _two([], [2, 3, 4]), IEEE)
+binary("squared_difference_f32", "SquaredDifference",
+       _pairs([3, 4], [(INF, 1.0), (NAN, 1.0), (1e20, -1e20), (-INF, INF)], 3.0), ROUND1)
+binary("squared_difference_broadcast_f32", "SquaredDifference", _two([2, 3, 4], [4]), ROUND1)
+binary("pow_f32", "Pow",
+       lambda r: sprinkle2(
+           r, uniform(r, [4, 5], 0.1, 3.0), uniform(r, [4, 5], -3.0, 3.0),
+           [(0.0, 0.0), (-2.0, 3.0), (-2.0, 2.0), (-2.0, 0.5), (0.0, -1.0), (INF, 0.0),
+            (NAN, 0.0), (1.0, NAN), (2.0, -INF), (0.5, INF), (-8.0, 1.0 / 3), (2.0, 10.0),
+            (10.0, 40.0), (0.0, 2.0)]),
+       TRANS, desc="Pow float32[4, 5]: positive bases, negative base with integer and "
+                   "fractional exponents, 0^0, 0^-1, inf^0, NaN^0, 1^NaN, overflow")
+binary("pow_scalar_exponent_f32", "Pow", lambda r: (normal(r, [3, 4], 2.0), f32(3.0)), TRANS,
+       desc="Pow float32[3, 4] (negative bases) ** scalar 3")
+
+# AddN (n inputs) -----------------------------------------------------------
+
+
+def _addn_build(b):
+    xs = [b.ph("x%d" % i, normal(b.rng, [3, 4])) for i in range(3)]
+    tf.raw_ops.AddN(inputs=xs, name="z")
+    b.fetch("z")
+    b.ref = lambda: {"z": sum(b.feeds["x%d" % i].astype(np.float64) for i in range(3))}
+
+
+add_case("addn_f32", "AddN of three float32[3, 4]", Tol(
+    1e-6, 1e-6, "Sum of three float32 values: the result depends on the addition "
+    "order (one extra rounding, ~1e-7 relative, absolute near cancellation); "
+    "rtol 1e-6, atol 1e-6."), _addn_build)
+
+
+def _addn_i32_build(b):
+    xs = [b.ph("x%d" % i, ints(b.rng, [2, 3], -100, 100)) for i in range(4)]
+    tf.raw_ops.AddN(inputs=xs, name="z")
+    b.fetch("z")
+
+
+add_case("addn_i32", "AddN of four int32[2, 3]", EXACT, _addn_i32_build)
+
+# ----------------------------- other dtypes --------------------------------
+unary("exp_f64", "Exp",
+      lambda r: sprinkle(r, uniform(r, [3, 4], -20, 20, np.float64), [NAN, INF, -INF, 800.0]),
+      F64_TRANS,
+      desc="Exp on float64[3, 4]")
+unary("tanh_f64", "Tanh", lambda r: sprinkle(r, normal(r, [3, 4], 3, np.float64), [NAN, INF, -INF]),
+      F64_TRANS, desc="Tanh on float64[3, 4]")
+unary("sqrt_f64", "Sqrt", lambda r: uniform(r, [3, 4], 0, 100, np.float64), Tol(
+    1e-15, 0.0, "float64 sqrt is correctly rounded; rtol 1e-15 (a few ulp) allows a "
+    "non-IEEE implementation."), desc="Sqrt on float64[3, 4]")
+binary("add_f64", "Add",
+       lambda r: sprinkle2(r, normal(r, [3, 4], 1, np.float64), normal(r, [3, 4], 1, np.float64),
+                           [(INF, -INF), (NAN, 1.0), (1e308, 1e308)]),
+       IEEE, desc="Add float64[3, 4] incl. inf-inf, NaN, overflow")
+binary("mul_f64", "Mul",
+       lambda r: (normal(r, [3, 1], 1, np.float64), normal(r, [1, 4], 1, np.float64)), IEEE)
+binary("realdiv_f64", "RealDiv",
+       lambda r: (normal(r, [2, 3, 4], 1, np.float64), normal(r, [4], 1, np.float64)), IEEE)
+
+binary("add_f16", "Add", lambda r: (normal(r, [3, 4], 1, np.float16), normal(r, [3, 4], 1, np.float16)), F16)
+binary("mul_f16", "Mul", lambda r: (normal(r, [3, 1], 2, np.float16), normal(r, [1, 4], 2, np.float16)), F16)
+binary("maximum_f16", "Maximum",
+       lambda r: (normal(r, [3, 4], 1, np.float16), normal(r, [4], 1, np.float16)), IEEE)
+unary("relu_f16", "Relu", lambda r: normal(r, [3, 4], 1, np.float16), IEEE)
+unary("exp_f16", "Exp", lambda r: normal(r, [3, 4], 2, np.float16), F16)
+unary("tanh_f16", "Tanh", lambda r: normal(r, [3, 4], 2, np.float16), F16)
+unary("sigmoid_f16", "Sigmoid", lambda r: normal(r, [3, 4], 3, np.float16), F16)
+
+_bf = "bfloat16 (fed as float32, Cast in the graph)"
+unary("relu_bf16", "Relu", _n([3, 4], 2, [INF, -INF]), IEEE, dtype="bf16",
+      desc="Relu on %s [3, 4]" % _bf)
+unary("tanh_bf16", "Tanh", _n([3, 4], 2), BF16_TOL, dtype="bf16", desc="Tanh on %s [3, 4]" % _bf)
+unary("exp_bf16", "Exp", _n([3, 4], 2), BF16_TOL, dtype="bf16", desc="Exp on %s [3, 4]" % _bf)
+binary("add_bf16", "Add", _two([3, 4], [3, 4]), BF16_TOL, dtype="bf16",
+       desc="Add %s [3, 4] + [3, 4]" % _bf)
+binary("mul_bf16", "Mul", _two([3, 1], [1, 4], 3.0), BF16_TOL, dtype="bf16",
+       desc="Mul %s [3, 1] * [1, 4]" % _bf)
+
+_I32 = lambda sx, sy, lo=-1000, hi=1000: (
+    lambda r: (ints(r, sx, lo, hi), ints(r, sy, lo, hi)))
+_I64 = lambda sx, sy, lo, hi: (
+    lambda r: (ints(r, sx, lo, hi, np.int64), ints(r, sy, lo, hi, np.int64)))
+binary("add_i32", "Add", _I32([3, 4], [3, 4]), EXACT, ref=False)
+binary("addv2_i32", "AddV2", _I32([3, 1], [1, 4]), EXACT, ref=False)
+binary("sub_i32", "Sub", _I32([2, 3, 4], [4]), EXACT, ref=False)
+binary("mul_i32", "Mul", _I32([3, 4], [3, 4]), EXACT, ref=False)
+binary("maximum_i32", "Maximum", _I32([3, 4], [3, 4], -5, 5), EXACT, ref=False)
+binary("minimum_i32", "Minimum", _I32([3, 1], [1, 4]), EXACT, ref=False)
+binary("add_i64", "Add", _I64([3, 4], [3, 4], -2**40, 2**40), EXACT, ref=False,
+       desc="Add int64[3, 4] with values beyond int32 range")
+binary("sub_i64", "Sub", _I64([3, 4], [4], -2**40, 2**40), EXACT, ref=False)
+binary("mul_i64", "Mul", _I64([3, 4], [3, 4], -2**31, 2**31), EXACT, ref=False,
+       desc="Mul int64[3, 4] with products beyond int32 range")
+binary("maximum_i64", "Maximum", _I64([3, 4], [], -2**40, 2**40), EXACT, ref=False)
+binary("minimum_i64", "Minimum", _I64([3, 4], [3, 4], -2**40, 2**40), EXACT, ref=False)
+unary("neg_i32", "Neg", lambda r: ints(r, [3, 4], -1000, 1000), EXACT, ref=False)
+unary("abs_i32", "Abs", lambda r: ints(r, [3, 4], -1000, 1000), EXACT, ref=False)
+unary("sign_i32", "Sign", lambda r: ints(r, [3, 4], -3, 4), EXACT, ref=False)
+unary("square_i32", "Square", lambda r: ints(r, [3, 4], -1000, 1000), EXACT, ref=False)
+unary("neg_i64", "Neg", lambda r: ints(r, [3, 4], -2**40, 2**40, np.int64), EXACT, ref=False)
+unary("abs_i64", "Abs", lambda r: ints(r, [3, 4], -2**40, 2**40, np.int64), EXACT, ref=False)
+
+# ----------------------------- comparisons ---------------------------------
+CMP_PAIRS = [(NAN, NAN), (NAN, 1.0), (1.0, NAN), (-0.0, 0.0), (INF, INF), (-INF, INF),
+             (2.0, 2.0), (3.0, 3.0)]
+for _op, _nm in [("Equal", "equal"), ("NotEqual", "not_equal"), ("Less", "less"),
+                 ("LessEqual", "less_equal"), ("Greater", "greater"),
+                 ("GreaterEqual", "greater_equal")]:
+    binary("%s_f32" % _nm, _op, _pairs([3, 4], CMP_PAIRS), EXACT, ref=False,
+           desc="%s float32[3, 4] incl. NaN (never equal), -0 == 0, inf, ties" % _op)
+binary("less_broadcast_f32", "Less", _two([3, 1], [1, 4]), EXACT, ref=False)
+binary("greater_equal_scalar_f32", "GreaterEqual", _two([2, 3, 4], []), EXACT, ref=False)
+binary("equal_broadcast_f32", "Equal",
+       lambda r: (np.round(normal(r, [2, 3, 4])), np.round(normal(r, [4]))), EXACT, ref=False)
+binary("equal_i32", "Equal", _I32([3, 4], [3, 4], -2, 3), EXACT, ref=False)
+binary("less_i32", "Less", _I32([3, 1], [1, 4], -3, 4), EXACT, ref=False)
+binary("greater_i64", "Greater", _I64([3, 4], [3, 4], -2, 3), EXACT, ref=False)
+binary("less_equal_i64", "LessEqual", _I64([2, 3, 4], [4], -2**40, 2**40), EXACT, ref=False)
+_BOOL = lambda sx, sy: (lambda r: (r.rand(*sx) < 0.5, r.rand(*sy) < 0.5))
+binary("equal_bool", "Equal", _BOOL([3, 4], [3, 4]), EXACT, ref=False)
+binary("not_equal_bool", "NotEqual", _BOOL([3, 1], [1, 4]), EXACT, ref=False)
+binary("logical_and_bool", "LogicalAnd", _BOOL([3, 4], [3, 4]), EXACT, ref=False)
+binary("logical_and_broadcast_bool", "LogicalAnd", _BOOL([3, 1], [1, 4]), EXACT, ref=False)
+binary("logical_or_bool", "LogicalOr", _BOOL([2, 3, 4], [4]), EXACT, ref=False)
+unary("logical_not_bool", "LogicalNot", lambda r: r.rand(3, 4) < 0.5, EXACT, ref=False)
+
+# ----------------------------- Select / SelectV2 ---------------------------
+
+
+def select_case(name, op, sc, sx, sy, desc, dtype=np.float32, shapes=("full",) * 3):
+    def build(b):
+        c = b.ph("cond", b.rng.rand(*sc) < 0.5 if sc else np.bool_(True), shapes[0])
+        if dtype == np.float32:
+            xv = sprinkle(b.rng, normal(b.rng, sx), [NAN]) if sx else f32(1.5)
+            yv = normal(b.rng, sy)
+        else:
+            xv, yv = ints(b.rng, sx, -100, 100, dtype), ints(b.rng, sy, -100, 100, dtype)
+        x, y = b.ph("x", xv, shapes[1]), b.ph("y", yv, shapes[2])
+        if op == "Select":
+            tf.raw_ops.Select(condition=c, x=x, y=y, name="z")
+        else:
+            tf.raw_ops.SelectV2(condition=c, t=x, e=y, name="z")
+        b.fetch("z")
+
+    add_case(name, desc, IEEE if dtype == np.float32 else EXACT, build)
+
+
+select_case("select_f32", "Select", [3, 4], [3, 4], [3, 4],
+            "Select (v1) with bool[3, 4] condition, float32[3, 4] branches (a NaN in x)")
+select_case("select_rank1_cond_f32", "Select", [3], [3, 4], [3, 4],
+            "Select (v1) with rank-1 bool[3] condition selecting whole rows of float32[3, 4]")
+select_case("select_rank1_cond_rank3_i32", "Select", [2], [2, 3, 4], [2, 3, 4],
+            "Select (v1) with rank-1 bool[2] condition selecting rows of int32[2, 3, 4]",
+            dtype=np.int32)
+select_case("select_scalar_cond_f32", "Select", [], [3, 4], [3, 4],
+            "Select (v1) with scalar bool condition (true)")
+select_case("selectv2_broadcast_f32", "SelectV2", [3, 1], [1, 4], [],
+            "SelectV2 broadcasting bool[3, 1], float32[1, 4], float32 scalar -> [3, 4]")
+select_case("selectv2_rank3_f32", "SelectV2", [4], [2, 3, 4], [3, 1],
+            "SelectV2 broadcasting bool[4], float32[2, 3, 4], float32[3, 1]",
+            shapes=("full", "batch", "full"))
+select_case("selectv2_scalar_x_f32", "SelectV2", [2, 3], [], [2, 3],
+            "SelectV2 with scalar then-branch")
+select_case("selectv2_i64", "SelectV2", [3, 4], [3, 4], [4],
+            "SelectV2 int64 with bool[3, 4], int64[3, 4], int64[4]", dtype=np.int64)
+
+# ----------------------------- Cast ----------------------------------------
+
+
+def cast_case(name, data, dst, desc, tol=EXACT, shape="full"):
+    def build(b):
+        x = b.ph("x", data(b.rng), shape)
+        tf.raw_ops.Cast(x=x, DstT=dst, name="y")
+        b.fetch("y")
+
+    add_case(name, desc, tol, build)
+
+
+cast_case("cast_f32_i32",
+          lambda r: sprinkle(r, normal(r, [3, 4], 10), [-2.7, 2.7, -0.5, 0.5, -0.0, 1e9, -1e9]),
+          tf.int32, "Cast float32 -> int32 (truncation toward zero), finite in-range values")
+cast_case("cast_i32_f32",
+          lambda r: sprinkle(r, ints(r, [3, 4], -1000, 1000),
+                             [16777217, -16777219, 2147483647, -2147483648, 0]),
+          tf.float32, "Cast int32 -> float32 incl. values that must round (2^24+1, INT_MAX)")
+cast_case("cast_f32_bool",
+          lambda r: sprinkle(r, normal(r, [3, 4]), [0.0, -0.0, NAN, INF, -INF, 1e-30]),
+          tf.bool, "Cast float32 -> bool (x != 0; NaN -> true, -0 -> false)")
+cast_case("cast_bool_f32", lambda r: r.rand(3, 4) < 0.5, tf.float32, "Cast bool -> float32")
+cast_case("cast_f32_f16",
+          lambda r: sprinkle(r, normal(r, [4, 5], 100),
+                             [NAN, INF, -INF, 65504.0, 65519.0, 65520.0, 1e5, -1e5,
+                              1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, 2.0 ** -14, -0.0]),
+          tf.float16, "Cast float32 -> float16 (round to nearest even: ties 1+2^-11, "
+          "1+3*2^-11; 65520 and 1e5 overflow to inf; NaN/inf)")
+cast_case("cast_f32_bf16",
+          lambda r: sprinkle(r, normal(r, [4, 5], 100),
+                             [NAN, INF, -INF, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8,
+                              1.0 + 2.0 ** -8 + 2.0 ** -20, 3.3e38, 3.4028235e38, -0.0,
+                              1e-30]),
+          tf.bfloat16, "Cast float32 -> bfloat16 (round to nearest even: ties 1+2^-8, "
+          "1+3*2^-8; FLT_MAX rounds to inf; NaN/inf)")
+cast_case("cast_f16_f32", lambda r: sprinkle(r, normal(r, [3, 4], 100, np.float16),
+                                             [NAN, INF, -INF, 65504.0]),
+          tf.float32, "Cast float16 -> float32 (exact)")
+cast_case("cast_i32_bool", lambda r: ints(r, [3, 4], -2, 3), tf.bool, "Cast int32 -> bool")
+cast_case("cast_bool_i32", lambda r: r.rand(3, 4) < 0.5, tf.int32, "Cast bool -> int32")
+cast_case("cast_i32_i64", lambda r: ints(r, [3, 4], -2**31, 2**31 - 1), tf.int64,
+          "Cast int32 -> int64 (sign extension)")
+cast_case("cast_i64_f32",
+          lambda r: sprinkle(r, ints(r, [3, 4], -2**40, 2**40, np.int64), [2**53 + 1, -(2**62)]),
+          tf.float32, "Cast int64 -> float32 (rounding of large values)")
+cast_case("cast_f32_f64", lambda r: sprinkle(r, normal(r, [3, 4]), [NAN, INF, -INF]),
+          tf.float64, "Cast float32 -> float64 (exact)", shape=None)
+
+# ----------------------------- Placeholder / Const / Identity --------------
+
+
+def _ph_partial(b):
+    x = b.ph("x", normal(b.rng, [3, 4]), [None, 4])
+    tf.identity(x, name="y")
+    b.fetch("x", "y")
+
+
+add_case("placeholder_partial_shape_f32",
+         "Placeholder float32[?, 4] fed [3, 4]; fetches the placeholder itself and "
+         "an Identity of it", EXACT, _ph_partial)
+
+
+def _ph_unknown_rank(b):
+    x = b.ph("x", ints(b.rng, [2, 3, 2], -10, 10), None)
+    tf.identity(x, name="y")
+    b.fetch("y")
+
+
+add_case("placeholder_unknown_rank_i32", "Placeholder int32 of unknown rank fed [2, 3, 2]",
+         EXACT, _ph_unknown_rank)
+
+
+def _ph_scalar(b):
+    x = b.ph("x", np.float32(2.5))
+    tf.identity(x, name="y")
+    b.fetch("y")
+
+
+add_case("placeholder_scalar_f32", "Scalar float32 Placeholder (shape [])", EXACT, _ph_scalar)
+
+
+def _pwd(fed):
+    def build(b):
+        d = const(f32([[1, 2, 3, 4], [5, 6, 7, 8]]), "default")
+        if fed:
+            b.feeds["x"] = normal(b.rng, [3, 4])
+        tf.raw_ops.PlaceholderWithDefault(input=d, shape=[None, 4], name="x")
+        tf.identity(tf.compat.v1.get_default_graph().get_tensor_by_name("x:0"), name="y")
+        b.fetch("y")
+    return build
+
+
+add_case("placeholder_with_default_fed_f32",
+         "PlaceholderWithDefault float32[?, 4] (default [2, 4] Const) fed a [3, 4] value",
+         EXACT, _pwd(True))
+add_case("placeholder_with_default_unfed_f32",
+         "PlaceholderWithDefault float32[?, 4] not fed: yields its default [2, 4] Const",
+         EXACT, _pwd(False))
+
+
+def _dims(shape):
+    return tensor_shape_pb2.TensorShapeProto(
+        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=d) for d in shape])
+
+
+def _const_content(b):
+    const(np.arange(12, dtype=np.float32).reshape(3, 4) * 0.25 - 1, "c")
+    b.fetch("c")
+
+
+def _const_splat(b):
+    # tf.constant(2.5, shape=[3, 4]) stores one float_val for all 12 elements.
+    tf.constant(2.5, shape=[3, 4], dtype=tf.float32, name="c")
+    b.fetch("c")
+
+
+def _const_repeat_last(b):
+    # A TensorProto with fewer values than elements repeats the last value.
+    p = tensor_pb2.TensorProto(dtype=types_pb2.DT_INT32, tensor_shape=_dims([2, 3]),
+                               int_val=[7, -1, 4])
+    tf.raw_ops.Const(value=p, dtype=tf.int32, name="c")
+    b.fetch("c")
+
+
+def _const_dtypes(b):
+    const(np.array([[1, -2**40], [3, 2**62]], np.int64), "c_i64")
+    const(np.array([True, False, True]), "c_bool")
+    const(np.array([0.1, -1e300, 2.5], np.float64), "c_f64")
+    const(np.array([0.1, -65504, 2.5], np.float16), "c_f16")
+    const(np.array([0.1, -3e38, 2.5], np.float32).astype(BF16), "c_bf16")
+    const(np.float32(-3.25), "c_scalar")
+    const(np.zeros([0, 3], np.float32), "c_empty")
+    # Value-list encodings (no tensor_content).
+    for name, dt, field, vals, shape in [
+        ("v_f32", types_pb2.DT_FLOAT, "float_val", [1.5, -2.0], [2]),
+        ("v_i64", types_pb2.DT_INT64, "int64_val", [2**40, -3], [2]),
+        ("v_bool", types_pb2.DT_BOOL, "bool_val", [True], [3]),
+        ("v_f64", types_pb2.DT_DOUBLE, "double_val", [0.5, 0.25, -1.0], [3]),
+        # float16 values are stored as their bit patterns in half_val.
+        ("v_f16", types_pb2.DT_HALF, "half_val",
+         [int(np.float16(v).view(np.uint16)) for v in (1.5, -0.25)], [2]),
+    ]:
+        p = tensor_pb2.TensorProto(dtype=dt, tensor_shape=_dims(shape), **{field: vals})
+        tf.raw_ops.Const(value=p, dtype=tf.as_dtype(dt), name=name)
+    b.fetch("c_i64", "c_bool", "c_f64", "c_f16", "c_bf16", "c_scalar", "c_empty",
+            "v_f32", "v_i64", "v_bool", "v_f64", "v_f16")
+
+
+add_case("const_f32", "Const float32[3, 4] (tensor_content encoding)", EXACT, _const_content)
+add_case("const_splat_f32", "Const float32[3, 4] from a single float_val (splat)", EXACT,
+         _const_splat)
+add_case("const_repeat_last_i32",
+         "Const int32[2, 3] with int_val [7, -1, 4]: missing values repeat the last one",
+         EXACT, _const_repeat_last)
+add_case("const_dtypes",
+         "Const of int64, bool, float64, float16, bfloat16, scalar and empty [0, 3] "
+         "tensors (tensor_content) and float_val/int64_val/bool_val (splat)/double_val/"
+         "half_val encodings", EXACT, _const_dtypes)
+
+
+def _identity(b):
+    x = b.ph("x", normal(b.rng, [3, 4]), "batch")
+    tf.raw_ops.Identity(input=x, name="y")
+    b.fetch("y")
+
+
+def _identity_n(b):
+    x = b.ph("x", normal(b.rng, [3, 4]))
+    i = b.ph("i", ints(b.rng, [5], -9, 9))
+    tf.raw_ops.IdentityN(input=[x, i], name="y")
+    b.fetch("y", "y:1")
+
+
+def _noop(b):
+    x = b.ph("x", normal(b.rng, [3, 4]))
+    noop = tf.raw_ops.NoOp(name="noop")
+    with tf.control_dependencies([noop]):
+        t = tf.raw_ops.Identity(input=x, name="y")
+    with tf.control_dependencies([noop, t.op]):
+        tf.raw_ops.Neg(x=x, name="z")
+    b.fetch("y", "z")
+
+
+def _stop_gradient(b):
+    x = b.ph("x", normal(b.rng, [2, 3, 4]))
+    tf.raw_ops.StopGradient(input=x, name="y")
+    b.fetch("y")
+
+
+def _check_numerics(b):
+    x = b.ph("x", normal(b.rng, [3, 4]))
+    tf.raw_ops.CheckNumerics(tensor=x, message="x is bad", name="y")
+    b.fetch("y")
+
+
+add_case("identity_f32", "Identity float32[?, 4]", EXACT, _identity)
+add_case("identity_n_mixed", "IdentityN of float32[3, 4] and int32[5]; fetches y and y:1",
+         EXACT, _identity_n)
+add_case("noop_control_dep_f32",
+         "NoOp used as a control dependency of Identity (y) and Neg (z, also "
+         "control-dependent on y)", EXACT, _noop)
+add_case("stop_gradient_f32", "StopGradient float32[2, 3, 4]", EXACT, _stop_gradient)
+add_case("check_numerics_f32",
+         "CheckNumerics on finite float32[3, 4] (passes the input through)", EXACT,
+         _check_numerics)
+
+# ----------------------------- BiasAdd -------------------------------------
+
+
+def biasadd_case(name, sx, sb, fmt, xshape="full"):
+    def build(b):
+        x = b.ph("x", normal(b.rng, sx), xshape)
+        bias = b.ph("bias", normal(b.rng, sb))
+        tf.raw_ops.BiasAdd(value=x, bias=bias, data_format=fmt, name="y")
+        b.fetch("y")
+        b.ref = lambda: {"y": b.feeds["x"].astype(np.float64) + (
+            b.feeds["bias"].astype(np.float64).reshape(
+                [-1] + [1] * (len(sx) - 2)) if fmt == "NCHW" else b.feeds["bias"])}
+
+    add_case(name, "BiasAdd %s float32%s + bias%s" % (fmt, sx, sb), IEEE, build)
+
+
+biasadd_case("biasadd_nhwc_f32", [2, 3, 4, 5], [5], "NHWC", xshape="batch")
+biasadd_case("biasadd_rank2_f32", [3, 4], [4], "NHWC")
+biasadd_case("biasadd_nchw_f32", [2, 3, 4, 5], [3], "NCHW")
+biasadd_case("biasadd_nchw_rank3_f32", [2, 3, 4], [3], "NCHW")
+
+# ----------------------------- MatMul / BatchMatMulV2 ----------------------
+
+
+def matmul_case(name, m, k, n, ta, tb, tol=ACCUM, ashape="full"):
+    def build(b):
+        av = normal(b.rng, [k, m] if ta else [m, k])
+        bv = normal(b.rng, [n, k] if tb else [k, n])
+        a, bb = b.ph("a", av, ashape), b.ph("b", bv)
+        tf.raw_ops.MatMul(a=a, b=bb, transpose_a=ta, transpose_b=tb, name="y")
+        b.fetch("y")
+        b.ref = lambda: {"y": (av.T if ta else av).astype(np.float64)
+                         @ (bv.T if tb else bv).astype(np.float64)}
+
+    add_case(name, "MatMul transpose_a=%s transpose_b=%s: [%d, %d] x [%d, %d] -> [%d, %d]"
+             % (ta, tb, m, k, k, n, m, n), tol, build)
+
+
+matmul_case("matmul_f32", 3, 4, 5, False, False, ashape="batch")
+matmul_case("matmul_transpose_a_f32", 3, 4, 5, True, False)
+matmul_case("matmul_transpose_b_f32", 3, 4, 5, False, True)
+matmul_case("matmul_transpose_ab_f32", 3, 4, 5, True, True)
+matmul_case("matmul_k64_f32", 5, 64, 6, False, False, tol=ACCUM_K64)
+
+
+def bmm_case(name, sx, sy, adj_x, adj_y, desc, xshape="full"):
+    def build(b):
+        xv, yv = normal(b.rng, sx), normal(b.rng, sy)
+        x, y = b.ph("x", xv, xshape), b.ph("y", yv)
+        tf.raw_ops.BatchMatMulV2(x=x, y=y, adj_x=adj_x, adj_y=adj_y, name="z")
+        b.fetch("z")
+
+        def ref():
+            u, v = xv.astype(np.float64), yv.astype(np.float64)
+            if adj_x:
+                u = np.swapaxes(u, -1, -2)
+            if adj_y:
+                v = np.swapaxes(v, -1, -2)
+            return {"z": np.matmul(u, v)}
+        b.ref = ref
+
+    add_case(name, desc, ACCUM, build)
+
+
+bmm_case("batch_matmul_v2_f32", [2, 3, 4], [2, 4, 5], False, False,
+         "BatchMatMulV2 [2, 3, 4] x [2, 4, 5]", xshape="batch")
+bmm_case("batch_matmul_v2_adj_x_f32", [2, 4, 3], [2, 4, 5], True, False,
+         "BatchMatMulV2 adj_x: [2, 4, 3]^T x [2, 4, 5]")
+bmm_case("batch_matmul_v2_adj_y_f32", [2, 3, 4], [2, 5, 4], False, True,
+         "BatchMatMulV2 adj_y: [2, 3, 4] x [2, 5, 4]^T")
+bmm_case("batch_matmul_v2_adj_xy_f32", [2, 4, 3], [2, 5, 4], True, True,
+         "BatchMatMulV2 adj_x and adj_y: [2, 4, 3]^T x [2, 5, 4]^T")
+bmm_case("batch_matmul_v2_broadcast_f32", [2, 1, 3, 4], [3, 4, 5], False, False,
+         "BatchMatMulV2 batch broadcasting [2, 1, 3, 4] x [3, 4, 5] -> [2, 3, 3, 5]")
+bmm_case("batch_matmul_v2_broadcast_rank2_f32", [3, 4], [2, 4, 5], False, False,
+         "BatchMatMulV2 rank-2 lhs broadcast over batch: [3, 4] x [2, 4, 5] -> [2, 3, 5]")
+bmm_case("batch_matmul_v2_broadcast_adj_y_f32", [2, 3, 4], [1, 5, 4], False, True,
+         "BatchMatMulV2 adj_y with batch broadcasting [2, 3, 4] x [1, 5, 4]^T")
+
+# ----------------------------- Softmax / LogSoftmax ------------------------
+
+
+def _softmax64(x, log):
+    x = x.astype(np.float64)
+    m = np.max(x, axis=-1, keepdims=True)
+    s = x - m
+    lse = np.log(np.sum(np.exp(s), axis=-1, keepdims=True))
+    return s - lse if log else np.exp(s - lse)
+
+
+def softmax_case(name, op, shape, desc, big=False):
+    def build(b):
+        x = normal(b.rng, shape, 2.0)
+        if big:  # stability: a row of huge logits and a row with -inf
+            x.reshape(-1, shape[-1])[0] += 1000.0
+            x.reshape(-1, shape[-1])[1, 0] = -INF
+        xt = b.ph("x", x, "batch")
+        getattr(tf.raw_ops, op)(logits=xt, name="y")
+        b.fetch("y")
+        b.ref = lambda: {"y": _softmax64(x, op == "LogSoftmax")}
+
+    add_case(name, desc, ACCUM, build)
+
+
+softmax_case("softmax_f32", "Softmax", [3, 5],
+             "Softmax float32[?, 5] fed [3, 5]; row 0 has logits ~1000 (needs max "
+             "subtraction), row 1 has a -inf logit", big=True)
+softmax_case("softmax_rank3_f32", "Softmax", [2, 3, 5], "Softmax over the last axis of [2, 3, 5]")
+softmax_case("log_softmax_f32", "LogSoftmax", [3, 5],
+             "LogSoftmax float32[?, 5] fed [3, 5]; row 0 has logits ~1000, row 1 a -inf "
+             "logit (-> -inf)", big=True)
+softmax_case("log_softmax_rank3_f32", "LogSoftmax", [2, 3, 5],
+             "LogSoftmax over the last axis of [2, 3, 5]")
+
+
+def _xent(broadcast):
+    def build(b):
+        logits = normal(b.rng, [4, 5], 2.0)
+        lab = b.rng.rand(1 if broadcast else 4, 5).astype(np.float32)
+        lab /= lab.sum(axis=1, keepdims=True)
+        f, l = b.ph("logits", logits, "batch"), b.ph("labels", lab, "batch")
+        tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=f, labels=l, name="xent")
+        b.fetch("xent", "xent:1")
+
+        def ref():
+            lsm = _softmax64(logits, True)
+            lab64 = np.broadcast_to(lab.astype(np.float64), lsm.shape)
+            return {"xent": -np.sum(lab64 * lsm, axis=1), "xent:1": np.exp(lsm) - lab64}
+        b.ref = ref
+    return build
+
+
+add_case("softmax_xent_f32",
+         "SoftmaxCrossEntropyWithLogits float32[4, 5]; fetches loss (xent) and backprop "
+         "(xent:1)", ACCUM, _xent(False))
+add_case("softmax_xent_broadcast_labels_f32",
+         "SoftmaxCrossEntropyWithLogits with labels [1, 5] broadcast against logits [4, 5]",
+         ACCUM, _xent(True))
+
+# ----------------------------- Reductions ----------------------------------
+NP_REDUCE = {"Sum": np.sum, "Mean": np.mean, "Max": np.max, "Min": np.min, "Prod": np.prod}
+
+
+def reduce_case(name, op, axes, keep, dtype=np.float32, shape=(2, 3, 4), tidx=np.int32,
+                xshape="full", tol=None):
+    def build(b):
+        if dtype == np.float32:
+            x = normal(b.rng, list(shape), 1.0)
+            if op == "Prod":
+                x = uniform(b.rng, list(shape), 0.5, 1.5) * np.sign(normal(b.rng, list(shape)))
+        else:
+            x = ints(b.rng, list(shape), -7, 8, dtype)
+        xt = b.ph("x", x, xshape)
+        ax = const(np.asarray(axes, tidx), "axes")
+        getattr(tf.raw_ops, op)(input=xt, axis=ax, keep_dims=keep, name="y")
+        b.fetch("y")
+        if dtype == np.float32:
+            a = tuple(np.asarray(axes).reshape(-1).tolist())
+            b.ref = lambda: {"y": NP_REDUCE[op](x.astype(np.float64), axis=a, keepdims=keep)}
+
+    if tol is None:
+        tol = EXACT if dtype != np.float32 else (IEEE if op in ("Max", "Min") else ACCUM)
+    desc = "%s over axes %s (%s) of %s%s, keep_dims=%s" % (
+        op, axes, np.dtype(tidx).name, np.dtype(dtype).name, list(shape), keep)
+    if op == "Mean" and dtype != np.float32:
+        desc += " (integer mean truncates toward zero)"
+    add_case(name, desc, tol, build)
+
+
+reduce_case("sum_axis1_f32", "Sum", [1], False, xshape="batch")
+reduce_case("sum_axes02_f32", "Sum", [0, 2], False)
+reduce_case("sum_neg_axis_keepdims_f32", "Sum", [-1], True)
+reduce_case("sum_all_f32", "Sum", [0, 1, 2], False)
+reduce_case("sum_scalar_axis_f32", "Sum", 0, False)
+reduce_case("sum_empty_axes_f32", "Sum", np.zeros([0], np.int32), False, tol=IEEE)
+reduce_case("sum_axes_i64_f32", "Sum", [-2, 0], True, tidx=np.int64)
+reduce_case("sum_rank2_axis0_f32", "Sum", [0], False, shape=(5, 3))
+reduce_case("sum_i32", "Sum", [0, 2], True, dtype=np.int32)
+reduce_case("sum_all_i32", "Sum", [0, 1, 2], False, dtype=np.int32)
+reduce_case("mean_axis1_f32", "Mean", [1], False)
+reduce_case("mean_axes02_keepdims_f32", "Mean", [0, 2], True, xshape=[None, 3, None])
+reduce_case("mean_neg_axes_f32", "Mean", [-1, -3], False)
+reduce_case("mean_i32", "Mean", [1], False, dtype=np.int32)
+reduce_case("mean_all_i32", "Mean", [0, 1, 2], True, dtype=np.int32)
+reduce_case("max_axis0_f32", "Max", [0], False)
+reduce_case("max_axes02_keepdims_f32", "Max", [0, 2], True)
+reduce_case("max_neg_axis_f32", "Max", [-1], False, xshape=None)
+reduce_case("max_i32", "Max", [1, 2], False, dtype=np.int32)
+reduce_case("min_axis2_f32", "Min", [2], True)
+reduce_case("min_axes01_f32", "Min", [0, 1], False)
+reduce_case("min_i64", "Min", [0], False, dtype=np.int64)
+reduce_case("prod_axis1_f32", "Prod", [1], False)
+reduce_case("prod_axes02_keepdims_f32", "Prod", [0, 2], True)
+reduce_case("prod_i32", "Prod", [-1], False, dtype=np.int32, shape=(3, 4))
+
+# ----------------------------- ArgMax --------------------------------------
+
+
+def argmax_case(name, axis, out_type, data, desc):
+    def build(b):
+        x = b.ph("x", data(b.rng), "full")
+        tf.raw_ops.ArgMax(input=x, dimension=const(np.int32(axis), "axis"),
+                          output_type=out_type, name="y")
+        b.fetch("y")
+
+    add_case(name, desc, EXACT, build)
+
+
+argmax_case("argmax_axis0_i64", 0, tf.int64, lambda r: normal(r, [3, 4]),
+            "ArgMax float32[3, 4] axis 0, output_type int64")
+argmax_case("argmax_axis1_i32", 1, tf.int32, lambda r: normal(r, [3, 4]),
+            "ArgMax float32[3, 4] axis 1, output_type int32")
+argmax_case("argmax_axis1_i64_rank3", 1, tf.int64, lambda r: normal(r, [2, 3, 4]),
+            "ArgMax float32[2, 3, 4] axis 1, output_type int64")
+argmax_case("argmax_neg_axis_i32", -1, tf.int32, lambda r: normal(r, [2, 3, 4]),
+            "ArgMax float32[2, 3, 4] axis -1, output_type int32")
+argmax_case("argmax_ties_f32", 1, tf.int64,
+            lambda r: np.round(normal(r, [4, 6], 0.7)).astype(np.float32),
+            "ArgMax with ties (small integers as float32[4, 6]) axis 1: TF returns the "
+            "first maximal index")
+argmax_case("argmax_i32_input", 0, tf.int32, lambda r: ints(r, [5, 3], -3, 4),
+            "ArgMax int32[5, 3] axis 0 (with ties)")
+
+# ----------------------------- Shape manipulation --------------------------
+
+
+def simple_case(name, desc, fn, tol=EXACT):
+    def build(b):
+        fn(b)
+    add_case(name, desc, tol, build)
+
+
+def _reshape(shape_in, new_shape, xshape="full", tshape=np.int32, dtype=np.float32):
+    def fn(b):
+        x = b.ph("x", normal(b.rng, shape_in) if dtype == np.float32
+                 else ints(b.rng, shape_in, -50, 50, dtype), xshape)
+        tf.raw_ops.Reshape(tensor=x, shape=const(np.asarray(new_shape, tshape), "shape"),
+                           name="y")
+        b.fetch("y")
+    return fn
+
+
+simple_case("reshape_f32", "Reshape float32[2, 3, 4] to [4, -1]", _reshape([2, 3, 4], [4, -1]))
+simple_case("reshape_partial_f32", "Reshape float32[?, 4] (fed [3, 4]) to [-1, 2, 2]",
+            _reshape([3, 4], [-1, 2, 2], xshape="batch"))
+simple_case("reshape_i64_shape_i32", "Reshape int32[2, 6] to [3, -1, 2] with an int64 shape",
+            _reshape([2, 6], [3, -1, 2], tshape=np.int64, dtype=np.int32))
+simple_case("reshape_to_scalar_f32", "Reshape float32[1, 1] to [] (scalar)",
+            _reshape([1, 1], np.zeros([0], np.int32)))
+
+
+def _transpose(shape_in, perm, tperm=np.int32, dtype=np.float32):
+    def fn(b):
+        x = b.ph("x", normal(b.rng, shape_in) if dtype == np.float32
+                 else ints(b.rng, shape_in, -50, 50, dtype))
+        tf.raw_ops.Transpose(x=x, perm=const(np.asarray(perm, tperm), "perm"), name="y")
+        b.fetch("y")
+    return fn
+
+
+simple_case("transpose_rank3_f32", "Transpose float32[2, 3, 4] perm [2, 0, 1]",
+            _transpose([2, 3, 4], [2, 0, 1]))
+simple_case("transpose_rank3_021_f32", "Transpose float32[2, 3, 4] perm [0, 2, 1]",
+            _transpose([2, 3, 4], [0, 2, 1]))
+simple_case("transpose_rank4_f32", "Transpose float32[2, 3, 4, 5] perm [0, 3, 1, 2] (NHWC->NCHW)",
+            _transpose([2, 3, 4, 5], [0, 3, 1, 2]))
+simple_case("transpose_rank4_perm_i64_f32",
+            "Transpose float32[2, 3, 4, 5] perm [3, 2, 1, 0] given as int64",
+            _transpose([2, 3, 4, 5], [3, 2, 1, 0], tperm=np.int64))
+simple_case("transpose_rank2_i32", "Transpose int32[3, 4] perm [1, 0]",
+            _transpose([3, 4], [1, 0], dtype=np.int32))
+
+
+def _expand_dims(axis, taxis=np.int32):
+    def fn(b):
+        x = b.ph("x", normal(b.rng, [3, 4]))
+        tf.raw_ops.ExpandDims(input=x, axis=const(np.asarray(axis, taxis), "axis"), name="y")
+        b.fetch("y")
+    return fn
+
+
+simple_case("expand_dims_axis0_f32", "ExpandDims float32[3, 4] axis 0", _expand_dims(0))
+simple_case("expand_dims_neg1_f32", "ExpandDims float32[3, 4] axis -1", _expand_dims(-1))
+simple_case("expand_dims_neg2_f32", "ExpandDims float32[3, 4] axis -2 (int64 axis)",
+            _expand_dims(-2, np.int64))
+
+
+def _squeeze(shape_in, dims, xshape="full"):
+    def fn(b):
+        x = b.ph("x", normal(b.rng, shape_in), xshape)
+        tf.raw_ops.Squeeze(input=x, axis=dims, name="y")
+        b.fetch("y")
+    return fn
+
+
+simple_case("squeeze_all_f32", "Squeeze float32[1, 3, 1, 4] without squeeze_dims",
+            _squeeze([1, 3, 1, 4], []))
+simple_case("squeeze_dims_f32", "Squeeze float32[1, 3, 1, 4] squeeze_dims [2]",
+            _squeeze([1, 3, 1, 4], [2]))
+simple_case("squeeze_neg_dims_f32", "Squeeze float32[1, 3, 1, 4] squeeze_dims [0, -2]",
+            _squeeze([1, 3, 1, 4], [0, -2]))
+simple_case("squeeze_partial_shape_f32",
+            "Squeeze float32[?, 1, 4] (fed [3, 1, 4]) squeeze_dims [1]",
+            _squeeze([3, 1, 4], [1], xshape="batch"))
+
+
+def _concat(shapes, axis, dtype=np.float32, xshapes=None):
+    def fn(b):
+        xs = []
+        for i, s in enumerate(shapes):
+            v = normal(b.rng, s) if dtype == np.float32 else ints(b.rng, s, -50, 50, dtype)
+            xs.append(b.ph("x%d" % i, v, xshapes[i] if xshapes else "full"))
+        tf.raw_ops.ConcatV2(values=xs, axis=const(np.int32(axis), "axis"), name="y")
+        b.fetch("y")
+    return fn
+
+
+simple_case("concat_axis0_f32", "ConcatV2 axis 0 of float32 [2, 4], [1, 4], [3, 4]",
+            _concat([[2, 4], [1, 4], [3, 4]], 0, xshapes=["batch", "full", "batch"]))
+simple_case("concat_axis1_f32", "ConcatV2 axis 1 of float32 [3, 2], [3, 1], [3, 3]",
+            _concat([[3, 2], [3, 1], [3, 3]], 1))
+simple_case("concat_neg_axis_f32", "ConcatV2 axis -1 of float32 [2, 3, 1], [2, 3, 2]",
+            _concat([[2, 3, 1], [2, 3, 2]], -1))
+simple_case("concat_axis1_rank3_i32", "ConcatV2 axis 1 of int32 [2, 1, 4], [2, 2, 4]",
+            _concat([[2, 1, 4], [2, 2, 4]], 1, dtype=np.int32))
+
+
+def _pack(shape, n, axis, dtype=np.float32):
+    def fn(b):
+        xs = [b.ph("x%d" % i, normal(b.rng, shape) if dtype == np.float32
+                   else ints(b.rng, shape, -50, 50, dtype)) for i in range(n)]
+        tf.raw_ops.Pack(values=xs, axis=axis, name="y")
+        b.fetch("y")
+    return fn
+
+
+simple_case("pack_axis0_f32", "Pack three float32[3, 4] along axis 0", _pack([3, 4], 3, 0))
+simple_case("pack_axis1_f32", "Pack three float32[3, 4] along axis 1", _pack([3, 4], 3, 1))
+simple_case("pack_neg_axis_f32", "Pack two float32[3, 4] along axis -1", _pack([3, 4], 2, -1))
+simple_case("pack_scalars_i32", "Pack four int32 scalars along axis 0", _pack([], 4, 0, np.int32))
+
+
+def _slice(shape_in, begin, size, tidx=np.int32, dtype=np.float32):
+    def fn(b):
+        x = b.ph("x", normal(b.rng, shape_in) if dtype == np.float32
+                 else ints(b.rng, shape_in, -50, 50, dtype))
+        tf.raw_ops.Slice(input=x, begin=const(np.asarray(begin, tidx), "begin"),
+                         size=const(np.asarray(size, tidx), "size"), name="y")
+        b.fetch("y")
+    return fn
+
+
+simple_case("slice_f32", "Slice float32[2, 3, 4] begin [1, 0, 1] size [1, -1, 2]",
+            _slice([2, 3, 4], [1, 0, 1], [1, -1, 2]))
+simple_case("slice_rank2_f32", "Slice float32[4, 5] begin [1, 2] size [2, -1]",
+            _slice([4, 5], [1, 2], [2, -1]))
+simple_case("slice_i64_index_i32", "Slice int32[3, 4] begin [0, 1] size [-1, 2] (int64 indices)",
+            _slice([3, 4], [0, 1], [-1, 2], tidx=np.int64, dtype=np.int32))
+
+
+def _shape_op(op, out_type=None, xshape=(None, 3, 4), shape_in=(2, 3, 4)):
+    def fn(b):
+        x = b.ph("x", normal(b.rng, list(shape_in)),
+                 None if xshape is None else list(xshape))
+        kw = {"out_type": out_type} if out_type is not None else {}
+        getattr(tf.raw_ops, op)(input=x, name="y", **kw)
+        b.fetch("y")
+    return fn
+
+
+simple_case("shape_i32", "Shape (int32) of float32[?, 3, 4] fed [2, 3, 4]",
+            _shape_op("Shape", tf.int32))
+simple_case("shape_i64", "Shape (out_type int64) of an unknown-rank placeholder fed [2, 3, 4]",
+            _shape_op("Shape", tf.int64, xshape=None))
+simple_case("shape_scalar_i32", "Shape of a scalar: int32[0]",
+            _shape_op("Shape", tf.int32, xshape=(), shape_in=()))
+simple_case("size_i32", "Size (int32) of float32[?, 3, 4] fed [2, 3, 4]",
+            _shape_op("Size", tf.int32))
+simple_case("size_i64", "Size (out_type int64) of unknown-rank placeholder fed [2, 3, 4]",
+            _shape_op("Size", tf.int64, xshape=None))
+simple_case("rank_f32", "Rank of an unknown-rank placeholder fed [2, 3, 4]",
+            _shape_op("Rank", xshape=None))
+
+
+def _fill_const(b):
+    v = b.ph("value", np.float32(1.25))
+    tf.raw_ops.Fill(dims=const(i32([2, 3]), "dims"), value=v, name="y")
+    b.fetch("y")
+
+
+def _fill_dynamic(b):
+    x = b.ph("x", normal(b.rng, [3, 2]), [None, None])
+    tf.raw_ops.Fill(dims=tf.raw_ops.Shape(input=x, name="dims"),
+                    value=const(np.int32(7), "value"), name="y")
+    b.fetch("y")
+
+
+def _fill_i64dims(b):
+    tf.raw_ops.Fill(dims=const(i64([2, 1, 3]), "dims"), value=const(np.bool_(True), "value"),
+                    name="y")
+    b.fetch("y")
+
+
+simple_case("fill_f32", "Fill dims Const [2, 3] with a fed float32 scalar", _fill_const)
+simple_case("fill_dynamic_i32", "Fill int32 7 with dims = Shape of a [?, ?] placeholder fed [3, 2]",
+            _fill_dynamic)
+simple_case("fill_i64_dims_bool", "Fill bool true with int64 dims [2, 1, 3]", _fill_i64dims)
+
+
+def _like(op, dtype):
+    def fn(b):
+        if dtype == np.bool_:
+            v = b.rng.rand(3, 4) < 0.5
+        elif dtype == np.float32:
+            v = sprinkle(b.rng, normal(b.rng, [3, 4]), [NAN, INF])
+        else:
+            v = ints(b.rng, [3, 4], -5, 5, dtype)
+        x = b.ph("x", v, "batch")
+        getattr(tf.raw_ops, op)(x=x, name="y")
+        b.fetch("y")
+    return fn
+
+
+for _op, _nm in [("ZerosLike", "zeros_like"), ("OnesLike", "ones_like")]:
+    simple_case("%s_f32" % _nm, "%s float32[?, 4] (input has NaN/inf)" % _op, _like(_op, np.float32))
+    simple_case("%s_i32" % _nm, "%s int32[?, 4]" % _op, _like(_op, np.int32))
+    simple_case("%s_bool" % _nm, "%s bool[?, 4]" % _op, _like(_op, np.bool_))
+simple_case("zeros_like_i64", "ZerosLike int64[?, 4]", _like("ZerosLike", np.int64))
+
+
+def _broadcast_to(shape_in, target, dtype=np.float32, tidx=np.int32):
+    def fn(b):
+        x = b.ph("x", normal(b.rng, shape_in) if dtype == np.float32
+                 else ints(b.rng, shape_in, -9, 9, dtype))
+        tf.raw_ops.BroadcastTo(input=x, shape=const(np.asarray(target, tidx), "shape"), name="y")
+        b.fetch("y")
+    return fn
+
+
+simple_case("broadcast_to_f32", "BroadcastTo float32[3] -> [2, 3]", _broadcast_to([3], [2, 3]))
+simple_case("broadcast_to_rank3_f32", "BroadcastTo float32[3, 1] -> [2, 3, 4]",
+            _broadcast_to([3, 1], [2, 3, 4]))
+simple_case("broadcast_to_scalar_i32", "BroadcastTo int32 scalar -> [2, 2] (int64 shape)",
+            _broadcast_to([], [2, 2], np.int32, np.int64))
+simple_case("broadcast_to_same_f32", "BroadcastTo float32[2, 3] -> [2, 3] (no-op)",
+            _broadcast_to([2, 3], [2, 3]))
+
+
+def _broadcast_args(s0, s1, dtype):
+    def fn(b):
+        a = b.ph("s0", np.asarray(s0, dtype))
+        c = b.ph("s1", np.asarray(s1, dtype))
+        tf.raw_ops.BroadcastArgs(s0=a, s1=c, name="y")
+        b.fetch("y")
+    return fn
+
+
+simple_case("broadcast_args_i32", "BroadcastArgs int32 [2, 1, 3] and [4, 1] -> [2, 4, 3]",
+            _broadcast_args([2, 1, 3], [4, 1], np.int32))
+simple_case("broadcast_args_i64", "BroadcastArgs int64 [5] and [3, 1, 1] -> [3, 1, 5]",
+            _broadcast_args([5], [3, 1, 1], np.int64))
+simple_case("broadcast_args_scalar_i32", "BroadcastArgs int32 [] (rank 0) and [2, 3] -> [2, 3]",
+            _broadcast_args(np.zeros([0], np.int32), [2, 3], np.int32))
+
+
+# --------------------------------------------------------------------------
+# Running and writing.
+# --------------------------------------------------------------------------
+def session_config():
+    return tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+
+
+def tensor_key(name):
+    return name[:-2] if name.endswith(":0") else name
+
+
+def run_graph_def(graph_def, feeds, fetches):
+    """Import the serialized GraphDef into a fresh graph and run it."""
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.import_graph_def(graph_def, name="")
+    with tf.compat.v1.Session(graph=g, config=session_config()) as sess:
+        feed_dict = {g.get_tensor_by_name(k if ":" in k else k + ":0"): v
+                     for k, v in feeds.items()}
+        outs = sess.run([g.get_tensor_by_name(f if ":" in f else f + ":0") for f in fetches],
+                        feed_dict=feed_dict)
+    return dict(zip(fetches, outs))
+
+
+def file_name(key):
+    return key.replace(":", "_").replace("/", "_")
+
+
+def storable(v):
+    """(array to save, original dtype name if widened)."""
+    v = np.asarray(v)
+    if v.dtype == np.float16 or v.dtype == BF16:
+        return v.astype(np.float32), v.dtype.name
+    return v, None
+
+
+def check_ref(case, outputs, ref):
+    """Max abs error of TF's outputs vs a float64 reference (rounded to the
+    output dtype); raises if outside the case's tolerance."""
+    errs = {}
+    for k, r in ref.items():
+        got = np.asarray(outputs[k])
+        want = np.asarray(r, np.float64).astype(got.dtype).astype(np.float64)
+        got = got.astype(np.float64)
+        assert got.shape == want.shape, (case.name, k, got.shape, want.shape)
+        nan_ok = np.array_equal(np.isnan(got), np.isnan(want))
+        inf_ok = (np.array_equal(np.isinf(got), np.isinf(want))
+                  and np.array_equal(got[np.isinf(got)], want[np.isinf(want)]))
+        fin = np.isfinite(got) & np.isfinite(want)
+        diff = np.abs(got[fin] - want[fin])
+        err = float(diff.max()) if diff.size else 0.0
+        bad = diff > case.tol.atol + case.tol.rtol * np.abs(want[fin])
+        if not (nan_ok and inf_ok) or bad.any():
+            raise AssertionError(
+                "%s/%s: TensorFlow is outside the case tolerance of the float64 "
+                "reference (nan_ok=%s inf_ok=%s max abs err %g)\nTF:  %s\nref: %s"
+                % (case.name, k, nan_ok, inf_ok, err, got.reshape(-1), want.reshape(-1)))
+        errs[tensor_key(k)] = float("%.3g" % err)
+    return errs
+
+
+def make_case(case):
+    rng = np.random.RandomState(zlib.crc32(case.name.encode()) & 0x7FFFFFFF)
+    b = Builder(rng)
+    g = tf.Graph()
+    with g.as_default():
+        case.build(b)
+    graph_def = g.as_graph_def()
+    outputs = run_graph_def(graph_def, b.feeds, b.fetches)
+    extra = {}
+    if b.ref is not None:
+        extra["observed_max_abs_err_vs_float64"] = check_ref(case, outputs, b.ref())
+
+    d = os.path.join(OPS_DIR, case.name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    with open(os.path.join(d, "model.pb"), "wb") as f:
+        f.write(graph_def.SerializeToString(deterministic=True))
+    feed_files = {}
+    for k, v in b.feeds.items():
+        fn = "%s.npy" % file_name(k)
+        np.save(os.path.join(d, fn), np.asarray(v), allow_pickle=False)
+        feed_files[tensor_key(k)] = fn
+    fetch_files, widened = {}, {}
+    for k in b.fetches:
+        key = tensor_key(k)
+        fn = "out_%s.npy" % file_name(key)
+        v, orig = storable(outputs[k])
+        if orig:
+            widened[key] = orig
+        np.save(os.path.join(d, fn), v, allow_pickle=False)
+        fetch_files[key] = fn
+
+    ops = sorted(set(n.op for n in graph_def.node))
+    manifest = {
+        "model": "model.pb",
+        "feeds": feed_files,
+        "fetches": fetch_files,
+        "tolerance": {"rtol": case.tol.rtol, "atol": case.tol.atol},
+        "tolerance_note": case.tol.note,
+        "description": case.desc,
+        "graph_ops": ops,
+        "generator": "tests/data/make_op_fixtures.py (tensorflow %s)" % tf.__version__,
+    }
+    if widened:
+        manifest["fetch_dtypes"] = widened
+        manifest["fetch_dtypes_note"] = (
+            "These fetches are %s in TensorFlow; their expected values are "
+            "stored widened to float32 (exact)." % "/".join(sorted(set(widened.values()))))
+    manifest.update(extra)
+    with open(os.path.join(d, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return manifest
+
+
+README_BEGIN = "<!-- ops fixtures (make_op_fixtures.py): begin -->"
+README_END = "<!-- ops fixtures (make_op_fixtures.py): end -->"
+README_SECTION = """\
+## ops/ — per-op fixtures
+
+`ops/<case>/` holds one tiny TF1-style graph per op/dtype/attribute combination
+(%d cases; index in `ops/README.md`), generated by `make_op_fixtures.py` with
+real TensorFlow: `model.pb` (binary GraphDef, no pbtxt), the fed inputs
+`<feed>.npy`, TensorFlow's outputs `out_<fetch>.npy` (fetch `node:i` ->
+`out_node_i.npy`) and `manifest.json` (same keys as above plus `description`,
+`graph_ops`, and `fetch_dtypes` when a float16/bfloat16 output is stored
+widened to float32). Tolerances are per case: 0/0 for integer, bool, shape and
+exactly rounded ops, looser for transcendental, accumulating, f16 and bf16
+ops; `tolerance_note` says why. Regenerate (all, or only some cases) with:
+
+```sh
+/tmp/tfvenv/bin/python tests/data/make_op_fixtures.py [CASE...]
+```
+
+`make_fixtures.py` rewrites this file; re-run `make_op_fixtures.py` afterwards
+to restore this section.
+"""
+
+
+def write_readmes(manifests):
+    lines = ["# Per-op fixtures", "",
+             "Generated by `../make_op_fixtures.py` (TensorFlow %s); do not edit by "
+             "hand. One folder per case; see `../README.md`." % tf.__version__, "",
+             "| case | description | ops in graph | rtol | atol |",
+             "|---|---|---|---|---|"]
+    for c in CASES:
+        m = manifests[c.name]
+        lines.append("| `%s` | %s | %s | %g | %g |" % (
+            c.name, c.desc.replace("|", "\\|"), ", ".join(m["graph_ops"]),
+            c.tol.rtol, c.tol.atol))
+    with open(os.path.join(OPS_DIR, "README.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+    path = os.path.join(HERE, "README.md")
+    text = open(path).read() if os.path.exists(path) else ""
+    section = "%s\n%s%s\n" % (README_BEGIN, README_SECTION % len(CASES), README_END)
+    if README_BEGIN in text and README_END in text:
+        head, rest = text.split(README_BEGIN, 1)
+        tail = rest.split(README_END, 1)[1].lstrip("\n")
+        text = head + section + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def load_manifest(name):
+    with open(os.path.join(OPS_DIR, name, "manifest.json")) as f:
+        return json.load(f)
+
+
+def main(argv):
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    names = [c.name for c in CASES]
+    unknown = [a for a in argv if a not in names]
+    if unknown:
+        print("make_op_fixtures.py: unknown case(s): %s" % ", ".join(unknown), file=sys.stderr)
+        return 2
+    selected = [c for c in CASES if not argv or c.name in argv]
+    os.makedirs(OPS_DIR, exist_ok=True)
+    if not argv:  # full run: drop folders of cases that no longer exist
+        for entry in sorted(os.listdir(OPS_DIR)):
+            p = os.path.join(OPS_DIR, entry)
+            if (entry not in names and os.path.isdir(p)
+                    and os.path.exists(os.path.join(p, "manifest.json"))):
+                shutil.rmtree(p)
+    manifests = {}
+    for c in selected:
+        manifests[c.name] = make_case(c)
+        print("%-40s %s" % (c.name, c.desc))
+    for c in CASES:
+        if c.name not in manifests:
+            manifests[c.name] = load_manifest(c.name)
+    write_readmes(manifests)
+    print("%d cases written to %s" % (len(selected), OPS_DIR))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

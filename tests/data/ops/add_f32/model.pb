@@ -1,0 +1,13 @@
+
+;
+xPlaceholder*
+dtype0*
+shape:ÿÿÿÿÿÿÿÿÿ
+2
+yPlaceholder*
+dtype0*
+shape
+:
+
+zAddxy*
+T0"Ú

@@ -1,0 +1,20 @@
+
+3
+x0Placeholder*
+dtype0*
+shape
+:
+3
+x1Placeholder*
+dtype0*
+shape
+:
+3
+x2Placeholder*
+dtype0*
+shape
+:
+'
+zAddNx0x1x2*
+N*
+T0"Ú

@@ -1,0 +1,25 @@
+
+3
+x0Placeholder*
+dtype0*
+shape
+:
+3
+x1Placeholder*
+dtype0*
+shape
+:
+3
+x2Placeholder*
+dtype0*
+shape
+:
+3
+x3Placeholder*
+dtype0*
+shape
+:
++
+zAddNx0x1x2x3*
+N*
+T0"Ú

@@ -1,0 +1,13 @@
+
+6
+xPlaceholder*
+dtype0*
+shape:
+.
+yPlaceholder*
+dtype0*
+shape:
+9
+zEqualxy*
+T0*
+incompatible_shape_error("Ú

@@ -1,0 +1,16 @@
+
+2
+xPlaceholder*
+dtype0
+*
+shape
+:
+2
+yPlaceholder*
+dtype0
+*
+shape
+:
+
+z
+LogicalAndxy"Ú

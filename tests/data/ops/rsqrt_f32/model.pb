@@ -1,0 +1,9 @@
+
+2
+xPlaceholder*
+dtype0*
+shape
+:
+
+yRsqrtx*
+T0"Ú

@@ -1,0 +1,20 @@
+
+5
+condPlaceholder*
+dtype0
+*
+shape
+:
+2
+xPlaceholder*
+dtype0*
+shape
+:
+2
+yPlaceholder*
+dtype0*
+shape
+:
+ 
+zSelectcondxy*
+T0"Ú

@@ -1,0 +1,9 @@
+
+,
+xPlaceholder*
+dtype0*
+shape:
+4
+yShapex*
+T0*
+out_type0	:íÐ"Ú

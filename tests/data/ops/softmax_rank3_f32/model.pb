@@ -1,0 +1,8 @@
+
+?
+xPlaceholder*
+dtype0* 
+shape:ÿÿÿÿÿÿÿÿÿ
+
+ySoftmaxx*
+T0"Ú

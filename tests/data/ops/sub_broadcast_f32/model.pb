@@ -1,0 +1,13 @@
+
+6
+xPlaceholder*
+dtype0*
+shape:
+2
+yPlaceholder*
+dtype0*
+shape
+:
+
+zSubxy*
+T0"Ú
