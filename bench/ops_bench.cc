@@ -293,8 +293,8 @@ void BM_Eigen_MatMul(benchmark::State& state) {
 }
 
 // Args: {rows, threads}; Eigen baselines are single-threaded.
-void Rows(benchmark::internal::Benchmark* b) { b->Args({256, 1})->Args({256, 2}); }
-void EigenRows(benchmark::internal::Benchmark* b) { b->Args({256, 1}); }
+void Rows(benchmark::internal::Benchmark* b) { b->Args({256, 1})->Args({256, 2})->Args({4096, 1}); }
+void EigenRows(benchmark::internal::Benchmark* b) { b->Args({256, 1})->Args({4096, 1}); }
 
 BENCHMARK(BM_Unary<kExp>)->Apply(Rows);
 BENCHMARK(BM_Eigen_Exp)->Apply(EigenRows);

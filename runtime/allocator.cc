@@ -5,13 +5,34 @@
 
 namespace graphjit {
 
+size_t Allocator::RoundedSize(size_t bytes) {
+  // Small blocks to the alignment; cached ones to 4 KiB pages, so near sizes share lists.
+  size_t unit = bytes >= kMinCachedBytes ? 4096 : kAlignment;
+  size_t rounded = (bytes + unit - 1) / unit * unit;
+  return rounded == 0 ? kAlignment : rounded;
+}
+
+Allocator::~Allocator() {
+  for (auto& [size, blocks] : cache_)
+    for (void* p : blocks) std::free(p);
+}
+
 StatusOr<void*> Allocator::Allocate(size_t bytes) {
   if (bytes > static_cast<size_t>(max_allocation_bytes_))
     return ResourceExhausted("cannot allocate " + std::to_string(bytes) + " bytes: the limit for one tensor is " +
                              std::to_string(max_allocation_bytes_) + " bytes");
-  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  const size_t rounded = RoundedSize(bytes);
+  void* p = nullptr;
+  if (rounded >= kMinCachedBytes) {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    auto it = cache_.find(rounded);
+    if (it != cache_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= static_cast<int64_t>(rounded);
+    }
+  }
+  if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) return ResourceExhausted("out of memory allocating " + std::to_string(bytes) + " bytes");
   int64_t now = in_use_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
   int64_t peak = peak_.load();
@@ -22,8 +43,17 @@ StatusOr<void*> Allocator::Allocate(size_t bytes) {
 }
 
 void Allocator::Deallocate(void* ptr, size_t bytes) {
-  std::free(ptr);
   in_use_.fetch_sub(static_cast<int64_t>(bytes));
+  const size_t rounded = RoundedSize(bytes);
+  if (rounded >= kMinCachedBytes) {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (cached_bytes_ + static_cast<int64_t>(rounded) <= max_cached_bytes_) {
+      cache_[rounded].push_back(ptr);
+      cached_bytes_ += static_cast<int64_t>(rounded);
+      return;
+    }
+  }
+  std::free(ptr);
 }
 
 AllocatorStats Allocator::stats() const { return {in_use_.load(), peak_.load(), count_.load()}; }

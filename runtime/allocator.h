@@ -5,7 +5,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "ir/status.h"
 
@@ -17,12 +20,20 @@ struct AllocatorStats {
   int64_t num_allocations = 0;
 };
 
+// Large blocks are kept on free lists by size when released (up to a cap) and
+// handed out again: a graph run repeatedly allocates the same sizes, and returning
+// them to the OS each time costs page faults that dwarf the kernels.
 class Allocator {
  public:
   static constexpr size_t kAlignment = 64;
-  // Requests above this many bytes fail with ResourceExhausted instead of asking the OS.
-  explicit Allocator(int64_t max_allocation_bytes = int64_t{8} << 30)
-      : max_allocation_bytes_(max_allocation_bytes) {}
+  static constexpr size_t kMinCachedBytes = size_t{64} << 10;
+  // Requests above max_allocation_bytes fail with ResourceExhausted instead of asking
+  // the OS; at most max_cached_bytes of released blocks are kept for reuse.
+  explicit Allocator(int64_t max_allocation_bytes = int64_t{8} << 30, int64_t max_cached_bytes = int64_t{256} << 20)
+      : max_allocation_bytes_(max_allocation_bytes), max_cached_bytes_(max_cached_bytes) {}
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
 
   StatusOr<void*> Allocate(size_t bytes);
   void Deallocate(void* ptr, size_t bytes);
@@ -34,7 +45,13 @@ class Allocator {
   static Allocator* Default();
 
  private:
+  static size_t RoundedSize(size_t bytes);
+
   int64_t max_allocation_bytes_;
+  int64_t max_cached_bytes_;
+  std::mutex cache_mu_;
+  std::map<size_t, std::vector<void*>> cache_;  // rounded size -> free blocks
+  int64_t cached_bytes_ = 0;
   std::atomic<int64_t> in_use_{0};
   std::atomic<int64_t> peak_{0};
   std::atomic<int64_t> count_{0};

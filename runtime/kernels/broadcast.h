@@ -44,12 +44,33 @@ void BroadcastPlan::Run(const KernelContext& ctx, int64_t cost_per_element, F&& 
   const int64_t chunks = (inner + kMaxRun - 1) / kMaxRun;
   const int64_t run = (inner + chunks - 1) / chunks;
   const int k = num_operands();
+  const int outer_rank = static_cast<int>(dims_.size()) - 1;
   ctx.ParallelFor(outer_ * chunks, run * cost_per_element, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> offsets(k);
+    // An odometer over the outer dims: offsets advance by strides instead of being
+    // recomputed with divisions for every segment.
+    std::vector<int64_t> idx(outer_rank), base(k), offsets(k);
+    int64_t o = begin / chunks;
+    {
+      int64_t rem = o;
+      for (int d = outer_rank - 1; d >= 0; --d) {
+        idx[d] = rem % dims_[d];
+        rem /= dims_[d];
+      }
+      for (int j = 0; j < k; ++j) base[j] = Offset(j, o);
+    }
     for (int64_t item = begin; item < end; ++item) {
-      int64_t o = item / chunks, start = (item % chunks) * run;
-      int64_t len = std::min(run, inner - start);
-      for (int j = 0; j < k; ++j) offsets[j] = Offset(j, o) + start * inner_stride(j);
+      const int64_t c = item % chunks;
+      if (c == 0 && item != begin) {
+        ++o;
+        for (int d = outer_rank - 1; d >= 0; --d) {
+          for (int j = 0; j < k; ++j) base[j] += strides_[j][d];
+          if (++idx[d] < dims_[d]) break;
+          for (int j = 0; j < k; ++j) base[j] -= strides_[j][d] * dims_[d];
+          idx[d] = 0;
+        }
+      }
+      const int64_t start = c * run, len = std::min(run, inner - start);
+      for (int j = 0; j < k; ++j) offsets[j] = base[j] + start * inner_stride(j);
       fn(offsets.data(), o * inner + start, len);
     }
   });
