@@ -402,7 +402,7 @@ OpDef SliceOp() {
       } else {
         dims[i] = size[i];
       }
-      if (begin[i] < 0 || dims[i] < -1 || (d >= 0 && dims[i] >= 0 && begin[i] + dims[i] > d) || size[i] < -1)
+      if (begin[i] < 0 || size[i] < -1 || (d >= 0 && begin[i] > d) || (d >= 0 && dims[i] >= 0 && begin[i] + dims[i] > d))
         return c.ShapeError("slice begin " + Shape(begin).ToString() + " size " + Shape(size).ToString() +
                             " is out of bounds for shape " + in.ToString());
     }
@@ -555,7 +555,7 @@ OpDef BroadcastToOp() {
     GJ_RETURN_IF_ERROR(ExpectIndexType(c, 1));
     GJ_ASSIGN_OR_RETURN(Shape target, ShapeFromInput(c, 1));
     auto b = BroadcastShapes(c.shape(0), target);
-    if (!b.ok()) return c.ShapeError(b.status().message());
+    if (!b.ok()) return c.ShapeError("cannot broadcast " + c.shape(0).ToString() + " to " + target.ToString());
     if (!target.unknown_rank() && b->rank() != target.rank())
       return c.ShapeError("cannot broadcast " + c.shape(0).ToString() + " to the lower-rank " + target.ToString());
     if (target.IsFullyDefined() && *b != target)
