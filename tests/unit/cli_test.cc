@@ -65,6 +65,34 @@ TEST(Cli, RunPrintsOneLinePerFetchAndWritesNpy) {
   for (int64_t i = 0; i < y->num_elements(); ++i) EXPECT_NEAR(y->ValueAsDouble(i), expected->ValueAsDouble(i), 1e-6);
 }
 
+TEST(Cli, RunReproducesTensorFlowOnBothFixtures) {
+  struct Fixture {
+    std::string model, feeds;
+    std::vector<std::string> fetches;
+  };
+  std::vector<Fixture> fixtures = {
+      {"mnist_softmax/model.pb", MnistFeeds(), {"y", "cross_entropy", "xent"}},
+      {"keras_mlp/model.pbtxt", " --feed input=" + TestData("keras_mlp/input.npy"), {"Identity"}},
+  };
+  for (const auto& f : fixtures) {
+    std::string out = testing::TempDir();
+    std::string cmd = "run " + TestData(f.model) + f.feeds + " --out " + out;
+    for (const auto& fetch : f.fetches) cmd += " --fetch " + fetch;
+    auto r = RunGraphjit(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string dir = f.model.substr(0, f.model.find('/'));
+    for (const auto& fetch : f.fetches) {
+      auto c = RunGraphjit("compare " + out + "/" + fetch + ".npy " + TestData(dir + "/out_" + fetch + ".npy") +
+                           " --rtol 1e-5 --atol 1e-6");
+      EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+      EXPECT_NE(c.out.find(": match, 0 of"), std::string::npos) << c.out;
+    }
+  }
+  // compare itself detects a difference.
+  auto c = RunGraphjit("compare " + TestData("mnist_softmax/out_y.npy") + " " + TestData("mnist_softmax/x.npy"));
+  EXPECT_EQ(c.exit_code, 2);
+}
+
 TEST(Cli, DefaultFetchesAreNodesWithoutConsumers) {
   auto r = RunGraphjit("run " + TestData("keras_mlp/model.pbtxt") + " --feed input=" + TestData("keras_mlp/input.npy"));
   ASSERT_EQ(r.exit_code, 0) << r.err;

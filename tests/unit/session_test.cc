@@ -101,7 +101,7 @@ TEST(Session, IntermediatesAreFreedAfterTheirLastUse) {
   b.Placeholder("x", DType::kFloat, {kElems});
   std::string prev = "x";
   for (int i = 0; i < kChain; ++i) {
-    std::string name = "n" + std::to_string(i);
+    std::string name = std::string("n") + std::to_string(i);
     b.Op(name, i % 2 ? "Neg" : "Relu", {prev});
     prev = name;
   }
