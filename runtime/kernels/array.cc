@@ -205,6 +205,27 @@ void TransposeCopy(const KernelContext& ctx, const T* in, T* out, const std::vec
   });
 }
 
+}  // namespace
+
+StatusOr<Tensor> TransposeTensor(const KernelContext& ctx, const Tensor& in, const std::vector<int>& perm) {
+  std::vector<int64_t> dims;
+  bool identity = true;
+  for (size_t k = 0; k < perm.size(); ++k) {
+    dims.push_back(in.shape().dim(perm[k]));
+    identity &= perm[k] == static_cast<int>(k);
+  }
+  if (identity || in.num_elements() <= 1) return in.Reshaped(Shape(dims));
+  GJ_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(in.dtype(), Shape(dims), ctx.allocator));
+  GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kAll>(in.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    TransposeCopy<T>(ctx, in.data<T>(), out.data<T>(), in.shape().dims(), perm);
+    return Status::Ok();
+  }));
+  return out;
+}
+
+namespace {
+
 OpDef TransposeOp() {
   OpDef def;
   def.name = "Transpose";
@@ -231,21 +252,11 @@ OpDef TransposeOp() {
     return Status::Ok();
   };
   def.compute = [](KernelContext& ctx) -> Status {
-    const Tensor& in = ctx.input(0);
     std::vector<int> perm;
     for (int64_t p : IntValues(ctx.input(1))) perm.push_back(static_cast<int>(p));
-    bool identity = true;
-    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int>(i);
-    if (identity || in.num_elements() <= 1) {
-      ctx.ForwardOutput(0, in.Reshaped(ctx.output_shapes[0]));
-      return Status::Ok();
-    }
-    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
-    return VisitTypes<TypeSet::kAll>(in.dtype(), [&](auto tag) -> Status {
-      using T = decltype(tag);
-      TransposeCopy<T>(ctx, in.data<T>(), out->data<T>(), in.shape().dims(), perm);
-      return Status::Ok();
-    });
+    GJ_ASSIGN_OR_RETURN(Tensor out, TransposeTensor(ctx, ctx.input(0), perm));
+    ctx.ForwardOutput(0, std::move(out));
+    return Status::Ok();
   };
   return def;
 }

@@ -59,4 +59,10 @@ StatusOr<int> NormalizeAxis(const InferenceContext& c, int64_t axis, int rank);
 // Reads an integer vector (or scalar) input value, e.g. a shape or axes input.
 std::vector<int64_t> IntValues(const Tensor& t);
 
+// Building blocks shared by kernels (Einsum composes them):
+// out dim k = in dim perm[k] (array.cc).
+StatusOr<Tensor> TransposeTensor(const KernelContext& ctx, const Tensor& in, const std::vector<int>& perm);
+// [batch, m, k] x [batch, k, n] -> [batch, m, n] for float types (matmul.cc).
+StatusOr<Tensor> BatchMatMul3(const KernelContext& ctx, const Tensor& a, const Tensor& b);
+
 }  // namespace graphjit

@@ -161,4 +161,18 @@ OpDef BatchMatMulV2Op() {
 const bool kRegistered = RegisterOps({MatMulOp(), BatchMatMulV2Op()});
 
 }  // namespace
+
+StatusOr<Tensor> BatchMatMul3(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  const int64_t batch = a.shape().dim(0), m = a.shape().dim(1), k = a.shape().dim(2), n = b.shape().dim(2);
+  GJ_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(a.dtype(), Shape{batch, m, n}, ctx.allocator));
+  GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(a.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const int threads = batch > 1 || !ctx.intra_op ? 1 : ctx.intra_op->num_threads();
+    for (int64_t i = 0; i < batch; ++i)
+      GJ_RETURN_IF_ERROR(Gemm<T>(ctx, threads, false, false, m, n, k, a.data<T>() + i * m * k, b.data<T>() + i * k * n,
+                                 out.data<T>() + i * m * n));
+    return Status::Ok();
+  }));
+  return out;
+}
 }  // namespace graphjit

@@ -11,6 +11,11 @@
 #include "ir/proto/graph.pb.h"
 #include "runtime/session.h"
 
+namespace graphjit {
+// Lets gtest print shapes in failure messages.
+inline void PrintTo(const Shape& shape, std::ostream* os) { *os << shape.ToString(); }
+}  // namespace graphjit
+
 namespace graphjit::testing {
 
 // A GraphDef under construction. Each method adds one node and returns its name.

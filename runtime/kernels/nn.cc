@@ -1,0 +1,440 @@
+// Neural-network ops: Conv2D and DepthwiseConv2dNative (oneDNN for f32, a direct loop
+// nest otherwise), MaxPool, AvgPool, FusedBatchNormV3 (inference), and
+// SparseSoftmaxCrossEntropyWithLogits. Layout: NHWC, as TensorFlow's CPU kernels.
+
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "runtime/kernels/common.h"
+
+namespace graphjit {
+namespace {
+
+// ---- geometry ------------------------------------------------------------------------
+
+struct Window {
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pb = 0, pl = 0, pr = 0;  // resolved padding
+  std::string padding;                      // SAME, VALID, EXPLICIT
+  std::vector<int64_t> explicit_paddings;
+};
+
+// Output size along one spatial dim; pads are resolved for SAME. -1 if `in` is unknown.
+StatusOr<int64_t> OutSize(const InferenceContext& c, const std::string& padding, int64_t in, int64_t k, int64_t s,
+                          int64_t d, int64_t* before, int64_t* after) {
+  if (in < 0) return int64_t{-1};
+  const int64_t eff = (k - 1) * d + 1;
+  int64_t out;
+  if (padding == "VALID") {
+    *before = *after = 0;
+    out = in >= eff ? (in - eff) / s + 1 : 0;
+  } else if (padding == "SAME") {
+    out = (in + s - 1) / s;
+    int64_t total = std::max<int64_t>((out - 1) * s + eff - in, 0);
+    *before = total / 2;
+    *after = total - *before;
+  } else {
+    int64_t padded = in + *before + *after;
+    out = padded >= eff ? (padded - eff) / s + 1 : 0;
+  }
+  if (out <= 0) return c.ShapeError("window of size " + std::to_string(eff) + " does not fit the input of size " +
+                                    std::to_string(in) + " with " + padding + " padding");
+  return out;
+}
+
+// Reads strides/dilations/padding attrs (and ksize for pools) in NHWC order.
+StatusOr<Window> ReadWindow(const InferenceContext& c, bool pool) {
+  Window w;
+  GJ_ASSIGN_OR_RETURN(std::string format, GetStringAttrOr(c.node, "data_format", "NHWC"));
+  if (format != "NHWC") return Unimplemented(NodeLabel(c.node) + ": data_format " + format + " is not supported (NHWC only)");
+  GJ_ASSIGN_OR_RETURN(std::vector<int64_t> strides, GetIntListAttr(c.node, "strides"));
+  if (strides.size() != 4 || strides[0] != 1 || strides[3] != 1 || strides[1] < 1 || strides[2] < 1)
+    return c.TypeError("strides must be [1, sh, sw, 1] with positive sh, sw");
+  w.sh = strides[1];
+  w.sw = strides[2];
+  if (pool) {
+    GJ_ASSIGN_OR_RETURN(std::vector<int64_t> ksize, GetIntListAttr(c.node, "ksize"));
+    if (ksize.size() != 4 || ksize[0] != 1 || ksize[3] != 1 || ksize[1] < 1 || ksize[2] < 1)
+      return c.TypeError("ksize must be [1, kh, kw, 1] with positive kh, kw");
+    w.kh = ksize[1];
+    w.kw = ksize[2];
+  } else if (c.node.FindAttr("dilations")) {
+    GJ_ASSIGN_OR_RETURN(std::vector<int64_t> dil, GetIntListAttr(c.node, "dilations"));
+    if (dil.size() != 4 || dil[0] != 1 || dil[3] != 1 || dil[1] < 1 || dil[2] < 1)
+      return c.TypeError("dilations must be [1, dh, dw, 1] with positive dh, dw");
+    w.dh = dil[1];
+    w.dw = dil[2];
+  }
+  GJ_ASSIGN_OR_RETURN(w.padding, GetStringAttr(c.node, "padding"));
+  if (w.padding == "EXPLICIT") {
+    if (pool) return c.TypeError("EXPLICIT padding is not allowed for pooling");
+    GJ_ASSIGN_OR_RETURN(w.explicit_paddings, GetIntListAttr(c.node, "explicit_paddings"));
+    const auto& e = w.explicit_paddings;
+    if (e.size() != 8 || e[0] || e[1] || e[6] || e[7] || *std::min_element(e.begin(), e.end()) < 0)
+      return c.TypeError("explicit_paddings must be 8 non-negative values padding H and W only");
+    w.pt = e[2], w.pb = e[3], w.pl = e[4], w.pr = e[5];
+  } else if (w.padding != "SAME" && w.padding != "VALID") {
+    return c.TypeError("unknown padding '" + w.padding + "'");
+  }
+  return w;
+}
+
+// Output [N, OH, OW, channels] of a window op over input shape `in` (NHWC).
+StatusOr<Shape> WindowOutput(const InferenceContext& c, Window* w, const Shape& in, int64_t channels) {
+  if (in.unknown_rank()) return Shape{-1, -1, -1, channels};
+  if (in.rank() != 4) return c.ShapeError("input must be NHWC (rank 4), got " + in.ToString());
+  GJ_ASSIGN_OR_RETURN(int64_t oh, OutSize(c, w->padding, in.dim(1), w->kh, w->sh, w->dh, &w->pt, &w->pb));
+  GJ_ASSIGN_OR_RETURN(int64_t ow, OutSize(c, w->padding, in.dim(2), w->kw, w->sw, w->dw, &w->pl, &w->pr));
+  return Shape{in.dim(0), oh, ow, channels};
+}
+
+// ---- convolution ---------------------------------------------------------------------
+
+// A direct loop nest: the reference for every dtype, and the path for non-f32 types.
+// Filter [KH, KW, C/groups... ] is handled through `filter_index`.
+template <typename T>
+void DirectConv(const Tensor& in, const Tensor& filter, const Window& w, bool depthwise, Tensor* out) {
+  using C = ComputeType<T>;
+  const int64_t N = in.shape().dim(0), H = in.shape().dim(1), W = in.shape().dim(2), Cin = in.shape().dim(3);
+  const int64_t OH = out->shape().dim(1), OW = out->shape().dim(2), O = out->shape().dim(3);
+  const int64_t M = depthwise ? filter.shape().dim(3) : 0;  // channel multiplier
+  const T* x = in.data<T>();
+  const T* f = filter.data<T>();
+  T* y = out->data<T>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow)
+        for (int64_t o = 0; o < O; ++o) {
+          C acc = 0;
+          for (int64_t i = 0; i < w.kh; ++i) {
+            int64_t ih = oh * w.sh - w.pt + i * w.dh;
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t j = 0; j < w.kw; ++j) {
+              int64_t iw = ow * w.sw - w.pl + j * w.dw;
+              if (iw < 0 || iw >= W) continue;
+              const T* px = x + ((n * H + ih) * W + iw) * Cin;
+              if (depthwise) {
+                int64_t c = o / M, m = o % M;
+                acc += static_cast<C>(px[c]) * static_cast<C>(f[((i * w.kw + j) * Cin + c) * M + m]);
+              } else {
+                const T* pf = f + (i * w.kw + j) * Cin * O + o;
+                for (int64_t c = 0; c < Cin; ++c) acc += static_cast<C>(px[c]) * static_cast<C>(pf[c * O]);
+              }
+            }
+          }
+          y[((n * OH + oh) * OW + ow) * O + o] = static_cast<T>(acc);
+        }
+}
+
+// oneDNN convolution primitives, built once per geometry.
+class OneDnnConv {
+ public:
+  static OneDnnConv& Get() {
+    static OneDnnConv* c = new OneDnnConv();
+    return *c;
+  }
+
+  Status Run(const KernelContext& ctx, const Tensor& in, const Tensor& filter, const Window& w, bool depthwise,
+             Tensor* out) {
+    using dnnl::memory;
+    const auto& is = in.shape();
+    const auto& fs = filter.shape();
+    const auto& os = out->shape();
+    const int64_t N = is.dim(0), H = is.dim(1), W = is.dim(2), C = is.dim(3);
+    const int64_t OH = os.dim(1), OW = os.dim(2), O = os.dim(3);
+    memory::dims src_dims = {N, C, H, W}, dst_dims = {N, O, OH, OW};
+    memory::dims w_dims = depthwise ? memory::dims{C, fs.dim(3), 1, w.kh, w.kw} : memory::dims{O, C, w.kh, w.kw};
+    memory::format_tag w_tag = depthwise ? memory::format_tag::hwigo : memory::format_tag::hwio;
+    memory::dims strides = {w.sh, w.sw}, dilates = {w.dh - 1, w.dw - 1}, pad_l = {w.pt, w.pl}, pad_r = {w.pb, w.pr};
+    std::string key = std::to_string(depthwise);
+    for (const auto* v : {&src_dims, &w_dims, &strides, &dilates, &pad_l, &pad_r})
+      for (auto d : *v) key += "," + std::to_string(d);
+
+    try {
+      Entry* e;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = cache_.find(key);
+        if (it == cache_.end()) {
+          memory::desc src_md(src_dims, memory::data_type::f32, memory::format_tag::nhwc);
+          memory::desc dst_md(dst_dims, memory::data_type::f32, memory::format_tag::nhwc);
+          memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
+          dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                            src_md, w_any, dst_md, strides, dilates, pad_l, pad_r);
+          auto pd = dnnl::convolution_forward::primitive_desc(d, engine_);
+          it = cache_.emplace(key, std::make_unique<Entry>(Entry{pd, dnnl::convolution_forward(pd)})).first;
+        }
+        e = it->second.get();
+      }
+      omp_set_num_threads(ctx.intra_op ? ctx.intra_op->num_threads() : 1);
+      dnnl::stream stream(engine_);
+      memory src(e->pd.src_desc(), engine_, in.raw());
+      memory dst(e->pd.dst_desc(), engine_, out->raw());
+      memory user_w({w_dims, memory::data_type::f32, w_tag}, engine_, filter.raw());
+      memory weights = user_w;
+      if (e->pd.weights_desc() != user_w.get_desc()) {
+        weights = memory(e->pd.weights_desc(), engine_);
+        dnnl::reorder(user_w, weights).execute(stream, user_w, weights);
+      }
+      e->conv.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+      stream.wait();
+    } catch (const dnnl::error& err) {
+      return Internal(NodeLabel(ctx.node) + ": oneDNN convolution failed: " + err.what());
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Entry {
+    dnnl::convolution_forward::primitive_desc pd;
+    dnnl::convolution_forward conv;
+  };
+  OneDnnConv() : engine_(dnnl::engine::kind::cpu, 0) {}
+  dnnl::engine engine_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Entry>> cache_;
+};
+
+OpDef ConvOp(const char* name, bool depthwise) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [depthwise](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, false));
+    const Shape& f = c.shape(1);
+    const Shape& in = c.shape(0);
+    int64_t out_channels = -1;
+    if (!f.unknown_rank()) {
+      if (f.rank() != 4) return c.ShapeError("filter must be [KH, KW, in, out], got " + f.ToString());
+      w.kh = f.dim(0);
+      w.kw = f.dim(1);
+      if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) >= 0 && f.dim(2) >= 0) {
+        if (depthwise ? f.dim(2) != in.dim(3) : (f.dim(2) == 0 || in.dim(3) % f.dim(2) != 0))
+          return c.ShapeError("filter " + f.ToString() + " does not match the input's " + std::to_string(in.dim(3)) +
+                              " channels");
+        if (!depthwise && f.dim(2) != in.dim(3))
+          return Unimplemented(NodeLabel(c.node) + ": grouped convolution is not supported");
+      }
+      if (f.dim(3) >= 0) out_channels = depthwise ? (f.dim(2) >= 0 ? f.dim(2) * f.dim(3) : -1) : f.dim(3);
+      if (w.kh < 0 || w.kw < 0) {
+        c.AddOutput(t, Shape{in.unknown_rank() ? -1 : in.dim(0), -1, -1, out_channels});
+        return Status::Ok();
+      }
+    } else {
+      c.AddOutput(t, Shape{-1, -1, -1, -1});
+      return Status::Ok();
+    }
+    GJ_ASSIGN_OR_RETURN(Shape out, WindowOutput(c, &w, in, out_channels));
+    c.AddOutput(t, out);
+    return Status::Ok();
+  };
+  def.compute = [depthwise](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    if (out->num_elements() == 0) return Status::Ok();
+    InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
+    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(ic, false));
+    const Tensor& in = ctx.input(0);
+    const Tensor& filter = ctx.input(1);
+    w.kh = filter.shape().dim(0);
+    w.kw = filter.shape().dim(1);
+    GJ_RETURN_IF_ERROR(WindowOutput(ic, &w, in.shape(), out->shape().dim(3)).status());
+    if (in.dtype() == DType::kFloat && filter.shape().dim(2) > 0)
+      return OneDnnConv::Get().Run(ctx, in, filter, w, depthwise, out);
+    return VisitTypes<TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
+      DirectConv<decltype(tag)>(in, filter, w, depthwise, out);
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+// ---- pooling -------------------------------------------------------------------------
+
+template <bool kMax>
+OpDef PoolOp(const char* name) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 1;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, kMax ? TypeSet::kNumeric : TypeSet::kFloat));
+    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, true));
+    const Shape& in = c.shape(0);
+    GJ_ASSIGN_OR_RETURN(Shape out, WindowOutput(c, &w, in, in.unknown_rank() ? -1 : in.dim(3)));
+    c.AddOutput(t, out);
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
+    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(ic, true));
+    const Tensor& in = ctx.input(0);
+    GJ_RETURN_IF_ERROR(WindowOutput(ic, &w, in.shape(), in.shape().dim(3)).status());
+    const int64_t N = in.shape().dim(0), H = in.shape().dim(1), W = in.shape().dim(2), C = in.shape().dim(3);
+    const int64_t OH = out->shape().dim(1), OW = out->shape().dim(2);
+    return VisitTypes<kMax ? TypeSet::kNumeric : TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using CT = ComputeType<T>;
+      ctx.ParallelFor(N * OH, OW * C * w.kh * w.kw, [&](int64_t b, int64_t e) {
+        std::vector<CT> acc(C);
+        for (int64_t row = b; row < e; ++row) {
+          const int64_t n = row / OH, oh = row % OH;
+          const int64_t h0 = std::max<int64_t>(0, oh * w.sh - w.pt), h1 = std::min(H, oh * w.sh - w.pt + w.kh);
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t w0 = std::max<int64_t>(0, ow * w.sw - w.pl), w1 = std::min(W, ow * w.sw - w.pl + w.kw);
+            std::fill(acc.begin(), acc.end(), kMax ? std::numeric_limits<CT>::lowest() : CT(0));
+            for (int64_t ih = h0; ih < h1; ++ih)
+              for (int64_t iw = w0; iw < w1; ++iw) {
+                const T* px = in.data<T>() + ((n * H + ih) * W + iw) * C;
+                for (int64_t c = 0; c < C; ++c) {
+                  CT v = static_cast<CT>(px[c]);
+                  if constexpr (kMax) {
+                    // NaN wins, as in TensorFlow's Eigen max.
+                    acc[c] = (v > acc[c] || v != v) ? v : acc[c];
+                  } else {
+                    acc[c] += v;
+                  }
+                }
+              }
+            T* py = out->data<T>() + ((n * OH + oh) * OW + ow) * C;
+            // AvgPool divides by the number of window elements inside the input.
+            const CT count = static_cast<CT>((h1 - h0) * (w1 - w0));
+            for (int64_t c = 0; c < C; ++c) py[c] = static_cast<T>(kMax ? acc[c] : acc[c] / count);
+          }
+        }
+      });
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+// ---- batch norm ----------------------------------------------------------------------
+
+// FusedBatchNormV3 in inference mode: y = (x - mean) * scale / sqrt(var + eps) + offset.
+// Outputs 1-4 echo the given mean and variance, as TensorFlow does in inference.
+OpDef FusedBatchNormOp() {
+  OpDef def;
+  def.name = "FusedBatchNormV3";
+  def.min_inputs = def.max_inputs = 5;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_ASSIGN_OR_RETURN(DType u, c.TypeAttrMatching("U", {1, 2, 3, 4}));
+    if (u != DType::kFloat) return c.TypeError("U must be float32");
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    GJ_ASSIGN_OR_RETURN(bool training, GetBoolAttrOr(c.node, "is_training", true));
+    if (training)
+      return Unimplemented(NodeLabel(c.node) + ": is_training=true is not supported (graphjit runs inference graphs)");
+    GJ_ASSIGN_OR_RETURN(std::string format, GetStringAttrOr(c.node, "data_format", "NHWC"));
+    if (format != "NHWC" && format != "NCHW") return c.TypeError("unknown data_format '" + format + "'");
+    const Shape& x = c.shape(0);
+    if (!x.unknown_rank() && x.rank() != 4) return c.ShapeError("x must have rank 4, got " + x.ToString());
+    int64_t channels = x.unknown_rank() ? -1 : x.dim(format == "NHWC" ? 3 : 1);
+    for (int i = 1; i <= 4; ++i) {
+      const Shape& s = c.shape(i);
+      if (!s.unknown_rank() && (s.rank() != 1 || (channels >= 0 && s.dim(0) >= 0 && s.dim(0) != channels)))
+        return c.ShapeError("input " + std::to_string(i) + " must be a vector of " + std::to_string(channels) +
+                            " channels, got " + s.ToString());
+    }
+    c.AddOutput(t, x);
+    for (int i = 0; i < 4; ++i) c.AddOutput(u, Shape{channels});
+    c.AddOutput(u, Shape{0});
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0));
+    const Tensor& x = ctx.input(0);
+    const float eps = GetFloatAttrOr(ctx.node, "epsilon", 1e-4f).value();
+    const bool nhwc = GetStringAttrOr(ctx.node, "data_format", "NHWC").value() == "NHWC";
+    const int64_t C = x.shape().dim(nhwc ? 3 : 1);
+    std::vector<float> mul(C), add(C);
+    for (int64_t c = 0; c < C; ++c) {
+      float inv = 1.0f / std::sqrt(ctx.input(4).data<float>()[c] + eps);
+      mul[c] = ctx.input(1).data<float>()[c] * inv;
+      add[c] = ctx.input(2).data<float>()[c] - ctx.input(3).data<float>()[c] * mul[c];
+    }
+    const int64_t inner = nhwc ? 1 : x.shape().dim(2) * x.shape().dim(3);
+    GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(x.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using CT = ComputeType<T>;
+      ctx.ParallelFor(x.num_elements(), 2, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          int64_t c = (i / inner) % C;
+          y->data<T>()[i] = static_cast<T>(static_cast<CT>(x.data<T>()[i]) * mul[c] + add[c]);
+        }
+      });
+      return Status::Ok();
+    }));
+    for (int i = 1; i <= 4; ++i) ctx.ForwardOutput(i, ctx.input(i <= 2 ? i + 2 : i));
+    GJ_RETURN_IF_ERROR(ctx.AllocateOutput(5).status());
+    return Status::Ok();
+  };
+  return def;
+}
+
+// ---- sparse softmax cross-entropy -----------------------------------------------------
+
+OpDef SparseSoftmaxXentOp() {
+  OpDef def;
+  def.name = "SparseSoftmaxCrossEntropyWithLogits";
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    GJ_RETURN_IF_ERROR(c.ExpectDType(1, {DType::kInt32, DType::kInt64}));
+    const Shape& f = c.shape(0);
+    const Shape& l = c.shape(1);
+    if (!f.unknown_rank() && f.rank() != 2) return c.ShapeError("logits must be a matrix, got " + f.ToString());
+    if (!l.unknown_rank() && l.rank() != 1) return c.ShapeError("labels must be a vector, got " + l.ToString());
+    if (!f.unknown_rank() && !l.unknown_rank() && f.dim(0) >= 0 && l.dim(0) >= 0 && f.dim(0) != l.dim(0))
+      return c.ShapeError("logits " + f.ToString() + " and labels " + l.ToString() + " disagree on the batch size");
+    int64_t batch = !f.unknown_rank() ? f.dim(0) : (!l.unknown_rank() ? l.dim(0) : -1);
+    c.AddOutput(t, Shape{batch});
+    c.AddOutput(t, f.unknown_rank() ? Shape{batch, -1} : Shape{batch, f.dim(1)});
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * loss, ctx.AllocateOutput(0));
+    GJ_ASSIGN_OR_RETURN(Tensor * grad, ctx.AllocateOutput(1));
+    const Tensor& logits = ctx.input(0);
+    const int64_t rows = logits.shape().dim(0), d = logits.shape().dim(1);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t label = ctx.input(1).ValueAsInt(r);
+      if (label < 0 || label >= d)
+        return ctx.Error("label " + std::to_string(label) + " at position " + std::to_string(r) +
+                         " is outside the valid range [0, " + std::to_string(d) + ")");
+    }
+    return VisitTypes<TypeSet::kFloat>(logits.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using CT = ComputeType<T>;
+      std::vector<CT> e(d);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* x = logits.data<T>() + r * d;
+        CT m = -std::numeric_limits<CT>::infinity();
+        for (int64_t i = 0; i < d; ++i) m = std::max(m, static_cast<CT>(x[i]));
+        CT sum = 0;
+        for (int64_t i = 0; i < d; ++i) sum += (e[i] = std::exp(static_cast<CT>(x[i]) - m));
+        const int64_t label = ctx.input(1).ValueAsInt(r);
+        loss->data<T>()[r] = static_cast<T>(std::log(sum) - (static_cast<CT>(x[label]) - m));
+        for (int64_t i = 0; i < d; ++i)
+          grad->data<T>()[r * d + i] = static_cast<T>(e[i] / sum - (i == label ? CT(1) : CT(0)));
+      }
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
+const bool kRegistered = RegisterOps({ConvOp("Conv2D", false), ConvOp("DepthwiseConv2dNative", true),
+                                      PoolOp<true>("MaxPool"), PoolOp<false>("AvgPool"), FusedBatchNormOp(),
+                                      SparseSoftmaxXentOp()});
+
+}  // namespace
+}  // namespace graphjit
