@@ -16,7 +16,8 @@ For every fixture <name> the script writes, into tests/data/<name>/:
   <feed>.npy     input tensors
   out_<f>.npy    outputs computed by TensorFlow running the *frozen* graph
   manifest.json  {"model", "feeds", "fetches", "tolerance", ...}
-and it (re)writes tests/data/README.md with a summary of every fixture.
+and it (re)writes tests/data/README.md with a summary of every fixture,
+keeping the sections make_op_fixtures.py and make_model_fixtures.py wrote.
 
 Everything is seeded and TensorFlow runs single-threaded with oneDNN
 disabled, so re-running the script reproduces byte-identical files.
@@ -25,6 +26,7 @@ disabled, so re-running the script reproduces byte-identical files.
 import collections
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -363,8 +365,20 @@ def main():
         print("\n".join(lines))
         readme.extend(lines)
 
-    with open(os.path.join(HERE, "README.md"), "w") as f:
-        f.write("\n".join(readme).rstrip("\n") + "\n")
+    # Keep the README sections other generators own (make_op_fixtures.py,
+    # make_model_fixtures.py), each between "<!-- ...: begin -->" and
+    # "<!-- ...: end -->" markers.
+    path = os.path.join(HERE, "README.md")
+    kept = []
+    if os.path.exists(path):
+        with open(path) as f:
+            kept = re.findall(r"<!-- [^\n]*?: begin -->\n.*?<!-- [^\n]*?: end -->",
+                              f.read(), re.S)
+    text = "\n".join(readme).rstrip("\n") + "\n"
+    if kept:
+        text += "\n" + "".join(block + "\n" for block in kept)
+    with open(path, "w") as f:
+        f.write(text)
 
 
 if __name__ == "__main__":

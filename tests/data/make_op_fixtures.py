@@ -1212,6 +1212,595 @@ simple_case("broadcast_args_scalar_i32", "BroadcastArgs int32 [] (rank 0) and [2
             _broadcast_args(np.zeros([0], np.int32), [2, 3], np.int32))
 
 
+# ----------------------------- Unpack / Split / SplitV ---------------------
+def _data(rng, shape, dtype):
+    if dtype == np.float32:
+        return normal(rng, shape)
+    return ints(rng, shape, -50, 50, dtype)
+
+
+def _unpack(shape, axis, dtype=np.float32):
+    num = shape[axis]
+
+    def fn(b):
+        xv = _data(b.rng, shape, dtype)
+        x = b.ph("x", xv)
+        tf.raw_ops.Unpack(value=x, num=num, axis=axis, name="y")
+        names = ["y"] + ["y:%d" % i for i in range(1, num)]
+        b.fetch(*names)
+        b.ref = lambda: {n: np.take(xv, i, axis=axis) for i, n in enumerate(names)}
+    return fn
+
+
+simple_case("unpack_axis0_f32", "Unpack float32[3, 4] axis 0 (num 3); fetches y, y:1, y:2",
+            _unpack([3, 4], 0))
+simple_case("unpack_axis1_i32", "Unpack int32[2, 3, 4] axis 1 (num 3) -> three [2, 4]",
+            _unpack([2, 3, 4], 1, np.int32))
+simple_case("unpack_neg_axis_f32", "Unpack float32[2, 3] axis -1 (num 3) -> three [2]",
+            _unpack([2, 3], -1))
+
+
+def _split(shape, axis, num_split, dtype=np.float32, xshape="full"):
+    def fn(b):
+        xv = _data(b.rng, shape, dtype)
+        x = b.ph("x", xv, xshape)
+        tf.raw_ops.Split(axis=const(np.int32(axis), "axis"), value=x, num_split=num_split,
+                         name="y")
+        names = ["y"] + ["y:%d" % i for i in range(1, num_split)]
+        b.fetch(*names)
+        b.ref = lambda: dict(zip(names, np.split(xv, num_split, axis=axis)))
+    return fn
+
+
+simple_case("split_2_axis0_f32", "Split float32[?, 3] (fed [4, 3]) num_split 2 along axis "
+            "input 0", _split([4, 3], 0, 2, xshape="batch"))
+simple_case("split_3_axis1_f32", "Split float32[2, 6] num_split 3 along axis input 1",
+            _split([2, 6], 1, 3))
+simple_case("split_3_neg_axis_i32", "Split int32[2, 2, 6] num_split 3 along axis input -1",
+            _split([2, 2, 6], -1, 3, np.int32))
+
+
+def _splitv(shape, sizes, axis, tlen=np.int32, dtype=np.float32):
+    def fn(b):
+        xv = _data(b.rng, shape, dtype)
+        x = b.ph("x", xv)
+        tf.raw_ops.SplitV(value=x, size_splits=const(np.asarray(sizes, tlen), "size_splits"),
+                          axis=const(np.int32(axis), "axis"), num_split=len(sizes), name="y")
+        names = ["y"] + ["y:%d" % i for i in range(1, len(sizes))]
+        b.fetch(*names)
+
+        def ref():
+            s = list(sizes)
+            if -1 in s:
+                s[s.index(-1)] = shape[axis] - (sum(s) + 1)
+            return dict(zip(names, np.split(xv, np.cumsum(s)[:-1], axis=axis)))
+        b.ref = ref
+    return fn
+
+
+simple_case("splitv_neg1_f32", "SplitV float32[2, 7] size_splits [2, -1, 3] (int32) axis 1 "
+            "-> [2, 2], [2, 2], [2, 3]", _splitv([2, 7], [2, -1, 3], 1))
+simple_case("splitv_axis0_i64_sizes_f32", "SplitV float32[6, 2] size_splits [-1, 4] (int64) "
+            "axis 0 -> [2, 2], [4, 2]", _splitv([6, 2], [-1, 4], 0, tlen=np.int64))
+
+# ----------------------------- StridedSlice ---------------------------------
+
+
+def _strided_slice(shape, begin, end, strides, npslice, dtype=np.float32, index=np.int32,
+                   **masks):
+    """Raw StridedSlice; npslice is the equivalent NumPy index expression."""
+    def fn(b):
+        xv = _data(b.rng, shape, dtype)
+        x = b.ph("x", xv)
+        tf.raw_ops.StridedSlice(
+            input=x, begin=const(np.asarray(begin, index), "begin"),
+            end=const(np.asarray(end, index), "end"),
+            strides=const(np.asarray(strides, index), "strides"), name="y", **masks)
+        b.fetch("y")
+        b.ref = lambda: {"y": xv[npslice]}
+    return fn
+
+
+def _ss_desc(shape, begin, end, strides, masks, extra=""):
+    m = ", ".join("%s=%d" % kv for kv in sorted(masks.items()))
+    return "StridedSlice float32%s begin %s end %s strides %s%s%s" % (
+        shape, begin, end, strides, (", " + m) if m else "", extra)
+
+
+def _ss_case(name, shape, begin, end, strides, npslice, extra="", **kw):
+    masks = {k: v for k, v in kw.items() if k.endswith("_mask")}
+    other = {k: v for k, v in kw.items() if not k.endswith("_mask")}
+    desc = _ss_desc(shape, begin, end, strides, masks, extra)
+    if other.get("dtype") == np.int32:
+        desc = desc.replace("float32", "int32", 1)
+    simple_case(name, desc, _strided_slice(shape, begin, end, strides, npslice, **kw))
+
+
+_ss_case("strided_slice_f32", [4, 5, 6], [1, 0, 2], [3, 5, 6], [1, 2, 2],
+         np.s_[1:3, 0:5:2, 2:6:2], extra=" (int64 begin/end/strides)", index=np.int64)
+_ss_case("strided_slice_neg_strides_f32", [4, 5], [-1, 4], [-4, -6], [-1, -2],
+         np.s_[3:0:-1, 4::-2],
+         extra=" (x[3:0:-1, 4::-2]; negative begin/end, end -6 clamps before index 0)")
+_ss_case("strided_slice_begin_end_mask_f32", [4, 5], [2, 1], [3, 4], [1, 1], np.s_[:3, 1:],
+         extra=" (x[:3, 1:])", begin_mask=1, end_mask=2)
+_ss_case("strided_slice_ellipsis_mask_f32", [2, 3, 4], [0, 1], [0, 3], [1, 1],
+         np.s_[..., 1:3], extra=" (x[..., 1:3])", ellipsis_mask=1)
+_ss_case("strided_slice_new_axis_mask_f32", [3, 4], [0, 0, 1], [0, 0, 4], [1, 1, 1],
+         np.s_[:, None, 1:], extra=" (x[:, newaxis, 1:])", begin_mask=1, end_mask=1,
+         new_axis_mask=2)
+_ss_case("strided_slice_shrink_axis_mask_f32", [3, 4, 5], [1, 0, 2], [2, 0, 3], [1, 1, 1],
+         np.s_[1, :, 2], extra=" (x[1, :, 2])", begin_mask=2, end_mask=2,
+         shrink_axis_mask=5)
+_ss_case("strided_slice_all_masks_i32", [2, 3, 4, 5], [1, 0, 0, 4], [2, 0, 0, 0],
+         [1, 1, 1, -2], np.s_[1, ..., None, 4::-2],
+         extra=" (x[1, ..., newaxis, 4::-2]: shrink, ellipsis, new axis, end_mask with a "
+         "negative stride)", dtype=np.int32, ellipsis_mask=2, new_axis_mask=4,
+         shrink_axis_mask=1, end_mask=8)
+
+
+def _ss_python(shape, getitem, npslice, dtype=np.float32, xshape="full"):
+    """StridedSlice written by TensorFlow's Python slicing (node "strided_slice")."""
+    def fn(b):
+        xv = _data(b.rng, shape, dtype)
+        x = b.ph("x", xv, xshape)
+        y = getitem(x)
+        assert y.op.type == "StridedSlice" and y.op.name == "strided_slice", y.op.name
+        b.fetch("strided_slice")
+        b.ref = lambda: {"strided_slice": xv[npslice]}
+    return fn
+
+
+simple_case("strided_slice_py_rows_step_f32",
+            "StridedSlice from Python x[1:, ::2] on float32[?, 5] fed [4, 5] (end_mask; "
+            "fetch strided_slice)",
+            _ss_python([4, 5], lambda x: x[1:, ::2], np.s_[1:, ::2], xshape="batch"))
+simple_case("strided_slice_py_ellipsis_index_f32",
+            "StridedSlice from Python x[..., 0] on float32[2, 3, 4] (ellipsis + shrink)",
+            _ss_python([2, 3, 4], lambda x: x[..., 0], np.s_[..., 0]))
+simple_case("strided_slice_py_newaxis_f32",
+            "StridedSlice from Python x[:, tf.newaxis, 1:3] on float32[3, 4] (new axis)",
+            _ss_python([3, 4], lambda x: x[:, tf.newaxis, 1:3], np.s_[:, None, 1:3]))
+simple_case("strided_slice_py_reverse_f32",
+            "StridedSlice from Python x[::-1] on float32[4, 3] (stride -1, begin/end masks)",
+            _ss_python([4, 3], lambda x: x[::-1], np.s_[::-1]))
+simple_case("strided_slice_py_last_two_i32",
+            "StridedSlice from Python x[-2:] on int32[5, 2] (negative begin, end_mask)",
+            _ss_python([5, 2], lambda x: x[-2:], np.s_[-2:], dtype=np.int32))
+
+
+def _shape_shrink(b):
+    x = b.ph("x", normal(b.rng, [2, 3, 4]), [None, 3, 4])
+    tf.raw_ops.Shape(input=x, out_type=tf.int32, name="shape")[0]
+    b.fetch("strided_slice")
+    b.ref = lambda: {"strided_slice": np.int32(2)}
+
+
+simple_case("strided_slice_shape_shrink_i32",
+            "StridedSlice shape[0] (shrink_axis_mask=1) of Shape(float32[?, 3, 4]) fed "
+            "[2, 3, 4] -> int32 scalar (as Keras Flatten writes it)", _shape_shrink)
+
+# ----------------------------- Tile ----------------------------------------
+
+
+def _tile(shape, multiples, dtype=np.float32, tmult=np.int32):
+    def fn(b):
+        xv = _data(b.rng, shape, dtype)
+        x = b.ph("x", xv)
+        tf.raw_ops.Tile(input=x, multiples=const(np.asarray(multiples, tmult), "multiples"),
+                        name="y")
+        b.fetch("y")
+        b.ref = lambda: {"y": np.tile(xv, multiples)}
+    return fn
+
+
+simple_case("tile_f32", "Tile float32[2, 3] multiples [2, 3] -> [4, 9]", _tile([2, 3], [2, 3]))
+simple_case("tile_rank3_i32", "Tile int32[2, 1, 3] multiples [1, 3, 2] (int64) -> [2, 3, 6]",
+            _tile([2, 1, 3], [1, 3, 2], np.int32, np.int64))
+
+# ----------------------------- Range ---------------------------------------
+
+
+def _range(start, limit, delta, dtype, fed_limit=False):
+    def fn(b):
+        s = const(np.asarray(start, dtype), "start")
+        if fed_limit:
+            lim = b.ph("limit", np.asarray(limit, dtype))
+        else:
+            lim = const(np.asarray(limit, dtype), "limit")
+        d = const(np.asarray(delta, dtype), "delta")
+        tf.raw_ops.Range(start=s, limit=lim, delta=d, name="y")
+        b.fetch("y")
+        b.ref = lambda: {"y": np.arange(np.float64(start), np.float64(limit),
+                                        np.float64(delta))}
+    return fn
+
+
+RANGE_F32 = Tol(1e-6, 1e-6,
+    "float32 Range: TensorFlow accumulates (v += delta, one rounding per step) while "
+    "another implementation may compute start + i*delta; the two differ by a few ulp "
+    "(relative ~1e-7, absolute ~1e-7 near 0); the element count ceil(|limit-start|/"
+    "|delta|) is exact here.")
+simple_case("range_i32", "Range int32 start 2, limit 11 (fed scalar), delta 3 -> [2, 5, 8]",
+            _range(2, 11, 3, np.int32, fed_limit=True))
+simple_case("range_neg_delta_i32", "Range int32 start 10, limit -1, delta -4 -> [10, 6, 2]",
+            _range(10, -1, -4, np.int32))
+simple_case("range_f32", "Range float32 start 0.5, limit 3, delta 0.25 (exact values)",
+            _range(0.5, 3.0, 0.25, np.float32))
+simple_case("range_neg_delta_f32",
+            "Range float32 start 1, limit -1.2, delta -0.3 -> 8 values (1 ... -1.1)",
+            _range(1.0, -1.2, -0.3, np.float32), tol=RANGE_F32)
+
+# ----------------------------- GatherV2 ------------------------------------
+
+
+def _gather(pshape, indices, axis, batch_dims=0, dtype=np.float32, tind=np.int32,
+            taxis=np.int32):
+    def fn(b):
+        pv = _data(b.rng, pshape, dtype)
+        iv = np.asarray(indices, tind)
+        p, i = b.ph("params", pv), b.ph("indices", iv)
+        tf.raw_ops.GatherV2(params=p, indices=i, axis=const(np.asarray(axis, taxis), "axis"),
+                            batch_dims=batch_dims, name="y")
+        b.fetch("y")
+
+        def ref():
+            if batch_dims == 0:
+                return {"y": np.take(pv, iv, axis=axis)}
+            return {"y": np.stack([np.take(pv[k], iv[k], axis=axis - 1)
+                                   for k in range(pv.shape[0])])}
+        b.ref = ref
+    return fn
+
+
+simple_case("gather_v2_axis0_f32",
+            "GatherV2 float32[5, 3] indices int32 [4] (with repeats) axis 0 -> [4, 3]",
+            _gather([5, 3], [4, 0, 2, 4], 0))
+simple_case("gather_v2_axis1_f32",
+            "GatherV2 float32[2, 5, 3] indices int64 [2, 2] axis 1 -> [2, 2, 2, 3]",
+            _gather([2, 5, 3], [[1, 3], [4, 0]], 1, tind=np.int64))
+simple_case("gather_v2_neg_axis_f32",
+            "GatherV2 float32[3, 4] indices int32 [3] axis -1 (int64 axis) -> [3, 3]",
+            _gather([3, 4], [3, 1, 1], -1, taxis=np.int64))
+simple_case("gather_v2_scalar_index_f32",
+            "GatherV2 float32[5, 3] scalar index 2 axis 0 -> [3]", _gather([5, 3], 2, 0))
+simple_case("gather_v2_batch_dims1_f32",
+            "GatherV2 float32[2, 5, 3] indices int32 [2, 4] axis 1 batch_dims 1 -> [2, 4, 3]",
+            _gather([2, 5, 3], [[0, 4, 4, 1], [3, 2, 0, 0]], 1, batch_dims=1))
+simple_case("gather_v2_shape_i32",
+            "GatherV2 int32[3] (a shape vector) indices [0, 1] axis 0 (as tf.tensordot "
+            "writes it)", _gather([3], [0, 1], 0, dtype=np.int32))
+
+# ----------------------------- OneHot --------------------------------------
+
+
+def _one_hot(indices, depth, on, off, axis, dtype=np.float32, tind=np.int32):
+    def fn(b):
+        iv = np.asarray(indices, tind)
+        i = b.ph("indices", iv)
+        tf.raw_ops.OneHot(indices=i, depth=const(np.int32(depth), "depth"),
+                          on_value=const(np.asarray(on, dtype), "on_value"),
+                          off_value=const(np.asarray(off, dtype), "off_value"),
+                          axis=axis, name="y")
+        b.fetch("y")
+
+        def ref():
+            oh = (iv[..., None] == np.arange(depth)).astype(np.float64)
+            r = np.where(oh == 1, float(on), float(off))
+            return {"y": r if axis == -1 else np.moveaxis(r, -1, axis)}
+        b.ref = ref
+    return fn
+
+
+simple_case("one_hot_f32",
+            "OneHot int32 indices [5] (incl. -1 and 4 = depth: all-off rows) depth 4, "
+            "on 1, off 0, axis -1 -> float32[5, 4]",
+            _one_hot([2, -1, 0, 4, 3], 4, 1.0, 0.0, -1))
+simple_case("one_hot_axis0_on_off_f32",
+            "OneHot int64 indices [2, 3] depth 4, on 5, off -1, axis 0 -> float32[4, 2, 3]",
+            _one_hot([[0, 3, 1], [2, 2, 0]], 4, 5.0, -1.0, 0, tind=np.int64))
+simple_case("one_hot_axis1_i32",
+            "OneHot int32 indices [2, 3] depth 3, on 7, off 2, axis 1 -> int32[2, 3, 3]",
+            _one_hot([[0, 2, 1], [1, 1, 5]], 3, 7, 2, 1, dtype=np.int32))
+
+# ----------------------------- Pad / PadV2 / MirrorPad ---------------------
+
+
+def _pad(op, shape, paddings, dtype=np.float32, tpad=np.int32, cval=None, mode=None):
+    def fn(b):
+        xv = _data(b.rng, shape, dtype)
+        x = b.ph("x", xv)
+        pads = const(np.asarray(paddings, tpad), "paddings")
+        if op == "Pad":
+            tf.raw_ops.Pad(input=x, paddings=pads, name="y")
+        elif op == "PadV2":
+            tf.raw_ops.PadV2(input=x, paddings=pads,
+                             constant_values=const(np.asarray(cval, dtype), "constant_values"),
+                             name="y")
+        else:
+            tf.raw_ops.MirrorPad(input=x, paddings=pads, mode=mode, name="y")
+        b.fetch("y")
+        if op == "MirrorPad":
+            b.ref = lambda: {"y": np.pad(xv, paddings, mode=mode.lower())}
+        else:
+            b.ref = lambda: {"y": np.pad(xv, paddings, constant_values=cval or 0)}
+    return fn
+
+
+simple_case("pad_f32", "Pad float32[2, 3] paddings [[1, 0], [2, 1]] -> [3, 6]",
+            _pad("Pad", [2, 3], [[1, 0], [2, 1]]))
+simple_case("pad_rank3_i32", "Pad int32[1, 2, 3] paddings int64 [[0, 1], [1, 1], [0, 0]]",
+            _pad("Pad", [1, 2, 3], [[0, 1], [1, 1], [0, 0]], np.int32, np.int64))
+simple_case("padv2_f32", "PadV2 float32[2, 3] paddings [[0, 2], [1, 1]] constant_values -1.5",
+            _pad("PadV2", [2, 3], [[0, 2], [1, 1]], cval=-1.5))
+simple_case("mirror_pad_reflect_f32",
+            "MirrorPad REFLECT float32[3, 4] paddings [[2, 1], [3, 2]] (max pads: dim-1)",
+            _pad("MirrorPad", [3, 4], [[2, 1], [3, 2]], mode="REFLECT"))
+simple_case("mirror_pad_symmetric_f32",
+            "MirrorPad SYMMETRIC float32[2, 3, 4] paddings [[0, 1], [3, 1], [4, 2]] (max "
+            "pads: dim)", _pad("MirrorPad", [2, 3, 4], [[0, 1], [3, 1], [4, 2]],
+                               mode="SYMMETRIC"))
+
+# ----------------------------- Where (coordinates) -------------------------
+
+
+def _where(data, xshape="full"):
+    def fn(b):
+        xv = data(b.rng)
+        x = b.ph("x", xv, xshape)
+        tf.raw_ops.Where(condition=x, name="y")
+        b.fetch("y")
+        b.ref = lambda: {"y": np.argwhere(xv != 0).astype(np.int64)}
+    return fn
+
+
+simple_case("where_bool", "Where bool[3, 4] (one input) -> int64 [N, 2] coordinates in "
+            "row-major order", _where(lambda r: r.rand(3, 4) < 0.5))
+simple_case("where_f32", "Where float32[2, 3, 2] (nonzero incl. NaN is true, -0 false) -> "
+            "int64 [N, 3]; placeholder [?, 3, 2]",
+            _where(lambda r: sprinkle(r, np.round(normal(r, [2, 3, 2], 0.7)),
+                                      [NAN, -0.0, 0.0]), xshape="batch"))
+simple_case("where_none_true_bool", "Where bool[4] all false -> int64 [0, 1] (empty)",
+            _where(lambda r: np.zeros([4], np.bool_)))
+
+# ----------------------------- Conv2D / DepthwiseConv2dNative --------------
+
+
+def _same_pads(size, k, s, d):
+    eff = (k - 1) * d + 1
+    out = -(-size // s)
+    total = max((out - 1) * s + eff - size, 0)
+    return total // 2, total - total // 2
+
+
+def _conv_pads(xshape, kshape, strides, dilations, padding, explicit):
+    if padding == "VALID":
+        return [(0, 0), (0, 0)]
+    if padding == "EXPLICIT":
+        return [tuple(explicit[2:4]), tuple(explicit[4:6])]
+    return [_same_pads(xshape[1 + i], kshape[i], strides[1 + i], dilations[1 + i])
+            for i in range(2)]
+
+
+def _windows(xp, kh, kw, oh, ow, strides, dilations):
+    """Yield (i, j, x window [N, oh, ow, C]) for every filter tap."""
+    sh, sw = strides[1], strides[2]
+    dh, dw = dilations[1], dilations[2]
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, xp[:, i * dh: i * dh + (oh - 1) * sh + 1: sh,
+                           j * dw: j * dw + (ow - 1) * sw + 1: sw, :]
+
+
+def _out_size(size, k, s, d, pads):
+    return (size + pads[0] + pads[1] - ((k - 1) * d + 1)) // s + 1
+
+
+def conv2d64(x, w, strides, dilations, pads, depthwise=False):
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    kh, kw = w.shape[:2]
+    xp = np.pad(x, [(0, 0), pads[0], pads[1], (0, 0)])
+    oh = _out_size(x.shape[1], kh, strides[1], dilations[1], pads[0])
+    ow = _out_size(x.shape[2], kw, strides[2], dilations[2], pads[1])
+    cout = w.shape[2] * w.shape[3] if depthwise else w.shape[3]
+    out = np.zeros((x.shape[0], oh, ow, cout))
+    for i, j, win in _windows(xp, kh, kw, oh, ow, strides, dilations):
+        if depthwise:
+            out += (win[..., :, None] * w[i, j]).reshape(out.shape)
+        else:
+            out += win @ w[i, j]
+    return out
+
+
+def _conv(xshape, kshape, strides, padding, dilations=(1, 1, 1, 1), explicit=(),
+          depthwise=False):
+    def fn(b):
+        xv, wv = normal(b.rng, xshape), normal(b.rng, kshape, 0.5)
+        x = b.ph("x", xv)
+        w = const(wv, "filter")
+        kw = dict(input=x, filter=w, strides=list(strides), padding=padding,
+                  dilations=list(dilations), data_format="NHWC", name="y")
+        if padding == "EXPLICIT":
+            kw["explicit_paddings"] = list(explicit)
+        if depthwise:
+            tf.raw_ops.DepthwiseConv2dNative(**kw)
+        else:
+            tf.raw_ops.Conv2D(**kw)
+        b.fetch("y")
+        pads = _conv_pads(xshape, kshape, strides, dilations, padding, explicit)
+        b.ref = lambda: {"y": conv2d64(xv, wv, strides, dilations, pads, depthwise)}
+    return fn
+
+
+def _conv_desc(op, xshape, kshape, strides, padding, dilations=(1, 1, 1, 1), explicit=()):
+    s = "%s NHWC float32%s filter %s strides %s padding %s" % (
+        op, xshape, kshape, list(strides), padding)
+    if padding == "EXPLICIT":
+        s += " explicit_paddings %s" % list(explicit)
+    if tuple(dilations) != (1, 1, 1, 1):
+        s += " dilations %s" % list(dilations)
+    return s
+
+
+def conv_case(name, xshape, kshape, strides, padding, dilations=(1, 1, 1, 1), explicit=(),
+              depthwise=False, note=""):
+    op = "DepthwiseConv2dNative" if depthwise else "Conv2D"
+    simple_case(name, _conv_desc(op, xshape, kshape, strides, padding, dilations, explicit)
+                + note, _conv(xshape, kshape, strides, padding, dilations, explicit,
+                              depthwise), tol=ACCUM)
+
+
+conv_case("conv2d_same_f32", [2, 5, 5, 3], [3, 3, 3, 4], (1, 1, 1, 1), "SAME")
+conv_case("conv2d_valid_f32", [1, 6, 5, 2], [3, 2, 2, 3], (1, 1, 1, 1), "VALID")
+conv_case("conv2d_same_stride2_f32", [1, 6, 7, 2], [3, 3, 2, 3], (1, 2, 2, 1), "SAME",
+          note=" (even/odd sizes: SAME pads 0/1 and 1/1)")
+conv_case("conv2d_valid_stride2_f32", [1, 7, 7, 2], [3, 3, 2, 3], (1, 2, 2, 1), "VALID")
+conv_case("conv2d_dilation2_f32", [1, 7, 7, 2], [3, 3, 2, 2], (1, 1, 1, 1), "SAME",
+          dilations=(1, 2, 2, 1))
+conv_case("conv2d_explicit_f32", [1, 5, 6, 2], [2, 3, 2, 3], (1, 1, 2, 1), "EXPLICIT",
+          explicit=(0, 0, 1, 2, 2, 0, 0, 0))
+conv_case("depthwise_conv2d_same_f32", [1, 5, 5, 3], [3, 3, 3, 2], (1, 1, 1, 1), "SAME",
+          depthwise=True, note=" (channel multiplier 2 -> 6 channels)")
+conv_case("depthwise_conv2d_valid_stride2_f32", [2, 7, 6, 2], [3, 3, 2, 2], (1, 2, 2, 1),
+          "VALID", depthwise=True, note=" (channel multiplier 2)")
+
+# ----------------------------- MaxPool / AvgPool ---------------------------
+
+
+def pool64(x, k, s, padding, op):
+    x = x.astype(np.float64)
+    pads = ([(0, 0), (0, 0)] if padding == "VALID" else
+            [_same_pads(x.shape[1 + i], k, s, 1) for i in range(2)])
+    fill = -np.inf if op == "MaxPool" else 0.0
+    xp = np.pad(x, [(0, 0), pads[0], pads[1], (0, 0)], constant_values=fill)
+    cnt = np.pad(np.ones_like(x), [(0, 0), pads[0], pads[1], (0, 0)])
+    oh = _out_size(x.shape[1], k, s, 1, pads[0])
+    ow = _out_size(x.shape[2], k, s, 1, pads[1])
+    st = (1, s, s, 1)
+    wins = [w for _, _, w in _windows(xp, k, k, oh, ow, st, (1, 1, 1, 1))]
+    if op == "MaxPool":
+        return np.max(wins, axis=0)
+    counts = [w for _, _, w in _windows(cnt, k, k, oh, ow, st, (1, 1, 1, 1))]
+    return np.sum(wins, axis=0) / np.sum(counts, axis=0)
+
+
+def pool_case(name, op, xshape, k, s, padding, note=""):
+    def fn(b):
+        xv = normal(b.rng, xshape)
+        x = b.ph("x", xv, "batch")
+        kw = dict(ksize=[1, k, k, 1], strides=[1, s, s, 1], padding=padding,
+                  data_format="NHWC", name="y")
+        if op == "MaxPool":
+            tf.raw_ops.MaxPool(input=x, **kw)
+        else:
+            tf.raw_ops.AvgPool(value=x, **kw)
+        b.fetch("y")
+        b.ref = lambda: {"y": pool64(xv, k, s, padding, op)}
+
+    simple_case(name, "%s NHWC float32[?, %d, %d, %d] fed %s ksize %d strides %d %s%s"
+                % (op, xshape[1], xshape[2], xshape[3], xshape, k, s, padding, note), fn,
+                tol=IEEE if op == "MaxPool" else ACCUM)
+
+
+pool_case("max_pool_k2_s2_valid_f32", "MaxPool", [2, 6, 5, 3], 2, 2, "VALID")
+pool_case("max_pool_k3_s2_same_f32", "MaxPool", [1, 7, 6, 2], 3, 2, "SAME",
+          " (padding never wins the max)")
+pool_case("avg_pool_k2_s2_valid_f32", "AvgPool", [2, 6, 5, 3], 2, 2, "VALID")
+pool_case("avg_pool_k3_s2_same_f32", "AvgPool", [1, 7, 6, 2], 3, 2, "SAME",
+          " (edge windows divide by the number of non-padding elements)")
+
+# ----------------------------- FusedBatchNormV3 (inference) ----------------
+
+
+def _fused_bn(xshape, eps, xph="full"):
+    def fn(b):
+        c = xshape[-1]
+        xv = normal(b.rng, xshape, 2.0)
+        scale, offset = uniform(b.rng, [c], 0.5, 1.5), normal(b.rng, [c], 0.3)
+        mean, var = normal(b.rng, [c], 0.5), uniform(b.rng, [c], 0.25, 2.0)
+        x = b.ph("x", xv, xph)
+        tf.raw_ops.FusedBatchNormV3(
+            x=x, scale=const(scale, "scale"), offset=const(offset, "offset"),
+            mean=const(mean, "mean"), variance=const(var, "variance"), epsilon=eps,
+            exponential_avg_factor=1.0, data_format="NHWC", is_training=False, name="y")
+        b.fetch("y")
+        b.ref = lambda: {"y": (xv.astype(np.float64) - mean) / np.sqrt(var.astype(np.float64)
+                                                                       + eps) * scale + offset}
+    return fn
+
+
+BN_TOL = Tol(1e-5, 2e-6,
+    "Inference batch norm y = (x - mean) * rsqrt(var + eps) * scale + offset: "
+    "implementations differ in the order of operations (e.g. (x - mean) * s + offset "
+    "vs x * s + (offset - mean * s) with s = scale * rsqrt(var + eps)) and in "
+    "rsqrt vs 1/sqrt rounding: a few ulp of |x * s| (~1e-7 relative, a few 1e-7 "
+    "absolute near cancellation); rtol 1e-5, atol 2e-6.")
+simple_case("fused_batch_norm_v3_nhwc_f32",
+            "FusedBatchNormV3 is_training=False NHWC float32[2, 4, 4, 3], epsilon 0.001, "
+            "exponential_avg_factor 1; Const scale/offset/mean/variance; fetches only "
+            "output 0 (y)", _fused_bn([2, 4, 4, 3], 0.001), tol=BN_TOL)
+simple_case("fused_batch_norm_v3_partial_shape_f32",
+            "FusedBatchNormV3 is_training=False NHWC float32[?, 3, 5, 4] fed [1, 3, 5, 4], "
+            "epsilon 1e-5; fetches only y", _fused_bn([1, 3, 5, 4], 1e-5, xph="batch"),
+            tol=BN_TOL)
+
+# ----------------------------- SparseSoftmaxCrossEntropyWithLogits ---------
+
+
+def _sparse_xent(tlab):
+    def fn(b):
+        logits = normal(b.rng, [4, 5], 2.0)
+        logits[0] += 100.0  # large logits: needs the max subtraction
+        lab = np.asarray([0, 4, 2, 2], tlab)
+        f, l = b.ph("logits", logits, "batch"), b.ph("labels", lab, "batch")
+        tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=f, labels=l, name="xent")
+        b.fetch("xent", "xent:1")
+
+        def ref():
+            lsm = _softmax64(logits, True)
+            oh = np.eye(5)[lab]
+            return {"xent": -np.sum(oh * lsm, axis=1), "xent:1": np.exp(lsm) - oh}
+        b.ref = ref
+    return fn
+
+
+simple_case("sparse_softmax_xent_i32_f32",
+            "SparseSoftmaxCrossEntropyWithLogits float32[4, 5] logits (row 0 ~ +100), int32 "
+            "labels [4]; fetches loss (xent) and backprop (xent:1)", _sparse_xent(np.int32),
+            tol=ACCUM)
+simple_case("sparse_softmax_xent_i64_f32",
+            "SparseSoftmaxCrossEntropyWithLogits float32[4, 5] logits, int64 labels [4]; "
+            "fetches loss (xent) and backprop (xent:1)", _sparse_xent(np.int64), tol=ACCUM)
+
+# ----------------------------- Einsum --------------------------------------
+
+
+def _einsum(equation, shapes):
+    def fn(b):
+        vals = [normal(b.rng, s) for s in shapes]
+        xs = [b.ph("x%d" % i, v) for i, v in enumerate(vals)]
+        tf.raw_ops.Einsum(inputs=xs, equation=equation, name="y")
+        b.fetch("y")
+        b.ref = lambda: {"y": np.einsum(equation, *[v.astype(np.float64) for v in vals])}
+    return fn
+
+
+for _name, _eq, _shapes, _note in [
+        ("einsum_mha_scores_f32", "BTNH,BSNH->BNTS", [[2, 3, 2, 4], [2, 5, 2, 4]],
+         " (Keras 3 MultiHeadAttention attention scores)"),
+        ("einsum_mha_context_f32", "BNTS,BSNH->BTNH", [[2, 2, 3, 5], [2, 5, 2, 4]],
+         " (Keras 3 MultiHeadAttention attention output)"),
+        ("einsum_matmul_f32", "ij,jk->ik", [[3, 4], [4, 5]], ""),
+        ("einsum_bmm_f32", "bij,bjk->bik", [[2, 3, 4], [2, 4, 5]], ""),
+        ("einsum_bhqd_f32", "bhqd,bhkd->bhqk", [[2, 2, 3, 4], [2, 2, 5, 4]], ""),
+        ("einsum_dense_qkv_f32", "abc,cde->abde", [[2, 3, 4], [4, 2, 3]],
+         " (Keras EinsumDense query/key/value projection; Keras 3 lowers it to "
+         "BatchMatMulV2, tf.keras 2 writes Einsum)"),
+        ("einsum_dense_out_f32", "abcd,cde->abe", [[2, 3, 2, 3], [2, 3, 4]],
+         " (Keras EinsumDense attention output projection)")]:
+    simple_case(_name, "Einsum '%s' float32 %s%s" % (
+        _eq, " and ".join(str(s) for s in _shapes), _note), _einsum(_eq, _shapes), tol=ACCUM)
+
+
 # --------------------------------------------------------------------------
 # Running and writing.
 # --------------------------------------------------------------------------
@@ -1349,8 +1938,7 @@ ops; `tolerance_note` says why. Regenerate (all, or only some cases) with:
 /tmp/tfvenv/bin/python tests/data/make_op_fixtures.py [CASE...]
 ```
 
-`make_fixtures.py` rewrites this file; re-run `make_op_fixtures.py` afterwards
-to restore this section.
+`make_fixtures.py` rewrites this file but keeps this section.
 """
 
 

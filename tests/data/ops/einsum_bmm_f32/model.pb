@@ -1,0 +1,14 @@
+
+7
+x0Placeholder*
+dtype0*
+shape:
+7
+x1Placeholder*
+dtype0*
+shape:
+A
+yEinsumx0x1*
+N*
+T0*
+equationbij,bjk->bik"Ú
