@@ -18,9 +18,10 @@ Allocator::~Allocator() {
 }
 
 StatusOr<void*> Allocator::Allocate(size_t bytes) {
-  if (bytes > static_cast<size_t>(max_allocation_bytes_))
+  const int64_t limit = max_allocation_bytes_.load();
+  if (bytes > static_cast<size_t>(limit))
     return ResourceExhausted("cannot allocate " + std::to_string(bytes) + " bytes: the limit for one tensor is " +
-                             std::to_string(max_allocation_bytes_) + " bytes");
+                             std::to_string(limit) + " bytes");
   const size_t rounded = RoundedSize(bytes);
   void* p = nullptr;
   if (rounded >= kMinCachedBytes) {

@@ -39,6 +39,7 @@ class Allocator {
   void Deallocate(void* ptr, size_t bytes);
 
   AllocatorStats stats() const;
+  void set_max_allocation_bytes(int64_t bytes) { max_allocation_bytes_ = bytes; }
   void ResetPeak();
 
   // The process-wide allocator used when none is given.
@@ -47,7 +48,7 @@ class Allocator {
  private:
   static size_t RoundedSize(size_t bytes);
 
-  int64_t max_allocation_bytes_;
+  std::atomic<int64_t> max_allocation_bytes_;
   int64_t max_cached_bytes_;
   std::mutex cache_mu_;
   std::map<size_t, std::vector<void*>> cache_;  // rounded size -> free blocks

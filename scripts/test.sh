@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds graphjit and runs the whole test suite (ctest), printing how long each stage took.
+# Builds graphjit and runs the whole test suite (ctest), then the sanitizer builds and the
+# fuzzer (scripts/sanitize.sh), printing how long each stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -8,4 +9,7 @@ t1=$(date +%s)
 echo "test.sh: setup + build took $((t1 - t0)) s"
 ctest --test-dir build --output-on-failure -j2 --timeout 600
 t2=$(date +%s)
-echo "test.sh: tests took $((t2 - t1)) s (total $((t2 - t0)) s)"
+echo "test.sh: tests took $((t2 - t1)) s"
+scripts/sanitize.sh
+t3=$(date +%s)
+echo "test.sh: sanitizers and fuzzing took $((t3 - t2)) s (total $((t3 - t0)) s)"

@@ -6,6 +6,9 @@
 
 #include "runtime/op_registry.h"
 
+// oneDNN parallelizes with OpenMP (libgomp); kernels set its thread count per call.
+extern "C" void omp_set_num_threads(int num_threads);
+
 namespace graphjit {
 
 enum class TypeSet { kFloat, kNumeric, kBool, kAll };

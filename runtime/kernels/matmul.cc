@@ -3,7 +3,6 @@
 // f64 and integer types use Eigen's GEMM.
 
 #include <dnnl.h>
-#include <omp.h>
 
 #include <mutex>
 

@@ -2,7 +2,6 @@
 // nest otherwise), MaxPool, AvgPool, FusedBatchNormV3 (inference), and
 // SparseSoftmaxCrossEntropyWithLogits. Layout: NHWC, as TensorFlow's CPU kernels.
 
-#include <omp.h>
 
 #include <cmath>
 #include <limits>
