@@ -110,6 +110,63 @@ void BinaryRun(const T* a, int64_t sa, const T* b, int64_t sb, Out* o, int64_t n
   }
 }
 
+// True if `small` is a vector along the last dim of `big` ([C], [1, C], ...), so that
+// broadcasting repeats it every C elements: a bias add on NHWC data, for one.
+bool IsRepeatedLastDim(const Shape& big, const Shape& small) {
+  if (big.rank() == 0 || small.rank() == 0 || small.num_elements() != big.dim(big.rank() - 1)) return false;
+  for (int i = 0; i + 1 < small.rank(); ++i)
+    if (small.dim(i) != 1) return false;
+  return small.rank() <= big.rank() && small.dim(small.rank() - 1) == big.dim(big.rank() - 1);
+}
+
+// out = f(big, small repeated) (or f(small repeated, big) if `small_first`) when the
+// repeated vector is short: the vector is tiled once into a run of a few hundred
+// elements, so the loop runs over long contiguous stretches instead of C at a time.
+template <typename T, typename Out, typename F>
+void RepeatedVectorRun(const KernelContext& ctx, const T* big, const T* small, int64_t c, bool small_first, Out* out,
+                       int64_t total, int64_t cost, const F& f) {
+  const int64_t run = c * std::max<int64_t>(1, 512 / c);
+  std::unique_ptr<T[]> tiled(new T[run]);  // (not std::vector: T may be bool)
+  for (int64_t i = 0; i < run; ++i) tiled[i] = small[i % c];
+  const int64_t chunks = (total + run - 1) / run;
+  ctx.ParallelFor(chunks, run * cost, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t start = k * run, len = std::min(run, total - start);
+      if (small_first) {
+        BinaryRun<T, Out>(tiled.get(), 1, big + start, 1, out + start, len, f);
+      } else {
+        BinaryRun<T, Out>(big + start, 1, tiled.get(), 1, out + start, len, f);
+      }
+    }
+  });
+}
+
+// Runs f over the broadcast of a and b into out, taking the repeated-vector path when
+// the last dim is short.
+template <typename T, typename Out, typename F>
+void BroadcastBinary(const KernelContext& ctx, const Tensor& a, const Shape& a_shape, const Tensor& b,
+                     const Shape& b_shape, Tensor* out, int64_t cost, const F& f) {
+  const Shape& os = out->shape();
+  constexpr int64_t kShortRun = 64;
+  if (os.rank() > 0 && os.dim(os.rank() - 1) < kShortRun) {
+    if (a_shape == os && IsRepeatedLastDim(os, b_shape)) {
+      RepeatedVectorRun<T, Out>(ctx, a.data<T>(), b.data<T>(), os.dim(os.rank() - 1), false, out->data<Out>(),
+                                out->num_elements(), cost, f);
+      return;
+    }
+    if (b_shape == os && IsRepeatedLastDim(os, a_shape)) {
+      RepeatedVectorRun<T, Out>(ctx, b.data<T>(), a.data<T>(), os.dim(os.rank() - 1), true, out->data<Out>(),
+                                out->num_elements(), cost, f);
+      return;
+    }
+  }
+  BroadcastPlan plan({a_shape, b_shape}, os);
+  plan.Run(ctx, cost, [&](const int64_t* off, int64_t o, int64_t n) {
+    BinaryRun<T, Out>(a.data<T>() + off[0], plan.inner_stride(0), b.data<T>() + off[1], plan.inner_stride(1),
+                      out->data<Out>() + o, n, f);
+  });
+}
+
 Status InferBroadcast(const InferenceContext& c, std::initializer_list<int> inputs, Shape* out) {
   Shape s = c.shape(*inputs.begin());
   for (int i : inputs) {
@@ -140,14 +197,10 @@ OpDef BinaryOp(const char* name, int64_t cost, F f) {
     GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    BroadcastPlan plan({a.shape(), b.shape()}, out->shape());
     return VisitTypes<S>(a.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       using Out = std::conditional_t<kBoolOut, bool, T>;
-      plan.Run(ctx, cost, [&](const int64_t* off, int64_t o, int64_t n) {
-        BinaryRun<T, Out>(a.data<T>() + off[0], plan.inner_stride(0), b.data<T>() + off[1], plan.inner_stride(1),
-                          out->data<Out>() + o, n, f);
-      });
+      BroadcastBinary<T, Out>(ctx, a, a.shape(), b, b.shape(), out, cost, f);
       return Status::Ok();
     });
   };
@@ -297,13 +350,10 @@ OpDef BiasAddOp() {
     // View the bias with the value's rank so that it broadcasts along its channel dim.
     std::vector<int64_t> bdims(v.shape().rank(), 1);
     bdims[format == "NHWC" ? v.shape().rank() - 1 : 1] = bias.shape().dim(0);
-    BroadcastPlan plan({v.shape(), Shape(bdims)}, out->shape());
     return VisitTypes<TypeSet::kNumeric>(v.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
-      plan.Run(ctx, 1, [&](const int64_t* off, int64_t o, int64_t n) {
-        BinaryRun<T, T>(v.data<T>() + off[0], plan.inner_stride(0), bias.data<T>() + off[1], plan.inner_stride(1),
-                        out->data<T>() + o, n, [](const auto& x, const auto& y) { return x + y; });
-      });
+      BroadcastBinary<T, T>(ctx, v, v.shape(), bias, Shape(bdims), out, 1,
+                            [](const auto& x, const auto& y) { return x + y; });
       return Status::Ok();
     });
   };
