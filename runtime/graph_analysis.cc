@@ -74,11 +74,23 @@ StatusOr<AnalyzedGraph> AnalyzeGraph(Graph graph, const OpRegistry& registry) {
     if (!s.ok()) return s;
     info.dtypes = std::move(c.output_dtypes);
     info.shapes = std::move(c.output_shapes);
+    if (info.op->prepare) {
+      auto state = info.op->prepare(n);
+      if (!state.ok()) return state.status();
+      info.state = std::move(state).value();
+    }
     if (n.op == "Const") {
       auto t = TensorFromProto(n.FindAttr("value")->tensor());
       if (!t.ok()) return InvalidArgument(NodeLabel(n) + ": " + t.status().message());
       a.constants[id] = std::move(t).value();
     }
+  }
+  // 3. Aliases declared by `_aliases` attrs: "original_tensor_name" per output.
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    const tensorflow::AttrValue* al = graph.node(id)->FindAttr("_aliases");
+    if (al == nullptr) continue;
+    for (int i = 0; i < al->list().s_size() && i < static_cast<int>(a.nodes[id].dtypes.size()); ++i)
+      a.aliases[al->list().s(i)] = TensorId{id, i};
   }
   a.graph = std::move(graph);
   return a;

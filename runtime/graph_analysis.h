@@ -2,6 +2,8 @@
 // every node output.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
@@ -13,6 +15,7 @@ struct NodeInfo {
   const OpDef* op = nullptr;
   std::vector<DType> dtypes;  // one per output
   std::vector<Shape> shapes;  // partial where unknown before run time
+  std::shared_ptr<const void> state;  // from the op's prepare hook
 };
 
 struct AnalyzedGraph {
@@ -20,6 +23,9 @@ struct AnalyzedGraph {
   std::vector<NodeInfo> nodes;   // by node id
   std::vector<int> topo_order;
   std::vector<Tensor> constants;  // by node id; the value of each Const node
+  // Original tensor names that a graph pass moved elsewhere (e.g. into a cluster's
+  // outputs), so fetches and feeds by the old name keep working.
+  std::map<std::string, TensorId> aliases;
 
   const NodeInfo& info(int id) const { return nodes[id]; }
 };

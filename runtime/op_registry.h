@@ -53,6 +53,7 @@ struct KernelContext {
   std::vector<Tensor>& outputs;
   Allocator* allocator;
   ThreadPool* intra_op;
+  const void* state = nullptr;  // what the op's `prepare` built for this node, if anything
 
   const Tensor& input(int i) const { return inputs[i]; }
   int num_inputs() const { return static_cast<int>(inputs.size()); }
@@ -67,6 +68,8 @@ struct KernelContext {
 
 using InferFn = std::function<Status(InferenceContext&)>;
 using ComputeFn = std::function<Status(KernelContext&)>;
+// Builds per-node state once, when the graph is analyzed (e.g. a cluster's body).
+using PrepareFn = std::function<StatusOr<std::shared_ptr<const void>>(const Node&)>;
 
 struct OpDef {
   std::string name;
@@ -74,6 +77,7 @@ struct OpDef {
   int max_inputs = 0;  // -1: any number
   InferFn infer;
   ComputeFn compute;
+  PrepareFn prepare;  // optional
   bool stateful = false;
 };
 

@@ -35,6 +35,11 @@ Session::Session(const SessionOptions& options, AnalyzedGraph graph) : options_(
 Session::~Session() = default;
 
 StatusOr<TensorId> Session::ResolveTensor(const std::string& name) const {
+  // A tensor a graph pass moved (e.g. into a cluster's outputs) resolves to its new home.
+  auto alias = graph_.aliases.find(name);
+  if (alias == graph_.aliases.end() && name.size() > 2 && name.compare(name.size() - 2, 2, ":0") == 0)
+    alias = graph_.aliases.find(name.substr(0, name.size() - 2));
+  if (alias != graph_.aliases.end()) return alias->second;
   ParsedInput parsed;
   if (!ParseInputString(name, &parsed) || parsed.control) return InvalidArgument("malformed tensor name '" + name + "'");
   const Node* node = graph_.graph.FindNode(parsed.node);

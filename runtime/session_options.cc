@@ -1,5 +1,7 @@
 #include "runtime/session_options.h"
 
+#include <cstdlib>
+
 #include "ir/graphdef.h"
 
 namespace graphjit {
@@ -62,11 +64,41 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
     pos = end;
     size_t eq = flag.find('=');
     std::string key = flag.substr(0, eq), value = eq == std::string::npos ? "" : flag.substr(eq + 1);
+    auto number = [&](int64_t min, int64_t* out) -> Status {
+      char* end = nullptr;
+      long long v = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || v < min)
+        return InvalidArgument("GRAPHJIT_FLAGS: " + key + " must be an integer >= " + std::to_string(min) + ", got '" +
+                               value + "'");
+      *out = v;
+      return Status::Ok();
+    };
+    int64_t v = 0;
     if (key == "--jit_level") {
       if (!ParseJitLevel(value, &options->jit_level))
         return InvalidArgument("GRAPHJIT_FLAGS: --jit_level must be off, on, on_1, on_2 or default, got '" + value + "'");
+    } else if (key == "--min_cluster_size") {
+      GJ_RETURN_IF_ERROR(number(1, &v));
+      options->min_cluster_size = static_cast<int>(v);
+    } else if (key == "--max_cluster_size") {
+      GJ_RETURN_IF_ERROR(number(0, &v));
+      options->max_cluster_size = static_cast<int>(v);
+    } else if (key == "--clustering_fuel") {
+      GJ_RETURN_IF_ERROR(number(-1, &v));
+      options->clustering_fuel = v;
+    } else if (key == "--cluster_exclude_ops") {
+      options->cluster_exclude_ops.clear();
+      size_t p = 0;
+      while (p <= value.size()) {
+        size_t comma = value.find(',', p);
+        if (comma == std::string::npos) comma = value.size();
+        if (comma > p) options->cluster_exclude_ops.push_back(value.substr(p, comma - p));
+        p = comma + 1;
+      }
     } else {
-      return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag + "' (known: --jit_level)");
+      return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
+                             "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
+                             "--clustering_fuel)");
     }
   }
   return Status::Ok();

@@ -1,7 +1,9 @@
 // Session configuration, mirroring TensorFlow's ConfigProto.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ir/proto/config.pb.h"
 #include "ir/status.h"
@@ -21,14 +23,23 @@ struct SessionOptions {
   bool cpu_global_jit = false;
   tensorflow::RewriterConfig rewrite_options;
 
+  // Clustering (see clustering/): TensorFlow's defaults are 4 and unlimited; graphjit's
+  // CPU backend gains from fusing two ops already.
+  int min_cluster_size = 2;
+  int max_cluster_size = 0;               // 0: no limit
+  std::vector<std::string> cluster_exclude_ops;
+  int64_t clustering_fuel = -1;           // at most this many merges; -1: no limit
+
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.
   static StatusOr<SessionOptions> FromConfigFile(const std::string& path);
   tensorflow::ConfigProto ToConfigProto() const;
 };
 
-// Applies GRAPHJIT_FLAGS-style flags ("--jit_level=on_2 ..."), as TF_XLA_FLAGS does for
-// TensorFlow. Unknown flags are an error, so a typo does not go unnoticed.
+// Applies GRAPHJIT_FLAGS-style flags, as TF_XLA_FLAGS does for TensorFlow:
+// --jit_level=off|on|on_1|on_2, --min_cluster_size=N, --max_cluster_size=N,
+// --cluster_exclude_ops=A,B, --clustering_fuel=N. Unknown flags are an error, so a typo
+// does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);
 
 }  // namespace graphjit

@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "clustering/pass.h"
+#include "tools/clusters_command.h"
 #include "tools/compare_command.h"
 #include "tools/run_command.h"
 
@@ -22,6 +24,8 @@ int main(int argc, char** argv) {
   graphjit::AddRunCommand(app, &run_args);
   graphjit::CompareArgs compare_args;
   graphjit::AddCompareCommand(app, &compare_args);
+  graphjit::ClustersArgs clusters_args;
+  graphjit::AddClustersCommand(app, &clusters_args);
 
   try {
     app.parse(argc, argv);
@@ -35,7 +39,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "graphjit: %s (see 'graphjit help')\n", e.what());
     return 2;
   }
+  // The clustering pass runs in every session the tool creates (it does nothing at
+  // JIT level OFF unless nodes ask for compilation).
+  graphjit::RegisterClusteringPass();
   if (app.got_subcommand("run")) return graphjit::RunCommand(run_args);
+  if (app.got_subcommand("clusters")) return graphjit::ClustersCommand(clusters_args);
   if (app.got_subcommand("compare")) return graphjit::CompareCommand(compare_args);
   // `graphjit help` or no subcommand: the top-level help (for the latter, on stderr).
   const bool asked = app.got_subcommand("help");

@@ -168,6 +168,7 @@ int RunCommand(const RunArgs& a) {
   if (!a.jit.empty()) ParseJitLevel(a.jit, &options.jit_level);
   if (a.threads > 0) options.intra_op_threads = options.inter_op_threads = a.threads;
 
+
   // 2. The model.
   auto t0 = Clock::now();
   auto graph_def = ReadGraphDefFile(a.model);
@@ -192,14 +193,21 @@ int RunCommand(const RunArgs& a) {
     return Fail(kExitBadInput, "--shape only applies with --random-feeds");
   }
 
-  // 4. Fetches: as given, else every node whose outputs nobody consumes.
+  // 4. Fetches: as given, else every node of the model whose outputs nobody consumes
+  //    (decided on the graph as written, before graph passes rewrite it).
   std::vector<std::string> fetches = a.fetches;
   const AnalyzedGraph& ag = (*session)->graph();
   if (fetches.empty()) {
-    auto out_edges = ag.graph.ComputeOutEdges();
-    for (int id = 0; id < ag.graph.num_nodes(); ++id) {
-      bool consumed = std::any_of(out_edges[id].begin(), out_edges[id].end(), [](const OutEdge& e) { return e.dst_input >= 0; });
-      if (!consumed && !ag.info(id).dtypes.empty()) fetches.push_back(ag.graph.node(id)->name);
+    std::set<std::string> consumed;
+    for (const auto& nd : graph_def->node())
+      for (const auto& in : nd.input()) {
+        ParsedInput p;
+        if (ParseInputString(in, &p) && !p.control) consumed.insert(std::string(p.node));
+      }
+    for (const auto& nd : graph_def->node()) {
+      if (consumed.count(nd.name())) continue;
+      auto id = (*session)->ResolveTensor(nd.name());
+      if (id.ok()) fetches.push_back(nd.name());  // nodes without outputs (NoOp) do not resolve
     }
   }
   for (const std::string& f : fetches) {

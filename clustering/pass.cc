@@ -1,0 +1,42 @@
+#include "clustering/pass.h"
+
+#include <atomic>
+
+#include "clustering/encapsulate.h"
+#include "ir/graphdef.h"
+#include "runtime/pass_registry.h"
+
+namespace graphjit {
+
+namespace {
+
+const CompilabilityOracle& Oracle(const CompilabilityOracle* given) {
+  static const DeclaredCompilability declared;
+  return given ? *given : declared;
+}
+
+}  // namespace
+
+void RegisterClusteringPass(const CompilabilityOracle* oracle) {
+  static std::atomic<bool> registered{false};
+  if (registered.exchange(true)) return;
+  const CompilabilityOracle* chosen = &Oracle(oracle);
+  PassRegistry::Global()->Register(
+      {"clustering", 1000, [chosen](Graph& graph, const SessionOptions& options) -> StatusOr<bool> {
+         // 1. Analyze a copy (types and shapes), 2. find clusters, 3. encapsulate.
+         GJ_ASSIGN_OR_RETURN(Graph copy, ImportGraphDef(ExportGraphDef(graph)));
+         GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(copy)));
+         Clustering clustering = FindClusters(analyzed, ClusteringOptions::FromSession(options), *chosen);
+         return EncapsulateClusters(analyzed, clustering, &graph);
+       }});
+}
+
+StatusOr<std::pair<AnalyzedGraph, Clustering>> ExplainClustering(const tensorflow::GraphDef& graph_def,
+                                                                 const SessionOptions& options) {
+  GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
+  GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(graph)));
+  Clustering clustering = FindClusters(analyzed, ClusteringOptions::FromSession(options), Oracle(nullptr));
+  return std::make_pair(std::move(analyzed), std::move(clustering));
+}
+
+}  // namespace graphjit

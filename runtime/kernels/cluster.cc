@@ -1,0 +1,82 @@
+// _JitCluster: a cluster of ops that the clustering pass encapsulated. Its body is a
+// GraphDef (attr `_body`) whose inputs are the placeholders `_arg_0`, `_arg_1`, ... and
+// whose outputs are the body tensors listed in `_body_outputs`. Without a compiler, the
+// body runs op by op on the caller's threads and allocator, so results are exactly those
+// of the unclustered graph.
+
+#include "ir/graphdef.h"
+#include "runtime/executor.h"
+#include "runtime/kernels/common.h"
+
+namespace graphjit {
+namespace {
+
+struct ClusterBody {
+  AnalyzedGraph graph;
+  ExecutionPlan plan;
+};
+
+StatusOr<std::shared_ptr<const void>> PrepareCluster(const Node& node) {
+  GJ_ASSIGN_OR_RETURN(std::string bytes, GetStringAttr(node, "_body"));
+  GJ_ASSIGN_OR_RETURN(std::vector<DType> tin, GetTypeListAttr(node, "Tin"));
+  tensorflow::GraphDef gd;
+  if (!gd.ParseFromString(bytes)) return InvalidArgument(NodeLabel(node) + ": attr '_body' is not a GraphDef");
+  auto graph = ImportGraphDef(gd);
+  if (!graph.ok()) return graph.status().WithContext(NodeLabel(node) + " body");
+  auto analyzed = AnalyzeGraph(std::move(graph).value());
+  if (!analyzed.ok()) return analyzed.status().WithContext(NodeLabel(node) + " body");
+  auto body = std::make_shared<ClusterBody>();
+  body->graph = std::move(analyzed).value();
+  std::vector<TensorId> feeds, fetches;
+  for (size_t i = 0; i < tin.size(); ++i) {
+    const Node* arg = body->graph.graph.FindNode("_arg_" + std::to_string(i));
+    if (arg == nullptr) return InvalidArgument(NodeLabel(node) + ": body lacks _arg_" + std::to_string(i));
+    feeds.push_back({arg->id, 0});
+  }
+  const tensorflow::AttrValue* outs = node.FindAttr("_body_outputs");
+  if (outs == nullptr) return InvalidArgument(NodeLabel(node) + ": attr '_body_outputs' is missing");
+  for (const std::string& name : outs->list().s()) {
+    ParsedInput p;
+    const Node* n = ParseInputString(name, &p) ? body->graph.graph.FindNode(p.node) : nullptr;
+    if (n == nullptr) return InvalidArgument(NodeLabel(node) + ": body has no tensor '" + name + "'");
+    fetches.push_back({n->id, p.index});
+  }
+  GJ_ASSIGN_OR_RETURN(body->plan, BuildExecutionPlan(body->graph, feeds, fetches, {}));
+  return std::shared_ptr<const void>(body);
+}
+
+OpDef JitClusterOp() {
+  OpDef def;
+  def.name = "_JitCluster";
+  def.min_inputs = 0;
+  def.max_inputs = -1;
+  def.prepare = PrepareCluster;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(std::vector<DType> tin, GetTypeListAttr(c.node, "Tin"));
+    GJ_ASSIGN_OR_RETURN(std::vector<DType> tout, GetTypeListAttr(c.node, "Tout"));
+    if (static_cast<int>(tin.size()) != c.num_inputs())
+      return c.TypeError("attr Tin lists " + std::to_string(tin.size()) + " types for " + std::to_string(c.num_inputs()) +
+                         " inputs");
+    for (int i = 0; i < c.num_inputs(); ++i)
+      if (tin[i] != c.dtype(i)) return c.TypeError("input " + std::to_string(i) + " has type " + DTypeName(c.dtype(i)));
+    // Shapes come from the body when it runs.
+    for (DType t : tout) c.AddOutput(t, Shape::UnknownRank());
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    const auto* body = static_cast<const ClusterBody*>(ctx.state);
+    ExecutorOptions options;
+    options.intra_op = ctx.intra_op;
+    options.allocator = ctx.allocator;
+    std::vector<Tensor> outputs;
+    GJ_RETURN_IF_ERROR(Execute(body->graph, body->plan, ctx.inputs, options, &outputs));
+    for (size_t i = 0; i < outputs.size(); ++i) ctx.ForwardOutput(static_cast<int>(i), std::move(outputs[i]));
+    return Status::Ok();
+  };
+  return def;
+}
+
+const bool kRegistered = RegisterOps({JitClusterOp()});
+
+}  // namespace
+}  // namespace graphjit

@@ -1,0 +1,83 @@
+#include "tools/clusters_command.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "clustering/explain.h"
+#include "clustering/op_table.h"
+#include "clustering/pass.h"
+#include "ir/graphdef.h"
+
+namespace graphjit {
+
+void AddClustersCommand(CLI::App& app, ClustersArgs* a) {
+  CLI::App* c = app.add_subcommand("clusters", "Show the clusters the JIT would compile, and why each other node is left out");
+  c->add_option("model", a->model, "GraphDef file (.pb binary, .pbtxt text)");
+  c->add_option("--jit", a->jit, "Global JIT level: off, on (= on_1), on_2 (default: on)")
+      ->check(CLI::IsMember({"off", "on", "on_1", "on_2"}));
+  c->add_option("--config", a->config, "Text-format TensorFlow ConfigProto (clustering options)");
+  c->add_option("--dot", a->dot, "Write Graphviz DOT with each cluster as a coloured subgraph");
+  c->add_option("--json", a->json, "Write the decisions as JSON");
+  c->add_flag("--no-optimize", a->no_optimize, "Show the raw graph (no graph optimizations run first)");
+  c->add_flag("--list-ops", a->list_ops, "Print the op table: family and lowest clustering level of each op");
+}
+
+namespace {
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "graphjit: %s\n", message.c_str());
+  return code;
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return InvalidArgument("cannot write '" + path + "'");
+  return Status::Ok();
+}
+
+}  // namespace
+
+int ClustersCommand(const ClustersArgs& a) {
+  if (a.list_ops) {
+    std::printf("%-16s %-14s %-6s %s\n", "op", "family", "level", "counts towards min size");
+    for (const auto& e : OpTable())
+      std::printf("%-16s %-14s %-6s %s\n", e.op, OpFamilyName(e.family), JitLevelName(e.min_level), e.counts ? "yes" : "no");
+    return 0;
+  }
+  if (a.model.empty()) return Fail(2, "clusters: a model is required (or --list-ops)");
+  // Options as `graphjit run` reads them: --config, then GRAPHJIT_FLAGS, then --jit.
+  SessionOptions options;
+  if (!a.config.empty()) {
+    auto o = SessionOptions::FromConfigFile(a.config);
+    if (!o.ok()) return Fail(2, o.status().message());
+    options = *o;
+  }
+  if (const char* env = std::getenv("GRAPHJIT_FLAGS")) {
+    Status s = ApplyFlags(env, &options);
+    if (!s.ok()) return Fail(2, s.message());
+  }
+  ParseJitLevel(a.jit, &options.jit_level);
+  // No graph optimization passes run before clustering yet, so --no-optimize shows the
+  // same graph.
+  (void)a.no_optimize;
+  auto graph_def = ReadGraphDefFile(a.model);
+  if (!graph_def.ok()) return Fail(2, graph_def.status().message());
+  auto explained = ExplainClustering(*graph_def, options);
+  if (!explained.ok()) return Fail(2, a.model + ": " + explained.status().message());
+  const auto& [analyzed, clustering] = *explained;
+  std::printf("%s", ClusteringTable(analyzed, clustering).c_str());
+  if (!a.json.empty()) {
+    Status s = WriteText(a.json, ClusteringJson(analyzed, clustering));
+    if (!s.ok()) return Fail(2, s.message());
+  }
+  if (!a.dot.empty()) {
+    Status s = WriteText(a.dot, ClusteringDot(analyzed, clustering));
+    if (!s.ok()) return Fail(2, s.message());
+  }
+  return 0;
+}
+
+}  // namespace graphjit
