@@ -13,7 +13,7 @@ void PassRegistry::Register(GraphPass pass) { passes_.push_back(std::move(pass))
 
 std::vector<GraphPass> PassRegistry::Passes() const {
   std::vector<GraphPass> out = passes_;
-  std::stable_sort(out.begin(), out.end(), [](const GraphPass& a, const GraphPass& b) {
+  std::sort(out.begin(), out.end(), [](const GraphPass& a, const GraphPass& b) {
     return a.priority != b.priority ? a.priority < b.priority : a.name < b.name;
   });
   return out;

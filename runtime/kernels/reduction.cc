@@ -102,7 +102,7 @@ OpDef ReductionOp(const char* name, TypeSet types) {
     c.AddOutput(t, Shape(dims));
     return Status::Ok();
   };
-  def.compute = [types](KernelContext& ctx) -> Status {
+  def.compute = [](KernelContext& ctx) -> Status {
     GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
     const Tensor& in = ctx.input(0);
     InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
@@ -293,7 +293,7 @@ OpDef SoftmaxXentOp() {
     const Tensor& labels = ctx.input(1);
     const int64_t rows = grad->shape().dim(0), d = grad->shape().dim(1);
     // Element (r, i) of a [rows, d] operand that may be broadcast along either dim.
-    auto index = [d](const Tensor& t, int64_t r, int64_t i) {
+    auto index = [](const Tensor& t, int64_t r, int64_t i) {
       return (t.shape().dim(0) == 1 ? 0 : r) * t.shape().dim(1) + (t.shape().dim(1) == 1 ? 0 : i);
     };
     return VisitTypes<TypeSet::kFloat>(logits.dtype(), [&](auto tag) -> Status {

@@ -26,7 +26,9 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
         }
         for (int64_t i = b; i < e; ++i) hits[i]++;
       });
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+      }
       if (threads > 1 && n >= 1000) EXPECT_GT(workers.size(), 1u) << "n=" << n;
     }
   }
