@@ -1,7 +1,10 @@
 #include "runtime/session.h"
 
 #include <charconv>
+#include <cstdio>
+#include <mutex>
 
+#include "ir/device.h"
 #include "ir/graphdef.h"
 #include "runtime/pass_registry.h"
 
@@ -10,6 +13,18 @@ namespace graphjit {
 StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options, const tensorflow::GraphDef& graph_def) {
   // 1. Import and structural checks.
   GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
+  // Everything runs on the CPU; say so once if the model asks for a GPU.
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    auto device = ParseDeviceName(graph.node(id)->device);
+    if (device.ok() && (device->type == "GPU" || device->type == "XLA_GPU")) {
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        std::fprintf(stderr, "graphjit: warning: no GPU backend yet; nodes placed on %s run on the CPU\n",
+                     device->ToString().c_str());
+      });
+      break;
+    }
+  }
   // 2. Check every node against the op registry (all unsupported ops at once).
   GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(graph)));
   // 3. Registered graph passes, then a fresh analysis of what they produced.
