@@ -266,6 +266,7 @@ OpDef PoolOp(const char* name) {
     GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, kMax ? TypeSet::kNumeric : TypeSet::kFloat));
     GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, true));
     const Shape& in = c.shape(0);
+    if (!in.unknown_rank() && in.rank() != 4) return c.ShapeError("input must be NHWC (rank 4), got " + in.ToString());
     GJ_ASSIGN_OR_RETURN(Shape out, WindowOutput(c, &w, in, in.unknown_rank() ? -1 : in.dim(3)));
     c.AddOutput(t, out);
     return Status::Ok();
