@@ -21,5 +21,12 @@ $G compare build/demo/mnist/y.npy tests/data/mnist_softmax/out_y.npy
 $G compare build/demo/mnist/cross_entropy.npy tests/data/mnist_softmax/out_cross_entropy.npy
 $G compare build/demo/keras_mlp/Identity.npy tests/data/keras_mlp/out_Identity.npy
 echo
+echo "== What the JIT would compile in the Keras transformer block (clustering at ON_2), and why the rest is left out"
+$G clusters tests/data/transformer_block/model.pb --jit on_2 | head -12
+echo "   ..."
+D=tests/data/transformer_block
+$G run $D/model.pb --feed x=$D/x.npy --jit on_2 --out build/demo/transformer --repeat 50
+$G compare build/demo/transformer/Identity.npy $D/out_Identity.npy --rtol 1e-4 --atol 1e-5
+echo
 echo "== The same MLP on a batch of 4096 random rows, 2 threads"
 $G run tests/data/keras_mlp/model.pb --random-feeds --shape input=4096,20 --threads 2 --repeat 50
