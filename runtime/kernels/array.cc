@@ -422,29 +422,7 @@ OpDef SliceOp() {
   };
   def.compute = [](KernelContext& ctx) -> Status {
     GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
-    const Tensor& in = ctx.input(0);
-    const int rank = in.shape().rank();
-    if (out->num_elements() == 0) return Status::Ok();
-    if (rank == 0) {
-      std::memcpy(out->raw(), in.raw(), in.bytes());
-      return Status::Ok();
-    }
-    std::vector<int64_t> begin = IntValues(ctx.input(1));
-    const size_t elem = DTypeSize(in.dtype());
-    std::vector<int64_t> in_strides(rank, 1);
-    for (int i = rank - 2; i >= 0; --i) in_strides[i] = in_strides[i + 1] * in.shape().dim(i + 1);
-    const auto& od = out->shape().dims();
-    const int64_t inner = od[rank - 1];
-    int64_t rows = out->num_elements() / inner;
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t off = begin[rank - 1], rem = r;
-      for (int k = rank - 2; k >= 0; --k) {
-        off += (rem % od[k] + begin[k]) * in_strides[k];
-        rem /= od[k];
-      }
-      std::memcpy(static_cast<char*>(out->raw()) + r * inner * elem, static_cast<const char*>(in.raw()) + off * elem,
-                  inner * elem);
-    }
+    CopyBlock(ctx.input(0), IntValues(ctx.input(1)), out);
     return Status::Ok();
   };
   return def;

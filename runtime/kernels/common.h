@@ -65,6 +65,8 @@ std::vector<int64_t> IntValues(const Tensor& t);
 // Building blocks shared by kernels (Einsum composes them):
 // out dim k = in dim perm[k] (array.cc).
 StatusOr<Tensor> TransposeTensor(const KernelContext& ctx, const Tensor& in, const std::vector<int>& perm);
+// Copies the block of `in` that starts at `begin` and has out's shape (indexing.cc).
+void CopyBlock(const Tensor& in, const std::vector<int64_t>& begin, Tensor* out);
 // [batch, m, k] x [batch, k, n] -> [batch, m, n] for float types (matmul.cc).
 StatusOr<Tensor> BatchMatMul3(const KernelContext& ctx, const Tensor& a, const Tensor& b);
 

@@ -7,11 +7,7 @@
 #include "runtime/kernels/common.h"
 
 namespace graphjit {
-namespace {
 
-Status ExpectIndex(const InferenceContext& c, int i) { return c.ExpectDType(i, {DType::kInt32, DType::kInt64}); }
-
-// Copies the block [begin, begin + size) of `in` into `out` (whose shape is `size`).
 void CopyBlock(const Tensor& in, const std::vector<int64_t>& begin, Tensor* out) {
   const int rank = in.shape().rank();
   const size_t elem = DTypeSize(in.dtype());
@@ -34,6 +30,10 @@ void CopyBlock(const Tensor& in, const std::vector<int64_t>& begin, Tensor* out)
                 inner * elem);
   }
 }
+
+namespace {
+
+Status ExpectIndexType(const InferenceContext& c, int i) { return c.ExpectDType(i, {DType::kInt32, DType::kInt64}); }
 
 // Splits `in` along `axis` into pieces of the given sizes (outputs 0..n-1).
 Status SplitInto(KernelContext& ctx, const Tensor& in, int axis, const std::vector<int64_t>& sizes) {
@@ -256,7 +256,7 @@ OpDef StridedSliceOp() {
   def.min_inputs = def.max_inputs = 4;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
-    for (int i = 1; i < 4; ++i) GJ_RETURN_IF_ERROR(ExpectIndex(c, i));
+    for (int i = 1; i < 4; ++i) GJ_RETURN_IF_ERROR(ExpectIndexType(c, i));
     const Shape& in = c.shape(0);
     if (in.unknown_rank() || !c.value(1) || !c.value(2) || !c.value(3)) {
       c.AddOutput(t, Shape::UnknownRank());
@@ -321,7 +321,7 @@ OpDef TileOp() {
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
-    GJ_RETURN_IF_ERROR(ExpectIndex(c, 1));
+    GJ_RETURN_IF_ERROR(ExpectIndexType(c, 1));
     const Shape& in = c.shape(0);
     if (in.unknown_rank() || !c.value(1)) {
       c.AddOutput(t, in.unknown_rank() ? Shape::UnknownRank() : Shape(std::vector<int64_t>(in.rank(), -1)));
@@ -378,7 +378,7 @@ OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
   const bool mirror = std::string(name) == "MirrorPad";
   def.infer = [mirror, has_value](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", has_value ? std::initializer_list<int>{0, 2} : std::initializer_list<int>{0}));
-    GJ_RETURN_IF_ERROR(ExpectIndex(c, 1));
+    GJ_RETURN_IF_ERROR(ExpectIndexType(c, 1));
     if (mirror) {
       GJ_ASSIGN_OR_RETURN(std::string mode, GetStringAttr(c.node, "mode"));
       if (mode != "REFLECT" && mode != "SYMMETRIC") return c.TypeError("mode must be REFLECT or SYMMETRIC");
@@ -499,8 +499,8 @@ OpDef GatherOp() {
   def.min_inputs = def.max_inputs = 3;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("Tparams", {0}));
-    GJ_RETURN_IF_ERROR(ExpectIndex(c, 1));
-    GJ_RETURN_IF_ERROR(ExpectIndex(c, 2));
+    GJ_RETURN_IF_ERROR(ExpectIndexType(c, 1));
+    GJ_RETURN_IF_ERROR(ExpectIndexType(c, 2));
     GJ_ASSIGN_OR_RETURN(int64_t batch_dims, GetIntAttrOr(c.node, "batch_dims", 0));
     const Shape& p = c.shape(0);
     const Shape& idx = c.shape(1);
