@@ -310,7 +310,8 @@ OpDef ConcatV2Op() {
       return Status::Ok();
     }
     if (rank == 0) return c.ShapeError("cannot concatenate scalars");
-    GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, axis_value->ValueAsInt(0), rank));
+    GJ_ASSIGN_OR_RETURN(int64_t axis_raw, ScalarInt(c, static_cast<int>(n)));
+    GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, axis_raw, rank));
     std::vector<int64_t> dims(rank, -1);
     dims[axis] = 0;
     for (int i = 0; i < n; ++i) {

@@ -38,9 +38,23 @@ StatusOr<std::shared_ptr<const void>> PrepareCluster(const Node& node) {
   for (const std::string& name : outs->list().s()) {
     ParsedInput p;
     const Node* n = ParseInputString(name, &p) ? body->graph.graph.FindNode(p.node) : nullptr;
-    if (n == nullptr) return InvalidArgument(NodeLabel(node) + ": body has no tensor '" + name + "'");
+    if (n == nullptr || p.index >= static_cast<int>(body->graph.info(n->id).dtypes.size()))
+      return InvalidArgument(NodeLabel(node) + ": body has no tensor '" + name + "'");
     fetches.push_back({n->id, p.index});
   }
+  // The node's declared types must be what the body takes and makes.
+  GJ_ASSIGN_OR_RETURN(std::vector<DType> tout, GetTypeListAttr(node, "Tout"));
+  if (tout.size() != fetches.size())
+    return InvalidArgument(NodeLabel(node) + ": Tout lists " + std::to_string(tout.size()) + " types for " +
+                           std::to_string(fetches.size()) + " body outputs");
+  for (size_t i = 0; i < fetches.size(); ++i)
+    if (body->graph.info(fetches[i].node).dtypes[fetches[i].index] != tout[i])
+      return InvalidArgument(NodeLabel(node) + ": body output " + std::to_string(i) + " does not have type " +
+                             DTypeName(tout[i]));
+  for (size_t i = 0; i < feeds.size(); ++i)
+    if (body->graph.info(feeds[i].node).dtypes[0] != tin[i])
+      return InvalidArgument(NodeLabel(node) + ": body input " + std::to_string(i) + " does not have type " +
+                             DTypeName(tin[i]));
   GJ_ASSIGN_OR_RETURN(body->plan, BuildExecutionPlan(body->graph, feeds, fetches, {}));
   return std::shared_ptr<const void>(body);
 }

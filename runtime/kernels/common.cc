@@ -34,6 +34,13 @@ StatusOr<int> NormalizeAxis(const InferenceContext& c, int64_t axis, int rank) {
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
+StatusOr<int64_t> ScalarInt(const InferenceContext& c, int i) {
+  const Tensor* v = c.value(i);
+  if (v == nullptr || v->num_elements() != 1)
+    return c.ShapeError("input " + std::to_string(i) + " must hold a single value");
+  return v->ValueAsInt(0);
+}
+
 std::vector<int64_t> IntValues(const Tensor& t) {
   std::vector<int64_t> v(t.num_elements());
   for (int64_t i = 0; i < t.num_elements(); ++i) v[i] = t.ValueAsInt(i);

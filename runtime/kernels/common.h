@@ -59,6 +59,10 @@ Status VisitTypes(DType dtype, F&& f) {
 // Normalises an axis in [-rank, rank) to [0, rank).
 StatusOr<int> NormalizeAxis(const InferenceContext& c, int64_t axis, int rank);
 
+// The single value of a scalar-like input (an axis, a depth): a shape error unless the
+// known value has exactly one element.
+StatusOr<int64_t> ScalarInt(const InferenceContext& c, int i);
+
 // Reads an integer vector (or scalar) input value, e.g. a shape or axes input.
 std::vector<int64_t> IntValues(const Tensor& t);
 

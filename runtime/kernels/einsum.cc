@@ -4,6 +4,7 @@
 // Not supported: repeated labels within one operand (diagonals), more than two
 // operands, broadcasting of ellipsis dimensions.
 
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -37,6 +38,16 @@ StatusOr<Equation> ParseEquation(const InferenceContext& c, const std::vector<in
     return c.TypeError("equation '" + eq + "' has " + std::to_string(e.inputs.size()) + " operands, the node has " +
                        std::to_string(ranks.size()) + " inputs");
   if (e.inputs.size() > 2) return Unimplemented(NodeLabel(c.node) + ": Einsum with more than two operands");
+  for (const std::string* part : {&lhs, &e.output})
+    for (size_t i = 0; i < part->size(); ++i) {
+      char ch = (*part)[i];
+      if (ch == ',' || std::isalpha(static_cast<unsigned char>(ch))) continue;
+      if (part->compare(i, 3, "...") == 0) {
+        i += 2;
+        continue;
+      }
+      return c.TypeError("equation '" + eq + "' has an invalid label '" + std::string(1, ch) + "'");
+    }
   // '...' becomes the digits '0'.. (never letters), right-aligned across operands.
   int ellipsis_rank = -1;
   for (size_t i = 0; i < e.inputs.size(); ++i) {

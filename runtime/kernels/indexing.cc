@@ -33,6 +33,9 @@ void CopyBlock(const Tensor& in, const std::vector<int64_t>& begin, Tensor* out)
 
 namespace {
 
+// More outputs than this is not a real model (and would exhaust memory in inference).
+constexpr int64_t kMaxOutputs = 1 << 16;
+
 Status ExpectIndexType(const InferenceContext& c, int i) { return c.ExpectDType(i, {DType::kInt32, DType::kInt64}); }
 
 // Splits `in` along `axis` into pieces of the given sizes (outputs 0..n-1).
@@ -54,7 +57,7 @@ OpDef UnpackOp() {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
     GJ_ASSIGN_OR_RETURN(int64_t num, GetIntAttr(c.node, "num"));
     GJ_ASSIGN_OR_RETURN(int64_t axis_attr, GetIntAttrOr(c.node, "axis", 0));
-    if (num < 0) return c.TypeError("num must be >= 0");
+    if (num < 0 || num > kMaxOutputs) return c.TypeError("num must be in [0, " + std::to_string(kMaxOutputs) + "]");
     const Shape& in = c.shape(0);
     Shape piece = Shape::UnknownRank();
     if (!in.unknown_rank()) {
@@ -97,7 +100,7 @@ OpDef SplitOp(bool v) {
     const int value = v ? 0 : 1, axis_input = v ? 2 : 0;
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {value}));
     GJ_ASSIGN_OR_RETURN(int64_t num, GetIntAttr(c.node, "num_split"));
-    if (num < 1) return c.TypeError("num_split must be >= 1");
+    if (num < 1 || num > kMaxOutputs) return c.TypeError("num_split must be in [1, " + std::to_string(kMaxOutputs) + "]");
     GJ_RETURN_IF_ERROR(c.ExpectDType(axis_input, {DType::kInt32, DType::kInt64}));
     const Shape& in = c.shape(value);
     if (in.unknown_rank() || c.value(axis_input) == nullptr || (v && c.value(1) == nullptr)) {
@@ -105,7 +108,8 @@ OpDef SplitOp(bool v) {
         c.AddOutput(t, in.unknown_rank() ? Shape::UnknownRank() : Shape(std::vector<int64_t>(in.rank(), -1)));
       return Status::Ok();
     }
-    GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, c.value(axis_input)->ValueAsInt(0), in.rank()));
+    GJ_ASSIGN_OR_RETURN(int64_t axis_raw, ScalarInt(c, axis_input));
+    GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, axis_raw, in.rank()));
     const int64_t d = in.dim(axis);
     std::vector<int64_t> sizes;
     if (!v) {
@@ -510,7 +514,8 @@ OpDef GatherOp() {
     }
     if (batch_dims < 0) batch_dims += idx.rank();
     if (batch_dims < 0 || batch_dims > idx.rank()) return c.ShapeError("batch_dims is out of range");
-    GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, c.value(2)->ValueAsInt(0), p.rank()));
+    GJ_ASSIGN_OR_RETURN(int64_t axis_raw, ScalarInt(c, 2));
+    GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, axis_raw, p.rank()));
     if (axis < batch_dims) return c.ShapeError("axis must be >= batch_dims");
     for (int i = 0; i < batch_dims; ++i)
       if (p.dim(i) >= 0 && idx.dim(i) >= 0 && p.dim(i) != idx.dim(i))
@@ -571,7 +576,7 @@ OpDef OneHotOp() {
     if (axis < -1 || axis > in.rank()) return c.ShapeError("axis " + std::to_string(axis) + " is out of range");
     int64_t depth = -1;
     if (c.value(1)) {
-      depth = c.value(1)->ValueAsInt(0);
+      GJ_ASSIGN_OR_RETURN(depth, ScalarInt(c, 1));
       if (depth < 0) return c.ShapeError("depth must be non-negative, got " + std::to_string(depth));
     }
     std::vector<int64_t> dims = in.dims();
