@@ -196,6 +196,10 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
       d = {-1, Reason::kExcludedOp, node.op + " is in --cluster_exclude_ops"};
       continue;
     }
+    if (a.info(id).op->stateful) {
+      d = {-1, Reason::kNotCompilable, node.op + " is stateful"};
+      continue;
+    }
     const bool requested = attr_true || xla_device;
     if (!requested) {
       if (options.level == JitLevel::kOff) {
