@@ -1,6 +1,7 @@
 #include "runtime/tensor.h"
 
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "ir/attr.h"
@@ -137,6 +138,23 @@ void TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto) {
   proto->set_tensor_content(tensor.raw(), tensor.bytes());
 }
 
+namespace {
+
+// Float -> integer as x86 does it (and so TensorFlow on x86): truncation toward zero;
+// NaN and values outside the range give the "integer indefinite" (the minimum) for 32 and
+// 64 bits; narrower types take the low bits of the 32-bit result. Defined behaviour
+// everywhere, unlike a plain static_cast.
+template <typename Out>
+Out FloatToInt(double v) {
+  using Wide = std::conditional_t<sizeof(Out) == 8, int64_t, int32_t>;
+  constexpr double lo = static_cast<double>(std::numeric_limits<Wide>::min());
+  constexpr double hi = -lo;  // 2^31 or 2^63
+  Wide w = (v != v || v < lo || v >= hi) ? std::numeric_limits<Wide>::min() : static_cast<Wide>(v);
+  return static_cast<Out>(w);
+}
+
+}  // namespace
+
 StatusOr<Tensor> CastTensor(const Tensor& input, DType to, Allocator* allocator) {
   if (input.dtype() == to) return input;
   GJ_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(to, input.shape(), allocator));
@@ -152,6 +170,8 @@ StatusOr<Tensor> CastTensor(const Tensor& input, DType to, Allocator* allocator)
           dst[i] = static_cast<ComputeType<In>>(src[i]) != ComputeType<In>(0);
         } else if constexpr (std::is_same_v<In, bool>) {
           dst[i] = static_cast<Out>(src[i] ? 1 : 0);
+        } else if constexpr (std::is_integral_v<Out> && !std::is_integral_v<ComputeType<In>>) {
+          dst[i] = FloatToInt<Out>(static_cast<double>(static_cast<ComputeType<In>>(src[i])));
         } else {
           dst[i] = static_cast<Out>(static_cast<ComputeType<Out>>(static_cast<ComputeType<In>>(src[i])));
         }

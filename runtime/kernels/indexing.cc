@@ -478,8 +478,10 @@ OpDef RangeOp() {
     if (delta == 0) return c.ShapeError("delta must not be zero");
     if ((delta > 0 && start > limit) || (delta < 0 && start < limit))
       return c.ShapeError("requires start <= limit when delta > 0, and start >= limit when delta < 0");
-    double n = IsInteger(t) ? std::ceil(std::fabs((limit - start) / delta)) : std::ceil(std::fabs((limit - start) / delta));
-    if (n > 1e12) return c.ShapeError("range of " + std::to_string(n) + " elements is too large");
+    if (!std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
+      return c.ShapeError("start, limit and delta must be finite");
+    double n = std::ceil(std::fabs((limit - start) / delta));
+    if (!(n <= 1e12)) return c.ShapeError("range of " + std::to_string(n) + " elements is too large");
     c.AddOutput(t, Shape{static_cast<int64_t>(n)});
     return Status::Ok();
   };

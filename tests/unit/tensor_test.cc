@@ -114,6 +114,16 @@ TEST(Cast, FloatIntBoolHalf) {
   EXPECT_NEAR(testing::Values(*bf)[1], -2.2, 2e-2);
 }
 
+TEST(Cast, FloatToIntIsDefinedForNanAndOverflow) {
+  // As on x86 (and so in TensorFlow there): the "integer indefinite" for NaN and
+  // out-of-range values; narrower types keep the low bits.
+  Tensor f = testing::MakeFloat(Shape{5}, {NAN, INFINITY, -3e9f, 2.9f, 300.0f});
+  constexpr double kMin32 = -2147483648.0;
+  EXPECT_EQ(testing::Values(*CastTensor(f, DType::kInt32)), (std::vector<double>{kMin32, kMin32, kMin32, 2, 300}));
+  EXPECT_EQ(testing::Values(*CastTensor(f, DType::kInt64))[3], 2);
+  EXPECT_EQ(testing::Values(*CastTensor(f, DType::kUInt8))[4], 44);
+}
+
 TEST(Npy, RoundTripEveryType) {
   std::string dir = testing::TempDir();
   for (DType d : {DType::kFloat, DType::kDouble, DType::kInt32, DType::kInt64, DType::kBool, DType::kUInt8,
