@@ -325,7 +325,11 @@ OpDef ConcatV2Op() {
                             std::to_string(rank));
       for (int d = 0; d < rank; ++d) {
         if (d == axis) {
-          dims[d] = (dims[d] < 0 || s.dim(d) < 0) ? -1 : dims[d] + s.dim(d);
+          if (dims[d] >= 0 && s.dim(d) >= 0) {
+            if (__builtin_add_overflow(dims[d], s.dim(d), &dims[d])) return c.ShapeError("concatenated dimension overflows");
+          } else {
+            dims[d] = -1;
+          }
         } else if (s.dim(d) >= 0) {
           if (dims[d] >= 0 && dims[d] != s.dim(d))
             return c.ShapeError("input " + std::to_string(i) + " has shape " + s.ToString() +
@@ -414,7 +418,7 @@ OpDef SliceOp() {
       } else {
         dims[i] = size[i];
       }
-      if (begin[i] < 0 || size[i] < -1 || (d >= 0 && begin[i] > d) || (d >= 0 && dims[i] >= 0 && begin[i] + dims[i] > d))
+      if (begin[i] < 0 || size[i] < -1 || (d >= 0 && begin[i] > d) || (d >= 0 && dims[i] >= 0 && dims[i] > d - begin[i]))
         return c.ShapeError("slice begin " + Shape(begin).ToString() + " size " + Shape(size).ToString() +
                             " is out of bounds for shape " + in.ToString());
     }

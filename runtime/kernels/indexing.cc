@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "runtime/kernels/common.h"
 
@@ -129,8 +130,8 @@ OpDef SplitOp(bool v) {
           unknown = static_cast<int>(i);
         } else if (sizes[i] < 0) {
           return c.ShapeError("size_splits has a negative size");
-        } else {
-          total += sizes[i];
+        } else if (__builtin_add_overflow(total, sizes[i], &total)) {
+          return c.ShapeError("size_splits overflow");
         }
       }
       if (d >= 0) {
@@ -213,6 +214,7 @@ StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, c
     const int64_t d = in.dim(s.in_dim);
     const int64_t st = strides[i];
     if (st == 0) return c.ShapeError("stride " + std::to_string(i) + " is zero");
+    if (st == std::numeric_limits<int64_t>::min()) return c.ShapeError("stride " + std::to_string(i) + " is out of range");
     if ((shrink_mask >> i) & 1) {
       int64_t b = begin[i];
       if (d >= 0) {
@@ -246,7 +248,7 @@ StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, c
     int64_t span = st > 0 ? e - b : b - e;
     int64_t ast = st > 0 ? st : -st;
     s.begin = b;
-    s.size = span <= 0 ? 0 : (span + ast - 1) / ast;
+    s.size = span <= 0 ? 0 : 1 + (span - 1) / ast;
     dims.push_back(s);
   }
   if (!saw_ellipsis)
@@ -337,7 +339,10 @@ OpDef TileOp() {
     std::vector<int64_t> dims;
     for (int i = 0; i < in.rank(); ++i) {
       if (mult[i] < 0) return c.ShapeError("multiples must be non-negative");
-      dims.push_back(in.dim(i) < 0 ? -1 : in.dim(i) * mult[i]);
+      int64_t d = -1;
+      if (in.dim(i) >= 0 && __builtin_mul_overflow(in.dim(i), mult[i], &d))
+        return c.ShapeError("tiled dimension " + std::to_string(i) + " overflows");
+      dims.push_back(d);
     }
     auto n = CheckedNumElements(Shape(dims).IsFullyDefined() ? dims : std::vector<int64_t>{});
     if (!n.ok()) return c.ShapeError(n.status().message());
@@ -400,6 +405,9 @@ OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
     for (int i = 0; i < in.rank(); ++i) {
       int64_t b = pads[2 * i], a = pads[2 * i + 1], d = in.dim(i);
       if (b < 0 || a < 0) return c.ShapeError("paddings must be non-negative");
+      int64_t padded = 0;
+      if (__builtin_add_overflow(a, b, &padded) || (d >= 0 && __builtin_add_overflow(padded, d, &padded)))
+        return c.ShapeError("padded dimension " + std::to_string(i) + " overflows");
       if (mirror && d >= 0 && (b > d - reflect || a > d - reflect))
         return c.ShapeError("paddings of dimension " + std::to_string(i) + " must be " + (reflect ? "less than" : "at most") +
                             " its size " + std::to_string(d));

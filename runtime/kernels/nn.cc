@@ -27,6 +27,9 @@ struct Window {
 StatusOr<int64_t> OutSize(const InferenceContext& c, const std::string& padding, int64_t in, int64_t k, int64_t s,
                           int64_t d, int64_t* before, int64_t* after) {
   if (in < 0) return int64_t{-1};
+  constexpr int64_t kMax = int64_t{1} << 30;  // windows, strides, dilations and pads beyond this are not real
+  if (k < 1 || k > kMax || d > kMax || s > kMax || *before > kMax || *after > kMax || in > (int64_t{1} << 40))
+    return c.ShapeError("window, stride, dilation or padding out of range");
   const int64_t eff = (k - 1) * d + 1;
   int64_t out;
   if (padding == "VALID") {
