@@ -8,6 +8,7 @@
 #include "clustering/op_table.h"
 #include "clustering/pass.h"
 #include "ir/graphdef.h"
+#include "tools/options.h"
 
 namespace graphjit {
 
@@ -24,11 +25,6 @@ void AddClustersCommand(CLI::App& app, ClustersArgs* a) {
 }
 
 namespace {
-
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "graphjit: %s\n", message.c_str());
-  return code;
-}
 
 Status WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
@@ -47,35 +43,26 @@ int ClustersCommand(const ClustersArgs& a) {
       std::printf("%-16s %-14s %-6s %s\n", e.op, OpFamilyName(e.family), JitLevelName(e.min_level), e.counts ? "yes" : "no");
     return 0;
   }
-  if (a.model.empty()) return Fail(2, "clusters: a model is required (or --list-ops)");
-  // Options as `graphjit run` reads them: --config, then GRAPHJIT_FLAGS, then --jit.
-  SessionOptions options;
-  if (!a.config.empty()) {
-    auto o = SessionOptions::FromConfigFile(a.config);
-    if (!o.ok()) return Fail(2, o.status().message());
-    options = *o;
-  }
-  if (const char* env = std::getenv("GRAPHJIT_FLAGS")) {
-    Status s = ApplyFlags(env, &options);
-    if (!s.ok()) return Fail(2, s.message());
-  }
-  ParseJitLevel(a.jit, &options.jit_level);
+  if (a.model.empty()) return Fail(kExitBadInput, "clusters: a model is required (or --list-ops)");
+  // Options as `graphjit run` reads them.
+  auto options = LoadSessionOptions(a.config, a.jit);
+  if (!options.ok()) return Fail(kExitBadInput, options.status().message());
   // No graph optimization passes run before clustering yet, so --no-optimize shows the
   // same graph.
   (void)a.no_optimize;
   auto graph_def = ReadGraphDefFile(a.model);
-  if (!graph_def.ok()) return Fail(2, graph_def.status().message());
-  auto explained = ExplainClustering(*graph_def, options);
-  if (!explained.ok()) return Fail(2, a.model + ": " + explained.status().message());
+  if (!graph_def.ok()) return Fail(kExitBadInput, graph_def.status().message());
+  auto explained = ExplainClustering(*graph_def, *options);
+  if (!explained.ok()) return Fail(kExitBadInput, a.model + ": " + explained.status().message());
   const auto& [analyzed, clustering] = *explained;
   std::printf("%s", ClusteringTable(analyzed, clustering).c_str());
   if (!a.json.empty()) {
     Status s = WriteText(a.json, ClusteringJson(analyzed, clustering));
-    if (!s.ok()) return Fail(2, s.message());
+    if (!s.ok()) return Fail(kExitBadInput, s.message());
   }
   if (!a.dot.empty()) {
     Status s = WriteText(a.dot, ClusteringDot(analyzed, clustering));
-    if (!s.ok()) return Fail(2, s.message());
+    if (!s.ok()) return Fail(kExitBadInput, s.message());
   }
   return 0;
 }

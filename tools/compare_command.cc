@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "runtime/npy.h"
+#include "tools/options.h"
 
 namespace graphjit {
 
@@ -19,10 +20,7 @@ int CompareCommand(const CompareArgs& a) {
   auto x = ReadNpy(a.actual);
   auto y = ReadNpy(a.expected);
   for (const auto* t : {&x, &y}) {
-    if (!t->ok()) {
-      std::fprintf(stderr, "graphjit: %s\n", t->status().message().c_str());
-      return 2;
-    }
+    if (!t->ok()) return Fail(kExitBadInput, t->status().message());
   }
   if (x->shape() != y->shape() || x->dtype() != y->dtype()) {
     std::fprintf(stderr, "graphjit: %s is %s%s but %s is %s%s\n", a.actual.c_str(), DTypeName(x->dtype()).c_str(),

@@ -14,6 +14,7 @@
 #include "ir/graphdef.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
+#include "tools/options.h"
 
 namespace graphjit {
 
@@ -36,14 +37,6 @@ void AddRunCommand(CLI::App& app, RunArgs* a) {
 }
 
 namespace {
-
-constexpr int kExitRunError = 1;
-constexpr int kExitBadInput = 2;
-
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "graphjit: %s\n", message.c_str());
-  return code;
-}
 
 double Millis(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
@@ -155,17 +148,9 @@ std::string OutputFileName(const std::string& fetch) {
 int RunCommand(const RunArgs& a) {
   using Clock = std::chrono::steady_clock;
   // 1. Options: --config, then GRAPHJIT_FLAGS, then the command line.
-  SessionOptions options;
-  if (!a.config.empty()) {
-    auto o = SessionOptions::FromConfigFile(a.config);
-    if (!o.ok()) return Fail(kExitBadInput, o.status().message());
-    options = *o;
-  }
-  if (const char* env = std::getenv("GRAPHJIT_FLAGS")) {
-    Status s = ApplyFlags(env, &options);
-    if (!s.ok()) return Fail(kExitBadInput, s.message());
-  }
-  if (!a.jit.empty()) ParseJitLevel(a.jit, &options.jit_level);
+  auto loaded = LoadSessionOptions(a.config, a.jit);
+  if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
+  SessionOptions options = *loaded;
   if (a.threads > 0) options.intra_op_threads = options.inter_op_threads = a.threads;
 
 

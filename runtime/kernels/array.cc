@@ -140,8 +140,7 @@ template <typename T>
 void TransposeCopy(const KernelContext& ctx, const T* in, T* out, const std::vector<int64_t>& in_dims,
                    const std::vector<int>& perm) {
   const int rank = static_cast<int>(perm.size());
-  std::vector<int64_t> in_strides(rank, 1);
-  for (int i = rank - 2; i >= 0; --i) in_strides[i] = in_strides[i + 1] * in_dims[i + 1];
+  const std::vector<int64_t> in_strides = RowMajorStrides(in_dims);
   std::vector<int64_t> out_dims(rank), stride(rank), out_strides(rank, 1);
   for (int k = 0; k < rank; ++k) {
     out_dims[k] = in_dims[perm[k]];
@@ -235,7 +234,7 @@ OpDef TransposeOp() {
     GJ_RETURN_IF_ERROR(ExpectIndexType(c, 1));
     const Shape& in = c.shape(0);
     if (c.value(1) == nullptr || in.unknown_rank()) {
-      c.AddOutput(t, in.unknown_rank() ? Shape::UnknownRank() : Shape(std::vector<int64_t>(in.rank(), -1)));
+      c.AddOutput(t, UnknownDimsLike(in));
       return Status::Ok();
     }
     std::vector<int64_t> perm = IntValues(*c.value(1));
@@ -404,7 +403,7 @@ OpDef SliceOp() {
     GJ_RETURN_IF_ERROR(ExpectIndexType(c, 2));
     const Shape& in = c.shape(0);
     if (c.value(1) == nullptr || c.value(2) == nullptr || in.unknown_rank()) {
-      c.AddOutput(t, in.unknown_rank() ? Shape::UnknownRank() : Shape(std::vector<int64_t>(in.rank(), -1)));
+      c.AddOutput(t, UnknownDimsLike(in));
       return Status::Ok();
     }
     std::vector<int64_t> begin = IntValues(*c.value(1)), size = IntValues(*c.value(2));

@@ -28,6 +28,16 @@ Status CheckTypeSet(const InferenceContext& c, DType t, TypeSet s) {
   return Status::Ok();
 }
 
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
+  return strides;
+}
+
+Shape UnknownDimsLike(const Shape& s) {
+  return s.unknown_rank() ? Shape::UnknownRank() : Shape(std::vector<int64_t>(s.rank(), -1));
+}
+
 StatusOr<int> NormalizeAxis(const InferenceContext& c, int64_t axis, int rank) {
   if (axis < -rank || axis >= rank)
     return c.ShapeError("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));

@@ -56,6 +56,11 @@ Status VisitTypes(DType dtype, F&& f) {
   }
 }
 
+// Row-major element strides of `dims`.
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims);
+// The same rank as `s` with every dim unknown (or unknown rank).
+Shape UnknownDimsLike(const Shape& s);
+
 // Normalises an axis in [-rank, rank) to [0, rank).
 StatusOr<int> NormalizeAxis(const InferenceContext& c, int64_t axis, int rank);
 

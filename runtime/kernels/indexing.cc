@@ -17,8 +17,7 @@ void CopyBlock(const Tensor& in, const std::vector<int64_t>& begin, Tensor* out)
     std::memcpy(out->raw(), in.raw(), elem);
     return;
   }
-  std::vector<int64_t> in_strides(rank, 1);
-  for (int i = rank - 2; i >= 0; --i) in_strides[i] = in_strides[i + 1] * in.shape().dim(i + 1);
+  const std::vector<int64_t> in_strides = RowMajorStrides(in.shape().dims());
   const auto& od = out->shape().dims();
   const int64_t inner = od[rank - 1], rows = out->num_elements() / inner;
   for (int64_t r = 0; r < rows; ++r) {
@@ -106,7 +105,7 @@ OpDef SplitOp(bool v) {
     const Shape& in = c.shape(value);
     if (in.unknown_rank() || c.value(axis_input) == nullptr || (v && c.value(1) == nullptr)) {
       for (int64_t i = 0; i < num; ++i)
-        c.AddOutput(t, in.unknown_rank() ? Shape::UnknownRank() : Shape(std::vector<int64_t>(in.rank(), -1)));
+        c.AddOutput(t, UnknownDimsLike(in));
       return Status::Ok();
     }
     GJ_ASSIGN_OR_RETURN(int64_t axis_raw, ScalarInt(c, axis_input));
@@ -285,8 +284,7 @@ OpDef StridedSliceOp() {
     if (out->num_elements() == 0) return Status::Ok();
     // Walk the input dims only (new axes have size 1 and move nothing).
     const int rank = in.shape().rank();
-    std::vector<int64_t> in_strides(rank, 1);
-    for (int i = rank - 2; i >= 0; --i) in_strides[i] = in_strides[i + 1] * in.shape().dim(i + 1);
+    const std::vector<int64_t> in_strides = RowMajorStrides(in.shape().dims());
     std::vector<int64_t> sizes, steps;
     int64_t base = 0;
     for (const SliceDim& s : dims) {
@@ -330,7 +328,7 @@ OpDef TileOp() {
     GJ_RETURN_IF_ERROR(ExpectIndexType(c, 1));
     const Shape& in = c.shape(0);
     if (in.unknown_rank() || !c.value(1)) {
-      c.AddOutput(t, in.unknown_rank() ? Shape::UnknownRank() : Shape(std::vector<int64_t>(in.rank(), -1)));
+      c.AddOutput(t, UnknownDimsLike(in));
       return Status::Ok();
     }
     std::vector<int64_t> mult = IntValues(*c.value(1));
@@ -359,8 +357,7 @@ OpDef TileOp() {
       std::memcpy(out->raw(), in.raw(), elem);
       return Status::Ok();
     }
-    std::vector<int64_t> in_strides(rank, 1);
-    for (int i = rank - 2; i >= 0; --i) in_strides[i] = in_strides[i + 1] * in.shape().dim(i + 1);
+    const std::vector<int64_t> in_strides = RowMajorStrides(in.shape().dims());
     const auto& od = out->shape().dims();
     const int64_t inner = od[rank - 1], in_inner = in.shape().dim(rank - 1), rows = out->num_elements() / inner;
     for (int64_t r = 0; r < rows; ++r) {
@@ -394,7 +391,7 @@ OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
     }
     const Shape& in = c.shape(0);
     if (in.unknown_rank() || !c.value(1)) {
-      c.AddOutput(t, in.unknown_rank() ? Shape::UnknownRank() : Shape(std::vector<int64_t>(in.rank(), -1)));
+      c.AddOutput(t, UnknownDimsLike(in));
       return Status::Ok();
     }
     const Tensor& p = *c.value(1);
@@ -433,8 +430,7 @@ OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
       std::memcpy(out->raw(), in.raw(), elem);
       return Status::Ok();
     }
-    std::vector<int64_t> in_strides(rank, 1);
-    for (int i = rank - 2; i >= 0; --i) in_strides[i] = in_strides[i + 1] * in.shape().dim(i + 1);
+    const std::vector<int64_t> in_strides = RowMajorStrides(in.shape().dims());
     // Input index along dim k for output index o, or -1 for padding.
     auto source = [&](int k, int64_t o) -> int64_t {
       const int64_t d = in.shape().dim(k);

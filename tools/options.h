@@ -1,0 +1,21 @@
+// What every subcommand shares: session options from the usual places, and failing
+// with one line on stderr.
+#pragma once
+
+#include <string>
+
+#include "runtime/session_options.h"
+
+namespace graphjit {
+
+constexpr int kExitRunError = 1;
+constexpr int kExitBadInput = 2;
+
+// Prints "graphjit: MESSAGE" on stderr and returns `code`.
+int Fail(int code, const std::string& message);
+
+// Session options with graphjit's precedence: `config` (a text ConfigProto, if given),
+// then GRAPHJIT_FLAGS, then `jit` (the command line's --jit, if given).
+StatusOr<SessionOptions> LoadSessionOptions(const std::string& config, const std::string& jit);
+
+}  // namespace graphjit
