@@ -18,6 +18,7 @@ const char* ReasonCode(Reason r) {
     case Reason::kNotCompilable: return "not_compilable";
     case Reason::kExcludedByAttr: return "excluded_by_attr";
     case Reason::kExcludedOp: return "excluded_op";
+    case Reason::kFed: return "fed";
     case Reason::kWouldCreateCycle: return "would_create_cycle";
     case Reason::kDeviceMismatch: return "device_mismatch";
     case Reason::kScopeMismatch: return "scope_mismatch";
@@ -172,6 +173,7 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
   result.nodes.resize(n);
   std::vector<Candidate> cand(n);
   std::set<std::string> excluded(options.exclude_ops.begin(), options.exclude_ops.end());
+  std::set<std::string> fed(options.fed_nodes.begin(), options.fed_nodes.end());
 
   // 1. Mark: which nodes may be compiled, or why not.
   for (int id = 0; id < n; ++id) {
@@ -194,6 +196,10 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
     }
     if (excluded.count(node.op)) {
       d = {-1, Reason::kExcludedOp, node.op + " is in --cluster_exclude_ops"};
+      continue;
+    }
+    if (fed.count(node.name)) {
+      d = {-1, Reason::kFed, "an output of " + node.name + " is fed"};
       continue;
     }
     if (a.info(id).op->stateful) {

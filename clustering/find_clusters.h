@@ -17,6 +17,7 @@ enum class Reason {
   kNotCompilable,     // op/dtype/device the compiler does not take, or not requested at this level
   kExcludedByAttr,    // _XlaCompile=false
   kExcludedOp,        // --cluster_exclude_ops
+  kFed,               // an output is fed: a cluster could not take it from outside
   kWouldCreateCycle,  // every merge with a neighbour would create a cycle
   kDeviceMismatch,
   kScopeMismatch,
@@ -44,6 +45,7 @@ struct ClusteringOptions {
   int min_cluster_size = 2;
   int max_cluster_size = 0;  // 0: no limit
   std::vector<std::string> exclude_ops;
+  std::vector<std::string> fed_nodes;  // nodes with a fed output
   int64_t fuel = -1;  // -1: unlimited
 
   static ClusteringOptions FromSession(const SessionOptions& o);

@@ -22,11 +22,15 @@ void RegisterClusteringPass(const CompilabilityOracle* oracle) {
   if (registered.exchange(true)) return;
   const CompilabilityOracle* chosen = &Oracle(oracle);
   PassRegistry::Global()->Register(
-      {"clustering", 1000, [chosen](Graph& graph, const SessionOptions& options) -> StatusOr<bool> {
+      {"clustering", 1000, [chosen](Graph& graph, const GraphPassContext& context) -> StatusOr<bool> {
          // 1. Analyze a copy (types and shapes), 2. find clusters, 3. encapsulate.
-         GJ_ASSIGN_OR_RETURN(Graph copy, ImportGraphDef(ExportGraphDef(graph)));
-         GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(copy)));
-         Clustering clustering = FindClusters(analyzed, ClusteringOptions::FromSession(options), *chosen);
+         GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(graph.Clone()));
+         ClusteringOptions options = ClusteringOptions::FromSession(context.options);
+         for (const std::string& feed : context.feeds) {
+           ParsedInput parsed;
+           if (ParseInputString(feed, &parsed)) options.fed_nodes.emplace_back(parsed.node);
+         }
+         Clustering clustering = FindClusters(analyzed, options, *chosen);
          return EncapsulateClusters(analyzed, clustering, &graph);
        }});
 }

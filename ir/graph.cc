@@ -15,6 +15,16 @@ Node* Graph::AddNode(std::string name, std::string op) {
   return nodes_.back().get();
 }
 
+Graph Graph::Clone() const {
+  Graph copy;
+  for (const auto& n : nodes_) copy.nodes_.push_back(std::make_unique<Node>(*n));
+  copy.by_name_ = by_name_;
+  copy.versions_ = versions_;
+  copy.library_ = library_;
+  copy.debug_info_ = debug_info_;
+  return copy;
+}
+
 Node* Graph::FindNode(std::string_view name) {
   auto it = by_name_.find(std::string(name));
   return it == by_name_.end() ? nullptr : nodes_[it->second].get();

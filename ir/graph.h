@@ -57,6 +57,8 @@ class Graph {
   Graph() = default;
   Graph(Graph&&) = default;
   Graph& operator=(Graph&&) = default;
+  // A deep copy with the same node ids.
+  Graph Clone() const;
 
   // Adds a node; its name must be new (checked by the importer and by validation).
   Node* AddNode(std::string name, std::string op);

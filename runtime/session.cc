@@ -27,20 +27,11 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options
   }
   // 2. Check every node against the op registry (all unsupported ops at once).
   GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(graph)));
-  // 3. Registered graph passes, then a fresh analysis of what they produced.
-  bool changed = false;
-  for (const GraphPass& pass : PassRegistry::Global()->Passes()) {
-    auto r = pass.run(analyzed.graph, options);
-    if (!r.ok()) return r.status().WithContext("graph pass '" + pass.name + "'");
-    changed |= *r;
-  }
-  if (changed) {
-    GJ_ASSIGN_OR_RETURN(analyzed, AnalyzeGraph(std::move(analyzed.graph)));
-  }
   return std::unique_ptr<Session>(new Session(options, std::move(analyzed)));
 }
 
-Session::Session(const SessionOptions& options, AnalyzedGraph graph) : options_(options), graph_(std::move(graph)) {
+Session::Session(const SessionOptions& options, AnalyzedGraph graph)
+    : options_(options), graph_(std::make_shared<const AnalyzedGraph>(std::move(graph))) {
   int inter = options.inter_op_threads > 0 ? options.inter_op_threads : ThreadPool::DefaultThreads();
   int intra = options.intra_op_threads > 0 ? options.intra_op_threads : ThreadPool::DefaultThreads();
   inter_op_ = std::make_unique<ThreadPool>(inter);
@@ -49,39 +40,98 @@ Session::Session(const SessionOptions& options, AnalyzedGraph graph) : options_(
 
 Session::~Session() = default;
 
-StatusOr<TensorId> Session::ResolveTensor(const std::string& name) const {
-  // A tensor a graph pass moved (e.g. into a cluster's outputs) resolves to its new home.
-  auto alias = graph_.aliases.find(name);
-  if (alias == graph_.aliases.end() && name.size() > 2 && name.compare(name.size() - 2, 2, ":0") == 0)
-    alias = graph_.aliases.find(name.substr(0, name.size() - 2));
-  if (alias != graph_.aliases.end()) return alias->second;
+namespace {
+
+// Resolves "node" / "node:i" in `graph`; a tensor a graph pass moved (e.g. into a
+// cluster's outputs) resolves to its new home.
+StatusOr<TensorId> Resolve(const AnalyzedGraph& graph, const std::string& name) {
+  auto alias = graph.aliases.find(name);
+  if (alias == graph.aliases.end() && name.size() > 2 && name.compare(name.size() - 2, 2, ":0") == 0)
+    alias = graph.aliases.find(name.substr(0, name.size() - 2));
+  if (alias != graph.aliases.end()) return alias->second;
   ParsedInput parsed;
   if (!ParseInputString(name, &parsed) || parsed.control) return InvalidArgument("malformed tensor name '" + name + "'");
-  const Node* node = graph_.graph.FindNode(parsed.node);
+  const Node* node = graph.graph.FindNode(parsed.node);
   if (node == nullptr) return NotFound("no node named '" + std::string(parsed.node) + "' in the graph");
-  int outputs = static_cast<int>(graph_.info(node->id).dtypes.size());
+  int outputs = static_cast<int>(graph.info(node->id).dtypes.size());
   if (parsed.index >= outputs)
     return NotFound("node '" + node->name + "' has " + std::to_string(outputs) + " output" + (outputs == 1 ? "" : "s") +
                     ", so '" + name + "' does not exist");
   return TensorId{node->id, parsed.index};
 }
 
-StatusOr<std::shared_ptr<const ExecutionPlan>> Session::GetPlan(const std::vector<TensorId>& feeds,
-                                                                const std::vector<TensorId>& fetches,
-                                                                const std::vector<int>& targets) {
+}  // namespace
+
+StatusOr<TensorId> Session::ResolveTensor(const std::string& name) const { return Resolve(*graph_, name); }
+
+StatusOr<std::shared_ptr<const Session::Program>> Session::BuildProgram(const std::vector<std::string>& feeds,
+                                                                        const std::vector<std::string>& fetches,
+                                                                        const std::vector<std::string>& targets) const {
+  // 1. The registered graph passes, on a copy, then a fresh analysis of what they made.
+  std::shared_ptr<const AnalyzedGraph> graph = graph_;
+  std::vector<GraphPass> passes = PassRegistry::Global()->Passes();
+  if (!passes.empty()) {
+    GraphPassContext context{options_, feeds, fetches, targets};
+    Graph copy = graph_->graph.Clone();
+    bool changed = false;
+    for (const GraphPass& pass : passes) {
+      auto r = pass.run(copy, context);
+      if (!r.ok()) return r.status().WithContext("graph pass '" + pass.name + "'");
+      changed |= *r;
+    }
+    if (changed) {
+      GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(copy)));
+      graph = std::make_shared<const AnalyzedGraph>(std::move(analyzed));
+    }
+  }
+  // 2. The plan. Passes keep fed and fetched names, so they resolve in the new graph.
+  std::vector<TensorId> feed_ids, fetch_ids;
+  std::vector<int> target_ids;
+  for (const std::string& name : feeds) {
+    GJ_ASSIGN_OR_RETURN(TensorId id, Resolve(*graph, name));
+    feed_ids.push_back(id);
+  }
+  for (const std::string& name : fetches) {
+    GJ_ASSIGN_OR_RETURN(TensorId id, Resolve(*graph, name));
+    fetch_ids.push_back(id);
+  }
+  for (const std::string& name : targets) {
+    const Node* node = graph->graph.FindNode(name);
+    if (node == nullptr) return Internal("a graph pass removed the target '" + name + "'");
+    target_ids.push_back(node->id);
+  }
+  GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(*graph, feed_ids, fetch_ids, target_ids));
+  return std::make_shared<const Program>(Program{std::move(graph), std::move(plan)});
+}
+
+StatusOr<std::shared_ptr<const Session::Program>> Session::GetProgram(const std::vector<std::string>& feeds,
+                                                                      const std::vector<std::string>& fetches,
+                                                                      const std::vector<std::string>& targets) {
   std::string key;
-  for (TensorId t : feeds) key += std::to_string(t.node) + ":" + std::to_string(t.index) + ",";
-  key += "|";
-  for (TensorId t : fetches) key += std::to_string(t.node) + ":" + std::to_string(t.index) + ",";
-  key += "|";
-  for (int t : targets) key += std::to_string(t) + ",";
-  std::lock_guard<std::mutex> lock(plans_mu_);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second;
-  GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(graph_, feeds, fetches, targets));
-  auto shared = std::make_shared<const ExecutionPlan>(std::move(plan));
-  plans_.emplace(key, shared);
-  return shared;
+  for (const auto& list : {feeds, fetches, targets}) {
+    for (const std::string& name : list) key += name + ",";
+    key += "|";
+  }
+  // Building holds the lock: concurrent first runs of one combination build it once.
+  std::lock_guard<std::mutex> lock(programs_mu_);
+  auto it = programs_.find(key);
+  if (it != programs_.end()) return it->second;
+  GJ_ASSIGN_OR_RETURN(auto program, BuildProgram(feeds, fetches, targets));
+  programs_.emplace(key, program);
+  return program;
+}
+
+StatusOr<std::shared_ptr<const AnalyzedGraph>> Session::OptimizedGraph(const std::vector<std::string>& feeds,
+                                                                       const std::vector<std::string>& fetches,
+                                                                       const std::vector<std::string>& targets) {
+  std::vector<std::string> feed_names, fetch_names;
+  for (const auto& [names, canonical] : {std::pair{&feeds, &feed_names}, std::pair{&fetches, &fetch_names}})
+    for (const std::string& name : *names) {
+      GJ_ASSIGN_OR_RETURN(TensorId id, ResolveTensor(name));
+      canonical->push_back(graph_->graph.TensorName(id));
+    }
+  GJ_ASSIGN_OR_RETURN(auto program, GetProgram(feed_names, fetch_names, targets));
+  return program->graph;
 }
 
 Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
@@ -92,16 +142,18 @@ Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, co
 Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<std::string, Tensor>>& feeds,
                     const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
                     std::vector<Tensor>* outputs) {
-  // 1. Resolve names and check the feeds against the graph's types and shapes.
-  std::vector<TensorId> feed_ids, fetch_ids;
+  // 1. Check the feeds against the model's types and shapes; name every tensor
+  //    canonically ("node:i"), so that "x" and "x:0" share one program.
+  std::vector<std::string> feed_names, fetch_names;
+  std::vector<TensorId> feed_ids;
   std::vector<Tensor> feed_values;
   for (const auto& [name, value] : feeds) {
     auto id = ResolveTensor(name);
     if (!id.ok()) return FailedPrecondition("feed '" + name + "': " + id.status().message());
     for (TensorId seen : feed_ids)
       if (seen == *id) return FailedPrecondition("tensor '" + name + "' is fed twice");
-    DType want = graph_.info(id->node).dtypes[id->index];
-    const Shape& declared = graph_.info(id->node).shapes[id->index];
+    DType want = graph_->info(id->node).dtypes[id->index];
+    const Shape& declared = graph_->info(id->node).shapes[id->index];
     if (value.dtype() != want)
       return FailedPrecondition("feed '" + name + "' has type " + DTypeName(value.dtype()) + ", but the graph expects " +
                                 DTypeName(want));
@@ -109,27 +161,24 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
       return FailedPrecondition("feed '" + name + "' has shape " + value.shape().ToString() +
                                 ", which does not match the graph's " + declared.ToString());
     feed_ids.push_back(*id);
+    feed_names.push_back(graph_->graph.TensorName(*id));
     feed_values.push_back(value);
   }
   for (const std::string& name : fetches) {
     auto id = ResolveTensor(name);
     if (!id.ok()) return FailedPrecondition("fetch '" + name + "': " + id.status().message());
-    fetch_ids.push_back(*id);
+    fetch_names.push_back(graph_->graph.TensorName(*id));
   }
-  std::vector<int> target_ids;
-  for (const std::string& name : targets) {
-    const Node* node = graph_.graph.FindNode(name);
-    if (node == nullptr) return FailedPrecondition("target '" + name + "': no node with that name");
-    target_ids.push_back(node->id);
-  }
-  // 2. The plan for this combination (cached), then run it.
-  GJ_ASSIGN_OR_RETURN(auto plan, GetPlan(feed_ids, fetch_ids, target_ids));
+  for (const std::string& name : targets)
+    if (graph_->graph.FindNode(name) == nullptr) return FailedPrecondition("target '" + name + "': no node with that name");
+  // 2. The program for this combination (cached), then run it.
+  GJ_ASSIGN_OR_RETURN(auto program, GetProgram(feed_names, fetch_names, targets));
   ExecutorOptions eo;
   eo.inter_op = inter_op_.get();
   eo.intra_op = intra_op_.get();
   eo.allocator = &allocator_;
   eo.tracer = run_options.tracer;
-  return Execute(graph_, *plan, feed_values, eo, outputs);
+  return Execute(*program->graph, program->plan, feed_values, eo, outputs);
 }
 
 }  // namespace graphjit

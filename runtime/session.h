@@ -25,8 +25,9 @@ struct RunOptions {
 
 class Session {
  public:
-  // Imports and validates the graph, runs the registered graph passes, and infers
-  // types and shapes. Errors are about the model (InvalidArgument, Unimplemented).
+  // Imports and validates the graph and infers types and shapes. Errors are about the
+  // model (InvalidArgument, Unimplemented). The registered graph passes run later, on a
+  // copy per combination of feeds, fetches and targets (as Grappler does).
   static StatusOr<std::unique_ptr<Session>> Create(const SessionOptions& options, const tensorflow::GraphDef& graph_def);
   ~Session();
 
@@ -38,25 +39,41 @@ class Session {
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs);
 
-  const AnalyzedGraph& graph() const { return graph_; }
+  // The graph as the model wrote it (analyzed, before any graph pass).
+  const AnalyzedGraph& graph() const { return *graph_; }
   const SessionOptions& options() const { return options_; }
   Allocator* allocator() { return &allocator_; }
-  // Resolves "node" / "node:i" against the (optimized) graph.
+  // Resolves "node" / "node:i" against the model's graph.
   StatusOr<TensorId> ResolveTensor(const std::string& name) const;
 
+  // The graph that runs for these feeds, fetches and targets, after the graph passes
+  // (what Run uses; built once and cached). Names are resolved as Run does.
+  StatusOr<std::shared_ptr<const AnalyzedGraph>> OptimizedGraph(const std::vector<std::string>& feeds,
+                                                                const std::vector<std::string>& fetches,
+                                                                const std::vector<std::string>& targets = {});
+
  private:
+  // The optimized graph and the execution plan of one (feeds, fetches, targets).
+  struct Program {
+    std::shared_ptr<const AnalyzedGraph> graph;
+    ExecutionPlan plan;
+  };
+
   Session(const SessionOptions& options, AnalyzedGraph graph);
-  StatusOr<std::shared_ptr<const ExecutionPlan>> GetPlan(const std::vector<TensorId>& feeds,
-                                                         const std::vector<TensorId>& fetches,
-                                                         const std::vector<int>& targets);
+  StatusOr<std::shared_ptr<const Program>> GetProgram(const std::vector<std::string>& feeds,
+                                                      const std::vector<std::string>& fetches,
+                                                      const std::vector<std::string>& targets);
+  StatusOr<std::shared_ptr<const Program>> BuildProgram(const std::vector<std::string>& feeds,
+                                                        const std::vector<std::string>& fetches,
+                                                        const std::vector<std::string>& targets) const;
 
   SessionOptions options_;
-  AnalyzedGraph graph_;
+  std::shared_ptr<const AnalyzedGraph> graph_;
   Allocator allocator_;
   std::unique_ptr<ThreadPool> inter_op_;
   std::unique_ptr<ThreadPool> intra_op_;
-  std::mutex plans_mu_;
-  std::map<std::string, std::shared_ptr<const ExecutionPlan>> plans_;
+  std::mutex programs_mu_;
+  std::map<std::string, std::shared_ptr<const Program>> programs_;
 };
 
 }  // namespace graphjit

@@ -283,7 +283,6 @@ OpDef StridedSliceOp() {
                                                        IntValues(ctx.input(3))));
     if (out->num_elements() == 0) return Status::Ok();
     // Walk the input dims only (new axes have size 1 and move nothing).
-    const int rank = in.shape().rank();
     const std::vector<int64_t> in_strides = RowMajorStrides(in.shape().dims());
     std::vector<int64_t> sizes, steps;
     int64_t base = 0;

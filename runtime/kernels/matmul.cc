@@ -4,11 +4,13 @@
 
 #include <dnnl.h>
 
+#include <map>
 #include <mutex>
 
 #include <Eigen/Dense>
 
 #include "runtime/kernels/common.h"
+#include "runtime/kernels/fused.h"
 
 namespace graphjit {
 namespace {
@@ -157,7 +159,97 @@ OpDef BatchMatMulV2Op() {
   return def;
 }
 
-const bool kRegistered = RegisterOps({MatMulOp(), BatchMatMulV2Op()});
+// oneDNN matmul primitives with the bias and activation as post-ops, built once per
+// geometry: the epilogue runs on each tile while it is in cache.
+class OneDnnFusedMatMul {
+ public:
+  static OneDnnFusedMatMul& Get() {
+    static OneDnnFusedMatMul* m = new OneDnnFusedMatMul();
+    return *m;
+  }
+
+  Status Run(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, Activation act,
+             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor* out) {
+    using dnnl::memory;
+    const std::string key = std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k) + "," +
+                            std::to_string(ta) + std::to_string(tb) + std::to_string(static_cast<int>(act));
+    try {
+      dnnl::matmul* primitive;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = cache_.find(key);
+        if (it == cache_.end()) {
+          const auto f32 = memory::data_type::f32;
+          memory::desc a_md({m, k}, f32, ta ? memory::format_tag::ba : memory::format_tag::ab);
+          memory::desc b_md({k, n}, f32, tb ? memory::format_tag::ba : memory::format_tag::ab);
+          memory::desc bias_md({1, n}, f32, memory::format_tag::ab);
+          memory::desc c_md({m, n}, f32, memory::format_tag::ab);
+          dnnl::primitive_attr attr;
+          attr.set_post_ops(ActivationPostOps(act));
+          dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr, engine_);
+          it = cache_.emplace(key, std::make_unique<Entry>(Entry{pd, dnnl::matmul(pd)})).first;
+        }
+        primitive = &it->second->primitive;
+      }
+      omp_set_num_threads(ctx.intra_op ? ctx.intra_op->num_threads() : 1);
+      const auto f32 = memory::data_type::f32;
+      dnnl::stream stream(engine_);
+      memory a_mem({{m, k}, f32, ta ? memory::format_tag::ba : memory::format_tag::ab}, engine_, a.raw());
+      memory b_mem({{k, n}, f32, tb ? memory::format_tag::ba : memory::format_tag::ab}, engine_, b.raw());
+      memory bias_mem({{1, n}, f32, memory::format_tag::ab}, engine_, bias.raw());
+      memory c_mem({{m, n}, f32, memory::format_tag::ab}, engine_, out->raw());
+      primitive->execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_BIAS, bias_mem},
+                                  {DNNL_ARG_DST, c_mem}});
+      stream.wait();
+    } catch (const dnnl::error& err) {
+      return Internal(NodeLabel(ctx.node) + ": oneDNN matmul failed: " + err.what());
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Entry {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul primitive;
+  };
+  OneDnnFusedMatMul() : engine_(dnnl::engine::kind::cpu, 0) {}
+  dnnl::engine engine_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Entry>> cache_;
+};
+
+// TensorFlow's remapper output: MatMul + BiasAdd (+ activation) as one op.
+OpDef FusedMatMulOp() {
+  OpDef def;
+  def.name = "_FusedMatMul";
+  def.min_inputs = def.max_inputs = 3;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1, 2}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    GJ_RETURN_IF_ERROR(InferMatMul(c, false, "transpose_a", "transpose_b"));
+    return InferFusedEpilogue(c, 2, c.output_shapes[0].dim(1)).status();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    GJ_ASSIGN_OR_RETURN(Activation act, ReadActivation(ctx.node));
+    bool ta = GetBoolAttrOr(ctx.node, "transpose_a", false).value();
+    bool tb = GetBoolAttrOr(ctx.node, "transpose_b", false).value();
+    const Tensor& a = ctx.input(0);
+    const int64_t m = out->shape().dim(0), n = out->shape().dim(1), k = a.shape().dim(ta ? 0 : 1);
+    if (out->num_elements() == 0) return Status::Ok();
+    if (a.dtype() == DType::kFloat && k > 0)
+      return OneDnnFusedMatMul::Get().Run(ctx, ta, tb, m, n, k, act, a, ctx.input(1), ctx.input(2), out);
+    GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(a.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      int threads = ctx.intra_op ? ctx.intra_op->num_threads() : 1;
+      return Gemm<T>(ctx, threads, ta, tb, m, n, k, a.data<T>(), ctx.input(1).data<T>(), out->data<T>());
+    }));
+    return ApplyEpilogue(ctx, ctx.input(2), act, out);
+  };
+  return def;
+}
+
+const bool kRegistered = RegisterOps({MatMulOp(), BatchMatMulV2Op(), FusedMatMulOp()});
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// Neural-network ops: Conv2D and DepthwiseConv2dNative (oneDNN for f32, a direct loop
+// Neural-network ops: Conv2D, _FusedConv2D and DepthwiseConv2dNative (oneDNN for f32, a direct loop
 // nest otherwise), MaxPool, AvgPool, FusedBatchNormV3 (inference), and
 // SparseSoftmaxCrossEntropyWithLogits. Layout: NHWC, as TensorFlow's CPU kernels.
 
@@ -7,9 +7,11 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "runtime/kernels/common.h"
+#include "runtime/kernels/fused.h"
 
 namespace graphjit {
 namespace {
@@ -141,8 +143,9 @@ class OneDnnConv {
     return *c;
   }
 
+  // `bias` (optional) and `act` are applied as post-ops.
   Status Run(const KernelContext& ctx, const Tensor& in, const Tensor& filter, const Window& w, bool depthwise,
-             Tensor* out) {
+             const Tensor* bias, Activation act, Tensor* out) {
     using dnnl::memory;
     const auto& is = in.shape();
     const auto& fs = filter.shape();
@@ -153,7 +156,7 @@ class OneDnnConv {
     memory::dims w_dims = depthwise ? memory::dims{C, fs.dim(3), 1, w.kh, w.kw} : memory::dims{O, C, w.kh, w.kw};
     memory::format_tag w_tag = depthwise ? memory::format_tag::hwigo : memory::format_tag::hwio;
     memory::dims strides = {w.sh, w.sw}, dilates = {w.dh - 1, w.dw - 1}, pad_l = {w.pt, w.pl}, pad_r = {w.pb, w.pr};
-    std::string key = std::to_string(depthwise);
+    std::string key = std::to_string(depthwise) + std::to_string(bias != nullptr) + std::to_string(static_cast<int>(act));
     for (const auto* v : {&src_dims, &w_dims, &strides, &dilates, &pad_l, &pad_r})
       for (auto d : *v) key += "," + std::to_string(d);
 
@@ -166,9 +169,16 @@ class OneDnnConv {
           memory::desc src_md(src_dims, memory::data_type::f32, memory::format_tag::nhwc);
           memory::desc dst_md(dst_dims, memory::data_type::f32, memory::format_tag::nhwc);
           memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
-          dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                            src_md, w_any, dst_md, strides, dilates, pad_l, pad_r);
-          auto pd = dnnl::convolution_forward::primitive_desc(d, engine_);
+          memory::desc bias_md({O}, memory::data_type::f32, memory::format_tag::a);
+          auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::convolution_direct, src_md, w_any, bias_md,
+                                                          dst_md, strides, dilates, pad_l, pad_r)
+                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::convolution_direct, src_md, w_any, dst_md,
+                                                          strides, dilates, pad_l, pad_r);
+          dnnl::primitive_attr attr;
+          attr.set_post_ops(ActivationPostOps(act));
+          auto pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
           it = cache_.emplace(key, std::make_unique<Entry>(Entry{pd, dnnl::convolution_forward(pd)})).first;
         }
         e = it->second.get();
@@ -183,7 +193,9 @@ class OneDnnConv {
         weights = memory(e->pd.weights_desc(), engine_);
         dnnl::reorder(user_w, weights).execute(stream, user_w, weights);
       }
-      e->conv.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+      if (bias) args.emplace(DNNL_ARG_BIAS, memory({{O}, memory::data_type::f32, memory::format_tag::a}, engine_, bias->raw()));
+      e->conv.execute(stream, args);
       stream.wait();
     } catch (const dnnl::error& err) {
       return Internal(NodeLabel(ctx.node) + ": oneDNN convolution failed: " + err.what());
@@ -202,42 +214,54 @@ class OneDnnConv {
   std::map<std::string, std::unique_ptr<Entry>> cache_;
 };
 
+Status InferConv(InferenceContext& c, bool depthwise) {
+  GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
+  GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+  GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, false));
+  const Shape& f = c.shape(1);
+  const Shape& in = c.shape(0);
+  int64_t out_channels = -1;
+  if (!f.unknown_rank()) {
+    if (f.rank() != 4) return c.ShapeError("filter must be [KH, KW, in, out], got " + f.ToString());
+    w.kh = f.dim(0);
+    w.kw = f.dim(1);
+    if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) >= 0 && f.dim(2) >= 0) {
+      if (depthwise ? f.dim(2) != in.dim(3) : (f.dim(2) == 0 || in.dim(3) % f.dim(2) != 0))
+        return c.ShapeError("filter " + f.ToString() + " does not match the input's " + std::to_string(in.dim(3)) +
+                            " channels");
+      if (!depthwise && f.dim(2) != in.dim(3))
+        return Unimplemented(NodeLabel(c.node) + ": grouped convolution is not supported");
+    }
+    if (f.dim(3) >= 0) out_channels = depthwise ? (f.dim(2) >= 0 ? f.dim(2) * f.dim(3) : -1) : f.dim(3);
+    if (w.kh < 0 || w.kw < 0) {
+      c.AddOutput(t, Shape{in.unknown_rank() ? -1 : in.dim(0), -1, -1, out_channels});
+      return Status::Ok();
+    }
+  } else {
+    c.AddOutput(t, Shape{-1, -1, -1, -1});
+    return Status::Ok();
+  }
+  GJ_ASSIGN_OR_RETURN(Shape out, WindowOutput(c, &w, in, out_channels));
+  c.AddOutput(t, out);
+  return Status::Ok();
+}
+
+// Conv2D, DepthwiseConv2dNative, and _FusedConv2D (Conv2D + BiasAdd + activation, as
+// TensorFlow's remapper writes it: inputs x, filter, bias).
 OpDef ConvOp(const char* name, bool depthwise) {
   OpDef def;
   def.name = name;
-  def.min_inputs = def.max_inputs = 2;
-  def.infer = [depthwise](InferenceContext& c) -> Status {
-    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
-    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
-    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, false));
-    const Shape& f = c.shape(1);
-    const Shape& in = c.shape(0);
-    int64_t out_channels = -1;
-    if (!f.unknown_rank()) {
-      if (f.rank() != 4) return c.ShapeError("filter must be [KH, KW, in, out], got " + f.ToString());
-      w.kh = f.dim(0);
-      w.kw = f.dim(1);
-      if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) >= 0 && f.dim(2) >= 0) {
-        if (depthwise ? f.dim(2) != in.dim(3) : (f.dim(2) == 0 || in.dim(3) % f.dim(2) != 0))
-          return c.ShapeError("filter " + f.ToString() + " does not match the input's " + std::to_string(in.dim(3)) +
-                              " channels");
-        if (!depthwise && f.dim(2) != in.dim(3))
-          return Unimplemented(NodeLabel(c.node) + ": grouped convolution is not supported");
-      }
-      if (f.dim(3) >= 0) out_channels = depthwise ? (f.dim(2) >= 0 ? f.dim(2) * f.dim(3) : -1) : f.dim(3);
-      if (w.kh < 0 || w.kw < 0) {
-        c.AddOutput(t, Shape{in.unknown_rank() ? -1 : in.dim(0), -1, -1, out_channels});
-        return Status::Ok();
-      }
-    } else {
-      c.AddOutput(t, Shape{-1, -1, -1, -1});
-      return Status::Ok();
+  const bool fused = std::string(name) == "_FusedConv2D";
+  def.min_inputs = def.max_inputs = fused ? 3 : 2;
+  def.infer = [depthwise, fused](InferenceContext& c) -> Status {
+    GJ_RETURN_IF_ERROR(InferConv(c, depthwise));
+    if (fused) {
+      GJ_RETURN_IF_ERROR(c.TypeAttrMatching("T", {2}).status());
+      GJ_RETURN_IF_ERROR(InferFusedEpilogue(c, 2, c.output_shapes[0].dim(3)).status());
     }
-    GJ_ASSIGN_OR_RETURN(Shape out, WindowOutput(c, &w, in, out_channels));
-    c.AddOutput(t, out);
     return Status::Ok();
   };
-  def.compute = [depthwise](KernelContext& ctx) -> Status {
+  def.compute = [depthwise, fused](KernelContext& ctx) -> Status {
     GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
     if (out->num_elements() == 0) return Status::Ok();
     InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
@@ -247,15 +271,22 @@ OpDef ConvOp(const char* name, bool depthwise) {
     w.kh = filter.shape().dim(0);
     w.kw = filter.shape().dim(1);
     GJ_RETURN_IF_ERROR(WindowOutput(ic, &w, in.shape(), out->shape().dim(3)).status());
+    Activation act = Activation::kNone;
+    if (fused) {
+      GJ_ASSIGN_OR_RETURN(act, ReadActivation(ctx.node));
+    }
+    const Tensor* bias = fused ? &ctx.input(2) : nullptr;
     if (in.dtype() == DType::kFloat && filter.shape().dim(2) > 0)
-      return OneDnnConv::Get().Run(ctx, in, filter, w, depthwise, out);
-    return VisitTypes<TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
+      return OneDnnConv::Get().Run(ctx, in, filter, w, depthwise, bias, act, out);
+    GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
       DirectConv<decltype(tag)>(in, filter, w, depthwise, out);
       return Status::Ok();
-    });
+    }));
+    return fused ? ApplyEpilogue(ctx, *bias, act, out) : Status::Ok();
   };
   return def;
 }
+
 
 // ---- pooling -------------------------------------------------------------------------
 
@@ -435,7 +466,7 @@ OpDef SparseSoftmaxXentOp() {
   return def;
 }
 
-const bool kRegistered = RegisterOps({ConvOp("Conv2D", false), ConvOp("DepthwiseConv2dNative", true),
+const bool kRegistered = RegisterOps({ConvOp("Conv2D", false), ConvOp("DepthwiseConv2dNative", true), ConvOp("_FusedConv2D", false),
                                       PoolOp<true>("MaxPool"), PoolOp<false>("AvgPool"), FusedBatchNormOp(),
                                       SparseSoftmaxXentOp()});
 

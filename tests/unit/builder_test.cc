@@ -45,8 +45,10 @@ TEST(JitScope, MarksTheNodesCreatedInsideIt) {
 
   // At level OFF, the two scopes become two clusters and the results are unchanged.
   auto s = testing::MakeSession(b.graph_def());
+  auto optimized = s->OptimizedGraph({x.ToString()}, {after.ToString()});
+  ASSERT_TRUE(optimized.ok()) << optimized.status().message();
   int clusters = 0;
-  for (int id = 0; id < s->graph().graph.num_nodes(); ++id) clusters += s->graph().graph.node(id)->op == "_JitCluster";
+  for (int id = 0; id < (*optimized)->graph.num_nodes(); ++id) clusters += (*optimized)->graph.node(id)->op == "_JitCluster";
   EXPECT_EQ(clusters, 2);
   Tensor in = testing::MakeFloat(Shape{2}, {-1, 0.5f});
   auto out = testing::RunOrDie(*s, {{"x", in}}, {after.ToString()});

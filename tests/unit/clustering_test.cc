@@ -126,7 +126,9 @@ TEST(Clustering, JitOnRunsTheBodyAndFetchesByOriginalNames) {
   SessionOptions on;
   on.jit_level = JitLevel::kOn1;
   auto s = testing::MakeSession(b.graph_def(), on);
-  const Graph& g = s->graph().graph;
+  auto optimized = s->OptimizedGraph({"x"}, {"s"});
+  ASSERT_TRUE(optimized.ok()) << optimized.status().message();
+  const Graph& g = (*optimized)->graph;
   ASSERT_NE(g.FindNode("cluster_0"), nullptr);
   EXPECT_EQ(g.FindNode("cluster_0")->op, "_JitCluster");
   Tensor x = testing::MakeFloat(Shape{3}, {-1, 0.5f, 2});

@@ -240,10 +240,10 @@ TEST(Analysis, StaticShapesUseConstants) {
   EXPECT_EQ(g.info(g.graph.FindNode("r")->id).shapes[0], (Shape{-1, 2, 3}));
 }
 
-TEST(PassRegistry, PassesRunAtSessionCreation) {
+TEST(PassRegistry, PassesRewriteTheGraphThatRuns) {
   // A pass that turns Relu into Neg, only in graphs that carry its marker node.
   static const bool registered = [] {
-    PassRegistry::Global()->Register({"test_relu_to_neg", 0, [](Graph& g, const SessionOptions&) -> StatusOr<bool> {
+    PassRegistry::Global()->Register({"test_relu_to_neg", 0, [](Graph& g, const GraphPassContext&) -> StatusOr<bool> {
                                         if (g.FindNode("__relu_to_neg") == nullptr) return false;
                                         bool changed = false;
                                         for (int i = 0; i < g.num_nodes(); ++i) {

@@ -27,8 +27,13 @@ int main() {
     std::fprintf(stderr, "%s\n", session.status().ToString().c_str());
     return 1;
   }
-  for (int id = 0; id < (*session)->graph().graph.num_nodes(); ++id) {
-    const Node* n = (*session)->graph().graph.node(id);
+  auto graph = (*session)->OptimizedGraph({x.node}, {probs.ToString()});
+  if (!graph.ok()) {
+    std::fprintf(stderr, "%s\n", graph.status().ToString().c_str());
+    return 1;
+  }
+  for (int id = 0; id < (*graph)->graph.num_nodes(); ++id) {
+    const Node* n = (*graph)->graph.node(id);
     if (n->op == "_JitCluster") std::printf("cluster: %s\n", n->name.c_str());
   }
   Tensor input = Tensor::Allocate(DType::kFloat, Shape{2, 3}).value();

@@ -1,0 +1,25 @@
+// The epilogue of TensorFlow's fused ops (_FusedMatMul, _FusedConv2D): a bias over the
+// last dimension, then an optional activation. oneDNN applies it as post-ops while the
+// output tile is in cache; other dtypes apply it in one pass over the output.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "runtime/kernels/common.h"
+
+namespace graphjit {
+
+enum class Activation { kNone, kRelu, kRelu6, kElu };
+
+// Checks `fused_ops` (["BiasAdd"] or ["BiasAdd", "Relu"|"Relu6"|"Elu"]) and `num_args`
+// (1), and that input `bias_input` is a vector of the output's channels.
+StatusOr<Activation> InferFusedEpilogue(InferenceContext& c, int bias_input, int64_t channels);
+StatusOr<Activation> ReadActivation(const Node& node);
+
+// oneDNN post-ops for the activation (none for kNone).
+dnnl::post_ops ActivationPostOps(Activation activation);
+
+// out[..., j] = act(out[..., j] + bias[j]), in place.
+Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, Activation activation, Tensor* out);
+
+}  // namespace graphjit
