@@ -58,6 +58,7 @@ class [[nodiscard]] StatusOr {
   T& value() & { return std::get<T>(v_); }
   const T& value() const& { return std::get<T>(v_); }
   T&& value() && { return std::get<T>(std::move(v_)); }
+  T value_or(T fallback) const& { return ok() ? value() : std::move(fallback); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }

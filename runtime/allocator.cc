@@ -68,7 +68,7 @@ Allocator* Allocator::Default() {
 
 StatusOr<std::shared_ptr<Buffer>> Buffer::Create(Allocator* allocator, size_t bytes) {
   GJ_ASSIGN_OR_RETURN(void* p, allocator->Allocate(bytes));
-  return std::shared_ptr<Buffer>(new Buffer(allocator, p, bytes));
+  return std::shared_ptr<Buffer>(new Buffer(allocator->weak_from_this().lock(), allocator, p, bytes));
 }
 
 Buffer::~Buffer() { allocator_->Deallocate(data_, size_); }

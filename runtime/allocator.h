@@ -23,7 +23,9 @@ struct AllocatorStats {
 // Large blocks are kept on free lists by size when released (up to a cap) and
 // handed out again: a graph run repeatedly allocates the same sizes, and returning
 // them to the OS each time costs page faults that dwarf the kernels.
-class Allocator {
+// An allocator owned by a shared_ptr (as a Session's is) stays alive while any of its
+// buffers does, so tensors may outlive whoever made them.
+class Allocator : public std::enable_shared_from_this<Allocator> {
  public:
   static constexpr size_t kAlignment = 64;
   static constexpr size_t kMinCachedBytes = size_t{64} << 10;
@@ -70,7 +72,9 @@ class Buffer {
   size_t size() const { return size_; }
 
  private:
-  Buffer(Allocator* a, void* d, size_t s) : allocator_(a), data_(d), size_(s) {}
+  Buffer(std::shared_ptr<Allocator> owner, Allocator* a, void* d, size_t s)
+      : owner_(std::move(owner)), allocator_(a), data_(d), size_(s) {}
+  std::shared_ptr<Allocator> owner_;  // set when the allocator is shared-owned
   Allocator* allocator_;
   void* data_;
   size_t size_;

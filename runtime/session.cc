@@ -176,7 +176,7 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   ExecutorOptions eo;
   eo.inter_op = inter_op_.get();
   eo.intra_op = intra_op_.get();
-  eo.allocator = &allocator_;
+  eo.allocator = allocator_.get();
   eo.tracer = run_options.tracer;
   return Execute(*program->graph, program->plan, feed_values, eo, outputs);
 }

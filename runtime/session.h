@@ -42,7 +42,7 @@ class Session {
   // The graph as the model wrote it (analyzed, before any graph pass).
   const AnalyzedGraph& graph() const { return *graph_; }
   const SessionOptions& options() const { return options_; }
-  Allocator* allocator() { return &allocator_; }
+  Allocator* allocator() { return allocator_.get(); }
   // Resolves "node" / "node:i" against the model's graph.
   StatusOr<TensorId> ResolveTensor(const std::string& name) const;
 
@@ -69,7 +69,7 @@ class Session {
 
   SessionOptions options_;
   std::shared_ptr<const AnalyzedGraph> graph_;
-  Allocator allocator_;
+  std::shared_ptr<Allocator> allocator_ = std::make_shared<Allocator>();  // outlived by fetched tensors
   std::unique_ptr<ThreadPool> inter_op_;
   std::unique_ptr<ThreadPool> intra_op_;
   std::mutex programs_mu_;

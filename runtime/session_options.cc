@@ -53,6 +53,18 @@ tensorflow::ConfigProto SessionOptions::ToConfigProto() const {
   return c;
 }
 
+std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> items;
+  size_t p = 0;
+  while (p <= list.size()) {
+    size_t comma = list.find(',', p);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > p) items.push_back(list.substr(p, comma - p));
+    p = comma + 1;
+  }
+  return items;
+}
+
 Status ApplyFlags(const std::string& flags, SessionOptions* options) {
   size_t pos = 0;
   while (pos < flags.size()) {
@@ -87,18 +99,16 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       GJ_RETURN_IF_ERROR(number(-1, &v));
       options->clustering_fuel = v;
     } else if (key == "--cluster_exclude_ops") {
-      options->cluster_exclude_ops.clear();
-      size_t p = 0;
-      while (p <= value.size()) {
-        size_t comma = value.find(',', p);
-        if (comma == std::string::npos) comma = value.size();
-        if (comma > p) options->cluster_exclude_ops.push_back(value.substr(p, comma - p));
-        p = comma + 1;
-      }
+      options->cluster_exclude_ops = SplitList(value);
+    } else if (key == "--disable_pass") {
+      options->disabled_passes = SplitList(value);
+    } else if (key == "--dump_to") {
+      if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --dump_to needs a directory");
+      options->dump_to = value;
     } else {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
-                             "--clustering_fuel)");
+                             "--clustering_fuel, --disable_pass, --dump_to)");
     }
   }
   return Status::Ok();

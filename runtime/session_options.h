@@ -30,6 +30,11 @@ struct SessionOptions {
   std::vector<std::string> cluster_exclude_ops;
   int64_t clustering_fuel = -1;           // at most this many merges; -1: no limit
 
+  // Graph optimizations (see passes/): which to skip by name, and where to write the
+  // graph after each one. rewrite_options above holds TensorFlow's toggles.
+  std::vector<std::string> disabled_passes;
+  std::string dump_to;
+
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.
   static StatusOr<SessionOptions> FromConfigFile(const std::string& path);
@@ -38,8 +43,12 @@ struct SessionOptions {
 
 // Applies GRAPHJIT_FLAGS-style flags, as TF_XLA_FLAGS does for TensorFlow:
 // --jit_level=off|on|on_1|on_2, --min_cluster_size=N, --max_cluster_size=N,
-// --cluster_exclude_ops=A,B, --clustering_fuel=N. Unknown flags are an error, so a typo
+// --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR.
+// Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);
+
+// "a,b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> SplitList(const std::string& list);
 
 }  // namespace graphjit

@@ -8,6 +8,7 @@
 #include "clustering/op_table.h"
 #include "clustering/pass.h"
 #include "ir/graphdef.h"
+#include "passes/passes.h"
 #include "tools/options.h"
 
 namespace graphjit {
@@ -47,11 +48,17 @@ int ClustersCommand(const ClustersArgs& a) {
   // Options as `graphjit run` reads them.
   auto options = LoadSessionOptions(a.config, a.jit);
   if (!options.ok()) return Fail(kExitBadInput, options.status().message());
-  // No graph optimization passes run before clustering yet, so --no-optimize shows the
-  // same graph.
-  (void)a.no_optimize;
   auto graph_def = ReadGraphDefFile(a.model);
   if (!graph_def.ok()) return Fail(kExitBadInput, graph_def.status().message());
+  // The graph optimizations run first, as in a session, keeping the model's outputs.
+  if (!a.no_optimize) {
+    auto graph = ImportGraphDef(*graph_def);
+    if (!graph.ok()) return Fail(kExitBadInput, a.model + ": " + graph.status().message());
+    PassContext context({}, {}, ModelOutputsAndInputs(*graph));
+    auto optimized = DefaultPipeline(*options).Run(*graph, context);
+    if (!optimized.ok()) return Fail(kExitBadInput, a.model + ": " + optimized.status().message());
+    *graph_def = ExportGraphDef(*graph);
+  }
   auto explained = ExplainClustering(*graph_def, *options);
   if (!explained.ok()) return Fail(kExitBadInput, a.model + ": " + explained.status().message());
   const auto& [analyzed, clustering] = *explained;

@@ -12,6 +12,8 @@
 #include "clustering/pass.h"
 #include "tools/clusters_command.h"
 #include "tools/compare_command.h"
+#include "tools/optimize_command.h"
+#include "passes/passes.h"
 #include "tools/run_command.h"
 
 int main(int argc, char** argv) {
@@ -26,6 +28,8 @@ int main(int argc, char** argv) {
   graphjit::AddCompareCommand(app, &compare_args);
   graphjit::ClustersArgs clusters_args;
   graphjit::AddClustersCommand(app, &clusters_args);
+  graphjit::OptimizeArgs optimize_args;
+  graphjit::AddOptimizeCommand(app, &optimize_args);
 
   try {
     app.parse(argc, argv);
@@ -39,12 +43,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "graphjit: %s (see 'graphjit help')\n", e.what());
     return 2;
   }
-  // The clustering pass runs in every session the tool creates (it does nothing at
-  // JIT level OFF unless nodes ask for compilation).
+  // The graph optimizations and the clustering pass run in every session the tool
+  // creates (clustering does nothing at JIT level OFF unless nodes ask for compilation).
+  graphjit::RegisterGraphOptimizer();
   graphjit::RegisterClusteringPass();
   if (app.got_subcommand("run")) return graphjit::RunCommand(run_args);
   if (app.got_subcommand("clusters")) return graphjit::ClustersCommand(clusters_args);
   if (app.got_subcommand("compare")) return graphjit::CompareCommand(compare_args);
+  if (app.got_subcommand("optimize")) return graphjit::OptimizeCommand(optimize_args);
   // `graphjit help` or no subcommand: the top-level help (for the latter, on stderr).
   const bool asked = app.got_subcommand("help");
   app.clear();

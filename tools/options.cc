@@ -1,7 +1,10 @@
 #include "tools/options.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+
+#include "passes/passes.h"
 
 namespace graphjit {
 
@@ -16,8 +19,20 @@ StatusOr<SessionOptions> LoadSessionOptions(const std::string& config, const std
     GJ_ASSIGN_OR_RETURN(options, SessionOptions::FromConfigFile(config));
   }
   if (const char* env = std::getenv("GRAPHJIT_FLAGS")) GJ_RETURN_IF_ERROR(ApplyFlags(env, &options));
+  GJ_RETURN_IF_ERROR(CheckPassNames(options.disabled_passes));
   if (!jit.empty()) ParseJitLevel(jit, &options.jit_level);
   return options;
+}
+
+Status CheckPassNames(const std::vector<std::string>& names) {
+  const std::vector<std::string> known = DefaultPipeline(SessionOptions()).names();
+  for (const std::string& name : names) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    return InvalidArgument("no graph pass named '" + name + "' (the passes are: " + list + ")");
+  }
+  return Status::Ok();
 }
 
 }  // namespace graphjit

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/session_options.h"
 
@@ -16,6 +17,10 @@ int Fail(int code, const std::string& message);
 
 // Session options with graphjit's precedence: `config` (a text ConfigProto, if given),
 // then GRAPHJIT_FLAGS, then `jit` (the command line's --jit, if given).
+// Fails on names that are not graph passes (GRAPHJIT_FLAGS' --disable_pass).
 StatusOr<SessionOptions> LoadSessionOptions(const std::string& config, const std::string& jit);
+
+// InvalidArgument, listing the passes, if a name is not one of the graph passes.
+Status CheckPassNames(const std::vector<std::string>& names);
 
 }  // namespace graphjit

@@ -34,6 +34,9 @@ void AddRunCommand(CLI::App& app, RunArgs* a) {
   run->add_option("--seed", a->seed, "Seed for --random-feeds");
   run->add_option("--shape", a->shapes, "NAME=d0,d1,...: shape of a random feed whose placeholder has unknown dims");
   run->add_option("--trace", a->trace, "Write a Chrome trace-event file of the (last) run");
+  auto* on = run->add_flag("--optimize", a->optimize, "Run the graph optimizations (the default)");
+  run->add_flag("--no-optimize", a->no_optimize, "Skip the graph optimizations (pruning, folding, remapping, ...)")
+      ->excludes(on);
 }
 
 namespace {
@@ -152,6 +155,7 @@ int RunCommand(const RunArgs& a) {
   if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
   SessionOptions options = *loaded;
   if (a.threads > 0) options.intra_op_threads = options.inter_op_threads = a.threads;
+  if (a.optimize || a.no_optimize) options.rewrite_options.set_disable_meta_optimizer(a.no_optimize);
 
 
   // 2. The model.

@@ -21,6 +21,8 @@ struct RunArgs {
   uint64_t seed = 0;
   std::vector<std::string> shapes;  // NAME=d0,d1,...
   std::string trace;
+  bool optimize = false;     // --optimize: graph optimizations on, whatever the config says
+  bool no_optimize = false;  // --no-optimize: off
 };
 
 void AddRunCommand(CLI::App& app, RunArgs* args);

@@ -1,5 +1,6 @@
 // Every fixture written by TensorFlow (tests/data/**/manifest.json) runs in graphjit
-// and matches TensorFlow's own outputs within the tolerance its manifest states.
+// and matches TensorFlow's own outputs within the tolerance its manifest states, with
+// and without the graph optimizations; and the two agree with each other.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/graphdef.h"
+#include "passes/passes.h"
 #include "runtime/npy.h"
 #include "tests/support/test_util.h"
 
@@ -32,55 +34,101 @@ std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {
   return rel;
 }
 
-class Fixture : public ::testing::TestWithParam<std::string> {};
+class Fixture : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() { RegisterGraphOptimizer(); }
+};
 
-void Check(const std::string& manifest_path, int threads) {
+struct Case {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<std::string> fetches;
+  std::vector<Tensor> expected;  // TensorFlow's outputs
+  double rtol = 0, atol = 0;
+};
+
+Case Load(const std::string& manifest_path) {
+  fs::path dir = fs::path(manifest_path).parent_path();
+  nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest_path));
+  Case c;
+  for (auto& [name, file] : m["feeds"].items()) {
+    auto t = ReadNpy((dir / file.get<std::string>()).string());
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    if (t.ok()) c.feeds.emplace_back(name, *t);
+  }
+  for (auto& [name, file] : m["fetches"].items()) {
+    c.fetches.push_back(name);
+    auto t = ReadNpy((dir / file.get<std::string>()).string());
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    c.expected.push_back(t.ok() ? *t : Tensor());
+  }
+  c.rtol = m["tolerance"]["rtol"];
+  c.atol = m["tolerance"]["atol"];
+  return c;
+}
+
+// Runs the fixture's model with the given threads, with or without graph optimizations.
+std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, int threads, bool optimize) {
   fs::path dir = fs::path(manifest_path).parent_path();
   nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest_path));
   auto gd = ReadGraphDefFile((dir / m["model"].get<std::string>()).string());
-  ASSERT_TRUE(gd.ok()) << gd.status().ToString();
+  EXPECT_TRUE(gd.ok()) << gd.status().ToString();
+  if (!gd.ok()) return {};
   SessionOptions options;
   options.intra_op_threads = options.inter_op_threads = threads;
+  options.rewrite_options.set_disable_meta_optimizer(!optimize);
   auto session = Session::Create(options, *gd);
-  ASSERT_TRUE(session.ok()) << session.status().ToString();
-
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  for (auto& [name, file] : m["feeds"].items()) {
-    auto t = ReadNpy((dir / file.get<std::string>()).string());
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    feeds.emplace_back(name, *t);
-  }
-  std::vector<std::string> fetches;
-  std::vector<Tensor> expected;
-  for (auto& [name, file] : m["fetches"].items()) {
-    fetches.push_back(name);
-    auto t = ReadNpy((dir / file.get<std::string>()).string());
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    expected.push_back(*t);
-  }
-  const double rtol = m["tolerance"]["rtol"], atol = m["tolerance"]["atol"];
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return {};
   std::vector<Tensor> outputs;
-  Status s = (*session)->Run(feeds, fetches, {}, &outputs);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  for (size_t i = 0; i < fetches.size(); ++i) {
-    SCOPED_TRACE("fetch " + fetches[i]);
+  Status s = (*session)->Run(c.feeds, c.fetches, {}, &outputs);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return outputs;
+}
+
+void ExpectClose(const Case& c, const std::vector<Tensor>& outputs, const std::vector<Tensor>& expected,
+                 const char* what) {
+  ASSERT_EQ(outputs.size(), c.fetches.size());
+  for (size_t i = 0; i < c.fetches.size(); ++i) {
+    SCOPED_TRACE("fetch " + c.fetches[i]);
     Tensor got = outputs[i];
     // .npy has no bfloat16: compare such outputs as float32, as written by --out.
     if (got.dtype() == DType::kBFloat16 || (got.dtype() == DType::kHalf && expected[i].dtype() == DType::kFloat))
       got = *CastTensor(got, DType::kFloat);
-    ASSERT_EQ(DTypeName(got.dtype()), DTypeName(expected[i].dtype()));
-    ASSERT_EQ(got.shape(), expected[i].shape());
+    Tensor want = expected[i];
+    if (want.dtype() == DType::kBFloat16) want = *CastTensor(want, DType::kFloat);
+    ASSERT_EQ(DTypeName(got.dtype()), DTypeName(want.dtype()));
+    ASSERT_EQ(got.shape(), want.shape());
     int reported = 0;
     for (int64_t j = 0; j < got.num_elements(); ++j) {
-      double a = got.ValueAsDouble(j), e = expected[i].ValueAsDouble(j);
-      bool ok = (std::isnan(a) && std::isnan(e)) || a == e || std::fabs(a - e) <= atol + rtol * std::fabs(e);
-      if (!ok && reported++ < 5) ADD_FAILURE() << "element " << j << ": graphjit " << a << ", TensorFlow " << e;
+      double a = got.ValueAsDouble(j), e = want.ValueAsDouble(j);
+      bool ok = (std::isnan(a) && std::isnan(e)) || a == e || std::fabs(a - e) <= c.atol + c.rtol * std::fabs(e);
+      if (!ok && reported++ < 5) ADD_FAILURE() << "element " << j << ": graphjit " << a << ", " << what << " " << e;
     }
   }
 }
 
-TEST_P(Fixture, MatchesTensorFlow) { Check(GetParam(), 0); }
-TEST_P(Fixture, MatchesTensorFlowOnOneThread) { Check(GetParam(), 1); }
+TEST_P(Fixture, MatchesTensorFlow) {
+  Case c = Load(GetParam());
+  ExpectClose(c, RunFixture(GetParam(), c, 0, true), c.expected, "TensorFlow");
+}
+
+TEST_P(Fixture, MatchesTensorFlowOnOneThread) {
+  Case c = Load(GetParam());
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true), c.expected, "TensorFlow");
+}
+
+TEST_P(Fixture, MatchesTensorFlowUnoptimized) {
+  Case c = Load(GetParam());
+  ExpectClose(c, RunFixture(GetParam(), c, 1, false), c.expected, "TensorFlow");
+}
+
+// The differential test of the graph optimizations: same outputs with and without.
+TEST_P(Fixture, OptimizationKeepsOutputs) {
+  Case c = Load(GetParam());
+  std::vector<Tensor> plain = RunFixture(GetParam(), c, 1, false);
+  ASSERT_EQ(plain.size(), c.fetches.size());
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true), plain, "unoptimized");
+}
 
 INSTANTIATE_TEST_SUITE_P(TensorFlow, Fixture, ::testing::ValuesIn(Manifests()), CaseName);
 

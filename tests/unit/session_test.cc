@@ -29,6 +29,20 @@ TEST(Session, RunsAGraph) {
   EXPECT_EQ(Values(out[0]), (std::vector<double>{11, 22, 13, 24}));
 }
 
+TEST(Session, FetchedTensorsOutliveTheSession) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {4});
+  b.Op("y", "Exp", {"x"});
+  std::vector<Tensor> out;
+  {
+    auto s = MakeSession(b.graph_def());
+    out = RunOrDie(*s, {{"x", MakeFloat(Shape{4}, {0, 0, 0, 0})}}, {"y"});
+  }
+  // The session and its allocator are gone; the buffer still reads (and frees) cleanly.
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{1, 1, 1, 1}));
+  out.clear();
+}
+
 TEST(Session, FetchesSecondOutputs) {
   GraphBuilder b;
   b.Placeholder("logits", DType::kFloat, {1, 2});

@@ -1,0 +1,177 @@
+#include "passes/graph_edit.h"
+
+#include <algorithm>
+
+#include "ir/attr.h"
+#include "runtime/executor.h"
+
+namespace graphjit {
+
+namespace {
+
+void AddControlInput(Node* node, int control) {
+  if (std::find(node->control_inputs.begin(), node->control_inputs.end(), control) == node->control_inputs.end())
+    node->control_inputs.push_back(control);
+}
+
+}  // namespace
+
+void ReplaceUses(Graph& graph, TensorId from, TensorId to) {
+  for (int id = 0; id < graph.num_nodes(); ++id)
+    for (TensorId& in : graph.node(id)->inputs)
+      if (in == from) in = to;
+}
+
+void Bypass(Graph& graph, int node, TensorId forwarded) {
+  const std::vector<int> controls = graph.node(node)->control_inputs;
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    Node* consumer = graph.node(id);
+    bool reads = false;
+    for (TensorId& in : consumer->inputs)
+      if (in.node == node) {
+        in = forwarded;
+        reads = true;
+      }
+    auto& ci = consumer->control_inputs;
+    auto waits = std::find(ci.begin(), ci.end(), node);
+    if (waits != ci.end()) {
+      ci.erase(waits);
+      if (forwarded.node >= 0) AddControlInput(consumer, forwarded.node);
+      reads = true;
+    }
+    if (reads)
+      for (int c : controls) AddControlInput(consumer, c);
+  }
+}
+
+void ReplaceNode(Graph& graph, int from, int to) {
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    Node* consumer = graph.node(id);
+    for (TensorId& in : consumer->inputs)
+      if (in.node == from) in.node = to;
+    auto& ci = consumer->control_inputs;
+    auto waits = std::find(ci.begin(), ci.end(), from);
+    if (waits != ci.end()) {
+      ci.erase(waits);
+      if (id != to) AddControlInput(consumer, to);
+    }
+  }
+}
+
+namespace {
+
+// The attrs that belong to graphjit and TensorFlow's runtime, not to the op ("_aliases",
+// "_XlaCompile", "_XlaScope", "_class"): they stay when a node changes op.
+AttrMap InternalAttrs(const Node& node) {
+  AttrMap kept;
+  for (const auto& [name, value] : node.attrs)
+    if (!name.empty() && name[0] == '_') kept.emplace(name, value);
+  return kept;
+}
+
+}  // namespace
+
+void MakeIdentity(Graph& graph, int node, TensorId input, DType dtype) {
+  Node* n = graph.node(node);
+  n->op = "Identity";
+  n->inputs = {input};
+  n->attrs = InternalAttrs(*n);
+  n->attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
+}
+
+int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<int>& seeds) {
+  const int n = graph.num_nodes();
+  std::vector<int> uses(n, 0);
+  for (int id = 0; id < n; ++id) {
+    for (const TensorId& in : graph.node(id)->inputs) ++uses[in.node];
+    for (int c : graph.node(id)->control_inputs) ++uses[c];
+  }
+  std::vector<bool> remove(n, false);
+  std::vector<int> work = seeds;
+  int removed = 0;
+  while (!work.empty()) {
+    int id = work.back();
+    work.pop_back();
+    const Node* node = graph.node(id);
+    if (remove[id] || uses[id] > 0 || context.IsPreserved(*node)) continue;
+    remove[id] = true;
+    ++removed;
+    for (const TensorId& in : node->inputs) {
+      --uses[in.node];
+      work.push_back(in.node);
+    }
+    for (int c : node->control_inputs) {
+      --uses[c];
+      work.push_back(c);
+    }
+  }
+  if (removed) graph.RemoveNodes(remove);
+  return removed;
+}
+
+std::string UniqueName(const Graph& graph, const std::string& base) {
+  if (graph.FindNode(base) == nullptr) return base;
+  for (int i = 1;; ++i) {
+    std::string name = base + "/_" + std::to_string(i);
+    if (graph.FindNode(name) == nullptr) return name;
+  }
+}
+
+namespace {
+
+void SetConstAttrs(Node* node, const Tensor& value) {
+  AttrMap attrs;
+  attrs["dtype"].set_type(static_cast<tensorflow::DataType>(value.dtype()));
+  TensorToProto(value, attrs["value"].mutable_tensor());
+  node->attrs = std::move(attrs);
+  node->op = "Const";
+  node->inputs.clear();
+}
+
+}  // namespace
+
+Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device) {
+  Node* node = graph.AddNode(UniqueName(graph, base), "Const");
+  node->device = device;
+  SetConstAttrs(node, value);
+  return node;
+}
+
+void ReplaceWithConst(Graph& graph, int node, const Tensor& value) {
+  Node* n = graph.node(node);
+  AttrMap internal = InternalAttrs(*n);
+  SetConstAttrs(n, value);
+  n->attrs.merge(internal);
+}
+
+const Tensor* ConstValue(const AnalyzedGraph& graph, TensorId t) {
+  if (graph.graph.node(t.node)->op != "Const" || t.index != 0) return nullptr;
+  const Tensor& value = graph.constants[t.node];
+  return value.valid() ? &value : nullptr;
+}
+
+StatusOr<std::vector<Tensor>> Evaluate(const AnalyzedGraph& graph, const std::vector<TensorId>& tensors) {
+  GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(graph, {}, tensors, {}));
+  ExecutorOptions options;
+  options.allocator = Allocator::Default();
+  std::vector<Tensor> values;
+  GJ_RETURN_IF_ERROR(Execute(graph, plan, {}, options, &values));
+  return values;
+}
+
+StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node, const std::vector<Tensor>& inputs) {
+  Graph graph;
+  Node* copy = graph.AddNode(node.name, node.op);
+  copy->attrs = node.attrs;
+  copy->device = node.device;
+  for (const Tensor& value : inputs) {
+    Node* input = AddConst(graph, node.name + "/input", value, node.device);
+    copy->inputs.push_back({input->id, 0});
+  }
+  GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(graph)));
+  std::vector<TensorId> outputs;
+  for (int i = 0; i < static_cast<int>(analyzed.info(0).dtypes.size()); ++i) outputs.push_back({0, i});
+  return Evaluate(analyzed, outputs);
+}
+
+}  // namespace graphjit

@@ -1,0 +1,57 @@
+// Small graph edits the passes share: rewiring uses, bypassing forwarders, removing
+// what nothing needs any more, adding constants, evaluating constant subgraphs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/pass_manager.h"
+#include "runtime/graph_analysis.h"
+
+namespace graphjit {
+
+// Points every data input that reads `from` at `to`.
+void ReplaceUses(Graph& graph, TensorId from, TensorId to);
+
+// Makes the consumers of a single-output forwarder (Identity-like: output 0 equals its
+// input `forwarded`) read that tensor instead. Its data consumers also wait for its
+// control inputs; its control consumers wait for the producer of `forwarded` and its
+// control inputs. The node is left without consumers. For a NoOp, pass {-1, 0}.
+void Bypass(Graph& graph, int node, TensorId forwarded);
+
+// Makes every consumer of `from` (data, output by output, and control) use `to`,
+// which must have the same outputs.
+void ReplaceNode(Graph& graph, int from, int to);
+
+// Turns `node` into Identity(input): for a node a rewrite would bypass but the context
+// preserves (its name and output stay).
+void MakeIdentity(Graph& graph, int node, TensorId input, DType dtype);
+
+// Removes each seed that nothing consumes and the context does not preserve, then,
+// transitively, its inputs that became unused. Returns how many nodes were removed.
+int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<int>& seeds);
+
+// `base`, or `base/_N` with the smallest N that makes it unique.
+std::string UniqueName(const Graph& graph, const std::string& base);
+
+// Adds a Const node holding `value`, named UniqueName(base).
+Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device);
+
+// Replaces `node` in place by a Const holding `value` (name and control inputs stay).
+void ReplaceWithConst(Graph& graph, int node, const Tensor& value);
+
+// The value of a Const node's output, or nullptr.
+const Tensor* ConstValue(const AnalyzedGraph& graph, TensorId t);
+
+// Runs the nodes the given tensors need (inputs must all be constants) and returns them.
+StatusOr<std::vector<Tensor>> Evaluate(const AnalyzedGraph& graph, const std::vector<TensorId>& tensors);
+
+// Runs one node on the given input values (for folding), returning all its outputs.
+StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node, const std::vector<Tensor>& inputs);
+
+// The static shape of a tensor (possibly partial).
+inline const Shape& StaticShape(const AnalyzedGraph& graph, TensorId t) { return graph.info(t.node).shapes[t.index]; }
+inline DType StaticDType(const AnalyzedGraph& graph, TensorId t) { return graph.info(t.node).dtypes[t.index]; }
+
+}  // namespace graphjit

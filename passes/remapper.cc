@@ -1,0 +1,156 @@
+#include <cmath>
+
+#include "ir/attr.h"
+#include "passes/graph_edit.h"
+#include "passes/passes.h"
+
+namespace graphjit {
+
+namespace {
+
+bool IsFusedOp(const std::string& op) { return op == "_FusedMatMul" || op == "_FusedConv2D"; }
+const char* FusedOpFor(const std::string& op) { return op == "MatMul" ? "_FusedMatMul" : "_FusedConv2D"; }
+
+// One sweep in dataflow order: a BiasAdd (or an inference FusedBatchNorm) absorbs the
+// MatMul/Conv2D before it, then an activation absorbs the fused node before it. The node
+// that absorbs keeps its name, so fetched names stay.
+class Remapper {
+ public:
+  Remapper(Graph& graph, const PassContext& context, const AnalyzedGraph& analysis)
+      : g_(graph), context_(context), a_(analysis), uses_(graph.num_nodes(), 0), out_edges_(graph.ComputeOutEdges()) {
+    for (int id = 0; id < g_.num_nodes(); ++id) {
+      for (const TensorId& in : g_.node(id)->inputs) ++uses_[in.node];
+      for (int c : g_.node(id)->control_inputs) uses_[c] += 2;  // never absorbed
+    }
+  }
+
+  bool Sweep() {
+    bool changed = false;
+    for (int id : a_.topo_order) {
+      const std::string& op = g_.node(id)->op;
+      if (op == "BiasAdd") changed |= FuseBiasAdd(id);
+      if (op == "FusedBatchNorm" || op == "FusedBatchNormV2" || op == "FusedBatchNormV3") changed |= FoldBatchNorm(id);
+      if (op == "Relu" || op == "Relu6" || op == "Elu") changed |= FuseActivation(id);
+    }
+    return RemoveDeadNodes(g_, context_, seeds_) > 0 || changed;
+  }
+
+ private:
+  Node* N(int id) { return g_.node(id); }
+  bool IsF32(int id) {
+    auto t = GetTypeAttr(*N(id), "T");
+    return t.ok() && *t == DType::kFloat;
+  }
+  // Output 0 of the producer is read by this one consumer only, and nothing else needs
+  // the producer by name.
+  bool Private(TensorId t) { return t.index == 0 && uses_[t.node] == 1 && !context_.IsPreserved(*N(t.node)); }
+  // A MatMul or NHWC Conv2D that can take an epilogue.
+  bool IsGemmProducer(TensorId t) {
+    const Node* p = N(t.node);
+    if (p->op != "MatMul" && p->op != "Conv2D") return false;
+    return Private(t) && IsF32(t.node) && GetStringAttrOr(*p, "data_format", "NHWC").value_or("") == "NHWC";
+  }
+
+  // `id` becomes the fused op of `producer` with inputs (x, weights, bias).
+  void Absorb(int id, int producer, TensorId weights, TensorId bias, std::vector<std::string> fused_ops) {
+    Node* n = N(id);
+    const Node* p = N(producer);
+    for (const TensorId& in : n->inputs) seeds_.push_back(in.node);
+    AttrMap attrs = p->attrs;
+    for (const auto& [name, value] : n->attrs)
+      if (!name.empty() && name[0] == '_') attrs[name] = value;
+    attrs["num_args"].set_i(1);
+    attrs["epsilon"].set_f(0.0001f);
+    auto* list = attrs["fused_ops"].mutable_list();
+    list->clear_s();
+    for (const std::string& f : fused_ops) list->add_s(f);
+    std::vector<int> controls = n->control_inputs;
+    for (int c : p->control_inputs) controls.push_back(c);
+    n->op = IsFusedOp(p->op) ? p->op : FusedOpFor(p->op);
+    n->inputs = {p->inputs[0], weights, bias};
+    n->attrs = std::move(attrs);
+    n->control_inputs = std::move(controls);
+    seeds_.push_back(producer);
+  }
+
+  // MatMul/Conv2D + BiasAdd -> _FusedMatMul/_FusedConv2D [BiasAdd].
+  bool FuseBiasAdd(int id) {
+    const TensorId x = N(id)->inputs[0];
+    if (!IsGemmProducer(x) || !IsF32(id) || GetStringAttrOr(*N(id), "data_format", "NHWC").value_or("") != "NHWC")
+      return false;
+    Absorb(id, x.node, N(x.node)->inputs[1], N(id)->inputs[1], {"BiasAdd"});
+    return true;
+  }
+
+  // Activation(_Fused*[BiasAdd]) -> _Fused*[BiasAdd, Activation].
+  bool FuseActivation(int id) {
+    const TensorId x = N(id)->inputs[0];
+    const Node* f = N(x.node);
+    if (!IsFusedOp(f->op) || !Private(x) || !IsF32(id)) return false;
+    const tensorflow::AttrValue* ops = f->FindAttr("fused_ops");
+    if (ops == nullptr || ops->list().s_size() != 1 || ops->list().s(0) != "BiasAdd") return false;
+    Absorb(id, x.node, f->inputs[1], f->inputs[2], {"BiasAdd", N(id)->op});
+    return true;
+  }
+
+  // Conv2D/MatMul + FusedBatchNorm(is_training=false): the normalization is a per-channel
+  // scale s = gamma / sqrt(var + eps), folded into the weights, and a bias beta - mean * s.
+  bool FoldBatchNorm(int id) {
+    Node* bn = N(id);
+    const TensorId x = bn->inputs[0];
+    if (bn->inputs.size() != 5 || !IsGemmProducer(x) || GetBoolAttrOr(*bn, "is_training", true).value_or(true) ||
+        GetStringAttrOr(*bn, "data_format", "NHWC").value_or("") != "NHWC")
+      return false;
+    for (const OutEdge& e : out_edges_[id])
+      if (e.src_output > 0) return false;  // batch statistics are read
+    for (const std::string& fetch : context_.fetches()) {
+      ParsedInput parsed;
+      if (ParseInputString(fetch, &parsed) && parsed.node == bn->name && parsed.index > 0) return false;
+    }
+    const Node* p = N(x.node);
+    const Tensor* w = ConstValue(a_, p->inputs[1]);
+    std::vector<const Tensor*> params;
+    for (int i = 1; i < 5; ++i) params.push_back(ConstValue(a_, bn->inputs[i]));
+    if (!w || w->dtype() != DType::kFloat) return false;
+    const int64_t channels = params[0] ? params[0]->num_elements() : -1;
+    for (const Tensor* t : params)
+      if (!t || t->dtype() != DType::kFloat || t->num_elements() != channels) return false;
+    // Where the output channel is in the weights: HWIO's last dim; MatMul's columns (rows
+    // when transposed).
+    const bool rows = p->op == "MatMul" && GetBoolAttrOr(*p, "transpose_b", false).value_or(false);
+    const int64_t w_channels = rows ? w->shape().dim(0) : w->shape().dim(w->shape().rank() - 1);
+    if (w_channels != channels) return false;
+    const float eps = GetFloatAttrOr(*bn, "epsilon", 0.0001f).value_or(0.0001f);
+    std::vector<float> scale(channels);
+    Tensor bias = Tensor::Allocate(DType::kFloat, Shape{channels}).value();
+    for (int64_t c = 0; c < channels; ++c) {
+      scale[c] = params[0]->data<float>()[c] / std::sqrt(params[3]->data<float>()[c] + eps);
+      bias.data<float>()[c] = params[1]->data<float>()[c] - params[2]->data<float>()[c] * scale[c];
+    }
+    auto folded = w->Clone();
+    if (!folded.ok()) return false;
+    float* fw = folded->data<float>();
+    const int64_t n = folded->num_elements();
+    for (int64_t i = 0; i < n; ++i) fw[i] *= scale[rows ? i / (n / channels) : i % channels];
+    TensorId weights{AddConst(g_, bn->name + "/folded_weights", *folded, bn->device)->id, 0};
+    TensorId b{AddConst(g_, bn->name + "/folded_bias", bias, bn->device)->id, 0};
+    Absorb(id, x.node, weights, b, {"BiasAdd"});
+    return true;
+  }
+
+  Graph& g_;
+  const PassContext& context_;
+  const AnalyzedGraph& a_;
+  std::vector<int> uses_;
+  std::vector<std::vector<OutEdge>> out_edges_;
+  std::vector<int> seeds_;
+};
+
+}  // namespace
+
+StatusOr<bool> Remap(Graph& graph, const PassContext& context) {
+  GJ_ASSIGN_OR_RETURN(AnalyzedGraph analysis, AnalyzeGraph(graph.Clone()));
+  return Remapper(graph, context, analysis).Sweep();
+}
+
+}  // namespace graphjit

@@ -1,0 +1,24 @@
+// `graphjit optimize`: run the graph optimizations offline and write the result.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace graphjit {
+
+struct OptimizeArgs {
+  std::string model;
+  std::string output;
+  std::vector<std::string> fetches;
+  std::string disable;  // A,B
+  std::string config;
+  std::string dump_to;
+};
+
+void AddOptimizeCommand(CLI::App& app, OptimizeArgs* args);
+// Returns the process exit status: 0 ok, 2 bad input.
+int OptimizeCommand(const OptimizeArgs& args);
+
+}  // namespace graphjit
