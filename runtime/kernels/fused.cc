@@ -26,7 +26,7 @@ StatusOr<Activation> InferFusedEpilogue(InferenceContext& c, int bias_input, int
   return act;
 }
 
-dnnl::post_ops ActivationPostOps(Activation activation) {
+dnnl::primitive_attr OneDnnAttr(Activation activation) {
   dnnl::post_ops ops;
   switch (activation) {
     case Activation::kNone: break;
@@ -34,7 +34,10 @@ dnnl::post_ops ActivationPostOps(Activation activation) {
     case Activation::kRelu6: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, 0.0f, 6.0f); break;
     case Activation::kElu: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_elu, 1.0f, 0.0f); break;
   }
-  return ops;
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
 }
 
 namespace {

@@ -16,8 +16,10 @@ enum class Activation { kNone, kRelu, kRelu6, kElu };
 StatusOr<Activation> InferFusedEpilogue(InferenceContext& c, int bias_input, int64_t channels);
 StatusOr<Activation> ReadActivation(const Node& node);
 
-// oneDNN post-ops for the activation (none for kNone).
-dnnl::post_ops ActivationPostOps(Activation activation);
+// Attributes for graphjit's oneDNN primitives: the activation as a post-op (none for
+// kNone), and a scratchpad the caller provides, since oneDNN's own is shared by every
+// execution and kernels run concurrently on the inter-op threads.
+dnnl::primitive_attr OneDnnAttr(Activation activation);
 
 // out[..., j] = act(out[..., j] + bias[j]), in place.
 Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, Activation activation, Tensor* out);

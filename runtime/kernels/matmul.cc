@@ -174,7 +174,7 @@ class OneDnnFusedMatMul {
     const std::string key = std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k) + "," +
                             std::to_string(ta) + std::to_string(tb) + std::to_string(static_cast<int>(act));
     try {
-      dnnl::matmul* primitive;
+      Entry* e;
       {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = cache_.find(key);
@@ -184,12 +184,10 @@ class OneDnnFusedMatMul {
           memory::desc b_md({k, n}, f32, tb ? memory::format_tag::ba : memory::format_tag::ab);
           memory::desc bias_md({1, n}, f32, memory::format_tag::ab);
           memory::desc c_md({m, n}, f32, memory::format_tag::ab);
-          dnnl::primitive_attr attr;
-          attr.set_post_ops(ActivationPostOps(act));
-          dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr, engine_);
+          dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), OneDnnAttr(act), engine_);
           it = cache_.emplace(key, std::make_unique<Entry>(Entry{pd, dnnl::matmul(pd)})).first;
         }
-        primitive = &it->second->primitive;
+        e = it->second.get();
       }
       omp_set_num_threads(ctx.intra_op ? ctx.intra_op->num_threads() : 1);
       const auto f32 = memory::data_type::f32;
@@ -198,8 +196,9 @@ class OneDnnFusedMatMul {
       memory b_mem({{k, n}, f32, tb ? memory::format_tag::ba : memory::format_tag::ab}, engine_, b.raw());
       memory bias_mem({{1, n}, f32, memory::format_tag::ab}, engine_, bias.raw());
       memory c_mem({{m, n}, f32, memory::format_tag::ab}, engine_, out->raw());
-      primitive->execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_BIAS, bias_mem},
-                                  {DNNL_ARG_DST, c_mem}});
+      memory scratchpad(e->pd.scratchpad_desc(), engine_);  // this call's own: runs may overlap
+      e->primitive.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_BIAS, bias_mem},
+                                    {DNNL_ARG_DST, c_mem}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
       stream.wait();
     } catch (const dnnl::error& err) {
       return Internal(NodeLabel(ctx.node) + ": oneDNN matmul failed: " + err.what());

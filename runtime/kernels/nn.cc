@@ -176,8 +176,7 @@ class OneDnnConv {
                         : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                           dnnl::algorithm::convolution_direct, src_md, w_any, dst_md,
                                                           strides, dilates, pad_l, pad_r);
-          dnnl::primitive_attr attr;
-          attr.set_post_ops(ActivationPostOps(act));
+          dnnl::primitive_attr attr = OneDnnAttr(act);
           auto pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
           it = cache_.emplace(key, std::make_unique<Entry>(Entry{pd, dnnl::convolution_forward(pd)})).first;
         }
@@ -193,7 +192,9 @@ class OneDnnConv {
         weights = memory(e->pd.weights_desc(), engine_);
         dnnl::reorder(user_w, weights).execute(stream, user_w, weights);
       }
-      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+      memory scratchpad(e->pd.scratchpad_desc(), engine_);  // this call's own: runs may overlap
+      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
+                                              {DNNL_ARG_SCRATCHPAD, scratchpad}};
       if (bias) args.emplace(DNNL_ARG_BIAS, memory({{O}, memory::data_type::f32, memory::format_tag::a}, engine_, bias->raw()));
       e->conv.execute(stream, args);
       stream.wait();

@@ -177,6 +177,36 @@ TEST(Session, ConcurrentRunsAreIndependent) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// oneDNN's default scratchpad is shared by all executions of a primitive; convolutions
+// of one geometry running at once on the inter-op threads must not share it.
+TEST(Session, ConvolutionsOfOneGeometryRunConcurrently) {
+  GraphBuilder b;
+  b.Placeholder("img", DType::kFloat, {2, 16, 16, 8});
+  std::vector<std::string> fetches;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<float> f(3 * 3 * 8 * 8);
+    for (size_t j = 0; j < f.size(); ++j) f[j] = static_cast<float>((j * (i + 3)) % 7) - 3.0f;
+    std::string name = "conv" + std::to_string(i);
+    tensorflow::NodeDef* n = b.Op(name, "Conv2D", {"img", b.Const("f" + std::to_string(i), MakeFloat(Shape{3, 3, 8, 8}, f))});
+    testing::SetAttrInts(n, "strides", {1, 1, 1, 1});
+    testing::SetAttrString(n, "padding", "SAME");
+    fetches.push_back(name);
+  }
+  std::vector<float> img(2 * 16 * 16 * 8);
+  for (size_t j = 0; j < img.size(); ++j) img[j] = static_cast<float>(j % 11) - 5.0f;
+  Tensor x = MakeFloat(Shape{2, 16, 16, 8}, img);
+  SessionOptions one;
+  one.inter_op_threads = one.intra_op_threads = 1;
+  auto want = RunOrDie(*MakeSession(b.graph_def(), one), {{"img", x}}, fetches);
+  SessionOptions many;
+  many.inter_op_threads = 4;
+  auto s = MakeSession(b.graph_def(), many);
+  for (int run = 0; run < 30; ++run) {
+    auto got = RunOrDie(*s, {{"img", x}}, fetches);
+    for (size_t i = 0; i < fetches.size(); ++i) ASSERT_EQ(Values(got[i]), Values(want[i])) << fetches[i] << " run " << run;
+  }
+}
+
 TEST(Analysis, EveryUnsupportedOpIsListedAtOnce) {
   GraphBuilder b;
   b.Placeholder("p", DType::kBool);

@@ -1,0 +1,310 @@
+// passes/: the PassManager's contract (unchanged means byte-identical, verification,
+// dumps, disabling), and each rewrite's numbers: the optimized graph computes what the
+// original computes, with the fused ops actually in it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "ir/graphdef.h"
+#include "passes/passes.h"
+#include "runtime/pass_registry.h"
+#include "tests/support/test_util.h"
+
+namespace graphjit {
+namespace {
+
+using testing::GraphBuilder;
+using testing::MakeFloat;
+using testing::SetAttrBool;
+using testing::SetAttrFloat;
+using testing::SetAttrInts;
+using testing::SetAttrString;
+using testing::SetAttrType;
+using testing::Values;
+
+std::string Bytes(const Graph& graph) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    ExportGraphDef(graph).SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
+
+Graph Load(const std::string& path) {
+  auto gd = ReadGraphDefFile(path);
+  EXPECT_TRUE(gd.ok()) << gd.status().ToString();
+  auto g = ImportGraphDef(*gd);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return std::move(g).value();
+}
+
+const std::vector<std::pair<std::string, PassFunction>>& AllPasses() {
+  static const std::vector<std::pair<std::string, PassFunction>> passes = {
+      {"prune", Prune},   {"constant_folding", FoldConstants}, {"arithmetic", SimplifyArithmetic},
+      {"cse", EliminateCommonSubexpressions}, {"remapper", Remap}};
+  return passes;
+}
+
+TEST(PassManager, UnchangedMeansByteIdentical) {
+  int changed = 0, unchanged = 0;
+  for (const char* model : {"mnist_softmax", "keras_mlp", "small_cnn", "transformer_block"}) {
+    Graph graph = Load(testing::TestData(std::string(model) + "/model.pb"));
+    PassContext context({}, {}, ModelOutputsAndInputs(graph));
+    // Each pass twice in a row over the pipeline: the second run finds nothing to do.
+    for (const auto& [name, pass] : AllPasses()) {
+      for (int round = 0; round < 2; ++round) {
+        SCOPED_TRACE(std::string(model) + " " + name + " round " + std::to_string(round));
+        const std::string before = Bytes(graph);
+        auto r = pass(graph, context);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        if (*r) {
+          ++changed;
+          EXPECT_EQ(round, 0) << "a second run changed the graph again";
+        } else {
+          ++unchanged;
+          EXPECT_EQ(Bytes(graph), before);
+        }
+      }
+    }
+  }
+  // Both outcomes happened, so both branches above were checked.
+  EXPECT_GT(changed, 4);
+  EXPECT_GT(unchanged, 4);
+}
+
+TEST(PassManager, VerifierNamesThePassThatBrokeTheGraph) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {2});
+  b.Op("y", "Relu", {"x"});
+  Graph graph = ImportGraphDef(b.graph_def()).value();
+  PassManagerOptions options;
+  options.verify = true;
+  PassManager pm(options);
+  pm.Add("breaker", [](Graph& g, const PassContext&) -> StatusOr<bool> {
+    g.FindNode("y")->inputs.clear();  // Relu without its input
+    return true;
+  });
+  auto r = pm.Run(graph, PassContext({}, {"y"}, {}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("graph pass 'breaker' left an invalid graph"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(PassManager, DisabledPassesDoNotRunAndUnknownNamesFail) {
+  int runs = 0;
+  auto counting = [&runs](Graph&, const PassContext&) -> StatusOr<bool> {
+    ++runs;
+    return false;
+  };
+  Graph graph;
+  PassManagerOptions options;
+  options.disabled = {"b"};
+  PassManager pm(options);
+  pm.Add("a", counting);
+  pm.Add("b", counting);
+  std::vector<PassRecord> records;
+  ASSERT_TRUE(pm.Run(graph, PassContext({}, {}, {}), &records).ok());
+  EXPECT_EQ(runs, 1);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_TRUE(records[0].ran);
+  EXPECT_FALSE(records[1].ran);
+
+  options.disabled = {"c"};
+  auto r = PassManager(options).Run(graph, PassContext({}, {}, {}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no graph pass named 'c'"), std::string::npos);
+}
+
+TEST(PassManager, DumpsTheGraphAfterEveryPass) {
+  Graph graph = Load(testing::TestData("keras_mlp/model.pb"));
+  SessionOptions so;
+  so.dump_to = testing::TempDir();
+  auto r = DefaultPipeline(so).Run(graph, PassContext({}, {}, ModelOutputsAndInputs(graph)));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string dir = so.dump_to + "/graph_passes/";
+  for (const char* file : {"00_input", "01_prune", "02_constant_folding", "03_arithmetic", "04_cse", "05_remapper"}) {
+    auto dumped = ReadGraphDefFile(dir + file + ".pbtxt");
+    EXPECT_TRUE(dumped.ok()) << file << ": " << dumped.status().ToString();
+  }
+  // The last dump is the result.
+  EXPECT_EQ(ReadGraphDefFile(dir + "05_remapper.pbtxt")->node_size(), graph.num_nodes());
+}
+
+TEST(Optimizer, RewriteOptionsChooseThePasses) {
+  SessionOptions so;
+  EXPECT_EQ(DefaultPipeline(so).names(),
+            (std::vector<std::string>{"prune", "constant_folding", "arithmetic", "cse", "remapper"}));
+  so.rewrite_options.set_constant_folding(tensorflow::RewriterConfig::OFF);
+  so.rewrite_options.set_remapping(tensorflow::RewriterConfig::OFF);
+  so.rewrite_options.set_disable_model_pruning(true);
+  EXPECT_EQ(DefaultPipeline(so).names(), (std::vector<std::string>{"arithmetic", "cse"}));
+  so.rewrite_options.set_disable_meta_optimizer(true);
+  EXPECT_TRUE(DefaultPipeline(so).names().empty());
+}
+
+// ---- the numbers: optimized against unoptimized sessions ------------------------------
+
+class Numbers : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { RegisterGraphOptimizer(); }
+
+  static Tensor Random(const Shape& shape, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> v(shape.num_elements());
+    for (float& x : v) x = dist(rng);
+    return MakeFloat(shape, v);
+  }
+
+  // Runs with and without optimization, expects the same values, and returns the
+  // optimized graph's ops.
+  static std::vector<std::string> Compare(const tensorflow::GraphDef& gd,
+                                          const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                          const std::vector<std::string>& fetches, double tol = 1e-5) {
+    SessionOptions off;
+    off.rewrite_options.set_disable_meta_optimizer(true);
+    auto plain = testing::MakeSession(gd, off);
+    auto optimized = testing::MakeSession(gd);
+    auto want = testing::RunOrDie(*plain, feeds, fetches);
+    auto got = testing::RunOrDie(*optimized, feeds, fetches);
+    for (size_t i = 0; i < fetches.size(); ++i) {
+      SCOPED_TRACE("fetch " + fetches[i]);
+      EXPECT_EQ(got[i].shape(), want[i].shape());
+      auto g = Values(got[i]), w = Values(want[i]);
+      for (size_t j = 0; j < g.size() && j < w.size(); ++j)
+        EXPECT_NEAR(g[j], w[j], tol * (1 + std::fabs(w[j]))) << "element " << j;
+    }
+    std::vector<std::string> feed_names;
+    for (const auto& [name, t] : feeds) feed_names.push_back(name);
+    auto graph = optimized->OptimizedGraph(feed_names, fetches);
+    EXPECT_TRUE(graph.ok()) << graph.status().ToString();
+    std::vector<std::string> ops;
+    for (int id = 0; graph.ok() && id < (*graph)->graph.num_nodes(); ++id) ops.push_back((*graph)->graph.node(id)->op);
+    return ops;
+  }
+
+  static bool Has(const std::vector<std::string>& ops, const std::string& op) {
+    return std::find(ops.begin(), ops.end(), op) != ops.end();
+  }
+};
+
+TEST_F(Numbers, FusedMatMulWithEachActivation) {
+  for (const char* act : {"", "Relu", "Relu6", "Elu"}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::string(act) + (tb ? " transpose_b" : ""));
+      GraphBuilder b;
+      b.Placeholder("x", DType::kFloat, {7, 13});
+      b.Const("w", Random(tb ? Shape{5, 13} : Shape{13, 5}, 1));
+      b.Const("b", Random(Shape{5}, 2));
+      SetAttrBool(b.Op("mm", "MatMul", {"x", "w"}), "transpose_b", tb);
+      b.Op("bias", "BiasAdd", {"mm", "b"});
+      std::string out = "bias";
+      if (*act) out = b.Op("act", act, {"bias"})->name();
+      auto ops = Compare(b.graph_def(), {{"x", Random(Shape{7, 13}, 3)}}, {out});
+      EXPECT_TRUE(Has(ops, "_FusedMatMul"));
+      EXPECT_FALSE(Has(ops, "MatMul"));
+    }
+  }
+}
+
+TEST_F(Numbers, FusedConvAndFoldedBatchNorm) {
+  GraphBuilder b;
+  b.Placeholder("img", DType::kFloat, {2, 9, 7, 3});
+  b.Const("f", Random(Shape{3, 3, 3, 5}, 4));
+  b.Const("cb", Random(Shape{5}, 5));
+  b.Const("f2", Random(Shape{3, 3, 3, 5}, 14));
+  auto conv = [&](const std::string& name, const std::string& filter) {
+    tensorflow::NodeDef* n = b.Op(name, "Conv2D", {"img", filter});
+    SetAttrInts(n, "strides", {1, 2, 1, 1});
+    SetAttrString(n, "padding", "SAME");
+    return name;
+  };
+  b.Op("bias", "BiasAdd", {conv("conv1", "f"), "cb"});
+  b.Op("relu", "Relu", {"bias"});
+  // Batch norm with varied per-channel statistics (variance > 0).
+  Tensor var = Random(Shape{5}, 6);
+  for (int i = 0; i < 5; ++i) var.data<float>()[i] = 0.5f + std::fabs(var.data<float>()[i]);
+  b.Const("gamma", Random(Shape{5}, 7));
+  b.Const("beta", Random(Shape{5}, 8));
+  b.Const("mean", Random(Shape{5}, 9));
+  b.Const("var", var);
+  tensorflow::NodeDef* bn = b.Op("bn", "FusedBatchNormV3", {conv("conv2", "f2"), "gamma", "beta", "mean", "var"});
+  SetAttrType(bn, "U", DType::kFloat);
+  SetAttrFloat(bn, "epsilon", 0.001f);
+  SetAttrBool(bn, "is_training", false);
+  b.Op("bn_relu", "Relu", {"bn"});
+  auto ops = Compare(b.graph_def(), {{"img", Random(Shape{2, 9, 7, 3}, 10)}}, {"relu", "bn_relu"}, 1e-4);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedConv2D"), 2);
+  EXPECT_FALSE(Has(ops, "FusedBatchNormV3"));
+  EXPECT_FALSE(Has(ops, "Conv2D"));
+}
+
+TEST_F(Numbers, ArithmeticRewritesKeepValues) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {4, 3});
+  b.Placeholder("w", DType::kFloat, {4, 6});
+  b.Const("one", MakeFloat(Shape{}, {1}));
+  b.Const("zero", MakeFloat(Shape{3}, {0, 0, 0}));
+  b.Const("two", MakeFloat(Shape{}, {2}));
+  b.Const("three", MakeFloat(Shape{3}, {3, 4, 5}));
+  b.Const("perm", testing::MakeInt32(Shape{2}, {1, 0}));
+  b.Op("x1", "Mul", {"x", "one"});
+  b.Op("x2", "AddV2", {"zero", "x1"});
+  b.Op("neg", "Sub", {"zero", "x2"});
+  b.Op("recip", "RealDiv", {"one", "x2"});
+  b.Op("inner", "Mul", {"x2", "three"});
+  b.Op("push", "Mul", {"two", "inner"});
+  SetAttrType(b.Op("xt", "Transpose", {"x", "perm"}), "Tperm", DType::kInt32);
+  b.Op("mm", "MatMul", {"xt", "w"});  // x^T w: [3, 6]
+  SetAttrType(b.Op("tt", "Transpose", {"xt", "perm"}), "Tperm", DType::kInt32);
+  b.Op("sum", "AddN", {"tt", "neg", "recip", "push"})->mutable_attr()->operator[]("N").set_i(4);
+  auto ops = Compare(b.graph_def(), {{"x", Random(Shape{4, 3}, 11)}, {"w", Random(Shape{4, 6}, 12)}}, {"sum", "mm"});
+  EXPECT_TRUE(Has(ops, "Neg"));
+  EXPECT_TRUE(Has(ops, "Reciprocal"));
+  EXPECT_FALSE(Has(ops, "Transpose"));
+  EXPECT_FALSE(Has(ops, "Sub"));
+}
+
+TEST_F(Numbers, AFedTensorIsNeverFoldedAway) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {2});
+  b.Const("c1", MakeFloat(Shape{2}, {1, 2}));
+  b.Const("c2", MakeFloat(Shape{2}, {10, 20}));
+  b.Op("c", "AddV2", {"c1", "c2"});
+  b.Op("y", "Mul", {"x", "c"});
+  auto s = testing::MakeSession(b.graph_def());
+  Tensor x = MakeFloat(Shape{2}, {1, 1});
+  EXPECT_EQ(Values(testing::RunOrDie(*s, {{"x", x}}, {"y"})[0]), (std::vector<double>{11, 22}));
+  // Feeding the foldable "c" replaces it; the cached folded program is not reused.
+  EXPECT_EQ(Values(testing::RunOrDie(*s, {{"x", x}, {"c", MakeFloat(Shape{2}, {3, 4})}}, {"y"})[0]),
+            (std::vector<double>{3, 4}));
+}
+
+TEST_F(Numbers, AFetchedIntermediateIsNotFusedAway) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {2, 2});
+  b.Const("w", MakeFloat(Shape{2, 2}, {1, 0, 0, 1}));
+  b.Const("b", MakeFloat(Shape{2}, {-1, 1}));
+  b.Op("mm", "MatMul", {"x", "w"});
+  b.Op("bias", "BiasAdd", {"mm", "b"});
+  b.Op("relu", "Relu", {"bias"});
+  auto s = testing::MakeSession(b.graph_def());
+  auto out = testing::RunOrDie(*s, {{"x", MakeFloat(Shape{2, 2}, {0, 0, 3, -3})}}, {"bias", "relu"});
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{-1, 1, 2, -2}));
+  EXPECT_EQ(Values(out[1]), (std::vector<double>{0, 1, 2, 0}));
+  auto graph = s->OptimizedGraph({"x"}, {"bias", "relu"});
+  ASSERT_TRUE(graph.ok());
+  EXPECT_EQ((*graph)->graph.FindNode("bias")->op, "_FusedMatMul");  // the fetched bias is still there
+  EXPECT_EQ((*graph)->graph.FindNode("relu")->op, "Relu");
+}
+
+}  // namespace
+}  // namespace graphjit
