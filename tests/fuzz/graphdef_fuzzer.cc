@@ -1,5 +1,6 @@
 // libFuzzer target: bytes -> GraphDef (binary, and text when the bytes parse as text)
-// -> import -> validation and type/shape inference. Any crash, sanitizer report or
+// -> import -> validation and type/shape inference -> the graph optimizations (which
+// run kernels on the graph's constants while folding them). Any crash, sanitizer report or
 // allocation beyond the fuzzer's memory limit is a bug: bad input must end in an
 // error status.
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <google/protobuf/text_format.h>
 
 #include "ir/graphdef.h"
+#include "passes/passes.h"
 #include "runtime/graph_analysis.h"
 
 namespace {
@@ -23,8 +25,10 @@ class Quiet : public google::protobuf::io::ErrorCollector {
 void Exercise(const tensorflow::GraphDef& graph_def) {
   auto graph = graphjit::ImportGraphDef(graph_def);
   if (!graph.ok()) return;
-  auto analyzed = graphjit::AnalyzeGraph(std::move(graph).value());
-  (void)analyzed;
+  if (!graphjit::AnalyzeGraph(graph->Clone()).ok()) return;
+  graphjit::PassContext context({}, {}, graphjit::ModelOutputsAndInputs(*graph));
+  auto optimized = graphjit::DefaultPipeline(graphjit::SessionOptions()).Run(*graph, context);
+  (void)optimized;
 }
 
 }  // namespace

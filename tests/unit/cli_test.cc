@@ -246,6 +246,40 @@ TEST(CliErrors, InvalidModels) {
   ExpectExit(RunGraphjit("run " + WriteModel(k.graph_def())), 2, "node 'k' (Const): constant tensor of shape [4]");
 }
 
+TEST(Cli, OptimizeWritesTheOptimizedGraphAndReportsEachPass) {
+  const std::string out = testing::TempDir() + "/opt.pb";
+  auto r = RunGraphjit("optimize " + TestData("keras_mlp/model.pb") + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* pass : {"prune", "constant_folding", "arithmetic", "cse", "remapper"})
+    EXPECT_NE(r.out.find(pass), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("24 -> 12 nodes"), std::string::npos) << r.out;
+  auto gd = ReadGraphDefFile(out);
+  ASSERT_TRUE(gd.ok()) << gd.status().ToString();
+  EXPECT_EQ(gd->node_size(), 12);
+  // The written graph runs and gives what the original gives.
+  const std::string feed = " --feed input=" + TestData("keras_mlp/input.npy") + " --fetch Identity";
+  auto original = RunGraphjit("run --no-optimize " + TestData("keras_mlp/model.pb") + feed);
+  auto optimized = RunGraphjit("run " + out + feed);
+  ASSERT_EQ(optimized.exit_code, 0) << optimized.err;
+  EXPECT_EQ(optimized.out, original.out);
+  // --disable_pass and --fetch.
+  r = RunGraphjit("optimize " + TestData("keras_mlp/model.pb") + " -o " + out + " --disable_pass=remapper,cse");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("remapper                  -        -  disabled"), std::string::npos) << r.out;
+  EXPECT_EQ(ReadGraphDefFile(out)->node_size(), 17);
+}
+
+TEST(CliErrors, OptimizeAndPassFlags) {
+  const std::string out = testing::TempDir() + "/opt.pbtxt";
+  ExpectExit(RunGraphjit("optimize " + Mnist() + " -o " + out + " --disable_pass=folding"), 2,
+             "no graph pass named 'folding' (the passes are: prune, constant_folding, arithmetic, cse, remapper)");
+  ExpectExit(RunGraphjit("optimize " + Mnist() + " -o " + out + " --fetch nope"), 2, "--fetch nope: no node with that name");
+  ExpectExit(RunGraphjit("optimize " + Mnist() + " -o " + out + " --fetch y:3"), 2, "--fetch y:3: y has no output 3");
+  ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds(), "GRAPHJIT_FLAGS=--disable_pass=bogus"), 2,
+             "no graph pass named 'bogus'");
+  ExpectExit(RunGraphjit("run " + Mnist() + " --optimize --no-optimize"), 2, "excludes");
+}
+
 // ---- run-time errors: exit status 1 ----
 
 TEST(CliErrors, RunTimeErrors) {
