@@ -130,6 +130,8 @@ StatusOr<std::shared_ptr<const AnalyzedGraph>> Session::OptimizedGraph(const std
       GJ_ASSIGN_OR_RETURN(TensorId id, ResolveTensor(name));
       canonical->push_back(graph_->graph.TensorName(id));
     }
+  for (const std::string& name : targets)
+    if (graph_->graph.FindNode(name) == nullptr) return NotFound("target '" + name + "': no node with that name");
   GJ_ASSIGN_OR_RETURN(auto program, GetProgram(feed_names, fetch_names, targets));
   return program->graph;
 }

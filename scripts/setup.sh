@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake ninja-build g++ ccache pkg-config
           libprotobuf-dev protobuf-compiler libeigen3-dev libdnnl-dev
-          libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev llvm-19-tools python3)
+          libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev llvm-19-tools python3
+          llvm-19-dev libmlir-19-dev libzstd-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
