@@ -50,8 +50,4 @@ StatusOr<std::vector<Tensor>> Evaluate(const AnalyzedGraph& graph, const std::ve
 // Runs one node on the given input values (for folding), returning all its outputs.
 StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node, const std::vector<Tensor>& inputs);
 
-// The static shape of a tensor (possibly partial).
-inline const Shape& StaticShape(const AnalyzedGraph& graph, TensorId t) { return graph.info(t.node).shapes[t.index]; }
-inline DType StaticDType(const AnalyzedGraph& graph, TensorId t) { return graph.info(t.node).dtypes[t.index]; }
-
 }  // namespace graphjit

@@ -30,6 +30,10 @@ struct AnalyzedGraph {
   const NodeInfo& info(int id) const { return nodes[id]; }
 };
 
+// A tensor's static shape (partial where unknown before run time) and dtype.
+inline const Shape& StaticShape(const AnalyzedGraph& graph, TensorId t) { return graph.info(t.node).shapes[t.index]; }
+inline DType StaticDType(const AnalyzedGraph& graph, TensorId t) { return graph.info(t.node).dtypes[t.index]; }
+
 // Fails with:
 //  - Unimplemented listing every op the registry lacks (with the nodes using it), all at once;
 //  - InvalidArgument for a cycle, a wrong input count, a reference to a missing output,

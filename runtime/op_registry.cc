@@ -66,6 +66,14 @@ void OpRegistry::Register(OpDef def) {
   ops_.emplace(std::move(name), std::move(def));
 }
 
+StatusOr<OpDef> OpRegistry::Replace(OpDef def) {
+  auto it = ops_.find(def.name);
+  if (it == ops_.end()) return NotFound("no op '" + def.name + "' to replace");
+  OpDef previous = std::move(it->second);
+  it->second = std::move(def);
+  return previous;
+}
+
 const OpDef* OpRegistry::Find(std::string_view op) const {
   auto it = ops_.find(op);
   return it == ops_.end() ? nullptr : &it->second;

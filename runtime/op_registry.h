@@ -85,6 +85,9 @@ class OpRegistry {
  public:
   static OpRegistry* Global();
   void Register(OpDef def);
+  // A plugin's kernel in place of a registered op (before any session is created);
+  // returns the definition it replaces, for the plugin to fall back on.
+  StatusOr<OpDef> Replace(OpDef def);
   const OpDef* Find(std::string_view op) const;
   std::vector<std::string> OpNames() const;
 

@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "clustering/pass.h"
+#include "jit/jit.h"
 #include "tools/clusters_command.h"
 #include "tools/compare_command.h"
 #include "tools/optimize_command.h"
@@ -43,10 +43,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "graphjit: %s (see 'graphjit help')\n", e.what());
     return 2;
   }
-  // The graph optimizations and the clustering pass run in every session the tool
-  // creates (clustering does nothing at JIT level OFF unless nodes ask for compilation).
+  // The graph optimizations and the JIT (its clustering pass and cluster kernel) are in
+  // every session the tool creates; clustering does nothing at JIT level OFF unless
+  // nodes ask for compilation.
   graphjit::RegisterGraphOptimizer();
-  graphjit::RegisterClusteringPass();
+  graphjit::RegisterJit();
   if (app.got_subcommand("run")) return graphjit::RunCommand(run_args);
   if (app.got_subcommand("clusters")) return graphjit::ClustersCommand(clusters_args);
   if (app.got_subcommand("compare")) return graphjit::CompareCommand(compare_args);

@@ -14,6 +14,7 @@
 #include "ir/graphdef.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
+#include "jit/jit.h"
 #include "tools/options.h"
 
 namespace graphjit {
@@ -37,6 +38,8 @@ void AddRunCommand(CLI::App& app, RunArgs* a) {
   auto* on = run->add_flag("--optimize", a->optimize, "Run the graph optimizations (the default)");
   run->add_flag("--no-optimize", a->no_optimize, "Skip the graph optimizations (pruning, folding, remapping, ...)")
       ->excludes(on);
+  run->add_flag("--stats", a->stats,
+                "Print the JIT's counters last: clusters, compiled, fallback, cache hits and misses, compile ms");
 }
 
 namespace {
@@ -244,6 +247,7 @@ int RunCommand(const RunArgs& a) {
   std::fprintf(stderr, "graphjit: load %.2f ms, run %.3f ms (median of %d, min %.3f ms), %d nodes, jit %s\n",
                Millis(t1 - t0), run_ms[run_ms.size() / 2], a.repeat, run_ms.front(), ag.graph.num_nodes(),
                JitLevelName(options.jit_level));
+  if (a.stats) std::printf("%s\n", JitStatsLine().c_str());
   return 0;
 }
 

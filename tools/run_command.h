@@ -23,6 +23,7 @@ struct RunArgs {
   std::string trace;
   bool optimize = false;     // --optimize: graph optimizations on, whatever the config says
   bool no_optimize = false;  // --no-optimize: off
+  bool stats = false;        // --stats: the JIT's counters as the last line of stdout
 };
 
 void AddRunCommand(CLI::App& app, RunArgs* args);

@@ -95,14 +95,19 @@ Executable::Executable(std::unique_ptr<Engine> engine, CompileReport report)
 
 Executable::~Executable() = default;
 
+StatusOr<Executable::PackedFunction> Executable::Function(const std::string& name) const {
+  auto fn = engine_->engine->lookupPacked(name);
+  if (!fn) return NotFound("no function '" + name + "' in the compiled module: " + llvm::toString(fn.takeError()));
+  return *fn;
+}
+
 Status Executable::Call(const std::string& function, const std::vector<void*>& buffers) const {
-  auto fn = engine_->engine->lookupPacked(function);
-  if (!fn) return NotFound("no function '" + function + "' in the compiled module: " + llvm::toString(fn.takeError()));
+  GJ_ASSIGN_OR_RETURN(PackedFunction fn, Function(function));
   // The packed interface takes a pointer to each argument.
   std::vector<void*> pointers = buffers;
   std::vector<void*> args;
   for (void*& p : pointers) args.push_back(&p);
-  (*fn)(args.data());
+  fn(args.data());
   return Status::Ok();
 }
 

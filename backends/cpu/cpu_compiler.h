@@ -30,7 +30,12 @@ struct CompileReport {
 
 class Executable {
  public:
+  // A compiled function's packed entry point: args[i] points at argument i.
+  using PackedFunction = void (*)(void** args);
+
   ~Executable();
+  // Looks a function up once, to call it many times (valid while this lives).
+  StatusOr<PackedFunction> Function(const std::string& name) const;
   // Calls `function` with one pointer per memref argument, in order (the bare-pointer
   // calling convention: shapes are part of the compiled code). Fails if there is no
   // such function; the caller guarantees the buffers' sizes.

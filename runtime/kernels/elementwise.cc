@@ -147,6 +147,7 @@ template <typename T, typename Out, typename F>
 void BroadcastBinary(const KernelContext& ctx, const Tensor& a, const Shape& a_shape, const Tensor& b,
                      const Shape& b_shape, Tensor* out, int64_t cost, const F& f) {
   const Shape& os = out->shape();
+  if (out->num_elements() == 0) return;  // (a last dim of 0 would divide by zero below)
   constexpr int64_t kShortRun = 64;
   if (os.rank() > 0 && os.dim(os.rank() - 1) < kShortRun) {
     if (a_shape == os && IsRepeatedLastDim(os, b_shape)) {

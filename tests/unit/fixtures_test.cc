@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/graphdef.h"
+#include "jit/jit.h"
 #include "passes/passes.h"
 #include "runtime/npy.h"
 #include "tests/support/test_util.h"
@@ -36,7 +37,10 @@ std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {
 
 class Fixture : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() { RegisterGraphOptimizer(); }
+  static void SetUpTestSuite() {
+    RegisterGraphOptimizer();
+    RegisterJit();
+  }
 };
 
 struct Case {
@@ -66,8 +70,10 @@ Case Load(const std::string& manifest_path) {
   return c;
 }
 
-// Runs the fixture's model with the given threads, with or without graph optimizations.
-std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, int threads, bool optimize) {
+// Runs the fixture's model with the given threads, with or without graph optimizations,
+// at a JIT level.
+std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, int threads, bool optimize,
+                               JitLevel jit = JitLevel::kOff) {
   fs::path dir = fs::path(manifest_path).parent_path();
   nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest_path));
   auto gd = ReadGraphDefFile((dir / m["model"].get<std::string>()).string());
@@ -76,6 +82,7 @@ std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, 
   SessionOptions options;
   options.intra_op_threads = options.inter_op_threads = threads;
   options.rewrite_options.set_disable_meta_optimizer(!optimize);
+  options.jit_level = jit;
   auto session = Session::Create(options, *gd);
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   if (!session.ok()) return {};
@@ -128,6 +135,16 @@ TEST_P(Fixture, OptimizationKeepsOutputs) {
   std::vector<Tensor> plain = RunFixture(GetParam(), c, 1, false);
   ASSERT_EQ(plain.size(), c.fetches.size());
   ExpectClose(c, RunFixture(GetParam(), c, 1, true), plain, "unoptimized");
+}
+
+// The JIT's differential test: compiled clusters (or their op-by-op fallback) give what
+// the reference kernels give.
+TEST_P(Fixture, JitMatchesTheReferenceKernels) {
+  Case c = Load(GetParam());
+  std::vector<Tensor> reference = RunFixture(GetParam(), c, 1, true);
+  ASSERT_EQ(reference.size(), c.fetches.size());
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn1), reference, "JIT off");
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2), reference, "JIT off");
 }
 
 INSTANTIATE_TEST_SUITE_P(TensorFlow, Fixture, ::testing::ValuesIn(Manifests()), CaseName);

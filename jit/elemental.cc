@@ -1,0 +1,133 @@
+#include "jit/elemental.h"
+
+#include <map>
+
+#include "ir/attr.h"
+
+namespace graphjit {
+
+namespace {
+
+// No fast-math on arithmetic: contracting x*y+z into an FMA keeps x*y from overflowing,
+// so an Inf or NaN of the reference kernels would become a finite value. Math functions
+// may be approximate (afn); never nnan/ninf.
+constexpr const char* kArith = " : f32";
+constexpr const char* kMath = " fastmath<afn> : f32";
+
+using Emit = std::string (*)(const std::vector<std::string>& x, MlirWriter& w);
+
+std::string F32(MlirWriter& w, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "arith.constant %.9e : f32", v);
+  return w.Let(buf);
+}
+
+std::string Binary(const char* op, const std::vector<std::string>& x, MlirWriter& w) {
+  return w.Let(std::string(op) + " " + x[0] + ", " + x[1] + kArith);
+}
+std::string Unary(const char* op, const std::string& x, MlirWriter& w) { return w.Let(std::string(op) + " " + x + kMath); }
+std::string Cmp(const char* pred, const std::vector<std::string>& x, MlirWriter& w) {
+  return w.Let(std::string("arith.cmpf ") + pred + ", " + x[0] + ", " + x[1] + " : f32");
+}
+std::string Select(const std::string& c, const std::string& a, const std::string& b, MlirWriter& w) {
+  return w.Let("arith.select " + c + ", " + a + ", " + b + " : f32");
+}
+// max(x, 0) with NaN passed through, as the reference Relu does.
+std::string Relu(const std::string& x, MlirWriter& w) {
+  std::string zero = F32(w, 0);
+  return Select(w.Let("arith.cmpf olt, " + x + ", " + zero + " : f32"), zero, x, w);
+}
+
+const std::map<std::string, Emit>& FloatOps() {
+  static const std::map<std::string, Emit> ops = {
+      {"Add", [](auto& x, auto& w) { return Binary("arith.addf", x, w); }},
+      {"AddV2", [](auto& x, auto& w) { return Binary("arith.addf", x, w); }},
+      {"BiasAdd", [](auto& x, auto& w) { return Binary("arith.addf", x, w); }},
+      {"Sub", [](auto& x, auto& w) { return Binary("arith.subf", x, w); }},
+      {"Mul", [](auto& x, auto& w) { return Binary("arith.mulf", x, w); }},
+      {"RealDiv", [](auto& x, auto& w) { return Binary("arith.divf", x, w); }},
+      {"Div", [](auto& x, auto& w) { return Binary("arith.divf", x, w); }},
+      {"Maximum", [](auto& x, auto& w) { return w.Let("arith.maximumf " + x[0] + ", " + x[1] + " : f32"); }},
+      {"Minimum", [](auto& x, auto& w) { return w.Let("arith.minimumf " + x[0] + ", " + x[1] + " : f32"); }},
+      {"SquaredDifference",
+       [](auto& x, auto& w) {
+         std::string d = Binary("arith.subf", x, w);
+         return Binary("arith.mulf", {d, d}, w);
+       }},
+      {"Pow", [](auto& x, auto& w) { return w.Let("math.powf " + x[0] + ", " + x[1] + kMath); }},
+      {"Neg", [](auto& x, auto& w) { return w.Let("arith.negf " + x[0] + " : f32"); }},
+      {"Abs", [](auto& x, auto& w) { return Unary("math.absf", x[0], w); }},
+      {"Exp", [](auto& x, auto& w) { return Unary("math.exp", x[0], w); }},
+      {"Log", [](auto& x, auto& w) { return Unary("math.log", x[0], w); }},
+      {"Log1p", [](auto& x, auto& w) { return Unary("math.log1p", x[0], w); }},
+      {"Tanh", [](auto& x, auto& w) { return Unary("math.tanh", x[0], w); }},
+      {"Erf", [](auto& x, auto& w) { return Unary("math.erf", x[0], w); }},
+      {"Sqrt", [](auto& x, auto& w) { return Unary("math.sqrt", x[0], w); }},
+      {"Rsqrt", [](auto& x, auto& w) { return Unary("math.rsqrt", x[0], w); }},
+      {"Floor", [](auto& x, auto& w) { return Unary("math.floor", x[0], w); }},
+      {"Ceil", [](auto& x, auto& w) { return Unary("math.ceil", x[0], w); }},
+      {"Square", [](auto& x, auto& w) { return Binary("arith.mulf", {x[0], x[0]}, w); }},
+      {"Reciprocal", [](auto& x, auto& w) { return Binary("arith.divf", {F32(w, 1), x[0]}, w); }},
+      {"Sigmoid",
+       [](auto& x, auto& w) {
+         std::string e = Unary("math.exp", w.Let("arith.negf " + x[0] + " : f32"), w);
+         return Binary("arith.divf", {F32(w, 1), Binary("arith.addf", {F32(w, 1), e}, w)}, w);
+       }},
+      {"Relu", [](auto& x, auto& w) { return Relu(x[0], w); }},
+      {"Relu6",
+       [](auto& x, auto& w) {
+         std::string r = Relu(x[0], w), six = F32(w, 6);
+         return Select(w.Let("arith.cmpf ogt, " + r + ", " + six + " : f32"), six, r, w);
+       }},
+      {"Elu",
+       [](auto& x, auto& w) {
+         std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
+         return Select(neg, Unary("math.expm1", x[0], w), x[0], w);
+       }},
+      {"Greater", [](auto& x, auto& w) { return Cmp("ogt", x, w); }},
+      {"GreaterEqual", [](auto& x, auto& w) { return Cmp("oge", x, w); }},
+      {"Less", [](auto& x, auto& w) { return Cmp("olt", x, w); }},
+      {"LessEqual", [](auto& x, auto& w) { return Cmp("ole", x, w); }},
+      {"Equal", [](auto& x, auto& w) { return Cmp("oeq", x, w); }},
+      {"NotEqual", [](auto& x, auto& w) { return Cmp("une", x, w); }},
+  };
+  return ops;
+}
+
+}  // namespace
+
+std::string ElementType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat:
+    case DType::kHalf:
+    case DType::kBFloat16: return "f32";
+    case DType::kBool: return "i1";
+    default: return "";
+  }
+}
+
+bool IsElementalOp(const std::string& op) {
+  return FloatOps().count(op) || op == "Identity" || op == "Select" || op == "SelectV2" || op == "LogicalAnd" ||
+         op == "LogicalOr" || op == "LogicalNot";
+}
+
+StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::string>& operands,
+                                    const std::vector<std::string>& types, MlirWriter& w) {
+  const std::string& op = node.op;
+  if (op == "Identity") return operands[0];
+  if (op == "Select" || op == "SelectV2") {
+    if (types[1] != "f32") return Unimplemented(NodeLabel(node) + ": Select of non-float values");
+    return Select(operands[0], operands[1], operands[2], w);
+  }
+  if (op == "LogicalAnd" || op == "LogicalOr")
+    return w.Let(std::string(op == "LogicalAnd" ? "arith.andi " : "arith.ori ") + operands[0] + ", " + operands[1] +
+                 " : i1");
+  if (op == "LogicalNot") return w.Let("arith.xori " + operands[0] + ", " + w.Let("arith.constant true") + " : i1");
+  auto it = FloatOps().find(op);
+  if (it == FloatOps().end()) return Unimplemented("the loop emitter does not take " + op);
+  for (const std::string& t : types)
+    if (t != "f32") return Unimplemented(NodeLabel(node) + ": " + op + " of a non-float operand");
+  return it->second(operands, w);
+}
+
+}  // namespace graphjit

@@ -1,0 +1,44 @@
+// The elemental emitter: one TensorFlow op, computed on one element, as MLIR arith/math
+// operations on scalars. Every fusion emitter (loop, reduction, GEMM epilogue) builds its
+// element computations with it; floating-point values are computed in f32.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/graph.h"
+
+namespace graphjit {
+
+// Writes MLIR lines into a block body, with fresh SSA names.
+class MlirWriter {
+ public:
+  std::string Fresh() { return "%v" + std::to_string(next_++); }
+  // Emits "%vN = <rhs>" and returns %vN.
+  std::string Let(const std::string& rhs) {
+    std::string name = Fresh();
+    code_ += "    " + name + " = " + rhs + "\n";
+    return name;
+  }
+  void Line(const std::string& line) { code_ += "    " + line + "\n"; }
+  const std::string& code() const { return code_; }
+
+ private:
+  int next_ = 0;
+  std::string code_;
+};
+
+// The scalar type an element of `dtype` is computed in: "f32" for the float types, "i1"
+// for bool; empty if the elemental emitter does not take it.
+std::string ElementType(DType dtype);
+
+// Whether EmitElemental takes `op` (on its computed element types).
+bool IsElementalOp(const std::string& op);
+
+// Emits `node`'s op on scalar operands of the given element types; returns the result's
+// SSA name. Unimplemented if the op (or its attrs) is not supported.
+StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::string>& operands,
+                                    const std::vector<std::string>& types, MlirWriter& w);
+
+}  // namespace graphjit

@@ -1,0 +1,29 @@
+// jit/: graphjit's JIT as a runtime plugin. RegisterJit() puts the compiling `_JitCluster`
+// kernel in the op registry (keeping the reference one, which runs a body op by op, as
+// the fallback) and registers the clustering pass.
+//
+// At a `_JitCluster` node the kernel computes the signature of the call (the body, the
+// input dtypes and shapes, the host CPU, the compiler's version and options), finds or
+// compiles its kernel in one process-wide cache, and launches it. A body the emitters do
+// not take yet runs op by op, with one warning per cluster saying why.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace graphjit {
+
+void RegisterJit();
+
+// Counted per cluster: `compiled` clusters ran compiled kernels only; `fallback` ones ran
+// op by op at least once (not compilable, megamorphic).
+struct JitStats {
+  int clusters = 0, compiled = 0, fallback = 0;
+  int64_t cache_hits = 0, cache_misses = 0;
+  double compile_ms = 0;
+};
+JitStats GetJitStats();
+// "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X"
+std::string JitStatsLine();
+
+}  // namespace graphjit

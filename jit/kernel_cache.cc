@@ -1,0 +1,63 @@
+#include "jit/kernel_cache.h"
+
+#include <chrono>
+
+namespace graphjit {
+
+std::shared_ptr<const KernelCache::Entry> KernelCache::Get(const std::string& key, const CompileFn& compile, bool* hit) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = slots_.find(key);
+  if (it != slots_.end()) {
+    compiled_.wait(lock, [&] {
+      auto again = slots_.find(key);
+      return again == slots_.end() || again->second.entry != nullptr;
+    });
+    it = slots_.find(key);
+    if (it != slots_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      ++stats_.hits;
+      *hit = true;
+      return it->second.entry;
+    }
+  }
+  // Absent: this caller compiles, without holding the lock.
+  ++stats_.misses;
+  *hit = false;
+  slots_[key];  // a placeholder others wait on
+  lock.unlock();
+  auto start = std::chrono::steady_clock::now();
+  auto entry = std::make_shared<const Entry>(compile());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  lock.lock();
+  ++stats_.compiles;
+  stats_.compile_ms += ms;
+  if (!entry->kernel) ++stats_.failures;
+  lru_.push_front(key);
+  slots_[key] = Slot{entry, lru_.begin()};
+  bytes_ += entry->bytes;
+  EvictLocked();
+  compiled_.notify_all();
+  return entry;
+}
+
+void KernelCache::EvictLocked() {
+  while (!lru_.empty() && (lru_.size() > max_entries_ || bytes_ > max_bytes_) && lru_.size() > 1) {
+    auto victim = slots_.find(lru_.back());
+    bytes_ -= victim->second.entry->bytes;
+    slots_.erase(victim);
+    lru_.pop_back();
+    ++stats_.evictions;
+  }
+}
+
+CacheStats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+size_t KernelCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lru_.size();
+}
+
+}  // namespace graphjit

@@ -1,0 +1,223 @@
+// jit/: compiled clusters against the reference kernels (JIT on vs off), the kernel
+// cache, the fallback to op by op, megamorphic clusters, concurrent runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "jit/jit.h"
+#include "passes/passes.h"
+#include "tests/support/test_util.h"
+
+namespace graphjit {
+namespace {
+
+using testing::GraphBuilder;
+
+// Relative tolerance of each compiled op against its reference kernel, in one place:
+// exact for arithmetic, a few ulps for the polynomial approximations of math functions.
+const std::map<std::string, double>& Tolerances() {
+  static const std::map<std::string, double> t = {
+      {"AddV2", 1e-7}, {"Sub", 1e-7},   {"Mul", 1e-7},     {"RealDiv", 1e-7},  {"Maximum", 0},   {"Minimum", 0},
+      {"SquaredDifference", 1e-7},      {"Neg", 0},        {"Abs", 0},         {"Relu", 0},      {"Relu6", 0},
+      {"Square", 1e-7}, {"Floor", 0},   {"Ceil", 0},       {"Reciprocal", 1e-7}, {"Sqrt", 1e-7}, {"Rsqrt", 2e-7},
+      {"Exp", 2e-6},    {"Log", 2e-6},  {"Log1p", 2e-6},   {"Tanh", 2e-6},     {"Sigmoid", 2e-6}, {"Elu", 2e-6},
+      {"Erf", 2e-6}};
+  return t;
+}
+
+class Jit : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RegisterGraphOptimizer();
+    RegisterJit();
+  }
+};
+
+std::vector<Tensor> RunAt(const tensorflow::GraphDef& gd, JitLevel level,
+                          const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches) {
+  SessionOptions options;
+  options.jit_level = level;
+  auto s = testing::MakeSession(gd, options);
+  return testing::RunOrDie(*s, feeds, fetches);
+}
+
+// Same NaNs, same infinities, values within `rtol` (plus a tiny absolute slack).
+void ExpectMatch(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < got.num_elements() && reported < 5; ++i) {
+    const double g = got.ValueAsDouble(i), w = want.ValueAsDouble(i);
+    const bool ok = (std::isnan(g) && std::isnan(w)) || g == w || std::fabs(g - w) <= 1e-6 + rtol * std::fabs(w);
+    if (!ok) ADD_FAILURE() << what << " element " << i << ": jit " << g << ", reference " << w << (++reported, "");
+  }
+}
+
+Tensor Stressing(const Shape& shape, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::uniform_int_distribution<int> pick(0, 39);
+  std::vector<float> v(shape.num_elements());
+  for (float& x : v) {
+    switch (pick(rng)) {
+      case 0: x = NAN; break;
+      case 1: x = INFINITY; break;
+      case 2: x = -INFINITY; break;
+      case 3: x = 1e30f; break;
+      case 4: x = -88.5f; break;
+      default: x = normal(rng);
+    }
+  }
+  return testing::MakeFloat(shape, v);
+}
+
+TEST_F(Jit, RandomElementwiseGraphsMatchTheReferenceKernels) {
+  std::mt19937 rng(20261122);
+  const std::vector<std::string> unary = {"Neg", "Abs", "Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Relu", "Relu6",
+                                          "Elu", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Erf", "Floor", "Ceil"};
+  const std::vector<std::string> binary = {"AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "SquaredDifference"};
+  const std::vector<int64_t> sizes = {1, 2, 3, 5, 7, 16, 17, 33};
+  const JitStats before = GetJitStats();
+  int graphs = 0;
+  for (int g = 0; g < 60; ++g) {
+    // The output shape: rank 0 to 5, some sizes not a multiple of the vector width, some 0.
+    const int rank = static_cast<int>(rng() % 6);
+    std::vector<int64_t> dims;
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i) {
+      int64_t d = sizes[rng() % sizes.size()];
+      if (n * d > 2048) d = 1;
+      if (g % 13 == 5 && i == 0) d = 0;
+      dims.push_back(d);
+      n *= d;
+    }
+    const Shape out(dims);
+    GraphBuilder b;
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    std::vector<std::string> values;
+    // Inputs broadcast into `out`: the full shape, size-1 dims, dropped leading dims.
+    const int inputs = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < inputs; ++i) {
+      std::vector<int64_t> in = dims;
+      if (i > 0) {
+        for (int64_t& d : in)
+          if (rng() % 3 == 0) d = 1;
+        if (!in.empty() && rng() % 2) in.erase(in.begin());
+      }
+      std::string name = "x" + std::to_string(i);
+      b.Placeholder(name, DType::kFloat, in);
+      feeds.emplace_back(name, Stressing(Shape(in), rng));
+      values.push_back(name);
+    }
+    double rtol = 0;
+    std::string ops;
+    const int count = 2 + static_cast<int>(rng() % 6);
+    for (int k = 0; k < count; ++k) {
+      std::string name = "op" + std::to_string(k), op;
+      if (rng() % 2) {
+        op = unary[rng() % unary.size()];
+        b.Op(name, op, {values[rng() % values.size()]});
+      } else {
+        op = binary[rng() % binary.size()];
+        b.Op(name, op, {values[rng() % values.size()], values[rng() % values.size()]});
+      }
+      rtol = std::max(rtol, Tolerances().at(op));
+      ops += op + " ";
+      values.push_back(name);
+    }
+    b.Op("result", "AddV2", {values.back(), "x0"});  // the full output shape
+    const auto want = RunAt(b.graph_def(), JitLevel::kOff, feeds, {"result"});
+    const auto got = RunAt(b.graph_def(), JitLevel::kOn1, feeds, {"result"});
+    ExpectMatch(got[0], want[0], rtol, "graph " + std::to_string(g) + " [" + ops + "] shape " + out.ToString());
+    ++graphs;
+  }
+  const JitStats after = GetJitStats();
+  EXPECT_EQ(after.fallback, before.fallback) << "every random graph compiles";
+  EXPECT_GE(after.compiled - before.compiled, graphs);
+}
+
+TEST_F(Jit, TheCacheCompilesOncePerSignature) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 5});
+  b.Op("t", "Tanh", {"x"});
+  b.Op("r", "Relu", {"t"});
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn1;
+  auto s = testing::MakeSession(b.graph_def(), options);
+  std::mt19937 rng(1);
+  const JitStats before = GetJitStats();
+  for (int i = 0; i < 3; ++i) testing::RunOrDie(*s, {{"x", Stressing(Shape{4, 5}, rng)}}, {"r"});
+  JitStats after = GetJitStats();
+  EXPECT_EQ(after.cache_misses - before.cache_misses, 1);
+  EXPECT_EQ(after.cache_hits - before.cache_hits, 2);
+  testing::RunOrDie(*s, {{"x", Stressing(Shape{9, 5}, rng)}}, {"r"});  // a new shape: a new kernel
+  EXPECT_EQ(GetJitStats().cache_misses - before.cache_misses, 2);
+  // Another session with the same cluster and shapes reuses the kernel.
+  auto s2 = testing::MakeSession(b.graph_def(), options);
+  testing::RunOrDie(*s2, {{"x", Stressing(Shape{9, 5}, rng)}}, {"r"});
+  EXPECT_EQ(GetJitStats().cache_misses - before.cache_misses, 2);
+}
+
+TEST_F(Jit, AClusterItCannotCompileRunsOpByOp) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {3, 4});
+  b.Op("e", "Exp", {"x"});
+  b.Op("s", "Softmax", {"e"});  // not a loop fusion yet
+  std::mt19937 rng(2);
+  Tensor x = Stressing(Shape{3, 4}, rng);
+  const JitStats before = GetJitStats();
+  auto got = RunAt(b.graph_def(), JitLevel::kOn1, {{"x", x}}, {"s"});
+  auto want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"s"});
+  EXPECT_EQ(testing::Values(got[0]), testing::Values(want[0]));
+  EXPECT_EQ(GetJitStats().fallback - before.fallback, 1);
+}
+
+TEST_F(Jit, MegamorphicClustersRunOpByOp) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1});
+  b.Op("t", "Tanh", {"x"});
+  b.Op("r", "Relu", {"t"});
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn1;
+  auto s = testing::MakeSession(b.graph_def(), options);
+  std::mt19937 rng(3);
+  const JitStats before = GetJitStats();
+  for (int n = 1; n <= 14; ++n) {  // a new shape every run
+    Tensor x = Stressing(Shape{n}, rng);
+    auto got = testing::RunOrDie(*s, {{"x", x}}, {"r"});
+    ExpectMatch(got[0], RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"r"})[0], 2e-6, "n=" + std::to_string(n));
+  }
+  const JitStats after = GetJitStats();
+  EXPECT_EQ(after.cache_misses - before.cache_misses, 11) << "no compiles after the 11th";
+  EXPECT_EQ(after.fallback - before.fallback, 1);
+}
+
+TEST_F(Jit, ConcurrentRunsShareTheCache) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 8});
+  b.Op("s", "Sigmoid", {"x"});
+  b.Op("m", "Mul", {"s", "x"});
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn1;
+  auto s = testing::MakeSession(b.graph_def(), options);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        const int64_t rows = 1 + (t + i) % 3;  // three signatures, compiled once each
+        std::vector<float> v(rows * 8, static_cast<float>(t) * 0.1f);
+        std::vector<Tensor> out;
+        Status st = s->Run({{"x", testing::MakeFloat(Shape{rows, 8}, v)}}, {"m"}, {}, &out);
+        const double x = t * 0.1f, want = x / (1 + std::exp(-x));
+        if (!st.ok() || std::fabs(out[0].ValueAsDouble(0) - want) > 1e-6) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace graphjit
