@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "jit/kernel_cache.h"
 #include "jit/loop_emitter.h"
 #include "runtime/op_registry.h"
+#include "runtime/session_options.h"
 
 namespace graphjit {
 
@@ -79,8 +82,15 @@ OpDef& Reference() {
   return *reference;
 }
 
-// The body specialized on the actual input shapes, then emitted and compiled.
-KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>& inputs) {
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) std::fprintf(stderr, "graphjit: warning: cannot write %s\n", path.c_str());
+}
+
+// The body specialized on the actual input shapes, then emitted and compiled; with
+// `dump_dir`, every stage is written there.
+KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>& inputs, const std::string& dump_dir) {
   KernelCache::Entry entry;
   auto fail = [&](const Status& s) {
     entry.failure = s.message();
@@ -95,6 +105,11 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
     ShapeToProto(inputs[i].shape(), arg->attrs["shape"].mutable_shape());
     args.push_back({arg->id, 0});
   }
+  if (!dump_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dump_dir, ec);
+    (void)WriteGraphDefFile(ExportGraphDef(*graph), dump_dir + "/00_cluster.pbtxt");
+  }
   auto body = AnalyzeGraph(std::move(graph).value());
   if (!body.ok()) return fail(body.status());
   std::vector<TensorId> outputs;
@@ -106,8 +121,16 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   }
   auto fusion = EmitLoopFusion(*body, args, outputs);
   if (!fusion.ok()) return fail(fusion.status());
-  auto exe = cpu::Compile(fusion->mlir);
+  cpu::CompileOptions options;
+  options.keep_stages = !dump_dir.empty();
+  if (!dump_dir.empty()) WriteFile(dump_dir + "/01_loop_fusion.mlir", fusion->mlir);
+  auto exe = cpu::Compile(fusion->mlir, options);
   if (!exe.ok()) return fail(exe.status());
+  if (!dump_dir.empty()) {
+    WriteFile(dump_dir + "/02_llvm_dialect.mlir", (*exe)->report().lowered_mlir);
+    WriteFile(dump_dir + "/03_llvm_ir.ll", (*exe)->report().llvm_ir);
+    WriteFile(dump_dir + "/04_asm.s", (*exe)->report().assembly);
+  }
   auto fn = (*exe)->Function("kernel");
   if (!fn.ok()) return fail(fn.status());
   auto kernel = std::make_shared<CompiledCluster>();
@@ -158,8 +181,10 @@ Status Compute(KernelContext& ctx) {
     state.fell_back = true;
     return RunReference(ctx, state);
   }
+  const SessionOptions* options = ctx.options;
+  const std::string dump_dir = options && !options->dump_to.empty() ? options->dump_to + "/" + state.name : "";
   bool hit = false;
-  auto entry = Cache().Get(Signature(state, ctx.inputs), [&] { return Compile(state, ctx.inputs); }, &hit);
+  auto entry = Cache().Get(Signature(state, ctx.inputs), [&] { return Compile(state, ctx.inputs, dump_dir); }, &hit);
   if (!hit) {
     // TensorFlow's rule: more than 10 compiles at fewer than 50 runs per compile.
     const int64_t compiles = ++state.compiles;
@@ -168,6 +193,8 @@ Status Compute(KernelContext& ctx) {
                    state.name.c_str(), static_cast<long long>(compiles), static_cast<long long>(runs));
   }
   if (!entry->kernel) {
+    if (options && options->jit_strict)
+      return ctx.Error("cluster " + state.name + " cannot be compiled (--jit_strict): " + entry->failure);
     std::call_once(state.warned, [&] {
       std::fprintf(stderr, "graphjit: warning: cluster %s runs op by op: %s\n", state.name.c_str(),
                    entry->failure.c_str());

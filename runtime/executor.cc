@@ -177,8 +177,8 @@ class Run {
       return Internal(NodeLabel(node) + ": run-time output types differ from the graph's");
     // 3. The kernel.
     std::vector<Tensor> outputs(info.dtypes.size());
-    KernelContext kc{node, inputs, ic.output_dtypes, ic.output_shapes, outputs, options_.allocator, options_.intra_op,
-                     info.state.get()};
+    KernelContext kc{node,       inputs,           ic.output_dtypes, ic.output_shapes,         outputs,
+                     options_.allocator, options_.intra_op, info.state.get(), options_.session_options};
     int64_t start = options_.tracer ? options_.tracer->NowMicros() : 0;
     GJ_RETURN_IF_ERROR(info.op->compute(kc));
     if (options_.tracer)

@@ -34,6 +34,7 @@ struct ExecutorOptions {
   ThreadPool* intra_op = nullptr;
   Allocator* allocator = nullptr;
   Tracer* tracer = nullptr;
+  const SessionOptions* session_options = nullptr;  // handed to kernels
 };
 
 // Runs the plan. `feeds` are in plan.feeds order; `outputs` receive plan.fetches.

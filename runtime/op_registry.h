@@ -15,6 +15,8 @@
 
 namespace graphjit {
 
+struct SessionOptions;
+
 // Type and shape inference for one node. Works on partial shapes (graph level,
 // where input values are mostly unknown) and on concrete ones (run time, where
 // every input value is known), so the same function serves both.
@@ -54,6 +56,7 @@ struct KernelContext {
   Allocator* allocator;
   ThreadPool* intra_op;
   const void* state = nullptr;  // what the op's `prepare` built for this node, if anything
+  const SessionOptions* options = nullptr;  // the session's, when run in one
 
   const Tensor& input(int i) const { return inputs[i]; }
   int num_inputs() const { return static_cast<int>(inputs.size()); }

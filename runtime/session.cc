@@ -180,6 +180,7 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   eo.intra_op = intra_op_.get();
   eo.allocator = allocator_.get();
   eo.tracer = run_options.tracer;
+  eo.session_options = &options_;
   return Execute(*program->graph, program->plan, feed_values, eo, outputs);
 }
 

@@ -102,13 +102,15 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       options->cluster_exclude_ops = SplitList(value);
     } else if (key == "--disable_pass") {
       options->disabled_passes = SplitList(value);
+    } else if (key == "--jit_strict") {
+      options->jit_strict = value.empty() || value == "true" || value == "1";
     } else if (key == "--dump_to") {
       if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --dump_to needs a directory");
       options->dump_to = value;
     } else {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
-                             "--clustering_fuel, --disable_pass, --dump_to)");
+                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict)");
     }
   }
   return Status::Ok();

@@ -33,7 +33,9 @@ struct SessionOptions {
   // Graph optimizations (see passes/): which to skip by name, and where to write the
   // graph after each one. rewrite_options above holds TensorFlow's toggles.
   std::vector<std::string> disabled_passes;
-  std::string dump_to;
+  std::string dump_to;  // also where the JIT writes each compiled cluster's stages
+  // A cluster the JIT cannot compile is an error instead of running op by op.
+  bool jit_strict = false;
 
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.
@@ -43,7 +45,8 @@ struct SessionOptions {
 
 // Applies GRAPHJIT_FLAGS-style flags, as TF_XLA_FLAGS does for TensorFlow:
 // --jit_level=off|on|on_1|on_2, --min_cluster_size=N, --max_cluster_size=N,
-// --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR.
+// --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR,
+// --jit_strict.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);
