@@ -8,6 +8,9 @@
 #include <mutex>
 #include <vector>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "backends/cpu/cpu_compiler.h"
 #include "clustering/pass.h"
 #include "ir/attr.h"
@@ -158,8 +161,15 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
   auto state = std::make_shared<ClusterState>();
   GJ_ASSIGN_OR_RETURN(state->body_state, Reference().prepare(node));
   state->name = node.name;
-  GJ_ASSIGN_OR_RETURN(state->body, GetStringAttr(node, "_body"));
-  if (!state->body_def.ParseFromString(state->body)) return InvalidArgument(NodeLabel(node) + ": bad '_body'");
+  GJ_ASSIGN_OR_RETURN(std::string bytes, GetStringAttr(node, "_body"));
+  if (!state->body_def.ParseFromString(bytes)) return InvalidArgument(NodeLabel(node) + ": bad '_body'");
+  // The signature's canonical form: attr maps serialized in key order.
+  {
+    google::protobuf::io::StringOutputStream stream(&state->body);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    state->body_def.SerializeToCodedStream(&coded);
+  }
   for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) state->outputs.push_back(s);
   std::lock_guard<std::mutex> lock(states_mu);
   auto& states = States();
