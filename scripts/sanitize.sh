@@ -3,7 +3,7 @@
 #  1. ASan + UBSan at -O1: the unit, fixture and command-line tests, the fuzz
 #     regression inputs, then libFuzzer on GraphDef import + validation + shape
 #     inference for FUZZ_SECONDS (default 60), seeded with every model in tests/data.
-#  2. TSan: the concurrent Session::Run and thread-pool tests.
+#  2. TSan: the concurrent Session::Run, thread-pool and JIT kernel-cache tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
@@ -43,8 +43,9 @@ t2=$(date +%s)
 echo "sanitize.sh: fuzzing took $((t2 - t1)) s"
 
 configure build-tsan "thread"
-cmake --build build-tsan -j2 --target session_test thread_pool_test
+cmake --build build-tsan -j2 --target session_test thread_pool_test jit_test
 TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/session_test --gtest_filter='Session.ConcurrentRunsAreIndependent:Session.TargetsAndControlEdgesAreHonoured'
 TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/thread_pool_test
+TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/jit_test --gtest_filter='Jit.ConcurrentRunsShareTheCache:Jit.TheCacheCompilesOncePerSignature'
 t3=$(date +%s)
 echo "sanitize.sh: TSan build and tests took $((t3 - t2)) s"
