@@ -81,17 +81,13 @@ Output GraphBuilder::MatMul(Output a, Output b, bool transpose_a, bool transpose
   return out;
 }
 
-Output GraphBuilder::Sum(Output x, int axis, bool keep_dims) {
-  Output ax = ScalarInt(x.node + "/axis", axis);
-  Output out = Op("Sum", {x, ax});
-  (*last_node()->mutable_attr())["Tidx"].set_type(tensorflow::DT_INT32);
-  (*last_node()->mutable_attr())["keep_dims"].set_b(keep_dims);
-  return out;
-}
+Output GraphBuilder::Sum(Output x, int axis, bool keep_dims) { return Reduce("Sum", x, axis, keep_dims); }
 
-Output GraphBuilder::Max(Output x, int axis, bool keep_dims) {
+Output GraphBuilder::Max(Output x, int axis, bool keep_dims) { return Reduce("Max", x, axis, keep_dims); }
+
+Output GraphBuilder::Reduce(const std::string& op, Output x, int axis, bool keep_dims) {
   Output ax = ScalarInt(x.node + "/axis", axis);
-  Output out = Op("Max", {x, ax});
+  Output out = Op(op, {x, ax});
   (*last_node()->mutable_attr())["Tidx"].set_type(tensorflow::DT_INT32);
   (*last_node()->mutable_attr())["keep_dims"].set_b(keep_dims);
   return out;

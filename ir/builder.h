@@ -52,6 +52,7 @@ class GraphBuilder {
   const tensorflow::GraphDef& graph_def() const { return gd_; }
 
  private:
+  Output Reduce(const std::string& op, Output x, int axis, bool keep_dims);
   friend class JitScope;
   tensorflow::NodeDef* NewNode(const std::string& op, const std::string& name);
   std::string UniqueName(const std::string& base);

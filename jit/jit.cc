@@ -48,12 +48,15 @@ struct CompiledCluster {
 struct ClusterState {
   std::shared_ptr<const void> body_state;  // the reference kernel's (op by op)
   std::string name;
-  std::string body;  // the serialized body GraphDef: part of the signature
+  // What every signature of this cluster starts with: the compiler, the device and the
+  // body in canonical serialization (attr maps in key order). Built once, not per call.
+  std::string signature_prefix;
   tensorflow::GraphDef body_def;
   std::vector<std::string> outputs;
-  std::atomic<int64_t> runs{0}, compiles{0};
-  std::atomic<bool> fell_back{false}, megamorphic{false};
-  std::once_flag warned;
+  // Counters and flags of the runs (kernels run concurrently on a shared state).
+  mutable std::atomic<int64_t> runs{0}, compiles{0};
+  mutable std::atomic<bool> fell_back{false}, megamorphic{false};
+  mutable std::once_flag warned;
 
   ~ClusterState();
 };
@@ -148,12 +151,10 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   return entry;
 }
 
+// The full signature, compared whole by the cache: the prefix, then the inputs.
 std::string Signature(const ClusterState& state, const std::vector<Tensor>& inputs) {
-  std::string key = CompilerId();
-  key += "|cpu|";
+  std::string key = state.signature_prefix;
   for (const Tensor& t : inputs) key += DTypeName(t.dtype()) + t.shape().ToString() + ";";
-  key += "|";
-  key += state.body;  // compared whole, with the rest
   return key;
 }
 
@@ -163,13 +164,14 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
   state->name = node.name;
   GJ_ASSIGN_OR_RETURN(std::string bytes, GetStringAttr(node, "_body"));
   if (!state->body_def.ParseFromString(bytes)) return InvalidArgument(NodeLabel(node) + ": bad '_body'");
-  // The signature's canonical form: attr maps serialized in key order.
+  std::string canonical;
   {
-    google::protobuf::io::StringOutputStream stream(&state->body);
+    google::protobuf::io::StringOutputStream stream(&canonical);
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
     state->body_def.SerializeToCodedStream(&coded);
   }
+  state->signature_prefix = CompilerId() + "|cpu|" + canonical + "|";
   for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) state->outputs.push_back(s);
   std::lock_guard<std::mutex> lock(states_mu);
   auto& states = States();
@@ -185,7 +187,7 @@ Status RunReference(KernelContext& ctx, const ClusterState& state) {
 }
 
 Status Compute(KernelContext& ctx) {
-  auto& state = *const_cast<ClusterState*>(static_cast<const ClusterState*>(ctx.state));
+  const auto& state = *static_cast<const ClusterState*>(ctx.state);
   const int64_t runs = ++state.runs;
   if (state.megamorphic) {
     state.fell_back = true;

@@ -55,9 +55,4 @@ CacheStats KernelCache::stats() const {
   return stats_;
 }
 
-size_t KernelCache::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return lru_.size();
-}
-
 }  // namespace graphjit

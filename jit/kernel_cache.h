@@ -38,7 +38,6 @@ class KernelCache {
   std::shared_ptr<const Entry> Get(const std::string& key, const CompileFn& compile, bool* hit);
 
   CacheStats stats() const;
-  size_t size() const;
 
  private:
   struct Slot {

@@ -55,6 +55,12 @@ std::string Narrow(const std::string& v, DType dtype, MlirWriter& w) {
   return v;
 }
 
+std::string Join(const std::vector<std::string>& items) {
+  std::string joined;
+  for (const std::string& item : items) joined += (joined.empty() ? "" : ", ") + item;
+  return joined;
+}
+
 std::string ScalarConstant(const Tensor& t, MlirWriter& w) {
   char buf[80];
   if (t.dtype() == DType::kBool) return w.Let(t.ValueAsInt(0) ? "arith.constant true" : "arith.constant false");
@@ -145,40 +151,30 @@ StatusOr<LoopFusion> EmitLoopFusion(const AnalyzedGraph& body, const std::vector
     yields.push_back(Narrow(value[outputs[i].node], fusion.output_dtypes[i], w));
   }
 
-  // 4. The module.
-  std::string m, params, ins, outs, all_maps, iterators;
-  for (const std::string& map : maps) all_maps += map + ", ";
-  for (size_t i = 0; i < outputs.size(); ++i) all_maps += IndexingMap(space, space) + (i + 1 < outputs.size() ? ", " : "");
-  for (int i = 0; i < space.rank(); ++i) iterators += std::string(i ? ", " : "") + "\"parallel\"";
+  // 4. The module: lists of names and types, one entry per buffer.
+  std::vector<std::string> params, ins, in_memrefs, outs, out_memrefs, block_args, out_types;
   for (int i = 0; i < num_inputs; ++i) {
-    params += "%b" + std::to_string(i) + ": " + buffer_types[i] + ", ";
-    ins += std::string(i ? ", " : "") + "%b" + std::to_string(i);
+    ins.push_back("%b" + std::to_string(i));
+    in_memrefs.push_back(buffer_types[i]);
+    params.push_back(ins.back() + ": " + buffer_types[i]);
+    block_args.push_back("%in" + std::to_string(i) + ": " + in_types[i]);
   }
-  std::string out_types, block_outs;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string t = MemRefType(space, fusion.output_dtypes[i]);
-    params += "%o" + std::to_string(i) + ": " + t + (i + 1 < outputs.size() ? ", " : "");
-    outs += std::string(i ? ", " : "") + "%o" + std::to_string(i);
-    out_types += std::string(i ? ", " : "") + t;
-    block_outs += ", %out" + std::to_string(i) + ": " + StorageType(fusion.output_dtypes[i]);
+    outs.push_back("%o" + std::to_string(i));
+    out_memrefs.push_back(MemRefType(space, fusion.output_dtypes[i]));
+    params.push_back(outs.back() + ": " + out_memrefs.back());
+    out_types.push_back(StorageType(fusion.output_dtypes[i]));
+    block_args.push_back("%out" + std::to_string(i) + ": " + out_types.back());
+    maps.push_back(IndexingMap(space, space));
   }
-  std::string in_list_types;
-  for (int i = 0; i < num_inputs; ++i) in_list_types += std::string(i ? ", " : "") + buffer_types[i];
-  std::string block;
-  for (int i = 0; i < num_inputs; ++i) block += std::string(i ? ", " : "") + "%in" + std::to_string(i) + ": " + in_types[i];
-  if (num_inputs == 0) block_outs = block_outs.substr(2);
-  std::string yield_list, yield_types;
-  for (size_t i = 0; i < yields.size(); ++i) {
-    yield_list += std::string(i ? ", " : "") + yields[i];
-    yield_types += std::string(i ? ", " : "") + StorageType(fusion.output_dtypes[i]);
-  }
-  m += "func.func @kernel(" + params + ") {\n";
-  m += "  linalg.generic {indexing_maps = [" + all_maps + "], iterator_types = [" + iterators + "]}\n";
-  if (num_inputs) m += "      ins(" + ins + " : " + in_list_types + ")\n";
-  m += "      outs(" + outs + " : " + out_types + ") {\n";
-  m += "  ^bb0(" + block + block_outs + "):\n";
+  const std::vector<std::string> iterators(space.rank(), "\"parallel\"");
+  std::string m = "func.func @kernel(" + Join(params) + ") {\n";
+  m += "  linalg.generic {indexing_maps = [" + Join(maps) + "], iterator_types = [" + Join(iterators) + "]}\n";
+  if (num_inputs) m += "      ins(" + Join(ins) + " : " + Join(in_memrefs) + ")\n";
+  m += "      outs(" + Join(outs) + " : " + Join(out_memrefs) + ") {\n";
+  m += "  ^bb0(" + Join(block_args) + "):\n";
   m += w.code();
-  m += "    linalg.yield " + yield_list + " : " + yield_types + "\n";
+  m += "    linalg.yield " + Join(yields) + " : " + Join(out_types) + "\n";
   m += "  }\n  return\n}\n";
   fusion.mlir = m;
   return fusion;

@@ -1,4 +1,4 @@
-#include <algorithm>
+#include <climits>
 #include <set>
 
 #include "passes/graph_edit.h"
@@ -16,15 +16,14 @@ bool NeverFolded(const Node& node, const NodeInfo& info) {
   return ops.count(node.op) > 0 || info.op->stateful || info.dtypes.empty();
 }
 
-// The size of a node's outputs where their shapes are known (unknown dims count as 0).
+// The size of a node's outputs whose shapes are fully known (others count 0).
 int64_t StaticBytes(const NodeInfo& info) {
   int64_t bytes = 0;
   for (size_t i = 0; i < info.shapes.size(); ++i) {
-    const Shape& s = info.shapes[i];
-    if (s.unknown_rank()) continue;
-    int64_t n = 1;
-    for (int64_t d : s.dims()) n = d < 0 ? 0 : (n > (int64_t{1} << 40) / std::max<int64_t>(d, 1) ? int64_t{1} << 40 : n * d);
-    bytes += n * static_cast<int64_t>(DTypeSize(info.dtypes[i]));
+    if (!info.shapes[i].IsFullyDefined()) continue;
+    auto n = CheckedNumElements(info.shapes[i].dims());
+    if (!n.ok()) return INT64_MAX;
+    bytes += *n * static_cast<int64_t>(DTypeSize(info.dtypes[i]));
   }
   return bytes;
 }

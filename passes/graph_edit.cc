@@ -14,13 +14,44 @@ void AddControlInput(Node* node, int control) {
     node->control_inputs.push_back(control);
 }
 
-}  // namespace
-
-void ReplaceUses(Graph& graph, TensorId from, TensorId to) {
-  for (int id = 0; id < graph.num_nodes(); ++id)
-    for (TensorId& in : graph.node(id)->inputs)
-      if (in == from) in = to;
+// The attrs that belong to graphjit and TensorFlow's runtime, not to the op ("_aliases",
+// "_XlaCompile", "_XlaScope", "_class"): they stay when a node changes op.
+AttrMap InternalAttrs(const Node& node) {
+  AttrMap kept;
+  for (const auto& [name, value] : node.attrs)
+    if (!name.empty() && name[0] == '_') kept.emplace(name, value);
+  return kept;
 }
+
+// `base`, or `base/_N` with the smallest N that makes it unique.
+std::string UniqueName(const Graph& graph, const std::string& base) {
+  if (graph.FindNode(base) == nullptr) return base;
+  for (int i = 1;; ++i) {
+    std::string name = base + "/_" + std::to_string(i);
+    if (graph.FindNode(name) == nullptr) return name;
+  }
+}
+
+// Runs what the given tensors need (all inputs are constants) and returns them.
+StatusOr<std::vector<Tensor>> Evaluate(const AnalyzedGraph& graph, const std::vector<TensorId>& tensors) {
+  GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(graph, {}, tensors, {}));
+  ExecutorOptions options;
+  options.allocator = Allocator::Default();
+  std::vector<Tensor> values;
+  GJ_RETURN_IF_ERROR(Execute(graph, plan, {}, options, &values));
+  return values;
+}
+
+void SetConstAttrs(Node* node, const Tensor& value) {
+  AttrMap attrs;
+  attrs["dtype"].set_type(static_cast<tensorflow::DataType>(value.dtype()));
+  TensorToProto(value, attrs["value"].mutable_tensor());
+  node->attrs = std::move(attrs);
+  node->op = "Const";
+  node->inputs.clear();
+}
+
+}  // namespace
 
 void Bypass(Graph& graph, int node, TensorId forwarded) {
   const std::vector<int> controls = graph.node(node)->control_inputs;
@@ -57,19 +88,6 @@ void ReplaceNode(Graph& graph, int from, int to) {
     }
   }
 }
-
-namespace {
-
-// The attrs that belong to graphjit and TensorFlow's runtime, not to the op ("_aliases",
-// "_XlaCompile", "_XlaScope", "_class"): they stay when a node changes op.
-AttrMap InternalAttrs(const Node& node) {
-  AttrMap kept;
-  for (const auto& [name, value] : node.attrs)
-    if (!name.empty() && name[0] == '_') kept.emplace(name, value);
-  return kept;
-}
-
-}  // namespace
 
 void MakeIdentity(Graph& graph, int node, TensorId input, DType dtype) {
   Node* n = graph.node(node);
@@ -109,27 +127,6 @@ int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<
   return removed;
 }
 
-std::string UniqueName(const Graph& graph, const std::string& base) {
-  if (graph.FindNode(base) == nullptr) return base;
-  for (int i = 1;; ++i) {
-    std::string name = base + "/_" + std::to_string(i);
-    if (graph.FindNode(name) == nullptr) return name;
-  }
-}
-
-namespace {
-
-void SetConstAttrs(Node* node, const Tensor& value) {
-  AttrMap attrs;
-  attrs["dtype"].set_type(static_cast<tensorflow::DataType>(value.dtype()));
-  TensorToProto(value, attrs["value"].mutable_tensor());
-  node->attrs = std::move(attrs);
-  node->op = "Const";
-  node->inputs.clear();
-}
-
-}  // namespace
-
 Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device) {
   Node* node = graph.AddNode(UniqueName(graph, base), "Const");
   node->device = device;
@@ -148,15 +145,6 @@ const Tensor* ConstValue(const AnalyzedGraph& graph, TensorId t) {
   if (graph.graph.node(t.node)->op != "Const" || t.index != 0) return nullptr;
   const Tensor& value = graph.constants[t.node];
   return value.valid() ? &value : nullptr;
-}
-
-StatusOr<std::vector<Tensor>> Evaluate(const AnalyzedGraph& graph, const std::vector<TensorId>& tensors) {
-  GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(graph, {}, tensors, {}));
-  ExecutorOptions options;
-  options.allocator = Allocator::Default();
-  std::vector<Tensor> values;
-  GJ_RETURN_IF_ERROR(Execute(graph, plan, {}, options, &values));
-  return values;
 }
 
 StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node, const std::vector<Tensor>& inputs) {

@@ -11,9 +11,6 @@
 
 namespace graphjit {
 
-// Points every data input that reads `from` at `to`.
-void ReplaceUses(Graph& graph, TensorId from, TensorId to);
-
 // Makes the consumers of a single-output forwarder (Identity-like: output 0 equals its
 // input `forwarded`) read that tensor instead. Its data consumers also wait for its
 // control inputs; its control consumers wait for the producer of `forwarded` and its
@@ -32,10 +29,8 @@ void MakeIdentity(Graph& graph, int node, TensorId input, DType dtype);
 // transitively, its inputs that became unused. Returns how many nodes were removed.
 int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<int>& seeds);
 
-// `base`, or `base/_N` with the smallest N that makes it unique.
-std::string UniqueName(const Graph& graph, const std::string& base);
-
-// Adds a Const node holding `value`, named UniqueName(base).
+// Adds a Const node holding `value`, named `base`, or `base/_N` with the smallest N that
+// makes the name unique.
 Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device);
 
 // Replaces `node` in place by a Const holding `value` (name and control inputs stay).
@@ -43,9 +38,6 @@ void ReplaceWithConst(Graph& graph, int node, const Tensor& value);
 
 // The value of a Const node's output, or nullptr.
 const Tensor* ConstValue(const AnalyzedGraph& graph, TensorId t);
-
-// Runs the nodes the given tensors need (inputs must all be constants) and returns them.
-StatusOr<std::vector<Tensor>> Evaluate(const AnalyzedGraph& graph, const std::vector<TensorId>& tensors);
 
 // Runs one node on the given input values (for folding), returning all its outputs.
 StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node, const std::vector<Tensor>& inputs);

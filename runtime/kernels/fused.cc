@@ -26,6 +26,11 @@ StatusOr<Activation> InferFusedEpilogue(InferenceContext& c, int bias_input, int
   return act;
 }
 
+const dnnl::engine& OneDnnEngine() {
+  static const dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
 dnnl::primitive_attr OneDnnAttr(Activation activation) {
   dnnl::post_ops ops;
   switch (activation) {

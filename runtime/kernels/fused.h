@@ -3,6 +3,11 @@
 // output tile is in cache; other dtypes apply it in one pass over the output.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "runtime/kernels/common.h"
@@ -15,6 +20,34 @@ enum class Activation { kNone, kRelu, kRelu6, kElu };
 // (1), and that input `bias_input` is a vector of the output's channels.
 StatusOr<Activation> InferFusedEpilogue(InferenceContext& c, int bias_input, int64_t channels);
 StatusOr<Activation> ReadActivation(const Node& node);
+
+// The CPU engine graphjit's oneDNN primitives run on.
+const dnnl::engine& OneDnnEngine();
+
+// oneDNN primitives built once per key (a geometry) and shared by every caller; `make_pd`
+// builds the primitive descriptor of a missing one.
+template <typename Primitive>
+class OneDnnPrimitives {
+ public:
+  struct Entry {
+    typename Primitive::primitive_desc pd;
+    Primitive primitive;
+  };
+  template <typename MakePd>
+  const Entry& Get(const std::string& key, const MakePd& make_pd) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      typename Primitive::primitive_desc pd = make_pd();
+      it = entries_.emplace(key, std::make_unique<Entry>(Entry{pd, Primitive(pd)})).first;
+    }
+    return *it->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Entry>> entries_;
+};
 
 // Attributes for graphjit's oneDNN primitives: the activation as a post-op (none for
 // kNone), and a scratchpad the caller provides, since oneDNN's own is shared by every

@@ -4,7 +4,6 @@
 
 #include <dnnl.h>
 
-#include <map>
 #include <mutex>
 
 #include <Eigen/Dense>
@@ -159,63 +158,38 @@ OpDef BatchMatMulV2Op() {
   return def;
 }
 
-// oneDNN matmul primitives with the bias and activation as post-ops, built once per
-// geometry: the epilogue runs on each tile while it is in cache.
-class OneDnnFusedMatMul {
- public:
-  static OneDnnFusedMatMul& Get() {
-    static OneDnnFusedMatMul* m = new OneDnnFusedMatMul();
-    return *m;
+// A oneDNN matmul with the bias and activation as post-ops (primitives built once per
+// geometry): the epilogue runs on each tile while it is in cache.
+Status OneDnnFusedMatMul(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, Activation act,
+                         const Tensor& a, const Tensor& b, const Tensor& bias, Tensor* out) {
+  using dnnl::memory;
+  static auto* primitives = new OneDnnPrimitives<dnnl::matmul>();
+  const dnnl::engine& engine = OneDnnEngine();
+  const auto f32 = memory::data_type::f32;
+  const memory::desc a_md({m, k}, f32, ta ? memory::format_tag::ba : memory::format_tag::ab);
+  const memory::desc b_md({k, n}, f32, tb ? memory::format_tag::ba : memory::format_tag::ab);
+  const memory::desc bias_md({1, n}, f32, memory::format_tag::ab);
+  const memory::desc c_md({m, n}, f32, memory::format_tag::ab);
+  const std::string key = std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k) + "," +
+                          std::to_string(ta) + std::to_string(tb) + std::to_string(static_cast<int>(act));
+  try {
+    const auto& e = primitives->Get(key, [&] {
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), OneDnnAttr(act), engine);
+    });
+    omp_set_num_threads(ctx.intra_op ? ctx.intra_op->num_threads() : 1);
+    dnnl::stream stream(engine);
+    memory scratchpad(e.pd.scratchpad_desc(), engine);  // this call's own: runs may overlap
+    e.primitive.execute(stream, {{DNNL_ARG_SRC, memory(a_md, engine, a.raw())},
+                                 {DNNL_ARG_WEIGHTS, memory(b_md, engine, b.raw())},
+                                 {DNNL_ARG_BIAS, memory(bias_md, engine, bias.raw())},
+                                 {DNNL_ARG_DST, memory(c_md, engine, out->raw())},
+                                 {DNNL_ARG_SCRATCHPAD, scratchpad}});
+    stream.wait();
+  } catch (const dnnl::error& err) {
+    return Internal(NodeLabel(ctx.node) + ": oneDNN matmul failed: " + err.what());
   }
-
-  Status Run(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, Activation act,
-             const Tensor& a, const Tensor& b, const Tensor& bias, Tensor* out) {
-    using dnnl::memory;
-    const std::string key = std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k) + "," +
-                            std::to_string(ta) + std::to_string(tb) + std::to_string(static_cast<int>(act));
-    try {
-      Entry* e;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto it = cache_.find(key);
-        if (it == cache_.end()) {
-          const auto f32 = memory::data_type::f32;
-          memory::desc a_md({m, k}, f32, ta ? memory::format_tag::ba : memory::format_tag::ab);
-          memory::desc b_md({k, n}, f32, tb ? memory::format_tag::ba : memory::format_tag::ab);
-          memory::desc bias_md({1, n}, f32, memory::format_tag::ab);
-          memory::desc c_md({m, n}, f32, memory::format_tag::ab);
-          dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), OneDnnAttr(act), engine_);
-          it = cache_.emplace(key, std::make_unique<Entry>(Entry{pd, dnnl::matmul(pd)})).first;
-        }
-        e = it->second.get();
-      }
-      omp_set_num_threads(ctx.intra_op ? ctx.intra_op->num_threads() : 1);
-      const auto f32 = memory::data_type::f32;
-      dnnl::stream stream(engine_);
-      memory a_mem({{m, k}, f32, ta ? memory::format_tag::ba : memory::format_tag::ab}, engine_, a.raw());
-      memory b_mem({{k, n}, f32, tb ? memory::format_tag::ba : memory::format_tag::ab}, engine_, b.raw());
-      memory bias_mem({{1, n}, f32, memory::format_tag::ab}, engine_, bias.raw());
-      memory c_mem({{m, n}, f32, memory::format_tag::ab}, engine_, out->raw());
-      memory scratchpad(e->pd.scratchpad_desc(), engine_);  // this call's own: runs may overlap
-      e->primitive.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_BIAS, bias_mem},
-                                    {DNNL_ARG_DST, c_mem}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      return Internal(NodeLabel(ctx.node) + ": oneDNN matmul failed: " + err.what());
-    }
-    return Status::Ok();
-  }
-
- private:
-  struct Entry {
-    dnnl::matmul::primitive_desc pd;
-    dnnl::matmul primitive;
-  };
-  OneDnnFusedMatMul() : engine_(dnnl::engine::kind::cpu, 0) {}
-  dnnl::engine engine_;
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Entry>> cache_;
-};
+  return Status::Ok();
+}
 
 // TensorFlow's remapper output: MatMul + BiasAdd (+ activation) as one op.
 OpDef FusedMatMulOp() {
@@ -237,7 +211,7 @@ OpDef FusedMatMulOp() {
     const int64_t m = out->shape().dim(0), n = out->shape().dim(1), k = a.shape().dim(ta ? 0 : 1);
     if (out->num_elements() == 0) return Status::Ok();
     if (a.dtype() == DType::kFloat && k > 0)
-      return OneDnnFusedMatMul::Get().Run(ctx, ta, tb, m, n, k, act, a, ctx.input(1), ctx.input(2), out);
+      return OneDnnFusedMatMul(ctx, ta, tb, m, n, k, act, a, ctx.input(1), ctx.input(2), out);
     GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(a.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       int threads = ctx.intra_op ? ctx.intra_op->num_threads() : 1;

@@ -5,8 +5,6 @@
 
 #include <cmath>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -135,85 +133,59 @@ void DirectConv(const Tensor& in, const Tensor& filter, const Window& w, bool de
         }
 }
 
-// oneDNN convolution primitives, built once per geometry.
-class OneDnnConv {
- public:
-  static OneDnnConv& Get() {
-    static OneDnnConv* c = new OneDnnConv();
-    return *c;
-  }
-
-  // `bias` (optional) and `act` are applied as post-ops.
-  Status Run(const KernelContext& ctx, const Tensor& in, const Tensor& filter, const Window& w, bool depthwise,
-             const Tensor* bias, Activation act, Tensor* out) {
-    using dnnl::memory;
-    const auto& is = in.shape();
-    const auto& fs = filter.shape();
-    const auto& os = out->shape();
-    const int64_t N = is.dim(0), H = is.dim(1), W = is.dim(2), C = is.dim(3);
-    const int64_t OH = os.dim(1), OW = os.dim(2), O = os.dim(3);
-    memory::dims src_dims = {N, C, H, W}, dst_dims = {N, O, OH, OW};
-    memory::dims w_dims = depthwise ? memory::dims{C, fs.dim(3), 1, w.kh, w.kw} : memory::dims{O, C, w.kh, w.kw};
-    memory::format_tag w_tag = depthwise ? memory::format_tag::hwigo : memory::format_tag::hwio;
-    memory::dims strides = {w.sh, w.sw}, dilates = {w.dh - 1, w.dw - 1}, pad_l = {w.pt, w.pl}, pad_r = {w.pb, w.pr};
-    std::string key = std::to_string(depthwise) + std::to_string(bias != nullptr) + std::to_string(static_cast<int>(act));
-    for (const auto* v : {&src_dims, &w_dims, &strides, &dilates, &pad_l, &pad_r})
-      for (auto d : *v) key += "," + std::to_string(d);
-
-    try {
-      Entry* e;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto it = cache_.find(key);
-        if (it == cache_.end()) {
-          memory::desc src_md(src_dims, memory::data_type::f32, memory::format_tag::nhwc);
-          memory::desc dst_md(dst_dims, memory::data_type::f32, memory::format_tag::nhwc);
-          memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
-          memory::desc bias_md({O}, memory::data_type::f32, memory::format_tag::a);
-          auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          dnnl::algorithm::convolution_direct, src_md, w_any, bias_md,
-                                                          dst_md, strides, dilates, pad_l, pad_r)
-                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          dnnl::algorithm::convolution_direct, src_md, w_any, dst_md,
-                                                          strides, dilates, pad_l, pad_r);
-          dnnl::primitive_attr attr = OneDnnAttr(act);
-          auto pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
-          it = cache_.emplace(key, std::make_unique<Entry>(Entry{pd, dnnl::convolution_forward(pd)})).first;
-        }
-        e = it->second.get();
-      }
-      omp_set_num_threads(ctx.intra_op ? ctx.intra_op->num_threads() : 1);
-      dnnl::stream stream(engine_);
-      memory src(e->pd.src_desc(), engine_, in.raw());
-      memory dst(e->pd.dst_desc(), engine_, out->raw());
-      memory user_w({w_dims, memory::data_type::f32, w_tag}, engine_, filter.raw());
-      memory weights = user_w;
-      if (e->pd.weights_desc() != user_w.get_desc()) {
-        weights = memory(e->pd.weights_desc(), engine_);
-        dnnl::reorder(user_w, weights).execute(stream, user_w, weights);
-      }
-      memory scratchpad(e->pd.scratchpad_desc(), engine_);  // this call's own: runs may overlap
-      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
-                                              {DNNL_ARG_SCRATCHPAD, scratchpad}};
-      if (bias) args.emplace(DNNL_ARG_BIAS, memory({{O}, memory::data_type::f32, memory::format_tag::a}, engine_, bias->raw()));
-      e->conv.execute(stream, args);
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      return Internal(NodeLabel(ctx.node) + ": oneDNN convolution failed: " + err.what());
+// A oneDNN convolution (primitives built once per geometry); `bias` (optional) and
+// `act` are applied as post-ops.
+Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filter, const Window& w, bool depthwise,
+                  const Tensor* bias, Activation act, Tensor* out) {
+  using dnnl::memory;
+  static auto* primitives = new OneDnnPrimitives<dnnl::convolution_forward>();
+  const dnnl::engine& engine = OneDnnEngine();
+  const auto& is = in.shape();
+  const auto& fs = filter.shape();
+  const auto& os = out->shape();
+  const int64_t N = is.dim(0), H = is.dim(1), W = is.dim(2), C = is.dim(3);
+  const int64_t OH = os.dim(1), OW = os.dim(2), O = os.dim(3);
+  memory::dims src_dims = {N, C, H, W}, dst_dims = {N, O, OH, OW};
+  memory::dims w_dims = depthwise ? memory::dims{C, fs.dim(3), 1, w.kh, w.kw} : memory::dims{O, C, w.kh, w.kw};
+  memory::format_tag w_tag = depthwise ? memory::format_tag::hwigo : memory::format_tag::hwio;
+  memory::dims strides = {w.sh, w.sw}, dilates = {w.dh - 1, w.dw - 1}, pad_l = {w.pt, w.pl}, pad_r = {w.pb, w.pr};
+  std::string key = std::to_string(depthwise) + std::to_string(bias != nullptr) + std::to_string(static_cast<int>(act));
+  for (const auto* v : {&src_dims, &w_dims, &strides, &dilates, &pad_l, &pad_r})
+    for (auto d : *v) key += "," + std::to_string(d);
+  const memory::desc bias_md({O}, memory::data_type::f32, memory::format_tag::a);
+  try {
+    const auto& e = primitives->Get(key, [&] {
+      memory::desc src_md(src_dims, memory::data_type::f32, memory::format_tag::nhwc);
+      memory::desc dst_md(dst_dims, memory::data_type::f32, memory::format_tag::nhwc);
+      memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const auto alg = dnnl::algorithm::convolution_direct;
+      auto d = bias ? dnnl::convolution_forward::desc(prop, alg, src_md, w_any, bias_md, dst_md, strides, dilates, pad_l,
+                                                      pad_r)
+                    : dnnl::convolution_forward::desc(prop, alg, src_md, w_any, dst_md, strides, dilates, pad_l, pad_r);
+      return dnnl::convolution_forward::primitive_desc(d, OneDnnAttr(act), engine);
+    });
+    omp_set_num_threads(ctx.intra_op ? ctx.intra_op->num_threads() : 1);
+    dnnl::stream stream(engine);
+    memory src(e.pd.src_desc(), engine, in.raw());
+    memory dst(e.pd.dst_desc(), engine, out->raw());
+    memory user_w({w_dims, memory::data_type::f32, w_tag}, engine, filter.raw());
+    memory weights = user_w;
+    if (e.pd.weights_desc() != user_w.get_desc()) {
+      weights = memory(e.pd.weights_desc(), engine);
+      dnnl::reorder(user_w, weights).execute(stream, user_w, weights);
     }
-    return Status::Ok();
+    memory scratchpad(e.pd.scratchpad_desc(), engine);  // this call's own: runs may overlap
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
+                                            {DNNL_ARG_SCRATCHPAD, scratchpad}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_md, engine, bias->raw()));
+    e.primitive.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& err) {
+    return Internal(NodeLabel(ctx.node) + ": oneDNN convolution failed: " + err.what());
   }
-
- private:
-  struct Entry {
-    dnnl::convolution_forward::primitive_desc pd;
-    dnnl::convolution_forward conv;
-  };
-  OneDnnConv() : engine_(dnnl::engine::kind::cpu, 0) {}
-  dnnl::engine engine_;
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Entry>> cache_;
-};
+  return Status::Ok();
+}
 
 Status InferConv(InferenceContext& c, bool depthwise) {
   GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
@@ -278,7 +250,7 @@ OpDef ConvOp(const char* name, bool depthwise) {
     }
     const Tensor* bias = fused ? &ctx.input(2) : nullptr;
     if (in.dtype() == DType::kFloat && filter.shape().dim(2) > 0)
-      return OneDnnConv::Get().Run(ctx, in, filter, w, depthwise, bias, act, out);
+      return OneDnnConv(ctx, in, filter, w, depthwise, bias, act, out);
     GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
       DirectConv<decltype(tag)>(in, filter, w, depthwise, out);
       return Status::Ok();

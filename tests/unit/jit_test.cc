@@ -36,12 +36,15 @@ class Jit : public ::testing::Test {
   }
 };
 
-std::vector<Tensor> RunAt(const tensorflow::GraphDef& gd, JitLevel level,
-                          const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches) {
+std::unique_ptr<Session> SessionAt(const tensorflow::GraphDef& gd, JitLevel level) {
   SessionOptions options;
   options.jit_level = level;
-  auto s = testing::MakeSession(gd, options);
-  return testing::RunOrDie(*s, feeds, fetches);
+  return testing::MakeSession(gd, options);
+}
+
+std::vector<Tensor> RunAt(const tensorflow::GraphDef& gd, JitLevel level,
+                          const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches) {
+  return testing::RunOrDie(*SessionAt(gd, level), feeds, fetches);
 }
 
 // Same NaNs, same infinities, values within `rtol` (plus a tiny absolute slack).
@@ -137,14 +140,18 @@ TEST_F(Jit, RandomElementwiseGraphsMatchTheReferenceKernels) {
   EXPECT_GE(after.compiled - before.compiled, graphs);
 }
 
-TEST_F(Jit, TheCacheCompilesOncePerSignature) {
+// r = Relu(Tanh(x)): one cluster at ON_1.
+tensorflow::GraphDef TanhRelu(const std::vector<int64_t>& x_shape) {
   GraphBuilder b;
-  b.Placeholder("x", DType::kFloat, {-1, 5});
+  b.Placeholder("x", DType::kFloat, x_shape);
   b.Op("t", "Tanh", {"x"});
   b.Op("r", "Relu", {"t"});
-  SessionOptions options;
-  options.jit_level = JitLevel::kOn1;
-  auto s = testing::MakeSession(b.graph_def(), options);
+  return b.graph_def();
+}
+
+TEST_F(Jit, TheCacheCompilesOncePerSignature) {
+  const tensorflow::GraphDef gd = TanhRelu({-1, 5});
+  auto s = SessionAt(gd, JitLevel::kOn1);
   std::mt19937 rng(1);
   const JitStats before = GetJitStats();
   for (int i = 0; i < 3; ++i) testing::RunOrDie(*s, {{"x", Stressing(Shape{4, 5}, rng)}}, {"r"});
@@ -154,7 +161,7 @@ TEST_F(Jit, TheCacheCompilesOncePerSignature) {
   testing::RunOrDie(*s, {{"x", Stressing(Shape{9, 5}, rng)}}, {"r"});  // a new shape: a new kernel
   EXPECT_EQ(GetJitStats().cache_misses - before.cache_misses, 2);
   // Another session with the same cluster and shapes reuses the kernel.
-  auto s2 = testing::MakeSession(b.graph_def(), options);
+  auto s2 = SessionAt(gd, JitLevel::kOn1);
   testing::RunOrDie(*s2, {{"x", Stressing(Shape{9, 5}, rng)}}, {"r"});
   EXPECT_EQ(GetJitStats().cache_misses - before.cache_misses, 2);
 }
@@ -174,19 +181,14 @@ TEST_F(Jit, AClusterItCannotCompileRunsOpByOp) {
 }
 
 TEST_F(Jit, MegamorphicClustersRunOpByOp) {
-  GraphBuilder b;
-  b.Placeholder("x", DType::kFloat, {-1});
-  b.Op("t", "Tanh", {"x"});
-  b.Op("r", "Relu", {"t"});
-  SessionOptions options;
-  options.jit_level = JitLevel::kOn1;
-  auto s = testing::MakeSession(b.graph_def(), options);
+  const tensorflow::GraphDef gd = TanhRelu({-1});
+  auto s = SessionAt(gd, JitLevel::kOn1);
   std::mt19937 rng(3);
   const JitStats before = GetJitStats();
   for (int n = 1; n <= 14; ++n) {  // a new shape every run
     Tensor x = Stressing(Shape{n}, rng);
     auto got = testing::RunOrDie(*s, {{"x", x}}, {"r"});
-    ExpectMatch(got[0], RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"r"})[0], 2e-6, "n=" + std::to_string(n));
+    ExpectMatch(got[0], RunAt(gd, JitLevel::kOff, {{"x", x}}, {"r"})[0], 2e-6, "n=" + std::to_string(n));
   }
   const JitStats after = GetJitStats();
   EXPECT_EQ(after.cache_misses - before.cache_misses, 11) << "no compiles after the 11th";
@@ -198,9 +200,7 @@ TEST_F(Jit, ConcurrentRunsShareTheCache) {
   b.Placeholder("x", DType::kFloat, {-1, 8});
   b.Op("s", "Sigmoid", {"x"});
   b.Op("m", "Mul", {"s", "x"});
-  SessionOptions options;
-  options.jit_level = JitLevel::kOn1;
-  auto s = testing::MakeSession(b.graph_def(), options);
+  auto s = SessionAt(b.graph_def(), JitLevel::kOn1);
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
