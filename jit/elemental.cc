@@ -107,14 +107,26 @@ std::string ElementType(DType dtype) {
 }
 
 bool IsElementalOp(const std::string& op) {
-  return FloatOps().count(op) || op == "Identity" || op == "Select" || op == "SelectV2" || op == "LogicalAnd" ||
+  return FloatOps().count(op) || op == "Identity" || op == "Snapshot" || op == "Cast" || op == "Select" || op == "SelectV2" || op == "LogicalAnd" ||
          op == "LogicalOr" || op == "LogicalNot";
 }
 
 StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::string>& operands,
                                     const std::vector<std::string>& types, MlirWriter& w) {
   const std::string& op = node.op;
-  if (op == "Identity") return operands[0];
+  if (op == "Identity" || op == "Snapshot") return operands[0];
+  if (op == "Cast") {
+    GJ_ASSIGN_OR_RETURN(DType to, GetTypeAttr(node, "DstT"));
+    const std::string& from = types[0];
+    if (ElementType(to).empty()) return Unimplemented(NodeLabel(node) + ": a cast to " + DTypeName(to));
+    if (from == "f32" && (to == DType::kHalf || to == DType::kBFloat16)) {  // rounded as stored
+      const char* t = to == DType::kHalf ? "f16" : "bf16";
+      return w.Let("arith.extf " + w.Let("arith.truncf " + operands[0] + " : f32 to " + t) + " : " + t + " to f32");
+    }
+    if (ElementType(to) == from) return operands[0];  // float types are all computed in f32
+    if (from == "i1") return Select(operands[0], F32(w, 1), F32(w, 0), w);
+    return w.Let("arith.cmpf une, " + operands[0] + ", " + F32(w, 0) + " : f32");
+  }
   if (op == "Select" || op == "SelectV2") {
     if (types[1] != "f32") return Unimplemented(NodeLabel(node) + ": Select of non-float values");
     return Select(operands[0], operands[1], operands[2], w);

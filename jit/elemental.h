@@ -14,7 +14,9 @@ namespace graphjit {
 // Writes MLIR lines into a block body, with fresh SSA names.
 class MlirWriter {
  public:
-  std::string Fresh() { return "%v" + std::to_string(next_++); }
+  // Names are "<prefix>N": writers with distinct prefixes can share one function.
+  explicit MlirWriter(std::string prefix = "%v") : prefix_(std::move(prefix)) {}
+  std::string Fresh() { return prefix_ + std::to_string(next_++); }
   // Emits "%vN = <rhs>" and returns %vN.
   std::string Let(const std::string& rhs) {
     std::string name = Fresh();
@@ -25,6 +27,7 @@ class MlirWriter {
   const std::string& code() const { return code_; }
 
  private:
+  std::string prefix_;
   int next_ = 0;
   std::string code_;
 };

@@ -15,8 +15,10 @@
 #include "clustering/pass.h"
 #include "ir/attr.h"
 #include "ir/graphdef.h"
+#include "jit/fusion_emitter.h"
+#include "jit/fusion_plan.h"
 #include "jit/kernel_cache.h"
-#include "jit/loop_emitter.h"
+#include "jit/specialize.h"
 #include "runtime/op_registry.h"
 #include "runtime/session_options.h"
 
@@ -26,8 +28,14 @@ namespace {
 
 // Part of every signature: what made the code.
 const std::string& CompilerId() {
-  static const std::string id = std::string("graphjit ") + GRAPHJIT_VERSION + " loop-fusion/1 llvm-19 O3 | " + cpu::HostCpu();
+  static const std::string id = std::string("graphjit ") + GRAPHJIT_VERSION + " fusion/2 llvm-19 O3 | " + cpu::HostCpu();
   return id;
+}
+
+std::mutex fault_mu;
+std::string& InjectedFailure() {
+  static auto* reason = new std::string();
+  return *reason;
 }
 
 KernelCache& Cache() {
@@ -35,13 +43,18 @@ KernelCache& Cache() {
   return *cache;
 }
 
-// A compiled cluster body for one signature.
+// A compiled cluster body for one signature: its buffers and the kernels that fill them.
 struct CompiledCluster {
+  struct Kernel {
+    cpu::Executable::PackedFunction fn = nullptr;
+    int64_t rows = 1, cost_per_row = 1;
+    std::vector<int> buffers;
+  };
   std::unique_ptr<cpu::Executable> exe;
-  cpu::Executable::PackedFunction fn = nullptr;
-  std::vector<Shape> output_shapes;
-  std::vector<DType> output_dtypes;
+  std::vector<Kernel> kernels;
+  std::vector<FusionPlan::Buffer> buffers;
   std::vector<Tensor> constants;
+  std::vector<int> outputs;
 };
 
 // What the JIT keeps per `_JitCluster` node.
@@ -51,8 +64,9 @@ struct ClusterState {
   // What every signature of this cluster starts with: the compiler, the device and the
   // body in canonical serialization (attr maps in key order). Built once, not per call.
   std::string signature_prefix;
-  tensorflow::GraphDef body_def;
+  tensorflow::GraphDef body_def;  // with Softmax and LogSoftmax expanded
   std::vector<std::string> outputs;
+  std::vector<bool> value_inputs;  // inputs whose values are part of the signature
   // Counters and flags of the runs (kernels run concurrently on a shared state).
   mutable std::atomic<int64_t> runs{0}, compiles{0};
   mutable std::atomic<bool> fell_back{false}, megamorphic{false};
@@ -94,7 +108,7 @@ void WriteFile(const std::string& path, const std::string& text) {
   if (!out) std::fprintf(stderr, "graphjit: warning: cannot write %s\n", path.c_str());
 }
 
-// The body specialized on the actual input shapes, then emitted and compiled; with
+// The body specialized on the actual inputs, planned, emitted and compiled; with
 // `dump_dir`, every stage is written there.
 KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>& inputs, const std::string& dump_dir) {
   KernelCache::Entry entry;
@@ -102,50 +116,48 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
     entry.failure = s.message();
     return entry;
   };
-  auto graph = ImportGraphDef(state.body_def);
-  if (!graph.ok()) return fail(graph.status());
-  std::vector<TensorId> args;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    Node* arg = graph->FindNode("_arg_" + std::to_string(i));
-    if (arg == nullptr) return fail(Internal("the body lacks _arg_" + std::to_string(i)));
-    ShapeToProto(inputs[i].shape(), arg->attrs["shape"].mutable_shape());
-    args.push_back({arg->id, 0});
+  auto dump = [&](const std::string& file, const std::string& text) {
+    if (!dump_dir.empty()) WriteFile(dump_dir + "/" + file, text);
+  };
+  {
+    std::lock_guard<std::mutex> lock(fault_mu);
+    if (!InjectedFailure().empty()) return fail(Internal(InjectedFailure()));
   }
   if (!dump_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(dump_dir, ec);
-    (void)WriteGraphDefFile(ExportGraphDef(*graph), dump_dir + "/00_cluster.pbtxt");
   }
-  auto body = AnalyzeGraph(std::move(graph).value());
+  // 1. Specialize: static shapes, the values that decide shapes.
+  auto body = Specialize(state.body_def, state.outputs, inputs, state.value_inputs);
   if (!body.ok()) return fail(body.status());
-  std::vector<TensorId> outputs;
-  for (const std::string& name : state.outputs) {
-    ParsedInput p;
-    const Node* n = ParseInputString(name, &p) ? body->graph.FindNode(p.node) : nullptr;
-    if (n == nullptr) return fail(Internal("the body lacks " + name));
-    outputs.push_back({n->id, p.index});
-  }
-  auto fusion = EmitLoopFusion(*body, args, outputs);
-  if (!fusion.ok()) return fail(fusion.status());
-  cpu::CompileOptions options;
-  options.keep_stages = !dump_dir.empty();
-  if (!dump_dir.empty()) WriteFile(dump_dir + "/01_loop_fusion.mlir", fusion->mlir);
-  auto exe = cpu::Compile(fusion->mlir, options);
-  if (!exe.ok()) return fail(exe.status());
-  if (!dump_dir.empty()) {
-    WriteFile(dump_dir + "/02_llvm_dialect.mlir", (*exe)->report().lowered_mlir);
-    WriteFile(dump_dir + "/03_llvm_ir.ll", (*exe)->report().llvm_ir);
-    WriteFile(dump_dir + "/04_asm.s", (*exe)->report().assembly);
-  }
-  auto fn = (*exe)->Function("kernel");
-  if (!fn.ok()) return fail(fn.status());
+  if (!dump_dir.empty()) (void)WriteGraphDefFile(ExportGraphDef(body->graph.graph), dump_dir + "/00_cluster.pbtxt");
+  // 2. Plan the fusions, 3. emit one function per fusion, 4. compile them.
+  auto plan = PlanFusions(body->graph, body->args, body->outputs);
+  if (!plan.ok()) return fail(plan.status());
+  dump("01_fusion_plan.txt", plan->ToString(body->graph.graph));
+  auto module = EmitFusions(body->graph, *plan);
+  if (!module.ok()) return fail(module.status());
+  dump("02_fusions.mlir", module->mlir);
   auto kernel = std::make_shared<CompiledCluster>();
-  kernel->exe = std::move(exe).value();
-  kernel->fn = *fn;
-  kernel->output_shapes = fusion->output_shapes;
-  kernel->output_dtypes = fusion->output_dtypes;
-  kernel->constants = fusion->constants;
-  entry.bytes = fusion->mlir.size() + (size_t{64} << 10);
+  if (!module->kernels.empty()) {
+    cpu::CompileOptions options;
+    options.keep_stages = !dump_dir.empty();
+    auto exe = cpu::Compile(module->mlir, options);
+    if (!exe.ok()) return fail(exe.status());
+    dump("03_llvm_dialect.mlir", (*exe)->report().lowered_mlir);
+    dump("04_llvm_ir.ll", (*exe)->report().llvm_ir);
+    dump("05_asm.s", (*exe)->report().assembly);
+    kernel->exe = std::move(exe).value();
+  }
+  for (const EmittedKernel& k : module->kernels) {
+    auto fn = kernel->exe->Function(k.function);
+    if (!fn.ok()) return fail(fn.status());
+    kernel->kernels.push_back({*fn, k.rows, k.cost_per_row, k.buffers});
+  }
+  kernel->buffers = plan->buffers;
+  kernel->constants = plan->constants;
+  kernel->outputs = plan->outputs;
+  entry.bytes = module->mlir.size() + (size_t{64} << 10);
   for (const Tensor& c : kernel->constants) entry.bytes += c.bytes();
   entry.kernel = std::move(kernel);
   return entry;
@@ -154,7 +166,12 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
 // The full signature, compared whole by the cache: the prefix, then the inputs.
 std::string Signature(const ClusterState& state, const std::vector<Tensor>& inputs) {
   std::string key = state.signature_prefix;
-  for (const Tensor& t : inputs) key += DTypeName(t.dtype()) + t.shape().ToString() + ";";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    key += DTypeName(t.dtype()) + t.shape().ToString();
+    if (state.value_inputs[i]) key += "=" + std::string(static_cast<const char*>(t.raw()), t.bytes());
+    key += ";";
+  }
   return key;
 }
 
@@ -164,6 +181,7 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
   state->name = node.name;
   GJ_ASSIGN_OR_RETURN(std::string bytes, GetStringAttr(node, "_body"));
   if (!state->body_def.ParseFromString(bytes)) return InvalidArgument(NodeLabel(node) + ": bad '_body'");
+  ExpandSoftmax(&state->body_def);
   std::string canonical;
   {
     google::protobuf::io::StringOutputStream stream(&canonical);
@@ -173,6 +191,7 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
   }
   state->signature_prefix = CompilerId() + "|cpu|" + canonical + "|";
   for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) state->outputs.push_back(s);
+  state->value_inputs = ValueInputs(state->body_def, static_cast<int>(node.inputs.size()));
   std::lock_guard<std::mutex> lock(states_mu);
   auto& states = States();
   states.erase(std::remove_if(states.begin(), states.end(), [](const auto& w) { return w.expired(); }), states.end());
@@ -184,6 +203,47 @@ Status RunReference(KernelContext& ctx, const ClusterState& state) {
   KernelContext reference{ctx.node,     ctx.inputs,    ctx.output_dtypes,       ctx.output_shapes,
                           ctx.outputs,  ctx.allocator, ctx.intra_op,            state.body_state.get()};
   return Reference().compute(reference);
+}
+
+// Runs the kernels in order, each over its rows split across the intra-op threads.
+// Buffers are the inputs, the constants, views of other buffers, or allocated here.
+Status Launch(KernelContext& ctx, const CompiledCluster& cluster) {
+  std::vector<Tensor> values(cluster.buffers.size());
+  std::function<StatusOr<Tensor>(int)> resolve = [&](int b) -> StatusOr<Tensor> {
+    if (values[b].valid()) return values[b];
+    const FusionPlan::Buffer& buffer = cluster.buffers[b];
+    switch (buffer.kind) {
+      case FusionPlan::Buffer::Kind::kArgument: values[b] = ctx.inputs[buffer.source]; break;
+      case FusionPlan::Buffer::Kind::kConstant: values[b] = cluster.constants[buffer.source]; break;
+      case FusionPlan::Buffer::Kind::kView: {
+        GJ_ASSIGN_OR_RETURN(Tensor viewed, resolve(buffer.source));
+        values[b] = viewed.Reshaped(buffer.shape);
+        break;
+      }
+      case FusionPlan::Buffer::Kind::kTemp: {
+        GJ_ASSIGN_OR_RETURN(values[b], Tensor::Allocate(buffer.dtype, buffer.shape, ctx.allocator));
+        break;
+      }
+    }
+    return values[b];
+  };
+  for (const CompiledCluster::Kernel& kernel : cluster.kernels) {
+    std::vector<void*> pointers;
+    for (int b : kernel.buffers) {
+      GJ_ASSIGN_OR_RETURN(Tensor t, resolve(b));
+      pointers.push_back(t.raw());
+    }
+    ctx.ParallelFor(kernel.rows, kernel.cost_per_row, [&](int64_t begin, int64_t end) {
+      std::vector<void*> slots = pointers, args = {&begin, &end};
+      for (void*& slot : slots) args.push_back(&slot);
+      kernel.fn(args.data());
+    });
+  }
+  for (size_t i = 0; i < cluster.outputs.size(); ++i) {
+    GJ_ASSIGN_OR_RETURN(Tensor out, resolve(cluster.outputs[i]));
+    ctx.ForwardOutput(static_cast<int>(i), std::move(out));
+  }
+  return Status::Ok();
 }
 
 Status Compute(KernelContext& ctx) {
@@ -214,23 +274,7 @@ Status Compute(KernelContext& ctx) {
     state.fell_back = true;
     return RunReference(ctx, state);
   }
-  const auto& kernel = *static_cast<const CompiledCluster*>(entry->kernel.get());
-  std::vector<void*> buffers;
-  for (const Tensor& t : ctx.inputs) buffers.push_back(t.raw());
-  for (const Tensor& t : kernel.constants) buffers.push_back(t.raw());
-  std::vector<Tensor> outputs;
-  for (size_t i = 0; i < kernel.output_shapes.size(); ++i) {
-    GJ_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(kernel.output_dtypes[i], kernel.output_shapes[i], ctx.allocator));
-    buffers.push_back(out.raw());
-    outputs.push_back(std::move(out));
-  }
-  if (kernel.output_shapes[0].num_elements() > 0) {
-    std::vector<void*> args;
-    for (void*& b : buffers) args.push_back(&b);
-    kernel.fn(args.data());
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) ctx.ForwardOutput(static_cast<int>(i), std::move(outputs[i]));
-  return Status::Ok();
+  return Launch(ctx, *static_cast<const CompiledCluster*>(entry->kernel.get()));
 }
 
 }  // namespace
@@ -244,6 +288,11 @@ void RegisterJit() {
     Reference() = OpRegistry::Global()->Replace(std::move(def)).value();
     RegisterClusteringPass();
   });
+}
+
+void InjectCompileFailure(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(fault_mu);
+  InjectedFailure() = reason;
 }
 
 JitStats GetJitStats() {

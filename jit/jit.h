@@ -15,6 +15,9 @@ namespace graphjit {
 
 void RegisterJit();
 
+// While `reason` is not empty, every compile fails with it: for fault tests.
+void InjectCompileFailure(const std::string& reason);
+
 // Counted per cluster: `compiled` clusters ran compiled kernels only; `fallback` ones ran
 // op by op at least once (not compilable, megamorphic).
 struct JitStats {

@@ -1,0 +1,448 @@
+#include "jit/fusion_emitter.h"
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "ir/attr.h"
+#include "jit/elemental.h"
+
+namespace graphjit {
+
+namespace {
+
+// The memref element type a tensor of `dtype` is stored as.
+std::string StorageType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat: return "f32";
+    case DType::kHalf: return "f16";
+    case DType::kBFloat16: return "bf16";
+    case DType::kBool: return "i8";
+    default: return "";
+  }
+}
+
+std::string MemRefType(const Shape& shape, DType dtype) {
+  std::string t = "memref<";
+  for (int64_t d : shape.dims()) t += std::to_string(d) + "x";
+  return t + StorageType(dtype) + ">";
+}
+
+// An f32 constant by its bits: exact, and Inf and NaN are written too.
+std::string F32Constant(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "arith.constant 0x%08X : f32", bits);
+  return buf;
+}
+
+struct Value {
+  std::string name;
+  int depth = 0;     // the scope it is defined in: 0 is the function's entry
+  std::string type;  // "f32", "i1" or "index"
+};
+using Index = std::vector<Value>;
+
+int DepthOf(const Index& index) {
+  int depth = 0;
+  for (const Value& v : index) depth = std::max(depth, v.depth);
+  return depth;
+}
+
+std::string Names(const Index& index) {
+  std::string s;
+  for (const Value& v : index) s += (s.empty() ? "" : ", ") + v.name;
+  return s;
+}
+
+struct Reducer {
+  const char* combine;
+  float init;
+};
+Reducer ReducerOf(const std::string& op) {
+  const float inf = std::numeric_limits<float>::infinity();
+  if (op == "Max") return {"arith.maximumf", -inf};
+  if (op == "Min") return {"arith.minimumf", inf};
+  if (op == "Prod") return {"arith.mulf", 1};
+  return {"arith.addf", 0};  // Sum, Mean
+}
+
+// Writes one fusion as one function. Code is kept per open scope (function entry, loop
+// and branch bodies); a value is written in the outermost scope where all it reads is
+// defined, so what does not change along a loop is computed before it.
+class KernelEmitter {
+ public:
+  KernelEmitter(const AnalyzedGraph& g, const FusionPlan& p, int f) : g_(g), p_(p), f_(f), fusion_(p.fusions[f]) {}
+
+  StatusOr<std::string> Emit(EmittedKernel* kernel, int* num_ops) {
+    code_ = {""};
+    IndexConst(0);
+    IndexConst(1);
+    const std::vector<int64_t>& dims = fusion_.space.dims();
+    int64_t cols = 1;
+    switch (fusion_.kind) {
+      case FusionPlan::Kind::kLoop: {
+        // Rows are all dims but the last; each row is one loop over the last dim.
+        const int n = fusion_.space.rank();
+        std::vector<int64_t> outer(dims.begin(), dims.begin() + std::max(0, n - 1)), inner;
+        if (n > 0) inner = {dims.back()};
+        cols = n > 0 ? dims.back() : 1;
+        GJ_RETURN_IF_ERROR(Rows(outer, kernel, [&] {
+          Index index = row_;
+          return Nest(inner, 0, index, [&](const Index& at) { return StoreRoots(fusion_.roots, at); });
+        }));
+        break;
+      }
+      case FusionPlan::Kind::kRow: {
+        const int k = fusion_.split;
+        std::vector<int64_t> rows(dims.begin(), dims.begin() + k), reduced(dims.begin() + k, dims.end());
+        for (int64_t d : reduced) cols *= d;
+        GJ_RETURN_IF_ERROR(Rows(rows, kernel, [&]() -> Status {
+          // 1. Each reduction, one loop over the row; later ones read earlier ones.
+          for (int r : fusion_.reductions) GJ_RETURN_IF_ERROR(ReduceRow(r, reduced, cols));
+          // 2. What is stored per row, then what is stored per element.
+          std::vector<TensorId> full;
+          for (const TensorId& root : fusion_.roots) {
+            const Shape& s = g_.info(root.node).shapes[root.index];
+            if (s == fusion_.space) {
+              full.push_back(root);
+              continue;
+            }
+            Index at = row_;
+            while (static_cast<int>(at.size()) < s.rank()) at.push_back(IndexConst(0));
+            GJ_RETURN_IF_ERROR(StoreRoots({root}, at));
+          }
+          if (full.empty()) return Status::Ok();
+          Index index = row_;
+          return Nest(reduced, 0, index, [&](const Index& at) { return StoreRoots(full, at); });
+        }));
+        break;
+      }
+      case FusionPlan::Kind::kReduce:
+        GJ_RETURN_IF_ERROR(Rows({}, kernel, [&] { return ReduceAll(fusion_.reductions[0]); }));
+        for (int64_t d : dims) cols *= d;
+        break;
+    }
+    kernel->cost_per_row = cols * (num_ops_ + 1);
+    *num_ops += num_ops_;
+    kernel->function = "fusion_" + std::to_string(f_);
+    std::string params = "%begin: index, %end: index";
+    for (int b : params_) {
+      params += ", %b" + std::to_string(b) + ": " + MemRefType(p_.buffers[b].shape, p_.buffers[b].dtype);
+      kernel->buffers.push_back(b);
+    }
+    return "func.func @" + kernel->function + "(" + params + ") {\n" + code_[0] + "return\n}\n";
+  }
+
+ private:
+  // --- Code and scopes.
+  int Innermost() const { return static_cast<int>(code_.size()) - 1; }
+  std::string Fresh(const char* prefix) { return prefix + std::to_string(next_++); }
+  Value Let(int depth, const std::string& rhs, const std::string& type) {
+    Value v{Fresh("%v"), std::max(depth, floor_), type};
+    code_[v.depth] += v.name + " = " + rhs + "\n";
+    return v;
+  }
+  Value IndexConst(int64_t c) {
+    const std::string name = "%i" + std::to_string(c);
+    if (index_constants_.insert(c).second) code_[0] += name + " = arith.constant " + std::to_string(c) + " : index\n";
+    return {name, 0, "index"};
+  }
+  Value FloatConst(float v) {
+    auto [it, added] = float_constants_.try_emplace(F32Constant(v));
+    if (added) {
+      it->second = {Fresh("%f"), 0, "f32"};
+      code_[0] += it->second.name + " = " + it->first + "\n";
+    }
+    return it->second;
+  }
+  void OpenScope() { code_.emplace_back(); }
+  std::string CloseScope() {
+    std::string body = std::move(code_.back());
+    code_.pop_back();
+    for (auto it = memo_.begin(); it != memo_.end();) it = it->second.depth > Innermost() ? memo_.erase(it) : std::next(it);
+    return body;
+  }
+
+  // --- Loops.
+  // The row loop over [begin, end) of the rows (the product of `dims`), with row_ set.
+  Status Rows(const std::vector<int64_t>& dims, EmittedKernel* kernel, const std::function<Status()>& body) {
+    kernel->rows = 1;
+    for (int64_t d : dims) kernel->rows *= d;
+    OpenScope();
+    const Value r{"%r", Innermost(), "index"};
+    row_.clear();
+    int64_t stride = kernel->rows;
+    for (size_t j = 0; j < dims.size(); ++j) {
+      stride = dims[j] ? stride / dims[j] : 0;
+      Value q = stride > 1 ? Let(r.depth, "arith.divui %r, " + IndexConst(stride).name + " : index", "index") : r;
+      row_.push_back(j == 0 ? q : Let(r.depth, "arith.remui " + q.name + ", " + IndexConst(dims[j]).name + " : index", "index"));
+    }
+    Status s = body();
+    std::string inner = CloseScope();
+    GJ_RETURN_IF_ERROR(s);
+    code_[0] += "scf.for %r = %begin to %end step %i1 {\n" + inner + "}\n";
+    return Status::Ok();
+  }
+
+  // A loop nest over dims[k..], appending its induction variables to `index`.
+  Status Nest(const std::vector<int64_t>& dims, size_t k, Index& index, const std::function<Status(const Index&)>& body) {
+    if (k == dims.size()) return body(index);
+    const int at = Innermost();
+    const Value upper = IndexConst(dims[k]);
+    OpenScope();
+    index.push_back({Fresh("%x"), Innermost(), "index"});
+    const std::string iv = index.back().name;
+    Status s = Nest(dims, k + 1, index, body);
+    index.pop_back();
+    std::string inner = CloseScope();
+    GJ_RETURN_IF_ERROR(s);
+    code_[at] += "scf.for " + iv + " = %i0 to " + upper.name + " step %i1 {\n" + inner + "}\n";
+    return Status::Ok();
+  }
+
+  // A loop nest over dims[k..] folding `element` into `acc` with `combine`.
+  StatusOr<Value> Fold(const std::vector<int64_t>& dims, size_t k, Index& index, const Value& acc, const char* combine,
+                       const std::function<StatusOr<Value>(const Index&)>& element) {
+    if (k == dims.size()) {
+      GJ_ASSIGN_OR_RETURN(Value v, element(index));
+      return Let(Innermost(), std::string(combine) + " " + acc.name + ", " + v.name + " fastmath<reassoc> : f32", "f32");
+    }
+    const int at = Innermost();
+    const Value upper = IndexConst(dims[k]);
+    OpenScope();
+    index.push_back({Fresh("%x"), Innermost(), "index"});
+    const std::string iv = index.back().name;
+    const Value arg{Fresh("%a"), Innermost(), "f32"};
+    auto folded = Fold(dims, k + 1, index, arg, combine, element);
+    index.pop_back();
+    std::string inner = CloseScope();
+    if (!folded.ok()) return folded.status();
+    const Value result{Fresh("%v"), at, "f32"};
+    code_[at] += result.name + " = scf.for " + iv + " = %i0 to " + upper.name + " step %i1 iter_args(" + arg.name +
+                 " = " + acc.name + ") -> (f32) {\n" + inner + "scf.yield " + folded->name + " : f32\n}\n";
+    return result;
+  }
+
+  // --- Buffers.
+  std::string Param(int buffer) {
+    if (std::find(params_.begin(), params_.end(), buffer) == params_.end()) params_.push_back(buffer);
+    return "%b" + std::to_string(buffer);
+  }
+  std::string Access(int buffer, const Index& index) {
+    const FusionPlan::Buffer& b = p_.buffers[buffer];
+    return Param(buffer) + "[" + Names(index) + "] : " + MemRefType(b.shape, b.dtype);
+  }
+  // An element of a buffer, widened to the type it is computed in. `depth` -1: hoisted as
+  // far as the index allows (for buffers this kernel does not write).
+  Value Load(int buffer, const Index& index, int depth = -1) {
+    const DType dtype = p_.buffers[buffer].dtype;
+    Value v = Let(depth >= 0 ? depth : DepthOf(index), "memref.load " + Access(buffer, index), StorageType(dtype));
+    if (dtype == DType::kHalf || dtype == DType::kBFloat16)
+      return Let(v.depth, "arith.extf " + v.name + " : " + v.type + " to f32", "f32");
+    if (dtype == DType::kBool) return Let(v.depth, "arith.trunci " + v.name + " : i8 to i1", "i1");
+    return v;
+  }
+  void Store(int buffer, const Index& index, const Value& v) {
+    const DType dtype = p_.buffers[buffer].dtype;
+    std::string name = v.name;
+    if (dtype == DType::kHalf || dtype == DType::kBFloat16)
+      name = Let(Innermost(), "arith.truncf " + name + " : f32 to " + StorageType(dtype), "").name;
+    if (dtype == DType::kBool) name = Let(Innermost(), "arith.extui " + name + " : i1 to i8", "").name;
+    code_[Innermost()] += "memref.store " + name + ", " + Access(buffer, index) + "\n";
+  }
+  Status StoreRoots(const std::vector<TensorId>& roots, const Index& index) {
+    for (const TensorId& root : roots) {
+      GJ_ASSIGN_OR_RETURN(Value v, Get(root, index));
+      Store(p_.buffer_of.at(root), index, v);
+    }
+    return Status::Ok();
+  }
+
+  // --- Reductions.
+  Status ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count) {
+    const Node& n = *g_.graph.node(r);
+    const Reducer reducer = ReducerOf(n.op);
+    Index index = row_;
+    GJ_ASSIGN_OR_RETURN(Value acc, Fold(reduced, 0, index, FloatConst(reducer.init), reducer.combine,
+                                        [&](const Index& at) { return Get(n.inputs[0], at); }));
+    if (n.op == "Mean") acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
+    reduced_[r] = acc;
+    return Status::Ok();
+  }
+
+  // A reduction over any axes: the output is initialized, then accumulated in place while
+  // the input is read in memory order.
+  Status ReduceAll(int r) {
+    const Node& n = *g_.graph.node(r);
+    const int out = p_.buffer_of.at({r, 0});
+    if (p_.buffers[out].dtype != DType::kFloat) return Unimplemented(NodeLabel(n) + ": a column reduction of a non-f32 type");
+    GJ_ASSIGN_OR_RETURN(ReductionAxes axes, GetReductionAxes(g_, r));
+    const Reducer reducer = ReducerOf(n.op);
+    const Shape& in = fusion_.space;
+    const std::vector<int64_t>& out_dims = p_.buffers[out].shape.dims();
+    Index index;
+    GJ_RETURN_IF_ERROR(Nest(out_dims, 0, index, [&](const Index& at) {
+      Store(out, at, FloatConst(reducer.init));
+      return Status::Ok();
+    }));
+    GJ_RETURN_IF_ERROR(Nest(in.dims(), 0, index, [&](const Index& at) -> Status {
+      Index to;
+      for (int i = 0; i < in.rank(); ++i) {
+        const bool is_reduced = std::binary_search(axes.axes.begin(), axes.axes.end(), i);
+        if (!is_reduced) to.push_back(at[i]);
+        else if (axes.keep_dims) to.push_back(IndexConst(0));
+      }
+      GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], at));
+      const Value acc = Load(out, to, Innermost());
+      Store(out, to, Let(Innermost(), std::string(reducer.combine) + " " + acc.name + ", " + v.name + " : f32", "f32"));
+      return Status::Ok();
+    }));
+    if (n.op != "Mean") return Status::Ok();
+    int64_t count = 1;
+    for (int a : axes.axes) count *= in.dim(a);
+    return Nest(out_dims, 0, index, [&](const Index& at) {
+      const Value sum = Load(out, at, Innermost());
+      Store(out, at, Let(Innermost(), "arith.divf " + sum.name + ", " + FloatConst(count).name + " : f32", "f32"));
+      return Status::Ok();
+    });
+  }
+
+  // --- Elements.
+  // The element of `v` at `index` (in v's shape).
+  StatusOr<Value> Get(TensorId v, const Index& index) {
+    const std::string key = g_.graph.TensorName(v) + "@" + Names(index);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    GJ_ASSIGN_OR_RETURN(Value value, Compute(v, index));
+    memo_[key] = value;
+    return value;
+  }
+
+  StatusOr<Value> Compute(TensorId v, const Index& index) {
+    if (auto it = p_.buffer_of.find(v); it != p_.buffer_of.end()) {
+      const FusionPlan::Buffer& b = p_.buffers[it->second];
+      if (b.kind != FusionPlan::Buffer::Kind::kTemp || b.fusion != f_) return Load(it->second, index);
+    }
+    const Node& n = *g_.graph.node(v.node);
+    const Shape& shape = g_.info(v.node).shapes[v.index];
+    GJ_ASSIGN_OR_RETURN(NodeKind kind, ClassifyNode(g_, v.node));
+    switch (kind) {
+      case NodeKind::kConstant: {
+        const Tensor& c = g_.constants[v.node];
+        if (c.dtype() == DType::kBool) return Let(0, c.ValueAsInt(0) ? "arith.constant true" : "arith.constant false", "i1");
+        return FloatConst(static_cast<float>(c.ValueAsDouble(0)));
+      }
+      case NodeKind::kReduction: {
+        auto it = reduced_.find(v.node);
+        if (it == reduced_.end()) return Internal(NodeLabel(n) + " is read before it is reduced");
+        for (size_t j = 0; j < row_.size(); ++j)
+          if (index[j].name != row_[j].name) return Unimplemented(NodeLabel(n) + " is read at another row");
+        return it->second;
+      }
+      case NodeKind::kElementwise: {
+        std::vector<std::string> operands, types;
+        int depth = 0;
+        for (const TensorId& in : n.inputs) {
+          GJ_ASSIGN_OR_RETURN(Value x, Get(in, Broadcast(index, shape, g_.info(in.node).shapes[in.index])));
+          operands.push_back(x.name);
+          types.push_back(x.type);
+          depth = std::max(depth, x.depth);
+        }
+        MlirWriter w(Fresh("%e") + "_");
+        GJ_ASSIGN_OR_RETURN(std::string result, EmitElemental(n, operands, types, w));
+        depth = std::max(depth, floor_);
+        code_[depth] += w.code();
+        ++num_ops_;
+        return Value{result, depth, ElementType(g_.info(v.node).dtypes[0])};
+      }
+      case NodeKind::kSizeOneReshape: {
+        const Shape& from = g_.info(n.inputs[0].node).shapes[n.inputs[0].index];
+        Index non_unit, to;
+        for (int i = 0; i < shape.rank(); ++i)
+          if (shape.dim(i) != 1) non_unit.push_back(index[i]);
+        size_t next = 0;
+        for (int i = 0; i < from.rank(); ++i) to.push_back(from.dim(i) != 1 ? non_unit[next++] : IndexConst(0));
+        return Get(n.inputs[0], to);
+      }
+      case NodeKind::kTranspose: {
+        const Tensor& perm = g_.constants[n.inputs[1].node];
+        Index to(index.size());
+        for (size_t i = 0; i < index.size(); ++i) to[perm.ValueAsInt(i)] = index[i];
+        return Get(n.inputs[0], to);
+      }
+      case NodeKind::kConcat: {
+        int64_t axis = g_.constants[n.inputs.back().node].ValueAsInt(0);
+        if (axis < 0) axis += shape.rank();
+        return Concat(n, index, static_cast<int>(axis), 0, 0);
+      }
+      default: return Internal("no value for " + g_.graph.TensorName(v) + " in fusion_" + std::to_string(f_));
+    }
+  }
+
+  // The index of an operand of shape `s` broadcast into `out` at `index`.
+  Index Broadcast(const Index& index, const Shape& out, const Shape& s) {
+    Index to;
+    const int offset = out.rank() - s.rank();
+    for (int k = 0; k < s.rank(); ++k)
+      to.push_back(s.dim(k) == 1 && out.dim(offset + k) != 1 ? IndexConst(0) : index[offset + k]);
+    return to;
+  }
+
+  // ConcatV2 operands k.. at `index`, the k-th starting at `offset` along `axis`: a chain
+  // of branches. Nothing an operand loads is hoisted out of its branch.
+  StatusOr<Value> Concat(const Node& n, const Index& index, int axis, size_t k, int64_t offset) {
+    const TensorId in = n.inputs[k];
+    Index shifted = index;
+    if (offset) shifted[axis] = Let(index[axis].depth, "arith.subi " + index[axis].name + ", " + IndexConst(offset).name + " : index", "index");
+    if (k + 2 == n.inputs.size()) return Get(in, shifted);
+    const int64_t end = offset + g_.info(in.node).shapes[in.index].dim(axis);
+    const Value cond = Let(index[axis].depth, "arith.cmpi ult, " + index[axis].name + ", " + IndexConst(end).name + " : index", "i1");
+    const int at = Innermost(), saved_floor = floor_;
+    std::string branches[2];
+    Value yielded[2];
+    for (int b = 0; b < 2; ++b) {
+      OpenScope();
+      floor_ = Innermost();
+      auto v = b == 0 ? Get(in, shifted) : Concat(n, index, axis, k + 1, end);
+      floor_ = saved_floor;
+      branches[b] = CloseScope();
+      if (!v.ok()) return v.status();
+      yielded[b] = *v;
+    }
+    const Value result{Fresh("%v"), at, yielded[0].type};
+    code_[at] += result.name + " = scf.if " + cond.name + " -> (" + result.type + ") {\n" + branches[0] + "scf.yield " +
+                 yielded[0].name + " : " + result.type + "\n} else {\n" + branches[1] + "scf.yield " + yielded[1].name +
+                 " : " + result.type + "\n}\n";
+    return result;
+  }
+
+  const AnalyzedGraph& g_;
+  const FusionPlan& p_;
+  const int f_;
+  const FusionPlan::Fusion& fusion_;
+  std::vector<std::string> code_;
+  int next_ = 0, floor_ = 0, num_ops_ = 0;
+  std::set<int64_t> index_constants_;
+  std::map<std::string, Value> float_constants_;
+  std::map<std::string, Value> memo_;
+  std::vector<int> params_;
+  std::map<int, Value> reduced_;
+  Index row_;
+};
+
+}  // namespace
+
+StatusOr<EmittedModule> EmitFusions(const AnalyzedGraph& body, const FusionPlan& plan) {
+  EmittedModule module;
+  for (size_t f = 0; f < plan.fusions.size(); ++f) {
+    EmittedKernel kernel;
+    GJ_ASSIGN_OR_RETURN(std::string function, KernelEmitter(body, plan, static_cast<int>(f)).Emit(&kernel, &module.num_ops));
+    module.mlir += function;
+    module.kernels.push_back(std::move(kernel));
+  }
+  return module;
+}
+
+}  // namespace graphjit

@@ -1,0 +1,329 @@
+#include "jit/fusion_plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "ir/attr.h"
+#include "jit/elemental.h"
+
+namespace graphjit {
+
+namespace {
+
+bool IsReduction(const std::string& op) {
+  return op == "Sum" || op == "Mean" || op == "Max" || op == "Min" || op == "Prod";
+}
+
+std::vector<int64_t> NonUnitDims(const Shape& s) {
+  std::vector<int64_t> dims;
+  for (int64_t d : s.dims())
+    if (d != 1) dims.push_back(d);
+  return dims;
+}
+
+const Shape& ShapeOf(const AnalyzedGraph& g, TensorId t) { return g.info(t.node).shapes[t.index]; }
+
+class Planner {
+ public:
+  explicit Planner(const AnalyzedGraph& body) : g_(body), kind_(body.graph.num_nodes(), NodeKind::kConstant) {}
+
+  StatusOr<FusionPlan> Run(const std::vector<TensorId>& args, const std::vector<TensorId>& outputs) {
+    // 1. The nodes the outputs compute, and how each is emitted.
+    std::vector<bool> live(g_.graph.num_nodes(), false);
+    std::vector<int> work;
+    for (const TensorId& t : outputs) work.push_back(t.node);
+    while (!work.empty()) {
+      const int id = work.back();
+      work.pop_back();
+      if (live[id]) continue;
+      live[id] = true;
+      const Node& n = *g_.graph.node(id);
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (IsDataInput(n, static_cast<int>(i))) work.push_back(n.inputs[i].node);
+    }
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].node >= 0) AddBuffer({FusionPlan::Buffer::Kind::kArgument, args[i], ShapeOf(g_, args[i]),
+                                        StaticDType(g_, args[i]), static_cast<int>(i)});
+    // 2. In dataflow order: reductions start or join fusions; views view buffers.
+    for (int id : g_.topo_order) {
+      if (!live[id]) continue;
+      const Node& n = *g_.graph.node(id);
+      for (const Shape& s : g_.info(id).shapes)
+        if (!s.IsFullyDefined())
+          return Unimplemented("the shape of " + NodeLabel(n) + " (" + s.ToString() + ") is not known from the inputs' shapes");
+      GJ_ASSIGN_OR_RETURN(kind_[id], ClassifyNode(g_, id));
+      if (kind_[id] == NodeKind::kArgument && !p_.buffer_of.count({id, 0}))
+        return Internal("the body placeholder " + n.name + " is not an input");
+      if (kind_[id] == NodeKind::kView) {
+        GJ_RETURN_IF_ERROR(MakeRoot(n.inputs[0]));
+        AddBuffer({FusionPlan::Buffer::Kind::kView, {id, 0}, ShapeOf(g_, {id, 0}), StaticDType(g_, {id, 0}),
+                   p_.buffer_of.at(n.inputs[0])});
+      }
+      if (kind_[id] == NodeKind::kReduction) GJ_RETURN_IF_ERROR(AddReduction(id));
+    }
+    // 3. The outputs are stored (or are inputs, constants or views of them).
+    for (const TensorId& t : outputs) {
+      GJ_RETURN_IF_ERROR(MakeRoot(t));
+      p_.outputs.push_back(p_.buffer_of.at(t));
+    }
+    return std::move(p_);
+  }
+
+ private:
+  // What an element of a value reads, through the values computed inline: fusions whose
+  // buffers it loads, and reductions (read at the same row, or through a transpose/concat).
+  struct Reach {
+    std::set<int> fusions, heroes, remapped_heroes;
+  };
+
+  int AddBuffer(FusionPlan::Buffer b) {
+    const int id = static_cast<int>(p_.buffers.size());
+    p_.buffer_of[b.value] = id;
+    p_.buffers.push_back(std::move(b));
+    return id;
+  }
+
+  int Base(int buffer) const {
+    while (p_.buffers[buffer].kind == FusionPlan::Buffer::Kind::kView) buffer = p_.buffers[buffer].source;
+    return buffer;
+  }
+
+  void ConstantBuffer(int node) {
+    if (p_.buffer_of.count({node, 0})) return;
+    const Tensor& value = g_.constants[node];
+    AddBuffer({FusionPlan::Buffer::Kind::kConstant, {node, 0}, value.shape(), value.dtype(),
+               static_cast<int>(p_.constants.size())});
+    p_.constants.push_back(value);
+  }
+
+  void Visit(TensorId v, bool remapped, Reach* r, std::set<std::pair<TensorId, bool>>* seen) {
+    if (!seen->insert({v, remapped}).second) return;
+    auto it = p_.buffer_of.find(v);
+    if (it != p_.buffer_of.end()) {
+      const FusionPlan::Buffer& b = p_.buffers[Base(it->second)];
+      if (b.kind == FusionPlan::Buffer::Kind::kTemp) r->fusions.insert(b.fusion);
+      return;
+    }
+    const NodeKind kind = kind_[v.node];
+    if (kind == NodeKind::kConstant) {
+      if (g_.constants[v.node].num_elements() != 1) ConstantBuffer(v.node);
+      return;
+    }
+    if (kind == NodeKind::kReduction) {
+      (remapped ? r->remapped_heroes : r->heroes).insert(v.node);
+      return;
+    }
+    const Node& n = *g_.graph.node(v.node);
+    const bool remaps = remapped || kind == NodeKind::kTranspose || kind == NodeKind::kConcat;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (IsDataInput(n, static_cast<int>(i))) Visit(n.inputs[i], remaps, r, seen);
+  }
+
+  Reach ReachOf(TensorId v) {
+    Reach r;
+    std::set<std::pair<TensorId, bool>> seen;
+    Visit(v, false, &r, &seen);
+    return r;
+  }
+
+  // Whether fusion `f` can compute a value with this reach: what it loads comes from
+  // earlier fusions, and its own reductions are read at the current row only.
+  bool CanJoin(int f, const Reach& r) const {
+    for (int other : r.fusions)
+      if (other >= f) return false;
+    for (int h : r.heroes)
+      if (p_.fusion_of.at(h) > f) return false;
+    for (int h : r.remapped_heroes)
+      if (p_.fusion_of.at(h) >= f) return false;
+    return true;
+  }
+
+  // Whether `f` is earlier than anything the value reads (so no earlier fusion can take it).
+  bool Reads(int f, const Reach& r) const {
+    if (r.fusions.count(f)) return true;
+    for (const auto* heroes : {&r.heroes, &r.remapped_heroes})
+      for (int h : *heroes)
+        if (p_.fusion_of.at(h) == f) return true;
+    return false;
+  }
+
+  // Joins a value with this reach to `f`: the reductions of other fusions it reads are stored.
+  void Join(int f, const Reach& r) {
+    for (const auto* heroes : {&r.heroes, &r.remapped_heroes})
+      for (int h : *heroes)
+        if (p_.fusion_of.at(h) != f) AddRoot(p_.fusion_of.at(h), {h, 0});
+  }
+
+  void AddRoot(int f, TensorId v) {
+    if (p_.buffer_of.count(v)) return;
+    FusionPlan::Buffer b{FusionPlan::Buffer::Kind::kTemp, v, ShapeOf(g_, v), StaticDType(g_, v)};
+    b.fusion = f;
+    AddBuffer(std::move(b));
+    p_.fusions[f].roots.push_back(v);
+  }
+
+  int NewFusion(FusionPlan::Kind kind, const Shape& space, int split = 0) {
+    FusionPlan::Fusion fusion;
+    fusion.kind = kind;
+    fusion.space = space;
+    fusion.split = split;
+    p_.fusions.push_back(std::move(fusion));
+    return static_cast<int>(p_.fusions.size()) - 1;
+  }
+
+  // A row fusion's per-row shape: its row dims, with or without the reduced dims as 1.
+  static bool IsRowShape(const Shape& s, const FusionPlan::Fusion& f) {
+    const int k = f.split;
+    if (s.rank() != k && s.rank() != f.space.rank()) return false;
+    for (int i = 0; i < s.rank(); ++i)
+      if (s.dim(i) != (i < k ? f.space.dim(i) : 1)) return false;
+    return true;
+  }
+
+  Status AddReduction(int id) {
+    const Node& n = *g_.graph.node(id);
+    GJ_ASSIGN_OR_RETURN(ReductionAxes a, GetReductionAxes(g_, id));
+    const Shape& x = ShapeOf(g_, n.inputs[0]);
+    const Reach r = ReachOf(n.inputs[0]);
+    const bool trailing =
+        !a.axes.empty() && a.axes.back() == x.rank() - 1 && static_cast<int>(a.axes.size()) == x.rank() - a.axes.front();
+    if (!trailing) {
+      const int f = NewFusion(FusionPlan::Kind::kReduce, x);
+      p_.fusions[f].reductions = {id};
+      p_.fusion_of[id] = f;
+      Join(f, r);
+      AddRoot(f, {id, 0});
+      return Status::Ok();
+    }
+    const int split = a.axes.front();
+    for (int f = static_cast<int>(p_.fusions.size()) - 1; f >= 0; --f) {
+      const FusionPlan::Fusion& fusion = p_.fusions[f];
+      if (fusion.kind == FusionPlan::Kind::kRow && fusion.space == x && fusion.split == split && CanJoin(f, r)) {
+        p_.fusion_of[id] = f;
+        p_.fusions[f].reductions.push_back(id);
+        Join(f, r);
+        return Status::Ok();
+      }
+      if (Reads(f, r)) break;
+    }
+    const int f = NewFusion(FusionPlan::Kind::kRow, x, split);
+    p_.fusions[f].reductions = {id};
+    p_.fusion_of[id] = f;
+    Join(f, r);
+    return Status::Ok();
+  }
+
+  // Gives `v` a buffer: a fusion stores it (the latest one that can), unless it is an
+  // input, a constant or a view.
+  Status MakeRoot(TensorId v) {
+    if (p_.buffer_of.count(v)) return Status::Ok();
+    switch (kind_[v.node]) {
+      case NodeKind::kConstant: ConstantBuffer(v.node); return Status::Ok();
+      case NodeKind::kReduction: AddRoot(p_.fusion_of.at(v.node), v); return Status::Ok();
+      case NodeKind::kArgument:
+      case NodeKind::kView: return Internal("no buffer for " + g_.graph.TensorName(v));
+      default: break;
+    }
+    const Reach r = ReachOf(v);
+    const Shape& s = ShapeOf(g_, v);
+    for (int f = static_cast<int>(p_.fusions.size()) - 1; f >= 0; --f) {
+      const FusionPlan::Fusion& fusion = p_.fusions[f];
+      const bool fits = (fusion.kind == FusionPlan::Kind::kLoop && fusion.space == s) ||
+                        (fusion.kind == FusionPlan::Kind::kRow && (fusion.space == s || IsRowShape(s, fusion)));
+      if (fits && CanJoin(f, r)) {
+        Join(f, r);
+        AddRoot(f, v);
+        return Status::Ok();
+      }
+      if (Reads(f, r)) break;
+    }
+    const int f = NewFusion(FusionPlan::Kind::kLoop, s);
+    Join(f, r);
+    AddRoot(f, v);
+    return Status::Ok();
+  }
+
+  const AnalyzedGraph& g_;
+  FusionPlan p_;
+  std::vector<NodeKind> kind_;
+};
+
+}  // namespace
+
+bool IsDataInput(const Node& node, int i) {
+  const std::string& op = node.op;
+  if (op == "ConcatV2") return i + 1 < static_cast<int>(node.inputs.size());
+  if (op == "Reshape" || op == "ExpandDims" || op == "Transpose" || IsReduction(op)) return i == 0;
+  return true;
+}
+
+StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
+  const Node& n = *body.graph.node(id);
+  if (n.op == "Const") return NodeKind::kConstant;
+  if (n.op == "Placeholder") return NodeKind::kArgument;
+  for (DType t : body.info(id).dtypes)
+    if (ElementType(t).empty()) return Unimplemented(NodeLabel(n) + " computes " + DTypeName(t));
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const TensorId in = n.inputs[i];
+    if (!IsDataInput(n, static_cast<int>(i))) {
+      if (body.graph.node(in.node)->op != "Const")
+        return Unimplemented(NodeLabel(n) + ": input " + std::to_string(i) + " is not a constant");
+    } else if (ElementType(StaticDType(body, in)).empty()) {
+      return Unimplemented(NodeLabel(n) + " reads " + DTypeName(StaticDType(body, in)));
+    }
+  }
+  if (IsElementalOp(n.op)) return NodeKind::kElementwise;
+  if (n.op == "Reshape" || n.op == "ExpandDims" || n.op == "Squeeze")
+    return NonUnitDims(StaticShape(body, n.inputs[0])) == NonUnitDims(StaticShape(body, {id, 0}))
+               ? NodeKind::kSizeOneReshape
+               : NodeKind::kView;
+  if (n.op == "Transpose") return NodeKind::kTranspose;
+  if (n.op == "ConcatV2") return NodeKind::kConcat;
+  if (IsReduction(n.op)) return NodeKind::kReduction;
+  return Unimplemented(n.op + " is not compiled yet");
+}
+
+StatusOr<ReductionAxes> GetReductionAxes(const AnalyzedGraph& body, int id) {
+  const Node& n = *body.graph.node(id);
+  const int rank = StaticShape(body, n.inputs[0]).rank();
+  const Tensor& axes = body.constants[n.inputs[1].node];
+  ReductionAxes r;
+  for (int64_t i = 0; i < axes.num_elements(); ++i) {
+    int64_t a = axes.ValueAsInt(i);
+    if (a < -rank || a >= rank) return InvalidArgument(NodeLabel(n) + ": axis " + std::to_string(a) + " out of range");
+    r.axes.push_back(static_cast<int>(a < 0 ? a + rank : a));
+  }
+  std::sort(r.axes.begin(), r.axes.end());
+  r.axes.erase(std::unique(r.axes.begin(), r.axes.end()), r.axes.end());
+  GJ_ASSIGN_OR_RETURN(r.keep_dims, GetBoolAttrOr(n, "keep_dims", false));
+  if (r.axes.empty()) return Unimplemented(NodeLabel(n) + " reduces no axis");
+  return r;
+}
+
+std::string FusionPlan::ToString(const Graph& graph) const {
+  std::string s;
+  for (size_t f = 0; f < fusions.size(); ++f) {
+    const Fusion& fusion = fusions[f];
+    static const char* kKinds[] = {"loop", "row", "reduce"};
+    s += "fusion_" + std::to_string(f) + ": " + kKinds[static_cast<int>(fusion.kind)] + " over " + fusion.space.ToString();
+    if (fusion.kind == Kind::kRow) s += ", rows " + std::to_string(fusion.split) + " dims";
+    if (!fusion.reductions.empty()) {
+      s += "; reduces";
+      for (int r : fusion.reductions) s += " " + graph.node(r)->name + " (" + graph.node(r)->op + ")";
+    }
+    s += "; stores";
+    for (const TensorId& t : fusion.roots) s += " " + graph.TensorName(t);
+    s += "\n";
+  }
+  for (const Buffer& b : buffers)
+    if (b.kind == Buffer::Kind::kView)
+      s += "view: " + graph.TensorName(b.value) + " " + b.shape.ToString() + " of " + graph.TensorName(buffers[b.source].value) + "\n";
+  return s;
+}
+
+StatusOr<FusionPlan> PlanFusions(const AnalyzedGraph& body, const std::vector<TensorId>& args,
+                                 const std::vector<TensorId>& outputs) {
+  return Planner(body).Run(args, outputs);
+}
+
+}  // namespace graphjit

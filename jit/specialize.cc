@@ -1,0 +1,174 @@
+#include "jit/specialize.h"
+
+#include <map>
+#include <set>
+
+#include "ir/attr.h"
+#include "ir/graphdef.h"
+#include "runtime/executor.h"
+
+namespace graphjit {
+
+namespace {
+
+// The inputs of an op whose values decide its output's shape, or which axes it works on.
+std::vector<int> ShapeOperands(const std::string& op, int num_inputs) {
+  static const std::map<std::string, std::vector<int>> operands = {
+      {"Reshape", {1}},      {"ExpandDims", {1}},    {"Transpose", {1}},     {"Sum", {1}},
+      {"Mean", {1}},         {"Max", {1}},           {"Min", {1}},           {"Prod", {1}},
+      {"Any", {1}},          {"All", {1}},           {"ArgMax", {1}},        {"ArgMin", {1}},
+      {"Tile", {1}},         {"Fill", {0}},          {"BroadcastTo", {1}},   {"Slice", {1, 2}},
+      {"StridedSlice", {1, 2, 3}}, {"Pad", {1}},     {"PadV2", {1}},         {"Range", {0, 1, 2}},
+      {"GatherV2", {2}},     {"OneHot", {1}},        {"Split", {0}},         {"SplitV", {1, 2}},
+      {"Cumsum", {1}},
+  };
+  if (op == "ConcatV2") return {num_inputs - 1};
+  auto it = operands.find(op);
+  return it == operands.end() ? std::vector<int>{} : it->second;
+}
+
+// Ops whose outputs depend on their input's shape only.
+bool ShapeOnly(const std::string& op) { return op == "Shape" || op == "ShapeN" || op == "Size" || op == "Rank"; }
+
+// The nodes whose values decide shapes: what the shape operands read, transitively.
+std::set<int> NodesDecidingShapes(const Graph& graph) {
+  std::set<int> needed;
+  std::vector<int> work;
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    const Node& n = *graph.node(id);
+    for (int i : ShapeOperands(n.op, static_cast<int>(n.inputs.size())))
+      if (i < static_cast<int>(n.inputs.size())) work.push_back(n.inputs[i].node);
+  }
+  while (!work.empty()) {
+    const int id = work.back();
+    work.pop_back();
+    if (!needed.insert(id).second) continue;
+    const Node& n = *graph.node(id);
+    if (ShapeOnly(n.op)) continue;
+    for (const TensorId& in : n.inputs) work.push_back(in.node);
+  }
+  return needed;
+}
+
+void MakeConst(Node* node, const Tensor& value) {
+  node->op = "Const";
+  node->inputs.clear();
+  node->control_inputs.clear();
+  node->attrs.clear();
+  node->attrs["dtype"].set_type(static_cast<tensorflow::DataType>(value.dtype()));
+  TensorToProto(value, node->attrs["value"].mutable_tensor());
+}
+
+}  // namespace
+
+void ExpandSoftmax(tensorflow::GraphDef* body) {
+  const int n = body->node_size();
+  for (int i = 0; i < n; ++i) {
+    if (body->node(i).op() != "Softmax" && body->node(i).op() != "LogSoftmax") continue;
+    const tensorflow::NodeDef original = body->node(i);
+    const std::string& name = original.name();
+    auto add = [&](const std::string& suffix, const std::string& op, const std::vector<std::string>& inputs) {
+      tensorflow::NodeDef* node = body->add_node();
+      node->set_name(name + "/" + suffix);
+      node->set_op(op);
+      node->set_device(original.device());
+      for (const std::string& in : inputs) node->add_input(in);
+      if (op == "Const") {
+        (*node->mutable_attr())["dtype"].set_type(tensorflow::DT_INT32);
+        tensorflow::TensorProto* axis = (*node->mutable_attr())["value"].mutable_tensor();
+        axis->set_dtype(tensorflow::DT_INT32);
+        axis->mutable_tensor_shape();
+        axis->add_int_val(-1);
+        return node->name();
+      }
+      (*node->mutable_attr())["T"] = original.attr().at("T");
+      if (op == "Max" || op == "Sum") {
+        (*node->mutable_attr())["keep_dims"].set_b(true);
+        (*node->mutable_attr())["Tidx"].set_type(tensorflow::DT_INT32);
+      }
+      return node->name();
+    };
+    if (!original.attr().count("T") || original.input_size() < 1) continue;
+    const std::string x = original.input(0);
+    const std::string axis = add("axis", "Const", {});
+    const std::string shifted = add("shifted", "Sub", {x, add("max", "Max", {x, axis})});
+    const std::string exp = add("exp", "Exp", {shifted});
+    const std::string sum = add("sum", "Sum", {exp, axis});
+    tensorflow::NodeDef* last = body->mutable_node(i);
+    const bool log = last->op() == "LogSoftmax";
+    last->set_op(log ? "Sub" : "RealDiv");
+    last->clear_input();
+    last->add_input(log ? shifted : exp);
+    last->add_input(log ? add("log_sum", "Log", {sum}) : sum);
+    last = body->mutable_node(i);  // add_node may have moved it
+    for (const std::string& in : original.input())
+      if (!in.empty() && in[0] == '^') last->add_input(in);
+  }
+}
+
+std::vector<bool> ValueInputs(const tensorflow::GraphDef& body, int num_inputs) {
+  std::vector<bool> value(num_inputs, false);
+  auto graph = ImportGraphDef(body);
+  if (!graph.ok()) return value;
+  for (int id : NodesDecidingShapes(*graph)) {
+    const std::string& name = graph->node(id)->name;
+    if (name.rfind("_arg_", 0) != 0) continue;
+    const int i = std::atoi(name.c_str() + 5);
+    if (i >= 0 && i < num_inputs) value[i] = true;
+  }
+  return value;
+}
+
+StatusOr<SpecializedBody> Specialize(const tensorflow::GraphDef& body, const std::vector<std::string>& outputs,
+                                     const std::vector<Tensor>& inputs, const std::vector<bool>& value_inputs) {
+  GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(body));
+  SpecializedBody result;
+  // 1. The inputs: a static shape, or the value itself.
+  std::vector<TensorId> feeds;
+  std::vector<Tensor> feed_values;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Node* arg = graph.FindNode("_arg_" + std::to_string(i));
+    if (arg == nullptr) return Internal("the body lacks _arg_" + std::to_string(i));
+    if (value_inputs[i]) {
+      MakeConst(arg, inputs[i]);
+      result.args.push_back({-1, 0});
+    } else {
+      ShapeToProto(inputs[i].shape(), arg->attrs["shape"].mutable_shape());
+      result.args.push_back({arg->id, 0});
+      feeds.push_back({arg->id, 0});
+      feed_values.push_back(inputs[i]);
+    }
+  }
+  GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(graph)));
+  // 2. What decides shapes, computed now (from the inputs' shapes and values).
+  std::vector<int> deciding;
+  for (int id : NodesDecidingShapes(analyzed.graph))
+    if (analyzed.graph.node(id)->op != "Const") deciding.push_back(id);
+  if (!deciding.empty()) {
+    std::vector<TensorId> fetches;
+    for (int id : deciding) {
+      if (analyzed.info(id).dtypes.size() != 1)
+        return Unimplemented(NodeLabel(*analyzed.graph.node(id)) + " decides a shape and has several outputs");
+      fetches.push_back({id, 0});
+    }
+    GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(analyzed, feeds, fetches, {}));
+    ExecutorOptions options;
+    options.allocator = Allocator::Default();
+    std::vector<Tensor> values;
+    GJ_RETURN_IF_ERROR(Execute(analyzed, plan, feed_values, options, &values));
+    Graph folded = std::move(analyzed.graph);
+    for (size_t i = 0; i < deciding.size(); ++i) MakeConst(folded.node(deciding[i]), values[i]);
+    GJ_ASSIGN_OR_RETURN(analyzed, AnalyzeGraph(std::move(folded)));
+  }
+  // 3. The outputs.
+  for (const std::string& name : outputs) {
+    ParsedInput p;
+    const Node* n = ParseInputString(name, &p) ? analyzed.graph.FindNode(p.node) : nullptr;
+    if (n == nullptr) return Internal("the body lacks " + name);
+    result.outputs.push_back({n->id, p.index});
+  }
+  result.graph = std::move(analyzed);
+  return result;
+}
+
+}  // namespace graphjit
