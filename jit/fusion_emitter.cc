@@ -23,9 +23,11 @@ std::string StorageType(DType dtype) {
   }
 }
 
+// A buffer's memref type. MLIR 19 cannot pass a memref with a 0-size dim to LLVM; such
+// a dim is declared as 1: nothing reads or writes it, since the loop over it is empty.
 std::string MemRefType(const Shape& shape, DType dtype) {
   std::string t = "memref<";
-  for (int64_t d : shape.dims()) t += std::to_string(d) + "x";
+  for (int64_t d : shape.dims()) t += std::to_string(d ? d : 1) + "x";
   return t + StorageType(dtype) + ">";
 }
 
@@ -177,6 +179,10 @@ class KernelEmitter {
     int64_t stride = kernel->rows;
     for (size_t j = 0; j < dims.size(); ++j) {
       stride = dims[j] ? stride / dims[j] : 0;
+      if (dims[j] == 1) {
+        row_.push_back(IndexConst(0));
+        continue;
+      }
       Value q = stride > 1 ? Let(r.depth, "arith.divui %r, " + IndexConst(stride).name + " : index", "index") : r;
       row_.push_back(j == 0 ? q : Let(r.depth, "arith.remui " + q.name + ", " + IndexConst(dims[j]).name + " : index", "index"));
     }
@@ -190,6 +196,12 @@ class KernelEmitter {
   // A loop nest over dims[k..], appending its induction variables to `index`.
   Status Nest(const std::vector<int64_t>& dims, size_t k, Index& index, const std::function<Status(const Index&)>& body) {
     if (k == dims.size()) return body(index);
+    if (dims[k] == 1) {  // no loop: a size-1 dim is always indexed by 0
+      index.push_back(IndexConst(0));
+      Status s = Nest(dims, k + 1, index, body);
+      index.pop_back();
+      return s;
+    }
     const int at = Innermost();
     const Value upper = IndexConst(dims[k]);
     OpenScope();
@@ -209,6 +221,12 @@ class KernelEmitter {
     if (k == dims.size()) {
       GJ_ASSIGN_OR_RETURN(Value v, element(index));
       return Let(Innermost(), std::string(combine) + " " + acc.name + ", " + v.name + " fastmath<reassoc> : f32", "f32");
+    }
+    if (dims[k] == 1) {
+      index.push_back(IndexConst(0));
+      auto folded = Fold(dims, k + 1, index, acc, combine, element);
+      index.pop_back();
+      return folded;
     }
     const int at = Innermost();
     const Value upper = IndexConst(dims[k]);
@@ -386,7 +404,7 @@ class KernelEmitter {
     Index to;
     const int offset = out.rank() - s.rank();
     for (int k = 0; k < s.rank(); ++k)
-      to.push_back(s.dim(k) == 1 && out.dim(offset + k) != 1 ? IndexConst(0) : index[offset + k]);
+      to.push_back(s.dim(k) == 1 ? IndexConst(0) : index[offset + k]);
     return to;
   }
 

@@ -143,6 +143,7 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
     cpu::CompileOptions options;
     options.keep_stages = !dump_dir.empty();
     auto exe = cpu::Compile(module->mlir, options);
+    if (!exe.ok() && getenv("GJDEBUG")) fprintf(stderr, "%s\n", module->mlir.c_str());
     if (!exe.ok()) return fail(exe.status());
     dump("03_llvm_dialect.mlir", (*exe)->report().lowered_mlir);
     dump("04_llvm_ir.ll", (*exe)->report().llvm_ir);

@@ -140,6 +140,141 @@ TEST_F(Jit, RandomElementwiseGraphsMatchTheReferenceKernels) {
   EXPECT_GE(after.compiled - before.compiled, graphs);
 }
 
+// Random graphs of reductions (any axes, keep_dims or not), softmax and log-softmax,
+// transposes, reshapes, ExpandDims and concatenations between elementwise ops: each
+// cluster is planned into loop, row and reduce fusions, and must match op by op.
+TEST_F(Jit, RandomReductionGraphsMatchTheReferenceKernels) {
+  std::mt19937 rng(7);
+  const std::vector<std::string> unary = {"Neg", "Exp", "Tanh", "Sigmoid", "Relu", "Abs", "Square"};
+  const std::vector<std::string> binary = {"AddV2", "Sub", "Mul", "Maximum"};
+  const std::vector<std::string> reductions = {"Sum", "Mean", "Max", "Min", "Prod"};
+  const std::vector<int64_t> sizes = {1, 2, 3, 5, 7, 16, 17, 33};
+  const JitStats before = GetJitStats();
+  int graphs = 0;
+  for (int g = 0; g < 80; ++g) {
+    const int rank = 1 + static_cast<int>(rng() % 4);
+    std::vector<int64_t> dims;
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i) {
+      int64_t d = sizes[rng() % sizes.size()];
+      if (n * d > 4096) d = 1;
+      if (g % 17 == 3 && i == rank - 1) d = 0;
+      dims.push_back(d);
+      n *= d;
+    }
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, dims);
+    std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Stressing(Shape(dims), rng)}};
+    std::string value = "x", ops;
+    std::vector<int64_t> shape = dims;
+    std::vector<std::string> fetches;
+    auto axis_const = [&](const std::string& name, const std::vector<int>& values) {
+      std::vector<int32_t> v(values.begin(), values.end());
+      return b.Const(name, testing::MakeInt32(Shape{static_cast<int64_t>(v.size())}, v));
+    };
+    const int steps = 3 + static_cast<int>(rng() % 5);
+    for (int k = 0; k < steps; ++k) {
+      const std::string name = "op" + std::to_string(k);
+      const int r = static_cast<int>(shape.size());
+      std::string op;
+      switch (rng() % 8) {
+        case 0:
+          op = unary[rng() % unary.size()];
+          b.Op(name, op, {value});
+          break;
+        case 1: {  // with x broadcast in when the shapes allow it, else with itself
+          op = binary[rng() % binary.size()];
+          b.Op(name, op, {value, shape == dims ? "x" : value});
+          break;
+        }
+        case 2:
+        case 3: {
+          if (r == 0) continue;
+          op = reductions[rng() % reductions.size()];
+          std::vector<int> axes;
+          const int kind = static_cast<int>(rng() % 3);  // trailing, leading, any
+          for (int i = 0; i < r; ++i)
+            if ((kind == 0 && i >= r - 1 - static_cast<int>(rng() % r)) || (kind == 1 && i == 0) || (kind == 2 && rng() % 2))
+              axes.push_back(i);
+          if (axes.empty()) axes = {r - 1};
+          const bool keep = rng() % 2;
+          tensorflow::NodeDef* node = b.Op(name, op, {value, axis_const(name + "/axes", axes)});
+          testing::SetAttrBool(node, "keep_dims", keep);
+          testing::SetAttrType(node, "Tidx", DType::kInt32);
+          std::vector<int64_t> reduced;
+          for (int i = 0; i < r; ++i) {
+            const bool is_reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
+            if (!is_reduced) reduced.push_back(shape[i]);
+            else if (keep) reduced.push_back(1);
+          }
+          shape = reduced;
+          op += keep ? "(keep)" : "";
+          break;
+        }
+        case 4:
+          if (r == 0) continue;
+          op = rng() % 2 ? "Softmax" : "LogSoftmax";
+          b.Op(name, op, {value});
+          break;
+        case 5: {
+          if (r < 2) continue;
+          std::vector<int> perm(r);
+          for (int i = 0; i < r; ++i) perm[i] = i;
+          std::shuffle(perm.begin(), perm.end(), rng);
+          testing::SetAttrType(b.Op(name, "Transpose", {value, axis_const(name + "/perm", perm)}), "Tperm", DType::kInt32);
+          std::vector<int64_t> t(r);
+          for (int i = 0; i < r; ++i) t[i] = shape[perm[i]];
+          shape = t;
+          op = "Transpose";
+          break;
+        }
+        case 6: {
+          if (r < 2) continue;
+          std::vector<int64_t> merged(shape.begin(), shape.end() - 2);
+          merged.push_back(shape[r - 2] * shape[r - 1]);
+          std::vector<int> target(merged.begin(), merged.end());
+          testing::SetAttrType(b.Op(name, "Reshape", {value, axis_const(name + "/shape", target)}), "Tshape", DType::kInt32);
+          shape = merged;
+          op = "Reshape";
+          break;
+        }
+        case 7: {
+          const int axis = static_cast<int>(rng() % (r + 1));
+          if (rng() % 2 && r > 0) {
+            const int at = static_cast<int>(rng() % r);
+            tensorflow::NodeDef* node =
+                b.Op(name, "ConcatV2", {value, value, b.Const(name + "/axis", testing::MakeInt32(Shape{}, {at}))});
+            testing::SetAttrInt(node, "N", 2);
+            testing::SetAttrType(node, "Tidx", DType::kInt32);
+            shape[at] *= 2;
+            op = "ConcatV2";
+          } else {
+            testing::SetAttrType(b.Op(name, "ExpandDims", {value, b.Const(name + "/dim", testing::MakeInt32(Shape{}, {axis}))}),
+                                 "Tdim", DType::kInt32);
+            shape.insert(shape.begin() + axis, 1);
+            op = "ExpandDims";
+          }
+          break;
+        }
+      }
+      if (rng() % 4 == 0) fetches.push_back(name);  // a second output, read inside too
+      ops += op + " ";
+      value = name;
+    }
+    b.Op("result", "Tanh", {value});
+    fetches.push_back("result");
+    const auto want = RunAt(b.graph_def(), JitLevel::kOff, feeds, fetches);
+    const auto got = RunAt(b.graph_def(), JitLevel::kOn1, feeds, fetches);
+    for (size_t i = 0; i < fetches.size(); ++i)
+      ExpectMatch(got[i], want[i], 1e-4,
+                  "graph " + std::to_string(g) + " [" + ops + "] x " + Shape(dims).ToString() + " fetch " + fetches[i]);
+    ++graphs;
+  }
+  const JitStats after = GetJitStats();
+  EXPECT_EQ(after.fallback, before.fallback) << "every random graph compiles";
+  EXPECT_GE(after.compiled - before.compiled, graphs / 2);
+}
+
 // r = Relu(Tanh(x)): one cluster at ON_1.
 tensorflow::GraphDef TanhRelu(const std::vector<int64_t>& x_shape) {
   GraphBuilder b;
