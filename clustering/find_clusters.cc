@@ -243,6 +243,8 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
   for (int id = 0; id < n; ++id) {
     const OpTableEntry* e = FindOpEntry(g.node(id)->op);
     size[id] = (cand[id].ok && (e == nullptr || e->counts)) ? 1 : 0;
+    // Softmax and LogSoftmax are five ops in one (max, sub, exp, sum, div): a kernel alone.
+    if (size[id] && e != nullptr && e->family == OpFamily::kSoftmax) size[id] = 2;
   }
   std::vector<int> members(n, 1);
   auto consumers = g.ComputeOutEdges();
