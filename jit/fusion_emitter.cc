@@ -126,6 +126,7 @@ class KernelEmitter {
         GJ_RETURN_IF_ERROR(Rows({}, kernel, [&] { return ReduceAll(fusion_.reductions[0]); }));
         for (int64_t d : dims) cols *= d;
         break;
+      case FusionPlan::Kind::kLibrary: return Internal("a library call has no kernel to emit");
     }
     kernel->cost_per_row = cols * (num_ops_ + 1);
     *num_ops += num_ops_;
@@ -456,6 +457,14 @@ StatusOr<EmittedModule> EmitFusions(const AnalyzedGraph& body, const FusionPlan&
   EmittedModule module;
   for (size_t f = 0; f < plan.fusions.size(); ++f) {
     EmittedKernel kernel;
+    if (plan.fusions[f].kind == FusionPlan::Kind::kLibrary) {
+      const int id = plan.fusions[f].library_node;
+      kernel.library_node = id;
+      for (const TensorId& in : body.graph.node(id)->inputs) kernel.buffers.push_back(plan.buffer_of.at(in));
+      kernel.buffers.push_back(plan.buffer_of.at({id, 0}));
+      module.kernels.push_back(std::move(kernel));
+      continue;
+    }
     GJ_ASSIGN_OR_RETURN(std::string function, KernelEmitter(body, plan, static_cast<int>(f)).Emit(&kernel, &module.num_ops));
     module.mlir += function;
     module.kernels.push_back(std::move(kernel));

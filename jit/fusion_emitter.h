@@ -15,10 +15,12 @@
 namespace graphjit {
 
 struct EmittedKernel {
-  std::string function;
+  std::string function;      // empty for a library call
+  int library_node = -1;     // a library call: the node to run
   int64_t rows = 1;          // the range [begin, end) splits
   int64_t cost_per_row = 1;  // elements times ops: what a row costs, for the split
-  std::vector<int> buffers;  // the plan's buffers, in argument order after (begin, end)
+  std::vector<int> buffers;  // the plan's buffers, in argument order after (begin, end);
+                             // a library call: its inputs, then its output
 };
 
 struct EmittedModule {

@@ -10,6 +10,10 @@ namespace graphjit {
 
 namespace {
 
+bool IsLibraryOp(const std::string& op) {
+  return op == "MatMul" || op == "BatchMatMulV2" || op == "BatchMatMul" || op == "_FusedMatMul";
+}
+
 bool IsReduction(const std::string& op) {
   return op == "Sum" || op == "Mean" || op == "Max" || op == "Min" || op == "Prod";
 }
@@ -60,6 +64,12 @@ class Planner {
                    p_.buffer_of.at(n.inputs[0])});
       }
       if (kind_[id] == NodeKind::kReduction) GJ_RETURN_IF_ERROR(AddReduction(id));
+      if (kind_[id] == NodeKind::kLibrary) {
+        for (const TensorId& in : n.inputs) GJ_RETURN_IF_ERROR(MakeRoot(in));
+        const int f = NewFusion(FusionPlan::Kind::kLibrary, ShapeOf(g_, {id, 0}));
+        p_.fusions[f].library_node = id;
+        AddRoot(f, {id, 0});
+      }
     }
     // 3. The outputs are stored (or are inputs, constants or views of them).
     for (const TensorId& t : outputs) {
@@ -221,6 +231,7 @@ class Planner {
       case NodeKind::kConstant: ConstantBuffer(v.node); return Status::Ok();
       case NodeKind::kReduction: AddRoot(p_.fusion_of.at(v.node), v); return Status::Ok();
       case NodeKind::kArgument:
+      case NodeKind::kLibrary:
       case NodeKind::kView: return Internal("no buffer for " + g_.graph.TensorName(v));
       default: break;
     }
@@ -280,6 +291,7 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
   if (n.op == "Transpose") return NodeKind::kTranspose;
   if (n.op == "ConcatV2") return NodeKind::kConcat;
   if (IsReduction(n.op)) return NodeKind::kReduction;
+  if (IsLibraryOp(n.op)) return NodeKind::kLibrary;
   return Unimplemented(n.op + " is not compiled yet");
 }
 
@@ -304,9 +316,10 @@ std::string FusionPlan::ToString(const Graph& graph) const {
   std::string s;
   for (size_t f = 0; f < fusions.size(); ++f) {
     const Fusion& fusion = fusions[f];
-    static const char* kKinds[] = {"loop", "row", "reduce"};
+    static const char* kKinds[] = {"loop", "row", "reduce", "library"};
     s += "fusion_" + std::to_string(f) + ": " + kKinds[static_cast<int>(fusion.kind)] + " over " + fusion.space.ToString();
     if (fusion.kind == Kind::kRow) s += ", rows " + std::to_string(fusion.split) + " dims";
+    if (fusion.kind == Kind::kLibrary) s += ", " + graph.node(fusion.library_node)->op;
     if (!fusion.reductions.empty()) {
       s += "; reduces";
       for (int r : fusion.reductions) s += " " + graph.node(r)->name + " (" + graph.node(r)->op + ")";

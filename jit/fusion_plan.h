@@ -7,7 +7,9 @@
 //  - row fusion: reductions over the trailing dims of one tensor, per row, with their
 //    elementwise producers and consumers (softmax, log-softmax, layer norm, mean and
 //    variance: one kernel each, which reads its input once from memory);
-//  - reduce fusion: a reduction over other dims (e.g. columns), with its producers.
+//  - reduce fusion: a reduction over other dims (e.g. columns), with its producers;
+//  - library call: a GEMM (MatMul, BatchMatMulV2, _FusedMatMul with its bias and
+//    activation as the library's epilogue) on stored operands.
 //
 // A Reshape that is not a size-1 reshape views its input's buffer (no copy).
 // Target-neutral: nothing here knows the CPU.
@@ -22,7 +24,9 @@
 namespace graphjit {
 
 // How a fusion emitter sees a body node.
-enum class NodeKind { kConstant, kArgument, kElementwise, kSizeOneReshape, kView, kTranspose, kConcat, kReduction };
+enum class NodeKind {
+  kConstant, kArgument, kElementwise, kSizeOneReshape, kView, kTranspose, kConcat, kReduction, kLibrary
+};
 
 // The node's kind; Unimplemented (with the reason) for what no emitter takes.
 StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id);
@@ -46,13 +50,14 @@ struct FusionPlan {
     int source = -1;  // kArgument: the input index; kConstant: index in `constants`; kView: the viewed buffer
     int fusion = -1;  // kTemp: the fusion that stores it
   };
-  enum class Kind { kLoop, kRow, kReduce };
+  enum class Kind { kLoop, kRow, kReduce, kLibrary };
   struct Fusion {
     Kind kind = Kind::kLoop;
     Shape space;                  // loop: the roots' shape; row, reduce: the reduced tensor's shape
     int split = 0;                // row: dims [0, split) index rows, the rest are reduced
     std::vector<int> reductions;  // row: computed per row, in order; reduce: the one
     std::vector<TensorId> roots;  // stored by this fusion, each into its buffer
+    int library_node = -1;        // library: the node it runs
   };
 
   std::vector<Buffer> buffers;

@@ -49,6 +49,12 @@ struct CompiledCluster {
     cpu::Executable::PackedFunction fn = nullptr;
     int64_t rows = 1, cost_per_row = 1;
     std::vector<int> buffers;
+    // A library call instead (fn is null): the op's kernel on the node.
+    const OpDef* op = nullptr;
+    std::shared_ptr<const Node> node;
+    std::shared_ptr<const void> state;
+    std::vector<DType> dtypes;
+    std::vector<Shape> shapes;
   };
   std::unique_ptr<cpu::Executable> exe;
   std::vector<Kernel> kernels;
@@ -139,7 +145,7 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   if (!module.ok()) return fail(module.status());
   dump("02_fusions.mlir", module->mlir);
   auto kernel = std::make_shared<CompiledCluster>();
-  if (!module->kernels.empty()) {
+  if (!module->mlir.empty()) {
     cpu::CompileOptions options;
     options.keep_stages = !dump_dir.empty();
     auto exe = cpu::Compile(module->mlir, options);
@@ -151,9 +157,23 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
     kernel->exe = std::move(exe).value();
   }
   for (const EmittedKernel& k : module->kernels) {
-    auto fn = kernel->exe->Function(k.function);
-    if (!fn.ok()) return fail(fn.status());
-    kernel->kernels.push_back({*fn, k.rows, k.cost_per_row, k.buffers});
+    CompiledCluster::Kernel launch;
+    launch.buffers = k.buffers;
+    if (k.library_node >= 0) {
+      const NodeInfo& info = body->graph.info(k.library_node);
+      launch.op = info.op;
+      launch.node = std::make_shared<const Node>(*body->graph.graph.node(k.library_node));
+      launch.state = info.state;
+      launch.dtypes = info.dtypes;
+      launch.shapes = info.shapes;
+    } else {
+      auto fn = kernel->exe->Function(k.function);
+      if (!fn.ok()) return fail(fn.status());
+      launch.fn = *fn;
+      launch.rows = k.rows;
+      launch.cost_per_row = k.cost_per_row;
+    }
+    kernel->kernels.push_back(std::move(launch));
   }
   kernel->buffers = plan->buffers;
   kernel->constants = plan->constants;
@@ -229,6 +249,18 @@ Status Launch(KernelContext& ctx, const CompiledCluster& cluster) {
     return values[b];
   };
   for (const CompiledCluster::Kernel& kernel : cluster.kernels) {
+    if (kernel.fn == nullptr) {  // a library call
+      std::vector<Tensor> inputs, outputs(kernel.dtypes.size());
+      for (size_t i = 0; i + 1 < kernel.buffers.size(); ++i) {
+        GJ_ASSIGN_OR_RETURN(Tensor t, resolve(kernel.buffers[i]));
+        inputs.push_back(std::move(t));
+      }
+      KernelContext call{*kernel.node, inputs,        kernel.dtypes,      kernel.shapes, outputs,
+                         ctx.allocator, ctx.intra_op, kernel.state.get(), ctx.options};
+      GJ_RETURN_IF_ERROR(kernel.op->compute(call));
+      values[kernel.buffers.back()] = std::move(outputs[0]);
+      continue;
+    }
     std::vector<void*> pointers;
     for (int b : kernel.buffers) {
       GJ_ASSIGN_OR_RETURN(Tensor t, resolve(b));
