@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Write the benchmark graphs as TensorFlow's Python API writes them.
+
+How to run (from the repository root), with the pinned fixture environment:
+
+    python3 -m venv /tmp/tfvenv
+    /tmp/tfvenv/bin/pip install -r tests/data/requirements.txt
+    /tmp/tfvenv/bin/python bench/graphs/make_bench_graphs.py
+
+Each graph is a tf.function traced for one static input shape, with its
+weights as Const nodes (made inside the traced function), written to bench/graphs/<name>.pb (deterministic binary
+GraphDef). Its input is the placeholder "x" and its output the node "y".
+bench/graphs/manifest.json lists, per graph, the input shape, the output and
+what the work is. The same files feed graphjit's Google Benchmark suite
+(bench/jit_bench.cc), `graphjit bench` and the peer comparison.
+"""
+
+import json
+import math
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+try:
+    import numpy as np
+    import tensorflow as tf
+except ImportError as e:  # pragma: no cover
+    print("make_bench_graphs.py: cannot import TensorFlow (%s); see the docstring" % e, file=sys.stderr)
+    sys.exit(2)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ELEMENTS = 1 << 20  # every [N x D] input holds 2^20 floats (4 MiB)
+
+
+def softmax_decomposed(x):
+    # As it is written in Python: exp(x - max(x)) / sum(exp(x - max(x))).
+    e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+    return e / tf.reduce_sum(e, axis=-1, keepdims=True)
+
+
+def softmax_op(x):
+    return tf.nn.softmax(x)
+
+
+def bias_relu_tanh(d):
+    b = np.random.default_rng(1).normal(size=[d]).astype(np.float32)
+    return lambda x: tf.tanh(tf.nn.relu(tf.nn.bias_add(x, tf.constant(b))))
+
+
+def layer_norm(d):
+    rng = np.random.default_rng(2)
+    gamma = rng.normal(1.0, 0.1, size=[d]).astype(np.float32)
+    beta = rng.normal(0.0, 0.1, size=[d]).astype(np.float32)
+
+    def f(x):
+        mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+        variance = tf.reduce_mean(tf.math.squared_difference(x, mean), axis=-1, keepdims=True)
+        return (x - mean) * tf.math.rsqrt(variance + 1e-5) * tf.constant(gamma) + tf.constant(beta)
+
+    return f
+
+
+def gelu_exact(x):
+    return 0.5 * x * (1.0 + tf.math.erf(x / math.sqrt(2.0)))
+
+
+def dense_softmax(d_in, d_out):
+    rng = np.random.default_rng(3)
+    w = (rng.normal(size=[d_in, d_out]) / math.sqrt(d_in)).astype(np.float32)
+    b = rng.normal(0.0, 0.1, size=[d_out]).astype(np.float32)
+    return lambda x: softmax_decomposed(tf.nn.relu(tf.nn.bias_add(tf.matmul(x, tf.constant(w)), tf.constant(b))))
+
+
+def graphs():
+    g = []
+    for d in (128, 1024, 8192):
+        n = ELEMENTS // d
+        g.append(("softmax_decomposed_%d" % d, [n, d], softmax_decomposed,
+                  "softmax over rows of %d from Max, Sub, Exp, Sum, RealDiv" % d))
+        g.append(("softmax_op_%d" % d, [n, d], softmax_op, "the Softmax op over rows of %d" % d))
+    g.append(("bias_relu_tanh", [1024, 1024], bias_relu_tanh(1024), "tanh(relu(x + b))"))
+    g.append(("layer_norm", [1024, 1024], layer_norm(1024), "layer norm over rows of 1024 from primitives"))
+    g.append(("gelu_exact", [1024, 1024], gelu_exact, "0.5 x (1 + erf(x / sqrt 2))"))
+    g.append(("dense_softmax", [1024, 256], dense_softmax(256, 256), "softmax(relu(x @ W + b)), W 256x256"))
+    return g
+
+
+def main():
+    manifest = {}
+    for name, shape, fn, what in graphs():
+        f = tf.function(lambda x, fn=fn: tf.identity(fn(x), name="y"),
+                        input_signature=[tf.TensorSpec(shape, tf.float32, name="x")])
+        gd = f.get_concrete_function().graph.as_graph_def()
+        with open(os.path.join(HERE, name + ".pb"), "wb") as out:
+            out.write(gd.SerializeToString(deterministic=True))
+        manifest[name] = {"input": "x", "shape": shape, "output": "y", "work": what}
+        print("%-24s %-14s %3d nodes" % (name, shape, len(gd.node)))
+    manifest["_generator"] = "bench/graphs/make_bench_graphs.py (tensorflow %s)" % tf.__version__
+    with open(os.path.join(HERE, "manifest.json"), "w") as out:
+        json.dump(manifest, out, indent=2, sort_keys=True)
+        out.write("\n")
+
+
+if __name__ == "__main__":
+    main()

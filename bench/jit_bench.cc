@@ -1,0 +1,103 @@
+// The JIT off against on: the bench graphs (bench/graphs, written by TensorFlow) and the
+// fixture models, one Session::Run per iteration on random (bench graphs) or the
+// fixture's (models) inputs. Memory-bound graphs report bytes moved per second: the
+// input read and the output written once.
+//
+//   build/bin/jit_bench --benchmark_enable_random_interleaving=true --benchmark_repetitions=10
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/graphdef.h"
+#include "jit/jit.h"
+#include "passes/passes.h"
+#include "runtime/npy.h"
+#include "runtime/session.h"
+
+namespace graphjit {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Work {
+  tensorflow::GraphDef graph;
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<std::string> fetches;
+  int64_t bytes = 0;  // bench graphs: input + output
+};
+
+Tensor RandomTensor(const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::Allocate(DType::kFloat, shape).value();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = normal(rng);
+  return t;
+}
+
+StatusOr<Work> BenchGraph(const std::string& name, const nlohmann::json& entry) {
+  Work w;
+  GJ_ASSIGN_OR_RETURN(w.graph, ReadGraphDefFile((fs::path(GRAPHJIT_BENCH_GRAPHS) / (name + ".pb")).string()));
+  const Shape shape(entry["shape"].get<std::vector<int64_t>>());
+  w.feeds.emplace_back(entry["input"].get<std::string>(), RandomTensor(shape, 1));
+  w.fetches.push_back(entry["output"].get<std::string>());
+  w.bytes = 2 * shape.num_elements() * 4;
+  return w;
+}
+
+StatusOr<Work> Fixture(const std::string& model) {
+  const fs::path dir = fs::path(GRAPHJIT_TEST_DATA) / model;
+  nlohmann::json m = nlohmann::json::parse(std::ifstream(dir / "manifest.json"));
+  Work w;
+  GJ_ASSIGN_OR_RETURN(w.graph, ReadGraphDefFile((dir / m["model"].get<std::string>()).string()));
+  for (auto& [name, file] : m["feeds"].items()) {
+    GJ_ASSIGN_OR_RETURN(Tensor t, ReadNpy((dir / file.get<std::string>()).string()));
+    w.feeds.emplace_back(name, std::move(t));
+  }
+  for (auto& [name, file] : m["fetches"].items()) w.fetches.push_back(name);
+  return w;
+}
+
+void Run(benchmark::State& state, const StatusOr<Work>& work, JitLevel level) {
+  if (!work.ok()) return state.SkipWithError(work.status().message().c_str());
+  SessionOptions options;
+  options.jit_level = level;
+  options.intra_op_threads = options.inter_op_threads = static_cast<int>(state.range(0));
+  auto session = Session::Create(options, work->graph);
+  if (!session.ok()) return state.SkipWithError(session.status().message().c_str());
+  std::vector<Tensor> out;
+  Status s = (*session)->Run(work->feeds, work->fetches, {}, &out);  // compiles, outside the timing
+  if (!s.ok()) return state.SkipWithError(s.message().c_str());
+  for (auto _ : state) {
+    s = (*session)->Run(work->feeds, work->fetches, {}, &out);
+    if (!s.ok()) return state.SkipWithError(s.message().c_str());
+  }
+  if (work->bytes) state.SetBytesProcessed(state.iterations() * work->bytes);
+}
+
+void Register(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
+  for (auto [level, label] : {std::pair{JitLevel::kOff, "off"}, std::pair{JitLevel::kOn1, "on"}})
+    benchmark::RegisterBenchmark((name + "/jit_" + label).c_str(),
+                                 [work, level](benchmark::State& s) { Run(s, *work, level); })
+        ->Arg(1)
+        ->ArgName("threads")
+        ->Unit(benchmark::kMicrosecond);
+}
+
+const bool kRegistered = [] {
+  RegisterGraphOptimizer();
+  RegisterJit();
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(fs::path(GRAPHJIT_BENCH_GRAPHS) / "manifest.json"));
+  for (auto& [name, entry] : manifest.items())
+    if (name[0] != '_') Register(name, std::make_shared<StatusOr<Work>>(BenchGraph(name, entry)));
+  for (const char* model : {"mnist_softmax", "keras_mlp", "small_cnn", "transformer_block"})
+    Register(model, std::make_shared<StatusOr<Work>>(Fixture(model)));
+  return true;
+}();
+
+}  // namespace
+}  // namespace graphjit
+
+BENCHMARK_MAIN();
