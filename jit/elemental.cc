@@ -8,9 +8,9 @@ namespace graphjit {
 
 namespace {
 
-// No fast-math on arithmetic: contracting x*y+z into an FMA keeps x*y from overflowing,
-// so an Inf or NaN of the reference kernels would become a finite value. Math functions
-// may be approximate (afn); never nnan/ninf.
+// No contraction: an FMA for x*y+z keeps x*y from overflowing, so an Inf or NaN of the
+// reference kernels would become a finite value. Math functions may be approximate (afn),
+// divisions reciprocal (arcp); never nnan/ninf.
 constexpr const char* kArith = " : f32";
 constexpr const char* kMath = " fastmath<afn> : f32";
 
@@ -24,6 +24,11 @@ std::string F32(MlirWriter& w, double v) {
 
 std::string Binary(const char* op, const std::vector<std::string>& x, MlirWriter& w) {
   return w.Let(std::string(op) + " " + x[0] + ", " + x[1] + kArith);
+}
+// arcp: x / y may be x * (1 / y) (within an ulp), so a division by a value that does
+// not change along a loop becomes a multiplication.
+std::string Divide(const std::string& x, const std::string& y, MlirWriter& w) {
+  return w.Let("arith.divf " + x + ", " + y + " fastmath<arcp> : f32");
 }
 std::string Unary(const char* op, const std::string& x, MlirWriter& w) { return w.Let(std::string(op) + " " + x + kMath); }
 std::string Cmp(const char* pred, const std::vector<std::string>& x, MlirWriter& w) {
@@ -45,8 +50,8 @@ const std::map<std::string, Emit>& FloatOps() {
       {"BiasAdd", [](auto& x, auto& w) { return Binary("arith.addf", x, w); }},
       {"Sub", [](auto& x, auto& w) { return Binary("arith.subf", x, w); }},
       {"Mul", [](auto& x, auto& w) { return Binary("arith.mulf", x, w); }},
-      {"RealDiv", [](auto& x, auto& w) { return Binary("arith.divf", x, w); }},
-      {"Div", [](auto& x, auto& w) { return Binary("arith.divf", x, w); }},
+      {"RealDiv", [](auto& x, auto& w) { return Divide(x[0], x[1], w); }},
+      {"Div", [](auto& x, auto& w) { return Divide(x[0], x[1], w); }},
       {"Maximum", [](auto& x, auto& w) { return w.Let("arith.maximumf " + x[0] + ", " + x[1] + " : f32"); }},
       {"Minimum", [](auto& x, auto& w) { return w.Let("arith.minimumf " + x[0] + ", " + x[1] + " : f32"); }},
       {"SquaredDifference",
@@ -67,7 +72,7 @@ const std::map<std::string, Emit>& FloatOps() {
       {"Floor", [](auto& x, auto& w) { return Unary("math.floor", x[0], w); }},
       {"Ceil", [](auto& x, auto& w) { return Unary("math.ceil", x[0], w); }},
       {"Square", [](auto& x, auto& w) { return Binary("arith.mulf", {x[0], x[0]}, w); }},
-      {"Reciprocal", [](auto& x, auto& w) { return Binary("arith.divf", {F32(w, 1), x[0]}, w); }},
+      {"Reciprocal", [](auto& x, auto& w) { return Divide(F32(w, 1), x[0], w); }},
       {"Sigmoid",
        [](auto& x, auto& w) {
          std::string e = Unary("math.exp", w.Let("arith.negf " + x[0] + " : f32"), w);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/attr.h"
@@ -101,19 +102,20 @@ class KernelEmitter {
         const int k = fusion_.split;
         std::vector<int64_t> rows(dims.begin(), dims.begin() + k), reduced(dims.begin() + k, dims.end());
         for (int64_t d : reduced) cols *= d;
+        std::vector<TensorId> full, per_row;
+        for (const TensorId& root : fusion_.roots)
+          (g_.info(root.node).shapes[root.index] == fusion_.space ? full : per_row).push_back(root);
+        PlanRowCache(full, reduced);
         GJ_RETURN_IF_ERROR(Rows(rows, kernel, [&]() -> Status {
           // 1. Each reduction, one loop over the row; later ones read earlier ones.
-          for (int r : fusion_.reductions) GJ_RETURN_IF_ERROR(ReduceRow(r, reduced, cols));
+          for (int r : fusion_.reductions) {
+            GJ_RETURN_IF_ERROR(ReduceRow(r, reduced, cols));
+            ++loop_;
+          }
           // 2. What is stored per row, then what is stored per element.
-          std::vector<TensorId> full;
-          for (const TensorId& root : fusion_.roots) {
-            const Shape& s = g_.info(root.node).shapes[root.index];
-            if (s == fusion_.space) {
-              full.push_back(root);
-              continue;
-            }
+          for (const TensorId& root : per_row) {
             Index at = row_;
-            while (static_cast<int>(at.size()) < s.rank()) at.push_back(IndexConst(0));
+            while (static_cast<int>(at.size()) < g_.info(root.node).shapes[root.index].rank()) at.push_back(IndexConst(0));
             GJ_RETURN_IF_ERROR(StoreRoots({root}, at));
           }
           if (full.empty()) return Status::Ok();
@@ -280,6 +282,83 @@ class KernelEmitter {
     return Status::Ok();
   }
 
+  // --- The row cache.
+  // A row fusion loops over each row once per reduction, then once more for what it
+  // stores. An expensive value (one with a transcendental or a division in it) that an
+  // earlier loop computes and a later loop needs again is kept in a stack array of one
+  // row (in L1), not computed twice: softmax computes exp(x - max) once per element.
+  static bool IsExpensive(const std::string& op) {
+    static const std::set<std::string> ops = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Erf", "Elu",
+                                              "Pow", "Sqrt", "Rsqrt", "RealDiv", "Div", "Reciprocal"};
+    return ops.count(op) > 0;
+  }
+  // Whether `v` is computed inline, element by element at the loop's own column.
+  bool Inline(TensorId v) const {
+    auto it = p_.buffer_of.find(v);
+    if (it != p_.buffer_of.end() && (p_.buffers[it->second].kind != FusionPlan::Buffer::Kind::kTemp ||
+                                     p_.buffers[it->second].fusion != f_))
+      return false;
+    auto kind = ClassifyNode(g_, v.node);
+    return kind.ok() && (*kind == NodeKind::kElementwise || *kind == NodeKind::kSizeOneReshape);
+  }
+  bool Full(TensorId v) const { return g_.info(v.node).shapes[v.index] == fusion_.space; }
+  // The full-shaped inline values under `v` (and whether any is expensive) into `out`.
+  bool Collect(TensorId v, std::map<TensorId, bool>* out) const {
+    if (!Inline(v)) return false;
+    if (auto it = out->find(v); it != out->end()) return it->second;
+    bool expensive = IsExpensive(g_.graph.node(v.node)->op);
+    for (const TensorId& in : g_.graph.node(v.node)->inputs) expensive |= Collect(in, out);
+    if (Full(v)) (*out)[v] = expensive;
+    return expensive;
+  }
+  // Top down from `v`: the first values an earlier loop computed, if expensive, are cached
+  // (stored by the first loop that computes them). `earlier`: value -> (expensive, loop).
+  void Mark(TensorId v, const std::map<TensorId, std::pair<bool, int>>& earlier, int64_t* bytes, int64_t row_bytes) {
+    if (!Inline(v)) return;
+    auto it = earlier.find(v);
+    if (it != earlier.end() && it->second.first && ElementType(g_.info(v.node).dtypes[0]) == "f32") {
+      if (!cache_.count(v) && *bytes + row_bytes <= kMaxRowCacheBytes) {
+        *bytes += row_bytes;
+        cache_[v] = {"%s" + std::to_string(cache_.size()), it->second.second, false};
+      }
+      if (cache_.count(v)) return;
+    }
+    for (const TensorId& in : g_.graph.node(v.node)->inputs) Mark(in, earlier, bytes, row_bytes);
+  }
+  void PlanRowCache(const std::vector<TensorId>& full, const std::vector<int64_t>& reduced) {
+    int64_t row_bytes = 4, bytes = 0;
+    for (int64_t d : reduced) row_bytes *= d;
+    std::map<TensorId, std::pair<bool, int>> earlier;
+    std::vector<std::vector<TensorId>> loops;
+    for (int r : fusion_.reductions) loops.push_back({g_.graph.node(r)->inputs[0]});
+    loops.push_back(full);
+    for (size_t j = 0; j < loops.size(); ++j) {
+      for (const TensorId& v : loops[j]) Mark(v, earlier, &bytes, row_bytes);
+      std::map<TensorId, bool> computed;
+      for (const TensorId& v : loops[j]) Collect(v, &computed);
+      for (auto& [v, expensive] : computed) earlier.emplace(v, std::pair{expensive, static_cast<int>(j)});
+    }
+    std::string type = "memref<";
+    for (int64_t d : reduced) type += std::to_string(d ? d : 1) + "x";
+    cache_type_ = type + "f32>";
+    for (auto& [v, entry] : cache_) code_[0] += entry.name + " = memref.alloca() : " + cache_type_ + "\n";
+  }
+  // The cached element of `v` at `index` if an earlier loop stored it; else stores it if
+  // this loop is the one that computes it.
+  std::optional<Value> FromRowCache(TensorId v, const Index& index) {
+    auto it = cache_.find(v);
+    if (it == cache_.end() || loop_ <= it->second.loop || !it->second.stored) return std::nullopt;
+    const Index cols(index.begin() + fusion_.split, index.end());
+    return Let(DepthOf(cols), "memref.load " + it->second.name + "[" + Names(cols) + "] : " + cache_type_, "f32");
+  }
+  void ToRowCache(TensorId v, const Index& index, const Value& value) {
+    auto it = cache_.find(v);
+    if (it == cache_.end() || loop_ != it->second.loop || value.depth != Innermost()) return;
+    const Index cols(index.begin() + fusion_.split, index.end());
+    code_[Innermost()] += "memref.store " + value.name + ", " + it->second.name + "[" + Names(cols) + "] : " + cache_type_ + "\n";
+    it->second.stored = true;
+  }
+
   // --- Reductions.
   Status ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count) {
     const Node& n = *g_.graph.node(r);
@@ -334,7 +413,9 @@ class KernelEmitter {
   StatusOr<Value> Get(TensorId v, const Index& index) {
     const std::string key = g_.graph.TensorName(v) + "@" + Names(index);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    if (auto cached = FromRowCache(v, index)) return memo_[key] = *cached;
     GJ_ASSIGN_OR_RETURN(Value value, Compute(v, index));
+    ToRowCache(v, index, value);
     memo_[key] = value;
     return value;
   }
@@ -449,6 +530,17 @@ class KernelEmitter {
   std::vector<int> params_;
   std::map<int, Value> reduced_;
   Index row_;
+  // The row cache: per cached value, its stack array, the loop that stores it and whether
+  // it did; loop_ is the row loop being written (reductions, then the stores).
+  struct Cached {
+    std::string name;
+    int loop = -1;
+    bool stored = false;
+  };
+  static constexpr int64_t kMaxRowCacheBytes = 128 << 10;
+  std::map<TensorId, Cached> cache_;
+  std::string cache_type_;
+  int loop_ = 0;
 };
 
 }  // namespace
