@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "jit/specialize.h"
 #include "runtime/op_registry.h"
 #include "runtime/session_options.h"
+#include "runtime/trace.h"
 
 namespace graphjit {
 
@@ -114,46 +116,68 @@ void WriteFile(const std::string& path, const std::string& text) {
   if (!out) std::fprintf(stderr, "graphjit: warning: cannot write %s\n", path.c_str());
 }
 
-// The body specialized on the actual inputs, planned, emitted and compiled; with
-// `dump_dir`, every stage is written there.
-KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>& inputs, const std::string& dump_dir) {
+// Where a compile reports: the dump directory, the run's tracer, --jit_verbose.
+struct CompileReporting {
+  std::string dump_dir;
+  Tracer* tracer = nullptr;
+  bool verbose = false;
+};
+
+// The body specialized on the actual inputs, planned, emitted and compiled. Each stage is
+// written to the dump directory and traced as an event.
+KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>& inputs, const CompileReporting& report) {
   KernelCache::Entry entry;
   auto fail = [&](const Status& s) {
     entry.failure = s.message();
     return entry;
   };
+  const std::string& dir = report.dump_dir;
   auto dump = [&](const std::string& file, const std::string& text) {
-    if (!dump_dir.empty()) WriteFile(dump_dir + "/" + file, text);
+    if (!dir.empty()) WriteFile(dir + "/" + file, text);
   };
+  int64_t stage_start = report.tracer ? report.tracer->NowMicros() : 0;
+  auto stage = [&](const std::string& name, int64_t end = -1) {
+    if (!report.tracer) return;
+    if (end < 0) end = report.tracer->NowMicros();
+    report.tracer->Add({state.name + "/compile/" + name, "compile", stage_start, end - stage_start, CurrentThreadId()});
+    stage_start = end;
+  };
+  const auto start = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(fault_mu);
     if (!InjectedFailure().empty()) return fail(Internal(InjectedFailure()));
   }
-  if (!dump_dir.empty()) {
+  if (!dir.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(dump_dir, ec);
+    std::filesystem::create_directories(dir, ec);
   }
   // 1. Specialize: static shapes, the values that decide shapes.
   auto body = Specialize(state.body_def, state.outputs, inputs, state.value_inputs);
   if (!body.ok()) return fail(body.status());
-  if (!dump_dir.empty()) (void)WriteGraphDefFile(ExportGraphDef(body->graph.graph), dump_dir + "/00_cluster.pbtxt");
-  // 2. Plan the fusions, 3. emit one function per fusion, 4. compile them.
+  if (!dir.empty()) (void)WriteGraphDefFile(ExportGraphDef(body->graph.graph), dir + "/00_cluster.pbtxt");
+  stage("specialize");
+  // 2. Plan the fusions, 3. emit one function per fusion.
   auto plan = PlanFusions(body->graph, body->args, body->outputs);
   if (!plan.ok()) return fail(plan.status());
   dump("01_fusion_plan.txt", plan->ToString(body->graph.graph));
+  stage("plan");
   auto module = EmitFusions(body->graph, *plan);
   if (!module.ok()) return fail(module.status());
   dump("02_fusions.mlir", module->mlir);
+  stage("emit");
+  // 4. MLIR passes, LLVM, native code.
   auto kernel = std::make_shared<CompiledCluster>();
   if (!module->mlir.empty()) {
     cpu::CompileOptions options;
-    options.keep_stages = !dump_dir.empty();
+    options.keep_stages = !dir.empty();
     auto exe = cpu::Compile(module->mlir, options);
-    if (!exe.ok() && getenv("GJDEBUG")) fprintf(stderr, "%s\n", module->mlir.c_str());
     if (!exe.ok()) return fail(exe.status());
-    dump("03_llvm_dialect.mlir", (*exe)->report().lowered_mlir);
-    dump("04_llvm_ir.ll", (*exe)->report().llvm_ir);
-    dump("05_asm.s", (*exe)->report().assembly);
+    const cpu::CompileReport& r = (*exe)->report();
+    dump("03_llvm_dialect.mlir", r.lowered_mlir);
+    dump("04_llvm_ir.ll", r.llvm_ir);
+    dump("05_asm.s", r.assembly);
+    stage("mlir", stage_start + static_cast<int64_t>(r.mlir_ms * 1000));
+    stage("llvm");
     kernel->exe = std::move(exe).value();
   }
   for (const EmittedKernel& k : module->kernels) {
@@ -180,6 +204,9 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   kernel->outputs = plan->outputs;
   entry.bytes = module->mlir.size() + (size_t{64} << 10);
   for (const Tensor& c : kernel->constants) entry.bytes += c.bytes();
+  if (report.verbose)
+    std::fprintf(stderr, "graphjit: compiled %s: %d ops in %zu kernels, %.1f ms\n", state.name.c_str(), module->num_ops,
+                 module->kernels.size(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   entry.kernel = std::move(kernel);
   return entry;
 }
@@ -221,14 +248,30 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
 }
 
 Status RunReference(KernelContext& ctx, const ClusterState& state) {
-  KernelContext reference{ctx.node,     ctx.inputs,    ctx.output_dtypes,       ctx.output_shapes,
-                          ctx.outputs,  ctx.allocator, ctx.intra_op,            state.body_state.get()};
+  KernelContext reference{ctx.node,    ctx.inputs,   ctx.output_dtypes,      ctx.output_shapes, ctx.outputs,
+                          ctx.allocator, ctx.intra_op, state.body_state.get(), ctx.options,       ctx.tracer};
   return Reference().compute(reference);
 }
 
-// Runs the kernels in order, each over its rows split across the intra-op threads.
+// Runs one compiled kernel over its rows, split across the intra-op threads.
+Status RunKernel(KernelContext& ctx, const CompiledCluster::Kernel& kernel,
+                 const std::function<StatusOr<Tensor>(int)>& resolve) {
+  std::vector<void*> pointers;
+  for (int b : kernel.buffers) {
+    GJ_ASSIGN_OR_RETURN(Tensor t, resolve(b));
+    pointers.push_back(t.raw());
+  }
+  ctx.ParallelFor(kernel.rows, kernel.cost_per_row, [&](int64_t begin, int64_t end) {
+    std::vector<void*> slots = pointers, args = {&begin, &end};
+    for (void*& slot : slots) args.push_back(&slot);
+    kernel.fn(args.data());
+  });
+  return Status::Ok();
+}
+
+// Runs the kernels in order; each is one event when the run is traced.
 // Buffers are the inputs, the constants, views of other buffers, or allocated here.
-Status Launch(KernelContext& ctx, const CompiledCluster& cluster) {
+Status Launch(KernelContext& ctx, const std::string& name, const CompiledCluster& cluster) {
   std::vector<Tensor> values(cluster.buffers.size());
   std::function<StatusOr<Tensor>(int)> resolve = [&](int b) -> StatusOr<Tensor> {
     if (values[b].valid()) return values[b];
@@ -248,7 +291,9 @@ Status Launch(KernelContext& ctx, const CompiledCluster& cluster) {
     }
     return values[b];
   };
-  for (const CompiledCluster::Kernel& kernel : cluster.kernels) {
+  for (size_t k = 0; k < cluster.kernels.size(); ++k) {
+    const CompiledCluster::Kernel& kernel = cluster.kernels[k];
+    const int64_t start = ctx.tracer ? ctx.tracer->NowMicros() : 0;
     if (kernel.fn == nullptr) {  // a library call
       std::vector<Tensor> inputs, outputs(kernel.dtypes.size());
       for (size_t i = 0; i + 1 < kernel.buffers.size(); ++i) {
@@ -259,18 +304,15 @@ Status Launch(KernelContext& ctx, const CompiledCluster& cluster) {
                          ctx.allocator, ctx.intra_op, kernel.state.get(), ctx.options};
       GJ_RETURN_IF_ERROR(kernel.op->compute(call));
       values[kernel.buffers.back()] = std::move(outputs[0]);
-      continue;
+    } else {
+      GJ_RETURN_IF_ERROR(RunKernel(ctx, kernel, resolve));
     }
-    std::vector<void*> pointers;
-    for (int b : kernel.buffers) {
-      GJ_ASSIGN_OR_RETURN(Tensor t, resolve(b));
-      pointers.push_back(t.raw());
+    if (ctx.tracer) {
+      int64_t bytes = 0;
+      for (int b : kernel.buffers) bytes += values[b].valid() ? static_cast<int64_t>(values[b].bytes()) : 0;
+      ctx.tracer->Add({name + "/fusion_" + std::to_string(k), kernel.fn ? "fusion" : kernel.node->op, start,
+                       ctx.tracer->NowMicros() - start, CurrentThreadId(), bytes});
     }
-    ctx.ParallelFor(kernel.rows, kernel.cost_per_row, [&](int64_t begin, int64_t end) {
-      std::vector<void*> slots = pointers, args = {&begin, &end};
-      for (void*& slot : slots) args.push_back(&slot);
-      kernel.fn(args.data());
-    });
   }
   for (size_t i = 0; i < cluster.outputs.size(); ++i) {
     GJ_ASSIGN_OR_RETURN(Tensor out, resolve(cluster.outputs[i]));
@@ -287,9 +329,12 @@ Status Compute(KernelContext& ctx) {
     return RunReference(ctx, state);
   }
   const SessionOptions* options = ctx.options;
-  const std::string dump_dir = options && !options->dump_to.empty() ? options->dump_to + "/" + state.name : "";
+  CompileReporting report;
+  if (options && !options->dump_to.empty()) report.dump_dir = options->dump_to + "/" + state.name;
+  report.tracer = ctx.tracer;
+  report.verbose = options && options->jit_verbose;
   bool hit = false;
-  auto entry = Cache().Get(Signature(state, ctx.inputs), [&] { return Compile(state, ctx.inputs, dump_dir); }, &hit);
+  auto entry = Cache().Get(Signature(state, ctx.inputs), [&] { return Compile(state, ctx.inputs, report); }, &hit);
   if (!hit) {
     // TensorFlow's rule: more than 10 compiles at fewer than 50 runs per compile.
     const int64_t compiles = ++state.compiles;
@@ -307,7 +352,7 @@ Status Compute(KernelContext& ctx) {
     state.fell_back = true;
     return RunReference(ctx, state);
   }
-  return Launch(ctx, *static_cast<const CompiledCluster*>(entry->kernel.get()));
+  return Launch(ctx, state.name, *static_cast<const CompiledCluster*>(entry->kernel.get()));
 }
 
 }  // namespace

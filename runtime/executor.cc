@@ -178,11 +178,16 @@ class Run {
     // 3. The kernel.
     std::vector<Tensor> outputs(info.dtypes.size());
     KernelContext kc{node,       inputs,           ic.output_dtypes, ic.output_shapes,         outputs,
-                     options_.allocator, options_.intra_op, info.state.get(), options_.session_options};
+                     options_.allocator, options_.intra_op, info.state.get(), options_.session_options,
+                     options_.tracer};
     int64_t start = options_.tracer ? options_.tracer->NowMicros() : 0;
     GJ_RETURN_IF_ERROR(info.op->compute(kc));
-    if (options_.tracer)
-      options_.tracer->Add({node.name, node.op, start, options_.tracer->NowMicros() - start, CurrentThreadId()});
+    if (options_.tracer) {
+      int64_t bytes = 0;
+      for (const auto* list : {&inputs, &outputs})
+        for (const Tensor& t : *list) bytes += t.valid() ? static_cast<int64_t>(t.bytes()) : 0;
+      options_.tracer->Add({node.name, node.op, start, options_.tracer->NowMicros() - start, CurrentThreadId(), bytes});
+    }
     for (size_t i = 0; i < outputs.size(); ++i) {
       // Forwarding kernels (PlaceholderWithDefault) may refine a partial inferred shape.
       if (!outputs[i].valid() || !outputs[i].shape().IsFullyDefined() ||

@@ -15,6 +15,8 @@
 
 namespace graphjit {
 
+class Tracer;
+
 struct SessionOptions;
 
 // Type and shape inference for one node. Works on partial shapes (graph level,
@@ -57,6 +59,7 @@ struct KernelContext {
   ThreadPool* intra_op;
   const void* state = nullptr;  // what the op's `prepare` built for this node, if anything
   const SessionOptions* options = nullptr;  // the session's, when run in one
+  Tracer* tracer = nullptr;                 // when the run is traced
 
   const Tensor& input(int i) const { return inputs[i]; }
   int num_inputs() const { return static_cast<int>(inputs.size()); }

@@ -104,13 +104,15 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       options->disabled_passes = SplitList(value);
     } else if (key == "--jit_strict") {
       options->jit_strict = value.empty() || value == "true" || value == "1";
+    } else if (key == "--jit_verbose") {
+      options->jit_verbose = value.empty() || value == "true" || value == "1";
     } else if (key == "--dump_to") {
       if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --dump_to needs a directory");
       options->dump_to = value;
     } else {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
-                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict)");
+                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose)");
     }
   }
   return Status::Ok();

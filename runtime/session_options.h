@@ -36,6 +36,8 @@ struct SessionOptions {
   std::string dump_to;  // also where the JIT writes each compiled cluster's stages
   // A cluster the JIT cannot compile is an error instead of running op by op.
   bool jit_strict = false;
+  // One line on stderr per cluster compiled: its name, ops, kernels and milliseconds.
+  bool jit_verbose = false;
 
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.
@@ -46,7 +48,7 @@ struct SessionOptions {
 // Applies GRAPHJIT_FLAGS-style flags, as TF_XLA_FLAGS does for TensorFlow:
 // --jit_level=off|on|on_1|on_2, --min_cluster_size=N, --max_cluster_size=N,
 // --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR,
-// --jit_strict.
+// --jit_strict, --jit_verbose.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);

@@ -31,7 +31,7 @@ Status Tracer::WriteChromeTrace(const std::string& path) const {
                       {"dur", e.duration_us},
                       {"pid", 0},
                       {"tid", e.tid},
-                      {"args", {{"op", e.op}}}});
+                      {"args", {{"op", e.op}, {"bytes", e.bytes}}}});
   }
   nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   std::ofstream out(path, std::ios::trunc);

@@ -18,6 +18,7 @@ struct TraceEvent {
   int64_t start_us = 0;  // since the tracer was created
   int64_t duration_us = 0;
   int tid = 0;
+  int64_t bytes = 0;  // read and written by a kernel; 0 for other events
 };
 
 class Tracer {

@@ -10,8 +10,10 @@
 #include <CLI/CLI.hpp>
 
 #include "jit/jit.h"
+#include "tools/bench_command.h"
 #include "tools/clusters_command.h"
 #include "tools/compare_command.h"
+#include "tools/dump_command.h"
 #include "tools/optimize_command.h"
 #include "passes/passes.h"
 #include "tools/run_command.h"
@@ -30,6 +32,10 @@ int main(int argc, char** argv) {
   graphjit::AddClustersCommand(app, &clusters_args);
   graphjit::OptimizeArgs optimize_args;
   graphjit::AddOptimizeCommand(app, &optimize_args);
+  graphjit::BenchArgs bench_args;
+  graphjit::AddBenchCommand(app, &bench_args);
+  graphjit::DumpArgs dump_args;
+  graphjit::AddDumpCommand(app, &dump_args);
 
   try {
     app.parse(argc, argv);
@@ -52,6 +58,8 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("clusters")) return graphjit::ClustersCommand(clusters_args);
   if (app.got_subcommand("compare")) return graphjit::CompareCommand(compare_args);
   if (app.got_subcommand("optimize")) return graphjit::OptimizeCommand(optimize_args);
+  if (app.got_subcommand("bench")) return graphjit::BenchCommand(bench_args);
+  if (app.got_subcommand("dump")) return graphjit::DumpCommand(dump_args);
   // `graphjit help` or no subcommand: the top-level help (for the latter, on stderr).
   const bool asked = app.got_subcommand("help");
   app.clear();

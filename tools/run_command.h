@@ -6,20 +6,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/inputs.h"
+
 namespace graphjit {
 
 struct RunArgs {
   std::string model;
-  std::vector<std::string> feeds;   // NAME=FILE.npy
-  std::vector<std::string> fetches;
+  InputArgs inputs;
   std::string out_dir;
   std::string config;
   std::string jit;
   int threads = 0;
   int repeat = 1;
-  bool random_feeds = false;
-  uint64_t seed = 0;
-  std::vector<std::string> shapes;  // NAME=d0,d1,...
   std::string trace;
   bool optimize = false;     // --optimize: graph optimizations on, whatever the config says
   bool no_optimize = false;  // --no-optimize: off

@@ -83,6 +83,7 @@ OpDef JitClusterOp() {
     options.intra_op = ctx.intra_op;
     options.allocator = ctx.allocator;
     options.session_options = ctx.options;
+    options.tracer = ctx.tracer;
     std::vector<Tensor> outputs;
     GJ_RETURN_IF_ERROR(Execute(body->graph, body->plan, ctx.inputs, options, &outputs));
     for (size_t i = 0; i < outputs.size(); ++i) ctx.ForwardOutput(static_cast<int>(i), std::move(outputs[i]));

@@ -1,0 +1,190 @@
+#include "tools/bench_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/graphdef.h"
+#include "runtime/thread_pool.h"
+#include "runtime/trace.h"
+#include "tools/options.h"
+
+namespace graphjit {
+
+void AddBenchCommand(CLI::App& app, BenchArgs* a) {
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Time a model with the JIT off and on (interleaved), against the streaming bandwidth");
+  bench->add_option("model", a->model, "GraphDef file (.pb binary, .pbtxt text)")->required();
+  AddInputOptions(bench, &a->inputs, /*always_random=*/true);
+  bench->add_option("--config", a->config, "Text-format TensorFlow ConfigProto");
+  bench->add_option("--jit", a->jit, "Configurations to compare, e.g. off,on,on_2")->capture_default_str();
+  bench->add_option("--iters", a->iters, "Timed runs per configuration")->capture_default_str()->check(CLI::Range(1, 1000000));
+  bench->add_option("--threads", a->threads, "Intra- and inter-op threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  bench->add_option("--json", a->json, "Also write the results to FILE as JSON");
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Millis(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(p * (v.size() - 1) + 0.5)];
+}
+
+// Ops that move no data (they forward or alias their input) are not kernels.
+bool MovesData(const TraceEvent& e) {
+  static const std::set<std::string> no = {"_JitCluster", "compile",  "Const",      "NoOp",   "Identity",
+                                           "Snapshot",    "Reshape",  "ExpandDims", "Squeeze", "Placeholder"};
+  return !no.count(e.op);
+}
+
+struct Config {
+  std::string name;
+  JitLevel level = JitLevel::kOff;
+  std::unique_ptr<Session> session;
+  std::vector<double> ms, stream;
+  double compile_ms = 0;
+  int compiles = 0, kernels = 0;
+  int64_t bytes = 0;
+  double stream_gbs = 0;
+};
+
+// A STREAM-like copy of the model's largest input into a buffer of its size: read it once,
+// write as much. Timed right after each run, so it meets the caches that run left (this
+// CPU's caches are large: a fixed-size STREAM would mislead).
+class StreamCopy {
+ public:
+  StreamCopy(const Tensor& input, ThreadPool* pool)
+      : n_(static_cast<int64_t>(input.bytes() / sizeof(float))), src_(static_cast<const float*>(input.raw())),
+        dst_(n_), pool_(pool) {}
+  int64_t bytes() const { return 2 * n_ * static_cast<int64_t>(sizeof(float)); }
+  // GB/s of one copy.
+  double Run() {
+    const auto t0 = Clock::now();
+    pool_->ParallelFor(n_, 1 << 14, [&](int64_t begin, int64_t end) {
+      float* d = dst_.data();
+      for (int64_t i = begin; i < end; ++i) d[i] = src_[i];
+    });
+    return bytes() / Millis(Clock::now() - t0) / 1e6;
+  }
+
+ private:
+  int64_t n_;
+  const float* src_;
+  std::vector<float> dst_;
+  ThreadPool* pool_;
+};
+
+}  // namespace
+
+int BenchCommand(const BenchArgs& a) {
+  // 1. The configurations, each a session on the same model.
+  auto loaded = LoadSessionOptions(a.config, "");
+  if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
+  auto graph_def = ReadGraphDefFile(a.model);
+  if (!graph_def.ok()) return Fail(kExitBadInput, graph_def.status().message());
+  std::vector<Config> configs;
+  for (const std::string& name : SplitList(a.jit)) {
+    static const std::map<std::string, JitLevel> levels = {
+        {"off", JitLevel::kOff}, {"on", JitLevel::kOn1}, {"on_1", JitLevel::kOn1}, {"on_2", JitLevel::kOn2}};
+    auto level = levels.find(name);
+    if (level == levels.end()) return Fail(kExitBadInput, "--jit: '" + name + "' is not off, on, on_1 or on_2");
+    SessionOptions options = *loaded;
+    options.jit_level = level->second;
+    options.intra_op_threads = options.inter_op_threads = a.threads;
+    auto session = Session::Create(options, *graph_def);
+    if (!session.ok()) return Fail(kExitBadInput, a.model + ": " + session.status().message());
+    Config c;
+    c.name = name;
+    c.level = level->second;
+    c.session = std::move(session).value();
+    configs.push_back(std::move(c));
+  }
+  if (configs.empty()) return Fail(kExitBadInput, "--jit lists no configuration");
+  auto inputs = PrepareInputs(a.inputs, *configs[0].session, *graph_def);
+  if (!inputs.ok()) return Fail(kExitBadInput, inputs.status().message());
+
+  // 2. Warm-up, traced: the first run compiles; the second shows the kernels and bytes.
+  std::vector<Tensor> out;
+  for (Config& c : configs) {
+    for (int run = 0; run < 2; ++run) {
+      Tracer tracer;
+      RunOptions ro;
+      ro.tracer = &tracer;
+      Status s = c.session->Run(ro, inputs->feeds, inputs->fetches, {}, &out);
+      if (!s.ok()) return Fail(kExitRunError, "jit " + c.name + ": " + s.message());
+      std::set<std::string> compiled;
+      for (const TraceEvent& e : tracer.events()) {
+        if (run == 0 && e.op == "compile") {
+          c.compile_ms += e.duration_us / 1000.0;
+          compiled.insert(e.name.substr(0, e.name.find("/compile/")));
+        }
+        if (run == 1 && MovesData(e)) {
+          ++c.kernels;
+          c.bytes += e.bytes;
+        }
+      }
+      if (run == 0) c.compiles = static_cast<int>(compiled.size());
+    }
+  }
+
+  // 3. Timed runs, interleaved, each followed by a copy of the largest input.
+  const Tensor* largest = nullptr;
+  for (const auto& [name, t] : inputs->feeds)
+    if (largest == nullptr || t.bytes() > largest->bytes()) largest = &t;
+  if (largest == nullptr || largest->bytes() < sizeof(float)) return Fail(kExitBadInput, "the model has no input to feed");
+  ThreadPool pool(a.threads);
+  StreamCopy copy(*largest, &pool);
+  for (int i = 0; i < a.iters; ++i)
+    for (Config& c : configs) {
+      const auto t0 = Clock::now();
+      Status s = c.session->Run(inputs->feeds, inputs->fetches, {}, &out);
+      c.ms.push_back(Millis(Clock::now() - t0));
+      if (!s.ok()) return Fail(kExitRunError, "jit " + c.name + ": " + s.message());
+      c.stream.push_back(copy.Run());
+    }
+  for (Config& c : configs) c.stream_gbs = Percentile(c.stream, 0.5);
+
+  // 4. The table, and the JSON.
+  std::printf("%s: %d thread%s, %d runs per configuration, interleaved; stream: a copy of %.2f MB\n", a.model.c_str(),
+              a.threads, a.threads == 1 ? "" : "s", a.iters, copy.bytes() / 1e6);
+  std::printf("%-5s %10s %8s %8s %11s %9s %8s %10s %8s %12s %10s\n", "jit", "median ms", "p10 ms", "p90 ms", "compile ms",
+              "compiles", "kernels", "MB moved", "GB/s", "stream GB/s", "of stream");
+  nlohmann::json json = {{"model", a.model},
+                         {"threads", a.threads},
+                         {"stream_bytes", copy.bytes()},
+                         {"configs", nlohmann::json::array()}};
+  for (const Config& c : configs) {
+    const double median = Percentile(c.ms, 0.5), gbs = c.bytes / median / 1e6;
+    std::printf("%-5s %10.3f %8.3f %8.3f %11.1f %9d %8d %10.2f %8.1f %12.1f %9.0f%%\n", c.name.c_str(), median,
+                Percentile(c.ms, 0.1), Percentile(c.ms, 0.9), c.compile_ms, c.compiles, c.kernels, c.bytes / 1e6,
+                gbs, c.stream_gbs, 100 * gbs / c.stream_gbs);
+    json["configs"].push_back({{"jit", c.name},
+                               {"median_ms", median},
+                               {"p10_ms", Percentile(c.ms, 0.1)},
+                               {"p90_ms", Percentile(c.ms, 0.9)},
+                               {"compile_ms", c.compile_ms},
+                               {"compiles", c.compiles},
+                               {"kernels", c.kernels},
+                               {"bytes", c.bytes},
+                               {"stream_gbs", c.stream_gbs},
+                               {"bandwidth_fraction", gbs / c.stream_gbs}});
+  }
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    f << json.dump(2) << "\n";
+    if (!f) return Fail(kExitBadInput, "cannot write " + a.json);
+  }
+  return 0;
+}
+
+}  // namespace graphjit

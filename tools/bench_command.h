@@ -1,0 +1,26 @@
+// `graphjit bench`: times a model under several JIT configurations, interleaved, and
+// puts each next to the streaming bandwidth measured in the same run.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/inputs.h"
+
+namespace graphjit {
+
+struct BenchArgs {
+  std::string model;
+  InputArgs inputs;
+  std::string config;
+  std::string jit = "off,on";
+  int iters = 50;
+  int threads = 1;
+  std::string json;
+};
+
+void AddBenchCommand(CLI::App& app, BenchArgs* args);
+int BenchCommand(const BenchArgs& args);
+
+}  // namespace graphjit
