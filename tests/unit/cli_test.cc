@@ -154,6 +154,67 @@ TEST(Cli, TraceIsAChromeTraceEventFile) {
   EXPECT_EQ(names.count("MatMul"), 1u);
 }
 
+TEST(Cli, TraceShowsEachCompileStageAndEachFusedKernel) {
+  std::string path = testing::TempDir() + "/jit_trace.json";
+  auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --jit on --trace " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
+  std::set<std::string> names;
+  for (const auto& e : doc["traceEvents"]) {
+    names.insert(e["name"]);
+    if (e["args"]["op"] == "fusion") EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << e.dump();
+  }
+  for (const char* stage : {"specialize", "plan", "emit", "mlir", "llvm"})
+    EXPECT_TRUE(names.count(std::string("cluster_0/compile/") + stage)) << stage;
+  EXPECT_TRUE(names.count("cluster_0/fusion_0"));
+  EXPECT_TRUE(names.count("cluster_0"));
+}
+
+TEST(Cli, JitVerboseNamesEachCompile) {
+  auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --jit on --repeat 2", "GRAPHJIT_FLAGS=--jit_verbose");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("graphjit: compiled cluster_0: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" kernels, "), std::string::npos) << r.err;
+}
+
+TEST(Cli, BenchComparesConfigurationsAndWritesJson) {
+  std::string json = testing::TempDir() + "/bench.json";
+  auto r = RunGraphjit("bench " + Mnist() + " --shape x=32,784 --shape y_=32,10 --jit off,on --iters 3 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("median ms"), std::string::npos) << r.out;
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_EQ(doc["threads"], 1);
+  ASSERT_EQ(doc["configs"].size(), 2u);
+  EXPECT_EQ(doc["configs"][0]["jit"], "off");
+  EXPECT_EQ(doc["configs"][1]["jit"], "on");
+  for (const auto& c : doc["configs"]) {
+    for (const char* key : {"median_ms", "p10_ms", "p90_ms", "compile_ms", "stream_gbs", "bandwidth_fraction"})
+      EXPECT_TRUE(c[key].is_number()) << key;
+    EXPECT_LE(c["p10_ms"].get<double>(), c["p90_ms"].get<double>());
+    EXPECT_GT(c["kernels"].get<int>(), 0);
+    EXPECT_GT(c["bytes"].get<int64_t>(), 0);
+  }
+  // The JIT fuses: fewer kernels, fewer bytes moved; compiling took time.
+  EXPECT_LT(doc["configs"][1]["kernels"].get<int>(), doc["configs"][0]["kernels"].get<int>());
+  EXPECT_LT(doc["configs"][1]["bytes"].get<int64_t>(), doc["configs"][0]["bytes"].get<int64_t>());
+  EXPECT_GT(doc["configs"][1]["compile_ms"].get<double>(), 0);
+  ExpectExit(RunGraphjit("bench " + Mnist() + " --shape x=2,784 --shape y_=2,10 --jit off,fast"), 2, "'fast' is not");
+  ExpectExit(RunGraphjit("bench " + Mnist()), 2, "give its dims with --shape");
+}
+
+TEST(Cli, DumpWritesEachClusterStage) {
+  std::string dir = testing::TempDir() + "/dump";
+  auto r = RunGraphjit("dump " + Mnist() + MnistFeeds() + " --to " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* file : {"00_cluster.pbtxt", "01_fusion_plan.txt", "02_fusions.mlir", "03_llvm_dialect.mlir",
+                           "04_llvm_ir.ll", "05_asm.s"}) {
+    const std::string path = dir + "/cluster_0/" + file;
+    EXPECT_TRUE(std::filesystem::file_size(path) > 0) << path;
+    EXPECT_NE(r.out.find(path), std::string::npos) << r.out;
+  }
+  ExpectExit(RunGraphjit("dump " + Mnist() + MnistFeeds()), 2, "--to is required");
+}
+
 TEST(Cli, JitLevelPrecedence) {
   // The level is reported on stderr with the timings: command line, then
   // GRAPHJIT_FLAGS, then --config.
