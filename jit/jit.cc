@@ -28,6 +28,8 @@ namespace graphjit {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // Part of every signature: what made the code.
 const std::string& CompilerId() {
   static const std::string id = std::string("graphjit ") + GRAPHJIT_VERSION + " fusion/2 llvm-19 O3 | " + cpu::HostCpu();
@@ -271,7 +273,7 @@ Status RunKernel(KernelContext& ctx, const CompiledCluster::Kernel& kernel,
 
 // Runs the kernels in order; each is one event when the run is traced.
 // Buffers are the inputs, the constants, views of other buffers, or allocated here.
-Status Launch(KernelContext& ctx, const std::string& name, const CompiledCluster& cluster) {
+Status Launch(KernelContext& ctx, const std::string& name, const CompiledCluster& cluster, Clock::duration* in_kernels) {
   std::vector<Tensor> values(cluster.buffers.size());
   std::function<StatusOr<Tensor>(int)> resolve = [&](int b) -> StatusOr<Tensor> {
     if (values[b].valid()) return values[b];
@@ -294,6 +296,7 @@ Status Launch(KernelContext& ctx, const std::string& name, const CompiledCluster
   for (size_t k = 0; k < cluster.kernels.size(); ++k) {
     const CompiledCluster::Kernel& kernel = cluster.kernels[k];
     const int64_t start = ctx.tracer ? ctx.tracer->NowMicros() : 0;
+    const auto kernel_start = Clock::now();
     if (kernel.fn == nullptr) {  // a library call
       std::vector<Tensor> inputs, outputs(kernel.dtypes.size());
       for (size_t i = 0; i + 1 < kernel.buffers.size(); ++i) {
@@ -307,6 +310,7 @@ Status Launch(KernelContext& ctx, const std::string& name, const CompiledCluster
     } else {
       GJ_RETURN_IF_ERROR(RunKernel(ctx, kernel, resolve));
     }
+    *in_kernels += Clock::now() - kernel_start;
     if (ctx.tracer) {
       int64_t bytes = 0;
       for (int b : kernel.buffers) bytes += values[b].valid() ? static_cast<int64_t>(values[b].bytes()) : 0;
@@ -321,7 +325,11 @@ Status Launch(KernelContext& ctx, const std::string& name, const CompiledCluster
   return Status::Ok();
 }
 
+// Cache hits and the nanoseconds their calls spent outside kernels.
+std::atomic<int64_t> hit_calls{0}, hit_overhead_ns{0};
+
 Status Compute(KernelContext& ctx) {
+  const auto call_start = Clock::now();
   const auto& state = *static_cast<const ClusterState*>(ctx.state);
   const int64_t runs = ++state.runs;
   if (state.megamorphic) {
@@ -352,7 +360,13 @@ Status Compute(KernelContext& ctx) {
     state.fell_back = true;
     return RunReference(ctx, state);
   }
-  return Launch(ctx, state.name, *static_cast<const CompiledCluster*>(entry->kernel.get()));
+  Clock::duration in_kernels{0};
+  GJ_RETURN_IF_ERROR(Launch(ctx, state.name, *static_cast<const CompiledCluster*>(entry->kernel.get()), &in_kernels));
+  if (hit) {
+    ++hit_calls;
+    hit_overhead_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - call_start - in_kernels).count();
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -385,6 +399,7 @@ JitStats GetJitStats() {
   stats.cache_hits = cache.hits;
   stats.cache_misses = cache.misses;
   stats.compile_ms = cache.compile_ms;
+  if (const int64_t calls = hit_calls.load()) stats.hit_overhead_us = hit_overhead_ns.load() / 1e3 / calls;
   return stats;
 }
 

@@ -24,6 +24,9 @@ struct JitStats {
   int clusters = 0, compiled = 0, fallback = 0;
   int64_t cache_hits = 0, cache_misses = 0;
   double compile_ms = 0;
+  // Per cache hit: the time of a compiled cluster's call outside its kernels (the
+  // signature, the cache lookup, the buffers), in microseconds.
+  double hit_overhead_us = 0;
 };
 JitStats GetJitStats();
 // "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X"
