@@ -1,5 +1,6 @@
 #include "jit/elemental.h"
 
+#include <cmath>
 #include <map>
 
 #include "ir/attr.h"
@@ -89,6 +90,32 @@ const std::map<std::string, Emit>& FloatOps() {
          std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
          return Select(neg, Unary("math.expm1", x[0], w), x[0], w);
        }},
+      {"Round", [](auto& x, auto& w) { return Unary("math.roundeven", x[0], w); }},  // half to even, as TF
+      {"Sign",
+       [](auto& x, auto& w) {  // +-1, and 0, -0 and NaN as they are
+         std::string zero = F32(w, 0);
+         std::string neg = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + zero + " : f32"), F32(w, -1), x[0], w);
+         return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + zero + " : f32"), F32(w, 1), neg, w);
+       }},
+      {"Selu",
+       [](auto& x, auto& w) {
+         std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
+         std::string below = Binary("arith.mulf", {Unary("math.expm1", x[0], w), F32(w, 1.7580993408473768599402175208123)}, w);
+         return Select(neg, below, Binary("arith.mulf", {x[0], F32(w, 1.0507009873554804934193349852946)}, w), w);
+       }},
+      {"Softplus",
+       [](auto& x, auto& w) {  // as TensorFlow: x above -t, exp(x) below t, log1p(exp(x)) between
+         const double t = std::log(1.1920928955078125e-07) + 2;
+         std::string e = Unary("math.exp", x[0], w);
+         std::string between = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, t) + " : f32"), e,
+                                      Unary("math.log1p", e, w), w);
+         return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + F32(w, -t) + " : f32"), x[0], between, w);
+       }},
+      {"DivNoNan",
+       [](auto& x, auto& w) {
+         std::string zero = F32(w, 0);
+         return Select(w.Let("arith.cmpf oeq, " + x[1] + ", " + zero + " : f32"), zero, Divide(x[0], x[1], w), w);
+       }},
       {"Greater", [](auto& x, auto& w) { return Cmp("ogt", x, w); }},
       {"GreaterEqual", [](auto& x, auto& w) { return Cmp("oge", x, w); }},
       {"Less", [](auto& x, auto& w) { return Cmp("olt", x, w); }},
@@ -112,14 +139,16 @@ std::string ElementType(DType dtype) {
 }
 
 bool IsElementalOp(const std::string& op) {
-  return FloatOps().count(op) || op == "Identity" || op == "Snapshot" || op == "Cast" || op == "Select" || op == "SelectV2" || op == "LogicalAnd" ||
+  return FloatOps().count(op) || op == "Identity" || op == "Snapshot" || op == "StopGradient" || op == "BroadcastTo" ||
+         op == "AddN" || op == "LeakyRelu" || op == "Cast" || op == "Select" || op == "SelectV2" || op == "LogicalAnd" ||
          op == "LogicalOr" || op == "LogicalNot";
 }
 
 StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::string>& operands,
                                     const std::vector<std::string>& types, MlirWriter& w) {
   const std::string& op = node.op;
-  if (op == "Identity" || op == "Snapshot") return operands[0];
+  // BroadcastTo: the broadcast is in the operand's index, as for every elementwise op.
+  if (op == "Identity" || op == "Snapshot" || op == "StopGradient" || op == "BroadcastTo") return operands[0];
   if (op == "Cast") {
     GJ_ASSIGN_OR_RETURN(DType to, GetTypeAttr(node, "DstT"));
     const std::string& from = types[0];
@@ -140,6 +169,18 @@ StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::str
     return w.Let(std::string(op == "LogicalAnd" ? "arith.andi " : "arith.ori ") + operands[0] + ", " + operands[1] +
                  " : i1");
   if (op == "LogicalNot") return w.Let("arith.xori " + operands[0] + ", " + w.Let("arith.constant true") + " : i1");
+  for (const std::string& t : types)
+    if ((op == "AddN" || op == "LeakyRelu") && t != "f32") return Unimplemented(NodeLabel(node) + ": " + op + " of a non-float operand");
+  if (op == "AddN") {
+    std::string sum = operands[0];
+    for (size_t i = 1; i < operands.size(); ++i) sum = Binary("arith.addf", {sum, operands[i]}, w);
+    return sum;
+  }
+  if (op == "LeakyRelu") {
+    GJ_ASSIGN_OR_RETURN(float alpha, GetFloatAttrOr(node, "alpha", 0.2f));
+    std::string positive = w.Let("arith.cmpf ogt, " + operands[0] + ", " + F32(w, 0) + " : f32");
+    return Select(positive, operands[0], Binary("arith.mulf", {operands[0], F32(w, alpha)}, w), w);
+  }
   auto it = FloatOps().find(op);
   if (it == FloatOps().end()) return Unimplemented("the loop emitter does not take " + op);
   for (const std::string& t : types)

@@ -264,7 +264,7 @@ class Planner {
 bool IsDataInput(const Node& node, int i) {
   const std::string& op = node.op;
   if (op == "ConcatV2") return i + 1 < static_cast<int>(node.inputs.size());
-  if (op == "Reshape" || op == "ExpandDims" || op == "Transpose" || IsReduction(op)) return i == 0;
+  if (op == "Reshape" || op == "ExpandDims" || op == "Transpose" || op == "BroadcastTo" || IsReduction(op)) return i == 0;
   return true;
 }
 
@@ -283,6 +283,8 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
       return Unimplemented(NodeLabel(n) + " reads " + DTypeName(StaticDType(body, in)));
     }
   }
+  if (n.op == "BiasAdd" && GetStringAttrOr(n, "data_format", "NHWC").value_or("") == "NCHW")
+    return Unimplemented(NodeLabel(n) + ": BiasAdd in NCHW");
   if (IsElementalOp(n.op)) return NodeKind::kElementwise;
   if (n.op == "Reshape" || n.op == "ExpandDims" || n.op == "Squeeze")
     return NonUnitDims(StaticShape(body, n.inputs[0])) == NonUnitDims(StaticShape(body, {id, 0}))

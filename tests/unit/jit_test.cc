@@ -17,14 +17,16 @@ namespace {
 using testing::GraphBuilder;
 
 // Relative tolerance of each compiled op against its reference kernel, in one place:
-// exact for arithmetic, a few ulps for the polynomial approximations of math functions.
+// exact for arithmetic, an ulp or two for divisions (which may multiply by a
+// reciprocal), a few ulps for the polynomial approximations of math functions.
 const std::map<std::string, double>& Tolerances() {
   static const std::map<std::string, double> t = {
-      {"AddV2", 1e-7}, {"Sub", 1e-7},   {"Mul", 1e-7},     {"RealDiv", 1e-7},  {"Maximum", 0},   {"Minimum", 0},
+      {"AddV2", 1e-7}, {"Sub", 1e-7},   {"Mul", 1e-7},     {"RealDiv", 2.5e-7}, {"Maximum", 0},   {"Minimum", 0},
       {"SquaredDifference", 1e-7},      {"Neg", 0},        {"Abs", 0},         {"Relu", 0},      {"Relu6", 0},
-      {"Square", 1e-7}, {"Floor", 0},   {"Ceil", 0},       {"Reciprocal", 1e-7}, {"Sqrt", 1e-7}, {"Rsqrt", 2e-7},
+      {"Square", 1e-7}, {"Floor", 0},   {"Ceil", 0},       {"Reciprocal", 2.5e-7}, {"Sqrt", 1e-7}, {"Rsqrt", 2e-7},
       {"Exp", 2e-6},    {"Log", 2e-6},  {"Log1p", 2e-6},   {"Tanh", 2e-6},     {"Sigmoid", 2e-6}, {"Elu", 2e-6},
-      {"Erf", 2e-6}};
+      {"Erf", 2e-6},    {"Round", 0},   {"Sign", 0},       {"Selu", 2e-6},     {"Softplus", 2e-6}, {"LeakyRelu", 1e-7},
+      {"DivNoNan", 2.5e-7}, {"AddN", 2e-7}};
   return t;
 }
 
@@ -78,12 +80,14 @@ Tensor Stressing(const Shape& shape, std::mt19937& rng) {
 TEST_F(Jit, RandomElementwiseGraphsMatchTheReferenceKernels) {
   std::mt19937 rng(20261122);
   const std::vector<std::string> unary = {"Neg", "Abs", "Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Relu", "Relu6",
-                                          "Elu", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Erf", "Floor", "Ceil"};
-  const std::vector<std::string> binary = {"AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "SquaredDifference"};
+                                          "Elu", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Erf", "Floor", "Ceil",
+                                          "Round", "Sign", "Selu", "Softplus", "LeakyRelu"};
+  const std::vector<std::string> binary = {"AddV2",   "Sub",     "Mul",      "RealDiv", "Maximum",
+                                           "Minimum", "SquaredDifference", "DivNoNan", "AddN"};
   const std::vector<int64_t> sizes = {1, 2, 3, 5, 7, 16, 17, 33};
   const JitStats before = GetJitStats();
   int graphs = 0;
-  for (int g = 0; g < 60; ++g) {
+  for (int g = 0; g < 80; ++g) {
     // The output shape: rank 0 to 5, some sizes not a multiple of the vector width, some 0.
     const int rank = static_cast<int>(rng() % 6);
     std::vector<int64_t> dims;
@@ -123,7 +127,10 @@ TEST_F(Jit, RandomElementwiseGraphsMatchTheReferenceKernels) {
         b.Op(name, op, {values[rng() % values.size()]});
       } else {
         op = binary[rng() % binary.size()];
-        b.Op(name, op, {values[rng() % values.size()], values[rng() % values.size()]});
+        std::string x = values[rng() % values.size()], y = values[rng() % values.size()];
+        if (op == "AddN") y = x;  // AddN does not broadcast
+        auto* node = b.Op(name, op, {x, y});
+        if (op == "AddN") testing::SetAttrInt(node, "N", 2);
       }
       rtol = std::max(rtol, Tolerances().at(op));
       ops += op + " ";
