@@ -186,7 +186,7 @@ class Run {
       int64_t bytes = 0;
       for (const auto* list : {&inputs, &outputs})
         for (const Tensor& t : *list) bytes += t.valid() ? static_cast<int64_t>(t.bytes()) : 0;
-      options_.tracer->Add({node.name, node.op, start, options_.tracer->NowMicros() - start, CurrentThreadId(), bytes});
+      options_.tracer->Add({options_.trace_prefix + node.name, node.op, start, options_.tracer->NowMicros() - start, CurrentThreadId(), bytes});
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       // Forwarding kernels (PlaceholderWithDefault) may refine a partial inferred shape.

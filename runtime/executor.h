@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/graph_analysis.h"
@@ -34,6 +35,7 @@ struct ExecutorOptions {
   ThreadPool* intra_op = nullptr;
   Allocator* allocator = nullptr;
   Tracer* tracer = nullptr;
+  std::string trace_prefix;  // before each event's node name (a cluster body's: "<cluster>/")
   const SessionOptions* session_options = nullptr;  // handed to kernels
 };
 

@@ -137,14 +137,16 @@ TEST_P(Fixture, OptimizationKeepsOutputs) {
   ExpectClose(c, RunFixture(GetParam(), c, 1, true), plain, "unoptimized");
 }
 
-// The JIT's differential test: compiled clusters (or their op-by-op fallback) give what
-// the reference kernels give.
+// The JIT's differential test: compiled clusters give what the reference kernels give,
+// and every cluster of every fixture compiles (none runs op by op).
 TEST_P(Fixture, JitMatchesTheReferenceKernels) {
   Case c = Load(GetParam());
   std::vector<Tensor> reference = RunFixture(GetParam(), c, 1, true);
   ASSERT_EQ(reference.size(), c.fetches.size());
+  const JitStats before = GetJitStats();
   ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn1), reference, "JIT off");
   ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2), reference, "JIT off");
+  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0) << "a cluster ran op by op";
 }
 
 INSTANTIATE_TEST_SUITE_P(TensorFlow, Fixture, ::testing::ValuesIn(Manifests()), CaseName);
