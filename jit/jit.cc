@@ -175,9 +175,10 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
     auto exe = cpu::Compile(module->mlir, options);
     if (!exe.ok()) return fail(exe.status());
     const cpu::CompileReport& r = (*exe)->report();
-    dump("03_llvm_dialect.mlir", r.lowered_mlir);
-    dump("04_llvm_ir.ll", r.llvm_ir);
-    dump("05_asm.s", r.assembly);
+    int n = 3;
+    for (const auto& [stage, text] : r.mlir_stages) dump((n < 10 ? "0" : "") + std::to_string(n++) + "_" + stage + ".mlir", text);
+    dump((n < 10 ? "0" : "") + std::to_string(n++) + "_llvm_ir.ll", r.llvm_ir);
+    dump((n < 10 ? "0" : "") + std::to_string(n) + "_asm.s", r.assembly);
     stage("mlir", stage_start + static_cast<int64_t>(r.mlir_ms * 1000));
     stage("llvm");
     kernel->exe = std::move(exe).value();

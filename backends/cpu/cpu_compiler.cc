@@ -38,11 +38,11 @@ double Millis(Clock::time_point since) {
 }
 
 // From loops over memrefs to the LLVM dialect, as passes nested in the module's pass
-// manager. The loops stay scalar here: LLVM's loop vectorizer turns them into vector
-// code for the host's widest registers.
-constexpr const char* kLowering =
-    "func.func(convert-linalg-to-loops), lower-affine, convert-scf-to-cf, convert-math-to-llvm, "
-    "expand-strided-metadata, finalize-memref-to-llvm, convert-arith-to-llvm, "
+// manager, in two stages. The loops stay scalar here: LLVM's loop vectorizer turns them
+// into vector code for the host's widest registers.
+constexpr const char* kToControlFlow = "func.func(convert-linalg-to-loops), lower-affine, convert-scf-to-cf";
+constexpr const char* kToLlvm =
+    "convert-math-to-llvm, expand-strided-metadata, finalize-memref-to-llvm, convert-arith-to-llvm, "
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}, convert-cf-to-llvm, reconcile-unrealized-casts";
 
 void InitializeOnce() {
@@ -128,16 +128,23 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
   if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics);
 
   // 2. exp, tanh, erf, ... as polynomials (vectorizable, no libm calls), then lowering.
+  auto keep = [&](const char* stage) {
+    if (!options.keep_stages) return;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    report.mlir_stages.emplace_back(stage, std::move(text));
+  };
   mlir::RewritePatternSet approximations(&context);
   mlir::populateMathPolynomialApproximationPatterns(approximations);
   if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(approximations))))
     return Internal("math approximation did not converge: " + diagnostics);
-  mlir::PassManager pm(&context);
-  if (mlir::failed(mlir::parsePassPipeline(kLowering, pm))) return Internal("bad lowering pipeline: " + diagnostics);
-  if (mlir::failed(pm.run(*module))) return Internal("lowering to the LLVM dialect failed: " + diagnostics);
-  if (options.keep_stages) {
-    llvm::raw_string_ostream os(report.lowered_mlir);
-    module->print(os);
+  keep("math_approximated");
+  for (const auto& [pipeline, stage] : {std::pair{kToControlFlow, "control_flow"}, std::pair{kToLlvm, "llvm_dialect"}}) {
+    mlir::PassManager pm(&context);
+    if (mlir::failed(mlir::parsePassPipeline(pipeline, pm))) return Internal("bad lowering pipeline: " + diagnostics);
+    if (mlir::failed(pm.run(*module))) return Internal(std::string("lowering to ") + stage + " failed: " + diagnostics);
+    keep(stage);
   }
   report.mlir_ms = Millis(start);
 

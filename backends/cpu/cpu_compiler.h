@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/status.h"
@@ -21,8 +22,10 @@ struct CompileOptions {
 
 // What each stage produced (filled with CompileOptions::keep_stages), and its cost.
 struct CompileReport {
-  std::string lowered_mlir;  // LLVM dialect, after the MLIR pipeline
-  std::string llvm_ir;       // optimized, as code generation sees it
+  // The module after each MLIR stage, in order: "math_approximated" (math functions as
+  // polynomials), "control_flow" (loops as blocks and branches), "llvm_dialect".
+  std::vector<std::pair<std::string, std::string>> mlir_stages;
+  std::string llvm_ir;  // optimized, as code generation sees it
   std::string assembly;
   double mlir_ms = 0;  // parse + MLIR passes
   double llvm_ms = 0;  // translation, LLVM optimization and code generation

@@ -53,7 +53,13 @@ TEST(CpuBackend, CompilesAndRunsAFusedElementwiseKernel) {
         EXPECT_NEAR(got, want, 2e-6f) << i << "," << j << " from " << s;
     }
   const cpu::CompileReport& r = (*exe)->report();
-  EXPECT_NE(r.lowered_mlir.find("llvm.func @bias_relu_tanh"), std::string::npos);
+  ASSERT_EQ(r.mlir_stages.size(), 3u);
+  EXPECT_EQ(r.mlir_stages[0].first, "math_approximated");
+  EXPECT_EQ(r.mlir_stages[0].second.find("math.tanh"), std::string::npos) << "tanh is a polynomial";
+  EXPECT_EQ(r.mlir_stages[1].first, "control_flow");
+  EXPECT_EQ(r.mlir_stages[1].second.find("scf.for"), std::string::npos) << "loops are branches";
+  EXPECT_EQ(r.mlir_stages[2].first, "llvm_dialect");
+  EXPECT_NE(r.mlir_stages[2].second.find("llvm.func @bias_relu_tanh"), std::string::npos);
   EXPECT_NE(r.llvm_ir.find("define void @bias_relu_tanh"), std::string::npos);
   EXPECT_EQ(r.llvm_ir.find("@tanhf"), std::string::npos) << "tanh should be a polynomial, not a libm call";
   // Vector code for the host's widest registers.
