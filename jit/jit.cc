@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -72,7 +73,7 @@ struct ClusterState {
   std::shared_ptr<const void> body_state;  // the reference kernel's (op by op)
   std::string name;
   // What every signature of this cluster starts with: the compiler, the device and the
-  // body in canonical serialization (attr maps in key order). Built once, not per call.
+  // body in canonical serialization (attr maps in key order), as its interned id.
   std::string signature_prefix;
   tensorflow::GraphDef body_def;  // with Softmax and LogSoftmax expanded
   std::vector<std::string> outputs;
@@ -214,7 +215,17 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   return entry;
 }
 
-// The full signature, compared whole by the cache: the prefix, then the inputs.
+// Signature prefixes (the compiler, the device, the body) get ids: equal prefixes,
+// compared whole, the same id, and no two different prefixes one. A call's key is then
+// the id and its inputs, not the whole body again. (One entry per distinct body seen.)
+uint64_t InternPrefix(const std::string& prefix) {
+  static std::mutex mu;
+  static auto* ids = new std::unordered_map<std::string, uint64_t>();
+  std::lock_guard<std::mutex> lock(mu);
+  return ids->emplace(prefix, ids->size()).first->second;
+}
+
+// The full signature, compared whole by the cache: the prefix's id, then the inputs.
 std::string Signature(const ClusterState& state, const std::vector<Tensor>& inputs) {
   std::string key = state.signature_prefix;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -240,7 +251,7 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
     coded.SetSerializationDeterministic(true);
     state->body_def.SerializeToCodedStream(&coded);
   }
-  state->signature_prefix = CompilerId() + "|cpu|" + canonical + "|";
+  state->signature_prefix = "#" + std::to_string(InternPrefix(CompilerId() + "|cpu|" + canonical)) + "|";
   for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) state->outputs.push_back(s);
   state->value_inputs = ValueInputs(state->body_def, static_cast<int>(node.inputs.size()));
   std::lock_guard<std::mutex> lock(states_mu);
