@@ -145,7 +145,7 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
     report.tracer->Add({state.name + "/compile/" + name, "compile", stage_start, end - stage_start, CurrentThreadId()});
     stage_start = end;
   };
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   {
     std::lock_guard<std::mutex> lock(fault_mu);
     if (!InjectedFailure().empty()) return fail(Internal(InjectedFailure()));
@@ -176,10 +176,11 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
     auto exe = cpu::Compile(module->mlir, options);
     if (!exe.ok()) return fail(exe.status());
     const cpu::CompileReport& r = (*exe)->report();
-    int n = 3;
-    for (const auto& [stage, text] : r.mlir_stages) dump((n < 10 ? "0" : "") + std::to_string(n++) + "_" + stage + ".mlir", text);
-    dump((n < 10 ? "0" : "") + std::to_string(n++) + "_llvm_ir.ll", r.llvm_ir);
-    dump((n < 10 ? "0" : "") + std::to_string(n) + "_asm.s", r.assembly);
+    int n = 3;  // the stages' files are numbered on from here: "03_math_approximated.mlir", ...
+    auto next = [&n](const std::string& name) { return (n < 10 ? "0" : "") + std::to_string(n++) + "_" + name; };
+    for (const auto& [stage, text] : r.mlir_stages) dump(next(stage + ".mlir"), text);
+    dump(next("llvm_ir.ll"), r.llvm_ir);
+    dump(next("asm.s"), r.assembly);
     stage("mlir", stage_start + static_cast<int64_t>(r.mlir_ms * 1000));
     stage("llvm");
     kernel->exe = std::move(exe).value();
@@ -210,7 +211,7 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   for (const Tensor& c : kernel->constants) entry.bytes += c.bytes();
   if (report.verbose)
     std::fprintf(stderr, "graphjit: compiled %s: %d ops in %zu kernels, %.1f ms\n", state.name.c_str(), module->num_ops,
-                 module->kernels.size(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+                 module->kernels.size(), std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   entry.kernel = std::move(kernel);
   return entry;
 }
