@@ -21,12 +21,22 @@ $G compare build/demo/mnist/y.npy tests/data/mnist_softmax/out_y.npy
 $G compare build/demo/mnist/cross_entropy.npy tests/data/mnist_softmax/out_cross_entropy.npy
 $G compare build/demo/keras_mlp/Identity.npy tests/data/keras_mlp/out_Identity.npy
 echo
-echo "== What the JIT would compile in the Keras transformer block (clustering at ON_2), and why the rest is left out"
-$G clusters tests/data/transformer_block/model.pb --jit on_2 | head -12
+echo "== What the JIT compiles in the Keras transformer block (clustering at ON_1), and why the rest is left out"
+$G clusters tests/data/transformer_block/model.pb --jit on | head -8
 echo "   ..."
 D=tests/data/transformer_block
-$G run $D/model.pb --feed x=$D/x.npy --jit on_2 --out build/demo/transformer --repeat 50
+echo "== The transformer block with the JIT on: each cluster compiled (layer norms and the softmax are one kernel each)"
+GRAPHJIT_FLAGS=--jit_verbose $G run $D/model.pb --feed x=$D/x.npy --jit on --out build/demo/transformer --repeat 50 --stats
 $G compare build/demo/transformer/Identity.npy $D/out_Identity.npy --rtol 1e-4 --atol 1e-5
+$G dump $D/model.pb --feed x=$D/x.npy --jit on --to build/demo/transformer_dump > /dev/null
+echo "   its fusion plans (all stages in build/demo/transformer_dump/):"
+cat build/demo/transformer_dump/cluster_*/01_fusion_plan.txt | sed 's/^/   /'
+echo
+echo "== Softmax over rows of 1024, as TensorFlow's Python writes it (Max, Sub, Exp, Sum, RealDiv): JIT off vs on, 1 thread"
+$G bench bench/graphs/softmax_decomposed_1024.pb --jit off,on --iters 50
+echo
+echo "== Layer norm from primitives, 2 threads"
+$G bench bench/graphs/layer_norm.pb --jit off,on --iters 50 --threads 2
 echo
 echo "== The same MLP on a batch of 4096 random rows, 2 threads"
 $G run tests/data/keras_mlp/model.pb --random-feeds --shape input=4096,20 --threads 2 --repeat 50
