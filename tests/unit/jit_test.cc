@@ -282,6 +282,25 @@ TEST_F(Jit, RandomReductionGraphsMatchTheReferenceKernels) {
   EXPECT_GE(after.compiled - before.compiled, graphs / 2);
 }
 
+// Erf is a rational approximation of the JIT's own (scripts/fit_erf.py): checked densely
+// over [-6, 6], near 0 (where erf(x) ~ 2x/sqrt(pi)), on denormals and the special values.
+TEST_F(Jit, ErfMatchesTheReferenceEverywhere) {
+  std::vector<float> v;
+  for (int i = 0; i <= 24000; ++i) v.push_back(-6.0f + i * 0.0005f);
+  for (float tiny : {1e-30f, 1e-20f, 1e-8f, 1e-4f, 1.4e-45f, -1e-8f, 0.0f, -0.0f}) v.push_back(tiny);
+  for (float special : {INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 3.9f, 4.0f, 4.1f}) v.push_back(special);
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {static_cast<int64_t>(v.size())});
+  b.Op("e", "Erf", {"x"});
+  b.Op("y", "Identity", {"e"});
+  b.Op("z", "Neg", {"y"});  // a cluster of two ops
+  const Tensor x = testing::MakeFloat(Shape{static_cast<int64_t>(v.size())}, v);
+  const JitStats before = GetJitStats();
+  const auto got = RunAt(b.graph_def(), JitLevel::kOn1, {{"x", x}}, {"z"});
+  EXPECT_EQ(GetJitStats().compiled - before.compiled, 1);
+  ExpectMatch(got[0], RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"z"})[0], 1e-6, "erf");
+}
+
 // r = Relu(Tanh(x)): one cluster at ON_1.
 tensorflow::GraphDef TanhRelu(const std::vector<int64_t>& x_shape) {
   GraphBuilder b;
