@@ -15,6 +15,10 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
   std::vector<int> cluster_of(g.num_nodes(), -1);
   for (size_t k = 0; k < c.clusters.size(); ++k)
     for (int id : c.clusters[k]) cluster_of[id] = static_cast<int>(k);
+  // What earlier clusters took over: their members' tensors (now their outputs) and
+  // their nodes, so that a later cluster reads them and not the original members.
+  std::map<TensorId, TensorId> moved;
+  std::vector<int> cluster_node(c.clusters.size(), -1);
 
   for (size_t k = 0; k < c.clusters.size(); ++k) {
     const std::vector<int>& members = c.clusters[k];
@@ -93,8 +97,11 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
     while (graph->FindNode(name) != nullptr) name += "_";
     Node* cn = graph->AddNode(name, "_JitCluster");
     cn->device = c.devices[k];
-    for (const TensorId& t : inputs) cn->inputs.push_back(t);
-    for (int ctl : control_inputs) cn->control_inputs.push_back(ctl);
+    for (const TensorId& t : inputs) cn->inputs.push_back(moved.count(t) ? moved.at(t) : t);
+    for (int ctl : control_inputs)
+      cn->control_inputs.push_back(cluster_of[ctl] >= 0 && cluster_node[cluster_of[ctl]] >= 0 ? cluster_node[cluster_of[ctl]] : ctl);
+    cluster_node[k] = cn->id;
+    for (size_t i = 0; i < outputs.size(); ++i) moved[outputs[i]] = TensorId{cn->id, static_cast<int>(i)};
     cn->attrs["Tin"] = tin;
     cn->attrs["Tout"] = tout;
     cn->attrs["_body"].set_s(body.SerializeAsString());

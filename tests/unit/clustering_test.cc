@@ -148,6 +148,40 @@ TEST(Clustering, JitOnRunsTheBodyAndFetchesByOriginalNames) {
   EXPECT_EQ(ran, (std::set<std::string>{"cluster_0", "cluster_0/r", "cluster_0/t", "cluster_0/s"}));
 }
 
+// A cluster that reads another cluster's output reads the cluster node, so the members of
+// the first (still in the graph, unused) do not run a second time.
+TEST(Clustering, ALaterClusterReadsAnEarlierClustersOutput) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {2, 3});
+  b.Op("r", "Relu", {"x"});
+  b.Op("t", "Tanh", {"r"});
+  b.Const("w", testing::MakeFloat(Shape{3, 3}, {1, 0, 2, 0, 1, 0, -1, 0, 1}));
+  b.Op("m", "MatMul", {"t", "w"});  // clustered from ON_2 only: t -> m -> u keeps u out of t's cluster
+  b.Op("u", "AddV2", {"t", "m"});
+  b.Op("v", "Sigmoid", {"u"});
+  SessionOptions on;
+  on.jit_level = JitLevel::kOn1;
+  auto s = testing::MakeSession(b.graph_def(), on);
+  auto optimized = s->OptimizedGraph({"x"}, {"v"});
+  ASSERT_TRUE(optimized.ok()) << optimized.status().message();
+  const Graph& g = (*optimized)->graph;
+  const Node* first = g.FindNode("cluster_0");
+  const Node* second = g.FindNode("cluster_1");
+  ASSERT_TRUE(first != nullptr && second != nullptr);
+  for (const TensorId& in : second->inputs) EXPECT_NE(g.node(in.node)->name, "t") << "reads the original member";
+  Tensor x = testing::MakeFloat(Shape{2, 3}, {-1, 0.5f, 2, 3, -0.25f, 1});
+  Tracer tracer;
+  RunOptions ro;
+  ro.tracer = &tracer;
+  std::vector<Tensor> got;
+  ASSERT_TRUE(s->Run(ro, {{"x", x}}, {"v"}, {}, &got).ok());
+  std::set<std::string> ran;
+  for (const auto& e : tracer.events()) ran.insert(e.name);
+  EXPECT_EQ(ran.count("r") + ran.count("t"), 0u) << "the first cluster's members ran op by op too";
+  auto plain = testing::MakeSession(b.graph_def());
+  EXPECT_EQ(testing::Values(got[0]), testing::Values(testing::RunOrDie(*plain, {{"x", x}}, {"v"})[0]));
+}
+
 TEST(Clustering, FuelBoundsTheMerges) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {3});
