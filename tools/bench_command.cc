@@ -49,7 +49,6 @@ bool MovesData(const TraceEvent& e) {
 
 struct Config {
   std::string name;
-  JitLevel level = JitLevel::kOff;
   std::unique_ptr<Session> session;
   std::vector<double> ms, stream;
   double compile_ms = 0;
@@ -105,7 +104,6 @@ int BenchCommand(const BenchArgs& a) {
     if (!session.ok()) return Fail(kExitBadInput, a.model + ": " + session.status().message());
     Config c;
     c.name = name;
-    c.level = level->second;
     c.session = std::move(session).value();
     configs.push_back(std::move(c));
   }
