@@ -103,18 +103,33 @@ class Run {
   }
 
  private:
+  // A ready node goes to another thread only when its inputs are big enough for
+  // the hand-off (a wake-up costs microseconds, more than most small kernels take) to
+  // pay; otherwise a thread of this run picks it up when its current chain ends.
+  static constexpr int64_t kHandOffBytes = 256 * 1024;
+
   void Schedule(int id) {
-    if (options_.inter_op == nullptr || options_.inter_op->num_threads() <= 1) {
-      std::lock_guard<std::mutex> lock(inline_mu_);
-      inline_queue_.push_back(id);
+    if (options_.inter_op != nullptr && options_.inter_op->num_threads() > 1 && InputBytes(id) >= kHandOffBytes) {
+      options_.inter_op->Schedule([this, id] { Process(id); });
       return;
     }
-    options_.inter_op->Schedule([this, id] { Process(id); });
+    std::lock_guard<std::mutex> lock(local_mu_);
+    local_queue_.push_back(id);
   }
 
-  // Runs `id`, then whatever became ready: one inline, the others scheduled.
+  int64_t InputBytes(int id) const {
+    int64_t bytes = 0;
+    for (TensorId in : a_.graph.node(id)->inputs) {
+      int s = plan_.output_base[in.node] + in.index;
+      const Tensor& t = plan_.input_feed[s] >= 0 ? feeds_[plan_.input_feed[s]] : values_[s];
+      if (t.valid()) bytes += static_cast<int64_t>(t.bytes());
+    }
+    return bytes;
+  }
+
+  // Runs `id`, then whatever became ready: one right away, the others scheduled; and
+  // when nothing did, a node from the local queue.
   void Process(int id) {
-    const bool inline_mode = options_.inter_op == nullptr || options_.inter_op->num_threads() <= 1;
     while (id >= 0) {
       if (!failed_.load(std::memory_order_acquire)) {
         Status s = RunNode(id);
@@ -131,11 +146,11 @@ class Run {
           else Schedule(c);
         }
       }
-      if (next < 0 && inline_mode) {
-        std::lock_guard<std::mutex> lock(inline_mu_);
-        if (!inline_queue_.empty()) {
-          next = inline_queue_.back();
-          inline_queue_.pop_back();
+      if (next < 0) {
+        std::lock_guard<std::mutex> lock(local_mu_);
+        if (!local_queue_.empty()) {
+          next = local_queue_.back();
+          local_queue_.pop_back();
         }
       }
       // After the last FinishNode the run may be destroyed: touch no member after it.
@@ -219,8 +234,8 @@ class Run {
   std::vector<std::atomic<int>> uses_;
   std::vector<std::atomic<int>> pending_;
 
-  std::mutex inline_mu_;
-  std::vector<int> inline_queue_;
+  std::mutex local_mu_;
+  std::vector<int> local_queue_;  // ready nodes not handed off (Schedule)
   std::mutex done_mu_;
   std::condition_variable done_cv_;
   int remaining_ = 0;

@@ -1,4 +1,7 @@
-// A fixed set of worker threads, and ParallelFor on top of it.
+// A fixed set of worker threads, and ParallelFor on top of it. A pool of N threads
+// has N - 1 workers: the thread that hands it work is the N-th (ParallelFor runs a
+// block on it; the executor keeps running the nodes it does not hand off), so N
+// threads never compete for N cores with a caller waiting on them.
 #pragma once
 
 #include <atomic>
@@ -15,6 +18,7 @@ namespace graphjit {
 class ThreadPool {
  public:
   // num_threads <= 1 creates no threads: Schedule and ParallelFor then run inline.
+  // Schedule runs on a worker, so a pool of 2 runs one scheduled task at a time.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -1,7 +1,9 @@
 // runtime/: graph analysis, executor and Session semantics.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "runtime/pass_registry.h"
@@ -105,6 +107,34 @@ TEST(Session, TargetsAndControlEdgesAreHonoured) {
     ASSERT_EQ(ev.count("slow"), 1u);
     ASSERT_EQ(ev.count("after"), 1u);
     EXPECT_GE(ev["after"].start_us, ev["slow"].start_us + ev["slow"].duration_us);
+  }
+}
+
+// Independent branches with big inputs run on two threads; a graph of small nodes
+// stays on the calling thread, where a hand-off would cost more than the nodes.
+TEST(Session, OnlyBigReadyNodesAreHandedToAnotherThread) {
+  for (int64_t elems : {int64_t{1} << 18, int64_t{64}}) {
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {elems});
+    b.Op("a", "Exp", {"x"});
+    b.Op("b", "Tanh", {"x"});
+    b.Op("sum", "AddV2", {"a", "b"});
+    SessionOptions opts;
+    opts.inter_op_threads = 2;
+    opts.intra_op_threads = 1;
+    auto s = MakeSession(b.graph_def(), opts);
+    Tensor x = MakeFloat(Shape{elems}, std::vector<float>(elems, 0.5f));
+    Tracer tracer;
+    RunOptions ro;
+    ro.tracer = &tracer;
+    std::vector<Tensor> out;
+    ASSERT_TRUE(s->Run(ro, {{"x", x}}, {"sum"}, {}, &out).ok());
+    EXPECT_NEAR(out[0].data<float>()[0], std::exp(0.5f) + std::tanh(0.5f), 1e-6);
+    std::map<std::string, int> tid;
+    for (const auto& e : tracer.events()) tid[e.name] = e.tid;
+    ASSERT_EQ(tid.size(), 3u);
+    if (elems > 1000) EXPECT_NE(tid["a"], tid["b"]) << "1 MiB branches ran on one thread";
+    else EXPECT_TRUE(tid["a"] == tid["b"] && tid["b"] == tid["sum"]) << "64-element nodes were handed off";
   }
 }
 
