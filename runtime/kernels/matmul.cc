@@ -1,6 +1,6 @@
 // MatMul and BatchMatMulV2. f32 goes through oneDNN's sgemm (fastest of oneDNN,
-// OpenBLAS and Eigen on this machine: see bench/); f16/bf16 are widened to f32;
-// f64 and integer types use Eigen's GEMM.
+// OpenBLAS and Eigen on this machine: see bench/) unless it is small; f16/bf16 are
+// widened to f32; small f32, f64 and integer types use Eigen's GEMM.
 
 #include <dnnl.h>
 
@@ -17,6 +17,12 @@ namespace {
 template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// GEMMs up to this many multiply-adds (with their epilogue, for _FusedMatMul) go to
+// Eigen rather than oneDNN: oneDNN's
+// per-call set-up (argument checks, OpenMP, kernel choice) costs more than the
+// arithmetic. These are the attention heads and projections of small transformers.
+constexpr int64_t kSmallGemm = 32 * 1024;
+
 // C[m,n] = op(A) op(B), with A stored [m,k] (or [k,m] if ta) and B [k,n] (or [n,k] if tb).
 template <typename T>
 Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
@@ -26,25 +32,28 @@ Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, 
     return Status::Ok();
   }
   if constexpr (std::is_same_v<T, float>) {
-    // oneDNN parallelizes with OpenMP: give it the intra-op thread count, or one
-    // thread when the caller is already one of several parallel GEMMs.
-    omp_set_num_threads(threads);
-    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
-    if (st != dnnl_success) return ctx.Error("oneDNN sgemm failed with status " + std::to_string(st));
+    if (m * n * k > kSmallGemm) {
+      // oneDNN parallelizes with OpenMP: give it the intra-op thread count, or one
+      // thread when the caller is already one of several parallel GEMMs.
+      omp_set_num_threads(threads);
+      dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
+      if (st != dnnl_success) return ctx.Error("oneDNN sgemm failed with status " + std::to_string(st));
+      return Status::Ok();
+    }
   } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
     std::vector<float> fa(a, a + m * k), fb(b, b + k * n), fc(m * n);
     for (int64_t i = 0; i < m * k; ++i) fa[i] = static_cast<float>(a[i]);
     for (int64_t i = 0; i < k * n; ++i) fb[i] = static_cast<float>(b[i]);
     GJ_RETURN_IF_ERROR(Gemm<float>(ctx, threads, ta, tb, m, n, k, fa.data(), fb.data(), fc.data()));
     for (int64_t i = 0; i < m * n; ++i) c[i] = static_cast<T>(fc[i]);
-  } else {
-    Eigen::Map<const RowMat<T>> A(a, ta ? k : m, ta ? m : k), B(b, tb ? n : k, tb ? k : n);
-    Eigen::Map<RowMat<T>> C(c, m, n);
-    if (ta && tb) C.noalias() = A.transpose() * B.transpose();
-    else if (ta) C.noalias() = A.transpose() * B;
-    else if (tb) C.noalias() = A * B.transpose();
-    else C.noalias() = A * B;
+    return Status::Ok();
   }
+  Eigen::Map<const RowMat<T>> A(a, ta ? k : m, ta ? m : k), B(b, tb ? n : k, tb ? k : n);
+  Eigen::Map<RowMat<T>> C(c, m, n);
+  if (ta && tb) C.noalias() = A.transpose() * B.transpose();
+  else if (ta) C.noalias() = A.transpose() * B;
+  else if (tb) C.noalias() = A * B.transpose();
+  else C.noalias() = A * B;
   return Status::Ok();
 }
 
@@ -210,7 +219,7 @@ OpDef FusedMatMulOp() {
     const Tensor& a = ctx.input(0);
     const int64_t m = out->shape().dim(0), n = out->shape().dim(1), k = a.shape().dim(ta ? 0 : 1);
     if (out->num_elements() == 0) return Status::Ok();
-    if (a.dtype() == DType::kFloat && k > 0)
+    if (a.dtype() == DType::kFloat && k > 0 && m * n * k > kSmallGemm)
       return OneDnnFusedMatMul(ctx, ta, tb, m, n, k, act, a, ctx.input(1), ctx.input(2), out);
     GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(a.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
