@@ -34,8 +34,8 @@ Session::Session(const SessionOptions& options, AnalyzedGraph graph)
     : options_(options), graph_(std::make_shared<const AnalyzedGraph>(std::move(graph))) {
   int inter = options.inter_op_threads > 0 ? options.inter_op_threads : ThreadPool::DefaultThreads();
   int intra = options.intra_op_threads > 0 ? options.intra_op_threads : ThreadPool::DefaultThreads();
-  inter_op_ = std::make_unique<ThreadPool>(inter);
-  intra_op_ = std::make_unique<ThreadPool>(intra);
+  inter_op_ = ThreadPool::Shared(ThreadPool::Role::kInterOp, inter);
+  intra_op_ = ThreadPool::Shared(ThreadPool::Role::kIntraOp, intra);
 }
 
 Session::~Session() = default;

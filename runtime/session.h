@@ -70,8 +70,8 @@ class Session {
   SessionOptions options_;
   std::shared_ptr<const AnalyzedGraph> graph_;
   std::shared_ptr<Allocator> allocator_ = std::make_shared<Allocator>();  // outlived by fetched tensors
-  std::unique_ptr<ThreadPool> inter_op_;
-  std::unique_ptr<ThreadPool> intra_op_;
+  std::shared_ptr<ThreadPool> inter_op_;  // shared with the process's other sessions
+  std::shared_ptr<ThreadPool> intra_op_;
   std::mutex programs_mu_;
   std::map<std::string, std::shared_ptr<const Program>> programs_;
 };

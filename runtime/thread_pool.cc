@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 
 namespace graphjit {
 
@@ -20,6 +21,19 @@ ThreadPool::~ThreadPool() {
 }
 
 int ThreadPool::DefaultThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+std::shared_ptr<ThreadPool> ThreadPool::Shared(Role role, int num_threads) {
+  static std::mutex mu;
+  static std::map<std::pair<Role, int>, std::weak_ptr<ThreadPool>> pools;
+  std::lock_guard<std::mutex> lock(mu);
+  std::weak_ptr<ThreadPool>& slot = pools[{role, num_threads}];
+  std::shared_ptr<ThreadPool> pool = slot.lock();
+  if (pool == nullptr) {
+    pool = std::make_shared<ThreadPool>(num_threads);
+    slot = pool;
+  }
+  return pool;
+}
 
 void ThreadPool::Schedule(std::function<void()> task) {
   if (workers_.empty()) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -33,6 +34,14 @@ class ThreadPool {
 
   // Number of threads the machine offers.
   static int DefaultThreads();
+
+  // The process's pool for `role` with `num_threads` threads, alive while someone holds
+  // it. Sessions share these, as TensorFlow's do by default: two sessions with pools of
+  // their own would keep twice the workers spinning on the same cores. Inter-op and
+  // intra-op work never share one pool (a node waiting in ParallelFor on the pool that
+  // runs it could wait for itself).
+  enum class Role { kInterOp, kIntraOp };
+  static std::shared_ptr<ThreadPool> Shared(Role role, int num_threads);
 
  private:
   void WorkerLoop();

@@ -140,8 +140,10 @@ int BenchCommand(const BenchArgs& a) {
   for (const auto& [name, t] : inputs->feeds)
     if (largest == nullptr || t.bytes() > largest->bytes()) largest = &t;
   if (largest == nullptr || largest->bytes() < sizeof(float)) return Fail(kExitBadInput, "the model has no input to feed");
-  ThreadPool pool(a.threads);
-  StreamCopy copy(*largest, &pool);
+  // The sessions' own intra-op pool: a pool of its own would add workers spinning
+  // beside theirs.
+  std::shared_ptr<ThreadPool> pool = ThreadPool::Shared(ThreadPool::Role::kIntraOp, a.threads);
+  StreamCopy copy(*largest, pool.get());
   for (int i = 0; i < a.iters; ++i)
     for (Config& c : configs) {
       const auto t0 = Clock::now();
