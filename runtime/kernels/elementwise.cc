@@ -125,9 +125,10 @@ bool IsRepeatedLastDim(const Shape& big, const Shape& small) {
 template <typename T, typename Out, typename F>
 void RepeatedVectorRun(const KernelContext& ctx, const T* big, const T* small, int64_t c, bool small_first, Out* out,
                        int64_t total, int64_t cost, const F& f) {
-  const int64_t run = c * std::max<int64_t>(1, 512 / c);
+  // (No longer than the output: for a small tensor the tiling would be the cost.)
+  const int64_t run = c * std::max<int64_t>(1, std::min(512 / c, total / c));
   std::unique_ptr<T[]> tiled(new T[run]);  // (not std::vector: T may be bool)
-  for (int64_t i = 0; i < run; ++i) tiled[i] = small[i % c];
+  for (int64_t i = 0; i < run; i += c) std::copy(small, small + c, tiled.get() + i);
   const int64_t chunks = (total + run - 1) / run;
   ctx.ParallelFor(chunks, run * cost, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k) {
