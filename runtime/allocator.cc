@@ -6,8 +6,8 @@
 namespace graphjit {
 
 size_t Allocator::RoundedSize(size_t bytes) {
-  // Small blocks to the alignment; cached ones to 4 KiB pages, so near sizes share lists.
-  size_t unit = bytes >= kMinCachedBytes ? 4096 : kAlignment;
+  // Small blocks to the alignment; large ones to 4 KiB pages, so near sizes share lists.
+  size_t unit = bytes >= kPageRoundedBytes ? 4096 : kAlignment;
   size_t rounded = (bytes + unit - 1) / unit * unit;
   return rounded == 0 ? kAlignment : rounded;
 }
@@ -24,7 +24,7 @@ StatusOr<void*> Allocator::Allocate(size_t bytes) {
                              std::to_string(limit) + " bytes");
   const size_t rounded = RoundedSize(bytes);
   void* p = nullptr;
-  if (rounded >= kMinCachedBytes) {
+  {
     std::lock_guard<std::mutex> lock(cache_mu_);
     auto it = cache_.find(rounded);
     if (it != cache_.end() && !it->second.empty()) {
@@ -46,7 +46,7 @@ StatusOr<void*> Allocator::Allocate(size_t bytes) {
 void Allocator::Deallocate(void* ptr, size_t bytes) {
   in_use_.fetch_sub(static_cast<int64_t>(bytes));
   const size_t rounded = RoundedSize(bytes);
-  if (rounded >= kMinCachedBytes) {
+  {
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (cached_bytes_ + static_cast<int64_t>(rounded) <= max_cached_bytes_) {
       cache_[rounded].push_back(ptr);

@@ -20,15 +20,16 @@ struct AllocatorStats {
   int64_t num_allocations = 0;
 };
 
-// Large blocks are kept on free lists by size when released (up to a cap) and
-// handed out again: a graph run repeatedly allocates the same sizes, and returning
-// them to the OS each time costs page faults that dwarf the kernels.
+// Released blocks are kept on free lists by size (up to a cap) and handed out again:
+// a graph run repeatedly allocates the same sizes. Returning large blocks to the OS
+// each time costs page faults that dwarf the kernels; small ones would go through
+// aligned malloc and free, a good part of the cost of a small node.
 // An allocator owned by a shared_ptr (as a Session's is) stays alive while any of its
 // buffers does, so tensors may outlive whoever made them.
 class Allocator : public std::enable_shared_from_this<Allocator> {
  public:
   static constexpr size_t kAlignment = 64;
-  static constexpr size_t kMinCachedBytes = size_t{64} << 10;
+  static constexpr size_t kPageRoundedBytes = size_t{64} << 10;  // and above: sizes rounded to 4 KiB
   // Requests above max_allocation_bytes fail with ResourceExhausted instead of asking
   // the OS; at most max_cached_bytes of released blocks are kept for reuse.
   explicit Allocator(int64_t max_allocation_bytes = int64_t{8} << 30, int64_t max_cached_bytes = int64_t{256} << 20)

@@ -181,6 +181,11 @@ class Run {
       int s = plan_.output_base[in.node] + in.index;
       inputs.push_back(plan_.input_feed[s] >= 0 ? feeds_[plan_.input_feed[s]] : values_[s]);
     }
+    ic.input_dtypes.reserve(inputs.size());
+    ic.input_shapes.reserve(inputs.size());
+    ic.input_values.reserve(inputs.size());
+    ic.output_dtypes.reserve(info.dtypes.size());
+    ic.output_shapes.reserve(info.dtypes.size());
     for (const Tensor& t : inputs) {
       ic.input_dtypes.push_back(t.dtype());
       ic.input_shapes.push_back(t.shape());
