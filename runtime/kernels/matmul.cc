@@ -18,9 +18,9 @@ template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // GEMMs up to this many multiply-adds (with their epilogue, for _FusedMatMul) go to
-// Eigen rather than oneDNN: oneDNN's
-// per-call set-up (argument checks, OpenMP, kernel choice) costs more than the
-// arithmetic. These are the attention heads and projections of small transformers.
+// Eigen rather than oneDNN: oneDNN's per-call set-up (argument checks, OpenMP, kernel
+// choice) costs more than the arithmetic. These are the attention heads and
+// projections of small transformers.
 constexpr int64_t kSmallGemm = 32 * 1024;
 
 // C[m,n] = op(A) op(B), with A stored [m,k] (or [k,m] if ta) and B [k,n] (or [n,k] if tb).
