@@ -1,5 +1,6 @@
 #include "jit/fusion_emitter.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -218,16 +219,19 @@ class KernelEmitter {
     return Status::Ok();
   }
 
-  // A loop nest over dims[k..] folding `element` into `acc` with `combine`.
-  StatusOr<Value> Fold(const std::vector<int64_t>& dims, size_t k, Index& index, const Value& acc, const char* combine,
-                       const std::function<StatusOr<Value>(const Index&)>& element) {
+  // A loop nest over dims[k..] folding each element into the accumulators `accs` with
+  // `step` (which writes the new accumulators from the old ones and the element).
+  using Step = std::function<std::vector<Value>(const std::vector<Value>& accs, const Value& element)>;
+  StatusOr<std::vector<Value>> Fold(const std::vector<int64_t>& dims, size_t k, Index& index,
+                                    const std::vector<Value>& accs, const Step& step,
+                                    const std::function<StatusOr<Value>(const Index&)>& element) {
     if (k == dims.size()) {
       GJ_ASSIGN_OR_RETURN(Value v, element(index));
-      return Let(Innermost(), std::string(combine) + " " + acc.name + ", " + v.name + " fastmath<reassoc> : f32", "f32");
+      return step(accs, v);
     }
     if (dims[k] == 1) {
       index.push_back(IndexConst(0));
-      auto folded = Fold(dims, k + 1, index, acc, combine, element);
+      auto folded = Fold(dims, k + 1, index, accs, step, element);
       index.pop_back();
       return folded;
     }
@@ -236,15 +240,26 @@ class KernelEmitter {
     OpenScope();
     index.push_back({Fresh("%x"), Innermost(), "index"});
     const std::string iv = index.back().name;
-    const Value arg{Fresh("%a"), Innermost(), "f32"};
-    auto folded = Fold(dims, k + 1, index, arg, combine, element);
+    std::vector<Value> args;
+    for (const Value& acc : accs) args.push_back({Fresh("%a"), Innermost(), acc.type});
+    auto folded = Fold(dims, k + 1, index, args, step, element);
     index.pop_back();
     std::string inner = CloseScope();
     if (!folded.ok()) return folded.status();
-    const Value result{Fresh("%v"), at, "f32"};
-    code_[at] += result.name + " = scf.for " + iv + " = %i0 to " + upper.name + " step %i1 iter_args(" + arg.name +
-                 " = " + acc.name + ") -> (f32) {\n" + inner + "scf.yield " + folded->name + " : f32\n}\n";
-    return result;
+    const std::string name = Fresh("%v");
+    std::string inits, types, yields;
+    std::vector<Value> out;
+    for (size_t i = 0; i < accs.size(); ++i) {
+      const std::string sep = i ? ", " : "";
+      inits += sep + args[i].name + " = " + accs[i].name;
+      types += sep + accs[i].type;
+      yields += sep + (*folded)[i].name;
+      out.push_back({accs.size() == 1 ? name : name + "#" + std::to_string(i), at, accs[i].type});
+    }
+    const std::string arity = accs.size() == 1 ? "" : ":" + std::to_string(accs.size());
+    code_[at] += name + arity + " = scf.for " + iv + " = %i0 to " + upper.name + " step %i1 iter_args(" + inits +
+                 ") -> (" + types + ") {\n" + inner + "scf.yield " + yields + " : " + types + "\n}\n";
+    return out;
   }
 
   // --- Buffers.
@@ -364,8 +379,28 @@ class KernelEmitter {
     const Node& n = *g_.graph.node(r);
     const Reducer reducer = ReducerOf(n.op);
     Index index = row_;
-    GJ_ASSIGN_OR_RETURN(Value acc, Fold(reduced, 0, index, FloatConst(reducer.init), reducer.combine,
-                                        [&](const Index& at) { return Get(n.inputs[0], at); }));
+    // Max and Min keep a NaN flag beside the value and combine with nnan and nsz, which
+    // makes them one vmaxps/vminps instead of six instructions that order NaN and
+    // signed zeros. NaN still propagates; which zero wins a tie of -0 and +0 is left
+    // open, as it is in TensorFlow's own kernels.
+    const bool nan_flag = n.op == "Max" || n.op == "Min";
+    std::vector<Value> init = {FloatConst(reducer.init)};
+    if (nan_flag) init.push_back(Let(0, "arith.constant false", "i1"));
+    const std::string flags = nan_flag ? " fastmath<reassoc,nnan,nsz> : f32" : " fastmath<reassoc> : f32";
+    auto step = [&](const std::vector<Value>& accs, const Value& v) {
+      const int d = Innermost();
+      std::vector<Value> next = {Let(d, std::string(reducer.combine) + " " + accs[0].name + ", " + v.name + flags, "f32")};
+      if (nan_flag) {
+        const Value nan = Let(d, "arith.cmpf uno, " + v.name + ", " + v.name + " : f32", "i1");
+        next.push_back(Let(d, "arith.ori " + accs[1].name + ", " + nan.name + " : i1", "i1"));
+      }
+      return next;
+    };
+    GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
+                        Fold(reduced, 0, index, init, step, [&](const Index& at) { return Get(n.inputs[0], at); }));
+    Value acc = accs[0];
+    if (nan_flag)
+      acc = Let(acc.depth, "arith.select " + accs[1].name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
     if (n.op == "Mean") acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
     reduced_[r] = acc;
     return Status::Ok();

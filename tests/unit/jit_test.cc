@@ -301,6 +301,43 @@ TEST_F(Jit, ErfMatchesTheReferenceEverywhere) {
   ExpectMatch(got[0], RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"z"})[0], 1e-6, "erf");
 }
 
+// Row maxima and minima keep a NaN flag beside a plain max/min: a NaN anywhere in a
+// row (first, last, in the vector tail) makes the row NaN, and infinities win as usual.
+TEST_F(Jit, RowMaxAndMinPropagateNaNFromAnyColumn) {
+  constexpr int64_t kCols = 37;  // two 16-wide vectors and a tail
+  std::vector<float> v;
+  for (float special : {NAN, INFINITY, -INFINITY}) {
+    for (int64_t at = 0; at < kCols; ++at)
+      for (int64_t j = 0; j < kCols; ++j) v.push_back(j == at ? special : std::sin(static_cast<float>(j + at)));
+  }
+  for (int64_t j = 0; j < kCols; ++j) v.push_back(-static_cast<float>(j));  // no special value
+  const int64_t rows = static_cast<int64_t>(v.size()) / kCols;
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {rows, kCols});
+  const std::string axis = b.Const("axis", testing::MakeInt32(Shape{1}, {1}));
+  for (const char* op : {"Max", "Min"}) {
+    tensorflow::NodeDef* node = b.Op(std::string("r") + op, op, {"x", axis});
+    testing::SetAttrBool(node, "keep_dims", true);
+    testing::SetAttrType(node, "Tidx", DType::kInt32);
+    b.Op(std::string("d") + op, "Sub", {"x", std::string("r") + op});  // x - max: one row fusion
+  }
+  const Tensor x = testing::MakeFloat(Shape{rows, kCols}, v);
+  const JitStats before = GetJitStats();
+  const auto got = RunAt(b.graph_def(), JitLevel::kOn1, {{"x", x}}, {"rMax", "rMin", "dMax", "dMin"});
+  EXPECT_GE(GetJitStats().compiled - before.compiled, 1);
+  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
+  const auto want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"rMax", "rMin", "dMax", "dMin"});
+  for (int i = 0; i < 4; ++i) ExpectMatch(got[i], want[i], 0, "output " + std::to_string(i));
+  for (int64_t r = 0; r < kCols; ++r) {  // the NaN rows, checked directly too
+    EXPECT_TRUE(std::isnan(got[0].data<float>()[r])) << "max of row " << r;
+    EXPECT_TRUE(std::isnan(got[1].data<float>()[r])) << "min of row " << r;
+  }
+  EXPECT_EQ(got[0].data<float>()[kCols], INFINITY);
+  EXPECT_EQ(got[1].data<float>()[2 * kCols], -INFINITY);
+  EXPECT_EQ(got[0].data<float>()[rows - 1], 0.0f);
+  EXPECT_EQ(got[1].data<float>()[rows - 1], -static_cast<float>(kCols - 1));
+}
+
 // r = Relu(Tanh(x)): one cluster at ON_1.
 tensorflow::GraphDef TanhRelu(const std::vector<int64_t>& x_shape) {
   GraphBuilder b;
