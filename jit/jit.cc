@@ -177,7 +177,10 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
     if (!exe.ok()) return fail(exe.status());
     const cpu::CompileReport& r = (*exe)->report();
     int n = 3;  // the stages' files are numbered on from here: "03_math_approximated.mlir", ...
-    auto next = [&n](const std::string& name) { return (n < 10 ? "0" : "") + std::to_string(n++) + "_" + name; };
+    auto next = [&n](const std::string& name) {
+      const int i = n++;
+      return (i < 10 ? "0" : "") + std::to_string(i) + "_" + name;
+    };
     for (const auto& [stage, text] : r.mlir_stages) dump(next(stage + ".mlir"), text);
     dump(next("llvm_ir.ll"), r.llvm_ir);
     dump(next("asm.s"), r.assembly);

@@ -162,7 +162,9 @@ TEST(Cli, TraceShowsEachCompileStageAndEachFusedKernel) {
   std::set<std::string> names;
   for (const auto& e : doc["traceEvents"]) {
     names.insert(e["name"]);
-    if (e["args"]["op"] == "fusion") EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << e.dump();
+    if (e["args"]["op"] == "fusion") {
+      EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << e.dump();
+    }
   }
   for (const char* stage : {"specialize", "plan", "emit", "mlir", "llvm"})
     EXPECT_TRUE(names.count(std::string("cluster_0/compile/") + stage)) << stage;

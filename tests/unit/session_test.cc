@@ -133,8 +133,11 @@ TEST(Session, OnlyBigReadyNodesAreHandedToAnotherThread) {
     std::map<std::string, int> tid;
     for (const auto& e : tracer.events()) tid[e.name] = e.tid;
     ASSERT_EQ(tid.size(), 3u);
-    if (elems > 1000) EXPECT_NE(tid["a"], tid["b"]) << "1 MiB branches ran on one thread";
-    else EXPECT_TRUE(tid["a"] == tid["b"] && tid["b"] == tid["sum"]) << "64-element nodes were handed off";
+    if (elems > 1000) {
+      EXPECT_NE(tid["a"], tid["b"]) << "1 MiB branches ran on one thread";
+    } else {
+      EXPECT_TRUE(tid["a"] == tid["b"] && tid["b"] == tid["sum"]) << "64-element nodes were handed off";
+    }
   }
 }
 

@@ -29,7 +29,9 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
       for (int64_t i = 0; i < n; ++i) {
         ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
       }
-      if (threads > 1 && n >= 1000) EXPECT_GT(workers.size(), 1u) << "n=" << n;
+      if (threads > 1 && n >= 1000) {
+        EXPECT_GT(workers.size(), 1u) << "n=" << n;
+      }
     }
   }
 }
