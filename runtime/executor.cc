@@ -95,10 +95,7 @@ class Run {
     }
     if (!status_.ok()) return status_;
     outputs->clear();
-    for (TensorId t : plan_.fetches) {
-      int s = plan_.output_base[t.node] + t.index;
-      outputs->push_back(plan_.input_feed[s] >= 0 ? feeds_[plan_.input_feed[s]] : values_[s]);
-    }
+    for (TensorId t : plan_.fetches) outputs->push_back(ValueOf(t));
     return Status::Ok();
   }
 
@@ -120,11 +117,16 @@ class Run {
   int64_t InputBytes(int id) const {
     int64_t bytes = 0;
     for (TensorId in : a_.graph.node(id)->inputs) {
-      int s = plan_.output_base[in.node] + in.index;
-      const Tensor& t = plan_.input_feed[s] >= 0 ? feeds_[plan_.input_feed[s]] : values_[s];
+      const Tensor& t = ValueOf(in);
       if (t.valid()) bytes += static_cast<int64_t>(t.bytes());
     }
     return bytes;
+  }
+
+  // A tensor's value in this run: its feed, or what its node computed.
+  const Tensor& ValueOf(TensorId t) const {
+    const int s = plan_.output_base[t.node] + t.index;
+    return plan_.input_feed[s] >= 0 ? feeds_[plan_.input_feed[s]] : values_[s];
   }
 
   // Runs `id`, then whatever became ready: one right away, the others scheduled; and
@@ -177,10 +179,7 @@ class Run {
     std::vector<Tensor> inputs;
     inputs.reserve(node.inputs.size());
     InferenceContext ic{node, {}, {}, {}, {}, {}};
-    for (TensorId in : node.inputs) {
-      int s = plan_.output_base[in.node] + in.index;
-      inputs.push_back(plan_.input_feed[s] >= 0 ? feeds_[plan_.input_feed[s]] : values_[s]);
-    }
+    for (TensorId in : node.inputs) inputs.push_back(ValueOf(in));
     ic.input_dtypes.reserve(inputs.size());
     ic.input_shapes.reserve(inputs.size());
     ic.input_values.reserve(inputs.size());
