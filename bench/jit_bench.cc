@@ -4,6 +4,7 @@
 // input read and the output written once.
 //
 //   build/bin/jit_bench --benchmark_enable_random_interleaving=true --benchmark_repetitions=10
+//   build/bin/jit_bench --benchmark_filter=vector_width   # 256- against 512-bit vectors
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -60,16 +61,20 @@ StatusOr<Work> Fixture(const std::string& model) {
   return w;
 }
 
-void Run(benchmark::State& state, const StatusOr<Work>& work, JitLevel level) {
+// state.range(0): threads. vector_width: the JIT's preferred width (0: its default).
+void Run(benchmark::State& state, const StatusOr<Work>& work, JitLevel level, int vector_width = 0) {
   if (!work.ok()) return state.SkipWithError(work.status().message().c_str());
   SessionOptions options;
   options.jit_level = level;
   options.intra_op_threads = options.inter_op_threads = static_cast<int>(state.range(0));
+  options.prefer_vector_width = vector_width;
   auto session = Session::Create(options, work->graph);
   if (!session.ok()) return state.SkipWithError(session.status().message().c_str());
   std::vector<Tensor> out;
+  const JitStats before = GetJitStats();
   Status s = (*session)->Run(work->feeds, work->fetches, {}, &out);  // compiles, outside the timing
   if (!s.ok()) return state.SkipWithError(s.message().c_str());
+  if (GetJitStats().fallback > before.fallback) return state.SkipWithError("a cluster ran op by op (see stderr)");
   for (auto _ : state) {
     s = (*session)->Run(work->feeds, work->fetches, {}, &out);
     if (!s.ok()) return state.SkipWithError(s.message().c_str());
@@ -118,12 +123,27 @@ void Register(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
         ->Unit(benchmark::kMicrosecond);
 }
 
+// The fused kernels with 256- and 512-bit vectors, per bench graph (each a fusion kind:
+// loop fusions, row fusions, a GEMM with a row fusion). On a CPU without AVX-512 the
+// 512-bit runs are skipped: their code cannot run there.
+void RegisterVectorWidths(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
+  benchmark::RegisterBenchmark(("vector_width/" + name).c_str(),
+                               [work](benchmark::State& s) { Run(s, *work, JitLevel::kOn1, static_cast<int>(s.range(1))); })
+      ->ArgsProduct({{1}, {256, 512}})
+      ->ArgNames({"threads", "bits"})
+      ->Unit(benchmark::kMicrosecond);
+}
+
 const bool kRegistered = [] {
   RegisterGraphOptimizer();
   RegisterJit();
   nlohmann::json manifest = nlohmann::json::parse(std::ifstream(fs::path(GRAPHJIT_BENCH_GRAPHS) / "manifest.json"));
   for (auto& [name, entry] : manifest.items())
-    if (name[0] != '_') Register(name, std::make_shared<StatusOr<Work>>(BenchGraph(name, entry)));
+    if (name[0] != '_') {
+      auto work = std::make_shared<StatusOr<Work>>(BenchGraph(name, entry));
+      Register(name, work);
+      RegisterVectorWidths(name, work);
+    }
   for (const char* model : {"mnist_softmax", "keras_mlp", "small_cnn", "transformer_block"})
     Register(model, std::make_shared<StatusOr<Work>>(Fixture(model)));
   return true;

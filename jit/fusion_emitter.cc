@@ -479,8 +479,13 @@ class KernelEmitter {
       case NodeKind::kElementwise: {
         std::vector<std::string> operands, types;
         int depth = 0;
-        for (const TensorId& in : n.inputs) {
-          GJ_ASSIGN_OR_RETURN(Value x, Get(in, Broadcast(index, shape, g_.info(in.node).shapes[in.index])));
+        for (size_t i = 0; i < n.inputs.size(); ++i) {
+          const TensorId& in = n.inputs[i];
+          const Shape& in_shape = g_.info(in.node).shapes[in.index];
+          // Select (not SelectV2) with a vector condition and matrices or more: the
+          // condition picks whole rows, as in TensorFlow, rather than broadcasting.
+          const bool row_condition = n.op == "Select" && i == 0 && in_shape.rank() == 1 && shape.rank() > 1;
+          GJ_ASSIGN_OR_RETURN(Value x, Get(in, row_condition ? Index{index[0]} : Broadcast(index, shape, in_shape)));
           operands.push_back(x.name);
           types.push_back(x.type);
           depth = std::max(depth, x.depth);

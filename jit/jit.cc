@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -31,10 +32,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Part of every signature: what made the code.
+// Part of every signature: what made the code (the target is added per session).
 const std::string& CompilerId() {
-  static const std::string id = std::string("graphjit ") + GRAPHJIT_VERSION + " fusion/2 llvm-19 O3 | " + cpu::HostCpu();
+  static const std::string id = std::string("graphjit ") + GRAPHJIT_VERSION + " fusion/2 llvm-19 O3";
   return id;
+}
+
+// The CPU a session's kernels are for: its options, else GRAPHJIT_FLAGS (which apply to
+// every session of the process, as XLA_FLAGS do), else the host.
+cpu::Target TargetOf(const SessionOptions* options) {
+  static const SessionOptions* process = [] {
+    auto* o = new SessionOptions();
+    if (const char* env = std::getenv("GRAPHJIT_FLAGS")) {
+      Status s = ApplyFlags(env, o);
+      if (!s.ok()) std::fprintf(stderr, "graphjit: warning: %s\n", s.message().c_str());
+    }
+    return o;
+  }();
+  const SessionOptions& own = options && (!options->jit_cpu.empty() || !options->jit_cpu_features.empty()) ? *options : *process;
+  cpu::Target target;
+  target.cpu = own.jit_cpu;
+  target.features = own.jit_cpu_features;
+  target.prefer_vector_width = options && options->prefer_vector_width ? options->prefer_vector_width : process->prefer_vector_width;
+  return target;
 }
 
 std::mutex fault_mu;
@@ -75,6 +95,11 @@ struct ClusterState {
   // What every signature of this cluster starts with: the compiler, the device and the
   // body in canonical serialization (attr maps in key order), as its interned id.
   std::string signature_prefix;
+  // The CPU the kernels are for, from the session's options at the first run, and its
+  // description (an error if the options name an unknown CPU).
+  mutable std::once_flag target_once;
+  mutable cpu::Target target;
+  mutable StatusOr<std::string> target_key = std::string();
   tensorflow::GraphDef body_def;  // with Softmax and LogSoftmax expanded
   std::vector<std::string> outputs;
   std::vector<bool> value_inputs;  // inputs whose values are part of the signature
@@ -173,6 +198,7 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   if (!module->mlir.empty()) {
     cpu::CompileOptions options;
     options.keep_stages = !dir.empty();
+    options.target = state.target;
     auto exe = cpu::Compile(module->mlir, options);
     if (!exe.ok()) return fail(exe.status());
     const cpu::CompileReport& r = (*exe)->report();
@@ -229,9 +255,10 @@ uint64_t InternPrefix(const std::string& prefix) {
   return ids->emplace(prefix, ids->size()).first->second;
 }
 
-// The full signature, compared whole by the cache: the prefix's id, then the inputs.
+// The full signature, compared whole by the cache: the prefix's id, the target's, then
+// the inputs.
 std::string Signature(const ClusterState& state, const std::vector<Tensor>& inputs) {
-  std::string key = state.signature_prefix;
+  std::string key = state.signature_prefix + *state.target_key;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     key += DTypeName(t.dtype()) + t.shape().ToString();
@@ -255,7 +282,7 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
     coded.SetSerializationDeterministic(true);
     state->body_def.SerializeToCodedStream(&coded);
   }
-  state->signature_prefix = "#" + std::to_string(InternPrefix(CompilerId() + "|cpu|" + canonical)) + "|";
+  state->signature_prefix = "#" + std::to_string(InternPrefix(CompilerId() + "|" + canonical)) + "|";
   for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) state->outputs.push_back(s);
   state->value_inputs = ValueInputs(state->body_def, static_cast<int>(node.inputs.size()));
   std::lock_guard<std::mutex> lock(states_mu);
@@ -353,6 +380,13 @@ Status Compute(KernelContext& ctx) {
     return RunReference(ctx, state);
   }
   const SessionOptions* options = ctx.options;
+  std::call_once(state.target_once, [&] {
+    state.target = TargetOf(options);
+    auto description = cpu::DescribeTarget(state.target);
+    state.target_key = description.ok() ? StatusOr<std::string>("#" + std::to_string(InternPrefix("cpu " + *description)) + "|")
+                                        : description;
+  });
+  if (!state.target_key.ok()) return ctx.Error(state.target_key.status().message());
   CompileReporting report;
   if (options && !options->dump_to.empty()) report.dump_dir = options->dump_to + "/" + state.name;
   report.tracer = ctx.tracer;

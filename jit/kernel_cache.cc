@@ -1,6 +1,7 @@
 #include "jit/kernel_cache.h"
 
 #include <chrono>
+#include <exception>
 
 namespace graphjit {
 
@@ -26,7 +27,17 @@ std::shared_ptr<const KernelCache::Entry> KernelCache::Get(const std::string& ke
   slots_[key];  // a placeholder others wait on
   lock.unlock();
   auto start = std::chrono::steady_clock::now();
-  auto entry = std::make_shared<const Entry>(compile());
+  // A compile that throws is a failed compile: the placeholder must not be left for
+  // others to wait on forever.
+  Entry made;
+  try {
+    made = compile();
+  } catch (const std::exception& e) {
+    made = Entry{nullptr, std::string("internal compiler error: ") + e.what(), 0};
+  } catch (...) {
+    made = Entry{nullptr, "internal compiler error: an exception that is not a std::exception", 0};
+  }
+  auto entry = std::make_shared<const Entry>(std::move(made));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   lock.lock();
   ++stats_.compiles;

@@ -109,10 +109,21 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
     } else if (key == "--dump_to") {
       if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --dump_to needs a directory");
       options->dump_to = value;
+    } else if (key == "--jit_cpu") {
+      if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --jit_cpu needs an LLVM CPU name (e.g. x86-64-v3)");
+      options->jit_cpu = value;
+    } else if (key == "--jit_cpu_features") {
+      options->jit_cpu_features = value;
+    } else if (key == "--prefer_vector_width") {
+      GJ_RETURN_IF_ERROR(number(0, &v));
+      if (v != 128 && v != 256 && v != 512)
+        return InvalidArgument("GRAPHJIT_FLAGS: --prefer_vector_width must be 128, 256 or 512, got '" + value + "'");
+      options->prefer_vector_width = static_cast<int>(v);
     } else {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
-                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose)");
+                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_cpu, "
+                             "--jit_cpu_features, --prefer_vector_width)");
     }
   }
   return Status::Ok();

@@ -38,6 +38,12 @@ struct SessionOptions {
   bool jit_strict = false;
   // One line on stderr per cluster compiled: its name, ops, kernels and milliseconds.
   bool jit_verbose = false;
+  // The CPU the JIT generates code for: an LLVM CPU name (empty: the host, as detected),
+  // features on top of it ("+avx512f,-avx512bw"), and the widest vectors its loops use in
+  // bits (0: graphjit's default, 512 on AVX-512 CPUs, else 256). A session that leaves
+  // these unset takes them from GRAPHJIT_FLAGS, which applies to the whole process.
+  std::string jit_cpu, jit_cpu_features;
+  int prefer_vector_width = 0;
 
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.
@@ -48,7 +54,8 @@ struct SessionOptions {
 // Applies GRAPHJIT_FLAGS-style flags, as TF_XLA_FLAGS does for TensorFlow:
 // --jit_level=off|on|on_1|on_2, --min_cluster_size=N, --max_cluster_size=N,
 // --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR,
-// --jit_strict, --jit_verbose.
+// --jit_strict, --jit_verbose, --jit_cpu=NAME, --jit_cpu_features=+a,-b,
+// --prefer_vector_width=128|256|512.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);

@@ -53,7 +53,7 @@ namespace {
 // Waking a sleeping thread costs tens of microseconds on a VM, more than many kernels
 // take; so a thread that runs out of work, or waits for helpers, spins this long
 // before it sleeps.
-constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kSpin = std::chrono::microseconds(200);
 
 template <typename Pred>
 bool SpinUntil(Pred done) {

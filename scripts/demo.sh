@@ -22,8 +22,9 @@ $G compare build/demo/mnist/cross_entropy.npy tests/data/mnist_softmax/out_cross
 $G compare build/demo/keras_mlp/Identity.npy tests/data/keras_mlp/out_Identity.npy
 echo
 echo "== What the JIT compiles in the Keras transformer block (clustering at ON_1), and why the rest is left out"
-$G clusters tests/data/transformer_block/model.pb --jit on | head -8
-echo "   ..."
+$G clusters tests/data/transformer_block/model.pb --jit on > build/demo/transformer_clusters.txt
+head -8 build/demo/transformer_clusters.txt
+echo "   ... ($(wc -l < build/demo/transformer_clusters.txt) lines in build/demo/transformer_clusters.txt)"
 D=tests/data/transformer_block
 echo "== The transformer block with the JIT on: each cluster compiled (layer norms and the softmax are one kernel each)"
 GRAPHJIT_FLAGS=--jit_verbose $G run $D/model.pb --feed x=$D/x.npy --jit on --out build/demo/transformer --repeat 50 --stats

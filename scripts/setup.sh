@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake ninja-build g++ ccache pkg-config
-          libprotobuf-dev protobuf-compiler libeigen3-dev libdnnl-dev
+          libprotobuf-dev protobuf-compiler libeigen3-dev libdnnl-dev ocl-icd-opencl-dev
           libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev llvm-19-tools python3
           llvm-19-dev libmlir-19-dev libzstd-dev)
 missing=()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -25,7 +26,8 @@ void AddBenchCommand(CLI::App& app, BenchArgs* a) {
   bench->add_option("--config", a->config, "Text-format TensorFlow ConfigProto");
   bench->add_option("--jit", a->jit, "Configurations to compare, e.g. off,on,on_2")->capture_default_str();
   bench->add_option("--iters", a->iters, "Timed runs per configuration")->capture_default_str()->check(CLI::Range(1, 1000000));
-  bench->add_option("--threads", a->threads, "Intra- and inter-op threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  bench->add_option("--threads", a->threads, "Intra- and inter-op threads; a list (1,2) times each configuration at each")
+      ->capture_default_str();
   bench->add_option("--json", a->json, "Also write the results to FILE as JSON");
 }
 
@@ -49,6 +51,7 @@ bool MovesData(const TraceEvent& e) {
 
 struct Config {
   std::string name;
+  int threads = 1;
   std::unique_ptr<Session> session;
   std::vector<double> ms, stream;
   double compile_ms = 0;
@@ -91,22 +94,32 @@ int BenchCommand(const BenchArgs& a) {
   if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
   auto graph_def = ReadGraphDefFile(a.model);
   if (!graph_def.ok()) return Fail(kExitBadInput, graph_def.status().message());
-  std::vector<Config> configs;
-  for (const std::string& name : SplitList(a.jit)) {
-    static const std::map<std::string, JitLevel> levels = {
-        {"off", JitLevel::kOff}, {"on", JitLevel::kOn1}, {"on_1", JitLevel::kOn1}, {"on_2", JitLevel::kOn2}};
-    auto level = levels.find(name);
-    if (level == levels.end()) return Fail(kExitBadInput, "--jit: '" + name + "' is not off, on, on_1 or on_2");
-    SessionOptions options = *loaded;
-    options.jit_level = level->second;
-    options.intra_op_threads = options.inter_op_threads = a.threads;
-    auto session = Session::Create(options, *graph_def);
-    if (!session.ok()) return Fail(kExitBadInput, a.model + ": " + session.status().message());
-    Config c;
-    c.name = name;
-    c.session = std::move(session).value();
-    configs.push_back(std::move(c));
+  std::vector<int> thread_counts;
+  for (const std::string& t : SplitList(a.threads)) {
+    char* end = nullptr;
+    const long n = std::strtol(t.c_str(), &end, 10);
+    if (*end != '\0' || n < 1 || n > 1024) return Fail(kExitBadInput, "--threads: '" + t + "' is not a count from 1 to 1024");
+    thread_counts.push_back(static_cast<int>(n));
   }
+  if (thread_counts.empty()) return Fail(kExitBadInput, "--threads lists no thread count");
+  std::vector<Config> configs;
+  for (int threads : thread_counts)
+    for (const std::string& name : SplitList(a.jit)) {
+      static const std::map<std::string, JitLevel> levels = {
+          {"off", JitLevel::kOff}, {"on", JitLevel::kOn1}, {"on_1", JitLevel::kOn1}, {"on_2", JitLevel::kOn2}};
+      auto level = levels.find(name);
+      if (level == levels.end()) return Fail(kExitBadInput, "--jit: '" + name + "' is not off, on, on_1 or on_2");
+      SessionOptions options = *loaded;
+      options.jit_level = level->second;
+      options.intra_op_threads = options.inter_op_threads = threads;
+      auto session = Session::Create(options, *graph_def);
+      if (!session.ok()) return Fail(kExitBadInput, a.model + ": " + session.status().message());
+      Config c;
+      c.name = name;
+      c.threads = threads;
+      c.session = std::move(session).value();
+      configs.push_back(std::move(c));
+    }
   if (configs.empty()) return Fail(kExitBadInput, "--jit lists no configuration");
   auto inputs = PrepareInputs(a.inputs, *configs[0].session, *graph_def);
   if (!inputs.ok()) return Fail(kExitBadInput, inputs.status().message());
@@ -140,35 +153,41 @@ int BenchCommand(const BenchArgs& a) {
   for (const auto& [name, t] : inputs->feeds)
     if (largest == nullptr || t.bytes() > largest->bytes()) largest = &t;
   if (largest == nullptr || largest->bytes() < sizeof(float)) return Fail(kExitBadInput, "the model has no input to feed");
-  // The sessions' own intra-op pool: a pool of its own would add workers spinning
-  // beside theirs.
-  std::shared_ptr<ThreadPool> pool = ThreadPool::Shared(ThreadPool::Role::kIntraOp, a.threads);
-  StreamCopy copy(*largest, pool.get());
+  // Per thread count, the sessions' own intra-op pool: a pool of its own would add
+  // workers spinning beside theirs.
+  std::map<int, std::shared_ptr<ThreadPool>> pools;
+  std::map<int, std::unique_ptr<StreamCopy>> copies;
+  for (int threads : thread_counts) {
+    pools[threads] = ThreadPool::Shared(ThreadPool::Role::kIntraOp, threads);
+    copies[threads] = std::make_unique<StreamCopy>(*largest, pools[threads].get());
+  }
   for (int i = 0; i < a.iters; ++i)
     for (Config& c : configs) {
       const auto t0 = Clock::now();
       Status s = c.session->Run(inputs->feeds, inputs->fetches, {}, &out);
       c.ms.push_back(Millis(Clock::now() - t0));
       if (!s.ok()) return Fail(kExitRunError, "jit " + c.name + ": " + s.message());
-      c.stream.push_back(copy.Run());
+      c.stream.push_back(copies[c.threads]->Run());
     }
   for (Config& c : configs) c.stream_gbs = Percentile(c.stream, 0.5);
 
   // 4. The table, and the JSON.
-  std::printf("%s: %d thread%s, %d runs per configuration, interleaved; stream: a copy of %.2f MB\n", a.model.c_str(),
-              a.threads, a.threads == 1 ? "" : "s", a.iters, copy.bytes() / 1e6);
-  std::printf("%-5s %10s %8s %8s %11s %9s %8s %10s %8s %12s %10s\n", "jit", "median ms", "p10 ms", "p90 ms", "compile ms",
-              "compiles", "kernels", "MB moved", "GB/s", "stream GB/s", "of stream");
+  const int64_t stream_bytes = copies.begin()->second->bytes();
+  std::printf("%s: %s thread%s, %d runs per configuration, interleaved; stream: a copy of %.2f MB\n", a.model.c_str(),
+              a.threads.c_str(), a.threads == "1" ? "" : "s", a.iters, stream_bytes / 1e6);
+  std::printf("%-5s %7s %10s %8s %8s %11s %9s %8s %10s %8s %12s %10s\n", "jit", "threads", "median ms", "p10 ms", "p90 ms",
+              "compile ms", "compiles", "kernels", "MB moved", "GB/s", "stream GB/s", "of stream");
   nlohmann::json json = {{"model", a.model},
-                         {"threads", a.threads},
-                         {"stream_bytes", copy.bytes()},
+                         {"threads", thread_counts},
+                         {"stream_bytes", stream_bytes},
                          {"configs", nlohmann::json::array()}};
   for (const Config& c : configs) {
     const double median = Percentile(c.ms, 0.5), gbs = c.bytes / median / 1e6;
-    std::printf("%-5s %10.3f %8.3f %8.3f %11.1f %9d %8d %10.2f %8.1f %12.1f %9.0f%%\n", c.name.c_str(), median,
-                Percentile(c.ms, 0.1), Percentile(c.ms, 0.9), c.compile_ms, c.compiles, c.kernels, c.bytes / 1e6,
-                gbs, c.stream_gbs, 100 * gbs / c.stream_gbs);
+    std::printf("%-5s %7d %10.3f %8.3f %8.3f %11.1f %9d %8d %10.2f %8.1f %12.1f %9.0f%%\n", c.name.c_str(), c.threads,
+                median, Percentile(c.ms, 0.1), Percentile(c.ms, 0.9), c.compile_ms, c.compiles, c.kernels,
+                c.bytes / 1e6, gbs, c.stream_gbs, 100 * gbs / c.stream_gbs);
     json["configs"].push_back({{"jit", c.name},
+                               {"threads", c.threads},
                                {"median_ms", median},
                                {"p10_ms", Percentile(c.ms, 0.1)},
                                {"p90_ms", Percentile(c.ms, 0.9)},
@@ -178,6 +197,17 @@ int BenchCommand(const BenchArgs& a) {
                                {"bytes", c.bytes},
                                {"stream_gbs", c.stream_gbs},
                                {"bandwidth_fraction", gbs / c.stream_gbs}});
+  }
+  // What more threads bring each configuration, next to what they bring the copy.
+  if (thread_counts.size() > 1) {
+    const int base = thread_counts.front();
+    for (const Config& c : configs) {
+      if (c.threads == base) continue;
+      const Config& one = *std::find_if(configs.begin(), configs.end(),
+                                        [&](const Config& o) { return o.threads == base && o.name == c.name; });
+      std::printf("speed-up %s, %d -> %d threads: %.2fx (copy: %.2fx)\n", c.name.c_str(), base, c.threads,
+                  Percentile(one.ms, 0.5) / Percentile(c.ms, 0.5), c.stream_gbs / one.stream_gbs);
+    }
   }
   if (!a.json.empty()) {
     std::ofstream f(a.json);

@@ -16,7 +16,7 @@ struct BenchArgs {
   std::string config;
   std::string jit = "off,on";
   int iters = 50;
-  int threads = 1;
+  std::string threads = "1";  // a list: "1,2" times every configuration at 1 and at 2 threads
   std::string json;
 };
 

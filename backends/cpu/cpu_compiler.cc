@@ -7,11 +7,14 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -65,13 +68,66 @@ const mlir::DialectRegistry& Registry() {
   return *registry;
 }
 
-StatusOr<std::unique_ptr<llvm::TargetMachine>> HostTargetMachine() {
+// The host's features by LLVM's names, each on or off.
+const llvm::StringMap<bool>& HostFeatures() {
+  static const auto* features = new llvm::StringMap<bool>(llvm::sys::getHostCPUFeatures());
+  return *features;
+}
+
+bool ValidVectorWidth(int bits) { return bits == 0 || bits == 128 || bits == 256 || bits == 512; }
+
+// A target machine for `target`, and what follows from it.
+struct Machine {
+  std::unique_ptr<llvm::TargetMachine> tm;
+  int vector_width = 0;  // the preferred width, resolved
+  std::string missing;   // the features its code needs that the host lacks
+};
+
+StatusOr<Machine> MakeTargetMachine(const Target& target) {
+  if (!ValidVectorWidth(target.prefer_vector_width))
+    return InvalidArgument("the preferred vector width must be 128, 256 or 512 bits, got " +
+                           std::to_string(target.prefer_vector_width));
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) return Internal("cannot describe the host CPU: " + llvm::toString(builder.takeError()));
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  // Names are checked against the host's subtarget first (LLVM would warn and ignore them).
+  static const llvm::TargetMachine* host = [&]() -> llvm::TargetMachine* {
+    auto tm = builder->createTargetMachine();
+    return tm ? tm->release() : nullptr;
+  }();
+  if (host == nullptr) return Internal("no code generator for the host CPU");
+  const llvm::MCSubtargetInfo& known = *host->getMCSubtargetInfo();
+  if (!target.cpu.empty()) {
+    if (!known.isCPUStringValid(target.cpu))
+      return InvalidArgument("LLVM does not know the CPU '" + target.cpu + "' (try x86-64-v3, skylake-avx512, znver4)");
+    builder->setCPU(target.cpu);
+    builder->getFeatures() = llvm::SubtargetFeatures();
+  }
+  llvm::SmallVector<llvm::StringRef> extra;
+  llvm::StringRef(target.features).split(extra, ',', -1, false);
+  for (llvm::StringRef f : extra) {
+    f = f.trim();
+    if (f.size() < 2 || (f[0] != '+' && f[0] != '-'))
+      return InvalidArgument("a CPU feature is written +name or -name, got '" + f.str() + "'");
+    const auto& all = known.getAllProcessorFeatures();
+    if (std::none_of(all.begin(), all.end(), [&](const llvm::SubtargetFeatureKV& kv) { return f.drop_front() == kv.Key; }))
+      return InvalidArgument("LLVM does not know the CPU feature '" + f.drop_front().str() + "'");
+    builder->getFeatures().AddFeature(f);
+  }
   auto tm = builder->createTargetMachine();
-  if (!tm) return Internal("no code generator for the host CPU: " + llvm::toString(tm.takeError()));
-  return std::move(*tm);
+  if (!tm) return Internal("no code generator for this CPU: " + llvm::toString(tm.takeError()));
+  const llvm::MCSubtargetInfo& sti = *(*tm)->getMCSubtargetInfo();
+  Machine machine;
+  for (const llvm::SubtargetFeatureKV& kv : sti.getAllProcessorFeatures()) {
+    auto host = HostFeatures().find(kv.Key);
+    if (sti.getFeatureBits().test(kv.Value) && host != HostFeatures().end() && !host->getValue())
+      machine.missing += (machine.missing.empty() ? "" : ",") + std::string(kv.Key);
+  }
+  // graphjit's default, not LLVM's per-CPU tuning: the widest registers the CPU has.
+  machine.vector_width = target.prefer_vector_width;
+  if (machine.vector_width == 0) machine.vector_width = sti.checkFeatures("+avx512f") ? 512 : 256;
+  machine.tm = std::move(*tm);
+  return machine;
 }
 
 std::string Assembly(llvm::Module& module, llvm::TargetMachine& tm) {
@@ -90,12 +146,13 @@ struct Executable::Engine {
   std::unique_ptr<mlir::ExecutionEngine> engine;
 };
 
-Executable::Executable(std::unique_ptr<Engine> engine, CompileReport report)
-    : engine_(std::move(engine)), report_(std::move(report)) {}
+Executable::Executable(std::unique_ptr<Engine> engine, CompileReport report, std::string not_runnable)
+    : engine_(std::move(engine)), report_(std::move(report)), not_runnable_(std::move(not_runnable)) {}
 
 Executable::~Executable() = default;
 
 StatusOr<Executable::PackedFunction> Executable::Function(const std::string& name) const {
+  if (!not_runnable_.empty()) return FailedPrecondition(not_runnable_);
   auto fn = engine_->engine->lookupPacked(name);
   if (!fn) return NotFound("no function '" + name + "' in the compiled module: " + llvm::toString(fn.takeError()));
   return *fn;
@@ -137,6 +194,9 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
   };
   mlir::RewritePatternSet approximations(&context);
   mlir::populateMathPolynomialApproximationPatterns(approximations);
+  // bf16 <-> f32 as integer operations (round to nearest even, NaN kept): without
+  // AVX512-BF16, LLVM would call compiler-rt's __truncsfbf2, which the JIT cannot resolve.
+  mlir::arith::populateExpandBFloat16Patterns(approximations);
   if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(approximations))))
     return Internal("math approximation did not converge: " + diagnostics);
   keep("math_approximated");
@@ -150,11 +210,20 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
 
   // 3. LLVM: optimize for the host, then generate code in process.
   start = Clock::now();
-  GJ_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, HostTargetMachine());
-  GJ_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> asm_tm, HostTargetMachine());
-  auto optimize = mlir::makeOptimizingTransformer(options.llvm_opt_level, 0, tm.get());
+  GJ_ASSIGN_OR_RETURN(Machine target, MakeTargetMachine(options.target));
+  GJ_ASSIGN_OR_RETURN(Machine for_assembly, MakeTargetMachine(options.target));
+  std::unique_ptr<llvm::TargetMachine> tm = std::move(target.tm), asm_tm = std::move(for_assembly.tm);
+  // The engine takes `tm` over; it lives as long as the engine.
+  llvm::TargetMachine* machine = tm.get();
+  auto optimize = mlir::makeOptimizingTransformer(options.llvm_opt_level, 0, machine);
   // ExecutionEngineOptions::transformer is a function_ref: this must outlive create().
   auto transform = [&](llvm::Module* m) -> llvm::Error {
+    for (llvm::Function& f : *m) {
+      if (f.isDeclaration()) continue;
+      f.addFnAttr("target-cpu", machine->getTargetCPU());
+      f.addFnAttr("target-features", machine->getTargetFeatureString());
+      f.addFnAttr("prefer-vector-width", std::to_string(target.vector_width));
+    }
     if (llvm::Error e = optimize(m)) return e;
     if (options.keep_stages) {
       llvm::raw_string_ostream os(report.llvm_ir);
@@ -173,17 +242,28 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
   report.llvm_ms = Millis(start);
   auto holder = std::make_unique<Executable::Engine>();
   holder->engine = std::move(*engine);
-  return std::unique_ptr<Executable>(new Executable(std::move(holder), std::move(report)));
+  std::string not_runnable;
+  if (!target.missing.empty()) not_runnable = "the code is for a CPU with " + target.missing + ", which this CPU lacks";
+  return std::unique_ptr<Executable>(new Executable(std::move(holder), std::move(report), std::move(not_runnable)));
 }
 
-std::string HostCpu() {
-  std::string features;
-  std::vector<std::string> on;
-  for (const auto& f : llvm::sys::getHostCPUFeatures())
-    if (f.getValue()) on.push_back("+" + f.getKey().str());
-  std::sort(on.begin(), on.end());
-  for (const std::string& f : on) features += (features.empty() ? "" : ",") + f;
-  return llvm::sys::getHostCPUName().str() + " " + features;
+StatusOr<std::string> DescribeTarget(const Target& target) {
+  InitializeOnce();
+  GJ_ASSIGN_OR_RETURN(Machine machine, MakeTargetMachine(target));
+  std::string text;
+  if (target.cpu.empty()) {
+    std::vector<std::string> on;
+    for (const auto& f : HostFeatures())
+      if (f.getValue()) on.push_back("+" + f.getKey().str());
+    std::sort(on.begin(), on.end());
+    text = llvm::sys::getHostCPUName().str() + " ";
+    for (const std::string& f : on) text += f + ",";
+  } else {
+    text = target.cpu + " ";
+  }
+  return text + target.features + " vw=" + std::to_string(machine.vector_width);
 }
+
+std::string HostCpu() { return DescribeTarget().value(); }
 
 }  // namespace graphjit::cpu

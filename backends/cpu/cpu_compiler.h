@@ -15,9 +15,20 @@
 
 namespace graphjit::cpu {
 
+// The CPU code is generated for. The default is the host, as detected at run time.
+struct Target {
+  std::string cpu;       // an LLVM CPU name ("sapphirerapids", "znver4", "x86-64-v3"); empty: the host
+  std::string features;  // "+f,-g" on top of the CPU's own (with an empty cpu: on top of the host's)
+  // The widest vectors loops are vectorized with, in bits (128, 256 or 512); 0: the
+  // widest the CPU has (512 with AVX-512, else 256), whatever LLVM's tuning for that CPU
+  // prefers (256 on Intel's AVX-512 parts, 512 on AMD's).
+  int prefer_vector_width = 0;
+};
+
 struct CompileOptions {
   int llvm_opt_level = 3;
   bool keep_stages = false;  // keep the lowered MLIR, the LLVM IR and the assembly
+  Target target;
 };
 
 // What each stage produced (filled with CompileOptions::keep_stages), and its cost.
@@ -38,6 +49,8 @@ class Executable {
 
   ~Executable();
   // Looks a function up once, to call it many times (valid while this lives).
+  // FailedPrecondition if the code was generated for a CPU this one cannot run (its
+  // assembly can still be read from the report).
   StatusOr<PackedFunction> Function(const std::string& name) const;
   // Calls `function` with one pointer per memref argument, in order (the bare-pointer
   // calling convention: shapes are part of the compiled code). Fails if there is no
@@ -48,17 +61,20 @@ class Executable {
  private:
   friend StatusOr<std::unique_ptr<Executable>> Compile(const std::string&, const CompileOptions&);
   struct Engine;
-  Executable(std::unique_ptr<Engine> engine, CompileReport report);
+  Executable(std::unique_ptr<Engine> engine, CompileReport report, std::string not_runnable);
   std::unique_ptr<Engine> engine_;
   CompileReport report_;
+  std::string not_runnable_;  // why the host cannot run this code; empty if it can
 };
 
 // InvalidArgument if the text does not parse or verify; Internal if lowering or code
 // generation fails (with MLIR's diagnostics in the message).
 StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const CompileOptions& options = {});
 
-// The host CPU as code generation targets it ("skylake-avx512 +avx512f,+avx2,..."),
-// detected at run time: part of every kernel cache key.
-std::string HostCpu();
+// The CPU as code generation targets it ("znver4 +avx2,+avx512f,... vw=512"), the host's
+// detected at run time: part of every kernel cache key. InvalidArgument for a CPU name
+// or feature LLVM does not know, or a vector width other than 0, 128, 256, 512.
+StatusOr<std::string> DescribeTarget(const Target& target = {});
+std::string HostCpu();  // DescribeTarget of the host
 
 }  // namespace graphjit::cpu

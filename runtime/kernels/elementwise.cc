@@ -448,7 +448,13 @@ std::vector<OpDef> ElementwiseOps() {
   ops.push_back(UnaryOp<TS::kFloat>("Exp", 8, [](const auto& x, auto) { return x.exp(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Log", 8, [](const auto& x, auto) { return x.log(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Log1p", 8, [](const auto& x, auto) { return x.log1p(); }));
-  ops.push_back(UnaryOp<TS::kFloat>("Sqrt", 4, [](const auto& x, auto) { return x.sqrt(); }));
+  // Not Eigen 3.4's x.sqrt(): on SSE/AVX (not AVX-512) it is an rsqrt estimate and a Newton
+  // step, 1-2 bits short, NaN for +inf and 0 for subnormals. A reference kernel is exact:
+  // a scalar std::sqrt per element, which the compiler vectorizes to sqrtps (this file is
+  // compiled with -fno-math-errno).
+  ops.push_back(UnaryOp<TS::kFloat>("Sqrt", 4, [](const auto& x, auto) {
+    return x.unaryExpr([](auto v) { return std::sqrt(v); });
+  }));
   ops.push_back(UnaryOp<TS::kFloat>("Rsqrt", 4, [](const auto& x, auto) { return x.rsqrt(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Reciprocal", 4, [](const auto& x, auto) { return x.inverse(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Tanh", 8, [](const auto& x, auto) { return x.tanh(); }));

@@ -31,6 +31,13 @@ const dnnl::engine& OneDnnEngine() {
   return *engine;
 }
 
+void OneDnnOnThisThread() {
+  // OpenMP's thread count is per thread (an ICV of the thread's implicit task).
+  thread_local bool done = false;
+  if (!done) omp_set_num_threads(1);
+  done = true;
+}
+
 dnnl::primitive_attr OneDnnAttr(Activation activation) {
   dnnl::post_ops ops;
   switch (activation) {

@@ -24,6 +24,13 @@ StatusOr<Activation> ReadActivation(const Node& node);
 // The CPU engine graphjit's oneDNN primitives run on.
 const dnnl::engine& OneDnnEngine();
 
+// Makes oneDNN calls on the calling thread single-threaded. graphjit's kernels split
+// oneDNN's work into blocks on the runtime's intra-op threads themselves: Debian's oneDNN
+// parallelizes with OpenMP, whose workers spin-wait after each call and then compete for
+// the cores with the runtime's own threads (2 threads ran 40x slower than 1). A team of
+// one thread starts no OpenMP worker at all.
+void OneDnnOnThisThread();
+
 // oneDNN primitives built once per key (a geometry) and shared by every caller; `make_pd`
 // builds the primitive descriptor of a missing one.
 template <typename Primitive>

@@ -179,13 +179,29 @@ TEST(Cli, JitVerboseNamesEachCompile) {
   EXPECT_NE(r.err.find(" kernels, "), std::string::npos) << r.err;
 }
 
+// Every configuration at each thread count, interleaved in one run, and the speed-ups.
+TEST(Cli, BenchComparesThreadCounts) {
+  std::string json = testing::TempDir() + "/bench_threads.json";
+  auto r = RunGraphjit("bench " + Mnist() + " --shape x=32,784 --shape y_=32,10 --jit off,on --threads 1,2 --iters 3 --json " +
+                       json);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("speed-up off, 1 -> 2 threads: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("speed-up on, 1 -> 2 threads: "), std::string::npos) << r.out;
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_EQ(doc["threads"], nlohmann::json::array({1, 2}));
+  ASSERT_EQ(doc["configs"].size(), 4u);
+  std::vector<std::pair<std::string, int>> seen;
+  for (const auto& c : doc["configs"]) seen.emplace_back(c["jit"], c["threads"]);
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, int>>{{"off", 1}, {"on", 1}, {"off", 2}, {"on", 2}}));
+}
+
 TEST(Cli, BenchComparesConfigurationsAndWritesJson) {
   std::string json = testing::TempDir() + "/bench.json";
   auto r = RunGraphjit("bench " + Mnist() + " --shape x=32,784 --shape y_=32,10 --jit off,on --iters 3 --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("median ms"), std::string::npos) << r.out;
   nlohmann::json doc = nlohmann::json::parse(std::ifstream(json));
-  EXPECT_EQ(doc["threads"], 1);
+  EXPECT_EQ(doc["threads"], nlohmann::json::array({1}));
   ASSERT_EQ(doc["configs"].size(), 2u);
   EXPECT_EQ(doc["configs"][0]["jit"], "off");
   EXPECT_EQ(doc["configs"][1]["jit"], "on");
@@ -201,6 +217,7 @@ TEST(Cli, BenchComparesConfigurationsAndWritesJson) {
   EXPECT_LT(doc["configs"][1]["bytes"].get<int64_t>(), doc["configs"][0]["bytes"].get<int64_t>());
   EXPECT_GT(doc["configs"][1]["compile_ms"].get<double>(), 0);
   ExpectExit(RunGraphjit("bench " + Mnist() + " --shape x=2,784 --shape y_=2,10 --jit off,fast"), 2, "'fast' is not");
+  ExpectExit(RunGraphjit("bench " + Mnist() + " --shape x=2,784 --shape y_=2,10 --threads 1,zero"), 2, "'zero' is not");
   ExpectExit(RunGraphjit("bench " + Mnist()), 2, "give its dims with --shape");
 }
 

@@ -1,6 +1,7 @@
 // backends/cpu: MLIR text in, native code out, called on real buffers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -27,6 +28,8 @@ func.func @bias_relu_tanh(%x: memref<37x19xf32>, %b: memref<19xf32>, %out: memre
   return
 }
 )mlir";
+
+bool HostHas(const std::string& feature) { return cpu::HostCpu().find("+" + feature + ",") != std::string::npos; }
 
 TEST(CpuBackend, CompilesAndRunsAFusedElementwiseKernel) {
   cpu::CompileOptions options;
@@ -63,13 +66,103 @@ TEST(CpuBackend, CompilesAndRunsAFusedElementwiseKernel) {
   EXPECT_NE(r.llvm_ir.find("define void @bias_relu_tanh"), std::string::npos);
   EXPECT_EQ(r.llvm_ir.find("@tanhf"), std::string::npos) << "tanh should be a polynomial, not a libm call";
   // Vector code for the host's widest registers.
-  const std::string host = cpu::HostCpu();
-  if (host.find("+avx512f") != std::string::npos) {
-    EXPECT_NE(r.assembly.find("zmm"), std::string::npos) << host;
-  } else if (host.find("+avx2") != std::string::npos) {
-    EXPECT_NE(r.assembly.find("ymm"), std::string::npos) << host;
+  if (HostHas("avx512f")) {
+    EXPECT_NE(r.assembly.find("zmm"), std::string::npos) << cpu::HostCpu();
+  } else if (HostHas("avx2")) {
+    EXPECT_NE(r.assembly.find("ymm"), std::string::npos) << cpu::HostCpu();
   }
   EXPECT_GT(r.mlir_ms + r.llvm_ms, 0);
+}
+
+// A row of bias + ReLU over [64, 256]: long enough rows that the loop vectorizer uses the
+// widest vectors it is allowed.
+constexpr const char* kBiasRelu = R"mlir(
+#rows = affine_map<(i, j) -> (i, j)>
+#cols = affine_map<(i, j) -> (j)>
+func.func @bias_relu(%x: memref<64x256xf32>, %b: memref<256xf32>, %out: memref<64x256xf32>) {
+  linalg.generic {indexing_maps = [#rows, #cols, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : memref<64x256xf32>, memref<256xf32>) outs(%out : memref<64x256xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %s = arith.addf %a, %c : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+)mlir";
+
+std::string AssemblyFor(const cpu::Target& target) {
+  cpu::CompileOptions options;
+  options.keep_stages = true;
+  options.target = target;
+  auto exe = cpu::Compile(kBiasRelu, options);
+  EXPECT_TRUE(exe.ok()) << exe.status().ToString();
+  return exe.ok() ? (*exe)->report().assembly : "";
+}
+
+// The vector width is graphjit's choice, not LLVM's per-CPU tuning (which prefers 256-bit
+// vectors on Sapphire Rapids and 512 on Zen 4): code is generated for any x86 CPU on any
+// host, so this runs the same everywhere.
+TEST(CpuBackend, TheVectorWidthIsAnOption) {
+  for (const char* cpu : {"sapphirerapids", "znver4", "skylake-avx512"}) {
+    const std::string wide = AssemblyFor({cpu, "", 0});
+    EXPECT_NE(wide.find("zmm"), std::string::npos) << cpu << ": AVX-512 CPUs get 512-bit vectors by default";
+    const std::string narrow = AssemblyFor({cpu, "", 256});
+    EXPECT_EQ(narrow.find("zmm"), std::string::npos) << cpu << " with 256-bit vectors";
+    EXPECT_NE(narrow.find("ymm"), std::string::npos) << cpu << " with 256-bit vectors";
+  }
+  // A CPU without AVX-512, and AVX-512 switched off by a feature.
+  for (const cpu::Target& target : {cpu::Target{"x86-64-v3", "", 0}, cpu::Target{"sapphirerapids", "-avx512f", 0}}) {
+    const std::string code = AssemblyFor(target);
+    EXPECT_EQ(code.find("zmm"), std::string::npos) << target.cpu << target.features;
+    EXPECT_NE(code.find("ymm"), std::string::npos) << target.cpu << target.features;
+  }
+  EXPECT_EQ(AssemblyFor({"x86-64-v3", "", 128}).find("ymm"), std::string::npos);
+  EXPECT_NE(cpu::DescribeTarget({"x86-64-v3", "", 0}).value().find("vw=256"), std::string::npos);
+  EXPECT_NE(cpu::DescribeTarget({"znver4", "", 0}).value().find("vw=512"), std::string::npos);
+  EXPECT_NE(cpu::DescribeTarget({"znver4", "", 256}).value().find("vw=256"), std::string::npos);
+}
+
+// Code for a CPU without AVX-512 runs on every x86-64 host of this project.
+TEST(CpuBackend, RunsCodeForACpuWithoutAvx512) {
+  if (!HostHas("avx2")) GTEST_SKIP() << "the host has no AVX2: " << cpu::HostCpu();
+  cpu::CompileOptions options;
+  options.target = {"x86-64-v3", "", 0};
+  auto exe = cpu::Compile(kBiasRelu, options);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  std::vector<float> x(64 * 256), b(256), out(64 * 256, -1.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 29) - 14) * 0.25f;
+  for (size_t j = 0; j < b.size(); ++j) b[j] = 0.01f * static_cast<float>(j) - 1.0f;
+  ASSERT_TRUE((*exe)->Call("bias_relu", {x.data(), b.data(), out.data()}).ok());
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 256; ++j) ASSERT_EQ(out[i * 256 + j], std::max(x[i * 256 + j] + b[j], 0.0f)) << i << "," << j;
+}
+
+// Code the host cannot run is compiled (its assembly can be read) but never called.
+TEST(CpuBackend, RefusesToCallCodeTheHostCannotRun) {
+  const char* feature = HostHas("avx512f") ? "amx-fp16" : "avx512f";
+  if (HostHas(feature)) GTEST_SKIP() << "the host has " << feature;
+  cpu::CompileOptions options;
+  options.target = {"sapphirerapids", std::string("+") + feature, 0};
+  auto exe = cpu::Compile(kBiasRelu, options);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  auto fn = (*exe)->Function("bias_relu");
+  ASSERT_FALSE(fn.ok());
+  EXPECT_EQ(fn.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(fn.status().message().find(feature), std::string::npos) << fn.status().message();
+}
+
+TEST(CpuBackend, ReportsBadTargets) {
+  for (const cpu::Target& bad : {cpu::Target{"pentium-9000", "", 0}, cpu::Target{"", "+no-such-feature", 0},
+                                 cpu::Target{"", "avx2", 0}, cpu::Target{"", "", 384}}) {
+    auto d = cpu::DescribeTarget(bad);
+    ASSERT_FALSE(d.ok()) << bad.cpu << bad.features << bad.prefer_vector_width;
+    EXPECT_EQ(d.status().code(), Code::kInvalidArgument);
+    cpu::CompileOptions options;
+    options.target = bad;
+    EXPECT_EQ(cpu::Compile(kBiasRelu, options).status().code(), Code::kInvalidArgument);
+  }
 }
 
 TEST(CpuBackend, ReportsBadInput) {

@@ -2,12 +2,16 @@
 // cache, the fallback to op by op, megamorphic clusters, concurrent runs.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <map>
 #include <random>
 #include <thread>
 
 #include "jit/jit.h"
+#include "jit/kernel_cache.h"
 #include "passes/passes.h"
 #include "tests/support/test_util.h"
 
@@ -338,6 +342,41 @@ TEST_F(Jit, RowMaxAndMinPropagateNaNFromAnyColumn) {
   EXPECT_EQ(got[1].data<float>()[rows - 1], -static_cast<float>(kCols - 1));
 }
 
+// Select with a vector condition and matrices picks whole rows (TensorFlow's rule), in the
+// fused kernel as op by op: Relu(Select(cond, x, y)) * 2 at [6] x [6,6] and [3] x [3,40].
+TEST_F(Jit, SelectWithAVectorConditionPicksRows) {
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{6, 6}, {3, 40}}) {
+    GraphBuilder b;
+    b.Placeholder("cond", DType::kBool, {rows});
+    b.Placeholder("x", DType::kFloat, {rows, cols});
+    b.Placeholder("y", DType::kFloat, {rows, cols});
+    b.Op("s", "Select", {"cond", "x", "y"});
+    b.Op("r", "Relu", {"s"});
+    b.Op("z", "Mul", {"r", b.Const("two", testing::MakeFloat(Shape{}, {2.0f}))});
+    std::vector<double> cond;
+    std::vector<float> x, y;
+    for (int64_t i = 0; i < rows; ++i) cond.push_back(i % 3 != 1);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      x.push_back(std::sin(0.7f * static_cast<float>(i)) * 3);
+      y.push_back(std::cos(0.3f * static_cast<float>(i)) * 3);
+    }
+    const std::vector<std::pair<std::string, Tensor>> feeds = {
+        {"cond", testing::MakeTensor(DType::kBool, Shape{rows}, cond)},
+        {"x", testing::MakeFloat(Shape{rows, cols}, x)},
+        {"y", testing::MakeFloat(Shape{rows, cols}, y)}};
+    const JitStats before = GetJitStats();
+    const Tensor got = RunAt(b.graph_def(), JitLevel::kOn1, feeds, {"z"})[0];
+    EXPECT_EQ(GetJitStats().compiled - before.compiled, 1);
+    EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        const float picked = cond[i] ? x[i * cols + j] : y[i * cols + j];
+        ASSERT_EQ(got.data<float>()[i * cols + j], std::max(picked, 0.0f) * 2) << rows << "x" << cols << " at " << i << "," << j;
+      }
+    ExpectMatch(got, RunAt(b.graph_def(), JitLevel::kOff, feeds, {"z"})[0], 0, "select");
+  }
+}
+
 // r = Relu(Tanh(x)): one cluster at ON_1.
 tensorflow::GraphDef TanhRelu(const std::vector<int64_t>& x_shape) {
   GraphBuilder b;
@@ -345,6 +384,31 @@ tensorflow::GraphDef TanhRelu(const std::vector<int64_t>& x_shape) {
   b.Op("t", "Tanh", {"x"});
   b.Op("r", "Relu", {"t"});
   return b.graph_def();
+}
+
+// A compile that throws becomes a failed entry: callers of that signature, waiting or
+// later, get the failure instead of waiting forever.
+TEST(KernelCache, ACompileThatThrowsLeavesNoOneWaiting) {
+  KernelCache cache(16, 1 << 20);
+  std::atomic<bool> compiling{false};
+  std::thread first([&] {
+    bool hit = true;
+    auto entry = cache.Get("k", [&]() -> KernelCache::Entry {
+      compiling = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the second caller wait
+      throw std::runtime_error("boom");
+    }, &hit);
+    EXPECT_FALSE(hit);
+    EXPECT_EQ(entry->kernel, nullptr);
+    EXPECT_NE(entry->failure.find("internal compiler error: boom"), std::string::npos) << entry->failure;
+  });
+  while (!compiling) std::this_thread::yield();
+  bool hit = false;
+  auto waited = cache.Get("k", [] { return KernelCache::Entry{std::make_shared<int>(1), "", 1}; }, &hit);
+  first.join();
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(waited->kernel, nullptr);
+  EXPECT_EQ(cache.stats().failures, 1);
 }
 
 TEST_F(Jit, TheCacheCompilesOncePerSignature) {

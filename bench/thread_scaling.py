@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""What a second thread brings: `graphjit bench --threads 1,2 --jit off,on` on every bench
+graph and fixture model (and the fixture MLP on a batch of 4096), each work in one
+interleaved run, written as a Markdown table.
+
+The goal it checks: no work is slower at 2 threads than at 1 (beyond 10% noise), and every
+work taking more than 1 ms at 1 thread is at least 1.6x faster at 2, or gets 90% of the
+speed-up a same-size copy gets from the second thread in the same run.
+
+    build/bin/graphjit must exist (scripts/setup.sh builds it)
+    bench/thread_scaling.py [--iters N] [--out bench/THREADS.md] [--work NAME ...]
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GRAPHJIT = os.path.join(ROOT, "build", "bin", "graphjit")
+
+
+def works():
+    """(name, graphjit bench arguments) for every work."""
+    graphs = os.path.join(ROOT, "bench", "graphs")
+    with open(os.path.join(graphs, "manifest.json")) as f:
+        manifest = json.load(f)
+    for name, entry in sorted(manifest.items()):
+        if name.startswith("_"):
+            continue
+        shape = ",".join(str(d) for d in entry["shape"])
+        yield name, [os.path.join(graphs, name + ".pb"), "--shape", f"{entry['input']}={shape}"]
+    data = os.path.join(ROOT, "tests", "data")
+    for model in ["mnist_softmax", "keras_mlp", "small_cnn", "transformer_block"]:
+        with open(os.path.join(data, model, "manifest.json")) as f:
+            manifest = json.load(f)
+        args = [os.path.join(data, model, manifest["model"])]
+        for feed, file in manifest["feeds"].items():
+            args += ["--feed", f"{feed}={os.path.join(data, model, file)}"]
+        for fetch in manifest["fetches"]:
+            args += ["--fetch", fetch]
+        yield model, args
+    yield "keras_mlp batch 4096", [os.path.join(data, "keras_mlp", "model.pb"), "--shape", "input=4096,20"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iters", type=int, default=60)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "THREADS.md"))
+    parser.add_argument("--work", nargs="*", help="only these works")
+    args = parser.parse_args()
+    if not os.access(GRAPHJIT, os.X_OK):
+        sys.exit(f"thread_scaling: {GRAPHJIT} is missing: run scripts/setup.sh first")
+
+    rows, failures = [], []
+    for name, bench_args in works():
+        if args.work and name not in args.work:
+            continue
+        with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+            cmd = [GRAPHJIT, "bench", *bench_args, "--jit", "off,on", "--threads", "1,2", "--iters", str(args.iters),
+                   "--json", tmp.name]
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode != 0:
+                sys.exit(f"thread_scaling: {' '.join(cmd)} failed:\n{run.stderr}")
+            doc = json.load(open(tmp.name))
+        by = {(c["jit"], c["threads"]): c for c in doc["configs"]}
+        for jit in ["off", "on"]:
+            one, two = by[(jit, 1)], by[(jit, 2)]
+            speedup = one["median_ms"] / two["median_ms"]
+            copy = two["stream_gbs"] / one["stream_gbs"]
+            if speedup < 0.9:
+                verdict = "slower"
+            elif one["median_ms"] > 1.0 and speedup < 1.6 and speedup < 0.9 * copy:
+                verdict = "too little"
+            else:
+                verdict = "ok"
+            if verdict != "ok":
+                failures.append(f"{name} jit {jit}: {verdict}")
+            rows.append((name, jit, one["median_ms"], two["median_ms"], speedup, copy, verdict))
+            print(f"{name:28} jit {jit:3}  1 thread {one['median_ms']:9.3f} ms  2 threads {two['median_ms']:9.3f} ms"
+                  f"  {speedup:5.2f}x (copy {copy:4.2f}x)  {verdict}", flush=True)
+
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    flags = next((l for l in open("/proc/cpuinfo") if l.startswith("flags")), "")
+    with open(args.out, "w") as f:
+        f.write("# One thread against two\n\n")
+        f.write(f"Written by `bench/thread_scaling.py --iters {args.iters}` on {cpu} "
+                f"({os.cpu_count()} cores, {'with' if 'avx512f' in flags else 'without'} AVX-512, "
+                f"{platform.system()} {platform.release()}). Each work is one `graphjit bench --jit off,on "
+                "--threads 1,2` run: its four configurations interleaved, medians, each run followed by a copy "
+                "of the largest input at the same thread count.\n\n")
+        f.write("Goal: no work slower at 2 threads than at 1 (beyond 10%); every work over 1 ms at 1 thread at "
+                "least 1.6x faster at 2, or at 90% of the copy's speed-up.\n\n")
+        f.write("| work | jit | 1 thread ms | 2 threads ms | speed-up | copy's speed-up | goal |\n")
+        f.write("| --- | --- | ---: | ---: | ---: | ---: | --- |\n")
+        for name, jit, one, two, speedup, copy, verdict in rows:
+            f.write(f"| {name} | {jit} | {one:.3f} | {two:.3f} | {speedup:.2f}x | {copy:.2f}x | {verdict} |\n")
+        f.write("\n" + ("Every work meets the goal.\n" if not failures else
+                        "Not met: " + "; ".join(failures) + ".\n"))
+    print(f"thread_scaling: wrote {args.out}; " + ("every work meets the goal" if not failures else
+                                                   f"{len(failures)} do not: " + "; ".join(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
