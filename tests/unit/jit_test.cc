@@ -5,6 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <map>
 #include <random>
@@ -375,6 +378,45 @@ TEST_F(Jit, SelectWithAVectorConditionPicksRows) {
       }
     ExpectMatch(got, RunAt(b.graph_def(), JitLevel::kOff, feeds, {"z"})[0], 0, "select");
   }
+}
+
+// The assembly the JIT wrote for the cluster of Relu(Tanh(x)) at [rows, 256], with these
+// options (jit_cpu, prefer_vector_width), and the result against op by op.
+std::string ClusterAssembly(SessionOptions options, int64_t rows = 64) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {rows, 256});
+  b.Op("t", "Tanh", {"x"});
+  b.Op("r", "Relu", {"t"});
+  options.jit_level = JitLevel::kOn1;
+  options.dump_to = testing::TempDir();
+  std::mt19937 rng(7);
+  const Tensor x = Stressing(Shape{rows, 256}, rng);
+  const JitStats before = GetJitStats();
+  const Tensor got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), {{"x", x}}, {"r"})[0];
+  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
+  ExpectMatch(got, RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"r"})[0], 2e-6, "tanh relu");
+  std::ifstream in(options.dump_to + "/cluster_0/07_asm.s");
+  EXPECT_TRUE(in.good()) << options.dump_to;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The target and the vector width reach the code: from the session's options, and for
+// sessions that set none, from GRAPHJIT_FLAGS (ctest runs this binary again with
+// GRAPHJIT_FLAGS=--jit_cpu=x86-64-v3: the whole JIT suite on code for a CPU without
+// AVX-512, whatever the host).
+TEST_F(Jit, TheTargetAndVectorWidthAreOptions) {
+  SessionOptions v3;
+  v3.jit_cpu = "x86-64-v3";
+  const std::string avx2 = ClusterAssembly(v3);
+  EXPECT_EQ(avx2.find("zmm"), std::string::npos);
+  EXPECT_NE(avx2.find("ymm"), std::string::npos);
+  v3.prefer_vector_width = 128;
+  const std::string sse = ClusterAssembly(v3);
+  EXPECT_EQ(sse.find("ymm"), std::string::npos);
+  EXPECT_NE(sse.find("xmm"), std::string::npos);
+  const char* flags = std::getenv("GRAPHJIT_FLAGS");
+  if (flags && std::string(flags).find("--jit_cpu=x86-64-v3") != std::string::npos)
+    EXPECT_EQ(ClusterAssembly({}, 65).find("zmm"), std::string::npos) << "GRAPHJIT_FLAGS=" << flags;
 }
 
 // r = Relu(Tanh(x)): one cluster at ON_1.
