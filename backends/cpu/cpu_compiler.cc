@@ -119,8 +119,8 @@ StatusOr<Machine> MakeTargetMachine(const Target& target) {
   const llvm::MCSubtargetInfo& sti = *(*tm)->getMCSubtargetInfo();
   Machine machine;
   for (const llvm::SubtargetFeatureKV& kv : sti.getAllProcessorFeatures()) {
-    auto host = HostFeatures().find(kv.Key);
-    if (sti.getFeatureBits().test(kv.Value) && host != HostFeatures().end() && !host->getValue())
+    auto on_host = HostFeatures().find(kv.Key);
+    if (sti.getFeatureBits().test(kv.Value) && on_host != HostFeatures().end() && !on_host->getValue())
       machine.missing += (machine.missing.empty() ? "" : ",") + std::string(kv.Key);
   }
   // graphjit's default, not LLVM's per-CPU tuning: the widest registers the CPU has.
