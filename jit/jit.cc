@@ -432,6 +432,8 @@ void RegisterJit() {
   });
 }
 
+Status CheckJitTarget(const SessionOptions& options) { return cpu::DescribeTarget(TargetOf(&options)).status(); }
+
 void InjectCompileFailure(const std::string& reason) {
   std::lock_guard<std::mutex> lock(fault_mu);
   InjectedFailure() = reason;

@@ -11,9 +11,17 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/status.h"
+
 namespace graphjit {
 
+struct SessionOptions;
+
 void RegisterJit();
+
+// InvalidArgument if the options (or GRAPHJIT_FLAGS, for what they leave unset) name a
+// CPU, a CPU feature or a vector width the JIT cannot generate code for.
+Status CheckJitTarget(const SessionOptions& options);
 
 // While `reason` is not empty, every compile fails with it: for fault tests.
 void InjectCompileFailure(const std::string& reason);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "jit/jit.h"
 #include "passes/passes.h"
 
 namespace graphjit {
@@ -20,6 +21,7 @@ StatusOr<SessionOptions> LoadSessionOptions(const std::string& config, const std
   }
   if (const char* env = std::getenv("GRAPHJIT_FLAGS")) GJ_RETURN_IF_ERROR(ApplyFlags(env, &options));
   GJ_RETURN_IF_ERROR(CheckPassNames(options.disabled_passes));
+  if (Status s = CheckJitTarget(options); !s.ok()) return InvalidArgument("GRAPHJIT_FLAGS: " + s.message());
   if (!jit.empty()) ParseJitLevel(jit, &options.jit_level);
   return options;
 }

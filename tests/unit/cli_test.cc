@@ -246,6 +246,9 @@ TEST(Cli, JitLevelPrecedence) {
   EXPECT_NE(RunGraphjit(base + " --config " + config, env).err.find("jit ON_2"), std::string::npos);
   EXPECT_NE(RunGraphjit(base + " --config " + config + " --jit off", env).err.find("jit OFF"), std::string::npos);
   ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--jit_level=bogus"), 2, "--jit_level must be");
+  ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--jit_cpu=pentium-9000"), 2, "LLVM does not know the CPU 'pentium-9000'");
+  ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--jit_cpu_features=+no-such"), 2, "LLVM does not know the CPU feature");
+  ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--prefer_vector_width=100"), 2, "must be 128, 256 or 512");
 }
 
 // ---- bad input: exit status 2 ----
