@@ -12,6 +12,7 @@
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/cpu/cpu_compiler.h"
 #include "ir/graphdef.h"
 #include "jit/jit.h"
 #include "passes/passes.h"
@@ -127,8 +128,11 @@ void Register(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
 // loop fusions, row fusions, a GEMM with a row fusion). On a CPU without AVX-512 the
 // 512-bit runs are skipped: their code cannot run there.
 void RegisterVectorWidths(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
-  benchmark::RegisterBenchmark(("vector_width/" + name).c_str(),
-                               [work](benchmark::State& s) { Run(s, *work, JitLevel::kOn1, static_cast<int>(s.range(1))); })
+  static const bool avx512 = cpu::HostCpu().find("+avx512f,") != std::string::npos;
+  benchmark::RegisterBenchmark(("vector_width/" + name).c_str(), [work](benchmark::State& s) {
+    if (s.range(1) == 512 && !avx512) return s.SkipWithError("this CPU has no AVX-512");
+    Run(s, *work, JitLevel::kOn1, static_cast<int>(s.range(1)));
+  })
       ->ArgsProduct({{1}, {256, 512}})
       ->ArgNames({"threads", "bits"})
       ->Unit(benchmark::kMicrosecond);

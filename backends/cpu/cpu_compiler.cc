@@ -123,9 +123,10 @@ StatusOr<Machine> MakeTargetMachine(const Target& target) {
     if (sti.getFeatureBits().test(kv.Value) && on_host != HostFeatures().end() && !on_host->getValue())
       machine.missing += (machine.missing.empty() ? "" : ",") + std::string(kv.Key);
   }
-  // graphjit's default, not LLVM's per-CPU tuning: the widest registers the CPU has.
-  machine.vector_width = target.prefer_vector_width;
-  if (machine.vector_width == 0) machine.vector_width = sti.checkFeatures("+avx512f") ? 512 : 256;
+  // graphjit's default, not LLVM's per-CPU tuning: the widest registers the CPU has (and
+  // a preference for wider ones than it has means those).
+  const int widest = sti.checkFeatures("+avx512f") ? 512 : sti.checkFeatures("+avx") ? 256 : 128;
+  machine.vector_width = target.prefer_vector_width ? std::min(target.prefer_vector_width, widest) : widest;
   machine.tm = std::move(*tm);
   return machine;
 }

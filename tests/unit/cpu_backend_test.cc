@@ -119,6 +119,8 @@ TEST(CpuBackend, TheVectorWidthIsAnOption) {
     EXPECT_NE(code.find("ymm"), std::string::npos) << target.cpu << target.features;
   }
   EXPECT_EQ(AssemblyFor({"x86-64-v3", "", 128}).find("ymm"), std::string::npos);
+  // A preference for wider vectors than the CPU has is the widest it has.
+  EXPECT_NE(cpu::DescribeTarget({"x86-64-v3", "", 512}).value().find("vw=256"), std::string::npos);
   EXPECT_NE(cpu::DescribeTarget({"x86-64-v3", "", 0}).value().find("vw=256"), std::string::npos);
   EXPECT_NE(cpu::DescribeTarget({"znver4", "", 0}).value().find("vw=512"), std::string::npos);
   EXPECT_NE(cpu::DescribeTarget({"znver4", "", 256}).value().find("vw=256"), std::string::npos);
