@@ -212,8 +212,11 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
   // 3. LLVM: optimize for the host, then generate code in process.
   start = Clock::now();
   GJ_ASSIGN_OR_RETURN(Machine target, MakeTargetMachine(options.target));
-  GJ_ASSIGN_OR_RETURN(Machine for_assembly, MakeTargetMachine(options.target));
-  std::unique_ptr<llvm::TargetMachine> tm = std::move(target.tm), asm_tm = std::move(for_assembly.tm);
+  std::unique_ptr<llvm::TargetMachine> tm = std::move(target.tm), asm_tm;
+  if (options.keep_stages) {  // a second machine prints the assembly: the engine's emits the code
+    GJ_ASSIGN_OR_RETURN(Machine for_assembly, MakeTargetMachine(options.target));
+    asm_tm = std::move(for_assembly.tm);
+  }
   // The engine takes `tm` over; it lives as long as the engine.
   llvm::TargetMachine* machine = tm.get();
   auto optimize = mlir::makeOptimizingTransformer(options.llvm_opt_level, 0, machine);
