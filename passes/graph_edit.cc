@@ -1,6 +1,7 @@
 #include "passes/graph_edit.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "ir/attr.h"
 #include "runtime/executor.h"
@@ -51,27 +52,49 @@ void SetConstAttrs(Node* node, const Tensor& value) {
   node->inputs.clear();
 }
 
+// Rewires one consumer of the forwarder `node` (see Bypass); true if it read `node`.
+bool RewireConsumer(Node* consumer, int node, TensorId forwarded, const std::vector<int>& controls) {
+  bool reads = false;
+  for (TensorId& in : consumer->inputs)
+    if (in.node == node) {
+      in = forwarded;
+      reads = true;
+    }
+  auto& ci = consumer->control_inputs;
+  auto waits = std::find(ci.begin(), ci.end(), node);
+  if (waits != ci.end()) {
+    ci.erase(waits);
+    if (forwarded.node >= 0) AddControlInput(consumer, forwarded.node);
+    reads = true;
+  }
+  if (reads)
+    for (int c : controls) AddControlInput(consumer, c);
+  return reads;
+}
+
 }  // namespace
 
 void Bypass(Graph& graph, int node, TensorId forwarded) {
   const std::vector<int> controls = graph.node(node)->control_inputs;
+  for (int id = 0; id < graph.num_nodes(); ++id) RewireConsumer(graph.node(id), node, forwarded, controls);
+}
+
+Consumers ComputeConsumers(const Graph& graph) {
+  Consumers consumers(graph.num_nodes());
   for (int id = 0; id < graph.num_nodes(); ++id) {
-    Node* consumer = graph.node(id);
-    bool reads = false;
-    for (TensorId& in : consumer->inputs)
-      if (in.node == node) {
-        in = forwarded;
-        reads = true;
-      }
-    auto& ci = consumer->control_inputs;
-    auto waits = std::find(ci.begin(), ci.end(), node);
-    if (waits != ci.end()) {
-      ci.erase(waits);
-      if (forwarded.node >= 0) AddControlInput(consumer, forwarded.node);
-      reads = true;
-    }
-    if (reads)
-      for (int c : controls) AddControlInput(consumer, c);
+    for (const TensorId& in : graph.node(id)->inputs) consumers[in.node].push_back(id);
+    for (int c : graph.node(id)->control_inputs) consumers[c].push_back(id);
+  }
+  return consumers;
+}
+
+void Bypass(Graph& graph, int node, TensorId forwarded, Consumers& consumers) {
+  const std::vector<int> controls = graph.node(node)->control_inputs;
+  // A consumer may be listed twice, or no longer read `node`: rewiring it again finds nothing.
+  for (int id : std::exchange(consumers[node], {})) {
+    if (!RewireConsumer(graph.node(id), node, forwarded, controls)) continue;
+    if (forwarded.node >= 0) consumers[forwarded.node].push_back(id);
+    for (int c : controls) consumers[c].push_back(id);
   }
 }
 

@@ -17,6 +17,14 @@ namespace graphjit {
 // control inputs. The node is left without consumers. For a NoOp, pass {-1, 0}.
 void Bypass(Graph& graph, int node, TensorId forwarded);
 
+// Who reads each node, through data or control inputs.
+using Consumers = std::vector<std::vector<int>>;
+Consumers ComputeConsumers(const Graph& graph);
+
+// Bypass for a batch of bypasses with no other edit in between: each costs its node's
+// consumers instead of the whole graph. Keeps `consumers` current for the next one.
+void Bypass(Graph& graph, int node, TensorId forwarded, Consumers& consumers);
+
 // Makes every consumer of `from` (data, output by output, and control) use `to`,
 // which must have the same outputs.
 void ReplaceNode(Graph& graph, int from, int to);

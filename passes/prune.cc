@@ -43,15 +43,16 @@ StatusOr<bool> Prune(Graph& graph, const PassContext& context) {
   // Bypass training-only forwarders and NoOps that only relay one dependency.
   std::vector<int> bypassed;
   const auto out_edges = graph.ComputeOutEdges();
+  Consumers consumers = ComputeConsumers(graph);
   for (int id = 0; id < graph.num_nodes(); ++id) {
     const Node& node = *graph.node(id);
     if (context.IsPreserved(node)) continue;
     if (IsTrainingForwarder(node.op) && node.inputs.size() == 1) {
-      Bypass(graph, id, node.inputs[0]);
+      Bypass(graph, id, node.inputs[0], consumers);
       bypassed.push_back(id);
     } else if (node.op == "NoOp" && node.inputs.empty() &&
                (node.control_inputs.size() <= 1 || out_edges[id].size() <= 1)) {
-      Bypass(graph, id, {-1, 0});
+      Bypass(graph, id, {-1, 0}, consumers);
       bypassed.push_back(id);
     }
   }
