@@ -84,6 +84,9 @@ class Run {
   }
 
   Status Go(std::vector<Tensor>* outputs) {
+    // Big inputs mean kernels that split: the intra-op workers wake while this thread
+    // prepares the first one.
+    if (options_.intra_op != nullptr && FedBytes() >= kHandOffBytes) options_.intra_op->Wake();
     if (!plan_.nodes.empty()) {
       std::vector<int> roots;
       for (int id : plan_.nodes)
@@ -107,6 +110,12 @@ class Run {
   // cores (a 1024x1024 layer norm at 2 threads was 0.96x of 1 thread that way).
   // Otherwise a thread of this run picks it up when its current chain ends.
   static constexpr int64_t kHandOffBytes = 256 * 1024;
+
+  int64_t FedBytes() const {
+    int64_t bytes = 0;
+    for (const Tensor& t : feeds_) bytes += t.bytes();
+    return bytes;
+  }
 
   void Schedule(int id) {
     if (options_.inter_op != nullptr && options_.inter_op->num_threads() > 1 &&
@@ -200,9 +209,16 @@ class Run {
       return Internal(NodeLabel(node) + ": run-time output types differ from the graph's");
     // 3. The kernel.
     std::vector<Tensor> outputs(info.dtypes.size());
+    std::vector<bool> reusable(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      // Held by values_ and `inputs` alone, and read by no other node after this one.
+      const int s = plan_.output_base[node.inputs[i].node] + node.inputs[i].index;
+      reusable[i] = plan_.input_feed[s] < 0 && uses_[s].load(std::memory_order_acquire) == 1 &&
+                    inputs[i].buffer() != nullptr && inputs[i].buffer().use_count() == 2;
+    }
     KernelContext kc{node,       inputs,           ic.output_dtypes, ic.output_shapes,         outputs,
                      options_.allocator, options_.intra_op, info.state.get(), options_.session_options,
-                     options_.tracer};
+                     options_.tracer, &reusable};
     int64_t start = options_.tracer ? options_.tracer->NowMicros() : 0;
     GJ_RETURN_IF_ERROR(info.op->compute(kc));
     if (options_.tracer) {

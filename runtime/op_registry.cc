@@ -39,6 +39,18 @@ StatusOr<Tensor*> KernelContext::AllocateOutput(int i) {
   return &outputs[i];
 }
 
+StatusOr<Tensor*> KernelContext::ForwardInputOrAllocateOutput(std::initializer_list<int> candidates, int i) {
+  for (int input : candidates) {
+    const Tensor& in = inputs[input];
+    if (reusable_inputs != nullptr && (*reusable_inputs)[input] && in.dtype() == output_dtypes[i] &&
+        in.num_elements() == output_shapes[i].num_elements()) {
+      outputs[i] = Tensor(in.dtype(), output_shapes[i], in.buffer());
+      return &outputs[i];
+    }
+  }
+  return AllocateOutput(i);
+}
+
 Status KernelContext::Error(const std::string& message) const {
   return FailedPrecondition(NodeLabel(node) + ": " + message);
 }

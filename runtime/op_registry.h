@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -60,11 +61,19 @@ struct KernelContext {
   const void* state = nullptr;  // what the op's `prepare` built for this node, if anything
   const SessionOptions* options = nullptr;  // the session's, when run in one
   Tracer* tracer = nullptr;                 // when the run is traced
+  // Per input, whether its buffer may become an output (see ForwardInputOrAllocateOutput):
+  // this node is the tensor's last reader and nothing else holds the buffer. Null: none may.
+  const std::vector<bool>* reusable_inputs = nullptr;
 
   const Tensor& input(int i) const { return inputs[i]; }
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   // Allocates output i with the inferred dtype and shape.
   StatusOr<Tensor*> AllocateOutput(int i);
+  // Output i in the buffer of the first of `candidates` (inputs) that is reusable and has
+  // the output's dtype and element count, else AllocateOutput(i). For kernels in which
+  // output element k depends on element k of that input alone, read before k is written
+  // (elementwise ops; under broadcasting, the same count means the same layout).
+  StatusOr<Tensor*> ForwardInputOrAllocateOutput(std::initializer_list<int> candidates, int i);
   // Uses an existing tensor (e.g. an input) as output i, without copying.
   void ForwardOutput(int i, Tensor t) { outputs[i] = std::move(t); }
   Status Error(const std::string& message) const;

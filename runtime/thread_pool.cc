@@ -75,8 +75,16 @@ void ThreadPool::WorkerLoop() {
     SpinUntil([this] { return queued_.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_ and drained
+      if (queue_.empty() && !stop_) {
+        sleeping_.fetch_add(1, std::memory_order_relaxed);
+        const uint64_t wakes = wakes_;
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty() || wakes_ != wakes; });
+        sleeping_.fetch_sub(1, std::memory_order_relaxed);
+      }
+      if (queue_.empty()) {
+        if (stop_) return;
+        continue;  // woken to spin
+      }
       task = std::move(queue_.front());
       queue_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
@@ -85,38 +93,69 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
+void ThreadPool::Wake() {
+  if (sleeping_.load(std::memory_order_relaxed) == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++wakes_;
+  }
+  cv_.notify_all();
+}
+
 void ThreadPool::ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   min_block = std::max<int64_t>(1, min_block);
-  int64_t blocks = std::min<int64_t>(n / min_block, num_threads_);
+  // A few blocks per thread, claimed by whichever thread is free: a helper that wakes
+  // late, or is preempted, leaves its share to the others instead of holding them up.
+  // The caller claims from the front and the helpers from the back, so that when all
+  // keep pace, consecutive ParallelFors give each thread the same part of the range
+  // (and of the data, still in its core's cache).
+  constexpr int64_t kBlocksPerThread = 4;
+  const int64_t blocks = std::min<int64_t>(n / min_block, kBlocksPerThread * num_threads_);
   if (blocks <= 1 || workers_.empty()) {
     fn(0, n);
     return;
   }
-  const int64_t per = (n + blocks - 1) / blocks;
-  // Shared with the helpers, which may still be signalling after the caller has seen
-  // the count reach zero and returned.
+  // Shared with the helpers: one may arrive after the caller has returned, and then
+  // finds no block left (it touches `fn` only through a block it claimed).
   struct Sync {
-    std::atomic<int64_t> remaining;
+    std::atomic<uint64_t> ends;  // (the next front block) << 32 | (one past the next back block)
+    std::atomic<int64_t> unfinished;
     std::mutex mu;
     std::condition_variable cv;
   };
   auto sync = std::make_shared<Sync>();
-  sync->remaining.store(blocks - 1);
-  for (int64_t b = 1; b < blocks; ++b) {
-    Schedule([&fn, sync, b, per, n] {
-      int64_t begin = b * per, end = std::min(n, begin + per);
-      if (begin < end) fn(begin, end);
-      if (sync->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  sync->ends.store(static_cast<uint64_t>(blocks));
+  sync->unfinished.store(blocks);
+  // Runs blocks until none is left to claim; true if it finished the last one.
+  auto run_blocks = [&fn, n, blocks](Sync& s, bool front) {
+    bool last = false;
+    for (;;) {
+      uint64_t ends = s.ends.load(std::memory_order_relaxed), claimed;
+      int64_t b;
+      do {
+        const int64_t lo = static_cast<int64_t>(ends >> 32), hi = static_cast<int64_t>(ends & 0xffffffffu);
+        if (lo >= hi) return last;
+        b = front ? lo : hi - 1;
+        claimed = front ? ends + (uint64_t{1} << 32) : ends - 1;
+      } while (!s.ends.compare_exchange_weak(ends, claimed, std::memory_order_relaxed));
+      fn(n * b / blocks, n * (b + 1) / blocks);
+      last = s.unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1;
+    }
+  };
+  const int64_t helpers = std::min<int64_t>(blocks - 1, static_cast<int64_t>(workers_.size()));
+  for (int64_t h = 0; h < helpers; ++h) {
+    Schedule([run_blocks, sync] {
+      if (run_blocks(*sync, /*front=*/false)) {
         std::lock_guard<std::mutex> lock(sync->mu);
         sync->cv.notify_one();
       }
     });
   }
-  fn(0, std::min(n, per));
-  if (SpinUntil([&] { return sync->remaining.load(std::memory_order_acquire) == 0; })) return;
+  run_blocks(*sync, /*front=*/true);
+  if (SpinUntil([&] { return sync->unfinished.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock<std::mutex> lock(sync->mu);
-  sync->cv.wait(lock, [&] { return sync->remaining.load() == 0; });
+  sync->cv.wait(lock, [&] { return sync->unfinished.load() == 0; });
 }
 
 }  // namespace graphjit

@@ -60,7 +60,7 @@ OpDef UnaryOp(const char* name, int64_t cost, F f) {
     return Status::Ok();
   };
   def.compute = [f, cost](KernelContext& ctx) -> Status {
-    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.ForwardInputOrAllocateOutput({0}, 0));
     const Tensor& in = ctx.input(0);
     float alpha = 0.2f;  // LeakyRelu's default
     if (const auto* a = ctx.node.FindAttr("alpha")) alpha = a->f();
@@ -196,9 +196,9 @@ OpDef BinaryOp(const char* name, int64_t cost, F f) {
     return Status::Ok();
   };
   def.compute = [f, cost](KernelContext& ctx) -> Status {
-    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.ForwardInputOrAllocateOutput({0, 1}, 0));
     return VisitTypes<S>(a.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       using Out = std::conditional_t<kBoolOut, bool, T>;
@@ -345,7 +345,7 @@ OpDef BiasAddOp() {
     return Status::Ok();
   };
   def.compute = [](KernelContext& ctx) -> Status {
-    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.ForwardInputOrAllocateOutput({0}, 0));
     const Tensor& v = ctx.input(0);
     const Tensor& bias = ctx.input(1);
     std::string format = GetStringAttrOr(ctx.node, "data_format", "NHWC").value();

@@ -165,6 +165,51 @@ TEST(Session, IntermediatesAreFreedAfterTheirLastUse) {
   EXPECT_EQ(s->allocator()->stats().bytes_in_use, 0);
 }
 
+TEST(Session, ElementwiseOpsWriteIntoAnInputTheyReadLast) {
+  // x -> Neg -> Relu -> Neg ... on 1 MiB: each op after the first writes into its input's
+  // buffer, so one buffer serves the whole chain; the fed x is never written.
+  constexpr int64_t kElems = 1 << 18;
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {kElems});
+  b.Op("n0", "Neg", {"x"});
+  b.Op("n1", "Relu", {"n0"});
+  b.Op("n2", "Neg", {"n1"});
+  b.Op("two", "AddV2", {"n2", "n2"});  // reads one tensor twice: a new buffer
+  b.Op("n3", "Sub", {"x", "two"});     // the fed x is kept; `two` is reused
+  SessionOptions opts;
+  opts.inter_op_threads = opts.intra_op_threads = 1;
+  auto s = MakeSession(b.graph_def(), opts);
+  Tensor x = MakeFloat(Shape{kElems}, std::vector<float>(kElems, -3.0f));
+  s->allocator()->ResetPeak();
+  auto out = RunOrDie(*s, {{"x", x}}, {"n3"});
+  EXPECT_EQ(Values(x)[kElems - 1], -3.0);
+  EXPECT_EQ(Values(out[0])[kElems - 1], -3.0 - 2 * -3.0);
+  EXPECT_LE(s->allocator()->stats().peak_bytes_in_use, 2 * kElems * 4);
+  EXPECT_GT(s->allocator()->stats().peak_bytes_in_use, kElems * 4);  // `two` needed its own
+}
+
+TEST(Session, ATensorStillReadOrFetchedIsNeverOverwritten) {
+  // a feeds three readers; each must see a as it was computed.
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {4});
+  b.Op("a", "Neg", {"x"});
+  b.Op("r", "Relu", {"a"});
+  b.Op("t", "Abs", {"a"});
+  b.Op("s", "Square", {"a"});
+  for (int threads : {1, 2}) {
+    SessionOptions opts;
+    opts.inter_op_threads = opts.intra_op_threads = threads;
+    auto s = MakeSession(b.graph_def(), opts);
+    // Unfetched, a's last reader may take its buffer; fetched, none may.
+    auto out = RunOrDie(*s, {{"x", MakeFloat(Shape{4}, {1, -2, 3, -4})}}, {"r", "t", "s"});
+    EXPECT_EQ(Values(out[0]), (std::vector<double>{0, 2, 0, 4}));
+    EXPECT_EQ(Values(out[1]), (std::vector<double>{1, 2, 3, 4}));
+    EXPECT_EQ(Values(out[2]), (std::vector<double>{1, 4, 9, 16}));
+    out = RunOrDie(*s, {{"x", MakeFloat(Shape{4}, {1, -2, 3, -4})}}, {"r", "t", "s", "a"});
+    EXPECT_EQ(Values(out[3]), (std::vector<double>{-1, 2, -3, 4}));
+  }
+}
+
 TEST(Session, RunTimeErrorsNameTheProblem) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {-1, 3});

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -25,6 +27,8 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
           workers.insert(std::this_thread::get_id());
         }
         for (int64_t i = b; i < e; ++i) hits[i]++;
+        // Blocks go to whichever thread is free: slow ones leave some to the helpers.
+        if (n >= 1000) std::this_thread::sleep_for(std::chrono::milliseconds(2));
       });
       for (int64_t i = 0; i < n; ++i) {
         ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
@@ -34,6 +38,23 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
       }
     }
   }
+}
+
+TEST(ThreadPool, ParallelForDoesNotWaitForABusyWorker) {
+  // The only worker is held by a task that ends when ParallelFor has returned (or after
+  // 10 s): the caller must run every block itself instead of waiting for it.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> timed_out{false};
+  ThreadPool pool(2);  // destroyed first: its worker is done with the above
+  pool.Schedule([released, &timed_out] {
+    timed_out = released.wait_for(std::chrono::seconds(10)) == std::future_status::timeout;
+  });
+  std::atomic<int64_t> sum{0};
+  pool.ParallelFor(1000, 10, [&](int64_t b, int64_t e) { sum += e - b; });
+  release.set_value();
+  EXPECT_EQ(sum.load(), 1000);
+  EXPECT_FALSE(timed_out.load()) << "ParallelFor waited for the busy worker";
 }
 
 TEST(ThreadPool, ScheduledTasksAllRunBeforeDestruction) {
