@@ -102,7 +102,8 @@ void ThreadPool::Wake() {
   cv_.notify_all();
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn,
+                             bool wake_sleepers) {
   if (n <= 0) return;
   min_block = std::max<int64_t>(1, min_block);
   // A few blocks per thread, claimed by whichever thread is free: a helper that wakes
@@ -143,7 +144,12 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_block, const std::function<v
       last = s.unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1;
     }
   };
-  const int64_t helpers = std::min<int64_t>(blocks - 1, static_cast<int64_t>(workers_.size()));
+  const int64_t available = static_cast<int64_t>(workers_.size()) - (wake_sleepers ? 0 : sleeping_.load());
+  const int64_t helpers = std::min<int64_t>(blocks - 1, available);
+  if (helpers <= 0) {
+    fn(0, n);
+    return;
+  }
   for (int64_t h = 0; h < helpers; ++h) {
     Schedule([run_blocks, sync] {
       if (run_blocks(*sync, /*front=*/false)) {

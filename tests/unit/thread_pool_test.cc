@@ -57,6 +57,26 @@ TEST(ThreadPool, ParallelForDoesNotWaitForABusyWorker) {
   EXPECT_FALSE(timed_out.load()) << "ParallelFor waited for the busy worker";
 }
 
+TEST(ThreadPool, SmallWorkDoesNotWakeASleepingWorker) {
+  ThreadPool pool(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the worker is asleep by now
+  auto threads_used = [&](bool wake_sleepers) {
+    std::mutex mu;
+    std::set<std::thread::id> ids;
+    pool.ParallelFor(
+        8, 1,
+        [&](int64_t, int64_t) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          std::lock_guard<std::mutex> lock(mu);
+          ids.insert(std::this_thread::get_id());
+        },
+        wake_sleepers);
+    return ids;
+  };
+  EXPECT_EQ(threads_used(false), std::set<std::thread::id>{std::this_thread::get_id()});
+  EXPECT_EQ(threads_used(true).size(), 2u);  // 8 blocks of 5 ms: the woken worker takes some
+}
+
 TEST(ThreadPool, ScheduledTasksAllRunBeforeDestruction) {
   std::atomic<int> done{0};
   {
