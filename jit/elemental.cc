@@ -11,8 +11,9 @@ namespace graphjit {
 namespace {
 
 // No contraction: an FMA for x*y+z keeps x*y from overflowing, so an Inf or NaN of the
-// reference kernels would become a finite value. Math functions may be approximate (afn),
-// divisions reciprocal (arcp); never nnan/ninf.
+// reference kernels would become a finite value. Math functions may be approximate (afn);
+// divisions are exact (no arcp: x * (1 / d) is 0 or NaN where x / d is not, for a huge or
+// subnormal d); never nnan/ninf.
 constexpr const char* kArith = " : f32";
 constexpr const char* kMath = " fastmath<afn> : f32";
 
@@ -27,10 +28,8 @@ std::string F32(MlirWriter& w, double v) {
 std::string Binary(const char* op, const std::vector<std::string>& x, MlirWriter& w) {
   return w.Let(std::string(op) + " " + x[0] + ", " + x[1] + kArith);
 }
-// arcp: x / y may be x * (1 / y) (within an ulp), so a division by a value that does
-// not change along a loop becomes a multiplication.
 std::string Divide(const std::string& x, const std::string& y, MlirWriter& w) {
-  return w.Let("arith.divf " + x + ", " + y + " fastmath<arcp> : f32");
+  return w.Let("arith.divf " + x + ", " + y + " : f32");
 }
 std::string Unary(const char* op, const std::string& x, MlirWriter& w) { return w.Let(std::string(op) + " " + x + kMath); }
 std::string Cmp(const char* pred, const std::vector<std::string>& x, MlirWriter& w) {

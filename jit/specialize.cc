@@ -96,10 +96,13 @@ void ExpandSoftmax(tensorflow::GraphDef* body) {
     const std::string sum = add("sum", "Sum", {exp, axis});
     tensorflow::NodeDef* last = body->mutable_node(i);
     const bool log = last->op() == "LogSoftmax";
-    last->set_op(log ? "Sub" : "RealDiv");
+    // exp * (1 / sum): one division per row. The sum is in [1, row length], so the
+    // reciprocal neither overflows nor underflows, and the product is within an ulp of
+    // exp / sum.
+    last->set_op(log ? "Sub" : "Mul");
     last->clear_input();
     last->add_input(log ? shifted : exp);
-    last->add_input(log ? add("log_sum", "Log", {sum}) : sum);
+    last->add_input(log ? add("log_sum", "Log", {sum}) : add("inverse_sum", "Reciprocal", {sum}));
     last = body->mutable_node(i);  // add_node may have moved it
     for (const std::string& in : original.input())
       if (!in.empty() && in[0] == '^') last->add_input(in);

@@ -12,7 +12,7 @@
 namespace graphjit {
 
 // Rewrites Softmax and LogSoftmax as the primitive ops they are made of (Max, Sub, Exp,
-// Sum, RealDiv; Log), so that the fusion planner sees their row reductions. The last
+// Sum, Reciprocal, Mul; Log), so that the fusion planner sees their row reductions. The last
 // node keeps the op's name.
 void ExpandSoftmax(tensorflow::GraphDef* body);
 

@@ -380,6 +380,35 @@ TEST_F(Jit, SelectWithAVectorConditionPicksRows) {
   }
 }
 
+TEST_F(Jit, DivisionsAreExactForHugeAndSubnormalDivisors) {
+  // A divisor that is the same for a whole loop invites x * (1 / d), which gives 0 * inf =
+  // NaN for DivNoNan(0, 1e-40), inf for 1e-5 / 1e-40, and 0 for 1 / 3e38 (a subnormal
+  // reciprocal, or flushed): divisions must divide.
+  const std::vector<float> x = {0.0f, 1e-5f, 1.0f, -3.0f, 5.0f, 7.0f, 1e-30f, 3e38f, -0.0f, 2.0f, 9.0f, 1.0f};
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {12});
+  b.Placeholder("d", DType::kFloat, {});
+  b.Op("q", "RealDiv", {"x", "d"});
+  b.Op("nn", "DivNoNan", {"x", "d"});
+  b.Op("qa", "Abs", {"q"});
+  b.Op("na", "Abs", {"nn"});
+  auto session = SessionAt(b.graph_def(), JitLevel::kOn1);
+  const JitStats before = GetJitStats();
+  for (float d : {1e-40f, 2.5e-39f, -1e-45f, 3e38f, 1e30f, 3.0f, 0.0f}) {
+    const std::vector<Tensor> got = testing::RunOrDie(
+        *session, {{"x", testing::MakeFloat(Shape{12}, x)}, {"d", testing::MakeFloat(Shape{}, {d})}}, {"qa", "na"});
+    auto same = [](float a, float b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float q = std::fabs(x[i] / d);
+      const float nn = d == 0 ? 0.0f : q;
+      EXPECT_TRUE(same(got[0].data<float>()[i], q)) << x[i] << " / " << d << ": " << got[0].data<float>()[i];
+      EXPECT_TRUE(same(got[1].data<float>()[i], nn)) << "DivNoNan(" << x[i] << ", " << d << "): " << got[1].data<float>()[i];
+    }
+  }
+  EXPECT_GE(GetJitStats().compiled - before.compiled, 1);
+  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
+}
+
 // The assembly the JIT wrote for the cluster of Relu(Tanh(x)) at [rows, 256], with these
 // options (jit_cpu, prefer_vector_width), and the result against op by op.
 std::string ClusterAssembly(SessionOptions options, int64_t rows = 64) {
