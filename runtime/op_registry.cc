@@ -56,7 +56,7 @@ Status KernelContext::Error(const std::string& message) const {
 }
 
 void KernelContext::ParallelFor(int64_t n, int64_t cost_per_item,
-                                const std::function<void(int64_t, int64_t)>& fn) const {
+                                const std::function<void(int64_t, int64_t)>& fn, bool one_block_per_thread) const {
   // Below ~64k units of work a hand-off to a spinning thread costs more than it saves;
   // waking a sleeping one (a futex wake and an inter-processor interrupt: 20 us for the
   // caller and 60 us until it runs, measured on a 2-core VM) pays only above ~1M units.
@@ -69,7 +69,7 @@ void KernelContext::ParallelFor(int64_t n, int64_t cost_per_item,
     return;
   }
   const bool wake = n >= kMinWorkToWake / cost_per_item;
-  intra_op->ParallelFor(n, min_block, fn, wake);
+  intra_op->ParallelFor(n, min_block, fn, wake, one_block_per_thread);
 }
 
 OpRegistry* OpRegistry::Global() {

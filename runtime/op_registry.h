@@ -77,8 +77,10 @@ struct KernelContext {
   // Uses an existing tensor (e.g. an input) as output i, without copying.
   void ForwardOutput(int i, Tensor t) { outputs[i] = std::move(t); }
   Status Error(const std::string& message) const;
-  // Splits [0, n) over the intra-op threads when n * cost_per_item is large enough.
-  void ParallelFor(int64_t n, int64_t cost_per_item, const std::function<void(int64_t, int64_t)>& fn) const;
+  // Splits [0, n) over the intra-op threads when n * cost_per_item is large enough (see
+  // ThreadPool::ParallelFor for `one_block_per_thread`).
+  void ParallelFor(int64_t n, int64_t cost_per_item, const std::function<void(int64_t, int64_t)>& fn,
+                   bool one_block_per_thread = false) const;
 };
 
 using InferFn = std::function<Status(InferenceContext&)>;

@@ -103,7 +103,7 @@ void ThreadPool::Wake() {
 }
 
 void ThreadPool::ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn,
-                             bool wake_sleepers) {
+                             bool wake_sleepers, bool one_block_per_thread) {
   if (n <= 0) return;
   min_block = std::max<int64_t>(1, min_block);
   // A few blocks per thread, claimed by whichever thread is free: a helper that wakes
@@ -111,8 +111,8 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_block, const std::function<v
   // The caller claims from the front and the helpers from the back, so that when all
   // keep pace, consecutive ParallelFors give each thread the same part of the range
   // (and of the data, still in its core's cache).
-  constexpr int64_t kBlocksPerThread = 4;
-  const int64_t blocks = std::min<int64_t>(n / min_block, kBlocksPerThread * num_threads_);
+  const int64_t blocks_per_thread = one_block_per_thread ? 1 : 4;
+  const int64_t blocks = std::min<int64_t>(n / min_block, blocks_per_thread * num_threads_);
   if (blocks <= 1 || workers_.empty()) {
     fn(0, n);
     return;

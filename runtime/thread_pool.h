@@ -34,9 +34,11 @@ class ThreadPool {
   // Runs fn(begin, end) over [0, n) in blocks of at least `min_block` items (a few per
   // thread), each claimed by whichever of the pool's threads and the caller's is free;
   // returns when all blocks are done. Without `wake_sleepers`, only workers that are
-  // awake (spinning) help: for work that takes less time than waking one.
+  // awake (spinning) help: for work that takes less time than waking one. With
+  // `one_block_per_thread`, blocks are as few as the threads: for calls with a fixed cost
+  // each (a oneDNN GEMM packs its operands).
   void ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn,
-                   bool wake_sleepers = true);
+                   bool wake_sleepers = true, bool one_block_per_thread = false);
 
   // Number of threads the machine offers.
   static int DefaultThreads();

@@ -49,7 +49,7 @@ Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, 
         if (st != dnnl_success) failed = st;
       };
       if (threads == 1) block(0, m);
-      else ctx.ParallelFor(by_rows ? m : n, (by_rows ? n : m) * k, block);
+      else ctx.ParallelFor(by_rows ? m : n, (by_rows ? n : m) * k, block, /*one_block_per_thread=*/true);
       if (failed != dnnl_success) return ctx.Error("oneDNN sgemm failed with status " + std::to_string(failed));
       return Status::Ok();
     }
@@ -194,7 +194,7 @@ Status OneDnnFusedMatMul(const KernelContext& ctx, bool ta, bool tb, int64_t m, 
   // OneDnnOnThisThread); A's rows are strided views when A is stored transposed.
   std::string error;
   std::mutex mu;
-  ctx.ParallelFor(m, n * k, [&](int64_t begin, int64_t end) {
+  auto block = [&](int64_t begin, int64_t end) {
     OneDnnOnThisThread();
     const int64_t rows = end - begin;
     const memory::desc a_md({rows, k}, f32, ta ? memory::dims{1, m} : memory::dims{k, 1});
@@ -219,7 +219,8 @@ Status OneDnnFusedMatMul(const KernelContext& ctx, bool ta, bool tb, int64_t m, 
       std::lock_guard<std::mutex> lock(mu);
       error = err.what();
     }
-  });
+  };
+  ctx.ParallelFor(m, n * k, block, /*one_block_per_thread=*/true);
   if (!error.empty()) return Internal(NodeLabel(ctx.node) + ": oneDNN matmul failed: " + error);
   return Status::Ok();
 }

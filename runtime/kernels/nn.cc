@@ -213,8 +213,8 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
     }
   };
   const int64_t per_row = OW * O * w.kh * w.kw * (depthwise ? 1 : C);
-  if (by_images) ctx.ParallelFor(N, OH * per_row, block);
-  else ctx.ParallelFor(OH, per_row, block);
+  if (by_images) ctx.ParallelFor(N, OH * per_row, block, /*one_block_per_thread=*/true);
+  else ctx.ParallelFor(OH, per_row, block, /*one_block_per_thread=*/true);
   if (!error.empty()) return Internal(NodeLabel(ctx.node) + ": oneDNN convolution failed: " + error);
   return Status::Ok();
 }
