@@ -7,7 +7,7 @@
 #include "runtime/op_registry.h"
 
 // oneDNN parallelizes with OpenMP (libgomp); kernels keep it to one thread per call
-// (OneDnnOnThisThread in fused.h).
+// (OneDnnParallelFor in fused.h).
 extern "C" void omp_set_num_threads(int num_threads);
 
 namespace graphjit {

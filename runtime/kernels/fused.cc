@@ -31,11 +31,26 @@ const dnnl::engine& OneDnnEngine() {
   return *engine;
 }
 
-void OneDnnOnThisThread() {
-  // OpenMP's thread count is per thread (an ICV of the thread's implicit task).
-  thread_local bool done = false;
-  if (!done) omp_set_num_threads(1);
-  done = true;
+std::string OneDnnParallelFor(const KernelContext& ctx, int64_t n, int64_t cost_per_item,
+                              const std::function<void(int64_t, int64_t)>& block) {
+  std::string error;
+  std::mutex mu;
+  ctx.ParallelFor(
+      n, cost_per_item,
+      [&](int64_t begin, int64_t end) {
+        // OpenMP's thread count is per thread (an ICV of the thread's implicit task).
+        thread_local bool single = false;
+        if (!single) omp_set_num_threads(1);
+        single = true;
+        try {
+          block(begin, end);
+        } catch (const dnnl::error& err) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (error.empty()) error = err.what();
+        }
+      },
+      /*one_block_per_thread=*/true);
+  return error;
 }
 
 dnnl::primitive_attr OneDnnAttr(Activation activation) {

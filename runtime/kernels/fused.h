@@ -3,6 +3,7 @@
 // output tile is in cache; other dtypes apply it in one pass over the output.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,12 +25,14 @@ StatusOr<Activation> ReadActivation(const Node& node);
 // The CPU engine graphjit's oneDNN primitives run on.
 const dnnl::engine& OneDnnEngine();
 
-// Makes oneDNN calls on the calling thread single-threaded. graphjit's kernels split
-// oneDNN's work into blocks on the runtime's intra-op threads themselves: Debian's oneDNN
-// parallelizes with OpenMP, whose workers spin-wait after each call and then compete for
-// the cores with the runtime's own threads (2 threads ran 40x slower than 1). A team of
-// one thread starts no OpenMP worker at all.
-void OneDnnOnThisThread();
+// Runs block(begin, end) over [0, n) on the intra-op threads, one block per thread (each
+// oneDNN call packs its operands), every block a single-threaded oneDNN call. graphjit
+// splits oneDNN's work itself: Debian's oneDNN parallelizes with OpenMP, whose workers
+// spin-wait after each call and then compete for the cores with the runtime's own
+// threads (2 threads ran 40x slower than 1); a team of one thread starts no OpenMP
+// worker at all. Returns the message of the first dnnl::error a block threw, or "".
+std::string OneDnnParallelFor(const KernelContext& ctx, int64_t n, int64_t cost_per_item,
+                              const std::function<void(int64_t, int64_t)>& block);
 
 // oneDNN primitives built once per key (a geometry) and shared by every caller; `make_pd`
 // builds the primitive descriptor of a missing one.

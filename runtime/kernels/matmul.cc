@@ -34,13 +34,12 @@ Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, 
   }
   if constexpr (std::is_same_v<T, float>) {
     if (m * n * k > kSmallGemm) {
-      // Blocks of C's rows (or columns, when it has few rows) on the intra-op threads,
-      // each one single-threaded oneDNN call (see OneDnnOnThisThread).
+      // Blocks of C's rows (or columns, when it has few rows) on the intra-op threads
+      // (see OneDnnParallelFor).
       const bool by_rows = m >= n || threads == 1;
       const int64_t lda = ta ? m : k, ldb = tb ? k : n;
       std::atomic<dnnl_status_t> failed{dnnl_success};
       auto block = [&](int64_t begin, int64_t end) {
-        OneDnnOnThisThread();
         const int64_t rows = by_rows ? end - begin : m, cols = by_rows ? n : end - begin;
         const float* ab = by_rows ? a + begin * (ta ? 1 : k) : a;
         const float* bb = by_rows ? b : b + begin * (tb ? k : 1);
@@ -48,8 +47,9 @@ Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, 
         dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', rows, cols, k, 1.0f, ab, lda, bb, ldb, 0.0f, cb, n);
         if (st != dnnl_success) failed = st;
       };
-      if (threads == 1) block(0, m);
-      else ctx.ParallelFor(by_rows ? m : n, (by_rows ? n : m) * k, block, /*one_block_per_thread=*/true);
+      // One block, on this thread, when it is one of several GEMMs run in parallel.
+      if (threads == 1) OneDnnParallelFor(ctx, 1, 1, [&](int64_t, int64_t) { block(0, m); });
+      else OneDnnParallelFor(ctx, by_rows ? m : n, (by_rows ? n : m) * k, block);
       if (failed != dnnl_success) return ctx.Error("oneDNN sgemm failed with status " + std::to_string(failed));
       return Status::Ok();
     }
@@ -190,37 +190,29 @@ Status OneDnnFusedMatMul(const KernelContext& ctx, bool ta, bool tb, int64_t m, 
   const auto f32 = memory::data_type::f32;
   const memory::desc b_md({k, n}, f32, tb ? memory::format_tag::ba : memory::format_tag::ab);
   const memory::desc bias_md({1, n}, f32, memory::format_tag::ab);
-  // Blocks of rows on the intra-op threads, each one single-threaded oneDNN matmul (see
-  // OneDnnOnThisThread); A's rows are strided views when A is stored transposed.
-  std::string error;
-  std::mutex mu;
+  // Blocks of rows on the intra-op threads (see OneDnnParallelFor); A's rows are strided
+  // views when A is stored transposed.
   auto block = [&](int64_t begin, int64_t end) {
-    OneDnnOnThisThread();
     const int64_t rows = end - begin;
     const memory::desc a_md({rows, k}, f32, ta ? memory::dims{1, m} : memory::dims{k, 1});
     const memory::desc c_md({rows, n}, f32, memory::format_tag::ab);
     const std::string key = std::to_string(rows) + "," + std::to_string(m) + "," + std::to_string(n) + "," +
                             std::to_string(k) + "," + std::to_string(ta) + std::to_string(tb) +
                             std::to_string(static_cast<int>(act));
-    try {
-      const auto& e = primitives->Get(key, [&] {
-        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), OneDnnAttr(act), engine);
-      });
-      dnnl::stream stream(engine);
-      memory scratchpad(e.pd.scratchpad_desc(), engine);  // this call's own: runs may overlap
-      const float* a_rows = a.data<float>() + begin * (ta ? 1 : k);
-      e.primitive.execute(stream, {{DNNL_ARG_SRC, memory(a_md, engine, const_cast<float*>(a_rows))},
-                                   {DNNL_ARG_WEIGHTS, memory(b_md, engine, b.raw())},
-                                   {DNNL_ARG_BIAS, memory(bias_md, engine, bias.raw())},
-                                   {DNNL_ARG_DST, memory(c_md, engine, out->data<float>() + begin * n)},
-                                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      std::lock_guard<std::mutex> lock(mu);
-      error = err.what();
-    }
+    const auto& e = primitives->Get(key, [&] {
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), OneDnnAttr(act), engine);
+    });
+    dnnl::stream stream(engine);
+    memory scratchpad(e.pd.scratchpad_desc(), engine);  // this call's own: runs may overlap
+    const float* a_rows = a.data<float>() + begin * (ta ? 1 : k);
+    e.primitive.execute(stream, {{DNNL_ARG_SRC, memory(a_md, engine, const_cast<float*>(a_rows))},
+                                 {DNNL_ARG_WEIGHTS, memory(b_md, engine, b.raw())},
+                                 {DNNL_ARG_BIAS, memory(bias_md, engine, bias.raw())},
+                                 {DNNL_ARG_DST, memory(c_md, engine, out->data<float>() + begin * n)},
+                                 {DNNL_ARG_SCRATCHPAD, scratchpad}});
+    stream.wait();
   };
-  ctx.ParallelFor(m, n * k, block, /*one_block_per_thread=*/true);
+  const std::string error = OneDnnParallelFor(ctx, m, n * k, block);
   if (!error.empty()) return Internal(NodeLabel(ctx.node) + ": oneDNN matmul failed: " + error);
   return Status::Ok();
 }

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <mutex>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -136,9 +135,9 @@ void DirectConv(const Tensor& in, const Tensor& filter, const Window& w, bool de
 }
 
 // A oneDNN convolution (primitives built once per geometry); `bias` (optional) and
-// `act` are applied as post-ops. It runs in blocks on the intra-op threads, each one
-// single-threaded oneDNN call (see OneDnnOnThisThread): blocks of images, or for a single
-// image, blocks of output rows, each with the input rows and the padding it needs.
+// `act` are applied as post-ops. It runs in blocks on the intra-op threads (see
+// OneDnnParallelFor): blocks of images, or for a single image, blocks of output rows,
+// each with the input rows and the padding it needs.
 Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filter, const Window& w, bool depthwise,
                   const Tensor* bias, Activation act, Tensor* out) {
   using dnnl::memory;
@@ -153,10 +152,7 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
   memory::format_tag w_tag = depthwise ? memory::format_tag::hwigo : memory::format_tag::hwio;
   const memory::desc bias_md({O}, memory::data_type::f32, memory::format_tag::a);
   const bool by_images = N > 1;
-  std::string error;
-  std::mutex mu;
   auto block = [&](int64_t begin, int64_t end) {
-    OneDnnOnThisThread();
     // Images [begin, end), or output rows [begin, end) of the one image and the input
     // rows they read, [ih0, ih1), with what they read outside the image as padding.
     int64_t n = N, h = H, oh = OH, pad_top = w.pt, pad_bottom = w.pb, in_offset = 0, out_offset = 0;
@@ -180,41 +176,36 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
     std::string key = std::to_string(depthwise) + std::to_string(bias != nullptr) + std::to_string(static_cast<int>(act));
     for (const auto* v : {&src_dims, &w_dims, &strides, &dilates, &pad_l, &pad_r})
       for (auto d : *v) key += "," + std::to_string(d);
-    try {
-      const auto& e = primitives->Get(key, [&] {
-        memory::desc src_md(src_dims, memory::data_type::f32, memory::format_tag::nhwc);
-        memory::desc dst_md(dst_dims, memory::data_type::f32, memory::format_tag::nhwc);
-        memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
-        const auto prop = dnnl::prop_kind::forward_inference;
-        const auto alg = dnnl::algorithm::convolution_direct;
-        auto d = bias ? dnnl::convolution_forward::desc(prop, alg, src_md, w_any, bias_md, dst_md, strides, dilates,
-                                                        pad_l, pad_r)
-                      : dnnl::convolution_forward::desc(prop, alg, src_md, w_any, dst_md, strides, dilates, pad_l, pad_r);
-        return dnnl::convolution_forward::primitive_desc(d, OneDnnAttr(act), engine);
-      });
-      dnnl::stream stream(engine);
-      memory src(e.pd.src_desc(), engine, in.data<float>() + in_offset);
-      memory dst(e.pd.dst_desc(), engine, out->data<float>() + out_offset);
-      memory user_w({w_dims, memory::data_type::f32, w_tag}, engine, filter.raw());
-      memory weights = user_w;
-      if (e.pd.weights_desc() != user_w.get_desc()) {
-        weights = memory(e.pd.weights_desc(), engine);
-        dnnl::reorder(user_w, weights).execute(stream, user_w, weights);
-      }
-      memory scratchpad(e.pd.scratchpad_desc(), engine);  // this call's own: runs may overlap
-      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
-                                              {DNNL_ARG_SCRATCHPAD, scratchpad}};
-      if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_md, engine, bias->raw()));
-      e.primitive.execute(stream, args);
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      std::lock_guard<std::mutex> lock(mu);
-      error = err.what();
+    const auto& e = primitives->Get(key, [&] {
+      memory::desc src_md(src_dims, memory::data_type::f32, memory::format_tag::nhwc);
+      memory::desc dst_md(dst_dims, memory::data_type::f32, memory::format_tag::nhwc);
+      memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const auto alg = dnnl::algorithm::convolution_direct;
+      auto d = bias ? dnnl::convolution_forward::desc(prop, alg, src_md, w_any, bias_md, dst_md, strides, dilates,
+                                                      pad_l, pad_r)
+                    : dnnl::convolution_forward::desc(prop, alg, src_md, w_any, dst_md, strides, dilates, pad_l, pad_r);
+      return dnnl::convolution_forward::primitive_desc(d, OneDnnAttr(act), engine);
+    });
+    dnnl::stream stream(engine);
+    memory src(e.pd.src_desc(), engine, in.data<float>() + in_offset);
+    memory dst(e.pd.dst_desc(), engine, out->data<float>() + out_offset);
+    memory user_w({w_dims, memory::data_type::f32, w_tag}, engine, filter.raw());
+    memory weights = user_w;
+    if (e.pd.weights_desc() != user_w.get_desc()) {
+      weights = memory(e.pd.weights_desc(), engine);
+      dnnl::reorder(user_w, weights).execute(stream, user_w, weights);
     }
+    memory scratchpad(e.pd.scratchpad_desc(), engine);  // this call's own: runs may overlap
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
+                                            {DNNL_ARG_SCRATCHPAD, scratchpad}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_md, engine, bias->raw()));
+    e.primitive.execute(stream, args);
+    stream.wait();
   };
   const int64_t per_row = OW * O * w.kh * w.kw * (depthwise ? 1 : C);
-  if (by_images) ctx.ParallelFor(N, OH * per_row, block, /*one_block_per_thread=*/true);
-  else ctx.ParallelFor(OH, per_row, block, /*one_block_per_thread=*/true);
+  const std::string error =
+      by_images ? OneDnnParallelFor(ctx, N, OH * per_row, block) : OneDnnParallelFor(ctx, OH, per_row, block);
   if (!error.empty()) return Internal(NodeLabel(ctx.node) + ": oneDNN convolution failed: " + error);
   return Status::Ok();
 }
