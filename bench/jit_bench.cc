@@ -4,7 +4,7 @@
 // input read and the output written once.
 //
 //   build/bin/jit_bench --benchmark_enable_random_interleaving=true --benchmark_repetitions=10
-//   build/bin/jit_bench --benchmark_filter=vector_width   # 256- against 512-bit vectors
+//   build/bin/jit_bench --benchmark_filter=vector_width   # 128-, 256- and 512-bit vectors
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -124,7 +124,7 @@ void Register(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
         ->Unit(benchmark::kMicrosecond);
 }
 
-// The fused kernels with 256- and 512-bit vectors, per bench graph (each a fusion kind:
+// The fused kernels with 128-, 256- and 512-bit vectors, per bench graph (each a fusion kind:
 // loop fusions, row fusions, a GEMM with a row fusion). On a CPU without AVX-512 the
 // 512-bit runs are skipped: their code cannot run there.
 void RegisterVectorWidths(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
@@ -133,7 +133,7 @@ void RegisterVectorWidths(const std::string& name, std::shared_ptr<StatusOr<Work
     if (s.range(1) == 512 && !avx512) return s.SkipWithError("this CPU has no AVX-512");
     Run(s, *work, JitLevel::kOn1, static_cast<int>(s.range(1)));
   })
-      ->ArgsProduct({{1}, {256, 512}})
+      ->ArgsProduct({{1}, {128, 256, 512}})
       ->ArgNames({"threads", "bits"})
       ->Unit(benchmark::kMicrosecond);
 }

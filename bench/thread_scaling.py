@@ -99,8 +99,8 @@ def main():
         f.write(f"Written by `bench/thread_scaling.py --iters {args.iters} --runs {args.runs}` on {cpu} "
                 f"({os.cpu_count()} cores, {'with' if 'avx512f' in flags else 'without'} AVX-512, "
                 f"{platform.system()} {platform.release()}). Each work is {args.runs} `graphjit bench --jit off,on "
-                "--threads 1,2` runs: in each, the four configurations interleaved, medians, each run followed by "
-                "a copy of the largest input at the same thread count. A row shows the run in the middle by "
+                "--threads 1,2` runs: in each, the four configurations interleaved, medians, each timed run "
+                "right after an untimed one of the same configuration and followed by a copy of the largest input at the same thread count. A row shows the run in the middle by "
                 "speed-up against the copy's; the last column lists every run's speed-up/copy's speed-up, so "
                 "the machine's noise shows.\n\n")
         f.write("Goal: no work slower at 2 threads than at 1 (beyond 10%); every work over 1 ms at 1 thread at "
