@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -71,9 +73,9 @@ Case Load(const std::string& manifest_path) {
 }
 
 // Runs the fixture's model with the given threads, with or without graph optimizations,
-// at a JIT level.
+// at a JIT level (clustering single ops too with `min_cluster_size` 1).
 std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, int threads, bool optimize,
-                               JitLevel jit = JitLevel::kOff) {
+                               JitLevel jit = JitLevel::kOff, int min_cluster_size = 2) {
   fs::path dir = fs::path(manifest_path).parent_path();
   nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest_path));
   auto gd = ReadGraphDefFile((dir / m["model"].get<std::string>()).string());
@@ -83,6 +85,7 @@ std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, 
   options.intra_op_threads = options.inter_op_threads = threads;
   options.rewrite_options.set_disable_meta_optimizer(!optimize);
   options.jit_level = jit;
+  options.min_cluster_size = min_cluster_size;
   auto session = Session::Create(options, *gd);
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   if (!session.ok()) return {};
@@ -150,6 +153,59 @@ TEST_P(Fixture, JitMatchesTheReferenceKernels) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TensorFlow, Fixture, ::testing::ValuesIn(Manifests()), CaseName);
+
+// The op fixtures the JIT does not compile, each with why: tests/unit/jit_uncompiled_ops.txt.
+// The list may only shrink: a case on it that compiles fails until it is taken off.
+std::map<std::string, std::string> UncompiledOps() {
+  std::map<std::string, std::string> out;
+  std::ifstream f(GRAPHJIT_UNCOMPILED_OPS);
+  EXPECT_TRUE(f) << "cannot read " << GRAPHJIT_UNCOMPILED_OPS;
+  for (std::string line; std::getline(f, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.find_first_of(" \t");
+    out[line.substr(0, space)] = space == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", space));
+  }
+  return out;
+}
+
+std::vector<std::string> OpManifests() {
+  std::vector<std::string> out;
+  for (const std::string& m : Manifests())
+    if (fs::path(m).parent_path().parent_path().filename() == "ops") out.push_back(m);
+  return out;
+}
+
+class OpFixture : public Fixture {};
+
+// Every op fixture alone through the JIT (min_cluster_size 1, ON_2): it compiles, and the
+// compiled kernel matches TensorFlow at the fixture's tolerance.
+TEST_P(OpFixture, CompilesAloneAndMatchesTensorFlow) {
+  static const std::map<std::string, std::string> uncompiled = UncompiledOps();
+  const std::string name = fs::path(GetParam()).parent_path().filename().string();
+  Case c = Load(GetParam());
+  const JitStats before = GetJitStats();
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, /*min_cluster_size=*/1), c.expected, "TensorFlow");
+  const JitStats after = GetJitStats();
+  const bool compiled = after.compiled > before.compiled && after.fallback == before.fallback;
+  auto listed = uncompiled.find(name);
+  if (listed == uncompiled.end())
+    EXPECT_TRUE(compiled) << name << " did not compile (clusters " << after.clusters - before.clusters
+                          << ", op by op " << after.fallback - before.fallback << ")";
+  else
+    EXPECT_FALSE(compiled) << name << " compiles now: take it off tests/unit/jit_uncompiled_ops.txt ("
+                           << listed->second << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(TensorFlow, OpFixture, ::testing::ValuesIn(OpManifests()), CaseName);
+
+TEST(Fixtures, UncompiledOpsAreOpFixtures) {
+  std::set<std::string> cases;
+  for (const std::string& m : OpManifests()) cases.insert(fs::path(m).parent_path().filename().string());
+  for (const auto& [name, why] : UncompiledOps()) {
+    EXPECT_TRUE(cases.count(name)) << name << " in jit_uncompiled_ops.txt is not an op fixture";
+    EXPECT_FALSE(why.empty()) << name << " in jit_uncompiled_ops.txt says not why";
+  }
+}
 
 TEST(Fixtures, ArePresent) {
   auto m = Manifests();
