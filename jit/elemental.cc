@@ -1,6 +1,7 @@
 #include "jit/elemental.h"
 
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -150,6 +151,104 @@ const std::map<std::string, Emit>& FloatOps() {
   return ops;
 }
 
+// Integer ops on i32 or i64 (`t`), as the reference kernels compute them: two's
+// complement, wrapping on overflow (Abs and Neg of the minimum give the minimum).
+using IntEmit = std::string (*)(const std::vector<std::string>& x, const std::string& t, MlirWriter& w);
+
+std::string IntConst(MlirWriter& w, int64_t v, const std::string& t) {
+  return w.Let("arith.constant " + std::to_string(v) + " : " + t);
+}
+std::string IntBinary(const char* op, const std::string& a, const std::string& b, const std::string& t, MlirWriter& w) {
+  return w.Let(std::string(op) + " " + a + ", " + b + " : " + t);
+}
+std::string IntSelect(const std::string& c, const std::string& a, const std::string& b, const std::string& t,
+                      MlirWriter& w) {
+  return w.Let("arith.select " + c + ", " + a + ", " + b + " : " + t);
+}
+std::string IntCmp(const char* pred, const std::string& a, const std::string& b, const std::string& t, MlirWriter& w) {
+  return w.Let(std::string("arith.cmpi ") + pred + ", " + a + ", " + b + " : " + t);
+}
+
+const std::map<std::string, IntEmit>& IntOps() {
+  static const std::map<std::string, IntEmit> ops = {
+      {"Add", [](auto& x, auto& t, auto& w) { return IntBinary("arith.addi", x[0], x[1], t, w); }},
+      {"AddV2", [](auto& x, auto& t, auto& w) { return IntBinary("arith.addi", x[0], x[1], t, w); }},
+      {"BiasAdd", [](auto& x, auto& t, auto& w) { return IntBinary("arith.addi", x[0], x[1], t, w); }},
+      {"AddN",
+       [](auto& x, auto& t, auto& w) {
+         std::string sum = x[0];
+         for (size_t i = 1; i < x.size(); ++i) sum = IntBinary("arith.addi", sum, x[i], t, w);
+         return sum;
+       }},
+      {"Sub", [](auto& x, auto& t, auto& w) { return IntBinary("arith.subi", x[0], x[1], t, w); }},
+      {"Mul", [](auto& x, auto& t, auto& w) { return IntBinary("arith.muli", x[0], x[1], t, w); }},
+      {"Square", [](auto& x, auto& t, auto& w) { return IntBinary("arith.muli", x[0], x[0], t, w); }},
+      {"SquaredDifference",
+       [](auto& x, auto& t, auto& w) {
+         std::string d = IntBinary("arith.subi", x[0], x[1], t, w);
+         return IntBinary("arith.muli", d, d, t, w);
+       }},
+      {"Maximum", [](auto& x, auto& t, auto& w) { return IntBinary("arith.maxsi", x[0], x[1], t, w); }},
+      {"Minimum", [](auto& x, auto& t, auto& w) { return IntBinary("arith.minsi", x[0], x[1], t, w); }},
+      {"Neg", [](auto& x, auto& t, auto& w) { return IntBinary("arith.subi", IntConst(w, 0, t), x[0], t, w); }},
+      {"Abs", [](auto& x, auto& t, auto& w) { return w.Let("math.absi " + x[0] + " : " + t); }},
+      {"Sign",
+       [](auto& x, auto& t, auto& w) {
+         std::string zero = IntConst(w, 0, t);
+         std::string neg = IntSelect(IntCmp("slt", x[0], zero, t, w), IntConst(w, -1, t), zero, t, w);
+         return IntSelect(IntCmp("sgt", x[0], zero, t, w), IntConst(w, 1, t), neg, t, w);
+       }},
+      {"Relu", [](auto& x, auto& t, auto& w) { return IntBinary("arith.maxsi", x[0], IntConst(w, 0, t), t, w); }},
+      {"Relu6",
+       [](auto& x, auto& t, auto& w) {
+         return IntBinary("arith.minsi", IntBinary("arith.maxsi", x[0], IntConst(w, 0, t), t, w), IntConst(w, 6, t), t, w);
+       }},
+      {"Greater", [](auto& x, auto& t, auto& w) { return IntCmp("sgt", x[0], x[1], t, w); }},
+      {"GreaterEqual", [](auto& x, auto& t, auto& w) { return IntCmp("sge", x[0], x[1], t, w); }},
+      {"Less", [](auto& x, auto& t, auto& w) { return IntCmp("slt", x[0], x[1], t, w); }},
+      {"LessEqual", [](auto& x, auto& t, auto& w) { return IntCmp("sle", x[0], x[1], t, w); }},
+      {"Equal", [](auto& x, auto& t, auto& w) { return IntCmp("eq", x[0], x[1], t, w); }},
+      {"NotEqual", [](auto& x, auto& t, auto& w) { return IntCmp("ne", x[0], x[1], t, w); }},
+  };
+  return ops;
+}
+
+bool IsInt(const std::string& t) { return t == "i32" || t == "i64"; }
+
+// Cast between the computed types (f32, i1, i32, i64), then rounded to a 16-bit float
+// type if that is the destination, as the reference kernel's Cast does.
+std::string EmitCast(const std::string& x, const std::string& from, DType to_dtype, MlirWriter& w) {
+  const std::string to = ElementType(to_dtype);
+  std::string v = x;
+  if (from == to) {
+  } else if (from == "i1") {
+    v = to == "f32" ? Select(x, F32(w, 1), F32(w, 0), w) : w.Let("arith.extui " + x + " : i1 to " + to);
+  } else if (to == "i1") {
+    v = from == "f32" ? w.Let("arith.cmpf une, " + x + ", " + F32(w, 0) + " : f32")
+                      : IntCmp("ne", x, IntConst(w, 0, from), from, w);
+  } else if (from == "f32") {
+    // Truncation toward zero; NaN and what is out of range give the minimum, as x86's
+    // conversion does (fptosi alone would be poison there; the select never picks it).
+    const double bound = to == "i32" ? 2147483648.0 : 9223372036854775808.0;
+    const std::string out_of_range = w.Let(
+        "arith.ori " + w.Let("arith.cmpf uno, " + x + ", " + x + " : f32") + ", " +
+        w.Let("arith.ori " + w.Let("arith.cmpf olt, " + x + ", " + F32(w, -bound) + " : f32") + ", " +
+              w.Let("arith.cmpf oge, " + x + ", " + F32(w, bound) + " : f32") + " : i1") +
+        " : i1");
+    const std::string minimum = IntConst(w, to == "i32" ? INT32_MIN : INT64_MIN, to);
+    v = IntSelect(out_of_range, minimum, w.Let("arith.fptosi " + x + " : f32 to " + to), to, w);
+  } else if (to == "f32") {
+    v = w.Let("arith.sitofp " + x + " : " + from + " to f32");
+  } else {
+    v = w.Let(std::string(from == "i32" ? "arith.extsi " : "arith.trunci ") + x + " : " + from + " to " + to);
+  }
+  if (to_dtype == DType::kHalf || to_dtype == DType::kBFloat16) {  // rounded as stored
+    const char* t = to_dtype == DType::kHalf ? "f16" : "bf16";
+    v = w.Let("arith.extf " + w.Let("arith.truncf " + v + " : f32 to " + t) + " : " + t + " to f32");
+  }
+  return v;
+}
+
 }  // namespace
 
 std::string ElementType(DType dtype) {
@@ -158,6 +257,8 @@ std::string ElementType(DType dtype) {
     case DType::kHalf:
     case DType::kBFloat16: return "f32";
     case DType::kBool: return "i1";
+    case DType::kInt32: return "i32";
+    case DType::kInt64: return "i64";
     default: return "";
   }
 }
@@ -175,26 +276,25 @@ StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::str
   if (op == "Identity" || op == "Snapshot" || op == "StopGradient" || op == "BroadcastTo") return operands[0];
   if (op == "Cast") {
     GJ_ASSIGN_OR_RETURN(DType to, GetTypeAttr(node, "DstT"));
-    const std::string& from = types[0];
     if (ElementType(to).empty()) return Unimplemented(NodeLabel(node) + ": a cast to " + DTypeName(to));
-    if (from == "f32" && (to == DType::kHalf || to == DType::kBFloat16)) {  // rounded as stored
-      const char* t = to == DType::kHalf ? "f16" : "bf16";
-      return w.Let("arith.extf " + w.Let("arith.truncf " + operands[0] + " : f32 to " + t) + " : " + t + " to f32");
-    }
-    if (ElementType(to) == from) return operands[0];  // float types are all computed in f32
-    if (from == "i1") return Select(operands[0], F32(w, 1), F32(w, 0), w);
-    return w.Let("arith.cmpf une, " + operands[0] + ", " + F32(w, 0) + " : f32");
+    return EmitCast(operands[0], types[0], to, w);
   }
-  if (op == "Select" || op == "SelectV2") {
-    if (types[1] != "f32") return Unimplemented(NodeLabel(node) + ": Select of non-float values");
-    return Select(operands[0], operands[1], operands[2], w);
-  }
+  if (op == "Select" || op == "SelectV2") return IntSelect(operands[0], operands[1], operands[2], types[1], w);
   if (op == "LogicalAnd" || op == "LogicalOr")
     return w.Let(std::string(op == "LogicalAnd" ? "arith.andi " : "arith.ori ") + operands[0] + ", " + operands[1] +
                  " : i1");
   if (op == "LogicalNot") return w.Let("arith.xori " + operands[0] + ", " + w.Let("arith.constant true") + " : i1");
+  if ((op == "Equal" || op == "NotEqual") && types[0] == "i1" && types[1] == "i1")
+    return IntCmp(op == "Equal" ? "eq" : "ne", operands[0], operands[1], "i1", w);
+  if (IsInt(types[0])) {
+    auto it = IntOps().find(op);
+    if (it == IntOps().end()) return Unimplemented(NodeLabel(node) + ": " + op + " of " + types[0] + " is not compiled");
+    for (const std::string& t : types)
+      if (t != types[0]) return Unimplemented(NodeLabel(node) + ": " + op + " of " + types[0] + " and " + t);
+    return it->second(operands, types[0], w);
+  }
   for (const std::string& t : types)
-    if ((op == "AddN" || op == "LeakyRelu") && t != "f32") return Unimplemented(NodeLabel(node) + ": " + op + " of a non-float operand");
+    if (t != "f32") return Unimplemented(NodeLabel(node) + ": " + op + " of a non-float operand");
   if (op == "AddN") {
     std::string sum = operands[0];
     for (size_t i = 1; i < operands.size(); ++i) sum = Binary("arith.addf", {sum, operands[i]}, w);
@@ -207,8 +307,6 @@ StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::str
   }
   auto it = FloatOps().find(op);
   if (it == FloatOps().end()) return Unimplemented("the loop emitter does not take " + op);
-  for (const std::string& t : types)
-    if (t != "f32") return Unimplemented(NodeLabel(node) + ": " + op + " of a non-float operand");
   return it->second(operands, w);
 }
 

@@ -1,6 +1,7 @@
 #include "jit/fusion_emitter.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -21,6 +22,8 @@ std::string StorageType(DType dtype) {
     case DType::kHalf: return "f16";
     case DType::kBFloat16: return "bf16";
     case DType::kBool: return "i8";
+    case DType::kInt32: return "i32";
+    case DType::kInt64: return "i64";
     default: return "";
   }
 }
@@ -45,7 +48,7 @@ std::string F32Constant(float v) {
 struct Value {
   std::string name;
   int depth = 0;     // the scope it is defined in: 0 is the function's entry
-  std::string type;  // "f32", "i1" or "index"
+  std::string type;  // "f32", "i1", "i32", "i64" or "index"
 };
 using Index = std::vector<Value>;
 
@@ -61,16 +64,17 @@ std::string Names(const Index& index) {
   return s;
 }
 
+// A reduction's combining op and identity in the computed type `t` (f32, i32 or i64).
 struct Reducer {
-  const char* combine;
-  float init;
+  std::string combine;
+  enum Identity { kZero, kOne, kLowest, kHighest } init;  // kLowest: -Inf for f32, the minimum for integers
 };
-Reducer ReducerOf(const std::string& op) {
-  const float inf = std::numeric_limits<float>::infinity();
-  if (op == "Max") return {"arith.maximumf", -inf};
-  if (op == "Min") return {"arith.minimumf", inf};
-  if (op == "Prod") return {"arith.mulf", 1};
-  return {"arith.addf", 0};  // Sum, Mean
+Reducer ReducerOf(const std::string& op, const std::string& t) {
+  const bool f = t == "f32";
+  if (op == "Max") return {f ? "arith.maximumf" : "arith.maxsi", Reducer::kLowest};
+  if (op == "Min") return {f ? "arith.minimumf" : "arith.minsi", Reducer::kHighest};
+  if (op == "Prod") return {f ? "arith.mulf" : "arith.muli", Reducer::kOne};
+  return {f ? "arith.addf" : "arith.addi", Reducer::kZero};  // Sum, Mean
 }
 
 // Writes one fusion as one function. Code is kept per open scope (function entry, loop
@@ -163,6 +167,21 @@ class KernelEmitter {
       code_[0] += it->second.name + " = " + it->first + "\n";
     }
     return it->second;
+  }
+  Value IntConst(int64_t v, const std::string& type) {
+    return Let(0, "arith.constant " + std::to_string(v) + " : " + type, type);
+  }
+  Value IdentityOf(const Reducer& reducer, const std::string& type) {
+    const bool i32 = type == "i32";
+    switch (reducer.init) {
+      case Reducer::kZero: return type == "f32" ? FloatConst(0) : IntConst(0, type);
+      case Reducer::kOne: return type == "f32" ? FloatConst(1) : IntConst(1, type);
+      case Reducer::kLowest:
+        return type == "f32" ? FloatConst(-INFINITY) : IntConst(i32 ? INT32_MIN : INT64_MIN, type);
+      case Reducer::kHighest:
+        return type == "f32" ? FloatConst(INFINITY) : IntConst(i32 ? INT32_MAX : INT64_MAX, type);
+    }
+    return FloatConst(0);
   }
   void OpenScope() { code_.emplace_back(); }
   std::string CloseScope() {
@@ -377,19 +396,41 @@ class KernelEmitter {
   // --- Reductions.
   Status ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count) {
     const Node& n = *g_.graph.node(r);
-    const Reducer reducer = ReducerOf(n.op);
+    if (n.op == "ArgMax") {
+      Index index = row_;
+      GJ_ASSIGN_OR_RETURN(reduced_[r], ArgMax(r, reduced.back(), index, [&](const Value& i) {
+        Index at = row_;
+        at.push_back(i);
+        return at;
+      }));
+      return Status::Ok();
+    }
+    const std::string type = ElementType(g_.info(r).dtypes[0]);
+    const Reducer reducer = ReducerOf(n.op, type);
     Index index = row_;
+    if (type != "f32") {  // integers: exact in any order
+      auto step = [&](const std::vector<Value>& accs, const Value& v) {
+        return std::vector<Value>{Let(Innermost(), reducer.combine + " " + accs[0].name + ", " + v.name + " : " + type, type)};
+      };
+      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, Fold(reduced, 0, index, {IdentityOf(reducer, type)}, step,
+                                                        [&](const Index& at) { return Get(n.inputs[0], at); }));
+      Value acc = accs[0];
+      if (n.op == "Mean" && count > 0)
+        acc = Let(acc.depth, "arith.divsi " + acc.name + ", " + IntConst(count, type).name + " : " + type, type);
+      reduced_[r] = acc;
+      return Status::Ok();
+    }
     // Max and Min keep a NaN flag beside the value and combine with nnan and nsz, which
     // makes them one vmaxps/vminps instead of six instructions that order NaN and
     // signed zeros. NaN still propagates; which zero wins a tie of -0 and +0 is left
     // open, as it is in TensorFlow's own kernels.
     const bool nan_flag = n.op == "Max" || n.op == "Min";
-    std::vector<Value> init = {FloatConst(reducer.init)};
+    std::vector<Value> init = {IdentityOf(reducer, type)};
     if (nan_flag) init.push_back(Let(0, "arith.constant false", "i1"));
     const std::string flags = nan_flag ? " fastmath<reassoc,nnan,nsz> : f32" : " fastmath<reassoc> : f32";
     auto step = [&](const std::vector<Value>& accs, const Value& v) {
       const int d = Innermost();
-      std::vector<Value> next = {Let(d, std::string(reducer.combine) + " " + accs[0].name + ", " + v.name + flags, "f32")};
+      std::vector<Value> next = {Let(d, reducer.combine + " " + accs[0].name + ", " + v.name + flags, "f32")};
       if (nan_flag) {
         const Value nan = Let(d, "arith.cmpf uno, " + v.name + ", " + v.name + " : f32", "i1");
         next.push_back(Let(d, "arith.ori " + accs[1].name + ", " + nan.name + " : i1", "i1"));
@@ -411,14 +452,30 @@ class KernelEmitter {
   Status ReduceAll(int r) {
     const Node& n = *g_.graph.node(r);
     const int out = p_.buffer_of.at({r, 0});
-    if (p_.buffers[out].dtype != DType::kFloat) return Unimplemented(NodeLabel(n) + ": a column reduction of a non-f32 type");
     GJ_ASSIGN_OR_RETURN(ReductionAxes axes, GetReductionAxes(g_, r));
-    const Reducer reducer = ReducerOf(n.op);
     const Shape& in = fusion_.space;
     const std::vector<int64_t>& out_dims = p_.buffers[out].shape.dims();
     Index index;
+    if (n.op == "ArgMax") {  // per output element, a loop along the axis
+      const int axis = axes.axes[0];
+      return Nest(out_dims, 0, index, [&](const Index& at) -> Status {
+        Index along;
+        GJ_ASSIGN_OR_RETURN(Value best, ArgMax(r, in.dim(axis), along, [&](const Value& i) {
+          Index full = at;
+          full.insert(full.begin() + axis, i);
+          return full;
+        }));
+        Store(out, at, best);
+        return Status::Ok();
+      });
+    }
+    const DType dtype = p_.buffers[out].dtype;
+    if (dtype != DType::kFloat && dtype != DType::kInt32 && dtype != DType::kInt64)
+      return Unimplemented(NodeLabel(n) + ": a column reduction of " + DTypeName(dtype));
+    const std::string type = ElementType(dtype);
+    const Reducer reducer = ReducerOf(n.op, type);
     GJ_RETURN_IF_ERROR(Nest(out_dims, 0, index, [&](const Index& at) {
-      Store(out, at, FloatConst(reducer.init));
+      Store(out, at, IdentityOf(reducer, type));
       return Status::Ok();
     }));
     GJ_RETURN_IF_ERROR(Nest(in.dims(), 0, index, [&](const Index& at) -> Status {
@@ -430,17 +487,48 @@ class KernelEmitter {
       }
       GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], at));
       const Value acc = Load(out, to, Innermost());
-      Store(out, to, Let(Innermost(), std::string(reducer.combine) + " " + acc.name + ", " + v.name + " : f32", "f32"));
+      Store(out, to, Let(Innermost(), reducer.combine + " " + acc.name + ", " + v.name + " : " + type, type));
       return Status::Ok();
     }));
     if (n.op != "Mean") return Status::Ok();
     int64_t count = 1;
     for (int a : axes.axes) count *= in.dim(a);
+    if (type != "f32" && count == 0) return Status::Ok();  // an integer mean of nothing stays 0
     return Nest(out_dims, 0, index, [&](const Index& at) {
       const Value sum = Load(out, at, Innermost());
-      Store(out, at, Let(Innermost(), "arith.divf " + sum.name + ", " + FloatConst(count).name + " : f32", "f32"));
+      const Value divisor = type == "f32" ? FloatConst(count) : IntConst(count, type);
+      Store(out, at, Let(Innermost(), std::string(type == "f32" ? "arith.divf " : "arith.divsi ") + sum.name + ", " +
+                                          divisor.name + " : " + type, type));
       return Status::Ok();
     });
+  }
+
+  // ArgMax along an axis of `size` elements: the first index of the largest value, as the
+  // reference kernel finds it (a NaN is never larger; the first element is taken even if
+  // it is NaN). `at(i)` is the input's index for position `i` on the axis.
+  StatusOr<Value> ArgMax(int id, int64_t size, Index& index, const std::function<Index(const Value&)>& at) {
+    const Node& n = *g_.graph.node(id);
+    const std::string value_type = ElementType(StaticDType(g_, n.inputs[0]));
+    const std::string out_type = ElementType(g_.info(id).dtypes[0]);
+    const bool f = value_type == "f32";
+    const Value lowest = f ? FloatConst(-INFINITY) : IntConst(value_type == "i32" ? INT32_MIN : INT64_MIN, value_type);
+    Value position;
+    auto step = [&](const std::vector<Value>& accs, const Value& v) {
+      const int d = Innermost();
+      const Value greater = Let(d, std::string(f ? "arith.cmpf ogt, " : "arith.cmpi sgt, ") + v.name + ", " + accs[0].name +
+                                       " : " + value_type, "i1");
+      const Value first = Let(d, "arith.cmpi eq, " + position.name + ", " + IndexConst(0).name + " : index", "i1");
+      const Value take = Let(d, "arith.ori " + greater.name + ", " + first.name + " : i1", "i1");
+      return std::vector<Value>{
+          Let(d, "arith.select " + take.name + ", " + v.name + ", " + accs[0].name + " : " + value_type, value_type),
+          Let(d, "arith.select " + take.name + ", " + position.name + ", " + accs[1].name + " : index", "index")};
+    };
+    GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
+                        Fold({size}, 0, index, {lowest, IndexConst(0)}, step, [&](const Index& i) -> StatusOr<Value> {
+                          position = i.back();
+                          return Get(n.inputs[0], at(i.back()));
+                        }));
+    return Let(accs[1].depth, "arith.index_cast " + accs[1].name + " : index to " + out_type, out_type);
   }
 
   // --- Elements.
@@ -467,6 +555,8 @@ class KernelEmitter {
       case NodeKind::kConstant: {
         const Tensor& c = g_.constants[v.node];
         if (c.dtype() == DType::kBool) return Let(0, c.ValueAsInt(0) ? "arith.constant true" : "arith.constant false", "i1");
+        const std::string type = ElementType(c.dtype());
+        if (type == "i32" || type == "i64") return IntConst(c.ValueAsInt(0), type);
         return FloatConst(static_cast<float>(c.ValueAsDouble(0)));
       }
       case NodeKind::kReduction: {

@@ -15,7 +15,7 @@ bool IsLibraryOp(const std::string& op) {
 }
 
 bool IsReduction(const std::string& op) {
-  return op == "Sum" || op == "Mean" || op == "Max" || op == "Min" || op == "Prod";
+  return op == "Sum" || op == "Mean" || op == "Max" || op == "Min" || op == "Prod" || op == "ArgMax";
 }
 
 std::vector<int64_t> NonUnitDims(const Shape& s) {
