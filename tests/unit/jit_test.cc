@@ -409,6 +409,56 @@ TEST_F(Jit, DivisionsAreExactForHugeAndSubnormalDivisors) {
   EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
 }
 
+// Integer arithmetic and casts compile, and give what the reference kernels give, bit for
+// bit: a float cast to an integer truncates, NaN and what is out of range give the
+// minimum; integer sums wrap; an integer mean truncates; ArgMax takes the first largest,
+// and a NaN only when it comes first.
+TEST_F(Jit, IntegersAndCastsMatchTheReferenceBitForBit) {
+  const float nan = NAN, inf = INFINITY;
+  const std::vector<float> x = {nan, inf, -inf, 3e9f, -3e9f, 2.5f, -2.5f, 1e19f, -1e19f, -0.0f, 2147483520.0f, -0.75f};
+  const std::vector<int32_t> i = {INT32_MAX, 1, INT32_MIN, -1, 7, -7, 5, 2, INT32_MIN, INT32_MIN, 3, -4};
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {3, 4});
+  b.Placeholder("i", DType::kInt32, {3, 4});
+  for (DType t : {DType::kInt32, DType::kInt64, DType::kBool}) {
+    const std::string name = std::string("c") + DTypeName(t);
+    tensorflow::NodeDef* cast = b.Op(name, "Cast", {"x"}, DType::kInvalid);
+    testing::SetAttrType(cast, "SrcT", DType::kFloat);
+    testing::SetAttrType(cast, "DstT", t);
+  }
+  b.Op("sq", "Mul", {"cint64", "cint64"}, DType::kInt64);          // wraps
+  b.Op("sum", "AddV2", {"cint32", "i"}, DType::kInt32);            // wraps
+  b.Op("neg", "Neg", {"i"}, DType::kInt32);                        // -INT32_MIN is INT32_MIN
+  b.Op("sel", "SelectV2", {"cbool", "neg", "sum"}, DType::kInt32);
+  b.Const("axis1", testing::MakeInt32(Shape{}, {1}));
+  b.Const("axis0", testing::MakeInt32(Shape{}, {0}));
+  testing::SetAttrType(b.Op("rowsum", "Sum", {"sel", "axis1"}, DType::kInt32), "Tidx", DType::kInt32);
+  testing::SetAttrType(b.Op("colmean", "Mean", {"i", "axis0"}, DType::kInt32), "Tidx", DType::kInt32);
+  testing::SetAttrType(b.Op("colmin", "Min", {"sum", "axis0"}, DType::kInt32), "Tidx", DType::kInt32);
+  for (const char* axis : {"axis0", "axis1"}) {
+    tensorflow::NodeDef* am = b.Op(std::string("argmax_") + axis, "ArgMax", {"x", axis});
+    testing::SetAttrType(am, "Tidx", DType::kInt32);
+    testing::SetAttrType(am, "output_type", DType::kInt64);
+  }
+  const std::vector<std::string> fetches = {"sq", "sel", "rowsum", "colmean", "colmin", "argmax_axis0", "argmax_axis1"};
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", testing::MakeFloat(Shape{3, 4}, x)},
+                                                             {"i", testing::MakeInt32(Shape{3, 4}, i)}};
+  const std::vector<Tensor> want = RunAt(b.graph_def(), JitLevel::kOff, feeds, fetches);
+  const JitStats before = GetJitStats();
+  SessionOptions options;  // every op in a cluster, however small
+  options.jit_level = JitLevel::kOn1;
+  options.min_cluster_size = 1;
+  const std::vector<Tensor> got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), feeds, fetches);
+  EXPECT_GE(GetJitStats().compiled - before.compiled, 2);
+  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
+  for (size_t f = 0; f < fetches.size(); ++f) {
+    ASSERT_EQ(got[f].shape(), want[f].shape()) << fetches[f];
+    ASSERT_EQ(got[f].dtype(), want[f].dtype()) << fetches[f];
+    for (int64_t e = 0; e < got[f].num_elements(); ++e)
+      EXPECT_EQ(got[f].ValueAsInt(e), want[f].ValueAsInt(e)) << fetches[f] << " element " << e;
+  }
+}
+
 // The assembly the JIT wrote for the cluster of Relu(Tanh(x)) at [rows, 256], with these
 // options (jit_cpu, prefer_vector_width), and the result against op by op.
 std::string ClusterAssembly(SessionOptions options, int64_t rows = 64) {
