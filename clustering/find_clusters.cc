@@ -219,7 +219,7 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
     }
     std::vector<DType> in_types;
     for (const TensorId& t : node.inputs) in_types.push_back(a.info(t.node).dtypes[t.index]);
-    std::string why = oracle.WhyNotCompilable(node.op, in_types, a.info(id).dtypes, dev);
+    std::string why = oracle.WhyNotCompilable(node, in_types, a.info(id).dtypes, dev);
     if (!why.empty()) {
       d = {-1, Reason::kNotCompilable, why};
       continue;

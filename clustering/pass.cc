@@ -10,9 +10,12 @@ namespace graphjit {
 
 namespace {
 
-const CompilabilityOracle& Oracle(const CompilabilityOracle* given) {
+// The registered pass's oracle: `graphjit clusters` explains what the pass decides.
+const CompilabilityOracle* registered_oracle = nullptr;
+
+const CompilabilityOracle& Oracle() {
   static const DeclaredCompilability declared;
-  return given ? *given : declared;
+  return registered_oracle ? *registered_oracle : declared;
 }
 
 }  // namespace
@@ -20,7 +23,8 @@ const CompilabilityOracle& Oracle(const CompilabilityOracle* given) {
 void RegisterClusteringPass(const CompilabilityOracle* oracle) {
   static std::atomic<bool> registered{false};
   if (registered.exchange(true)) return;
-  const CompilabilityOracle* chosen = &Oracle(oracle);
+  registered_oracle = oracle;
+  const CompilabilityOracle* chosen = &Oracle();
   PassRegistry::Global()->Register(
       {"clustering", 1000, [chosen](Graph& graph, const GraphPassContext& context) -> StatusOr<bool> {
          // 1. Analyze a copy (types and shapes), 2. find clusters, 3. encapsulate.
@@ -39,7 +43,7 @@ StatusOr<std::pair<AnalyzedGraph, Clustering>> ExplainClustering(const tensorflo
                                                                  const SessionOptions& options) {
   GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
   GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(graph)));
-  Clustering clustering = FindClusters(analyzed, ClusteringOptions::FromSession(options), Oracle(nullptr));
+  Clustering clustering = FindClusters(analyzed, ClusteringOptions::FromSession(options), Oracle());
   return std::make_pair(std::move(analyzed), std::move(clustering));
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "ir/attr.h"
@@ -264,19 +265,33 @@ std::string ElementType(DType dtype) {
 }
 
 bool IsElementalOp(const std::string& op) {
-  return FloatOps().count(op) || op == "Identity" || op == "Snapshot" || op == "StopGradient" || op == "BroadcastTo" ||
-         op == "AddN" || op == "LeakyRelu" || op == "Cast" || op == "Select" || op == "SelectV2" || op == "LogicalAnd" ||
-         op == "LogicalOr" || op == "LogicalNot";
+  static const std::set<std::string> special = {"Identity", "Snapshot",   "StopGradient", "BroadcastTo", "AddN",
+                                                "LeakyRelu", "Cast",      "Select",       "SelectV2",    "LogicalAnd",
+                                                "LogicalOr", "LogicalNot"};
+  return FloatOps().count(op) || special.count(op);
+}
+
+std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types) {
+  if (!IsElementalOp(op)) return "the elemental emitter does not take " + op;
+  if (op == "Identity" || op == "Snapshot" || op == "StopGradient" || op == "BroadcastTo" || op == "Cast" ||
+      op == "Select" || op == "SelectV2" || op == "LogicalAnd" || op == "LogicalOr" || op == "LogicalNot")
+    return "";
+  for (const std::string& t : types)
+    if (t != types[0]) return op + " of " + types[0] + " and " + t;
+  if (types[0] == "i1" && (op == "Equal" || op == "NotEqual")) return "";
+  if (IsInt(types[0])) return IntOps().count(op) ? "" : op + " of " + types[0] + " is not compiled";
+  if (types[0] != "f32") return op + " of " + types[0] + " is not compiled";
+  return "";
 }
 
 StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::string>& operands,
                                     const std::vector<std::string>& types, MlirWriter& w) {
   const std::string& op = node.op;
+  if (std::string why = WhyNotElemental(op, types); !why.empty()) return Unimplemented(NodeLabel(node) + ": " + why);
   // BroadcastTo: the broadcast is in the operand's index, as for every elementwise op.
   if (op == "Identity" || op == "Snapshot" || op == "StopGradient" || op == "BroadcastTo") return operands[0];
   if (op == "Cast") {
     GJ_ASSIGN_OR_RETURN(DType to, GetTypeAttr(node, "DstT"));
-    if (ElementType(to).empty()) return Unimplemented(NodeLabel(node) + ": a cast to " + DTypeName(to));
     return EmitCast(operands[0], types[0], to, w);
   }
   if (op == "Select" || op == "SelectV2") return IntSelect(operands[0], operands[1], operands[2], types[1], w);
@@ -284,17 +299,8 @@ StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::str
     return w.Let(std::string(op == "LogicalAnd" ? "arith.andi " : "arith.ori ") + operands[0] + ", " + operands[1] +
                  " : i1");
   if (op == "LogicalNot") return w.Let("arith.xori " + operands[0] + ", " + w.Let("arith.constant true") + " : i1");
-  if ((op == "Equal" || op == "NotEqual") && types[0] == "i1" && types[1] == "i1")
-    return IntCmp(op == "Equal" ? "eq" : "ne", operands[0], operands[1], "i1", w);
-  if (IsInt(types[0])) {
-    auto it = IntOps().find(op);
-    if (it == IntOps().end()) return Unimplemented(NodeLabel(node) + ": " + op + " of " + types[0] + " is not compiled");
-    for (const std::string& t : types)
-      if (t != types[0]) return Unimplemented(NodeLabel(node) + ": " + op + " of " + types[0] + " and " + t);
-    return it->second(operands, types[0], w);
-  }
-  for (const std::string& t : types)
-    if (t != "f32") return Unimplemented(NodeLabel(node) + ": " + op + " of a non-float operand");
+  if (types[0] == "i1") return IntCmp(op == "Equal" ? "eq" : "ne", operands[0], operands[1], "i1", w);
+  if (IsInt(types[0])) return IntOps().at(op)(operands, types[0], w);
   if (op == "AddN") {
     std::string sum = operands[0];
     for (size_t i = 1; i < operands.size(); ++i) sum = Binary("arith.addf", {sum, operands[i]}, w);
@@ -305,9 +311,7 @@ StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::str
     std::string positive = w.Let("arith.cmpf ogt, " + operands[0] + ", " + F32(w, 0) + " : f32");
     return Select(positive, operands[0], Binary("arith.mulf", {operands[0], F32(w, alpha)}, w), w);
   }
-  auto it = FloatOps().find(op);
-  if (it == FloatOps().end()) return Unimplemented("the loop emitter does not take " + op);
-  return it->second(operands, w);
+  return FloatOps().at(op)(operands, w);
 }
 
 }  // namespace graphjit

@@ -36,8 +36,11 @@ class MlirWriter {
 // for bool; empty if the elemental emitter does not take it.
 std::string ElementType(DType dtype);
 
-// Whether EmitElemental takes `op` (on its computed element types).
+// Whether `op` is one the elemental emitter computes (for some element types).
 bool IsElementalOp(const std::string& op);
+// Empty if EmitElemental takes `op` on data operands of these computed types (ElementType),
+// else why not.
+std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types);
 
 // Emits `node`'s op on scalar operands of the given element types; returns the result's
 // SSA name. Unimplemented if the op (or its attrs) is not supported.

@@ -575,7 +575,12 @@ class KernelEmitter {
           // Select (not SelectV2) with a vector condition and matrices or more: the
           // condition picks whole rows, as in TensorFlow, rather than broadcasting.
           const bool row_condition = n.op == "Select" && i == 0 && in_shape.rank() == 1 && shape.rank() > 1;
-          GJ_ASSIGN_OR_RETURN(Value x, Get(in, row_condition ? Index{index[0]} : Broadcast(index, shape, in_shape)));
+          // BiasAdd in NCHW: the bias runs along dim 1.
+          const bool nchw_bias = n.op == "BiasAdd" && i == 1 &&
+                                 GetStringAttrOr(n, "data_format", "NHWC").value_or("") == "NCHW";
+          GJ_ASSIGN_OR_RETURN(Value x, Get(in, row_condition ? Index{index[0]}
+                                               : nchw_bias   ? Index{index[1]}
+                                                             : Broadcast(index, shape, in_shape)));
           operands.push_back(x.name);
           types.push_back(x.type);
           depth = std::max(depth, x.depth);

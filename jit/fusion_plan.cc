@@ -268,23 +268,36 @@ bool IsDataInput(const Node& node, int i) {
   return true;
 }
 
+std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_types, const std::vector<DType>& output_types) {
+  if (n.op == "Const" || n.op == "Placeholder") return "";
+  for (DType t : output_types)
+    if (ElementType(t).empty()) return "computes " + DTypeName(t);
+  std::vector<std::string> types;
+  for (size_t i = 0; i < input_types.size(); ++i) {
+    if (!IsDataInput(n, static_cast<int>(i))) continue;
+    types.push_back(ElementType(input_types[i]));
+    if (types.back().empty()) return "reads " + DTypeName(input_types[i]);
+  }
+  if (IsElementalOp(n.op)) return WhyNotElemental(n.op, types);
+  // Softmax and LogSoftmax: specialization writes them as the reductions they are.
+  if (n.op == "Reshape" || n.op == "ExpandDims" || n.op == "Squeeze" || n.op == "Transpose" || n.op == "ConcatV2" ||
+      IsReduction(n.op) || IsLibraryOp(n.op) || n.op == "Softmax" || n.op == "LogSoftmax")
+    return "";
+  return "the JIT does not compile " + n.op;
+}
+
 StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
   const Node& n = *body.graph.node(id);
   if (n.op == "Const") return NodeKind::kConstant;
   if (n.op == "Placeholder") return NodeKind::kArgument;
-  for (DType t : body.info(id).dtypes)
-    if (ElementType(t).empty()) return Unimplemented(NodeLabel(n) + " computes " + DTypeName(t));
+  std::vector<DType> input_types;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const TensorId in = n.inputs[i];
-    if (!IsDataInput(n, static_cast<int>(i))) {
-      if (body.graph.node(in.node)->op != "Const")
-        return Unimplemented(NodeLabel(n) + ": input " + std::to_string(i) + " is not a constant");
-    } else if (ElementType(StaticDType(body, in)).empty()) {
-      return Unimplemented(NodeLabel(n) + " reads " + DTypeName(StaticDType(body, in)));
-    }
+    if (!IsDataInput(n, static_cast<int>(i)) && body.graph.node(n.inputs[i].node)->op != "Const")
+      return Unimplemented(NodeLabel(n) + ": input " + std::to_string(i) + " is not a constant");
+    input_types.push_back(StaticDType(body, n.inputs[i]));
   }
-  if (n.op == "BiasAdd" && GetStringAttrOr(n, "data_format", "NHWC").value_or("") == "NCHW")
-    return Unimplemented(NodeLabel(n) + ": BiasAdd in NCHW");
+  if (std::string why = WhyNotCompilable(n, input_types, body.info(id).dtypes); !why.empty())
+    return Unimplemented(NodeLabel(n) + ": " + why);
   if (IsElementalOp(n.op)) return NodeKind::kElementwise;
   if (n.op == "Reshape" || n.op == "ExpandDims" || n.op == "Squeeze")
     return NonUnitDims(StaticShape(body, n.inputs[0])) == NonUnitDims(StaticShape(body, {id, 0}))
@@ -293,8 +306,7 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
   if (n.op == "Transpose") return NodeKind::kTranspose;
   if (n.op == "ConcatV2") return NodeKind::kConcat;
   if (IsReduction(n.op)) return NodeKind::kReduction;
-  if (IsLibraryOp(n.op)) return NodeKind::kLibrary;
-  return Unimplemented(n.op + " is not compiled yet");
+  return NodeKind::kLibrary;
 }
 
 StatusOr<ReductionAxes> GetReductionAxes(const AnalyzedGraph& body, int id) {

@@ -28,6 +28,9 @@ enum class NodeKind {
   kConstant, kArgument, kElementwise, kSizeOneReshape, kView, kTranspose, kConcat, kReduction, kLibrary
 };
 
+// Empty if the emitters take `n` with these input and output dtypes (the fact clustering
+// asks about, before shapes are known), else why not.
+std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_types, const std::vector<DType>& output_types);
 // The node's kind; Unimplemented (with the reason) for what no emitter takes.
 StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id);
 // The value a computed node reads at input `i` element by element (not axes or shapes).

@@ -419,6 +419,18 @@ Status Compute(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// Clustering's question, answered by the emitters (WhyNotCompilable) for the devices this
+// JIT compiles for: the CPU, and XLA's CPU and GPU device names (compiled for the CPU).
+class JitCompilability : public CompilabilityOracle {
+ public:
+  std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
+                               const std::vector<DType>& output_types, const DeviceName& device) const override {
+    if (device.type != "CPU" && device.type != "XLA_CPU" && device.type != "XLA_GPU")
+      return "no compiler for device " + device.ToString();
+    return graphjit::WhyNotCompilable(node, input_types, output_types);
+  }
+};
+
 }  // namespace
 
 void RegisterJit() {
@@ -428,7 +440,8 @@ void RegisterJit() {
     def.prepare = Prepare;
     def.compute = Compute;
     Reference() = OpRegistry::Global()->Replace(std::move(def)).value();
-    RegisterClusteringPass();
+    static const JitCompilability oracle;
+    RegisterClusteringPass(&oracle);
   });
 }
 
