@@ -99,6 +99,18 @@ class Run {
     if (!status_.ok()) return status_;
     outputs->clear();
     for (TensorId t : plan_.fetches) outputs->push_back(ValueOf(t));
+    // A fetched buffer that something besides this run holds (a Const's value, a compiled
+    // kernel's constant, a fed tensor) is handed out as a copy: writing into a fetched
+    // tensor must not change the session.
+    for (Tensor& out : *outputs) {
+      if (out.buffer() == nullptr) continue;
+      long held = 0;
+      for (const auto* list : {&values_, outputs})
+        for (const Tensor& t : *list) held += t.buffer() == out.buffer();
+      if (out.buffer().use_count() > held) {
+        GJ_ASSIGN_OR_RETURN(out, out.Clone(options_.allocator));
+      }
+    }
     return Status::Ok();
   }
 

@@ -210,6 +210,30 @@ TEST(Session, ATensorStillReadOrFetchedIsNeverOverwritten) {
   }
 }
 
+TEST(Session, WritingIntoAFetchedTensorChangesNothingInTheSession) {
+  // c is a constant, v a view of it, f fed and fetched back: a caller writing into what
+  // it fetched must not change the next run's c, nor its own feed.
+  GraphBuilder b;
+  b.Const("c", MakeFloat(Shape{2, 2}, {1, 2, 3, 4}));
+  b.Const("shape", testing::MakeInt32(Shape{1}, {4}));
+  b.Op("v", "Reshape", {"c", "shape"});
+  b.Placeholder("f", DType::kFloat, {2});
+  for (int threads : {1, 2}) {
+    SessionOptions opts;
+    opts.inter_op_threads = opts.intra_op_threads = threads;
+    auto s = MakeSession(b.graph_def(), opts);
+    Tensor feed = MakeFloat(Shape{2}, {5, 6});
+    for (int run = 0; run < 2; ++run) {
+      auto out = RunOrDie(*s, {{"f", feed}}, {"c", "v", "f"});
+      EXPECT_EQ(Values(out[0]), (std::vector<double>{1, 2, 3, 4}));
+      EXPECT_EQ(Values(out[1]), (std::vector<double>{1, 2, 3, 4}));
+      EXPECT_EQ(Values(out[2]), (std::vector<double>{5, 6}));
+      for (Tensor& t : out) t.data<float>()[0] = -100;
+      EXPECT_EQ(Values(feed), (std::vector<double>{5, 6}));
+    }
+  }
+}
+
 TEST(Session, RunTimeErrorsNameTheProblem) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {-1, 3});
