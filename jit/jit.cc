@@ -388,11 +388,20 @@ Status Compute(KernelContext& ctx) {
   });
   if (!state.target_key.ok()) return ctx.Error(state.target_key.status().message());
   CompileReporting report;
-  if (options && !options->dump_to.empty()) report.dump_dir = options->dump_to + "/" + state.name;
+  const std::string signature = Signature(state, ctx.inputs);
+  if (options && !options->dump_to.empty()) {
+    // One folder per cluster and signature: two graphs' cluster_0, or one cluster at two
+    // shapes, never share one. The suffix is an FNV-1a hash of the signature.
+    uint64_t hash = 14695981039346656037ull;
+    for (unsigned char c : signature) hash = (hash ^ c) * 1099511628211ull;
+    char suffix[16];
+    std::snprintf(suffix, sizeof suffix, "-%08x", static_cast<unsigned>(hash ^ (hash >> 32)));
+    report.dump_dir = options->dump_to + "/" + state.name + suffix;
+  }
   report.tracer = ctx.tracer;
   report.verbose = options && options->jit_verbose;
   bool hit = false;
-  auto entry = Cache().Get(Signature(state, ctx.inputs), [&] { return Compile(state, ctx.inputs, report); }, &hit);
+  auto entry = Cache().Get(signature, [&] { return Compile(state, ctx.inputs, report); }, &hit);
   if (!hit) {
     // TensorFlow's rule: more than 10 compiles at fewer than 50 runs per compile.
     const int64_t compiles = ++state.compiles;

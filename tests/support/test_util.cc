@@ -115,6 +115,14 @@ std::string TempDir() {
   return dir.string();
 }
 
+std::string OnlyFolder(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind(prefix, 0) == 0) found.push_back(e.path().string());
+  EXPECT_EQ(found.size(), 1u) << "folders named " << prefix << "* in " << dir;
+  return found.size() == 1 ? found[0] : "";
+}
+
 CommandResult RunGraphjit(const std::string& args, const std::string& env) {
   std::string dir = TempDir();
   std::string out = dir + "/stdout", err = dir + "/stderr";

@@ -61,5 +61,8 @@ CommandResult RunGraphjit(const std::string& args, const std::string& env = "");
 
 std::string TestData(const std::string& relative);  // path under tests/data
 std::string TempDir();                              // a fresh directory for this test
+// The one folder in `dir` whose name starts with `prefix` (a cluster's dump folder,
+// "<cluster>-<signature hash>"); empty, with a test failure, unless there is exactly one.
+std::string OnlyFolder(const std::string& dir, const std::string& prefix);
 
 }  // namespace graphjit::testing

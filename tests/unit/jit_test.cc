@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "jit/jit.h"
@@ -474,7 +476,7 @@ std::string ClusterAssembly(SessionOptions options, int64_t rows = 64) {
   const Tensor got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), {{"x", x}}, {"r"})[0];
   EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
   ExpectMatch(got, RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"r"})[0], 2e-6, "tanh relu");
-  std::ifstream in(options.dump_to + "/cluster_0/07_asm.s");
+  std::ifstream in(testing::OnlyFolder(options.dump_to, "cluster_0-") + "/07_asm.s");
   EXPECT_TRUE(in.good()) << options.dump_to;
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -509,6 +511,30 @@ tensorflow::GraphDef TanhRelu(const std::vector<int64_t>& x_shape) {
 
 // A compile that throws becomes a failed entry: callers of that signature, waiting or
 // later, get the failure instead of waiting forever.
+// Two graphs with a cluster_0 each, and one of them at two shapes: three dump folders.
+TEST_F(Jit, DumpFoldersAreOnePerClusterAndSignature) {
+  GraphBuilder other;
+  other.Placeholder("x", DType::kFloat, {-1, 8});
+  other.Op("e", "Exp", {"x"});
+  other.Op("n", "Neg", {"e"});
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn1;
+  options.dump_to = testing::TempDir();
+  std::mt19937 rng(3);
+  auto tanh_relu = testing::MakeSession(TanhRelu({-1, 8}), options);
+  testing::RunOrDie(*tanh_relu, {{"x", Stressing(Shape{4, 8}, rng)}}, {"r"});
+  testing::RunOrDie(*tanh_relu, {{"x", Stressing(Shape{6, 8}, rng)}}, {"r"});
+  testing::RunOrDie(*testing::MakeSession(other.graph_def(), options), {{"x", Stressing(Shape{4, 8}, rng)}}, {"n"});
+  std::set<std::string> folders;
+  for (const auto& e : std::filesystem::directory_iterator(options.dump_to)) {
+    if (e.path().filename() == "graph_passes") continue;  // the graph after each pass
+    EXPECT_EQ(e.path().filename().string().rfind("cluster_0-", 0), 0u) << e.path();
+    EXPECT_TRUE(std::filesystem::exists(e.path() / "07_asm.s")) << e.path();
+    folders.insert(e.path().filename().string());
+  }
+  EXPECT_EQ(folders.size(), 3u);
+}
+
 TEST(KernelCache, ACompileThatThrowsLeavesNoOneWaiting) {
   KernelCache cache(16, 1 << 20);
   std::atomic<bool> compiling{false};
