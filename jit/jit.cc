@@ -144,6 +144,9 @@ void WriteFile(const std::string& path, const std::string& text) {
   if (!out) std::fprintf(stderr, "graphjit: warning: cannot write %s\n", path.c_str());
 }
 
+// Compiles that failed for a reason other than "not supported".
+std::atomic<int64_t> internal_errors{0};
+
 // Where a compile reports: the dump directory, the run's tracer, --jit_verbose.
 struct CompileReporting {
   std::string dump_dir;
@@ -155,8 +158,11 @@ struct CompileReporting {
 // written to the dump directory and traced as an event.
 KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>& inputs, const CompileReporting& report) {
   KernelCache::Entry entry;
+  // Unimplemented: the cluster is not supported (yet). Anything else is a compiler bug.
   auto fail = [&](const Status& s) {
     entry.failure = s.message();
+    entry.internal = s.code() != Code::kUnimplemented;
+    if (entry.internal) ++internal_errors;
     return entry;
   };
   const std::string& dir = report.dump_dir;
@@ -410,11 +416,16 @@ Status Compute(KernelContext& ctx) {
                    state.name.c_str(), static_cast<long long>(compiles), static_cast<long long>(runs));
   }
   if (!entry->kernel) {
+    const char* what = entry->internal ? "internal compiler error" : "cannot be compiled";
     if (options && options->jit_strict)
-      return ctx.Error("cluster " + state.name + " cannot be compiled (--jit_strict): " + entry->failure);
+      return ctx.Error("cluster " + state.name + " " + what + " (--jit_strict): " + entry->failure);
     std::call_once(state.warned, [&] {
-      std::fprintf(stderr, "graphjit: warning: cluster %s runs op by op: %s\n", state.name.c_str(),
-                   entry->failure.c_str());
+      if (entry->internal)
+        std::fprintf(stderr, "graphjit: error: internal compiler error in cluster %s (it runs op by op): %s\n",
+                     state.name.c_str(), entry->failure.c_str());
+      else
+        std::fprintf(stderr, "graphjit: warning: cluster %s runs op by op: %s\n", state.name.c_str(),
+                     entry->failure.c_str());
     });
     state.fell_back = true;
     return RunReference(ctx, state);
@@ -473,6 +484,7 @@ JitStats GetJitStats() {
   stats.cache_hits = cache.hits;
   stats.cache_misses = cache.misses;
   stats.compile_ms = cache.compile_ms;
+  stats.internal_errors = internal_errors.load();
   if (const int64_t calls = hit_calls.load()) stats.hit_overhead_us = hit_overhead_ns.load() / 1e3 / calls;
   return stats;
 }
@@ -480,9 +492,11 @@ JitStats GetJitStats() {
 std::string JitStatsLine() {
   JitStats s = GetJitStats();
   char buf[256];
-  std::snprintf(buf, sizeof buf, "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f",
+  std::snprintf(buf, sizeof buf,
+                "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f "
+                "internal_errors=%lld",
                 s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
-                static_cast<long long>(s.cache_misses), s.compile_ms);
+                static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors));
   return buf;
 }
 

@@ -27,9 +27,12 @@ Status CheckJitTarget(const SessionOptions& options);
 void InjectCompileFailure(const std::string& reason);
 
 // Counted per cluster: `compiled` clusters ran compiled kernels only; `fallback` ones ran
-// op by op at least once (not compilable, megamorphic).
+// op by op at least once (not compilable, megamorphic). `internal_errors`: compiles that
+// failed for another reason than an unsupported cluster (a compiler bug; they also run op
+// by op, and are errors under --jit_strict).
 struct JitStats {
   int clusters = 0, compiled = 0, fallback = 0;
+  int64_t internal_errors = 0;
   int64_t cache_hits = 0, cache_misses = 0;
   double compile_ms = 0;
   // Per cache hit: the time of a compiled cluster's call outside its kernels (the
@@ -37,7 +40,7 @@ struct JitStats {
   double hit_overhead_us = 0;
 };
 JitStats GetJitStats();
-// "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X"
+// "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X internal_errors=N"
 std::string JitStatsLine();
 
 }  // namespace graphjit

@@ -27,6 +27,7 @@ class KernelCache {
   struct Entry {
     std::shared_ptr<const void> kernel;  // null when compiling failed
     std::string failure;
+    bool internal = false;  // the failure is a compiler bug, not an unsupported cluster
     size_t bytes = 0;
   };
   using CompileFn = std::function<Entry()>;

@@ -589,6 +589,16 @@ TEST_F(Jit, AFailedCompileRunsOpByOpWithTheSameResults) {
   auto want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"s"});
   EXPECT_EQ(testing::Values(got[0]), testing::Values(want[0]));
   EXPECT_EQ(GetJitStats().fallback - before.fallback, 1);
+  EXPECT_EQ(GetJitStats().internal_errors - before.internal_errors, 1);
+  // Under --jit_strict a compiler bug is an error, named as one.
+  InjectCompileFailure("injected: the compiler failed");
+  SessionOptions strict;
+  strict.jit_level = JitLevel::kOn1;
+  strict.jit_strict = true;
+  std::vector<Tensor> out;
+  Status s = testing::MakeSession(b.graph_def(), strict)->Run({{"x", Stressing(Shape{7, 4}, rng)}}, {"s"}, {}, &out);
+  InjectCompileFailure("");
+  EXPECT_NE(s.message().find("internal compiler error (--jit_strict): injected"), std::string::npos) << s.ToString();
   // Without the fault, the cluster compiles (for another shape: failures stay cached).
   Tensor x2 = Stressing(Shape{5, 4}, rng);
   const JitStats middle = GetJitStats();
