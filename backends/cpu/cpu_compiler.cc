@@ -8,6 +8,8 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Support/CrashRecoveryContext.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -48,12 +50,41 @@ constexpr const char* kToLlvm =
     "convert-math-to-llvm, expand-strided-metadata, finalize-memref-to-llvm, convert-arith-to-llvm, "
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}, convert-cf-to-llvm, reconcile-unrealized-casts";
 
+// LLVM reports some errors (an instruction it cannot select, a broken invariant) with
+// report_fatal_error, which ends the process: LLVM is built without exceptions. Code
+// generation runs in a CrashRecoveryContext instead, and the fatal error handler returns
+// from it to the caller, as an error with LLVM's message. (What the abandoned compile had
+// allocated is leaked: LLVM cannot unwind.)
+thread_local std::string* fatal_message = nullptr;
+
+void OnFatalError(void*, const char* reason, bool) {
+  llvm::CrashRecoveryContext* recovery = llvm::CrashRecoveryContext::GetCurrent();
+  if (fatal_message == nullptr || recovery == nullptr) {
+    std::fprintf(stderr, "LLVM ERROR: %s\n", reason);
+    return;  // LLVM ends the process
+  }
+  *fatal_message = reason;
+  recovery->HandleExit(1);
+}
+
+Status RunRecoverably(llvm::function_ref<void()> fn) {
+  std::string message;
+  fatal_message = &message;
+  llvm::CrashRecoveryContext recovery;
+  const bool finished = recovery.RunSafely(fn);
+  fatal_message = nullptr;
+  if (finished) return Status::Ok();
+  return Internal("LLVM failed: " + (message.empty() ? std::string("it crashed") : message));
+}
+
 void InitializeOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     mlir::registerAllPasses();
+    llvm::CrashRecoveryContext::Enable();
+    llvm::install_fatal_error_handler(OnFatalError);
   });
 }
 
@@ -169,8 +200,8 @@ Status Executable::Call(const std::string& function, const std::vector<void*>& b
   return Status::Ok();
 }
 
-StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const CompileOptions& options) {
-  InitializeOnce();
+// Compile's work, which may end in an LLVM fatal error.
+StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, const CompileOptions& options) {
   auto start = Clock::now();
   CompileReport report;
   mlir::MLIRContext context(Registry(), mlir::MLIRContext::Threading::DISABLED);
@@ -241,14 +272,31 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
   engine_options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   engine_options.enableGDBNotificationListener = false;
   engine_options.enablePerfNotificationListener = false;
+  std::string any_function;
+  for (auto f : module->getOps<mlir::LLVM::LLVMFuncOp>())
+    if (!f.isExternal()) any_function = f.getName().str();
   auto engine = mlir::ExecutionEngine::create(*module, engine_options, std::move(tm));
   if (!engine) return Internal("code generation failed: " + llvm::toString(engine.takeError()) + diagnostics);
+  // The engine generates the module's code at its first lookup: done here, so that an LLVM
+  // fatal error happens inside Compile, which abandons the half-built engine (destroying
+  // it would abort) and returns the error.
+  if (!any_function.empty()) {
+    auto found = (*engine)->lookup(any_function);
+    if (!found) return Internal("code generation failed: " + llvm::toString(found.takeError()));
+  }
   report.llvm_ms = Millis(start);
   auto holder = std::make_unique<Executable::Engine>();
   holder->engine = std::move(*engine);
   std::string not_runnable;
   if (!target.missing.empty()) not_runnable = "the code is for a CPU with " + target.missing + ", which this CPU lacks";
   return std::unique_ptr<Executable>(new Executable(std::move(holder), std::move(report), std::move(not_runnable)));
+}
+
+StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const CompileOptions& options) {
+  InitializeOnce();
+  StatusOr<std::unique_ptr<Executable>> result = Internal("not compiled");
+  GJ_RETURN_IF_ERROR(RunRecoverably([&] { result = CompileModule(mlir, options); }));
+  return result;
 }
 
 StatusOr<std::string> DescribeTarget(const Target& target) {

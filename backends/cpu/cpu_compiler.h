@@ -59,7 +59,7 @@ class Executable {
   const CompileReport& report() const { return report_; }
 
  private:
-  friend StatusOr<std::unique_ptr<Executable>> Compile(const std::string&, const CompileOptions&);
+  friend StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string&, const CompileOptions&);
   struct Engine;
   Executable(std::unique_ptr<Engine> engine, CompileReport report, std::string not_runnable);
   std::unique_ptr<Engine> engine_;
@@ -68,7 +68,8 @@ class Executable {
 };
 
 // InvalidArgument if the text does not parse or verify; Internal if lowering or code
-// generation fails (with MLIR's diagnostics in the message).
+// generation fails (with MLIR's diagnostics in the message), or if LLVM fails fatally
+// (report_fatal_error, e.g. an instruction it cannot select: the process goes on).
 StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const CompileOptions& options = {});
 
 // The CPU as code generation targets it ("znver4 +avx2,+avx512f,... vw=512"), the host's
