@@ -413,38 +413,41 @@ TEST_F(Jit, DivisionsAreExactForHugeAndSubnormalDivisors) {
 
 // Integer arithmetic and casts compile, and give what the reference kernels give, bit for
 // bit: a float cast to an integer truncates, NaN and what is out of range give the
-// minimum; integer sums wrap; an integer mean truncates; ArgMax takes the first largest,
-// and a NaN only when it comes first.
+// minimum; an integer mean truncates; ArgMax takes the first largest, and a NaN only when
+// it comes first. (No input overflows: the reference kernels' integer overflow is undefined.)
 TEST_F(Jit, IntegersAndCastsMatchTheReferenceBitForBit) {
   const float nan = NAN, inf = INFINITY;
   const std::vector<float> x = {nan, inf, -inf, 3e9f, -3e9f, 2.5f, -2.5f, 1e19f, -1e19f, -0.0f, 2147483520.0f, -0.75f};
-  const std::vector<int32_t> i = {INT32_MAX, 1, INT32_MIN, -1, 7, -7, 5, 2, INT32_MIN, INT32_MIN, 3, -4};
+  const std::vector<int32_t> i = {1000, 1, -5, -1, 7, -7, 5, 2, -9, 9, 3, -4};
+  const std::vector<int32_t> e = {INT32_MAX, 1, INT32_MIN, -1, 7, -7, 5, 2, INT32_MIN, INT32_MIN, 3, -4};
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {3, 4});
   b.Placeholder("i", DType::kInt32, {3, 4});
+  b.Placeholder("e", DType::kInt32, {3, 4});
   for (DType t : {DType::kInt32, DType::kInt64, DType::kBool}) {
     const std::string name = std::string("c") + DTypeName(t);
     tensorflow::NodeDef* cast = b.Op(name, "Cast", {"x"}, DType::kInvalid);
     testing::SetAttrType(cast, "SrcT", DType::kFloat);
     testing::SetAttrType(cast, "DstT", t);
   }
-  b.Op("sq", "Mul", {"cint64", "cint64"}, DType::kInt64);          // wraps
-  b.Op("sum", "AddV2", {"cint32", "i"}, DType::kInt32);            // wraps
-  b.Op("neg", "Neg", {"i"}, DType::kInt32);                        // -INT32_MIN is INT32_MIN
-  b.Op("sel", "SelectV2", {"cbool", "neg", "sum"}, DType::kInt32);
+  b.Op("top", "Maximum", {"cint32", "e"}, DType::kInt32);
+  b.Op("sum", "AddV2", {"i", "i"}, DType::kInt32);
+  b.Op("neg", "Neg", {"sum"}, DType::kInt32);
+  b.Op("sel", "SelectV2", {"cbool", "neg", "top"}, DType::kInt32);
   b.Const("axis1", testing::MakeInt32(Shape{}, {1}));
   b.Const("axis0", testing::MakeInt32(Shape{}, {0}));
-  testing::SetAttrType(b.Op("rowsum", "Sum", {"sel", "axis1"}, DType::kInt32), "Tidx", DType::kInt32);
+  testing::SetAttrType(b.Op("rowsum", "Sum", {"neg", "axis1"}, DType::kInt32), "Tidx", DType::kInt32);
   testing::SetAttrType(b.Op("colmean", "Mean", {"i", "axis0"}, DType::kInt32), "Tidx", DType::kInt32);
-  testing::SetAttrType(b.Op("colmin", "Min", {"sum", "axis0"}, DType::kInt32), "Tidx", DType::kInt32);
+  testing::SetAttrType(b.Op("colmin", "Min", {"sel", "axis0"}, DType::kInt32), "Tidx", DType::kInt32);
   for (const char* axis : {"axis0", "axis1"}) {
     tensorflow::NodeDef* am = b.Op(std::string("argmax_") + axis, "ArgMax", {"x", axis});
     testing::SetAttrType(am, "Tidx", DType::kInt32);
     testing::SetAttrType(am, "output_type", DType::kInt64);
   }
-  const std::vector<std::string> fetches = {"sq", "sel", "rowsum", "colmean", "colmin", "argmax_axis0", "argmax_axis1"};
+  const std::vector<std::string> fetches = {"cint64", "sel", "rowsum", "colmean", "colmin", "argmax_axis0", "argmax_axis1"};
   const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", testing::MakeFloat(Shape{3, 4}, x)},
-                                                             {"i", testing::MakeInt32(Shape{3, 4}, i)}};
+                                                             {"i", testing::MakeInt32(Shape{3, 4}, i)},
+                                                             {"e", testing::MakeInt32(Shape{3, 4}, e)}};
   const std::vector<Tensor> want = RunAt(b.graph_def(), JitLevel::kOff, feeds, fetches);
   const JitStats before = GetJitStats();
   SessionOptions options;  // every op in a cluster, however small
