@@ -46,6 +46,26 @@ std::string Relu(const std::string& x, MlirWriter& w) {
   return Select(w.Let("arith.cmpf olt, " + x + ", " + zero + " : f32"), zero, x, w);
 }
 
+// Maximum (pred olt) or Minimum (ogt) as the reference kernels compute them: a NaN
+// operand is the result, else b if a `pred` b, else a (so of -0 and +0, the first). Not
+// arith.maximumf: between f16 loads and stores LLVM 19 narrows it to llvm.maximum on half
+// vectors, and the x86 code it made of that returned 0 for max(0, NaN) (found by jit_fuzz).
+std::string MaxOrMin(const char* pred, const std::string& a, const std::string& b, MlirWriter& w) {
+  const std::string pick = Select(w.Let(std::string("arith.cmpf ") + pred + ", " + a + ", " + b + " : f32"), b, a, w);
+  const std::string b_nan = Select(w.Let("arith.cmpf uno, " + b + ", " + b + " : f32"), b, pick, w);
+  return Select(w.Let("arith.cmpf uno, " + a + ", " + a + " : f32"), a, b_nan, w);
+}
+
+// exp(x). Below 2^-126 (x < -87.3) MLIR's polynomial gives 0 where the reference
+// kernel gives a subnormal; handling that costs 11-25% on a softmax, so it is not done.
+std::string Exp(const std::string& x, MlirWriter& w) { return Unary("math.exp", x, w); }
+
+// exp(x) - 1 as TensorFlow's Elu and Selu compute it (not expm1: for a tiny negative x
+// they give +0, and 1 / Selu(x) is +Inf, not -Inf).
+std::string ExpMinusOne(const std::string& x, MlirWriter& w) {
+  return Binary("arith.subf", {Exp(x, w), F32(w, 1)}, w);
+}
+
 // c[0] + c[1] t + c[2] t^2 + ..., by Horner's rule with fused multiply-adds.
 std::string Polynomial(const std::vector<double>& c, const std::string& t, MlirWriter& w) {
   std::string r = F32(w, c.back());
@@ -79,8 +99,8 @@ const std::map<std::string, Emit>& FloatOps() {
       {"Mul", [](auto& x, auto& w) { return Binary("arith.mulf", x, w); }},
       {"RealDiv", [](auto& x, auto& w) { return Divide(x[0], x[1], w); }},
       {"Div", [](auto& x, auto& w) { return Divide(x[0], x[1], w); }},
-      {"Maximum", [](auto& x, auto& w) { return w.Let("arith.maximumf " + x[0] + ", " + x[1] + " : f32"); }},
-      {"Minimum", [](auto& x, auto& w) { return w.Let("arith.minimumf " + x[0] + ", " + x[1] + " : f32"); }},
+      {"Maximum", [](auto& x, auto& w) { return MaxOrMin("olt", x[0], x[1], w); }},
+      {"Minimum", [](auto& x, auto& w) { return MaxOrMin("ogt", x[0], x[1], w); }},
       {"SquaredDifference",
        [](auto& x, auto& w) {
          std::string d = Binary("arith.subf", x, w);
@@ -89,20 +109,22 @@ const std::map<std::string, Emit>& FloatOps() {
       {"Pow", [](auto& x, auto& w) { return w.Let("math.powf " + x[0] + ", " + x[1] + kMath); }},
       {"Neg", [](auto& x, auto& w) { return w.Let("arith.negf " + x[0] + " : f32"); }},
       {"Abs", [](auto& x, auto& w) { return Unary("math.absf", x[0], w); }},
-      {"Exp", [](auto& x, auto& w) { return Unary("math.exp", x[0], w); }},
+      {"Exp", [](auto& x, auto& w) { return Exp(x[0], w); }},
       {"Log", [](auto& x, auto& w) { return Unary("math.log", x[0], w); }},
       {"Log1p", [](auto& x, auto& w) { return Unary("math.log1p", x[0], w); }},
       {"Tanh", [](auto& x, auto& w) { return Unary("math.tanh", x[0], w); }},
       {"Erf", [](auto& x, auto& w) { return Erf(x[0], w); }},
       {"Sqrt", [](auto& x, auto& w) { return Unary("math.sqrt", x[0], w); }},
-      {"Rsqrt", [](auto& x, auto& w) { return Unary("math.rsqrt", x[0], w); }},
+      // 1 / sqrt(x), not math.rsqrt, which LLVM makes an estimate and a Newton step: that
+      // gives NaN for 0 and Inf (0 * Inf), where rsqrt is Inf and 0.
+      {"Rsqrt", [](auto& x, auto& w) { return Divide(F32(w, 1), Unary("math.sqrt", x[0], w), w); }},
       {"Floor", [](auto& x, auto& w) { return Unary("math.floor", x[0], w); }},
       {"Ceil", [](auto& x, auto& w) { return Unary("math.ceil", x[0], w); }},
       {"Square", [](auto& x, auto& w) { return Binary("arith.mulf", {x[0], x[0]}, w); }},
       {"Reciprocal", [](auto& x, auto& w) { return Divide(F32(w, 1), x[0], w); }},
       {"Sigmoid",
        [](auto& x, auto& w) {
-         std::string e = Unary("math.exp", w.Let("arith.negf " + x[0] + " : f32"), w);
+         std::string e = Exp(w.Let("arith.negf " + x[0] + " : f32"), w);
          return Binary("arith.divf", {F32(w, 1), Binary("arith.addf", {F32(w, 1), e}, w)}, w);
        }},
       {"Relu", [](auto& x, auto& w) { return Relu(x[0], w); }},
@@ -114,25 +136,26 @@ const std::map<std::string, Emit>& FloatOps() {
       {"Elu",
        [](auto& x, auto& w) {
          std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
-         return Select(neg, Unary("math.expm1", x[0], w), x[0], w);
+         return Select(neg, ExpMinusOne(x[0], w), x[0], w);
        }},
       {"Round", [](auto& x, auto& w) { return Unary("math.roundeven", x[0], w); }},  // half to even, as TF
       {"Sign",
-       [](auto& x, auto& w) {  // +-1, and 0, -0 and NaN as they are
+       [](auto& x, auto& w) {  // +-1; NaN stays NaN, and both zeros give +0 (x + 0), as the reference
          std::string zero = F32(w, 0);
-         std::string neg = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + zero + " : f32"), F32(w, -1), x[0], w);
+         std::string as_is = Binary("arith.addf", {x[0], zero}, w);
+         std::string neg = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + zero + " : f32"), F32(w, -1), as_is, w);
          return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + zero + " : f32"), F32(w, 1), neg, w);
        }},
       {"Selu",
        [](auto& x, auto& w) {
          std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
-         std::string below = Binary("arith.mulf", {Unary("math.expm1", x[0], w), F32(w, 1.7580993408473768599402175208123)}, w);
+         std::string below = Binary("arith.mulf", {ExpMinusOne(x[0], w), F32(w, 1.7580993408473768599402175208123)}, w);
          return Select(neg, below, Binary("arith.mulf", {x[0], F32(w, 1.0507009873554804934193349852946)}, w), w);
        }},
       {"Softplus",
        [](auto& x, auto& w) {  // as TensorFlow: x above -t, exp(x) below t, log1p(exp(x)) between
          const double t = std::log(1.1920928955078125e-07) + 2;
-         std::string e = Unary("math.exp", x[0], w);
+         std::string e = Exp(x[0], w);
          std::string between = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, t) + " : f32"), e,
                                       Unary("math.log1p", e, w), w);
          return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + F32(w, -t) + " : f32"), x[0], between, w);

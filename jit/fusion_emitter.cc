@@ -443,7 +443,7 @@ class KernelEmitter {
     if (nan_flag)
       acc = Let(acc.depth, "arith.select " + accs[1].name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
     if (n.op == "Mean") acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
-    reduced_[r] = acc;
+    reduced_[r] = RoundedTo(g_.info(r).dtypes[0], acc);
     return Status::Ok();
   }
 
@@ -470,6 +470,7 @@ class KernelEmitter {
       });
     }
     const DType dtype = p_.buffers[out].dtype;
+    if (dtype == DType::kHalf || dtype == DType::kBFloat16) return ReduceAllPerOutput(n, out, axes);
     if (dtype != DType::kFloat && dtype != DType::kInt32 && dtype != DType::kInt64)
       return Unimplemented(NodeLabel(n) + ": a column reduction of " + DTypeName(dtype));
     const std::string type = ElementType(dtype);
@@ -499,6 +500,45 @@ class KernelEmitter {
       const Value divisor = type == "f32" ? FloatConst(count) : IntConst(count, type);
       Store(out, at, Let(Innermost(), std::string(type == "f32" ? "arith.divf " : "arith.divsi ") + sum.name + ", " +
                                           divisor.name + " : " + type, type));
+      return Status::Ok();
+    });
+  }
+
+  // A reduction into a 16-bit float type: per output element, a loop over what it reduces,
+  // accumulated in f32 and rounded once, as the reference kernel does (accumulating in the
+  // 16-bit output itself would round every partial result).
+  Status ReduceAllPerOutput(const Node& n, int out, const ReductionAxes& axes) {
+    const Shape& in = fusion_.space;
+    const Reducer reducer = ReducerOf(n.op, "f32");
+    std::vector<int64_t> reduced_dims;
+    int64_t count = 1;
+    for (int a : axes.axes) {
+      reduced_dims.push_back(in.dim(a));
+      count *= in.dim(a);
+    }
+    Index index;
+    return Nest(p_.buffers[out].shape.dims(), 0, index, [&](const Index& at) -> Status {
+      auto step = [&](const std::vector<Value>& accs, const Value& v) {
+        return std::vector<Value>{Let(Innermost(), reducer.combine + " " + accs[0].name + ", " + v.name + " : f32", "f32")};
+      };
+      Index along;
+      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
+                          Fold(reduced_dims, 0, along, {IdentityOf(reducer, "f32")}, step, [&](const Index& r) {
+                            Index full;
+                            size_t o = 0, k = 0;
+                            for (int i = 0; i < in.rank(); ++i) {
+                              if (std::binary_search(axes.axes.begin(), axes.axes.end(), i)) {
+                                full.push_back(r[k++]);
+                                if (axes.keep_dims) ++o;
+                              } else {
+                                full.push_back(at[o++]);
+                              }
+                            }
+                            return Get(n.inputs[0], full);
+                          }));
+      Value acc = accs[0];
+      if (n.op == "Mean") acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
+      Store(out, at, acc);
       return Status::Ok();
     });
   }
@@ -590,7 +630,7 @@ class KernelEmitter {
         depth = std::max(depth, floor_);
         code_[depth] += w.code();
         ++num_ops_;
-        return Value{result, depth, ElementType(g_.info(v.node).dtypes[0])};
+        return RoundedTo(g_.info(v.node).dtypes[0], Value{result, depth, ElementType(g_.info(v.node).dtypes[0])});
       }
       case NodeKind::kSizeOneReshape: {
         const Shape& from = g_.info(n.inputs[0].node).shapes[n.inputs[0].index];
@@ -614,6 +654,15 @@ class KernelEmitter {
       }
       default: return Internal("no value for " + g_.graph.TensorName(v) + " in fusion_" + std::to_string(f_));
     }
+  }
+
+  // A 16-bit float value, computed in f32, rounded to its type as the reference kernels
+  // round each op's result: an f16 chain overflows to Inf where they do.
+  Value RoundedTo(DType dtype, const Value& v) {
+    if (dtype != DType::kHalf && dtype != DType::kBFloat16) return v;
+    const std::string t = StorageType(dtype);
+    const Value narrow = Let(v.depth, "arith.truncf " + v.name + " : f32 to " + t, t);
+    return Let(v.depth, "arith.extf " + narrow.name + " : " + t + " to f32", "f32");
   }
 
   // The index of an operand of shape `s` broadcast into `out` at `index`.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -49,6 +51,19 @@ constexpr const char* kToControlFlow = "func.func(convert-linalg-to-loops), lowe
 constexpr const char* kToLlvm =
     "convert-math-to-llvm, expand-strided-metadata, finalize-memref-to-llvm, convert-arith-to-llvm, "
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}, convert-cf-to-llvm, reconcile-unrealized-casts";
+
+// f32 -> bf16 for code LLVM lowers to a call (x86 without AVX512-BF16): compiler-rt's
+// __truncsfbf2, which the JIT otherwise cannot resolve. LLVM still calls it when it folds
+// the MLIR-expanded rounding back into an fptrunc. Round to nearest even; NaN stays a
+// quiet NaN. The bf16 result travels in the low 16 bits of xmm0, as a float's bits.
+float TruncSfBf2(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  uint32_t out = (bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u : (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  float result = 0;
+  std::memcpy(&result, &out, sizeof out);
+  return result;
+}
 
 // LLVM reports some errors (an instruction it cannot select, a broken invariant) with
 // report_fatal_error, which ends the process: LLVM is built without exceptions. Code
@@ -277,6 +292,11 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
     if (!f.isExternal()) any_function = f.getName().str();
   auto engine = mlir::ExecutionEngine::create(*module, engine_options, std::move(tm));
   if (!engine) return Internal("code generation failed: " + llvm::toString(engine.takeError()) + diagnostics);
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("__truncsfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&TruncSfBf2), llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   // The engine generates the module's code at its first lookup: done here, so that an LLVM
   // fatal error happens inside Compile, which abandons the half-built engine (destroying
   // it would abort) and returns the error.

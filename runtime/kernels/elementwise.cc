@@ -214,7 +214,7 @@ template <bool kMax>
 auto MinMax() {
   return [](const auto& x, const auto& y) {
     using C = ScalarOf<decltype(x)>;
-    if constexpr (std::is_floating_point_v<C>) {
+    if constexpr (!Eigen::NumTraits<C>::IsInteger) {  // f16 and bf16 too
       if constexpr (kMax) return x.binaryExpr(y, Eigen::internal::scalar_max_op<C, C, Eigen::PropagateNaN>());
       else return x.binaryExpr(y, Eigen::internal::scalar_min_op<C, C, Eigen::PropagateNaN>());
     } else {
@@ -436,7 +436,9 @@ std::vector<OpDef> ElementwiseOps() {
   using TS = TypeSet;
   std::vector<OpDef> ops;
   // Unary: f(array expression, alpha attr).
-  ops.push_back(UnaryOp<TS::kNumeric>("Neg", 1, [](const auto& x, auto) { return -x; }));
+  // x * -1, not -x: Eigen 3.4's AVX negation is 0 - x, which makes -(+0) +0 (Neg(+0) must be
+  // -0: 1 / Neg(+0) is -Inf).
+  ops.push_back(UnaryOp<TS::kNumeric>("Neg", 1, [](const auto& x, auto) { return x * ScalarOf<decltype(x)>(-1); }));
   ops.push_back(UnaryOp<TS::kNumeric>("Abs", 1, [](const auto& x, auto) { return x.abs(); }));
   ops.push_back(UnaryOp<TS::kNumeric>("Sign", 1, [](const auto& x, auto) { return x.sign(); }));
   ops.push_back(UnaryOp<TS::kNumeric>("Square", 1, [](const auto& x, auto) { return x.square(); }));

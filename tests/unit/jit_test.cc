@@ -464,6 +464,67 @@ TEST_F(Jit, IntegersAndCastsMatchTheReferenceBitForBit) {
   }
 }
 
+// What tests/fuzz/jit_fuzz found, each fixed; 17 elements, so that vector and scalar code
+// both run. Each value is checked against IEEE arithmetic and against op by op.
+TEST_F(Jit, FuzzerFindingsStayFixed) {
+  const float nan = NAN, inf = INFINITY;
+  std::vector<float> x(17, 0.0f), h(17, 1.0f);
+  x[1] = -0.0f, x[2] = -1e-42f, x[3] = inf, x[4] = nan;
+  h[0] = 300.0f, h[1] = nan, h[2] = -0.0f;
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {17});
+  b.Placeholder("h", DType::kHalf, {17});
+  b.Placeholder("c", DType::kBool, {17});
+  auto op = [&](const std::string& name, const std::string& o, const std::vector<std::string>& in, DType t) { b.Op(name, o, in, t); };
+  op("neg", "Neg", {"x"}, DType::kFloat);                 // Neg(+0) is -0 (Eigen's AVX negation gave +0)
+  op("inv_neg", "Reciprocal", {"neg"}, DType::kFloat);
+  op("sign", "Sign", {"x"}, DType::kFloat);               // Sign(-0) is +0, as the reference
+  op("inv_sign", "Reciprocal", {"sign"}, DType::kFloat);
+  op("selu", "Selu", {"x"}, DType::kFloat);               // exp(x) - 1, not expm1: Selu(-1e-42) is +0
+  op("inv_selu", "Reciprocal", {"selu"}, DType::kFloat);
+  b.Placeholder("r", DType::kFloat, {17});  // no subnormal: Eigen's rsqrt takes one for 0
+  op("rsqrt", "Rsqrt", {"r"}, DType::kFloat);             // Rsqrt(0) is Inf, Rsqrt(Inf) is 0
+  op("sq", "Square", {"h"}, DType::kHalf);                // 300^2 overflows f16: Inf, as op by op
+  op("inv_sq", "Reciprocal", {"sq"}, DType::kHalf);
+  op("hmax", "Maximum", {"inv_sq", "h"}, DType::kHalf);   // keeps h's NaN
+  tensorflow::NodeDef* cast = b.Op("cbf16", "Cast", {"c"}, DType::kInvalid);  // bool -> bf16 compiles
+  testing::SetAttrType(cast, "SrcT", DType::kBool);
+  testing::SetAttrType(cast, "DstT", DType::kBFloat16);
+  b.Const("axis0", testing::MakeInt32(Shape{}, {0}));
+  testing::SetAttrType(b.Op("hsum", "Sum", {"hmax", "axis0"}, DType::kHalf), "Tidx", DType::kInt32);  // f16 column sum
+  const std::vector<std::string> fetches = {"inv_neg", "inv_sign", "inv_selu", "rsqrt", "hmax", "cbf16", "hsum"};
+  std::vector<double> hv(h.begin(), h.end()), cv(17, 1.0);
+  cv[3] = 0;
+  std::vector<float> rv(17, 4.0f);
+  rv[0] = 0.0f, rv[3] = inf;
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", testing::MakeFloat(Shape{17}, x)},
+                                                             {"r", testing::MakeFloat(Shape{17}, rv)},
+                                                             {"h", testing::MakeTensor(DType::kHalf, Shape{17}, hv)},
+                                                             {"c", testing::MakeTensor(DType::kBool, Shape{17}, cv)}};
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn2;
+  options.min_cluster_size = 1;
+  const JitStats before = GetJitStats();
+  const std::vector<Tensor> got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), feeds, fetches);
+  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
+  EXPECT_EQ(GetJitStats().internal_errors - before.internal_errors, 0);
+  const std::vector<Tensor> want = RunAt(b.graph_def(), JitLevel::kOff, feeds, fetches);
+  for (size_t f = 0; f < fetches.size(); ++f) ExpectMatch(got[f], want[f], 0, fetches[f]);
+  for (const std::vector<Tensor>* run : {&got, &want}) {
+    const std::vector<Tensor>& r = *run;
+    EXPECT_EQ(r[0].ValueAsDouble(0), -inf);  // 1 / Neg(+0)
+    EXPECT_EQ(r[0].ValueAsDouble(16), -inf);
+    EXPECT_EQ(r[1].ValueAsDouble(1), inf);   // 1 / Sign(-0)
+    EXPECT_EQ(r[2].ValueAsDouble(2), inf);   // 1 / Selu(-1e-42)
+    EXPECT_EQ(r[3].ValueAsDouble(0), inf);   // Rsqrt(0)
+    EXPECT_EQ(r[3].ValueAsDouble(3), 0);     // Rsqrt(Inf)
+    EXPECT_EQ(r[4].ValueAsDouble(0), 300);   // max(1 / Inf, 300)
+    EXPECT_TRUE(std::isnan(r[4].ValueAsDouble(1)));
+    EXPECT_EQ(r[5].ValueAsDouble(0), 1);
+    EXPECT_EQ(r[5].ValueAsDouble(3), 0);
+  }
+}
+
 // The assembly the JIT wrote for the cluster of Relu(Tanh(x)) at [rows, 256], with these
 // options (jit_cpu, prefer_vector_width), and the result against op by op.
 std::string ClusterAssembly(SessionOptions options, int64_t rows = 64) {
