@@ -516,14 +516,26 @@ class KernelEmitter {
       reduced_dims.push_back(in.dim(a));
       count *= in.dim(a);
     }
+    // Max and Min: a NaN flag beside the value, as in a row (LLVM lowers a maximumf of
+    // values loaded from f16 to a half-vector maximum that lost NaNs).
+    const bool nan_flag = n.op == "Max" || n.op == "Min";
+    const std::string flags = nan_flag ? " fastmath<nnan,nsz> : f32" : " : f32";
     Index index;
     return Nest(p_.buffers[out].shape.dims(), 0, index, [&](const Index& at) -> Status {
       auto step = [&](const std::vector<Value>& accs, const Value& v) {
-        return std::vector<Value>{Let(Innermost(), reducer.combine + " " + accs[0].name + ", " + v.name + " : f32", "f32")};
+        const int d = Innermost();
+        std::vector<Value> next = {Let(d, reducer.combine + " " + accs[0].name + ", " + v.name + flags, "f32")};
+        if (nan_flag) {
+          const Value nan = Let(d, "arith.cmpf uno, " + v.name + ", " + v.name + " : f32", "i1");
+          next.push_back(Let(d, "arith.ori " + accs[1].name + ", " + nan.name + " : i1", "i1"));
+        }
+        return next;
       };
+      std::vector<Value> init = {IdentityOf(reducer, "f32")};
+      if (nan_flag) init.push_back(Let(0, "arith.constant false", "i1"));
       Index along;
       GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
-                          Fold(reduced_dims, 0, along, {IdentityOf(reducer, "f32")}, step, [&](const Index& r) {
+                          Fold(reduced_dims, 0, along, init, step, [&](const Index& r) {
                             Index full;
                             size_t o = 0, k = 0;
                             for (int i = 0; i < in.rank(); ++i) {
@@ -537,6 +549,8 @@ class KernelEmitter {
                             return Get(n.inputs[0], full);
                           }));
       Value acc = accs[0];
+      if (nan_flag)
+        acc = Let(acc.depth, "arith.select " + accs[1].name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
       if (n.op == "Mean") acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
       Store(out, at, acc);
       return Status::Ok();
