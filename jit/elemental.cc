@@ -273,6 +273,13 @@ std::string EmitCast(const std::string& x, const std::string& from, DType to_dty
   return v;
 }
 
+// Ops the elemental emitter takes on operands of any computed type.
+bool AnyType(const std::string& op) {
+  static const std::set<std::string> ops = {"Identity", "Snapshot", "StopGradient", "BroadcastTo", "Cast",
+                                            "Select",   "SelectV2", "LogicalAnd",   "LogicalOr",   "LogicalNot"};
+  return ops.count(op) > 0;
+}
+
 }  // namespace
 
 std::string ElementType(DType dtype) {
@@ -288,17 +295,12 @@ std::string ElementType(DType dtype) {
 }
 
 bool IsElementalOp(const std::string& op) {
-  static const std::set<std::string> special = {"Identity", "Snapshot",   "StopGradient", "BroadcastTo", "AddN",
-                                                "LeakyRelu", "Cast",      "Select",       "SelectV2",    "LogicalAnd",
-                                                "LogicalOr", "LogicalNot"};
-  return FloatOps().count(op) || special.count(op);
+  return FloatOps().count(op) || AnyType(op) || op == "AddN" || op == "LeakyRelu";
 }
 
 std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types) {
   if (!IsElementalOp(op)) return "the elemental emitter does not take " + op;
-  if (op == "Identity" || op == "Snapshot" || op == "StopGradient" || op == "BroadcastTo" || op == "Cast" ||
-      op == "Select" || op == "SelectV2" || op == "LogicalAnd" || op == "LogicalOr" || op == "LogicalNot")
-    return "";
+  if (AnyType(op)) return "";
   for (const std::string& t : types)
     if (t != types[0]) return op + " of " + types[0] + " and " + t;
   if (types[0] == "i1" && (op == "Equal" || op == "NotEqual")) return "";

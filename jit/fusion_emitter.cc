@@ -405,46 +405,49 @@ class KernelEmitter {
       }));
       return Status::Ok();
     }
-    const std::string type = ElementType(g_.info(r).dtypes[0]);
-    const Reducer reducer = ReducerOf(n.op, type);
     Index index = row_;
-    if (type != "f32") {  // integers: exact in any order
-      auto step = [&](const std::vector<Value>& accs, const Value& v) {
-        return std::vector<Value>{Let(Innermost(), reducer.combine + " " + accs[0].name + ", " + v.name + " : " + type, type)};
-      };
-      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, Fold(reduced, 0, index, {IdentityOf(reducer, type)}, step,
-                                                        [&](const Index& at) { return Get(n.inputs[0], at); }));
-      Value acc = accs[0];
-      if (n.op == "Mean" && count > 0)
-        acc = Let(acc.depth, "arith.divsi " + acc.name + ", " + IntConst(count, type).name + " : " + type, type);
-      reduced_[r] = acc;
-      return Status::Ok();
-    }
-    // Max and Min keep a NaN flag beside the value and combine with nnan and nsz, which
-    // makes them one vmaxps/vminps instead of six instructions that order NaN and
-    // signed zeros. NaN still propagates; which zero wins a tie of -0 and +0 is left
-    // open, as it is in TensorFlow's own kernels.
-    const bool nan_flag = n.op == "Max" || n.op == "Min";
+    GJ_ASSIGN_OR_RETURN(Value acc, FoldReduction(n, ElementType(g_.info(r).dtypes[0]), reduced, index, count,
+                                                 /*reassoc=*/true, [&](const Index& at) { return Get(n.inputs[0], at); }));
+    reduced_[r] = RoundedTo(g_.info(r).dtypes[0], acc);
+    return Status::Ok();
+  }
+
+  // Folds the elements `element` gives over `dims` (their indices appended to `index`) with
+  // n's reducer in the computed type `type`, and divides a Mean by `count`. Integers are
+  // exact in any order. Floats may reassociate if `reassoc`; Max and Min keep a NaN flag
+  // beside the value and combine with nnan and nsz, which makes them one vmaxps/vminps
+  // instead of six instructions that order NaN and signed zeros (and keeps LLVM from
+  // making a half-vector maximum of values loaded from f16, which lost NaNs). NaN still
+  // propagates; which zero wins a tie of -0 and +0 is left open, as it is in TensorFlow's
+  // own kernels.
+  StatusOr<Value> FoldReduction(const Node& n, const std::string& type, const std::vector<int64_t>& dims, Index& index,
+                                int64_t count, bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element) {
+    const Reducer reducer = ReducerOf(n.op, type);
+    const bool is_float = type == "f32";
+    const bool nan_flag = is_float && (n.op == "Max" || n.op == "Min");
+    std::string fastmath = is_float && reassoc ? "reassoc" : "";
+    if (nan_flag) fastmath += fastmath.empty() ? "nnan,nsz" : ",nnan,nsz";
+    const std::string flags = (fastmath.empty() ? "" : " fastmath<" + fastmath + ">") + " : " + type;
     std::vector<Value> init = {IdentityOf(reducer, type)};
     if (nan_flag) init.push_back(Let(0, "arith.constant false", "i1"));
-    const std::string flags = nan_flag ? " fastmath<reassoc,nnan,nsz> : f32" : " fastmath<reassoc> : f32";
     auto step = [&](const std::vector<Value>& accs, const Value& v) {
       const int d = Innermost();
-      std::vector<Value> next = {Let(d, reducer.combine + " " + accs[0].name + ", " + v.name + flags, "f32")};
+      std::vector<Value> next = {Let(d, reducer.combine + " " + accs[0].name + ", " + v.name + flags, type)};
       if (nan_flag) {
         const Value nan = Let(d, "arith.cmpf uno, " + v.name + ", " + v.name + " : f32", "i1");
         next.push_back(Let(d, "arith.ori " + accs[1].name + ", " + nan.name + " : i1", "i1"));
       }
       return next;
     };
-    GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
-                        Fold(reduced, 0, index, init, step, [&](const Index& at) { return Get(n.inputs[0], at); }));
+    GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, Fold(dims, 0, index, init, step, element));
     Value acc = accs[0];
     if (nan_flag)
       acc = Let(acc.depth, "arith.select " + accs[1].name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
-    if (n.op == "Mean") acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
-    reduced_[r] = RoundedTo(g_.info(r).dtypes[0], acc);
-    return Status::Ok();
+    if (n.op == "Mean" && is_float)
+      acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
+    if (n.op == "Mean" && !is_float && count > 0)
+      acc = Let(acc.depth, "arith.divsi " + acc.name + ", " + IntConst(count, type).name + " : " + type, type);
+    return acc;
   }
 
   // A reduction over any axes: the output is initialized, then accumulated in place while
@@ -509,49 +512,29 @@ class KernelEmitter {
   // 16-bit output itself would round every partial result).
   Status ReduceAllPerOutput(const Node& n, int out, const ReductionAxes& axes) {
     const Shape& in = fusion_.space;
-    const Reducer reducer = ReducerOf(n.op, "f32");
     std::vector<int64_t> reduced_dims;
     int64_t count = 1;
     for (int a : axes.axes) {
       reduced_dims.push_back(in.dim(a));
       count *= in.dim(a);
     }
-    // Max and Min: a NaN flag beside the value, as in a row (LLVM lowers a maximumf of
-    // values loaded from f16 to a half-vector maximum that lost NaNs).
-    const bool nan_flag = n.op == "Max" || n.op == "Min";
-    const std::string flags = nan_flag ? " fastmath<nnan,nsz> : f32" : " : f32";
     Index index;
     return Nest(p_.buffers[out].shape.dims(), 0, index, [&](const Index& at) -> Status {
-      auto step = [&](const std::vector<Value>& accs, const Value& v) {
-        const int d = Innermost();
-        std::vector<Value> next = {Let(d, reducer.combine + " " + accs[0].name + ", " + v.name + flags, "f32")};
-        if (nan_flag) {
-          const Value nan = Let(d, "arith.cmpf uno, " + v.name + ", " + v.name + " : f32", "i1");
-          next.push_back(Let(d, "arith.ori " + accs[1].name + ", " + nan.name + " : i1", "i1"));
-        }
-        return next;
-      };
-      std::vector<Value> init = {IdentityOf(reducer, "f32")};
-      if (nan_flag) init.push_back(Let(0, "arith.constant false", "i1"));
       Index along;
-      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
-                          Fold(reduced_dims, 0, along, init, step, [&](const Index& r) {
-                            Index full;
-                            size_t o = 0, k = 0;
-                            for (int i = 0; i < in.rank(); ++i) {
-                              if (std::binary_search(axes.axes.begin(), axes.axes.end(), i)) {
-                                full.push_back(r[k++]);
-                                if (axes.keep_dims) ++o;
-                              } else {
-                                full.push_back(at[o++]);
-                              }
-                            }
-                            return Get(n.inputs[0], full);
-                          }));
-      Value acc = accs[0];
-      if (nan_flag)
-        acc = Let(acc.depth, "arith.select " + accs[1].name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
-      if (n.op == "Mean") acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
+      GJ_ASSIGN_OR_RETURN(Value acc, FoldReduction(n, "f32", reduced_dims, along, count, /*reassoc=*/false,
+                                                   [&](const Index& r) {
+                                                     Index full;
+                                                     size_t o = 0, k = 0;
+                                                     for (int i = 0; i < in.rank(); ++i) {
+                                                       if (std::binary_search(axes.axes.begin(), axes.axes.end(), i)) {
+                                                         full.push_back(r[k++]);
+                                                         if (axes.keep_dims) ++o;
+                                                       } else {
+                                                         full.push_back(at[o++]);
+                                                       }
+                                                     }
+                                                     return Get(n.inputs[0], full);
+                                                   }));
       Store(out, at, acc);
       return Status::Ok();
     });

@@ -105,8 +105,9 @@ class Run {
     for (Tensor& out : *outputs) {
       if (out.buffer() == nullptr) continue;
       long held = 0;
-      for (const auto* list : {&values_, outputs})
-        for (const Tensor& t : *list) held += t.buffer() == out.buffer();
+      for (const Tensor& t : *outputs) held += t.buffer() == out.buffer();
+      if (out.buffer().use_count() <= held + 1) continue;  // the outputs and its own slot: the common case
+      for (const Tensor& t : values_) held += t.buffer() == out.buffer();
       if (out.buffer().use_count() > held) {
         GJ_ASSIGN_OR_RETURN(out, out.Clone(options_.allocator));
       }
