@@ -335,7 +335,8 @@ class KernelEmitter {
     auto kind = ClassifyNode(g_, v.node);
     return kind.ok() && (*kind == NodeKind::kElementwise || *kind == NodeKind::kSizeOneReshape);
   }
-  bool Full(TensorId v) const { return g_.info(v.node).shapes[v.index] == fusion_.space; }
+  const Shape& ShapeOf(TensorId v) const { return g_.info(v.node).shapes[v.index]; }
+  bool Full(TensorId v) const { return ShapeOf(v) == fusion_.space; }
   // The full-shaped inline values under `v` (and whether any is expensive) into `out`.
   bool Collect(TensorId v, std::map<TensorId, bool>* out) const {
     if (!Inline(v)) return false;
@@ -608,16 +609,8 @@ class KernelEmitter {
         int depth = 0;
         for (size_t i = 0; i < n.inputs.size(); ++i) {
           const TensorId& in = n.inputs[i];
-          const Shape& in_shape = g_.info(in.node).shapes[in.index];
-          // Select (not SelectV2) with a vector condition and matrices or more: the
-          // condition picks whole rows, as in TensorFlow, rather than broadcasting.
-          const bool row_condition = n.op == "Select" && i == 0 && in_shape.rank() == 1 && shape.rank() > 1;
-          // BiasAdd in NCHW: the bias runs along dim 1.
-          const bool nchw_bias = n.op == "BiasAdd" && i == 1 &&
-                                 GetStringAttrOr(n, "data_format", "NHWC").value_or("") == "NCHW";
-          GJ_ASSIGN_OR_RETURN(Value x, Get(in, row_condition ? Index{index[0]}
-                                               : nchw_bias   ? Index{index[1]}
-                                                             : Broadcast(index, shape, in_shape)));
+          const Shape& in_shape = ShapeOf(in);
+          GJ_ASSIGN_OR_RETURN(Value x, Get(in, ReadAt(ReadDims(n, static_cast<int>(i), in_shape, shape), index, in_shape)));
           operands.push_back(x.name);
           types.push_back(x.type);
           depth = std::max(depth, x.depth);
@@ -630,13 +623,8 @@ class KernelEmitter {
         return RoundedTo(g_.info(v.node).dtypes[0], Value{result, depth, ElementType(g_.info(v.node).dtypes[0])});
       }
       case NodeKind::kSizeOneReshape: {
-        const Shape& from = g_.info(n.inputs[0].node).shapes[n.inputs[0].index];
-        Index non_unit, to;
-        for (int i = 0; i < shape.rank(); ++i)
-          if (shape.dim(i) != 1) non_unit.push_back(index[i]);
-        size_t next = 0;
-        for (int i = 0; i < from.rank(); ++i) to.push_back(from.dim(i) != 1 ? non_unit[next++] : IndexConst(0));
-        return Get(n.inputs[0], to);
+        const Shape& in_shape = ShapeOf(n.inputs[0]);
+        return Get(n.inputs[0], ReadAt(ReadDims(n, 0, in_shape, shape), index, in_shape));
       }
       case NodeKind::kTranspose: {
         const Tensor& perm = g_.constants[n.inputs[1].node];
@@ -663,11 +651,10 @@ class KernelEmitter {
   }
 
   // The index of an operand of shape `s` broadcast into `out` at `index`.
-  Index Broadcast(const Index& index, const Shape& out, const Shape& s) {
+  // The index of an input of shape `in` read through `dims` (see ReadDims) at `index`.
+  Index ReadAt(const std::vector<int>& dims, const Index& index, const Shape& in) {
     Index to;
-    const int offset = out.rank() - s.rank();
-    for (int k = 0; k < s.rank(); ++k)
-      to.push_back(s.dim(k) == 1 ? IndexConst(0) : index[offset + k]);
+    for (int d = 0; d < in.rank(); ++d) to.push_back(in.dim(d) == 1 || dims[d] < 0 ? IndexConst(0) : index[dims[d]]);
     return to;
   }
 

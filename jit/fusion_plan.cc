@@ -27,6 +27,23 @@ std::vector<int64_t> NonUnitDims(const Shape& s) {
 
 const Shape& ShapeOf(const AnalyzedGraph& g, TensorId t) { return g.info(t.node).shapes[t.index]; }
 
+// Whether reading through `dims` (see ReadDims) keeps an element in its row, whatever the
+// row fusion's split: each dim reads its own position, except size-1 dims, and broadcast
+// dims that only trailing broadcast dims follow (the reduced dims of [rows, 1] in softmax).
+bool KeepsRows(const std::vector<int>& dims, const Shape& in, const Shape& out) {
+  bool broadcast = false;
+  for (int d = 0; d < in.rank(); ++d) {
+    const bool unit = in.dim(d) == 1;
+    if (unit && (dims[d] < 0 || out.dim(dims[d]) == 1)) continue;
+    if (unit) {
+      broadcast = true;
+      continue;
+    }
+    if (broadcast || dims[d] != d) return false;
+  }
+  return true;
+}
+
 class Planner {
  public:
   explicit Planner(const AnalyzedGraph& body) : g_(body), kind_(body.graph.num_nodes(), NodeKind::kConstant) {}
@@ -125,8 +142,14 @@ class Planner {
     }
     const Node& n = *g_.graph.node(v.node);
     const bool remaps = remapped || kind == NodeKind::kTranspose || kind == NodeKind::kConcat;
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (IsDataInput(n, static_cast<int>(i))) Visit(n.inputs[i], remaps, r, seen);
+    const bool reads_by_dims = kind == NodeKind::kElementwise || kind == NodeKind::kSizeOneReshape;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!IsDataInput(n, static_cast<int>(i))) continue;
+      const Shape& in = ShapeOf(g_, n.inputs[i]);
+      const Shape& out = ShapeOf(g_, v);
+      Visit(n.inputs[i], remaps || (reads_by_dims && !KeepsRows(ReadDims(n, static_cast<int>(i), in, out), in, out)), r,
+            seen);
+    }
   }
 
   Reach ReachOf(TensorId v) {
@@ -284,6 +307,33 @@ std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_type
       IsReduction(n.op) || IsLibraryOp(n.op) || n.op == "Softmax" || n.op == "LogSoftmax")
     return "";
   return "the JIT does not compile " + n.op;
+}
+
+std::vector<int> ReadDims(const Node& n, int i, const Shape& in, const Shape& out) {
+  std::vector<int> dims(in.rank(), -1);
+  if (n.op == "Reshape" || n.op == "ExpandDims" || n.op == "Squeeze") {
+    // A size-1 reshape: the non-unit dims, in order.
+    int next = 0;
+    for (int d = 0; d < in.rank(); ++d) {
+      if (in.dim(d) == 1) continue;
+      while (out.dim(next) == 1) ++next;
+      dims[d] = next++;
+    }
+    return dims;
+  }
+  // Select (not SelectV2) with a vector condition and matrices or more: the condition picks
+  // whole rows, as in TensorFlow, rather than broadcasting.
+  if (n.op == "Select" && i == 0 && in.rank() == 1 && out.rank() > 1) {
+    dims[0] = 0;
+    return dims;
+  }
+  // BiasAdd in NCHW: the bias runs along dim 1.
+  if (n.op == "BiasAdd" && i == 1 && GetStringAttrOr(n, "data_format", "NHWC").value_or("") == "NCHW") {
+    dims[0] = 1;
+    return dims;
+  }
+  for (int d = 0; d < in.rank(); ++d) dims[d] = out.rank() - in.rank() + d;
+  return dims;
 }
 
 StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {

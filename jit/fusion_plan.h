@@ -35,6 +35,10 @@ std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_type
 StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id);
 // The value a computed node reads at input `i` element by element (not axes or shapes).
 bool IsDataInput(const Node& node, int i);
+// How an elementwise node or a size-1 reshape `n` (output shape `out`) reads its data input
+// `i` (shape `in`): for each dim of `in`, the output dim whose index it reads at, or -1 where
+// it reads at 0 (a size-1 dim).
+std::vector<int> ReadDims(const Node& n, int i, const Shape& in, const Shape& out);
 
 // A reduction's reduced axes (sorted, non-negative) and keep_dims.
 struct ReductionAxes {
