@@ -46,24 +46,37 @@ std::string Relu(const std::string& x, MlirWriter& w) {
   return Select(w.Let("arith.cmpf olt, " + x + ", " + zero + " : f32"), zero, x, w);
 }
 
-// Maximum (pred olt) or Minimum (ogt) as the reference kernels compute them: a NaN
-// operand is the result, else b if a `pred` b, else a (so of -0 and +0, the first). Not
+// IEEE 754-2019 maximum or minimum, as the reference kernels compute them: NaN propagates
+// and -0 < +0. Neither operand less is a tie, or a NaN: the result's bits are a AND b for
+// a tie of the maximum (+0 of +-0), else a OR b (-0 of +-0, a NaN of a NaN). Not
 // arith.maximumf: between f16 loads and stores LLVM 19 narrows it to llvm.maximum on half
 // vectors, and the x86 code it made of that returned 0 for max(0, NaN) (found by jit_fuzz).
-std::string MaxOrMin(const char* pred, const std::string& a, const std::string& b, MlirWriter& w) {
-  const std::string pick = Select(w.Let(std::string("arith.cmpf ") + pred + ", " + a + ", " + b + " : f32"), b, a, w);
-  const std::string b_nan = Select(w.Let("arith.cmpf uno, " + b + ", " + b + " : f32"), b, pick, w);
-  return Select(w.Let("arith.cmpf uno, " + a + ", " + a + " : f32"), a, b_nan, w);
+std::string MaxOrMin(bool max, const std::string& a, const std::string& b, MlirWriter& w) {
+  auto bits = [&](const std::string& x) { return w.Let("arith.bitcast " + x + " : f32 to i32"); };
+  auto bitwise = [&](const char* op) {
+    return w.Let("arith.bitcast " + w.Let(std::string(op) + " " + bits(a) + ", " + bits(b) + " : i32") + " : i32 to f32");
+  };
+  std::string tie = bitwise("arith.ori");
+  if (max) tie = Select(Cmp("oeq", {a, b}, w), bitwise("arith.andi"), tie, w);
+  const std::string& lo = max ? b : a;
+  const std::string& hi = max ? a : b;
+  return Select(Cmp("olt", {lo, hi}, w), a, Select(Cmp("olt", {hi, lo}, w), b, tie, w), w);
 }
 
-// exp(x). Below 2^-126 (x < -87.3) MLIR's polynomial gives 0 where the reference
-// kernel gives a subnormal; handling that costs 11-25% on a softmax, so it is not done.
-std::string Exp(const std::string& x, MlirWriter& w) { return Unary("math.exp", x, w); }
+// r < 2^-126 ? 0 : r: the exp-based ops (Exp, Sigmoid, Softplus, Softmax) give 0 below the
+// normal range, as the reference kernels and TensorFlow do (runtime/kernels/zero_below_normal.h).
+// MLIR's exp already gives 0 below 2^-127; this makes the band just below 2^-126 agree.
+std::string ZeroBelowNormal(const std::string& r, MlirWriter& w) {
+  std::string tiny = w.Let("arith.cmpf olt, " + r + ", " + F32(w, 1.17549435e-38) + " : f32");
+  return Select(tiny, F32(w, 0), r, w);
+}
+
+std::string Exp(const std::string& x, MlirWriter& w) { return ZeroBelowNormal(Unary("math.exp", x, w), w); }
 
 // exp(x) - 1 as TensorFlow's Elu and Selu compute it (not expm1: for a tiny negative x
 // they give +0, and 1 / Selu(x) is +Inf, not -Inf).
 std::string ExpMinusOne(const std::string& x, MlirWriter& w) {
-  return Binary("arith.subf", {Exp(x, w), F32(w, 1)}, w);
+  return Binary("arith.subf", {Unary("math.exp", x, w), F32(w, 1)}, w);  // a tiny exp(x) gives -1 either way
 }
 
 // c[0] + c[1] t + c[2] t^2 + ..., by Horner's rule with fused multiply-adds.
@@ -99,8 +112,8 @@ const std::map<std::string, Emit>& FloatOps() {
       {"Mul", [](auto& x, auto& w) { return Binary("arith.mulf", x, w); }},
       {"RealDiv", [](auto& x, auto& w) { return Divide(x[0], x[1], w); }},
       {"Div", [](auto& x, auto& w) { return Divide(x[0], x[1], w); }},
-      {"Maximum", [](auto& x, auto& w) { return MaxOrMin("olt", x[0], x[1], w); }},
-      {"Minimum", [](auto& x, auto& w) { return MaxOrMin("ogt", x[0], x[1], w); }},
+      {"Maximum", [](auto& x, auto& w) { return MaxOrMin(true, x[0], x[1], w); }},
+      {"Minimum", [](auto& x, auto& w) { return MaxOrMin(false, x[0], x[1], w); }},
       {"SquaredDifference",
        [](auto& x, auto& w) {
          std::string d = Binary("arith.subf", x, w);
@@ -125,7 +138,7 @@ const std::map<std::string, Emit>& FloatOps() {
       {"Sigmoid",
        [](auto& x, auto& w) {
          std::string e = Exp(w.Let("arith.negf " + x[0] + " : f32"), w);
-         return Binary("arith.divf", {F32(w, 1), Binary("arith.addf", {F32(w, 1), e}, w)}, w);
+         return ZeroBelowNormal(Binary("arith.divf", {F32(w, 1), Binary("arith.addf", {F32(w, 1), e}, w)}, w), w);
        }},
       {"Relu", [](auto& x, auto& w) { return Relu(x[0], w); }},
       {"Relu6",

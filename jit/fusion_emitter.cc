@@ -171,10 +171,12 @@ class KernelEmitter {
   Value IntConst(int64_t v, const std::string& type) {
     return Let(0, "arith.constant " + std::to_string(v) + " : " + type, type);
   }
-  Value IdentityOf(const Reducer& reducer, const std::string& type) {
+  // `count` elements are reduced: a float sum of one or more starts at -0, so that a sum of
+  // -0s is -0, as in IEEE arithmetic and the reference kernels (an empty sum is +0).
+  Value IdentityOf(const Reducer& reducer, const std::string& type, int64_t count) {
     const bool i32 = type == "i32";
     switch (reducer.init) {
-      case Reducer::kZero: return type == "f32" ? FloatConst(0) : IntConst(0, type);
+      case Reducer::kZero: return type == "f32" ? FloatConst(count > 0 ? -0.0f : 0.0f) : IntConst(0, type);
       case Reducer::kOne: return type == "f32" ? FloatConst(1) : IntConst(1, type);
       case Reducer::kLowest:
         return type == "f32" ? FloatConst(-INFINITY) : IntConst(i32 ? INT32_MIN : INT64_MIN, type);
@@ -429,7 +431,7 @@ class KernelEmitter {
     std::string fastmath = is_float && reassoc ? "reassoc" : "";
     if (nan_flag) fastmath += fastmath.empty() ? "nnan,nsz" : ",nnan,nsz";
     const std::string flags = (fastmath.empty() ? "" : " fastmath<" + fastmath + ">") + " : " + type;
-    std::vector<Value> init = {IdentityOf(reducer, type)};
+    std::vector<Value> init = {IdentityOf(reducer, type, count)};
     if (nan_flag) init.push_back(Let(0, "arith.constant false", "i1"));
     auto step = [&](const std::vector<Value>& accs, const Value& v) {
       const int d = Innermost();
@@ -479,8 +481,10 @@ class KernelEmitter {
       return Unimplemented(NodeLabel(n) + ": a column reduction of " + DTypeName(dtype));
     const std::string type = ElementType(dtype);
     const Reducer reducer = ReducerOf(n.op, type);
+    int64_t count = 1;
+    for (int a : axes.axes) count *= in.dim(a);
     GJ_RETURN_IF_ERROR(Nest(out_dims, 0, index, [&](const Index& at) {
-      Store(out, at, IdentityOf(reducer, type));
+      Store(out, at, IdentityOf(reducer, type, count));
       return Status::Ok();
     }));
     GJ_RETURN_IF_ERROR(Nest(in.dims(), 0, index, [&](const Index& at) -> Status {
@@ -496,8 +500,6 @@ class KernelEmitter {
       return Status::Ok();
     }));
     if (n.op != "Mean") return Status::Ok();
-    int64_t count = 1;
-    for (int a : axes.axes) count *= in.dim(a);
     if (type != "f32" && count == 0) return Status::Ok();  // an integer mean of nothing stays 0
     return Nest(out_dims, 0, index, [&](const Index& at) {
       const Value sum = Load(out, at, Innermost());

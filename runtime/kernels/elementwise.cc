@@ -12,6 +12,7 @@
 
 #include "runtime/kernels/broadcast.h"
 #include "runtime/kernels/common.h"
+#include "runtime/kernels/zero_below_normal.h"
 
 namespace graphjit {
 namespace {
@@ -209,20 +210,53 @@ OpDef BinaryOp(const char* name, int64_t cost, F f) {
   return def;
 }
 
-// Maximum/Minimum propagate NaN, as TensorFlow does.
+// Maximum and Minimum as IEEE 754-2019 maximum and minimum: NaN propagates (as in
+// TensorFlow) and -0 < +0. Eigen's own functors return either zero on a tie, one in their
+// vector body and the other in their scalar tail.
+template <typename C, bool kMax>
+struct IeeeMinMax {
+  C operator()(const C& a, const C& b) const {
+    if (a < b) return kMax ? b : a;
+    if (b < a) return kMax ? a : b;
+    if (a == b) return std::signbit(static_cast<double>(a)) != kMax ? a : b;  // +0 and -0: the smaller or larger
+    return Eigen::numext::isnan(a) ? a : b;
+  }
+  template <typename P>
+  P packetOp(const P& a, const P& b) const {
+    using namespace Eigen::internal;
+    const P lo = kMax ? b : a, hi = kMax ? a : b;
+    // Neither less: a tie (the zero with the sign bit for the minimum, without for the
+    // maximum) or a NaN (any bits OR-ed with a NaN's are a NaN).
+    const P tie = kMax ? pselect(pcmp_eq(a, b), pand(a, b), por(a, b)) : por(a, b);
+    return pselect(pcmp_lt(lo, hi), a, pselect(pcmp_lt(hi, lo), b, tie));
+  }
+};
+
 template <bool kMax>
 auto MinMax() {
   return [](const auto& x, const auto& y) {
     using C = ScalarOf<decltype(x)>;
     if constexpr (!Eigen::NumTraits<C>::IsInteger) {  // f16 and bf16 too
-      if constexpr (kMax) return x.binaryExpr(y, Eigen::internal::scalar_max_op<C, C, Eigen::PropagateNaN>());
-      else return x.binaryExpr(y, Eigen::internal::scalar_min_op<C, C, Eigen::PropagateNaN>());
+      return x.binaryExpr(y, IeeeMinMax<C, kMax>());
     } else {
       if constexpr (kMax) return x.max(y);
       else return x.min(y);
     }
   };
 }
+
+}  // namespace
+}  // namespace graphjit
+
+namespace Eigen::internal {
+template <typename C, bool kMax>
+struct functor_traits<graphjit::IeeeMinMax<C, kMax>> {
+  enum { Cost = 4 * NumTraits<C>::AddCost, PacketAccess = std::is_same_v<C, float> || std::is_same_v<C, double> };
+};
+}  // namespace Eigen::internal
+
+namespace graphjit {
+namespace {
 
 // ---- AddN, Select, BiasAdd, Cast -------------------------------------------------
 
@@ -447,7 +481,7 @@ std::vector<OpDef> ElementwiseOps() {
     using C = ScalarOf<decltype(x)>;
     return x.max(C(0)).min(C(6));
   }));
-  ops.push_back(UnaryOp<TS::kFloat>("Exp", 8, [](const auto& x, auto) { return x.exp(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Exp", 8, [](const auto& x, auto) { return ZeroBelowNormal(x.exp()); }));
   ops.push_back(UnaryOp<TS::kFloat>("Log", 8, [](const auto& x, auto) { return x.log(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Log1p", 8, [](const auto& x, auto) { return x.log1p(); }));
   // Not Eigen 3.4's x.sqrt(): on SSE/AVX (not AVX-512) it is an rsqrt estimate and a Newton
@@ -460,7 +494,7 @@ std::vector<OpDef> ElementwiseOps() {
   ops.push_back(UnaryOp<TS::kFloat>("Rsqrt", 4, [](const auto& x, auto) { return x.rsqrt(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Reciprocal", 4, [](const auto& x, auto) { return x.inverse(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Tanh", 8, [](const auto& x, auto) { return x.tanh(); }));
-  ops.push_back(UnaryOp<TS::kFloat>("Sigmoid", 8, [](const auto& x, auto) { return x.logistic(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Sigmoid", 8, [](const auto& x, auto) { return ZeroBelowNormal(x.logistic()); }));
   ops.push_back(UnaryOp<TS::kFloat>("Erf", 8, [](const auto& x, auto) { return x.erf(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Floor", 1, [](const auto& x, auto) { return x.floor(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Ceil", 1, [](const auto& x, auto) { return x.ceil(); }));
@@ -486,7 +520,7 @@ std::vector<OpDef> ElementwiseOps() {
     const C threshold = std::log(std::numeric_limits<C>::epsilon()) + C(2);
     return x.unaryExpr([threshold](C v) {
       if (v > -threshold) return v;
-      if (v < threshold) return std::exp(v);
+      if (v < threshold) return ZeroBelowNormalOp()(std::exp(v));
       return std::log1p(std::exp(v));
     });
   }));

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "runtime/kernels/common.h"
+#include "runtime/kernels/zero_below_normal.h"
 
 namespace graphjit {
 namespace {
@@ -250,7 +251,7 @@ OpDef SoftmaxOp(const char* name, bool log) {
           T* dst = out->data<T>() + r * d;
           for (int64_t i = 0; i < d; ++i) row[i] = static_cast<C>(src[i]);
           C m = row.maxCoeff();
-          buf = (row - m).exp();
+          buf = ZeroBelowNormal((row - m).exp());
           C sum = buf.sum();
           if (log) {
             buf = (row - m) - std::log(sum);

@@ -11,8 +11,8 @@
 //    went through approximate ones (math functions, float sums and products in any order).
 //    Ops that jump (floor, casts to integers, comparisons, ArgMax) only take exact values,
 //    so a rounding difference cannot become a large one. After a float sum or product, an
-//    overflow in one order may be a NaN (Inf - Inf, Inf * 0) in another: there, NaN on one
-//    side and +-1 (a saturated tanh) on the other agree.
+//    overflow in one order may be a NaN (Inf - Inf, Inf * 0) in another, and what follows
+//    maps either anywhere: there, a NaN on one side agrees with any value on the other.
 // Integers are kept from overflowing (the reference kernels' signed overflow is undefined).
 //
 //   jit_fuzz [--seed S] [--graphs N] [--minutes M] [--graph K] [--verbose] [--dump DIR]
@@ -444,7 +444,7 @@ std::string Compare(const Tensor& got, const Tensor& want, bool exact, bool reor
     } else {
       const double a = got.ValueAsDouble(i), w = want.ValueAsDouble(i);
       ok = (std::isnan(a) && std::isnan(w)) || a == w || (!exact && std::fabs(a - w) <= tolerance) ||
-           (reordered && ((std::isnan(a) && std::fabs(w) == 1) || (std::isnan(w) && std::fabs(a) == 1)));
+           (reordered && (std::isnan(a) || std::isnan(w)));
     }
     if (!ok) {
       char buf[160];
