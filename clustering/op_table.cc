@@ -40,7 +40,7 @@ const std::vector<OpTableEntry>& OpTable() {
       // Reductions and row ops.
       {"Sum", F::kReduction, k1}, {"Mean", F::kReduction, k1}, {"Max", F::kReduction, k1},
       {"Min", F::kReduction, k1}, {"Prod", F::kReduction, k1}, {"ArgMax", F::kReduction, k1},
-      {"Softmax", F::kSoftmax, k1}, {"LogSoftmax", F::kSoftmax, k1},
+      {"ArgMin", F::kReduction, k1}, {"Softmax", F::kSoftmax, k1}, {"LogSoftmax", F::kSoftmax, k1},
       // Shape-only: free inside a fused kernel, so they do not count towards the size.
       {"Reshape", F::kShape, k1, false}, {"ExpandDims", F::kShape, k1, false}, {"Squeeze", F::kShape, k1, false},
       {"Identity", F::kShape, k1, false}, {"StopGradient", F::kShape, k1, false},

@@ -13,7 +13,7 @@ namespace graphjit {
 enum class OpFamily {
   kElementwise,  // unary/binary math, comparisons, Select, Cast
   kBroadcast,    // BiasAdd, BroadcastTo
-  kReduction,    // Sum, Mean, Max, Min, Prod, ArgMax
+  kReduction,    // Sum, Mean, Max, Min, Prod, ArgMax, ArgMin
   kSoftmax,      // Softmax, LogSoftmax
   kShape,        // Reshape, ExpandDims, Squeeze, Identity: no data movement
   kDataMovement, // Transpose, ConcatV2, Pack, Slice, StridedSlice, ...

@@ -399,9 +399,9 @@ class KernelEmitter {
   // --- Reductions.
   Status ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count) {
     const Node& n = *g_.graph.node(r);
-    if (n.op == "ArgMax") {
+    if (n.op == "ArgMax" || n.op == "ArgMin") {
       Index index = row_;
-      GJ_ASSIGN_OR_RETURN(reduced_[r], ArgMax(r, reduced.back(), index, [&](const Value& i) {
+      GJ_ASSIGN_OR_RETURN(reduced_[r], ArgMaxOrMin(r, reduced.back(), index, [&](const Value& i) {
         Index at = row_;
         at.push_back(i);
         return at;
@@ -462,11 +462,11 @@ class KernelEmitter {
     const Shape& in = fusion_.space;
     const std::vector<int64_t>& out_dims = p_.buffers[out].shape.dims();
     Index index;
-    if (n.op == "ArgMax") {  // per output element, a loop along the axis
+    if (n.op == "ArgMax" || n.op == "ArgMin") {  // per output element, a loop along the axis
       const int axis = axes.axes[0];
       return Nest(out_dims, 0, index, [&](const Index& at) -> Status {
         Index along;
-        GJ_ASSIGN_OR_RETURN(Value best, ArgMax(r, in.dim(axis), along, [&](const Value& i) {
+        GJ_ASSIGN_OR_RETURN(Value best, ArgMaxOrMin(r, in.dim(axis), along, [&](const Value& i) {
           Index full = at;
           full.insert(full.begin() + axis, i);
           return full;
@@ -543,28 +543,32 @@ class KernelEmitter {
     });
   }
 
-  // ArgMax along an axis of `size` elements: the first index of the largest value, as the
-  // reference kernel finds it (a NaN is never larger; the first element is taken even if
-  // it is NaN). `at(i)` is the input's index for position `i` on the axis.
-  StatusOr<Value> ArgMax(int id, int64_t size, Index& index, const std::function<Index(const Value&)>& at) {
+  // ArgMax (ArgMin) along an axis of `size` elements: the first index of the largest
+  // (smallest) value, as the reference kernel finds it (a NaN is never larger or smaller;
+  // the first element is taken even if it is NaN). `at(i)` is the input's index for
+  // position `i` on the axis.
+  StatusOr<Value> ArgMaxOrMin(int id, int64_t size, Index& index, const std::function<Index(const Value&)>& at) {
     const Node& n = *g_.graph.node(id);
+    const bool max = n.op == "ArgMax";
     const std::string value_type = ElementType(StaticDType(g_, n.inputs[0]));
     const std::string out_type = ElementType(g_.info(id).dtypes[0]);
     const bool f = value_type == "f32";
-    const Value lowest = f ? FloatConst(-INFINITY) : IntConst(value_type == "i32" ? INT32_MIN : INT64_MIN, value_type);
+    const bool i32 = value_type == "i32";
+    const Value start = f ? FloatConst(max ? -INFINITY : INFINITY)
+                          : IntConst(max ? (i32 ? INT32_MIN : INT64_MIN) : (i32 ? INT32_MAX : INT64_MAX), value_type);
+    const std::string better = f ? (max ? "arith.cmpf ogt, " : "arith.cmpf olt, ") : (max ? "arith.cmpi sgt, " : "arith.cmpi slt, ");
     Value position;
     auto step = [&](const std::vector<Value>& accs, const Value& v) {
       const int d = Innermost();
-      const Value greater = Let(d, std::string(f ? "arith.cmpf ogt, " : "arith.cmpi sgt, ") + v.name + ", " + accs[0].name +
-                                       " : " + value_type, "i1");
+      const Value wins = Let(d, better + v.name + ", " + accs[0].name + " : " + value_type, "i1");
       const Value first = Let(d, "arith.cmpi eq, " + position.name + ", " + IndexConst(0).name + " : index", "i1");
-      const Value take = Let(d, "arith.ori " + greater.name + ", " + first.name + " : i1", "i1");
+      const Value take = Let(d, "arith.ori " + wins.name + ", " + first.name + " : i1", "i1");
       return std::vector<Value>{
           Let(d, "arith.select " + take.name + ", " + v.name + ", " + accs[0].name + " : " + value_type, value_type),
           Let(d, "arith.select " + take.name + ", " + position.name + ", " + accs[1].name + " : index", "index")};
     };
     GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
-                        Fold({size}, 0, index, {lowest, IndexConst(0)}, step, [&](const Index& i) -> StatusOr<Value> {
+                        Fold({size}, 0, index, {start, IndexConst(0)}, step, [&](const Index& i) -> StatusOr<Value> {
                           position = i.back();
                           return Get(n.inputs[0], at(i.back()));
                         }));

@@ -15,7 +15,8 @@ bool IsLibraryOp(const std::string& op) {
 }
 
 bool IsReduction(const std::string& op) {
-  return op == "Sum" || op == "Mean" || op == "Max" || op == "Min" || op == "Prod" || op == "ArgMax";
+  return op == "Sum" || op == "Mean" || op == "Max" || op == "Min" || op == "Prod" || op == "ArgMax" ||
+         op == "ArgMin";
 }
 
 std::vector<int64_t> NonUnitDims(const Shape& s) {

@@ -1,4 +1,4 @@
-// Reductions (Sum, Mean, Max, Min, Prod, ArgMax) and the row-wise ops built on them
+// Reductions (Sum, Mean, Max, Min, Prod, ArgMax, ArgMin) and the row-wise ops built on them
 // (Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits).
 
 #include <cmath>
@@ -161,11 +161,12 @@ OpDef ReductionOp(const char* name, TypeSet types) {
   return def;
 }
 
-OpDef ArgMaxOp() {
+// ArgMax or ArgMin: the first index of the largest (smallest) value along the axis.
+OpDef ArgOp(bool max) {
   OpDef def;
-  def.name = "ArgMax";
+  def.name = max ? "ArgMax" : "ArgMin";
   def.min_inputs = def.max_inputs = 2;
-  def.infer = [](InferenceContext& c) -> Status {
+  def.infer = [max](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
     GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kNumeric));
     GJ_RETURN_IF_ERROR(c.ExpectDType(1, {DType::kInt32, DType::kInt64}));
@@ -182,13 +183,14 @@ OpDef ArgMaxOp() {
     if (c.value(1)->num_elements() != 1) return c.ShapeError("dimension must be a scalar");
     if (in.rank() == 0) return c.ShapeError("input must have rank >= 1");
     GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, c.value(1)->ValueAsInt(0), in.rank()));
-    if (in.dim(axis) == 0) return c.ShapeError("cannot take the argmax of an empty dimension");
+    if (in.dim(axis) == 0)
+      return c.ShapeError(std::string("cannot take the ") + (max ? "argmax" : "argmin") + " of an empty dimension");
     std::vector<int64_t> dims = in.dims();
     dims.erase(dims.begin() + axis);
     c.AddOutput(out_type, Shape(dims));
     return Status::Ok();
   };
-  def.compute = [](KernelContext& ctx) -> Status {
+  def.compute = [max](KernelContext& ctx) -> Status {
     GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
     const Tensor& in = ctx.input(0);
     int64_t a = ctx.input(1).ValueAsInt(0);
@@ -207,7 +209,7 @@ OpDef ArgMaxOp() {
           C best_v = static_cast<C>(p[0]);
           for (int64_t i = 1; i < r; ++i) {
             C v = static_cast<C>(p[i * inner]);
-            if (v > best_v) {
+            if (max ? v > best_v : v < best_v) {
               best_v = v;
               best = i;
             }
@@ -325,7 +327,8 @@ const bool kRegistered = RegisterOps({
     ReductionOp<Reducer::kMax>("Max", TypeSet::kNumeric),
     ReductionOp<Reducer::kMin>("Min", TypeSet::kNumeric),
     ReductionOp<Reducer::kProd>("Prod", TypeSet::kNumeric),
-    ArgMaxOp(),
+    ArgOp(true),
+    ArgOp(false),
     SoftmaxOp("Softmax", false),
     SoftmaxOp("LogSoftmax", true),
     SoftmaxXentOp(),

@@ -945,11 +945,11 @@ reduce_case("prod_i32", "Prod", [-1], False, dtype=np.int32, shape=(3, 4))
 # ----------------------------- ArgMax --------------------------------------
 
 
-def argmax_case(name, axis, out_type, data, desc):
+def argmax_case(name, axis, out_type, data, desc, op="ArgMax"):
     def build(b):
         x = b.ph("x", data(b.rng), "full")
-        tf.raw_ops.ArgMax(input=x, dimension=const(np.int32(axis), "axis"),
-                          output_type=out_type, name="y")
+        getattr(tf.raw_ops, op)(input=x, dimension=const(np.int32(axis), "axis"),
+                                output_type=out_type, name="y")
         b.fetch("y")
 
     add_case(name, desc, EXACT, build)
@@ -969,6 +969,17 @@ argmax_case("argmax_ties_f32", 1, tf.int64,
             "first maximal index")
 argmax_case("argmax_i32_input", 0, tf.int32, lambda r: ints(r, [5, 3], -3, 4),
             "ArgMax int32[5, 3] axis 0 (with ties)")
+argmax_case("argmin_axis1_i64", 1, tf.int64, lambda r: normal(r, [3, 5]),
+            "ArgMin float32[3, 5] axis 1, output_type int64", op="ArgMin")
+argmax_case("argmin_axis0_i32_rank3", 0, tf.int32, lambda r: normal(r, [3, 2, 4]),
+            "ArgMin float32[3, 2, 4] axis 0, output_type int32", op="ArgMin")
+argmax_case("argmin_ties_f32", -1, tf.int64,
+            lambda r: np.round(normal(r, [4, 6], 0.7)).astype(np.float32),
+            "ArgMin with ties (small integers as float32[4, 6]) axis -1: TF returns the "
+            "first minimal index", op="ArgMin")
+argmax_case("argmin_i64_input", 1, tf.int32, lambda r: ints(r, [3, 7], -3, 4, np.int64),
+            "ArgMin int64[3, 7] axis 1 (with ties)", op="ArgMin")
+
 
 # ----------------------------- Shape manipulation --------------------------
 

@@ -9,7 +9,7 @@
 //    single IEEE operations on f32 (add, sub, mul, div, sqrt);
 //  - within 1e-4 (f32 graphs), 1e-2 (f16) or 3e-2 (bf16) after a tanh for float values that
 //    went through approximate ones (math functions, float sums and products in any order).
-//    Ops that jump (floor, casts to integers, comparisons, ArgMax) only take exact values,
+//    Ops that jump (floor, casts to integers, comparisons, ArgMax, ArgMin) only take exact values,
 //    so a rounding difference cannot become a large one. After a float sum or product, an
 //    overflow in one order may be a NaN (Inf - Inf, Inf * 0) in another, and what follows
 //    maps either anywhere: there, a NaN on one side agrees with any value on the other.
@@ -254,17 +254,18 @@ class Generator {
   Value Reduce(const Value& v) {
     const int r = static_cast<int>(v.dims.size());
     if (r == 0 || v.dtype == DType::kBool) return {};
-    if (Pick(4) == 0) {  // ArgMax along one axis, of exact values, never an empty one
+    if (Pick(4) == 0) {  // ArgMax or ArgMin along one axis, of exact values, never an empty one
       const int axis = Pick(r);
       if (!v.exact || v.dims[axis] == 0) return {};
       std::vector<int64_t> dims = v.dims;
       dims.erase(dims.begin() + axis);
       const DType out = Pick(2) ? DType::kInt64 : DType::kInt32;
-      Value am{Fresh("ArgMax"), out, dims, true, 1e6};
-      tensorflow::NodeDef* n = b.Op(am.name, "ArgMax", {v.name, IntConst({Pick(2) ? axis : axis - r}, true)}, v.dtype);
+      const std::string op = Pick(2) ? "ArgMax" : "ArgMin";
+      Value am{Fresh(op), out, dims, true, 1e6};
+      tensorflow::NodeDef* n = b.Op(am.name, op, {v.name, IntConst({Pick(2) ? axis : axis - r}, true)}, v.dtype);
       testing::SetAttrType(n, "Tidx", DType::kInt32);
       testing::SetAttrType(n, "output_type", out);
-      ops += "ArgMax ";
+      ops += op + " ";
       return am;
     }
     std::vector<int64_t> axes;

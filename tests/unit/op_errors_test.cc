@@ -68,6 +68,7 @@ TEST(OpErrors, ShapeProblemsAreRunTimeErrorsNamingTheNode) {
        [](tensorflow::NodeDef* n) { testing::SetAttrInts(n, "squeeze_dims", {0}); }, "cannot squeeze dimension 0"},
       {"sum axis", "Sum", {F({2, 3}), MakeInt32(Shape{1}, {2})}, tidx("Tidx"), "axis 2 is out of range for rank 2"},
       {"argmax empty", "ArgMax", {F({0, 3}), MakeInt32(Shape{}, {0})}, tidx("Tidx"), "empty dimension"},
+      {"argmin empty", "ArgMin", {F({0, 3}), MakeInt32(Shape{}, {0})}, tidx("Tidx"), "cannot take the argmin of an empty dimension"},
       {"matmul inner", "MatMul", {F({2, 3}), F({4, 5})}, nullptr, "inner dimensions do not match: [2,3] x [4,5]"},
       {"matmul rank", "MatMul", {F({2, 3, 4}), F({4, 5})}, nullptr, "inputs must be matrices"},
       {"batch matmul", "BatchMatMulV2", {F({2, 3, 4}), F({3, 4, 5})}, nullptr, "batch dimensions"},
