@@ -38,9 +38,8 @@ const std::string& CompilerId() {
   return id;
 }
 
-// The CPU a session's kernels are for: its options, else GRAPHJIT_FLAGS (which apply to
-// every session of the process, as XLA_FLAGS do), else the host.
-cpu::Target TargetOf(const SessionOptions* options) {
+// GRAPHJIT_FLAGS, which apply to every session of the process (as XLA_FLAGS do).
+const SessionOptions& ProcessOptions() {
   static const SessionOptions* process = [] {
     auto* o = new SessionOptions();
     if (const char* env = std::getenv("GRAPHJIT_FLAGS")) {
@@ -49,11 +48,17 @@ cpu::Target TargetOf(const SessionOptions* options) {
     }
     return o;
   }();
-  const SessionOptions& own = options && (!options->jit_cpu.empty() || !options->jit_cpu_features.empty()) ? *options : *process;
+  return *process;
+}
+
+// The CPU a session's kernels are for: its options, else GRAPHJIT_FLAGS, else the host.
+cpu::Target TargetOf(const SessionOptions* options) {
+  const SessionOptions& process = ProcessOptions();
+  const SessionOptions& own = options && (!options->jit_cpu.empty() || !options->jit_cpu_features.empty()) ? *options : process;
   cpu::Target target;
   target.cpu = own.jit_cpu;
   target.features = own.jit_cpu_features;
-  target.prefer_vector_width = options && options->prefer_vector_width ? options->prefer_vector_width : process->prefer_vector_width;
+  target.prefer_vector_width = options && options->prefer_vector_width ? options->prefer_vector_width : process.prefer_vector_width;
   return target;
 }
 
@@ -64,7 +69,10 @@ std::string& InjectedFailure() {
 }
 
 KernelCache& Cache() {
-  static KernelCache* cache = new KernelCache(4096, size_t{1} << 30);
+  static KernelCache* cache = [] {
+    const int64_t mb = ProcessOptions().jit_cache_mb > 0 ? ProcessOptions().jit_cache_mb : 1024;
+    return new KernelCache(4096, static_cast<size_t>(mb) << 20);
+  }();
   return *cache;
 }
 
@@ -242,7 +250,7 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   kernel->buffers = plan->buffers;
   kernel->constants = plan->constants;
   kernel->outputs = plan->outputs;
-  entry.bytes = module->mlir.size() + (size_t{64} << 10);
+  entry.bytes = kernel->exe ? kernel->exe->bytes() : 0;
   for (const Tensor& c : kernel->constants) entry.bytes += c.bytes();
   if (report.verbose)
     std::fprintf(stderr, "graphjit: compiled %s: %d ops in %zu kernels, %.1f ms\n", state.name.c_str(), module->num_ops,
@@ -483,6 +491,9 @@ JitStats GetJitStats() {
   CacheStats cache = Cache().stats();
   stats.cache_hits = cache.hits;
   stats.cache_misses = cache.misses;
+  stats.cache_entries = cache.entries;
+  stats.cache_bytes = cache.bytes;
+  stats.cache_evictions = cache.evictions;
   stats.compile_ms = cache.compile_ms;
   stats.internal_errors = internal_errors.load();
   if (const int64_t calls = hit_calls.load()) stats.hit_overhead_us = hit_overhead_ns.load() / 1e3 / calls;
@@ -494,9 +505,11 @@ std::string JitStatsLine() {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f "
-                "internal_errors=%lld",
+                "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld",
                 s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
-                static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors));
+                static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors),
+                static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
+                static_cast<long long>(s.cache_evictions));
   return buf;
 }
 

@@ -34,13 +34,17 @@ struct JitStats {
   int clusters = 0, compiled = 0, fallback = 0;
   int64_t internal_errors = 0;
   int64_t cache_hits = 0, cache_misses = 0;
+  // The kernel cache now: its kernels and the bytes they hold (bounded by --jit_cache_mb),
+  // and how many it has evicted.
+  int64_t cache_entries = 0, cache_bytes = 0, cache_evictions = 0;
   double compile_ms = 0;
   // Per cache hit: the time of a compiled cluster's call outside its kernels (the
   // signature, the cache lookup, the buffers), in microseconds.
   double hit_overhead_us = 0;
 };
 JitStats GetJitStats();
-// "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X internal_errors=N"
+// "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X internal_errors=N
+// cache_kernels=N cache_mb=X cache_evictions=N"
 std::string JitStatsLine();
 
 }  // namespace graphjit

@@ -33,9 +33,9 @@ std::shared_ptr<const KernelCache::Entry> KernelCache::Get(const std::string& ke
   try {
     made = compile();
   } catch (const std::exception& e) {
-    made = Entry{nullptr, std::string("internal compiler error: ") + e.what(), 0};
+    made = Entry{nullptr, std::string("internal compiler error: ") + e.what(), /*internal=*/true};
   } catch (...) {
-    made = Entry{nullptr, "internal compiler error: an exception that is not a std::exception", 0};
+    made = Entry{nullptr, "internal compiler error: an exception that is not a std::exception", /*internal=*/true};
   }
   auto entry = std::make_shared<const Entry>(std::move(made));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -63,7 +63,10 @@ void KernelCache::EvictLocked() {
 
 CacheStats KernelCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  CacheStats s = stats_;
+  s.entries = static_cast<int64_t>(lru_.size());
+  s.bytes = static_cast<int64_t>(bytes_);
+  return s;
 }
 
 }  // namespace graphjit

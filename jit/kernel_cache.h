@@ -19,6 +19,7 @@ namespace graphjit {
 struct CacheStats {
   int64_t hits = 0, misses = 0, compiles = 0, evictions = 0, failures = 0;
   double compile_ms = 0;
+  int64_t entries = 0, bytes = 0;  // held now
 };
 
 class KernelCache {

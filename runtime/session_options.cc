@@ -119,11 +119,13 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       if (v != 128 && v != 256 && v != 512)
         return InvalidArgument("GRAPHJIT_FLAGS: --prefer_vector_width must be 128, 256 or 512, got '" + value + "'");
       options->prefer_vector_width = static_cast<int>(v);
+    } else if (key == "--jit_cache_mb") {
+      GJ_RETURN_IF_ERROR(number(1, &options->jit_cache_mb));
     } else {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
                              "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_cpu, "
-                             "--jit_cpu_features, --prefer_vector_width)");
+                             "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb)");
     }
   }
   return Status::Ok();

@@ -44,6 +44,10 @@ struct SessionOptions {
   // these unset takes them from GRAPHJIT_FLAGS, which applies to the whole process.
   std::string jit_cpu, jit_cpu_features;
   int prefer_vector_width = 0;
+  // The bound of the process's kernel cache in MiB (0: 1024), counting each kernel's code,
+  // execution engine and constants; least recently used kernels go first. Read from
+  // GRAPHJIT_FLAGS only: the cache is the process's, not a session's.
+  int64_t jit_cache_mb = 0;
 
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.
@@ -55,7 +59,7 @@ struct SessionOptions {
 // --jit_level=off|on|on_1|on_2, --min_cluster_size=N, --max_cluster_size=N,
 // --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR,
 // --jit_strict, --jit_verbose, --jit_cpu=NAME, --jit_cpu_features=+a,-b,
-// --prefer_vector_width=128|256|512.
+// --prefer_vector_width=128|256|512, --jit_cache_mb=N.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);

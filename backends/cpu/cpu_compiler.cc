@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <atomic>
 #include <mutex>
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -189,7 +191,31 @@ std::string Assembly(llvm::Module& module, llvm::TargetMachine& tm) {
 
 }  // namespace
 
+// Maps the pages of a module's code and data as LLVM's default does, counting them.
+class CountingMapper final : public llvm::SectionMemoryManager::MemoryMapper {
+ public:
+  llvm::sys::MemoryBlock allocateMappedMemory(llvm::SectionMemoryManager::AllocationPurpose, size_t bytes,
+                                              const llvm::sys::MemoryBlock* near, unsigned flags,
+                                              std::error_code& error) override {
+    llvm::sys::MemoryBlock block = llvm::sys::Memory::allocateMappedMemory(bytes, near, flags, error);
+    mapped_ += block.allocatedSize();
+    return block;
+  }
+  std::error_code protectMappedMemory(const llvm::sys::MemoryBlock& block, unsigned flags) override {
+    return llvm::sys::Memory::protectMappedMemory(block, flags);
+  }
+  std::error_code releaseMappedMemory(llvm::sys::MemoryBlock& block) override {
+    mapped_ -= block.allocatedSize();
+    return llvm::sys::Memory::releaseMappedMemory(block);
+  }
+  size_t mapped() const { return mapped_; }
+
+ private:
+  std::atomic<size_t> mapped_{0};
+};
+
 struct Executable::Engine {
+  CountingMapper mapper;  // outlives the engine, which releases its pages through it
   std::unique_ptr<mlir::ExecutionEngine> engine;
 };
 
@@ -197,6 +223,12 @@ Executable::Executable(std::unique_ptr<Engine> engine, CompileReport report, std
     : engine_(std::move(engine)), report_(std::move(report)), not_runnable_(std::move(not_runnable)) {}
 
 Executable::~Executable() = default;
+
+size_t Executable::bytes() const {
+  size_t report = report_.llvm_ir.size() + report_.assembly.size();
+  for (const auto& [stage, text] : report_.mlir_stages) report += stage.size() + text.size();
+  return engine_->mapper.mapped() + kEngineHeapBytes + report;
+}
 
 StatusOr<Executable::PackedFunction> Executable::Function(const std::string& name) const {
   if (!not_runnable_.empty()) return FailedPrecondition(not_runnable_);
@@ -282,7 +314,9 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
     }
     return llvm::Error::success();
   };
+  auto holder = std::make_unique<Executable::Engine>();
   mlir::ExecutionEngineOptions engine_options;
+  engine_options.sectionMemoryMapper = &holder->mapper;
   engine_options.transformer = transform;
   engine_options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   engine_options.enableGDBNotificationListener = false;
@@ -305,7 +339,6 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
     if (!found) return Internal("code generation failed: " + llvm::toString(found.takeError()));
   }
   report.llvm_ms = Millis(start);
-  auto holder = std::make_unique<Executable::Engine>();
   holder->engine = std::move(*engine);
   std::string not_runnable;
   if (!target.missing.empty()) not_runnable = "the code is for a CPU with " + target.missing + ", which this CPU lacks";

@@ -8,11 +8,16 @@
 
 #include "backends/cpu/cpu_compiler.h"
 
+#include <malloc.h>
+
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #include <sanitizer/lsan_interface.h>
 #define GRAPHJIT_LSAN 1
 #endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(GRAPHJIT_LSAN)
+#define GRAPHJIT_SANITIZED_MALLOC 1  // mallinfo2 does not see the sanitizer's allocator
 #endif
 
 namespace graphjit {
@@ -210,6 +215,32 @@ func.func @f(%out: memref<4xi32>) {
   auto fine = cpu::Compile(kBiasReluTanh);
   ASSERT_TRUE(fine.ok()) << fine.status().ToString();
   EXPECT_TRUE((*fine)->Function("bias_relu_tanh").ok());
+}
+
+// What an executable says it holds (what the kernel cache's bound counts) is what it
+// holds: its code pages, and the heap of its execution engine, measured here (one thread,
+// nothing else allocating) against Executable::kEngineHeapBytes.
+TEST(CpuBackend, AnExecutableCountsWhatItHolds) {
+#ifdef GRAPHJIT_SANITIZED_MALLOC
+  GTEST_SKIP() << "the heap is measured with glibc's mallinfo2";
+#else
+  constexpr int kN = 8;
+  ASSERT_TRUE(cpu::Compile(kBiasReluTanh).ok());  // the one-time set-up is not an executable's
+  std::vector<std::unique_ptr<cpu::Executable>> held;
+  const size_t before = mallinfo2().uordblks;
+  for (int i = 0; i < kN; ++i) {
+    auto exe = cpu::Compile(kBiasReluTanh);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    held.push_back(std::move(*exe));
+  }
+  const double heap = static_cast<double>(mallinfo2().uordblks - before) / kN;
+  EXPECT_GT(heap, 0.75 * cpu::Executable::kEngineHeapBytes);
+  EXPECT_LT(heap, 1.25 * cpu::Executable::kEngineHeapBytes);
+  for (const auto& exe : held) {
+    EXPECT_GE(exe->bytes(), cpu::Executable::kEngineHeapBytes + 4096);  // and at least a page of code
+    EXPECT_LT(exe->bytes(), cpu::Executable::kEngineHeapBytes + (256 << 10));
+  }
+#endif
 }
 
 }  // namespace

@@ -639,8 +639,6 @@ tensorflow::GraphDef TanhRelu(const std::vector<int64_t>& x_shape) {
   return b.graph_def();
 }
 
-// A compile that throws becomes a failed entry: callers of that signature, waiting or
-// later, get the failure instead of waiting forever.
 // Two graphs with a cluster_0 each, and one of them at two shapes: three dump folders.
 TEST_F(Jit, DumpFoldersAreOnePerClusterAndSignature) {
   GraphBuilder other;
@@ -665,6 +663,8 @@ TEST_F(Jit, DumpFoldersAreOnePerClusterAndSignature) {
   EXPECT_EQ(folders.size(), 3u);
 }
 
+// A compile that throws becomes a failed entry, an internal error: callers of that
+// signature, waiting or later, get the failure instead of waiting forever.
 TEST(KernelCache, ACompileThatThrowsLeavesNoOneWaiting) {
   KernelCache cache(16, 1 << 20);
   std::atomic<bool> compiling{false};
@@ -678,10 +678,11 @@ TEST(KernelCache, ACompileThatThrowsLeavesNoOneWaiting) {
     EXPECT_FALSE(hit);
     EXPECT_EQ(entry->kernel, nullptr);
     EXPECT_NE(entry->failure.find("internal compiler error: boom"), std::string::npos) << entry->failure;
+    EXPECT_TRUE(entry->internal);
   });
   while (!compiling) std::this_thread::yield();
   bool hit = false;
-  auto waited = cache.Get("k", [] { return KernelCache::Entry{std::make_shared<int>(1), "", 1}; }, &hit);
+  auto waited = cache.Get("k", [] { return KernelCache::Entry{std::make_shared<int>(1), "", false, 1}; }, &hit);
   first.join();
   EXPECT_TRUE(hit);
   EXPECT_EQ(waited->kernel, nullptr);
