@@ -64,7 +64,7 @@ std::string MaxOrMin(bool max, const std::string& a, const std::string& b, MlirW
 }
 
 // r < 2^-126 ? 0 : r: the exp-based ops (Exp, Sigmoid, Softplus, Softmax) give 0 below the
-// normal range, as the reference kernels and TensorFlow do (runtime/kernels/zero_below_normal.h).
+// normal range, as the reference kernels and TensorFlow do (runtime/kernels/ieee.h).
 // MLIR's exp already gives 0 below 2^-127; this makes the band just below 2^-126 agree.
 std::string ZeroBelowNormal(const std::string& r, MlirWriter& w) {
   std::string tiny = w.Let("arith.cmpf olt, " + r + ", " + F32(w, 1.17549435e-38) + " : f32");
@@ -86,7 +86,7 @@ std::string Polynomial(const std::vector<double>& c, const std::string& t, MlirW
   return r;
 }
 
-// erf(x) = x P(x^2) / Q(x^2) on [-4, 4] and +-1 beyond: a rational fit made by
+// erf(x) = x P(x^2) / Q(x^2) on (-4, 4) and +-1 beyond: a rational fit made by
 // scripts/fit_erf.py, at most 3.3e-7 relative error in f32. MLIR's polynomial
 // approximation of math.erf is piecewise, with selects between coefficient sets, and
 // costs about twice as much. NaN stays NaN.
@@ -100,7 +100,12 @@ std::string Erf(const std::string& x, MlirWriter& w) {
   const std::string t = w.Let("arith.mulf " + clamped + ", " + clamped + " : f32");
   const std::string num = w.Let("arith.mulf " + clamped + ", " + Polynomial(p, t, w) + " : f32");
   const std::string r = w.Let("arith.divf " + num + ", " + Polynomial(q, t, w) + " : f32");
-  return w.Let("arith.minimumf " + w.Let("arith.maximumf " + r + ", " + F32(w, -1) + " : f32") + ", " + F32(w, 1) + " : f32");
+  const std::string fit =
+      w.Let("arith.minimumf " + w.Let("arith.maximumf " + r + ", " + F32(w, -1) + " : f32") + ", " + F32(w, 1) + " : f32");
+  // From 4 on, +-1 exactly, as the reference kernel (Eigen's erf) gives it: the fit at 4,
+  // evaluated in f32, can be an ulp short, which Pow(erf(x), 1e30) would make 0, not 1.
+  const std::string saturated = w.Let("arith.cmpf oge, " + Unary("math.absf", x, w) + ", " + F32(w, 4) + " : f32");
+  return Select(saturated, w.Let("math.copysign " + F32(w, 1) + ", " + x + " : f32"), fit, w);
 }
 
 const std::map<std::string, Emit>& FloatOps() {
@@ -119,7 +124,8 @@ const std::map<std::string, Emit>& FloatOps() {
          std::string d = Binary("arith.subf", x, w);
          return Binary("arith.mulf", {d, d}, w);
        }},
-      {"Pow", [](auto& x, auto& w) { return w.Let("math.powf " + x[0] + ", " + x[1] + kMath); }},
+      // libm's powf, as the reference kernel calls it (no afn: it would let LLVM rewrite it).
+      {"Pow", [](auto& x, auto& w) { return w.Let("math.powf " + x[0] + ", " + x[1] + kArith); }},
       {"Neg", [](auto& x, auto& w) { return w.Let("arith.negf " + x[0] + " : f32"); }},
       {"Abs", [](auto& x, auto& w) { return Unary("math.absf", x[0], w); }},
       {"Exp", [](auto& x, auto& w) { return Exp(x[0], w); }},

@@ -417,35 +417,49 @@ class KernelEmitter {
 
   // Folds the elements `element` gives over `dims` (their indices appended to `index`) with
   // n's reducer in the computed type `type`, and divides a Mean by `count`. Integers are
-  // exact in any order. Floats may reassociate if `reassoc`; Max and Min keep a NaN flag
-  // beside the value and combine with nnan and nsz, which makes them one vmaxps/vminps
-  // instead of six instructions that order NaN and signed zeros (and keeps LLVM from
-  // making a half-vector maximum of values loaded from f16, which lost NaNs). NaN still
-  // propagates; which zero wins a tie of -0 and +0 is left open, as it is in TensorFlow's
-  // own kernels.
+  // exact in any order. Floats may reassociate if `reassoc`. Max and Min combine with nnan
+  // and nsz, which makes them one vmaxps/vminps instead of six instructions that order NaN
+  // and signed zeros (and keeps LLVM from making a half-vector maximum of values loaded from
+  // f16, which lost NaNs). Two integer folds beside the value, over the elements' bits, give
+  // IEEE maximum/minimum all the same: the largest magnitude's bits (above Inf's: a NaN was
+  // seen, the result is NaN), and the smallest bits of +0 for Max (x ^ sign for Min, to find
+  // -0): a zero result is +0 for Max if any +0 was seen (-0 for Min if any -0 was), as in
+  // the reference kernels. (Integer folds vectorize without the packing of i1 flags.)
   StatusOr<Value> FoldReduction(const Node& n, const std::string& type, const std::vector<int64_t>& dims, Index& index,
                                 int64_t count, bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element) {
     const Reducer reducer = ReducerOf(n.op, type);
     const bool is_float = type == "f32";
-    const bool nan_flag = is_float && (n.op == "Max" || n.op == "Min");
+    const bool max = n.op == "Max";
+    const bool ordered = is_float && (max || n.op == "Min");
     std::string fastmath = is_float && reassoc ? "reassoc" : "";
-    if (nan_flag) fastmath += fastmath.empty() ? "nnan,nsz" : ",nnan,nsz";
+    if (ordered) fastmath += fastmath.empty() ? "nnan,nsz" : ",nnan,nsz";
     const std::string flags = (fastmath.empty() ? "" : " fastmath<" + fastmath + ">") + " : " + type;
     std::vector<Value> init = {IdentityOf(reducer, type, count)};
-    if (nan_flag) init.push_back(Let(0, "arith.constant false", "i1"));
+    if (ordered) init.insert(init.end(), {IntConst(0, "i32"), IntConst(-1, "i32")});
     auto step = [&](const std::vector<Value>& accs, const Value& v) {
       const int d = Innermost();
       std::vector<Value> next = {Let(d, reducer.combine + " " + accs[0].name + ", " + v.name + flags, type)};
-      if (nan_flag) {
-        const Value nan = Let(d, "arith.cmpf uno, " + v.name + ", " + v.name + " : f32", "i1");
-        next.push_back(Let(d, "arith.ori " + accs[1].name + ", " + nan.name + " : i1", "i1"));
+      if (ordered) {
+        const Value bits = Let(d, "arith.bitcast " + v.name + " : f32 to i32", "i32");
+        const Value magnitude = Let(d, "arith.andi " + bits.name + ", " + IntConst(INT32_MAX, "i32").name + " : i32", "i32");
+        next.push_back(Let(d, "arith.maxui " + accs[1].name + ", " + magnitude.name + " : i32", "i32"));
+        const Value key = max ? bits : Let(d, "arith.xori " + bits.name + ", " + IntConst(INT32_MIN, "i32").name + " : i32", "i32");
+        next.push_back(Let(d, "arith.minui " + accs[2].name + ", " + key.name + " : i32", "i32"));
       }
       return next;
     };
     GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, Fold(dims, 0, index, init, step, element));
     Value acc = accs[0];
-    if (nan_flag)
-      acc = Let(acc.depth, "arith.select " + accs[1].name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
+    if (ordered) {
+      const int d = acc.depth;
+      const Value nan = Let(d, "arith.cmpi ugt, " + accs[1].name + ", " + IntConst(0x7f800000, "i32").name + " : i32", "i1");
+      const Value tie_seen = Let(d, "arith.cmpi eq, " + accs[2].name + ", " + IntConst(0, "i32").name + " : i32", "i1");
+      const Value zero = Let(d, "arith.cmpf oeq, " + acc.name + ", " + FloatConst(0).name + " : f32", "i1");
+      const Value signed_zero = Let(d, "arith.select " + tie_seen.name + ", " + FloatConst(max ? 0.0f : -0.0f).name + ", " +
+                                           FloatConst(max ? -0.0f : 0.0f).name + " : f32", "f32");
+      acc = Let(d, "arith.select " + zero.name + ", " + signed_zero.name + ", " + acc.name + " : f32", "f32");
+      acc = Let(d, "arith.select " + nan.name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
+    }
     if (n.op == "Mean" && is_float)
       acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
     if (n.op == "Mean" && !is_float && count > 0)

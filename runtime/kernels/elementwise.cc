@@ -12,7 +12,7 @@
 
 #include "runtime/kernels/broadcast.h"
 #include "runtime/kernels/common.h"
-#include "runtime/kernels/zero_below_normal.h"
+#include "runtime/kernels/ieee.h"
 
 namespace graphjit {
 namespace {
@@ -210,28 +210,6 @@ OpDef BinaryOp(const char* name, int64_t cost, F f) {
   return def;
 }
 
-// Maximum and Minimum as IEEE 754-2019 maximum and minimum: NaN propagates (as in
-// TensorFlow) and -0 < +0. Eigen's own functors return either zero on a tie, one in their
-// vector body and the other in their scalar tail.
-template <typename C, bool kMax>
-struct IeeeMinMax {
-  C operator()(const C& a, const C& b) const {
-    if (a < b) return kMax ? b : a;
-    if (b < a) return kMax ? a : b;
-    if (a == b) return std::signbit(static_cast<double>(a)) != kMax ? a : b;  // +0 and -0: the smaller or larger
-    return Eigen::numext::isnan(a) ? a : b;
-  }
-  template <typename P>
-  P packetOp(const P& a, const P& b) const {
-    using namespace Eigen::internal;
-    const P lo = kMax ? b : a, hi = kMax ? a : b;
-    // Neither less: a tie (the zero with the sign bit for the minimum, without for the
-    // maximum) or a NaN (any bits OR-ed with a NaN's are a NaN).
-    const P tie = kMax ? pselect(pcmp_eq(a, b), pand(a, b), por(a, b)) : por(a, b);
-    return pselect(pcmp_lt(lo, hi), a, pselect(pcmp_lt(hi, lo), b, tie));
-  }
-};
-
 template <bool kMax>
 auto MinMax() {
   return [](const auto& x, const auto& y) {
@@ -244,19 +222,6 @@ auto MinMax() {
     }
   };
 }
-
-}  // namespace
-}  // namespace graphjit
-
-namespace Eigen::internal {
-template <typename C, bool kMax>
-struct functor_traits<graphjit::IeeeMinMax<C, kMax>> {
-  enum { Cost = 4 * NumTraits<C>::AddCost, PacketAccess = std::is_same_v<C, float> || std::is_same_v<C, double> };
-};
-}  // namespace Eigen::internal
-
-namespace graphjit {
-namespace {
 
 // ---- AddN, Select, BiasAdd, Cast -------------------------------------------------
 

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "runtime/kernels/common.h"
-#include "runtime/kernels/zero_below_normal.h"
+#include "runtime/kernels/ieee.h"
 
 namespace graphjit {
 namespace {
@@ -23,11 +23,11 @@ void ReduceBlock(const KernelContext& ctx, const C* in, C* out, int64_t outer, i
     if constexpr (R == Reducer::kSum || R == Reducer::kMean) acc += x;
     if constexpr (R == Reducer::kProd) acc *= x;
     if constexpr (R == Reducer::kMax) {
-      if constexpr (std::is_floating_point_v<C>) acc = acc.binaryExpr(x, Eigen::internal::scalar_max_op<C, C, Eigen::PropagateNaN>());
+      if constexpr (std::is_floating_point_v<C>) acc = acc.binaryExpr(x, IeeeMinMax<C, true>());
       else acc = acc.max(x);
     }
     if constexpr (R == Reducer::kMin) {
-      if constexpr (std::is_floating_point_v<C>) acc = acc.binaryExpr(x, Eigen::internal::scalar_min_op<C, C, Eigen::PropagateNaN>());
+      if constexpr (std::is_floating_point_v<C>) acc = acc.binaryExpr(x, IeeeMinMax<C, false>());
       else acc = acc.min(x);
     }
   };
@@ -40,11 +40,11 @@ void ReduceBlock(const KernelContext& ctx, const C* in, C* out, int64_t outer, i
         if constexpr (R == Reducer::kSum || R == Reducer::kMean) acc[0] = row.sum();
         if constexpr (R == Reducer::kProd) acc[0] = row.prod();
         if constexpr (R == Reducer::kMax) {
-          if constexpr (std::is_floating_point_v<C>) acc[0] = row.template maxCoeff<Eigen::PropagateNaN>();
+          if constexpr (std::is_floating_point_v<C>) acc[0] = IeeeMaxCoeff<true>(row);
           else acc[0] = row.maxCoeff();
         }
         if constexpr (R == Reducer::kMin) {
-          if constexpr (std::is_floating_point_v<C>) acc[0] = row.template minCoeff<Eigen::PropagateNaN>();
+          if constexpr (std::is_floating_point_v<C>) acc[0] = IeeeMaxCoeff<false>(row);
           else acc[0] = row.minCoeff();
         }
         continue;

@@ -590,6 +590,62 @@ TEST_F(Jit, SignedZerosAndTinyExponentialsAgree) {
   }
 }
 
+// Found by the 30-minute jit_fuzz run of seed 20261123: the Max and Min reductions, along
+// rows and columns, order zeros as IEEE maximum and minimum do (-0 < +0: before, the JIT
+// and Eigen took either zero of a tie); Erf saturates at exactly +-1 (the JIT's fit was an
+// ulp short at 4, which Pow(erf(x), 1e30) made 0 instead of 1).
+TEST_F(Jit, MaxMinReductionsOrderZerosAndErfSaturates) {
+  constexpr int kN = 19;
+  const float inf = INFINITY;
+  std::vector<float> m(3 * kN, -0.0f);
+  for (int j = 0; j < kN; ++j) m[2 * kN + j] = 0.0f;
+  m[17] = 0.0f;            // row 0: -0 but one +0, in the vector tail
+  m[2 * kN + 3] = -0.0f;   // row 2: +0 but one -0
+  const std::vector<float> e = {-inf, -4.0f, -4.5f, 4.5f, 4.0f, inf, -1000.0f, 100.0f};
+  GraphBuilder b;
+  b.Placeholder("m", DType::kFloat, {3, kN});
+  b.Placeholder("e", DType::kFloat, {8});
+  b.Placeholder("y", DType::kFloat, {8});
+  b.Const("axis0", testing::MakeInt32(Shape{}, {0}));
+  b.Const("axis1", testing::MakeInt32(Shape{}, {1}));
+  std::vector<std::string> fetches;
+  for (const char* op : {"Max", "Min"}) {
+    for (const char* axis : {"axis1", "axis0"}) {
+      const std::string name = std::string(op) + "_" + axis;
+      testing::SetAttrType(b.Op(name, op, {"m", axis}, DType::kFloat), "Tidx", DType::kInt32);
+      b.Op("inv_" + name, "Reciprocal", {name}, DType::kFloat);
+      fetches.push_back("inv_" + name);
+    }
+  }
+  b.Op("erf", "Erf", {"e"}, DType::kFloat);
+  b.Op("pow", "Pow", {"erf", "y"}, DType::kFloat);
+  fetches.push_back("pow");
+  std::vector<double> cols_max(kN, inf);
+  cols_max[3] = -inf;
+  const std::vector<std::vector<double>> expected = {
+      {inf, -inf, inf}, cols_max, {-inf, -inf, -inf}, std::vector<double>(kN, -inf), std::vector<double>(8, 1.0)};
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"m", testing::MakeFloat(Shape{3, kN}, m)},
+                                                             {"e", testing::MakeFloat(Shape{8}, e)},
+                                                             {"y", testing::MakeFloat(Shape{8}, std::vector<float>(8, 1e30f))}};
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn2;
+  options.min_cluster_size = 1;
+  const JitStats before = GetJitStats();
+  const std::vector<Tensor> got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), feeds, fetches);
+  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
+  EXPECT_GT(GetJitStats().compiled - before.compiled, 0);
+  const std::vector<Tensor> want = RunAt(b.graph_def(), JitLevel::kOff, feeds, fetches);
+  for (const auto* run : {&got, &want}) {
+    for (size_t f = 0; f < fetches.size(); ++f) {
+      ASSERT_EQ((*run)[f].num_elements(), static_cast<int64_t>(expected[f].size())) << fetches[f];
+      for (int64_t i = 0; i < (*run)[f].num_elements(); ++i) {
+        EXPECT_EQ((*run)[f].ValueAsDouble(i), expected[f][i])
+            << (run == &got ? "jit " : "reference ") << fetches[f] << " element " << i;
+      }
+    }
+  }
+}
+
 // The assembly the JIT wrote for the cluster of Relu(Tanh(x)) at [rows, 256], with these
 // options (jit_cpu, prefer_vector_width), and the result against op by op.
 std::string ClusterAssembly(SessionOptions options, int64_t rows = 64) {
