@@ -456,7 +456,11 @@ std::vector<OpDef> ElementwiseOps() {
   ops.push_back(UnaryOp<TS::kFloat>("Sqrt", 4, [](const auto& x, auto) {
     return x.unaryExpr([](auto v) { return std::sqrt(v); });
   }));
-  ops.push_back(UnaryOp<TS::kFloat>("Rsqrt", 4, [](const auto& x, auto) { return x.rsqrt(); }));
+  // 1 / sqrt(x), two IEEE operations (as the JIT computes it): Eigen 3.4's x.rsqrt() on AVX
+  // is an estimate and a Newton step, +Inf for -0 and for subnormals.
+  ops.push_back(UnaryOp<TS::kFloat>("Rsqrt", 4, [](const auto& x, auto) {
+    return x.unaryExpr([](auto v) { return decltype(v)(1) / std::sqrt(v); });
+  }));
   ops.push_back(UnaryOp<TS::kFloat>("Reciprocal", 4, [](const auto& x, auto) { return x.inverse(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Tanh", 8, [](const auto& x, auto) { return x.tanh(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Sigmoid", 8, [](const auto& x, auto) { return ZeroBelowNormal(x.logistic()); }));

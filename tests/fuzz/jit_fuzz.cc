@@ -208,16 +208,14 @@ class Generator {
     }
     static const char* kExact[] = {"Neg", "Abs", "Relu", "Relu6"};
     static const char* kJumps[] = {"Floor", "Ceil", "Round", "Sign"};  // exact, on exact values only
-    static const char* kF32Exact[] = {"Sqrt", "Square", "Reciprocal"};
-    // Not Rsqrt: the reference kernel's (Eigen 3.4's fast AVX rsqrt) is not IEEE at zeros
-    // and subnormals (Rsqrt(-0) is +Inf, a subnormal is taken for 0), the JIT's is.
+    static const char* kF32Exact[] = {"Sqrt", "Square", "Reciprocal", "Rsqrt"};  // Rsqrt: 1 / sqrt(x) on both sides
     static const char* kApprox[] = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Elu", "Selu", "Softplus", "Erf", "LeakyRelu"};
     switch (Pick(4)) {
       case 0: return Node(kExact[Pick(4)], {v.name}, v.dtype, v.dims, v.exact);
       case 1:
         if (!v.exact) return {};
         return Node(kJumps[Pick(4)], {v.name}, v.dtype, v.dims, true);
-      case 2: return Node(kF32Exact[Pick(3)], {v.name}, v.dtype, v.dims, v.exact && v.dtype == DType::kFloat);
+      case 2: return Node(kF32Exact[Pick(4)], {v.name}, v.dtype, v.dims, v.exact && v.dtype == DType::kFloat);
       default: return Node(kApprox[Pick(10)], {v.name}, v.dtype, v.dims, false);
     }
   }

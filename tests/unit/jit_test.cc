@@ -482,8 +482,8 @@ TEST_F(Jit, FuzzerFindingsStayFixed) {
   op("inv_sign", "Reciprocal", {"sign"}, DType::kFloat);
   op("selu", "Selu", {"x"}, DType::kFloat);               // exp(x) - 1, not expm1: Selu(-1e-42) is +0
   op("inv_selu", "Reciprocal", {"selu"}, DType::kFloat);
-  b.Placeholder("r", DType::kFloat, {17});  // no subnormal: Eigen's rsqrt takes one for 0
-  op("rsqrt", "Rsqrt", {"r"}, DType::kFloat);             // Rsqrt(0) is Inf, Rsqrt(Inf) is 0
+  b.Placeholder("r", DType::kFloat, {17});
+  op("rsqrt", "Rsqrt", {"r"}, DType::kFloat);             // 1 / sqrt(x) (Eigen's AVX rsqrt was not)
   op("sq", "Square", {"h"}, DType::kHalf);                // 300^2 overflows f16: Inf, as op by op
   op("inv_sq", "Reciprocal", {"sq"}, DType::kHalf);
   op("hmax", "Maximum", {"inv_sq", "h"}, DType::kHalf);   // keeps h's NaN
@@ -496,7 +496,7 @@ TEST_F(Jit, FuzzerFindingsStayFixed) {
   std::vector<double> hv(h.begin(), h.end()), cv(17, 1.0);
   cv[3] = 0;
   std::vector<float> rv(17, 4.0f);
-  rv[0] = 0.0f, rv[3] = inf;
+  rv[0] = 0.0f, rv[3] = inf, rv[5] = -0.0f, rv[6] = 1e-40f;
   const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", testing::MakeFloat(Shape{17}, x)},
                                                              {"r", testing::MakeFloat(Shape{17}, rv)},
                                                              {"h", testing::MakeTensor(DType::kHalf, Shape{17}, hv)},
@@ -518,6 +518,8 @@ TEST_F(Jit, FuzzerFindingsStayFixed) {
     EXPECT_EQ(r[2].ValueAsDouble(2), inf);   // 1 / Selu(-1e-42)
     EXPECT_EQ(r[3].ValueAsDouble(0), inf);   // Rsqrt(0)
     EXPECT_EQ(r[3].ValueAsDouble(3), 0);     // Rsqrt(Inf)
+    EXPECT_EQ(r[3].ValueAsDouble(5), -inf);  // Rsqrt(-0)
+    EXPECT_EQ(r[3].ValueAsDouble(6), static_cast<float>(1 / std::sqrt(1e-40f)));  // a subnormal is not 0
     EXPECT_EQ(r[4].ValueAsDouble(0), 300);   // max(1 / Inf, 300)
     EXPECT_TRUE(std::isnan(r[4].ValueAsDouble(1)));
     EXPECT_EQ(r[5].ValueAsDouble(0), 1);
