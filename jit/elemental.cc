@@ -317,6 +317,12 @@ bool IsElementalOp(const std::string& op) {
   return FloatOps().count(op) || AnyType(op) || op == "AddN" || op == "LeakyRelu";
 }
 
+bool IsExpensiveElemental(const std::string& op) {
+  static const std::set<std::string> ops = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Erf", "Elu",
+                                            "Pow", "Sqrt", "Rsqrt", "RealDiv", "Div", "Reciprocal"};
+  return ops.count(op) > 0;
+}
+
 std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types) {
   if (!IsElementalOp(op)) return "the elemental emitter does not take " + op;
   if (AnyType(op)) return "";

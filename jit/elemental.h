@@ -38,6 +38,9 @@ std::string ElementType(DType dtype);
 
 // Whether `op` is one the elemental emitter computes (for some element types).
 bool IsElementalOp(const std::string& op);
+// Whether its computation has a transcendental function or a division in it: worth
+// keeping rather than computing twice.
+bool IsExpensiveElemental(const std::string& op);
 // Empty if EmitElemental takes `op` on data operands of these computed types (ElementType),
 // else why not.
 std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types);

@@ -323,11 +323,6 @@ class KernelEmitter {
   // stores. An expensive value (one with a transcendental or a division in it) that an
   // earlier loop computes and a later loop needs again is kept in a stack array of one
   // row (in L1), not computed twice: softmax computes exp(x - max) once per element.
-  static bool IsExpensive(const std::string& op) {
-    static const std::set<std::string> ops = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Erf", "Elu",
-                                              "Pow", "Sqrt", "Rsqrt", "RealDiv", "Div", "Reciprocal"};
-    return ops.count(op) > 0;
-  }
   // Whether `v` is computed inline, element by element at the loop's own column.
   bool Inline(TensorId v) const {
     auto it = p_.buffer_of.find(v);
@@ -343,7 +338,7 @@ class KernelEmitter {
   bool Collect(TensorId v, std::map<TensorId, bool>* out) const {
     if (!Inline(v)) return false;
     if (auto it = out->find(v); it != out->end()) return it->second;
-    bool expensive = IsExpensive(g_.graph.node(v.node)->op);
+    bool expensive = IsExpensiveElemental(g_.graph.node(v.node)->op);
     for (const TensorId& in : g_.graph.node(v.node)->inputs) expensive |= Collect(in, out);
     if (Full(v)) (*out)[v] = expensive;
     return expensive;

@@ -5,6 +5,7 @@
 
 #include "ir/attr.h"
 #include "jit/elemental.h"
+#include "runtime/op_registry.h"
 
 namespace graphjit {
 
@@ -286,10 +287,8 @@ class Planner {
 }  // namespace
 
 bool IsDataInput(const Node& node, int i) {
-  const std::string& op = node.op;
-  if (op == "ConcatV2") return i + 1 < static_cast<int>(node.inputs.size());
-  if (op == "Reshape" || op == "ExpandDims" || op == "Transpose" || op == "BroadcastTo" || IsReduction(op)) return i == 0;
-  return true;
+  const OpDef* def = OpRegistry::Global()->Find(node.op);
+  return !def || !def->IsValueInput(i, static_cast<int>(node.inputs.size()));
 }
 
 std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_types, const std::vector<DType>& output_types) {

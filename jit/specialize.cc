@@ -1,31 +1,15 @@
 #include "jit/specialize.h"
 
-#include <map>
 #include <set>
 
 #include "ir/attr.h"
 #include "ir/graphdef.h"
 #include "runtime/executor.h"
+#include "runtime/op_registry.h"
 
 namespace graphjit {
 
 namespace {
-
-// The inputs of an op whose values decide its output's shape, or which axes it works on.
-std::vector<int> ShapeOperands(const std::string& op, int num_inputs) {
-  static const std::map<std::string, std::vector<int>> operands = {
-      {"Reshape", {1}},      {"ExpandDims", {1}},    {"Transpose", {1}},     {"Sum", {1}},
-      {"Mean", {1}},         {"Max", {1}},           {"Min", {1}},           {"Prod", {1}},
-      {"Any", {1}},          {"All", {1}},           {"ArgMax", {1}},        {"ArgMin", {1}},
-      {"Tile", {1}},         {"Fill", {0}},          {"BroadcastTo", {1}},   {"Slice", {1, 2}},
-      {"StridedSlice", {1, 2, 3}}, {"Pad", {1}},     {"PadV2", {1}},         {"Range", {0, 1, 2}},
-      {"GatherV2", {2}},     {"OneHot", {1}},        {"Split", {0}},         {"SplitV", {1, 2}},
-      {"Cumsum", {1}},
-  };
-  if (op == "ConcatV2") return {num_inputs - 1};
-  auto it = operands.find(op);
-  return it == operands.end() ? std::vector<int>{} : it->second;
-}
 
 // Ops whose outputs depend on their input's shape only.
 bool ShapeOnly(const std::string& op) { return op == "Shape" || op == "ShapeN" || op == "Size" || op == "Rank"; }
@@ -36,8 +20,10 @@ std::set<int> NodesDecidingShapes(const Graph& graph) {
   std::vector<int> work;
   for (int id = 0; id < graph.num_nodes(); ++id) {
     const Node& n = *graph.node(id);
-    for (int i : ShapeOperands(n.op, static_cast<int>(n.inputs.size())))
-      if (i < static_cast<int>(n.inputs.size())) work.push_back(n.inputs[i].node);
+    const OpDef* def = OpRegistry::Global()->Find(n.op);
+    const int num_inputs = static_cast<int>(n.inputs.size());
+    for (int i = 0; def && i < num_inputs; ++i)
+      if (def->IsValueInput(i, num_inputs)) work.push_back(n.inputs[i].node);
   }
   while (!work.empty()) {
     const int id = work.back();

@@ -96,6 +96,15 @@ struct OpDef {
   ComputeFn compute;
   PrepareFn prepare;  // optional
   bool stateful = false;
+  // The inputs whose values, not only their shapes, decide the output's shape or the axes
+  // the op works on (Reshape's shape, a reduction's axes; -1: the last input, ConcatV2's
+  // axis). A compiler specializes on their values; the other inputs are data.
+  std::vector<int> value_inputs;
+  bool IsValueInput(int i, int num_inputs) const {
+    for (int v : value_inputs)
+      if (v == i || (v < 0 && v + num_inputs == i)) return true;
+    return false;
+  }
 };
 
 class OpRegistry {

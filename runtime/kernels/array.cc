@@ -16,6 +16,7 @@ Status ExpectIndexType(const InferenceContext& c, int i) { return c.ExpectDType(
 OpDef ReshapeOp() {
   OpDef def;
   def.name = "Reshape";
+  def.value_inputs = {1};
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
@@ -68,6 +69,7 @@ OpDef ReshapeOp() {
 OpDef ExpandDimsOp() {
   OpDef def;
   def.name = "ExpandDims";
+  def.value_inputs = {1};
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
@@ -228,6 +230,7 @@ namespace {
 OpDef TransposeOp() {
   OpDef def;
   def.name = "Transpose";
+  def.value_inputs = {1};
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
@@ -289,6 +292,7 @@ void ConcatCopy(const KernelContext& ctx, const std::vector<const Tensor*>& part
 OpDef ConcatV2Op() {
   OpDef def;
   def.name = "ConcatV2";
+  def.value_inputs = {-1};
   def.min_inputs = 2;
   def.max_inputs = -1;
   def.infer = [](InferenceContext& c) -> Status {
@@ -396,6 +400,7 @@ OpDef PackOp() {
 OpDef SliceOp() {
   OpDef def;
   def.name = "Slice";
+  def.value_inputs = {1, 2};
   def.min_inputs = def.max_inputs = 3;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
@@ -500,6 +505,7 @@ void FillWith(const KernelContext& ctx, Tensor* out, const void* value) {
 OpDef FillOp() {
   OpDef def;
   def.name = "Fill";
+  def.value_inputs = {0};
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {1}));
@@ -542,6 +548,7 @@ OpDef LikeOp(const char* name, int value) {
 OpDef BroadcastToOp() {
   OpDef def;
   def.name = "BroadcastTo";
+  def.value_inputs = {1};
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));

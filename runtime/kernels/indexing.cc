@@ -95,6 +95,7 @@ OpDef UnpackOp() {
 OpDef SplitOp(bool v) {
   OpDef def;
   def.name = v ? "SplitV" : "Split";
+  def.value_inputs = v ? std::vector<int>{1, 2} : std::vector<int>{0};
   def.min_inputs = def.max_inputs = v ? 3 : 2;
   def.infer = [v](InferenceContext& c) -> Status {
     const int value = v ? 0 : 1, axis_input = v ? 2 : 0;
@@ -258,6 +259,7 @@ StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, c
 OpDef StridedSliceOp() {
   OpDef def;
   def.name = "StridedSlice";
+  def.value_inputs = {1, 2, 3};
   def.min_inputs = def.max_inputs = 4;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
@@ -321,6 +323,7 @@ OpDef StridedSliceOp() {
 OpDef TileOp() {
   OpDef def;
   def.name = "Tile";
+  def.value_inputs = {1};
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
@@ -379,6 +382,7 @@ enum class PadMode { kConstant, kReflect, kSymmetric };
 OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
   OpDef def;
   def.name = name;
+  def.value_inputs = {1};
   def.min_inputs = def.max_inputs = has_value ? 3 : 2;
   const bool mirror = std::string(name) == "MirrorPad";
   def.infer = [mirror, has_value](InferenceContext& c) -> Status {
@@ -467,6 +471,7 @@ OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
 OpDef RangeOp() {
   OpDef def;
   def.name = "Range";
+  def.value_inputs = {0, 1, 2};
   def.min_inputs = def.max_inputs = 3;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("Tidx", {0, 1, 2}));
@@ -505,6 +510,7 @@ OpDef RangeOp() {
 OpDef GatherOp() {
   OpDef def;
   def.name = "GatherV2";
+  def.value_inputs = {2};
   def.min_inputs = def.max_inputs = 3;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("Tparams", {0}));
@@ -567,6 +573,7 @@ OpDef GatherOp() {
 OpDef OneHotOp() {
   OpDef def;
   def.name = "OneHot";
+  def.value_inputs = {1};
   def.min_inputs = def.max_inputs = 4;
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {2, 3}));

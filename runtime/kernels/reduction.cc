@@ -80,6 +80,7 @@ template <Reducer R>
 OpDef ReductionOp(const char* name, TypeSet types) {
   OpDef def;
   def.name = name;
+  def.value_inputs = {1};
   def.min_inputs = def.max_inputs = 2;
   def.infer = [types](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
@@ -165,6 +166,7 @@ OpDef ReductionOp(const char* name, TypeSet types) {
 OpDef ArgOp(bool max) {
   OpDef def;
   def.name = max ? "ArgMax" : "ArgMin";
+  def.value_inputs = {1};
   def.min_inputs = def.max_inputs = 2;
   def.infer = [max](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
