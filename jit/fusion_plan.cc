@@ -355,7 +355,12 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
                : NodeKind::kView;
   if (n.op == "Transpose") return NodeKind::kTranspose;
   if (n.op == "ConcatV2") return NodeKind::kConcat;
-  if (IsReduction(n.op)) return NodeKind::kReduction;
+  if (IsReduction(n.op)) {
+    // Over no axis (an empty axes list, as tf.reduce_sum(x, axis=[]) writes it): x itself.
+    const Tensor& axes = body.constants[n.inputs[1].node];
+    return n.op != "ArgMax" && n.op != "ArgMin" && axes.num_elements() == 0 ? NodeKind::kSizeOneReshape
+                                                                             : NodeKind::kReduction;
+  }
   return NodeKind::kLibrary;
 }
 

@@ -166,10 +166,11 @@ struct CompileReporting {
 // written to the dump directory and traced as an event.
 KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>& inputs, const CompileReporting& report) {
   KernelCache::Entry entry;
-  // Unimplemented: the cluster is not supported (yet). Anything else is a compiler bug.
+  // Unimplemented: the cluster is not supported (yet); FailedPrecondition: the code is for
+  // a CPU this one is not (--jit_cpu). Anything else is a compiler bug.
   auto fail = [&](const Status& s) {
     entry.failure = s.message();
-    entry.internal = s.code() != Code::kUnimplemented;
+    entry.internal = s.code() != Code::kUnimplemented && s.code() != Code::kFailedPrecondition;
     if (entry.internal) ++internal_errors;
     return entry;
   };

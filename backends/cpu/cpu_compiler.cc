@@ -1,10 +1,10 @@
 #include "backends/cpu/cpu_compiler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <atomic>
 #include <mutex>
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
