@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <climits>
 #include <set>
 
@@ -22,8 +23,9 @@ int64_t StaticBytes(const NodeInfo& info) {
   for (size_t i = 0; i < info.shapes.size(); ++i) {
     if (!info.shapes[i].IsFullyDefined()) continue;
     auto n = CheckedNumElements(info.shapes[i].dims());
-    if (!n.ok()) return INT64_MAX;
-    bytes += *n * static_cast<int64_t>(DTypeSize(info.dtypes[i]));
+    const int64_t size = static_cast<int64_t>(DTypeSize(info.dtypes[i]));
+    if (!n.ok() || *n > (INT64_MAX - bytes) / std::max<int64_t>(size, 1)) return INT64_MAX;  // more than there is
+    bytes += *n * size;
   }
   return bytes;
 }

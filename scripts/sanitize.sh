@@ -37,8 +37,14 @@ echo "sanitize.sh: ASan+UBSan build and tests took $((t1 - t0)) s"
 corpus=build-asan/fuzz-corpus
 mkdir -p "$corpus"
 find tests/data -name 'model.pb*' -exec cp --backup=numbered {} "$corpus"/ \;
-build-asan/bin/graphdef_fuzzer -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=20 \
-  -artifact_prefix=build-asan/ "$corpus" 2>&1 | tail -n 5
+# The fuzzer's output goes to a log; its end is shown, with the sanitizer's report on a crash.
+if ! build-asan/bin/graphdef_fuzzer -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=20 \
+  -artifact_prefix=build-asan/ "$corpus" > build-asan/fuzz.log 2>&1; then
+  grep -v -E '^#[0-9]+' build-asan/fuzz.log | tail -n 40
+  echo "sanitize.sh: the fuzzer found a crash (build-asan/crash-*): add it to tests/fuzz/regressions/ with the fix"
+  exit 1
+fi
+tail -n 5 build-asan/fuzz.log
 t2=$(date +%s)
 echo "sanitize.sh: fuzzing took $((t2 - t1)) s"
 
