@@ -143,7 +143,8 @@ const std::map<std::string, Emit>& FloatOps() {
       {"Reciprocal", [](auto& x, auto& w) { return Divide(F32(w, 1), x[0], w); }},
       {"Sigmoid",
        [](auto& x, auto& w) {
-         std::string e = Exp(w.Let("arith.negf " + x[0] + " : f32"), w);
+         // exp(-x) unzeroed: a tiny one makes 1 / (1 + e) exactly 1 either way.
+         std::string e = Unary("math.exp", w.Let("arith.negf " + x[0] + " : f32"), w);
          return ZeroBelowNormal(Binary("arith.divf", {F32(w, 1), Binary("arith.addf", {F32(w, 1), e}, w)}, w), w);
        }},
       {"Relu", [](auto& x, auto& w) { return Relu(x[0], w); }},

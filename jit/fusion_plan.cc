@@ -357,9 +357,9 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
   if (n.op == "ConcatV2") return NodeKind::kConcat;
   if (IsReduction(n.op)) {
     // Over no axis (an empty axes list, as tf.reduce_sum(x, axis=[]) writes it): x itself.
+    // (ArgMax and ArgMin take one axis, a scalar.)
     const Tensor& axes = body.constants[n.inputs[1].node];
-    return n.op != "ArgMax" && n.op != "ArgMin" && axes.num_elements() == 0 ? NodeKind::kSizeOneReshape
-                                                                             : NodeKind::kReduction;
+    return axes.num_elements() == 0 ? NodeKind::kSizeOneReshape : NodeKind::kReduction;
   }
   return NodeKind::kLibrary;
 }

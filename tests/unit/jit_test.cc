@@ -58,6 +58,37 @@ std::vector<Tensor> RunAt(const tensorflow::GraphDef& gd, JitLevel level,
   return testing::RunOrDie(*SessionAt(gd, level), feeds, fetches);
 }
 
+// `fetches` with every op compiled (ON_2, min_cluster_size 1: nothing may fall back or fail
+// in the compiler), then op by op: {jit, reference}.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> RunCompiledAndOpByOp(
+    const tensorflow::GraphDef& gd, const std::vector<std::pair<std::string, Tensor>>& feeds,
+    const std::vector<std::string>& fetches) {
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn2;
+  options.min_cluster_size = 1;
+  const JitStats before = GetJitStats();
+  std::vector<Tensor> got = testing::RunOrDie(*testing::MakeSession(gd, options), feeds, fetches);
+  const JitStats after = GetJitStats();
+  EXPECT_GT(after.compiled - before.compiled, 0);
+  EXPECT_EQ(after.fallback - before.fallback, 0);
+  EXPECT_EQ(after.internal_errors - before.internal_errors, 0);
+  return {std::move(got), RunAt(gd, JitLevel::kOff, feeds, fetches)};
+}
+
+// Element i of fetch f is expected[f][i] in both runs (as IEEE arithmetic gives it).
+void ExpectBothAre(const std::pair<std::vector<Tensor>, std::vector<Tensor>>& runs,
+                   const std::vector<std::string>& fetches, const std::vector<std::vector<double>>& expected) {
+  for (const auto* run : {&runs.first, &runs.second}) {
+    for (size_t f = 0; f < fetches.size(); ++f) {
+      ASSERT_EQ((*run)[f].num_elements(), static_cast<int64_t>(expected[f].size())) << fetches[f];
+      for (int64_t i = 0; i < (*run)[f].num_elements(); ++i) {
+        EXPECT_EQ((*run)[f].ValueAsDouble(i), expected[f][i])
+            << (run == &runs.first ? "jit " : "reference ") << fetches[f] << " element " << i;
+      }
+    }
+  }
+}
+
 // Same NaNs, same infinities, values within `rtol` (plus a tiny absolute slack).
 void ExpectMatch(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
@@ -501,14 +532,7 @@ TEST_F(Jit, FuzzerFindingsStayFixed) {
                                                              {"r", testing::MakeFloat(Shape{17}, rv)},
                                                              {"h", testing::MakeTensor(DType::kHalf, Shape{17}, hv)},
                                                              {"c", testing::MakeTensor(DType::kBool, Shape{17}, cv)}};
-  SessionOptions options;
-  options.jit_level = JitLevel::kOn2;
-  options.min_cluster_size = 1;
-  const JitStats before = GetJitStats();
-  const std::vector<Tensor> got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), feeds, fetches);
-  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
-  EXPECT_EQ(GetJitStats().internal_errors - before.internal_errors, 0);
-  const std::vector<Tensor> want = RunAt(b.graph_def(), JitLevel::kOff, feeds, fetches);
+  const auto [got, want] = RunCompiledAndOpByOp(b.graph_def(), feeds, fetches);
   for (size_t f = 0; f < fetches.size(); ++f) ExpectMatch(got[f], want[f], 0, fetches[f]);
   for (const std::vector<Tensor>* run : {&got, &want}) {
     const std::vector<Tensor>& r = *run;
@@ -572,24 +596,12 @@ TEST_F(Jit, SignedZerosAndTinyExponentialsAgree) {
       {"a", testing::MakeFloat(Shape{kN}, a)}, {"z", testing::MakeFloat(Shape{kN}, z)},
       {"t", testing::MakeFloat(Shape{kN}, t)}, {"nz", testing::MakeFloat(Shape{3, kN}, std::vector<float>(3 * kN, -0.0f))},
       {"e", testing::MakeFloat(Shape{3, 0}, {})}};
-  SessionOptions options;
-  options.jit_level = JitLevel::kOn2;
-  options.min_cluster_size = 1;
-  const JitStats before = GetJitStats();
-  const std::vector<Tensor> got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), feeds, fetches);
-  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
-  EXPECT_GT(GetJitStats().compiled - before.compiled, 0);
-  const std::vector<Tensor> want = RunAt(b.graph_def(), JitLevel::kOff, feeds, fetches);
-  // 1 / +0 or 1 / -0, per fetch.
-  const std::vector<double> expected = {inf, -inf, inf, inf, inf, -inf, -inf, inf};
-  for (const auto* run : {&got, &want}) {
-    for (size_t f = 0; f < fetches.size(); ++f) {
-      for (int64_t i = 0; i < (*run)[f].num_elements(); ++i) {
-        ASSERT_EQ((*run)[f].ValueAsDouble(i), expected[f])
-            << (run == &got ? "jit " : "reference ") << fetches[f] << " element " << i;
-      }
-    }
-  }
+  // 1 / +0 or 1 / -0, for every element of each fetch.
+  const std::vector<double> all = {inf, -inf, inf, inf, inf, -inf, -inf, inf};
+  const std::vector<size_t> sizes = {kN, kN, kN, kN, kN, 3, kN, 3};
+  std::vector<std::vector<double>> expected;
+  for (size_t f = 0; f < all.size(); ++f) expected.emplace_back(sizes[f], all[f]);
+  ExpectBothAre(RunCompiledAndOpByOp(b.graph_def(), feeds, fetches), fetches, expected);
 }
 
 // Found by the 30-minute jit_fuzz run of seed 20261123: the Max and Min reductions, along
@@ -629,23 +641,7 @@ TEST_F(Jit, MaxMinReductionsOrderZerosAndErfSaturates) {
   const std::vector<std::pair<std::string, Tensor>> feeds = {{"m", testing::MakeFloat(Shape{3, kN}, m)},
                                                              {"e", testing::MakeFloat(Shape{8}, e)},
                                                              {"y", testing::MakeFloat(Shape{8}, std::vector<float>(8, 1e30f))}};
-  SessionOptions options;
-  options.jit_level = JitLevel::kOn2;
-  options.min_cluster_size = 1;
-  const JitStats before = GetJitStats();
-  const std::vector<Tensor> got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), feeds, fetches);
-  EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
-  EXPECT_GT(GetJitStats().compiled - before.compiled, 0);
-  const std::vector<Tensor> want = RunAt(b.graph_def(), JitLevel::kOff, feeds, fetches);
-  for (const auto* run : {&got, &want}) {
-    for (size_t f = 0; f < fetches.size(); ++f) {
-      ASSERT_EQ((*run)[f].num_elements(), static_cast<int64_t>(expected[f].size())) << fetches[f];
-      for (int64_t i = 0; i < (*run)[f].num_elements(); ++i) {
-        EXPECT_EQ((*run)[f].ValueAsDouble(i), expected[f][i])
-            << (run == &got ? "jit " : "reference ") << fetches[f] << " element " << i;
-      }
-    }
-  }
+  ExpectBothAre(RunCompiledAndOpByOp(b.graph_def(), feeds, fetches), fetches, expected);
 }
 
 // The assembly the JIT wrote for the cluster of Relu(Tanh(x)) at [rows, 256], with these
