@@ -1,0 +1,61 @@
+// What the CUDA emulator adds to the driver API of cuda.h: per-launch counters, the
+// message of the last error, and the order in which a block's threads run. A program
+// finds these with dlsym (or cuGetProcAddress); a real driver does not have them.
+#ifndef GRAPHJIT_CUDA_EMULATOR_CUEMU_H_
+#define GRAPHJIT_CUDA_EMULATOR_CUEMU_H_
+
+#include <cuda.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// What one kernel launch did, counted while it executed.
+typedef struct CUemuCounters {
+  unsigned long long blocks;
+  unsigned long long threads;
+  unsigned long long warp_instructions;    // instructions issued, once per warp
+  unsigned long long thread_instructions;  // the same, once per active thread
+  // Global memory, per warp-level ld/st/atom: the bytes the active threads asked for,
+  // and the distinct 32-byte sectors those bytes lie in (efficiency = bytes / (32 * sectors)).
+  unsigned long long global_load_requests;
+  unsigned long long global_load_bytes;
+  unsigned long long global_load_sectors;
+  unsigned long long global_store_requests;
+  unsigned long long global_store_bytes;
+  unsigned long long global_store_sectors;
+  // Shared memory: warp-level accesses, and the extra wavefronts their bank conflicts cost
+  // (32 banks of 4 bytes; threads reading the same word do not conflict).
+  unsigned long long shared_requests;
+  unsigned long long shared_bank_conflicts;
+  // From `ptxas -v` for the device's architecture (-1 when ptxas did not run).
+  int registers;
+  int spill_store_bytes;
+  int spill_load_bytes;
+  int static_shared_bytes;
+} CUemuCounters;
+
+// The counters of the last kernel the current context executed. Launches are
+// asynchronous: a kernel executes when its stream (or the context) is synchronized.
+CUresult cuemuGetLastLaunchCounters(CUemuCounters* counters);
+
+// The message of the last error the emulator reported (an out-of-bounds access names the
+// kernel, the PTX line and the address), or "" if there was none.
+const char* cuemuGetLastErrorMessage(void);
+
+// The order in which the warps of a block run between barriers and the lanes of a warp
+// apply their stores and atomics. A kernel that is missing a barrier gives different
+// results in different orders. The default is forward, or CUEMU_THREAD_ORDER
+// (forward, reverse, shuffle:SEED) in the environment.
+typedef enum CUemuThreadOrder {
+  CUEMU_ORDER_FORWARD = 0,
+  CUEMU_ORDER_REVERSE = 1,
+  CUEMU_ORDER_SHUFFLE = 2,
+} CUemuThreadOrder;
+CUresult cuemuSetThreadOrder(CUemuThreadOrder order, unsigned long long seed);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // GRAPHJIT_CUDA_EMULATOR_CUEMU_H_

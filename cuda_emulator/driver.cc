@@ -1,0 +1,1273 @@
+// The CUDA driver API of cuda.h, for one emulated H100 SXM whose kernels run on the CPU.
+// Defining the functions under cuda.h's names gives them its versioned symbols
+// (cuMemAlloc -> cuMemAlloc_v2, ...), so programs linked against the toolkit's stub
+// libcuda.so run on this library unchanged.
+//
+// Work queued on a stream (launches, async copies and memsets) runs only when something
+// waits for it: a stream, event or context synchronization, or a synchronous call, which
+// like the legacy default stream first runs the pending work of the NULL stream and of
+// every blocking stream. A program that forgets to synchronize sees stale results.
+#include <cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cuda_emulator/cuemu.h"
+#include "cuda_emulator/ptx.h"
+#include "cuda_emulator/ptxas.h"
+#include "cuda_emulator/simt.h"
+
+#define CUEMU_API extern "C" __attribute__((visibility("default")))
+
+namespace cuemu {
+namespace {
+
+constexpr int kDriverVersion = 13000;
+constexpr int kSharedDefault = 48 * 1024;
+constexpr int kSharedOptIn = 232448;  // 227 KB
+constexpr int kRegistersPerBlock = 65536;
+constexpr const char* kArch = "sm_90";
+
+struct Stream;
+struct Context;
+
+}  // namespace
+}  // namespace cuemu
+
+struct CUstream_st;
+struct CUevent_st;
+
+struct CUmod_st;
+
+struct CUfunc_st {
+  CUmod_st* module = nullptr;
+  const cuemu::Kernel* kernel = nullptr;
+  cuemu::KernelResources resources;  // registers -1: unknown (no ptxas)
+  int max_dynamic_shared = cuemu::kSharedDefault;
+  std::vector<uint64_t> constant_values;
+};
+
+struct CUmod_st {
+  CUctx_st* ctx = nullptr;
+  cuemu::Module module;
+  std::vector<uint64_t> global_addresses;
+  std::vector<std::unique_ptr<CUfunc_st>> functions;
+};
+
+struct CUstream_st {
+  CUctx_st* ctx = nullptr;
+  bool blocking = true;
+  struct Task {
+    uint64_t seq;
+    std::function<CUresult()> run;
+  };
+  std::deque<Task> queue;
+};
+
+struct CUevent_st {
+  CUctx_st* ctx = nullptr;
+  CUstream_st* stream = nullptr;
+  uint64_t seq = 0;
+  bool recorded = false, done = false;
+  bool timing = true;
+  std::chrono::steady_clock::time_point time;
+};
+
+struct CUctx_st {
+  CUdevice device = 0;
+  bool primary = false;
+  int refcount = 0;
+  unsigned flags = 0;
+  CUresult sticky = CUDA_SUCCESS;  // a kernel's fault breaks the context, as on a GPU
+  CUstream_st null_stream;
+  std::set<CUstream_st*> streams;
+  std::set<CUmod_st*> modules;
+  std::set<CUevent_st*> events;
+  std::set<uint64_t> allocations;
+};
+
+namespace cuemu {
+namespace {
+
+struct Driver {
+  std::recursive_mutex mu;
+  bool initialized = false;
+  std::unique_ptr<DeviceMemory> memory;
+  CUctx_st* primary = nullptr;
+  std::set<CUctx_st*> contexts;
+  uint64_t seq = 0;
+  ThreadOrder order = ThreadOrder::kForward;
+  uint64_t seed = 0;
+  std::string last_error;
+  CUemuCounters last_counters{};
+  bool quiet = false;
+};
+
+Driver& D() {
+  static Driver* d = new Driver;
+  return *d;
+}
+
+thread_local std::vector<CUctx_st*> context_stack;
+
+CUctx_st* Current() { return context_stack.empty() ? nullptr : context_stack.back(); }
+
+void Report(const std::string& message) {
+  D().last_error = message;
+  if (!D().quiet) std::fprintf(stderr, "cuda emulator: %s\n", message.c_str());
+}
+
+// The checks every call that works in the current context starts with.
+CUresult Enter(CUctx_st** ctx) {
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  *ctx = Current();
+  if (!*ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  return (*ctx)->sticky;
+}
+
+CUstream_st* StreamOf(CUctx_st* ctx, CUstream s) {
+  if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return &ctx->null_stream;
+  return ctx->streams.count(s) ? s : nullptr;
+}
+
+CUresult Drain(CUctx_st* ctx, CUstream_st* s, uint64_t upto);
+
+CUresult RunTask(CUctx_st* ctx, CUstream_st* s, CUstream_st::Task& task) {
+  // The legacy default stream waits for earlier work of blocking streams, and they for it.
+  if (s == &ctx->null_stream) {
+    for (CUstream_st* b : ctx->streams)
+      if (b->blocking) Drain(ctx, b, task.seq - 1);
+  } else if (s->blocking) {
+    Drain(ctx, &ctx->null_stream, task.seq - 1);
+  }
+  if (ctx->sticky != CUDA_SUCCESS) return ctx->sticky;
+  CUresult r = task.run();
+  if (r != CUDA_SUCCESS) ctx->sticky = r;
+  return r;
+}
+
+CUresult Drain(CUctx_st* ctx, CUstream_st* s, uint64_t upto) {
+  while (!s->queue.empty() && s->queue.front().seq <= upto) {
+    CUstream_st::Task task = std::move(s->queue.front());
+    s->queue.pop_front();
+    RunTask(ctx, s, task);
+  }
+  if (ctx->sticky != CUDA_SUCCESS) {
+    s->queue.clear();
+    return ctx->sticky;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult DrainAll(CUctx_st* ctx) {
+  Drain(ctx, &ctx->null_stream, UINT64_MAX);
+  for (CUstream_st* s : ctx->streams) Drain(ctx, s, UINT64_MAX);
+  return ctx->sticky;
+}
+
+// What a synchronous call does first: the NULL stream's work and that of blocking streams.
+CUresult SyncLegacy(CUctx_st* ctx) {
+  Drain(ctx, &ctx->null_stream, UINT64_MAX);
+  for (CUstream_st* s : ctx->streams)
+    if (s->blocking) Drain(ctx, s, UINT64_MAX);
+  return ctx->sticky;
+}
+
+void Enqueue(CUstream_st* s, std::function<CUresult()> run) {
+  s->queue.push_back({++D().seq, std::move(run)});
+}
+
+// [ptr, ptr + bytes) must lie in one live allocation.
+bool ValidRange(CUdeviceptr ptr, size_t bytes) {
+  return bytes == 0 || D().memory->Find(ptr, bytes) != nullptr;
+}
+uint8_t* HostOf(CUdeviceptr ptr) {
+  DeviceMemory::Allocation* a = D().memory->Find(ptr, 1);
+  return a->data.get() + (ptr - a->base);
+}
+
+void DestroyContextResources(CUctx_st* ctx) {
+  for (CUstream_st* s : ctx->streams) delete s;
+  ctx->streams.clear();
+  ctx->null_stream.queue.clear();
+  for (CUevent_st* e : ctx->events) delete e;
+  ctx->events.clear();
+  for (CUmod_st* m : ctx->modules) {
+    for (uint64_t a : m->global_addresses) D().memory->Free(a);
+    delete m;
+  }
+  ctx->modules.clear();
+  for (uint64_t a : ctx->allocations) D().memory->Free(a);
+  ctx->allocations.clear();
+  ctx->sticky = CUDA_SUCCESS;
+}
+
+void RemoveFromStacks(CUctx_st* ctx) {
+  context_stack.erase(std::remove(context_stack.begin(), context_stack.end(), ctx), context_stack.end());
+}
+
+ThreadOrder OrderFromEnvironment(uint64_t* seed) {
+  const char* env = std::getenv("CUEMU_THREAD_ORDER");
+  if (!env) return ThreadOrder::kForward;
+  std::string v = env;
+  if (v == "reverse") return ThreadOrder::kReverse;
+  if (v.rfind("shuffle", 0) == 0) {
+    *seed = v.size() > 8 ? std::strtoull(v.c_str() + 8, nullptr, 10) : 1;
+    return ThreadOrder::kShuffle;
+  }
+  return ThreadOrder::kForward;
+}
+
+int MaxThreads(const CUfunc_st* f) {
+  int limit = 1024;
+  const Kernel* k = f->kernel;
+  if (k->reqntid[0]) limit = std::min(limit, k->reqntid[0] * k->reqntid[1] * k->reqntid[2]);
+  if (k->maxntid[0]) limit = std::min(limit, k->maxntid[0] * k->maxntid[1] * k->maxntid[2]);
+  if (f->resources.registers > 0) {
+    int per_thread = (f->resources.registers + 7) / 8 * 8;  // allocated in units of 8
+    limit = std::min(limit, kRegistersPerBlock / (per_thread * 32) * 32);
+  }
+  return limit;
+}
+
+}  // namespace
+}  // namespace cuemu
+
+using namespace cuemu;
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+namespace {
+struct ErrorText {
+  CUresult code;
+  const char* name;
+  const char* text;
+};
+const ErrorText kErrors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
+    {CUDA_ERROR_INVALID_SOURCE, "CUDA_ERROR_INVALID_SOURCE", "device kernel image is invalid"},
+    {CUDA_ERROR_FILE_NOT_FOUND, "CUDA_ERROR_FILE_NOT_FOUND", "file not found"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
+    {CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+}  // namespace
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** str) {
+  if (!str) return CUDA_ERROR_INVALID_VALUE;
+  for (const ErrorText& e : kErrors)
+    if (e.code == error) return *str = e.name, CUDA_SUCCESS;
+  *str = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str) {
+  if (!str) return CUDA_ERROR_INVALID_VALUE;
+  for (const ErrorText& e : kErrors)
+    if (e.code == error) return *str = e.text, CUDA_SUCCESS;
+  *str = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+// ---------------------------------------------------------------------------------------
+// Initialization and the device
+
+CUresult CUDAAPI cuInit(unsigned int flags) {
+  std::lock_guard lock(D().mu);
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) {
+    uint64_t mb = 4096;
+    if (const char* env = std::getenv("CUEMU_MEMORY_MB")) mb = std::strtoull(env, nullptr, 10);
+    D().memory = std::make_unique<DeviceMemory>(mb << 20);
+    D().order = OrderFromEnvironment(&D().seed);
+    D().quiet = std::getenv("CUEMU_QUIET") != nullptr;
+    D().initialized = true;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  *version = kDriverVersion;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, len, "NVIDIA H100 SXM (graphjit CUDA emulator)");
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = D().memory->capacity();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  if (!major || !minor) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *major = 9;
+  *minor = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice dev) {
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (attribute <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {  // an H100 SXM5
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *value = 64; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *value = 2147483647; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *value = 65535; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = 65535; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = kSharedDefault; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = kSharedOptIn; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; break;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: *value = 2147483647; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *value = kRegistersPerBlock; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *value = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1980000; break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = 2619000; break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 5120; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 * 1024 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *value = 512; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 32; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 3; break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: *value = 2; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: *value = 1; break;
+    default: *value = 0; break;  // features the emulator does not provide (managed memory, clusters, ...)
+  }
+  return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------
+// Contexts
+
+namespace {
+CUctx_st* NewContext(CUdevice dev, unsigned flags, bool primary) {
+  auto* ctx = new CUctx_st;
+  ctx->device = dev;
+  ctx->flags = flags;
+  ctx->primary = primary;
+  ctx->null_stream.ctx = ctx;
+  D().contexts.insert(ctx);
+  return ctx;
+}
+}  // namespace
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  std::lock_guard lock(D().mu);
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!D().primary) D().primary = NewContext(dev, 0, true);
+  ++D().primary->refcount;
+  *pctx = D().primary;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
+  std::lock_guard lock(D().mu);
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!D().primary || D().primary->refcount == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (--D().primary->refcount == 0) DestroyContextResources(D().primary);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
+  std::lock_guard lock(D().mu);
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (D().primary) DestroyContextResources(D().primary);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  std::lock_guard lock(D().mu);
+  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *flags = D().primary ? D().primary->flags : 0;
+  *active = D().primary && D().primary->refcount > 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  std::lock_guard lock(D().mu);
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!D().primary) D().primary = NewContext(dev, flags, true);
+  D().primary->flags = flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
+  std::lock_guard lock(D().mu);
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (params && (params->execAffinityParams || params->cigParams)) return CUDA_ERROR_NOT_SUPPORTED;
+  CUctx_st* ctx = NewContext(dev, flags, false);
+  ctx->refcount = 1;
+  context_stack.push_back(ctx);
+  *pctx = ctx;
+  return CUDA_SUCCESS;
+}
+
+// The CUDA 11/12 signature, for programs built against older headers.
+CUEMU_API CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return cuCtxCreate(pctx, nullptr, flags, dev);
+}
+
+CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
+  std::lock_guard lock(D().mu);
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ctx || !D().contexts.count(ctx) || ctx->primary) return CUDA_ERROR_INVALID_CONTEXT;
+  DestroyContextResources(ctx);
+  RemoveFromStacks(ctx);
+  D().contexts.erase(ctx);
+  delete ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  std::lock_guard lock(D().mu);
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx && !D().contexts.count(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (context_stack.empty()) {
+    if (ctx) context_stack.push_back(ctx);
+  } else if (ctx) {
+    context_stack.back() = ctx;
+  } else {
+    context_stack.pop_back();
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  *pctx = Current();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
+  std::lock_guard lock(D().mu);
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ctx || !D().contexts.count(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  context_stack.push_back(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) {
+  std::lock_guard lock(D().mu);
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (context_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx) *pctx = context_stack.back();
+  context_stack.pop_back();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  CUctx_st* ctx;
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!(ctx = Current())) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  return DrainAll(ctx);
+}
+
+// ---------------------------------------------------------------------------------------
+// Modules and functions
+
+namespace {
+
+void WriteLog(const std::string& text, char* buffer, size_t size) {
+  if (!buffer || size == 0) return;
+  size_t n = std::min(text.size(), size - 1);
+  std::memcpy(buffer, text.data(), n);
+  buffer[n] = '\0';
+}
+
+CUresult LoadModule(CUmodule* out, const void* image, char* error_log, size_t error_size,
+                    char* info_log, size_t info_size) {
+  CUctx_st* ctx;
+  if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  const unsigned char* bytes = static_cast<const unsigned char*>(image);
+  if ((bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F') ||
+      (bytes[0] == 0x50 && bytes[1] == 0xed && bytes[2] == 0x55 && bytes[3] == 0xba)) {
+    std::string message = "the emulator runs PTX only; a cubin or fatbin was given";
+    Report(message);
+    WriteLog(message, error_log, error_size);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  const std::string ptx(static_cast<const char*>(image));
+  // 1. ptxas, as the driver's own PTX compiler would.
+  PtxasResult ptxas = RunPtxas(ptx, kArch);
+  if (ptxas.ran && !ptxas.accepted) {
+    Report("ptxas rejected the module:\n" + ptxas.log);
+    WriteLog(ptxas.log, error_log, error_size);
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  WriteLog(ptxas.log, info_log, info_size);
+  // 2. The emulator's own decoding.
+  auto m = std::make_unique<CUmod_st>();
+  std::string error;
+  if (!ParsePtx(ptx, &m->module, &error)) {
+    Report("cannot run this PTX: " + error);
+    WriteLog(error, error_log, error_size);
+    return ptxas.ran ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_PTX;
+  }
+  if (m->module.ptx_major * 10 + m->module.ptx_minor > 90) {
+    Report("PTX ISA " + std::to_string(m->module.ptx_major) + "." + std::to_string(m->module.ptx_minor) +
+           " is newer than this driver (9.0)");
+    return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+  }
+  // 3. Module-scope variables get device memory.
+  for (const GlobalVar& g : m->module.globals) {
+    uint64_t a = D().memory->Allocate(std::max<uint64_t>(g.size, 1));
+    if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!g.init.empty()) std::memcpy(HostOf(a), g.init.data(), g.init.size());
+    m->global_addresses.push_back(a);
+  }
+  m->ctx = ctx;
+  for (const Kernel& k : m->module.kernels) {
+    auto f = std::make_unique<CUfunc_st>();
+    f->module = m.get();
+    f->kernel = &k;
+    if (auto it = ptxas.kernels.find(k.name); it != ptxas.kernels.end()) f->resources = it->second;
+    for (const Constant& c : k.constants)
+      f->constant_values.push_back(c.global >= 0 ? m->global_addresses[c.global] + c.value : c.value);
+    m->functions.push_back(std::move(f));
+  }
+  *out = m.get();
+  ctx->modules.insert(m.release());
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  std::lock_guard lock(D().mu);
+  return LoadModule(module, image, nullptr, 0, nullptr, 0);
+}
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int num_options,
+                                    CUjit_option* options, void** values) {
+  std::lock_guard lock(D().mu);
+  char *error_log = nullptr, *info_log = nullptr;
+  size_t error_size = 0, info_size = 0;
+  for (unsigned i = 0; i < num_options; ++i) {
+    switch (options[i]) {
+      case CU_JIT_ERROR_LOG_BUFFER: error_log = static_cast<char*>(values[i]); break;
+      case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: error_size = reinterpret_cast<uintptr_t>(values[i]); break;
+      case CU_JIT_INFO_LOG_BUFFER: info_log = static_cast<char*>(values[i]); break;
+      case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: info_size = reinterpret_cast<uintptr_t>(values[i]); break;
+      default: break;  // optimization levels, targets, ...: nothing changes for the emulator
+    }
+  }
+  return LoadModule(module, image, error_log, error_size, info_log, info_size);
+}
+
+CUresult CUDAAPI cuModuleLoad(CUmodule* module, const char* path) {
+  if (!path) return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return CUDA_ERROR_FILE_NOT_FOUND;
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string data = text.str();
+  return cuModuleLoadData(module, data.c_str());
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!(ctx = Current())) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!module || !ctx->modules.count(module)) return CUDA_ERROR_INVALID_HANDLE;
+  DrainAll(ctx);  // queued launches may use it
+  for (uint64_t a : module->global_addresses) D().memory->Free(a);
+  ctx->modules.erase(module);
+  delete module;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!f || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!module || !ctx->modules.count(module)) return CUDA_ERROR_INVALID_HANDLE;
+  for (auto& fn : module->functions)
+    if (fn->kernel->name == name) return *f = fn.get(), CUDA_SUCCESS;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule module, const char* name) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!module || !ctx->modules.count(module)) return CUDA_ERROR_INVALID_HANDLE;
+  for (size_t i = 0; i < module->module.globals.size(); ++i) {
+    if (module->module.globals[i].name != name) continue;
+    if (dptr) *dptr = module->global_addresses[i];
+    if (bytes) *bytes = module->module.globals[i].size;
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction f) {
+  std::lock_guard lock(D().mu);
+  if (!value || !f) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  const Kernel& k = *f->kernel;
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = MaxThreads(f); break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = k.static_shared_bytes; break;
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *value = std::max(k.local_bytes, f->resources.stack_bytes); break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = std::max(f->resources.registers, 0); break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = f->module->module.ptx_major * 10 + f->module->module.ptx_minor; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = f->max_dynamic_shared; break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *value = -1; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attribute, int value) {
+  std::lock_guard lock(D().mu);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      if (value < 0 || value + f->kernel->static_shared_bytes > kSharedOptIn) return CUDA_ERROR_INVALID_VALUE;
+      f->max_dynamic_shared = value;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      return value < -1 || value > 100 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction f, CUfunc_cache config) {
+  return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t a = D().memory->Allocate(bytes);
+  if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+  ctx->allocations.insert(a);
+  *dptr = a;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (dptr == 0) return CUDA_SUCCESS;
+  if (!ctx->allocations.count(dptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = DrainAll(ctx)) return r;  // frees synchronize, as on a GPU
+  D().memory->Free(dptr);
+  ctx->allocations.erase(dptr);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  *total = D().memory->capacity();
+  *free_bytes = D().memory->capacity() - D().memory->used();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr dptr) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  DeviceMemory::Allocation* a = D().memory->Find(dptr, 1);
+  if (!a) return CUDA_ERROR_NOT_FOUND;
+  if (base) *base = a->base;
+  if (size) *size = a->size;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAllocHost(void** pp, size_t bytes) {
+  if (!pp) return CUDA_ERROR_INVALID_VALUE;
+  *pp = std::malloc(std::max<size_t>(bytes, 1));
+  return *pp ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+  if (flags & CU_MEMHOSTALLOC_DEVICEMAP) return CUDA_ERROR_NOT_SUPPORTED;
+  return cuMemAllocHost(pp, bytes);
+}
+
+CUresult CUDAAPI cuMemFreeHost(void* p) {
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+enum class Copy { kHtoD, kDtoH, kDtoD };
+
+CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr dst, CUdeviceptr src,
+                    size_t bytes, bool async, CUstream stream) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (bytes == 0) return CUDA_SUCCESS;
+  bool ok = true;
+  if (kind != Copy::kDtoH) ok &= ValidRange(dst, bytes);
+  if (kind != Copy::kHtoD) ok &= ValidRange(src, bytes);
+  if ((kind == Copy::kHtoD && !host_src) || (kind == Copy::kDtoH && !host_dst)) ok = false;
+  if (!ok) {
+    Report("cuMemcpy: a range outside every allocation");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto run = [=]() {
+    switch (kind) {
+      case Copy::kHtoD: std::memcpy(HostOf(dst), host_src, bytes); break;
+      case Copy::kDtoH: std::memcpy(host_dst, HostOf(src), bytes); break;
+      case Copy::kDtoD: std::memmove(HostOf(dst), HostOf(src), bytes); break;
+    }
+    return CUDA_SUCCESS;
+  };
+  if (!async) {
+    if (CUresult r = SyncLegacy(ctx)) return r;
+    return run();
+  }
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  Enqueue(s, run);
+  return CUDA_SUCCESS;
+}
+
+CUresult MemsetImpl(CUdeviceptr dst, uint32_t value, int width, size_t count, bool async, CUstream stream) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (count == 0) return CUDA_SUCCESS;
+  if (dst % width != 0 || !ValidRange(dst, count * width)) return CUDA_ERROR_INVALID_VALUE;
+  auto run = [=]() {
+    uint8_t* p = HostOf(dst);
+    for (size_t i = 0; i < count; ++i) std::memcpy(p + i * width, &value, width);
+    return CUDA_SUCCESS;
+  };
+  if (!async) {
+    if (CUresult r = SyncLegacy(ctx)) return r;
+    return run();
+  }
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  Enqueue(s, run);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  return MemcpyImpl(Copy::kHtoD, nullptr, src, dst, 0, bytes, false, nullptr);
+}
+CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  return MemcpyImpl(Copy::kDtoH, dst, nullptr, 0, src, bytes, false, nullptr);
+}
+CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  return MemcpyImpl(Copy::kDtoD, nullptr, nullptr, dst, src, bytes, false, nullptr);
+}
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
+  return MemcpyImpl(Copy::kHtoD, nullptr, src, dst, 0, bytes, true, stream);
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  return MemcpyImpl(Copy::kDtoH, dst, nullptr, 0, src, bytes, true, stream);
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  return MemcpyImpl(Copy::kDtoD, nullptr, nullptr, dst, src, bytes, true, stream);
+}
+CUresult CUDAAPI cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
+  return MemsetImpl(dst, value, 1, count, false, nullptr);
+}
+CUresult CUDAAPI cuMemsetD16(CUdeviceptr dst, unsigned short value, size_t count) {
+  return MemsetImpl(dst, value, 2, count, false, nullptr);
+}
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t count) {
+  return MemsetImpl(dst, value, 4, count, false, nullptr);
+}
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) {
+  return MemsetImpl(dst, value, 1, count, true, stream);
+}
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t count, CUstream stream) {
+  return MemsetImpl(dst, value, 2, count, true, stream);
+}
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream) {
+  return MemsetImpl(dst, value, 4, count, true, stream);
+}
+
+// ---------------------------------------------------------------------------------------
+// Streams and events
+
+CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int flags) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!stream) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (flags & ~CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+  auto* s = new CUstream_st;
+  s->ctx = ctx;
+  s->blocking = !(flags & CU_STREAM_NON_BLOCKING);
+  ctx->streams.insert(s);
+  *stream = s;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* stream, unsigned int flags, int priority) {
+  return cuStreamCreate(stream, flags);
+}
+
+CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!(ctx = Current())) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!stream || !ctx->streams.count(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  Drain(ctx, stream, UINT64_MAX);  // work already queued still completes
+  ctx->streams.erase(stream);
+  for (CUevent_st* e : ctx->events)
+    if (e->stream == stream) e->stream = nullptr;
+  delete stream;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  return Drain(ctx, s, UINT64_MAX);
+}
+
+CUresult CUDAAPI cuStreamQuery(CUstream stream) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->queue.empty()) return CUDA_SUCCESS;
+  // Not done yet; it completes "in the background", i.e. now, for the next query.
+  if (CUresult r = Drain(ctx, s, UINT64_MAX)) return r;
+  return CUDA_ERROR_NOT_READY;
+}
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s || !event || !ctx->events.count(event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!event->recorded || event->done || !event->stream) return CUDA_SUCCESS;
+  CUstream_st* other = event->stream;
+  uint64_t seq = event->seq;
+  Enqueue(s, [ctx, other, seq]() { return Drain(ctx, other, seq); });
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!event) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  auto* e = new CUevent_st;
+  e->ctx = ctx;
+  e->timing = !(flags & CU_EVENT_DISABLE_TIMING);
+  ctx->events.insert(e);
+  *event = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent event) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!(ctx = Current())) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!event || !ctx->events.count(event)) return CUDA_ERROR_INVALID_HANDLE;
+  ctx->events.erase(event);
+  // A record still queued refers to it: it marks nothing once the event is gone.
+  for (CUstream_st* s : ctx->streams) Drain(ctx, s, UINT64_MAX);
+  Drain(ctx, &ctx->null_stream, UINT64_MAX);
+  delete event;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s || !event || !ctx->events.count(event)) return CUDA_ERROR_INVALID_HANDLE;
+  Enqueue(s, [event]() {
+    event->done = true;
+    event->time = std::chrono::steady_clock::now();
+    return CUDA_SUCCESS;
+  });
+  event->stream = s;
+  event->seq = D().seq;
+  event->recorded = true;
+  event->done = false;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent event) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!event || !ctx->events.count(event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!event->recorded || event->done || !event->stream) return CUDA_SUCCESS;
+  return Drain(ctx, event->stream, event->seq);
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent event) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!event || !ctx->events.count(event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!event->recorded || event->done || !event->stream) return CUDA_SUCCESS;
+  if (CUresult r = Drain(ctx, event->stream, event->seq)) return r;
+  return CUDA_ERROR_NOT_READY;
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!ms) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!start || !end || !ctx->events.count(start) || !ctx->events.count(end)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!start->timing || !end->timing) return CUDA_ERROR_INVALID_HANDLE;
+  if (!start->done || !end->done) return CUDA_ERROR_NOT_READY;
+  *ms = std::chrono::duration<float, std::milli>(end->time - start->time).count();
+  return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------
+// Launching
+
+namespace {
+
+bool ParamsFromExtra(const Kernel& k, void** extra, std::vector<uint8_t>* params, std::string* why) {
+  void* buffer = nullptr;
+  size_t* size = nullptr;
+  for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
+    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = static_cast<size_t*>(extra[i + 1]);
+    else return *why = "an unknown entry in `extra`", false;
+  }
+  if (!buffer || !size) return *why = "`extra` without CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE", false;
+  int max_align = 1;
+  for (const Param& p : k.params) max_align = std::max(max_align, p.align);
+  size_t padded = (k.param_bytes + max_align - 1) / max_align * max_align;
+  if (*size != static_cast<size_t>(k.param_bytes) && *size != padded) {
+    *why = "the parameter buffer has " + std::to_string(*size) + " bytes; the kernel's " +
+           std::to_string(k.params.size()) + " parameters take " + std::to_string(k.param_bytes);
+    return false;
+  }
+  std::memcpy(params->data(), buffer, k.param_bytes);
+  return true;
+}
+
+}  // namespace
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                unsigned int bx, unsigned int by, unsigned int bz,
+                                unsigned int shared_bytes, CUstream stream, void** kernel_params,
+                                void** extra) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (f->module->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  const Kernel& k = *f->kernel;
+  auto invalid = [&](const std::string& why, CUresult r = CUDA_ERROR_INVALID_VALUE) {
+    Report("cuLaunchKernel of '" + k.name + "': " + why);
+    return r;
+  };
+  // 1. The launch's shape against the device's limits and the kernel's.
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return invalid("a zero grid or block dimension");
+  if (gx > 2147483647u || gy > 65535 || gz > 65535)
+    return invalid("grid (" + std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz) +
+                   ") exceeds (2147483647,65535,65535)");
+  uint64_t threads = static_cast<uint64_t>(bx) * by * bz;
+  if (bx > 1024 || by > 1024 || bz > 64 || threads > 1024)
+    return invalid("block (" + std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
+                   ") exceeds 1024 threads or (1024,1024,64)");
+  if (k.reqntid[0] && (bx != static_cast<unsigned>(k.reqntid[0]) || by != static_cast<unsigned>(k.reqntid[1]) ||
+                       bz != static_cast<unsigned>(k.reqntid[2])))
+    return invalid("the block differs from the kernel's .reqntid");
+  if (k.maxntid[0] && threads > static_cast<uint64_t>(k.maxntid[0]) * k.maxntid[1] * k.maxntid[2])
+    return invalid("the block exceeds the kernel's .maxntid");
+  if (f->resources.registers > 0 && threads > static_cast<uint64_t>(MaxThreads(f)))
+    return invalid(std::to_string(threads) + " threads of " + std::to_string(f->resources.registers) +
+                       " registers exceed the 65536 registers of a block",
+                   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  if (shared_bytes > static_cast<unsigned>(f->max_dynamic_shared))
+    return invalid(std::to_string(shared_bytes) + " bytes of dynamic shared memory exceed the kernel's " +
+                   std::to_string(f->max_dynamic_shared) +
+                   " (above 48 KB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))");
+  if (k.static_shared_bytes + static_cast<uint64_t>(shared_bytes) > kSharedOptIn)
+    return invalid("static and dynamic shared memory exceed 227 KB");
+  if (shared_bytes == 0 && k.static_shared_bytes > kSharedDefault)
+    return invalid("more than 48 KB of static shared memory");
+  // 2. The parameters, copied now (the caller may reuse its buffers when this returns).
+  if (kernel_params && extra) return invalid("both kernelParams and extra are given");
+  std::vector<uint8_t> params(k.param_bytes);
+  if (!k.params.empty()) {
+    if (!kernel_params && !extra) return invalid("the kernel takes " + std::to_string(k.params.size()) + " parameters; none were given");
+    if (kernel_params) {
+      for (size_t i = 0; i < k.params.size(); ++i) {
+        if (!kernel_params[i])
+          return invalid("kernelParams[" + std::to_string(i) + "] (" + k.params[i].name + ") is null");
+        std::memcpy(params.data() + k.params[i].offset, kernel_params[i], k.params[i].size);
+      }
+    } else {
+      std::string why;
+      if (!ParamsFromExtra(k, extra, &params, &why)) return invalid(why);
+    }
+  }
+  // 3. Queued: it runs when the stream is synchronized.
+  auto launch = std::make_shared<Launch>();
+  launch->kernel = &k;
+  launch->kernel_name = k.name;
+  launch->constant_values = f->constant_values;
+  launch->grid[0] = gx, launch->grid[1] = gy, launch->grid[2] = gz;
+  launch->block[0] = bx, launch->block[1] = by, launch->block[2] = bz;
+  launch->dynamic_shared = shared_bytes;
+  launch->params = std::move(params);
+  launch->order = D().order;
+  launch->seed = D().seed;
+  KernelResources resources = f->resources;
+  Enqueue(s, [launch, resources]() {
+    Stats stats;
+    std::string message;
+    Fault fault = RunGrid(*launch, D().memory.get(), &stats, &message);
+    CUemuCounters& c = D().last_counters;
+    c = CUemuCounters{};
+    c.blocks = stats.blocks;
+    c.threads = stats.threads;
+    c.warp_instructions = stats.warp_instructions;
+    c.thread_instructions = stats.thread_instructions;
+    c.global_load_requests = stats.global_load_requests;
+    c.global_load_bytes = stats.global_load_bytes;
+    c.global_load_sectors = stats.global_load_sectors;
+    c.global_store_requests = stats.global_store_requests;
+    c.global_store_bytes = stats.global_store_bytes;
+    c.global_store_sectors = stats.global_store_sectors;
+    c.shared_requests = stats.shared_requests;
+    c.shared_bank_conflicts = stats.shared_bank_conflicts;
+    c.registers = resources.registers;
+    c.spill_store_bytes = resources.spill_store_bytes;
+    c.spill_load_bytes = resources.spill_load_bytes;
+    c.static_shared_bytes = launch->kernel->static_shared_bytes;
+    switch (fault) {
+      case Fault::kNone: return CUDA_SUCCESS;
+      case Fault::kIllegalAddress: Report(message); return CUDA_ERROR_ILLEGAL_ADDRESS;
+      case Fault::kMisalignedAddress: Report(message); return CUDA_ERROR_MISALIGNED_ADDRESS;
+      case Fault::kTrap: Report(message); return CUDA_ERROR_ILLEGAL_INSTRUCTION;
+      case Fault::kLaunchFailed: Report(message); return CUDA_ERROR_LAUNCH_FAILED;
+    }
+    return CUDA_ERROR_UNKNOWN;
+  });
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size,
+                                                             size_t dynamic_shared) {
+  std::lock_guard lock(D().mu);
+  if (!blocks || !f || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
+  int warps = (block_size + 31) / 32;
+  int by_threads = 2048 / (warps * 32);
+  int regs = std::max(f->resources.registers, 1);
+  int by_registers = 65536 / (((regs + 7) / 8 * 8) * 32 * warps);
+  size_t shared = f->kernel->static_shared_bytes + dynamic_shared + 1024;
+  int by_shared = static_cast<int>(233472 / shared);
+  *blocks = std::max(0, std::min({32, by_threads, by_registers, by_shared}));
+  return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------
+// cuGetProcAddress and the emulator's own entry points
+
+namespace {
+struct Entry {
+  const char* name;
+  void* fn;
+};
+#define CUEMU_ENTRY(name) {#name, reinterpret_cast<void*>(&name)}
+const Entry kEntries[] = {
+    CUEMU_ENTRY(cuGetErrorName), CUEMU_ENTRY(cuGetErrorString), CUEMU_ENTRY(cuInit),
+    CUEMU_ENTRY(cuDriverGetVersion), CUEMU_ENTRY(cuDeviceGetCount), CUEMU_ENTRY(cuDeviceGet),
+    CUEMU_ENTRY(cuDeviceGetName), CUEMU_ENTRY(cuDeviceTotalMem),
+    CUEMU_ENTRY(cuDeviceGetAttribute), CUEMU_ENTRY(cuDevicePrimaryCtxRetain),
+    CUEMU_ENTRY(cuDevicePrimaryCtxRelease), CUEMU_ENTRY(cuDevicePrimaryCtxReset),
+    CUEMU_ENTRY(cuDevicePrimaryCtxGetState), CUEMU_ENTRY(cuDevicePrimaryCtxSetFlags),
+    CUEMU_ENTRY(cuCtxCreate), CUEMU_ENTRY(cuCtxDestroy), CUEMU_ENTRY(cuCtxSetCurrent),
+    CUEMU_ENTRY(cuCtxGetCurrent), CUEMU_ENTRY(cuCtxPushCurrent), CUEMU_ENTRY(cuCtxPopCurrent),
+    CUEMU_ENTRY(cuCtxGetDevice), CUEMU_ENTRY(cuCtxSynchronize), CUEMU_ENTRY(cuModuleLoad),
+    CUEMU_ENTRY(cuModuleLoadData), CUEMU_ENTRY(cuModuleLoadDataEx), CUEMU_ENTRY(cuModuleUnload),
+    CUEMU_ENTRY(cuModuleGetFunction), CUEMU_ENTRY(cuModuleGetGlobal), CUEMU_ENTRY(cuFuncGetAttribute),
+    CUEMU_ENTRY(cuFuncSetAttribute), CUEMU_ENTRY(cuFuncSetCacheConfig), CUEMU_ENTRY(cuMemAlloc),
+    CUEMU_ENTRY(cuMemFree), CUEMU_ENTRY(cuMemGetInfo), CUEMU_ENTRY(cuMemGetAddressRange),
+    CUEMU_ENTRY(cuMemAllocHost), CUEMU_ENTRY(cuMemHostAlloc), CUEMU_ENTRY(cuMemFreeHost),
+    CUEMU_ENTRY(cuMemcpyHtoD), CUEMU_ENTRY(cuMemcpyDtoH), CUEMU_ENTRY(cuMemcpyDtoD),
+    CUEMU_ENTRY(cuMemcpyHtoDAsync), CUEMU_ENTRY(cuMemcpyDtoHAsync), CUEMU_ENTRY(cuMemcpyDtoDAsync),
+    CUEMU_ENTRY(cuMemsetD8), CUEMU_ENTRY(cuMemsetD16), CUEMU_ENTRY(cuMemsetD32),
+    CUEMU_ENTRY(cuMemsetD8Async), CUEMU_ENTRY(cuMemsetD16Async), CUEMU_ENTRY(cuMemsetD32Async),
+    CUEMU_ENTRY(cuStreamCreate), CUEMU_ENTRY(cuStreamCreateWithPriority), CUEMU_ENTRY(cuStreamDestroy),
+    CUEMU_ENTRY(cuStreamSynchronize), CUEMU_ENTRY(cuStreamQuery), CUEMU_ENTRY(cuStreamWaitEvent),
+    CUEMU_ENTRY(cuEventCreate), CUEMU_ENTRY(cuEventDestroy), CUEMU_ENTRY(cuEventRecord),
+    CUEMU_ENTRY(cuEventSynchronize), CUEMU_ENTRY(cuEventQuery), CUEMU_ENTRY(cuEventElapsedTime),
+    CUEMU_ENTRY(cuLaunchKernel), CUEMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
+    CUEMU_ENTRY(cuGetProcAddress), CUEMU_ENTRY(cuemuGetLastLaunchCounters),
+    CUEMU_ENTRY(cuemuGetLastErrorMessage), CUEMU_ENTRY(cuemuSetThreadOrder),
+};
+#undef CUEMU_ENTRY
+}  // namespace
+
+CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                                  CUdriverProcAddressQueryResult* status) {
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  for (const Entry& e : kEntries) {
+    if (std::strcmp(e.name, symbol) == 0) {
+      *pfn = e.fn;
+      if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  }
+  *pfn = nullptr;
+  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUEMU_API CUresult cuemuGetLastLaunchCounters(CUemuCounters* counters) {
+  std::lock_guard lock(D().mu);
+  if (!counters) return CUDA_ERROR_INVALID_VALUE;
+  *counters = D().last_counters;
+  return CUDA_SUCCESS;
+}
+
+CUEMU_API const char* cuemuGetLastErrorMessage(void) {
+  std::lock_guard lock(D().mu);
+  return D().last_error.c_str();
+}
+
+CUEMU_API CUresult cuemuSetThreadOrder(CUemuThreadOrder order, unsigned long long seed) {
+  std::lock_guard lock(D().mu);
+  switch (order) {
+    case CUEMU_ORDER_FORWARD: D().order = ThreadOrder::kForward; break;
+    case CUEMU_ORDER_REVERSE: D().order = ThreadOrder::kReverse; break;
+    case CUEMU_ORDER_SHUFFLE: D().order = ThreadOrder::kShuffle; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  D().seed = seed;
+  return CUDA_SUCCESS;
+}

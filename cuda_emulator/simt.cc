@@ -1,0 +1,1256 @@
+// The SIMT executor. A warp runs the group of its lanes that are at the lowest program
+// counter (so lanes that diverged at a branch reconverge where their paths meet), until
+// every lane has exited or waits at a barrier; then the block's next warp runs. Every
+// memory access is checked against its allocation or state space.
+#include "cuda_emulator/simt.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "cuda_emulator/fp.h"
+
+namespace cuemu {
+
+// ---------------------------------------------------------------------------------------
+// Device memory
+
+uint64_t DeviceMemory::Allocate(uint64_t bytes) {
+  if (bytes == 0 || bytes > capacity_ - used_) return 0;
+  Allocation a;
+  a.base = next_;
+  a.size = bytes;
+  a.data.reset(new uint8_t[bytes]);
+  std::memset(a.data.get(), 0xff, bytes);  // uninitialized memory reads as NaN
+  // 256-byte aligned like cudaMalloc, at least 64 KiB of unmapped space after each.
+  next_ = (next_ + bytes + 0x10000 + 0xffff) & ~0xffffull;
+  used_ += bytes;
+  last_ = nullptr;
+  uint64_t base = a.base;
+  live_.emplace(base, std::move(a));
+  return base;
+}
+
+bool DeviceMemory::Free(uint64_t base) {
+  auto it = live_.find(base);
+  if (it == live_.end()) return false;
+  used_ -= it->second.size;
+  freed_[base] = it->second.size;
+  live_.erase(it);
+  last_ = nullptr;
+  return true;
+}
+
+DeviceMemory::Allocation* DeviceMemory::Find(uint64_t address, uint64_t bytes) {
+  if (last_ && address >= last_->base && address - last_->base + bytes <= last_->size) return last_;
+  auto it = live_.upper_bound(address);
+  if (it == live_.begin()) return nullptr;
+  --it;
+  Allocation& a = it->second;
+  if (address - a.base + bytes > a.size) return nullptr;
+  last_ = &a;
+  return &a;
+}
+
+const DeviceMemory::Allocation* DeviceMemory::Nearest(uint64_t address) const {
+  auto it = live_.upper_bound(address);
+  if (it == live_.begin()) return nullptr;
+  return &std::prev(it)->second;
+}
+
+bool DeviceMemory::WasFreed(uint64_t address) const {
+  auto it = freed_.upper_bound(address);
+  if (it == freed_.begin()) return false;
+  --it;
+  return address - it->first < it->second;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Values in slots: the bits of T, zero-extended.
+
+template <class T>
+inline T As(uint64_t v) {
+  if constexpr (std::is_same_v<T, float>) return std::bit_cast<float>(static_cast<uint32_t>(v));
+  else if constexpr (std::is_same_v<T, double>) return std::bit_cast<double>(v);
+  else return static_cast<T>(v);
+}
+template <class T>
+inline uint64_t Bits(T v) {
+  if constexpr (std::is_same_v<T, float>) return std::bit_cast<uint32_t>(v);
+  else if constexpr (std::is_same_v<T, double>) return std::bit_cast<uint64_t>(v);
+  else return static_cast<std::make_unsigned_t<T>>(v);
+}
+
+template <class F>
+inline void ForLanes(uint32_t mask, F f) {
+  for (uint32_t m = mask; m; m &= m - 1) f(std::countr_zero(m));
+}
+
+// Calls f with a value of the C++ type of an integer PTX type.
+template <class F>
+bool WithIntType(Type t, F f) {
+  switch (t) {
+    case Type::kS8: f(int8_t{}); return true;
+    case Type::kS16: f(int16_t{}); return true;
+    case Type::kS32: f(int32_t{}); return true;
+    case Type::kS64: f(int64_t{}); return true;
+    case Type::kU8: case Type::kB8: f(uint8_t{}); return true;
+    case Type::kU16: case Type::kB16: f(uint16_t{}); return true;
+    case Type::kU32: case Type::kB32: f(uint32_t{}); return true;
+    case Type::kU64: case Type::kB64: f(uint64_t{}); return true;
+    case Type::kPred: f(bool{}); return true;
+    default: return false;
+  }
+}
+template <class F>
+bool WithFloatType(Type t, F f) {
+  switch (t) {
+    case Type::kF32: f(float{}); return true;
+    case Type::kF64: f(double{}); return true;
+    default: return false;
+  }
+}
+
+template <class T> using Wider = std::conditional_t<
+    sizeof(T) == 1, std::conditional_t<std::is_signed_v<T>, int16_t, uint16_t>,
+    std::conditional_t<sizeof(T) == 2, std::conditional_t<std::is_signed_v<T>, int32_t, uint32_t>,
+    std::conditional_t<sizeof(T) == 4, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>,
+                       std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>>>>;
+
+bool IsHalfType(Type t) {
+  return t == Type::kF16 || t == Type::kF16x2 || t == Type::kBF16 || t == Type::kBF16x2;
+}
+
+// ---------------------------------------------------------------------------------------
+
+class Executor {
+ public:
+  Executor(const Launch& launch, DeviceMemory* memory, Stats* stats, std::string* message)
+      : l_(launch), k_(*launch.kernel), mem_(memory), stats_(stats), message_(message) {}
+
+  Fault Run();
+
+ private:
+  struct Warp {
+    int index = 0;
+    uint32_t all = 0, exited = 0, waiting = 0;
+    uint32_t pc[32] = {};
+    uint64_t* regs = nullptr;
+  };
+
+  uint64_t* R(Warp& w, int slot) { return w.regs + static_cast<size_t>(slot) * 32; }
+  bool RunBlock(unsigned bx, unsigned by, unsigned bz);
+  bool RunWarp(Warp& w);
+  bool Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group);
+  bool Fail(Fault fault, const Instr& in, const std::string& what);
+  std::string ThreadName(const Warp& w, int lane) const;
+
+  uint8_t* Access(Warp& w, int lane, const Instr& in, uint64_t address, unsigned bytes,
+                  bool write, Space* resolved);
+  bool LoadStore(Warp& w, const Instr& in, uint32_t exec);
+  bool Atomic(Warp& w, const Instr& in, uint32_t exec);
+  bool SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t group, uint32_t* members);
+  void CountGlobal(bool store, const uint64_t* addresses, uint32_t mask, unsigned bytes);
+  void CountShared(const uint64_t* addresses, uint32_t mask, unsigned bytes);
+
+  bool Arith(Warp& w, const Instr& in, uint32_t exec);
+  bool HalfArith(Warp& w, const Instr& in, uint32_t exec);
+  bool Convert(Warp& w, const Instr& in, uint32_t exec);
+
+  const Launch& l_;
+  const Kernel& k_;
+  DeviceMemory* mem_;
+  Stats* stats_;
+  std::string* message_;
+  Fault fault_ = Fault::kNone;
+
+  unsigned threads_per_block_ = 0;
+  unsigned block_[3] = {0, 0, 0};  // the running block's index
+  std::vector<Warp> warps_;
+  std::vector<uint64_t> regs_;
+  std::vector<uint8_t> shared_;
+  std::vector<uint8_t> local_;
+  std::vector<int> warp_order_;
+  int lane_order_[32];
+  std::mt19937_64 rng_;
+};
+
+std::string Hex(uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+std::string Executor::ThreadName(const Warp& w, int lane) const {
+  unsigned t = w.index * 32 + lane;
+  const unsigned* b = l_.block;
+  std::ostringstream s;
+  s << "thread (" << t % b[0] << "," << (t / b[0]) % b[1] << "," << t / (b[0] * b[1]) << ") of block ("
+    << block_[0] << "," << block_[1] << "," << block_[2] << ")";
+  return s.str();
+}
+
+bool Executor::Fail(Fault fault, const Instr& in, const std::string& what) {
+  if (fault_ == Fault::kNone) {
+    fault_ = fault;
+    *message_ = "kernel '" + l_.kernel_name + "', PTX line " + std::to_string(in.line) + ": " + what;
+  }
+  return false;
+}
+
+Fault Executor::Run() {
+  const unsigned* b = l_.block;
+  threads_per_block_ = b[0] * b[1] * b[2];
+  int nwarps = static_cast<int>((threads_per_block_ + 31) / 32);
+  warps_.resize(nwarps);
+  regs_.assign(static_cast<size_t>(nwarps) * k_.num_slots * 32, 0);
+  shared_.resize(k_.dynamic_shared_offset + l_.dynamic_shared);
+  if (l_.dynamic_shared == 0) shared_.resize(k_.static_shared_bytes);
+  local_.resize(static_cast<size_t>(k_.local_bytes) * nwarps * 32);
+  rng_.seed(l_.seed);
+  for (int i = 0; i < 32; ++i) lane_order_[i] = l_.order == ThreadOrder::kReverse ? 31 - i : i;
+  if (l_.order == ThreadOrder::kShuffle) std::shuffle(lane_order_, lane_order_ + 32, rng_);
+  warp_order_.resize(nwarps);
+  for (int i = 0; i < nwarps; ++i) {
+    Warp& w = warps_[i];
+    w.index = i;
+    w.regs = regs_.data() + static_cast<size_t>(i) * k_.num_slots * 32;
+    unsigned first = i * 32;
+    unsigned count = std::min(32u, threads_per_block_ - first);
+    w.all = count == 32 ? ~0u : (1u << count) - 1;
+    for (size_t c = 0; c < k_.constants.size(); ++c) {
+      uint64_t* r = R(w, k_.constants[c].slot);
+      std::fill(r, r + 32, l_.constant_values[c]);
+    }
+    uint64_t* s = R(w, k_.special_base);
+    for (int lane = 0; lane < 32; ++lane) {
+      unsigned t = first + lane;
+      s[kTidX * 32 + lane] = t % b[0];
+      s[kTidY * 32 + lane] = (t / b[0]) % b[1];
+      s[kTidZ * 32 + lane] = t / (b[0] * b[1]);
+      s[kNtidX * 32 + lane] = b[0];
+      s[kNtidY * 32 + lane] = b[1];
+      s[kNtidZ * 32 + lane] = b[2];
+      s[kNctaidX * 32 + lane] = l_.grid[0];
+      s[kNctaidY * 32 + lane] = l_.grid[1];
+      s[kNctaidZ * 32 + lane] = l_.grid[2];
+      s[kLaneid * 32 + lane] = lane;
+      s[kWarpid * 32 + lane] = i;
+      s[kNwarpid * 32 + lane] = 64;
+      s[kNsmid * 32 + lane] = 132;
+      s[kGridid * 32 + lane] = 1;
+      s[kLanemaskEq * 32 + lane] = 1u << lane;
+      s[kLanemaskLe * 32 + lane] = lane == 31 ? ~0u : (2u << lane) - 1;
+      s[kLanemaskLt * 32 + lane] = (1u << lane) - 1;
+      s[kLanemaskGe * 32 + lane] = ~((1u << lane) - 1) & 0xffffffffu;
+      s[kLanemaskGt * 32 + lane] = lane == 31 ? 0 : ~((2u << lane) - 1) & 0xffffffffu;
+      s[kDynamicSmemSize * 32 + lane] = l_.dynamic_shared;
+      s[kTotalSmemSize * 32 + lane] = shared_.size();
+    }
+  }
+  for (unsigned z = 0; z < l_.grid[2]; ++z)
+    for (unsigned y = 0; y < l_.grid[1]; ++y)
+      for (unsigned x = 0; x < l_.grid[0]; ++x)
+        if (!RunBlock(x, y, z)) return fault_;
+  return Fault::kNone;
+}
+
+bool Executor::RunBlock(unsigned bx, unsigned by, unsigned bz) {
+  block_[0] = bx, block_[1] = by, block_[2] = bz;
+  ++stats_->blocks;
+  stats_->threads += threads_per_block_;
+  std::memset(shared_.data(), 0xff, shared_.size());  // a read before a write shows as NaN
+  std::memset(local_.data(), 0xff, local_.size());
+  uint64_t linear = bx + static_cast<uint64_t>(l_.grid[0]) * (by + static_cast<uint64_t>(l_.grid[1]) * bz);
+  for (Warp& w : warps_) {
+    w.exited = ~w.all;
+    w.waiting = 0;
+    std::fill(std::begin(w.pc), std::end(w.pc), 0);
+    uint64_t* s = R(w, k_.special_base);
+    std::fill(s + kCtaidX * 32, s + kCtaidX * 32 + 32, bx);
+    std::fill(s + kCtaidY * 32, s + kCtaidY * 32 + 32, by);
+    std::fill(s + kCtaidZ * 32, s + kCtaidZ * 32 + 32, bz);
+    std::fill(s + kSmid * 32, s + kSmid * 32 + 32, linear % 132);
+  }
+  for (size_t i = 0; i < warps_.size(); ++i) warp_order_[i] = static_cast<int>(i);
+  for (;;) {
+    if (l_.order == ThreadOrder::kReverse) std::reverse(warp_order_.begin(), warp_order_.end());
+    if (l_.order == ThreadOrder::kShuffle) std::shuffle(warp_order_.begin(), warp_order_.end(), rng_);
+    for (int i : warp_order_)
+      if (!RunWarp(warps_[i])) return false;
+    bool done = true;
+    for (Warp& w : warps_) {
+      if (w.exited != ~0u) done = false;
+      w.waiting = 0;  // every lane that has not exited waits at the barrier: release
+    }
+    if (done) return true;
+    if (l_.order == ThreadOrder::kReverse) std::reverse(warp_order_.begin(), warp_order_.end());
+  }
+}
+
+bool Executor::RunWarp(Warp& w) {
+  const Instr* code = k_.code.data();
+  for (;;) {
+    uint32_t runnable = ~w.exited & ~w.waiting;
+    if (!runnable) return true;
+    uint32_t pc = UINT32_MAX;
+    ForLanes(runnable, [&](int l) { pc = std::min(pc, w.pc[l]); });
+    uint32_t group = 0;
+    ForLanes(runnable, [&](int l) { group |= (w.pc[l] == pc) << l; });
+    const bool diverged = group != runnable;
+    for (;;) {
+      const Instr& in = code[pc];
+      uint32_t exec = group;
+      if (in.guard >= 0) {
+        const uint64_t* p = R(w, in.guard);
+        exec = 0;
+        ForLanes(group, [&](int l) { exec |= static_cast<uint32_t>((p[l] & 1) != in.guard_negated) << l; });
+      }
+      ++stats_->warp_instructions;
+      stats_->thread_instructions += std::popcount(exec);
+      if (in.op == Op::kBra) {
+        if (exec == group) {
+          pc = in.target;
+        } else if (exec == 0) {
+          ++pc;
+        } else {
+          ForLanes(group, [&](int l) { w.pc[l] = (exec >> l & 1) ? in.target : pc + 1; });
+          break;
+        }
+      } else if (in.op == Op::kRet || in.op == Op::kExit) {
+        w.exited |= exec;
+        group &= ~exec;
+        if (!group) break;
+        ++pc;
+      } else if (in.op == Op::kBar) {
+        if (exec != group) return Fail(Fault::kLaunchFailed, in, "bar.sync under a predicate that differs between lanes");
+        if (in.nsrc > 0 && R(w, in.src[0])[std::countr_zero(exec)] != 0)
+          return Fail(Fault::kLaunchFailed, in, "only barrier 0 is supported");
+        if (in.nsrc > 1 && R(w, in.src[1])[std::countr_zero(exec)] != threads_per_block_)
+          return Fail(Fault::kLaunchFailed, in, "bar.sync with a thread count other than the block's");
+        w.waiting |= group;
+        ForLanes(group, [&](int l) { w.pc[l] = pc + 1; });
+        break;
+      } else {
+        if (!Step(w, in, exec, group)) return false;
+        ++pc;
+      }
+      if (diverged) {
+        ForLanes(group, [&](int l) { w.pc[l] = pc; });
+        break;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory
+
+uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, unsigned bytes,
+                          bool write, Space* resolved) {
+  Space space = in.space;
+  uint64_t offset = address;
+  if (space == Space::kGeneric) {
+    if (address - kSharedWindow < kWindowSize) {
+      space = Space::kShared;
+      offset = address - kSharedWindow;
+    } else if (address - kLocalWindow < kWindowSize) {
+      space = Space::kLocal;
+      offset = address - kLocalWindow;
+    } else {
+      space = Space::kGlobal;
+    }
+  }
+  *resolved = space;
+  const char* kind = write ? "write" : "read";
+  auto out_of_bounds = [&](const char* space_name, uint64_t size) {
+    std::ostringstream s;
+    s << "out-of-bounds " << space_name << " " << kind << " of " << bytes << " bytes at address "
+      << Hex(address) << " by " << ThreadName(w, lane);
+    if (size != UINT64_MAX) s << " (the " << space_name << " memory is " << size << " bytes)";
+    Fail(Fault::kIllegalAddress, in, s.str());
+    return nullptr;
+  };
+  if (offset % bytes != 0) {
+    Fail(Fault::kMisalignedAddress, in,
+         "misaligned " + std::string(kind) + " of " + std::to_string(bytes) + " bytes at address " +
+             Hex(address) + " by " + ThreadName(w, lane));
+    return nullptr;
+  }
+  switch (space) {
+    case Space::kShared:
+      if (offset + bytes > shared_.size()) return out_of_bounds("shared", shared_.size());
+      return shared_.data() + offset;
+    case Space::kLocal: {
+      if (offset + bytes > static_cast<uint64_t>(k_.local_bytes)) return out_of_bounds("local", k_.local_bytes);
+      size_t thread = static_cast<size_t>(w.index) * 32 + lane;
+      return local_.data() + thread * k_.local_bytes + offset;
+    }
+    case Space::kParam:
+      if (write) {
+        Fail(Fault::kIllegalAddress, in, "a store to kernel parameter space");
+        return nullptr;
+      }
+      if (offset + bytes > l_.params.size()) return out_of_bounds("param", l_.params.size());
+      return const_cast<uint8_t*>(l_.params.data()) + offset;
+    default: {
+      DeviceMemory::Allocation* a = mem_->Find(address, bytes);
+      if (a) return a->data.get() + (address - a->base);
+      std::ostringstream s;
+      s << "out-of-bounds global " << kind << " of " << bytes << " bytes at address " << Hex(address)
+        << " by " << ThreadName(w, lane);
+      if (mem_->WasFreed(address)) {
+        s << ": the memory was freed";
+      } else if (const DeviceMemory::Allocation* n = mem_->Nearest(address)) {
+        s << "; the nearest allocation below is " << Hex(n->base) << " of " << n->size << " bytes, "
+          << address - (n->base + n->size) << " bytes before the address";
+      } else {
+        s << "; no allocation lies below it";
+      }
+      Fail(Fault::kIllegalAddress, in, s.str());
+      return nullptr;
+    }
+  }
+}
+
+void Executor::CountGlobal(bool store, const uint64_t* addresses, uint32_t mask, unsigned bytes) {
+  uint64_t sectors[32];
+  int n = 0;
+  ForLanes(mask, [&](int l) { sectors[n++] = addresses[l] >> 5; });
+  bool sorted = std::is_sorted(sectors, sectors + n);
+  if (!sorted) std::sort(sectors, sectors + n);
+  uint64_t distinct = std::unique(sectors, sectors + n) - sectors;
+  uint64_t requested = static_cast<uint64_t>(n) * bytes;
+  // An access of 16 bytes or less at its natural alignment lies in one sector.
+  if (store) {
+    ++stats_->global_store_requests;
+    stats_->global_store_bytes += requested;
+    stats_->global_store_sectors += distinct;
+  } else {
+    ++stats_->global_load_requests;
+    stats_->global_load_bytes += requested;
+    stats_->global_load_sectors += distinct;
+  }
+}
+
+void Executor::CountShared(const uint64_t* addresses, uint32_t mask, unsigned bytes) {
+  ++stats_->shared_requests;
+  // 32 banks of 4 bytes, one wavefront serves 128 bytes: 8-byte accesses go in two phases
+  // of 16 lanes, 16-byte accesses in four of 8; within a phase, the wavefronts are the most
+  // distinct words any one bank is asked for.
+  unsigned lanes_per_phase = bytes <= 4 ? 32 : 128 / bytes;
+  unsigned words = std::max(1u, bytes / 4);
+  for (unsigned first = 0; first < 32; first += lanes_per_phase) {
+    uint64_t word[128];
+    int n = 0;
+    for (unsigned l = first; l < first + lanes_per_phase; ++l) {
+      if (!(mask >> l & 1)) continue;
+      for (unsigned i = 0; i < words; ++i) word[n++] = (addresses[l] >> 2) + i;
+    }
+    if (n == 0) continue;
+    std::sort(word, word + n);
+    n = static_cast<int>(std::unique(word, word + n) - word);
+    int per_bank[32] = {};
+    int wavefronts = 0;
+    for (int i = 0; i < n; ++i) wavefronts = std::max(wavefronts, ++per_bank[word[i] & 31]);
+    stats_->shared_bank_conflicts += wavefronts - 1;
+  }
+}
+
+bool Executor::LoadStore(Warp& w, const Instr& in, uint32_t exec) {
+  const bool store = in.op == Op::kSt;
+  const unsigned size = Bytes(in.type);
+  const unsigned bytes = size * in.vec;
+  const uint64_t* base = R(w, in.src[0]);
+  uint64_t addresses[32];
+  uint32_t global = 0, shared = 0;
+  for (int i = 0; i < 32; ++i) {
+    int l = lane_order_[i];
+    if (!(exec >> l & 1)) continue;
+    uint64_t address = base[l] + in.offset;
+    Space space;
+    uint8_t* p = Access(w, l, in, address, bytes, store, &space);
+    if (!p) return false;
+    addresses[l] = space == Space::kShared ? (in.space == Space::kGeneric ? address - kSharedWindow : address) : address;
+    if (space == Space::kGlobal || space == Space::kConst) global |= 1u << l;
+    if (space == Space::kShared) shared |= 1u << l;
+    for (int e = 0; e < in.vec; ++e) {
+      uint8_t* q = p + e * size;
+      if (store) {
+        uint64_t v = R(w, in.src[1 + e])[l];
+        std::memcpy(q, &v, size);  // little-endian: the low bytes
+      } else {
+        uint64_t v = 0;
+        std::memcpy(&v, q, size);
+        if (IsSigned(in.type) && size < 8) {  // sign-extend a narrow signed load
+          int shift = 64 - 8 * size;
+          v = static_cast<uint64_t>(static_cast<int64_t>(v << shift) >> shift);
+        }
+        R(w, in.dst[e])[l] = v;
+      }
+    }
+  }
+  if (global) CountGlobal(store, addresses, global, bytes);
+  if (shared) CountShared(addresses, shared, bytes);
+  return true;
+}
+
+template <class T>
+T AtomicOp(AtomOp op, T old, T b, T c) {
+  switch (op) {
+    case AtomOp::kAdd: return old + b;
+    case AtomOp::kMin:
+      if constexpr (std::is_floating_point_v<T>) return FMin(old, b, false);
+      else return std::min(old, b);
+    case AtomOp::kMax:
+      if constexpr (std::is_floating_point_v<T>) return FMax(old, b, false);
+      else return std::max(old, b);
+    case AtomOp::kExch: return b;
+    case AtomOp::kCas: return old == b ? c : old;
+    default: break;
+  }
+  if constexpr (std::is_integral_v<T>) {
+    switch (op) {
+      case AtomOp::kAnd: return old & b;
+      case AtomOp::kOr: return old | b;
+      case AtomOp::kXor: return old ^ b;
+      case AtomOp::kInc: return old >= b ? 0 : old + 1;
+      case AtomOp::kDec: return (old == 0 || old > b) ? b : old - 1;
+      default: break;
+    }
+  }
+  return old;
+}
+
+bool Executor::Atomic(Warp& w, const Instr& in, uint32_t exec) {
+  const unsigned size = Bytes(in.type);
+  const uint64_t* base = R(w, in.src[0]);
+  const AtomOp op = static_cast<AtomOp>(in.mode);
+  uint64_t addresses[32];
+  uint32_t global = 0, shared = 0;
+  bool ok = true;
+  for (int i = 0; i < 32 && ok; ++i) {
+    int l = lane_order_[i];
+    if (!(exec >> l & 1)) continue;
+    uint64_t address = base[l] + in.offset;
+    Space space;
+    uint8_t* p = Access(w, l, in, address, size, true, &space);
+    if (!p) return false;
+    addresses[l] = space == Space::kShared ? (in.space == Space::kGeneric ? address - kSharedWindow : address) : address;
+    if (space == Space::kGlobal) global |= 1u << l;
+    if (space == Space::kShared) shared |= 1u << l;
+    uint64_t b = R(w, in.src[1])[l], c = in.nsrc > 2 ? R(w, in.src[2])[l] : 0;
+    auto apply = [&](auto tag) {
+      using T = decltype(tag);
+      T old;
+      std::memcpy(&old, p, sizeof(T));
+      T next = AtomicOp<T>(op, old, As<T>(b), As<T>(c));
+      std::memcpy(p, &next, sizeof(T));
+      if (in.op == Op::kAtom) R(w, in.dst[0])[l] = Bits<T>(old);
+    };
+    if (in.type == Type::kF32) apply(float{});
+    else if (in.type == Type::kF64) apply(double{});
+    else if (IsFloat(in.type) || !WithIntType(in.type, [&](auto tag) {
+               if constexpr (std::is_same_v<decltype(tag), bool>) ok = false;
+               else apply(tag);
+             }))
+      ok = false;
+  }
+  if (!ok) return Fail(Fault::kLaunchFailed, in, std::string("atomics on .") + TypeName(in.type) + " are not supported");
+  if (global) CountGlobal(true, addresses, global, size);
+  if (shared) CountShared(addresses, shared, size);
+  return true;
+}
+
+// The member mask of a warp-synchronous instruction: the executing lanes must be members,
+// and every member that has not exited must be executing it (converged here).
+bool Executor::SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t group, uint32_t* members) {
+  int src = in.op == Op::kShfl ? 3 : in.op == Op::kVote ? 1 : in.op == Op::kRedux ? 1 : 0;
+  uint32_t mask = 0;
+  bool first = true;
+  bool uniform = true;
+  ForLanes(exec, [&](int l) {
+    uint32_t m = static_cast<uint32_t>(R(w, in.src[src])[l]);
+    if (first) mask = m, first = false;
+    else uniform &= m == mask;
+  });
+  if (!uniform) return Fail(Fault::kLaunchFailed, in, "lanes of one warp give different member masks");
+  if (exec & ~mask)
+    return Fail(Fault::kLaunchFailed, in, "lanes " + Hex(exec & ~mask) + " execute it but are not in the member mask " + Hex(mask));
+  uint32_t missing = mask & ~w.exited & ~exec;
+  if (missing)
+    return Fail(Fault::kLaunchFailed, in,
+                "lanes " + Hex(missing) + " of the member mask " + Hex(mask) +
+                    " have not exited and are not converged at this instruction (warp " +
+                    std::to_string(w.index) + " of block (" + std::to_string(block_[0]) + "," +
+                    std::to_string(block_[1]) + "," + std::to_string(block_[2]) + "))");
+  (void)group;
+  *members = mask;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Arithmetic
+
+template <class T>
+bool Compare(Cmp c, T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    bool unordered = std::isnan(a) || std::isnan(b);
+    switch (c) {
+      case Cmp::kEq: return a == b;
+      case Cmp::kNe: return !unordered && a != b;
+      case Cmp::kLt: return a < b;
+      case Cmp::kLe: return a <= b;
+      case Cmp::kGt: return a > b;
+      case Cmp::kGe: return a >= b;
+      case Cmp::kEqu: return unordered || a == b;
+      case Cmp::kNeu: return a != b;
+      case Cmp::kLtu: return unordered || a < b;
+      case Cmp::kLeu: return unordered || a <= b;
+      case Cmp::kGtu: return unordered || a > b;
+      case Cmp::kGeu: return unordered || a >= b;
+      case Cmp::kNum: return !unordered;
+      case Cmp::kNan: return unordered;
+      default: return false;
+    }
+  } else {
+    using U = std::make_unsigned_t<T>;
+    switch (c) {
+      case Cmp::kEq: return a == b;
+      case Cmp::kNe: return a != b;
+      case Cmp::kLt: return a < b;
+      case Cmp::kLe: return a <= b;
+      case Cmp::kGt: return a > b;
+      case Cmp::kGe: return a >= b;
+      case Cmp::kLo: return static_cast<U>(a) < static_cast<U>(b);
+      case Cmp::kLs: return static_cast<U>(a) <= static_cast<U>(b);
+      case Cmp::kHi: return static_cast<U>(a) > static_cast<U>(b);
+      case Cmp::kHs: return static_cast<U>(a) >= static_cast<U>(b);
+      default: return false;
+    }
+  }
+}
+
+template <class T>
+T Saturate01(T x) {
+  if (std::isnan(x)) return 0;
+  return std::min<T>(std::max<T>(x, 0), 1);
+}
+
+// The bounds the PTX ISA states for its .approx instructions (f32).
+const double kRsqrtError = std::exp2(-22.9);   // relative
+const double kLg2Error = std::exp2(-22.6);     // absolute, for inputs in [0.5, 2]
+const double kSinCosError = std::exp2(-20.5);  // absolute, for inputs in [-pi, pi]
+const double kTanhError = std::exp2(-10.987);  // relative
+
+// The float operations whose result the ISA defines exactly (.rn) or within a bound (.approx).
+template <class T>
+T FloatUnary(Op op, T a, bool approx, bool* ok) {
+  switch (op) {
+    case Op::kAbs: return std::fabs(a);
+    case Op::kNeg: return -a;
+    case Op::kSqrt:
+      if (!approx || std::is_same_v<T, double>) return std::sqrt(a);
+      return WithRelativeError(std::sqrt(static_cast<double>(a)), a, 0x1.0p-23);  // 1 ulp
+    case Op::kRcp:
+      if (!approx || std::is_same_v<T, double>) return T(1) / a;
+      return WithRelativeError(1.0 / static_cast<double>(a), a, 0x1.0p-23);  // 1 ulp
+    case Op::kRsqrt:
+      if constexpr (std::is_same_v<T, double>) return 1.0 / std::sqrt(a);  // rsqrt.approx.f64: ~2^-40
+      else return WithRelativeError(1.0 / std::sqrt(static_cast<double>(a)), a, kRsqrtError);
+    case Op::kEx2:
+      if constexpr (std::is_same_v<T, float>) return WithRelativeError(std::exp2(static_cast<double>(a)), a, 0x1.0p-22);
+      break;
+    case Op::kLg2:
+      if constexpr (std::is_same_v<T, float>) {
+        double exact = std::log2(static_cast<double>(a));
+        if (a >= 0.5f && a <= 2.0f) return WithAbsoluteError(exact, a, kLg2Error);
+        return WithRelativeError(exact, a, 0x1.0p-22);
+      }
+      break;
+    case Op::kSin:
+      if constexpr (std::is_same_v<T, float>) return WithAbsoluteError(std::sin(static_cast<double>(a)), a, kSinCosError);
+      break;
+    case Op::kCos:
+      if constexpr (std::is_same_v<T, float>) return WithAbsoluteError(std::cos(static_cast<double>(a)), a, kSinCosError);
+      break;
+    case Op::kTanh:
+      if constexpr (std::is_same_v<T, float>) return WithRelativeError(std::tanh(static_cast<double>(a)), a, kTanhError);
+      break;
+    default: break;
+  }
+  *ok = false;
+  return a;
+}
+
+bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
+  uint64_t* d = in.ndst ? R(w, in.dst[0]) : nullptr;
+  const uint64_t* a = in.nsrc > 0 ? R(w, in.src[0]) : nullptr;
+  const uint64_t* b = in.nsrc > 1 ? R(w, in.src[1]) : nullptr;
+  const uint64_t* c = in.nsrc > 2 ? R(w, in.src[2]) : nullptr;
+  const bool ftz = in.flags & kFtz, sat = in.flags & kSat, approx = in.flags & kApprox;
+  const Round round = static_cast<Round>(in.mode);
+  bool ok = true;
+
+  if (IsHalfType(in.type)) return HalfArith(w, in, exec);
+
+  if (IsFloat(in.type)) {
+    if (round != Round::kDefault && round != Round::kRn)
+      return Fail(Fault::kLaunchFailed, in, "rounding modes other than .rn are not supported for this instruction");
+    WithFloatType(in.type, [&](auto tag) {
+      using T = decltype(tag);
+      auto in_ = [&](uint64_t v) { T x = As<T>(v); return ftz ? Ftz(x) : x; };
+      auto out = [&](T r) {
+        if (ftz) r = Ftz(r);
+        if (sat) r = Saturate01(r);
+        return Bits<T>(r);
+      };
+      switch (in.op) {
+        case Op::kAdd: ForLanes(exec, [&](int l) { d[l] = out(in_(a[l]) + in_(b[l])); }); break;
+        case Op::kSub: ForLanes(exec, [&](int l) { d[l] = out(in_(a[l]) - in_(b[l])); }); break;
+        case Op::kMul: ForLanes(exec, [&](int l) { d[l] = out(in_(a[l]) * in_(b[l])); }); break;
+        case Op::kMad:
+        case Op::kFma: ForLanes(exec, [&](int l) { d[l] = out(std::fma(in_(a[l]), in_(b[l]), in_(c[l]))); }); break;
+        case Op::kDiv:
+          ForLanes(exec, [&](int l) {
+            T x = in_(a[l]), y = in_(b[l]);
+            if (approx && std::is_same_v<T, float>)  // div.approx / div.full: 2 ulp
+              d[l] = out(WithRelativeError(static_cast<double>(x) / y, x, 0x1.0p-22));
+            else
+              d[l] = out(x / y);
+          });
+          break;
+        case Op::kMin: ForLanes(exec, [&](int l) { d[l] = out(FMin(in_(a[l]), in_(b[l]), in.flags & kNaN)); }); break;
+        case Op::kMax: ForLanes(exec, [&](int l) { d[l] = out(FMax(in_(a[l]), in_(b[l]), in.flags & kNaN)); }); break;
+        case Op::kCopysign:
+          ForLanes(exec, [&](int l) { d[l] = Bits<T>(std::copysign(As<T>(b[l]), As<T>(a[l]))); });
+          break;
+        case Op::kTestp:
+          ForLanes(exec, [&](int l) {
+            T x = As<T>(a[l]);
+            bool r = false;
+            switch (static_cast<TestpMode>(in.mode)) {
+              case TestpMode::kFinite: r = std::isfinite(x); break;
+              case TestpMode::kInfinite: r = std::isinf(x); break;
+              case TestpMode::kNumber: r = !std::isnan(x); break;
+              case TestpMode::kNotANumber: r = std::isnan(x); break;
+              case TestpMode::kNormal: r = std::isnormal(x); break;
+              case TestpMode::kSubnormal: r = std::fpclassify(x) == FP_SUBNORMAL; break;
+            }
+            d[l] = r;
+          });
+          break;
+        default:
+          ForLanes(exec, [&](int l) { d[l] = out(FloatUnary<T>(in.op, in_(a[l]), approx, &ok)); });
+      }
+    });
+    if (!ok) return Fail(Fault::kLaunchFailed, in, "unsupported float instruction");
+    return true;
+  }
+
+  bool handled = WithIntType(in.type, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      switch (in.op) {
+        case Op::kAnd: ForLanes(exec, [&](int l) { d[l] = (a[l] & b[l]) & 1; }); break;
+        case Op::kOr: ForLanes(exec, [&](int l) { d[l] = (a[l] | b[l]) & 1; }); break;
+        case Op::kXor: ForLanes(exec, [&](int l) { d[l] = (a[l] ^ b[l]) & 1; }); break;
+        case Op::kNot: ForLanes(exec, [&](int l) { d[l] = ~a[l] & 1; }); break;
+        default: ok = false;
+      }
+    } else {
+      using U = std::make_unsigned_t<T>;
+      using W = Wider<T>;
+      constexpr int kBits = 8 * sizeof(T);
+      switch (in.op) {
+        case Op::kAdd:
+          ForLanes(exec, [&](int l) {
+            if (sat) {
+              W r = static_cast<W>(As<T>(a[l])) + As<T>(b[l]);
+              d[l] = Bits<T>(static_cast<T>(std::clamp<W>(r, std::numeric_limits<T>::min(), std::numeric_limits<T>::max())));
+            } else {
+              d[l] = Bits<T>(static_cast<T>(static_cast<U>(a[l]) + static_cast<U>(b[l])));
+            }
+          });
+          break;
+        case Op::kSub:
+          ForLanes(exec, [&](int l) {
+            if (sat) {
+              W r = static_cast<W>(As<T>(a[l])) - As<T>(b[l]);
+              d[l] = Bits<T>(static_cast<T>(std::clamp<W>(r, std::numeric_limits<T>::min(), std::numeric_limits<T>::max())));
+            } else {
+              d[l] = Bits<T>(static_cast<T>(static_cast<U>(a[l]) - static_cast<U>(b[l])));
+            }
+          });
+          break;
+        case Op::kMul:
+        case Op::kMad:
+          ForLanes(exec, [&](int l) {
+            W p = static_cast<W>(As<T>(a[l])) * static_cast<W>(As<T>(b[l]));
+            uint64_t r;
+            if (in.flags & kWide) {
+              r = static_cast<uint64_t>(p);
+              if (in.op == Op::kMad) r += c[l];
+              if constexpr (sizeof(T) < 4) r = static_cast<std::make_unsigned_t<W>>(static_cast<W>(r));
+            } else if (in.flags & kHi) {
+              r = Bits<T>(static_cast<T>(p >> kBits));
+              if (in.op == Op::kMad) r = Bits<T>(static_cast<T>(static_cast<U>(r) + static_cast<U>(c[l])));
+            } else {
+              r = Bits<T>(static_cast<T>(static_cast<U>(a[l]) * static_cast<U>(b[l])));
+              if (in.op == Op::kMad) r = Bits<T>(static_cast<T>(static_cast<U>(r) + static_cast<U>(c[l])));
+            }
+            d[l] = r;
+          });
+          break;
+        case Op::kDiv:
+        case Op::kRem:
+          ForLanes(exec, [&](int l) {
+            T x = As<T>(a[l]), y = As<T>(b[l]);
+            T r;
+            if (y == 0) r = in.op == Op::kDiv ? static_cast<T>(~U{0}) : x;  // what GPUs give
+            else if (std::is_signed_v<T> && y == T(-1)) r = in.op == Op::kDiv ? static_cast<T>(U{0} - static_cast<U>(x)) : 0;
+            else r = in.op == Op::kDiv ? x / y : x % y;
+            d[l] = Bits<T>(r);
+          });
+          break;
+        case Op::kMin: ForLanes(exec, [&](int l) { d[l] = Bits<T>(std::min(As<T>(a[l]), As<T>(b[l]))); }); break;
+        case Op::kMax: ForLanes(exec, [&](int l) { d[l] = Bits<T>(std::max(As<T>(a[l]), As<T>(b[l]))); }); break;
+        case Op::kAbs: ForLanes(exec, [&](int l) { T x = As<T>(a[l]); d[l] = Bits<T>(x < 0 ? static_cast<T>(U{0} - static_cast<U>(x)) : x); }); break;
+        case Op::kNeg: ForLanes(exec, [&](int l) { d[l] = Bits<T>(static_cast<T>(U{0} - static_cast<U>(a[l]))); }); break;
+        case Op::kAnd: ForLanes(exec, [&](int l) { d[l] = Bits<T>(static_cast<T>(a[l] & b[l])); }); break;
+        case Op::kOr: ForLanes(exec, [&](int l) { d[l] = Bits<T>(static_cast<T>(a[l] | b[l])); }); break;
+        case Op::kXor: ForLanes(exec, [&](int l) { d[l] = Bits<T>(static_cast<T>(a[l] ^ b[l])); }); break;
+        case Op::kNot: ForLanes(exec, [&](int l) { d[l] = Bits<T>(static_cast<T>(~a[l])); }); break;
+        case Op::kCnot: ForLanes(exec, [&](int l) { d[l] = As<T>(a[l]) == 0 ? 1 : 0; }); break;
+        case Op::kShl:
+          ForLanes(exec, [&](int l) {
+            uint32_t s = static_cast<uint32_t>(b[l]);
+            d[l] = s >= kBits ? 0 : Bits<T>(static_cast<T>(static_cast<U>(a[l]) << s));
+          });
+          break;
+        case Op::kShr:
+          ForLanes(exec, [&](int l) {
+            uint32_t s = std::min<uint32_t>(static_cast<uint32_t>(b[l]), kBits);
+            T x = As<T>(a[l]);
+            if constexpr (std::is_signed_v<T>) d[l] = Bits<T>(static_cast<T>(s >= kBits ? (x < 0 ? -1 : 0) : x >> s));
+            else d[l] = s >= kBits ? 0 : Bits<T>(static_cast<T>(x >> s));
+          });
+          break;
+        case Op::kPopc: ForLanes(exec, [&](int l) { d[l] = std::popcount(static_cast<U>(a[l])); }); break;
+        case Op::kClz: ForLanes(exec, [&](int l) { d[l] = std::countl_zero(static_cast<U>(a[l])); }); break;
+        case Op::kBrev:
+          ForLanes(exec, [&](int l) {
+            U x = static_cast<U>(a[l]), r = 0;
+            for (int i = 0; i < kBits; ++i) r |= static_cast<U>((x >> i) & 1) << (kBits - 1 - i);
+            d[l] = r;
+          });
+          break;
+        case Op::kBfe:
+          ForLanes(exec, [&](int l) {
+            uint32_t pos = b[l] & 0xff, len = c[l] & 0xff;
+            U x = static_cast<U>(a[l]);
+            bool sign_bit = std::is_signed_v<T> && (len == 0 ? false : ((x >> std::min<uint32_t>(pos + len - 1, kBits - 1)) & 1));
+            U r = 0;
+            for (uint32_t i = 0; i < static_cast<uint32_t>(kBits); ++i) {
+              bool bit = i < len ? (pos + i < static_cast<uint32_t>(kBits) ? (x >> (pos + i)) & 1 : sign_bit) : sign_bit;
+              if (!std::is_signed_v<T> && i >= len) bit = false;
+              r |= static_cast<U>(bit) << i;
+            }
+            d[l] = r;
+          });
+          break;
+        case Op::kBfi:
+          ForLanes(exec, [&](int l) {
+            uint32_t pos = c[l] & 0xff, len = R(w, in.src[3])[l] & 0xff;
+            U r = static_cast<U>(b[l]);
+            for (uint32_t i = 0; i < len && pos + i < static_cast<uint32_t>(kBits); ++i) {
+              U bit = static_cast<U>((static_cast<U>(a[l]) >> i) & 1);
+              r = (r & ~(U{1} << (pos + i))) | (bit << (pos + i));
+            }
+            d[l] = r;
+          });
+          break;
+        case Op::kTestp: ok = false; break;
+        default: ok = false;
+      }
+    }
+  });
+  if (!handled || !ok)
+    return Fail(Fault::kLaunchFailed, in, std::string("unsupported type .") + TypeName(in.type) + " for this instruction");
+  return true;
+}
+
+// f16/bf16 (and their x2 pairs): computed in float, rounded to the half type.
+bool Executor::HalfArith(Warp& w, const Instr& in, uint32_t exec) {
+  const bool bf = in.type == Type::kBF16 || in.type == Type::kBF16x2;
+  const int halves = (in.type == Type::kF16x2 || in.type == Type::kBF16x2) ? 2 : 1;
+  auto to_float = [&](uint16_t h) { return bf ? Bf16ToFloat(h) : HalfToFloat(h); };
+  auto to_half = [&](float f) { return bf ? FloatToBf16(f) : FloatToHalf(f); };
+  uint64_t* d = R(w, in.dst[0]);
+  bool ok = true;
+  ForLanes(exec, [&](int l) {
+    uint64_t result = 0;
+    for (int h = 0; h < halves; ++h) {
+      auto arg = [&](int i) { return to_float(static_cast<uint16_t>(R(w, in.src[i])[l] >> (16 * h))); };
+      float r = 0;
+      switch (in.op) {
+        case Op::kAdd: r = arg(0) + arg(1); break;
+        case Op::kSub: r = arg(0) - arg(1); break;
+        case Op::kMul: r = arg(0) * arg(1); break;
+        case Op::kFma: r = static_cast<float>(std::fma(static_cast<double>(arg(0)), arg(1), static_cast<double>(arg(2)))); break;
+        case Op::kMin: r = FMin(arg(0), arg(1), in.flags & kNaN); break;
+        case Op::kMax: r = FMax(arg(0), arg(1), in.flags & kNaN); break;
+        case Op::kNeg: r = -arg(0); break;
+        case Op::kAbs: r = std::fabs(arg(0)); break;
+        default: ok = false;
+      }
+      if (in.flags & kSat) r = Saturate01(r);
+      result |= static_cast<uint64_t>(to_half(r)) << (16 * h);
+    }
+    d[l] = result;
+  });
+  if (!ok) return Fail(Fault::kLaunchFailed, in, std::string("unsupported instruction on .") + TypeName(in.type));
+  return true;
+}
+
+// The value of a slot read as `type`, widened: integers to int64/uint64, floats to double.
+struct Wide {
+  bool is_float = false;
+  bool is_signed = false;
+  double f = 0;
+  int64_t s = 0;
+  uint64_t u = 0;
+};
+
+Wide Read(uint64_t v, Type t) {
+  Wide r;
+  switch (t) {
+    case Type::kF16: r.is_float = true; r.f = HalfToFloat(static_cast<uint16_t>(v)); return r;
+    case Type::kBF16: r.is_float = true; r.f = Bf16ToFloat(static_cast<uint16_t>(v)); return r;
+    case Type::kF32: r.is_float = true; r.f = As<float>(v); return r;
+    case Type::kF64: r.is_float = true; r.f = As<double>(v); return r;
+    default: break;
+  }
+  int bits = 8 * Bytes(t);
+  uint64_t u = bits == 64 ? v : v & ((1ull << bits) - 1);
+  r.u = u;
+  r.is_signed = IsSigned(t);
+  r.s = bits == 64 ? static_cast<int64_t>(u) : static_cast<int64_t>(u << (64 - bits)) >> (64 - bits);
+  if (!r.is_signed) r.s = static_cast<int64_t>(u);
+  return r;
+}
+
+// A double rounded to float in a directed mode.
+float RoundToFloat(double x, Round round) {
+  float r = static_cast<float>(x);
+  if (std::isnan(x) || static_cast<double>(r) == x) return r;
+  switch (round) {
+    case Round::kRz: if (std::fabs(static_cast<double>(r)) > std::fabs(x)) r = std::nextafter(r, 0.0f); break;
+    case Round::kRm: if (static_cast<double>(r) > x) r = std::nextafter(r, -INFINITY); break;
+    case Round::kRp: if (static_cast<double>(r) < x) r = std::nextafter(r, INFINITY); break;
+    default: break;
+  }
+  return r;
+}
+
+double RoundIntegral(double x, Round round) {
+  switch (round) {
+    case Round::kRni: return std::nearbyint(x);
+    case Round::kRzi: return std::trunc(x);
+    case Round::kRmi: return std::floor(x);
+    case Round::kRpi: return std::ceil(x);
+    default: return x;
+  }
+}
+
+bool Executor::Convert(Warp& w, const Instr& in, uint32_t exec) {
+  uint64_t* d = R(w, in.dst[0]);
+  const uint64_t* a = R(w, in.src[0]);
+  const Type dt = in.type, st = in.type2;
+  const Round round = static_cast<Round>(in.mode);
+  const bool ftz = in.flags & kFtz, sat = in.flags & kSat;
+  if (dt == Type::kF16x2 || dt == Type::kBF16x2 || st == Type::kF16x2 || st == Type::kBF16x2)
+    return Fail(Fault::kLaunchFailed, in, "cvt of packed pairs is not supported");
+  const bool to_float = IsFloat(dt);
+  const bool rounding_to_int = round == Round::kRni || round == Round::kRzi || round == Round::kRmi || round == Round::kRpi;
+  ForLanes(exec, [&](int l) {
+    Wide x = Read(a[l], st);
+    if (to_float) {
+      double v = x.is_float ? x.f : (x.is_signed ? static_cast<double>(x.s) : static_cast<double>(x.u));
+      if (!x.is_float && dt != Type::kF64 && (round == Round::kDefault || round == Round::kRn)) {
+        // An integer to f32: round once, from the integer (a double may already have rounded).
+        v = x.is_signed ? static_cast<double>(static_cast<float>(x.s)) : static_cast<double>(static_cast<float>(x.u));
+      }
+      if (ftz && st == Type::kF32) v = Ftz(static_cast<float>(v));
+      if (rounding_to_int) v = RoundIntegral(v, round);
+      if (sat) v = Saturate01(v);
+      switch (dt) {
+        case Type::kF64: d[l] = Bits<double>(v); break;
+        case Type::kF32: {
+          float f = RoundToFloat(v, round);
+          if (ftz) f = Ftz(f);
+          if (sat) f = Saturate01(f);
+          d[l] = Bits<float>(f);
+          break;
+        }
+        case Type::kF16: d[l] = FloatToHalf(RoundToFloat(v, round == Round::kRz ? Round::kRz : Round::kRn), round == Round::kRz); break;
+        case Type::kBF16: d[l] = FloatToBf16(RoundToFloat(v, round == Round::kRz ? Round::kRz : Round::kRn), round == Round::kRz); break;
+        default: break;
+      }
+      return;
+    }
+    // To an integer type: saturating, NaN gives 0.
+    int bits = 8 * Bytes(dt);
+    bool is_signed = IsSigned(dt);
+    int64_t lo = is_signed ? (bits == 64 ? INT64_MIN : -(int64_t{1} << (bits - 1))) : 0;
+    uint64_t hi = is_signed ? (bits == 64 ? INT64_MAX : (uint64_t{1} << (bits - 1)) - 1)
+                            : (bits == 64 ? UINT64_MAX : (uint64_t{1} << bits) - 1);
+    uint64_t r;
+    if (x.is_float) {
+      double v = RoundIntegral(ftz ? static_cast<double>(Ftz(static_cast<float>(x.f))) : x.f, round);
+      if (std::isnan(v)) r = 0;
+      else if (v <= static_cast<double>(lo)) r = static_cast<uint64_t>(lo);
+      else if (v >= static_cast<double>(hi)) r = hi;
+      else r = is_signed ? static_cast<uint64_t>(static_cast<int64_t>(v)) : static_cast<uint64_t>(v);
+    } else if (sat) {
+      if (x.is_signed && x.s < lo) r = static_cast<uint64_t>(lo);
+      else if (x.is_signed ? (x.s >= 0 && static_cast<uint64_t>(x.s) > hi) : x.u > hi) r = hi;
+      else r = x.is_signed ? static_cast<uint64_t>(x.s) : x.u;
+    } else {
+      r = x.is_signed ? static_cast<uint64_t>(x.s) : x.u;  // sign- or zero-extend, then truncate
+    }
+    d[l] = bits == 64 ? r : r & ((uint64_t{1} << bits) - 1);
+  });
+  return true;
+}
+
+bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
+  switch (in.op) {
+    case Op::kNop:
+      return true;
+    case Op::kMov: {
+      uint64_t* d = R(w, in.dst[0]);
+      const uint64_t* a = R(w, in.src[0]);
+      int bits = 8 * Bytes(in.type);
+      uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+      if (in.type == Type::kPred) mask = 1;
+      ForLanes(exec, [&](int l) { d[l] = a[l] & mask; });
+      return true;
+    }
+    case Op::kPack:
+    case Op::kUnpack: {
+      int width = 8 * Bytes(in.type) / in.vec;
+      uint64_t mask = width >= 64 ? ~0ull : (1ull << width) - 1;
+      ForLanes(exec, [&](int l) {
+        if (in.op == Op::kPack) {
+          uint64_t v = 0;
+          for (int i = 0; i < in.vec; ++i) v |= (R(w, in.src[i])[l] & mask) << (width * i);
+          R(w, in.dst[0])[l] = v;
+        } else {
+          uint64_t v = R(w, in.src[0])[l];
+          for (int i = 0; i < in.vec; ++i) R(w, in.dst[i])[l] = (v >> (width * i)) & mask;
+        }
+      });
+      return true;
+    }
+    case Op::kSelp: {
+      uint64_t* d = R(w, in.dst[0]);
+      const uint64_t *a = R(w, in.src[0]), *b = R(w, in.src[1]), *c = R(w, in.src[2]);
+      ForLanes(exec, [&](int l) { d[l] = (c[l] & 1) ? a[l] : b[l]; });
+      return true;
+    }
+    case Op::kSetp: {
+      uint64_t* p = R(w, in.dst[0]);
+      uint64_t* q = in.dst2 >= 0 ? R(w, in.dst2) : nullptr;
+      const uint64_t *a = R(w, in.src[0]), *b = R(w, in.src[1]);
+      const uint64_t* c = in.bool_op != BoolOp::kNone ? R(w, in.src[2]) : nullptr;
+      const Cmp cmp = static_cast<Cmp>(in.mode);
+      const bool ftz = in.flags & kFtz;
+      auto combine = [&](bool t, int l) {
+        if (!c) return t;
+        bool cv = (c[l] & 1) != ((in.flags & (kNegated0 << 2)) != 0);
+        switch (in.bool_op) {
+          case BoolOp::kAnd: return t && cv;
+          case BoolOp::kOr: return t || cv;
+          case BoolOp::kXor: return t != cv;
+          default: return t;
+        }
+      };
+      auto run = [&](auto tag) {
+        using T = decltype(tag);
+        ForLanes(exec, [&](int l) {
+          T x = As<T>(a[l]), y = As<T>(b[l]);
+          if constexpr (std::is_floating_point_v<T>) {
+            if (ftz) x = Ftz(x), y = Ftz(y);
+          }
+          bool t = Compare<T>(cmp, x, y);
+          p[l] = combine(t, l);
+          if (q) q[l] = combine(!t, l);
+        });
+      };
+      if (in.type == Type::kF16 || in.type == Type::kBF16) {
+        bool bf = in.type == Type::kBF16;
+        ForLanes(exec, [&](int l) {
+          float x = bf ? Bf16ToFloat(static_cast<uint16_t>(a[l])) : HalfToFloat(static_cast<uint16_t>(a[l]));
+          float y = bf ? Bf16ToFloat(static_cast<uint16_t>(b[l])) : HalfToFloat(static_cast<uint16_t>(b[l]));
+          bool t = Compare<float>(cmp, x, y);
+          p[l] = combine(t, l);
+          if (q) q[l] = combine(!t, l);
+        });
+        return true;
+      }
+      if (WithFloatType(in.type, run)) return true;
+      bool ok = WithIntType(in.type, [&](auto tag) {
+        if constexpr (!std::is_same_v<decltype(tag), bool>) run(tag);
+      });
+      if (!ok || in.type == Type::kPred) return Fail(Fault::kLaunchFailed, in, "setp on this type is not supported");
+      return true;
+    }
+    case Op::kCvt:
+      return Convert(w, in, exec);
+    case Op::kCvta: {
+      uint64_t* d = R(w, in.dst[0]);
+      const uint64_t* a = R(w, in.src[0]);
+      uint64_t window = in.space == Space::kShared ? kSharedWindow : in.space == Space::kLocal ? kLocalWindow : 0;
+      bool to = in.flags & kTo;
+      uint64_t mask = Bytes(in.type) == 4 ? 0xffffffffull : ~0ull;
+      ForLanes(exec, [&](int l) { d[l] = (to ? a[l] - window : a[l] + window) & mask; });
+      return true;
+    }
+    case Op::kLd:
+    case Op::kSt:
+      return LoadStore(w, in, exec);
+    case Op::kAtom:
+    case Op::kRed:
+      return Atomic(w, in, exec);
+    case Op::kShfl: {
+      uint32_t members;
+      if (!SyncMask(w, in, exec, group, &members)) return false;
+      uint64_t* d = R(w, in.dst[0]);
+      uint64_t* p = in.dst2 >= 0 ? R(w, in.dst2) : nullptr;
+      const uint64_t *a = R(w, in.src[0]), *b = R(w, in.src[1]), *c = R(w, in.src[2]);
+      uint64_t source[32];
+      std::copy(a, a + 32, source);  // all lanes read before any writes
+      ForLanes(exec, [&](int lane) {
+        int bval = static_cast<int>(b[lane] & 0x1f), cval = static_cast<int>(c[lane] & 0x1f);
+        int segmask = static_cast<int>((c[lane] >> 8) & 0x1f);
+        int max_lane = (lane & segmask) | (cval & ~segmask);
+        int min_lane = lane & segmask;
+        int j = lane;
+        bool pval = false;
+        switch (static_cast<ShflMode>(in.mode)) {
+          case ShflMode::kUp: j = lane - bval; pval = j >= max_lane; break;
+          case ShflMode::kDown: j = lane + bval; pval = j <= max_lane; break;
+          case ShflMode::kBfly: j = lane ^ bval; pval = j <= max_lane; break;
+          case ShflMode::kIdx: j = min_lane | (bval & ~segmask); pval = j <= max_lane; break;
+        }
+        if (!pval) j = lane;
+        // A source lane that does not take part gives an undefined value: NaN bits here.
+        d[lane] = (exec >> j & 1) ? source[j] : 0xffffffffull;
+        if (p) p[lane] = pval;
+      });
+      return true;
+    }
+    case Op::kVote: {
+      uint32_t members;
+      if (!SyncMask(w, in, exec, group, &members)) return false;
+      const uint64_t* a = R(w, in.src[0]);
+      bool negate = in.flags & kNegated0;
+      uint32_t ballot = 0;
+      ForLanes(exec, [&](int l) { ballot |= static_cast<uint32_t>((a[l] & 1) != negate) << l; });
+      uint64_t* d = R(w, in.dst[0]);
+      uint64_t r = 0;
+      switch (static_cast<VoteMode>(in.mode)) {
+        case VoteMode::kAll: r = ballot == exec; break;
+        case VoteMode::kAny: r = ballot != 0; break;
+        case VoteMode::kUni: r = ballot == 0 || ballot == exec; break;
+        case VoteMode::kBallot: r = ballot; break;
+      }
+      ForLanes(exec, [&](int l) { d[l] = r; });
+      return true;
+    }
+    case Op::kRedux: {
+      uint32_t members;
+      if (!SyncMask(w, in, exec, group, &members)) return false;
+      const uint64_t* a = R(w, in.src[0]);
+      bool is_signed = IsSigned(in.type);
+      uint32_t r = 0;
+      bool first = true;
+      ForLanes(exec, [&](int l) {
+        uint32_t v = static_cast<uint32_t>(a[l]);
+        if (first) { r = v; first = false; return; }
+        switch (static_cast<AtomOp>(in.mode)) {
+          case AtomOp::kAdd: r += v; break;
+          case AtomOp::kAnd: r &= v; break;
+          case AtomOp::kOr: r |= v; break;
+          case AtomOp::kXor: r ^= v; break;
+          case AtomOp::kMin: r = is_signed ? static_cast<uint32_t>(std::min<int32_t>(r, v)) : std::min(r, v); break;
+          case AtomOp::kMax: r = is_signed ? static_cast<uint32_t>(std::max<int32_t>(r, v)) : std::max(r, v); break;
+          default: break;
+        }
+      });
+      uint64_t* d = R(w, in.dst[0]);
+      ForLanes(exec, [&](int l) { d[l] = r; });
+      return true;
+    }
+    case Op::kBarWarp: {
+      uint32_t members;
+      return SyncMask(w, in, exec, group, &members);
+    }
+    case Op::kActivemask: {
+      uint64_t* d = R(w, in.dst[0]);
+      ForLanes(exec, [&](int l) { d[l] = group; });
+      return true;
+    }
+    case Op::kClock: {
+      uint64_t* d = R(w, in.dst[0]);
+      ForLanes(exec, [&](int l) { d[l] = stats_->warp_instructions; });
+      return true;
+    }
+    case Op::kShf: {
+      uint64_t* d = R(w, in.dst[0]);
+      const uint64_t *a = R(w, in.src[0]), *b = R(w, in.src[1]), *c = R(w, in.src[2]);
+      ForLanes(exec, [&](int l) {
+        uint32_t n = static_cast<uint32_t>(c[l]);
+        n = (in.flags & kShfWrap) ? n & 31 : std::min(n, 32u);
+        uint64_t both = (b[l] & 0xffffffffull) << 32 | (a[l] & 0xffffffffull);
+        d[l] = (in.flags & kShfLeft) ? static_cast<uint32_t>((both << n) >> 32) : static_cast<uint32_t>(both >> n);
+      });
+      return true;
+    }
+    case Op::kPrmt: {
+      uint64_t* d = R(w, in.dst[0]);
+      const uint64_t *a = R(w, in.src[0]), *b = R(w, in.src[1]), *c = R(w, in.src[2]);
+      ForLanes(exec, [&](int l) {
+        uint64_t bytes = (b[l] & 0xffffffffull) << 32 | (a[l] & 0xffffffffull);
+        uint32_t r = 0;
+        for (int i = 0; i < 4; ++i) {
+          uint32_t sel = (c[l] >> (4 * i)) & 0xf;
+          uint32_t byte = (bytes >> (8 * (sel & 7))) & 0xff;
+          if (sel & 8) byte = (byte & 0x80) ? 0xff : 0;
+          r |= byte << (8 * i);
+        }
+        d[l] = r;
+      });
+      return true;
+    }
+    case Op::kTrap:
+      return Fail(Fault::kTrap, in, "trap executed");
+    default:
+      return Arith(w, in, exec);
+  }
+}
+
+}  // namespace
+
+Fault RunGrid(const Launch& launch, DeviceMemory* memory, Stats* stats, std::string* message) {
+  Executor executor(launch, memory, stats, message);
+  return executor.Run();
+}
+
+}  // namespace cuemu

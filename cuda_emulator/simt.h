@@ -1,0 +1,82 @@
+// Executing a grid of a decoded PTX kernel on the CPU: blocks one after another, the warps
+// of a block one at a time between barriers, 32 lanes per warp with an active mask.
+#ifndef GRAPHJIT_CUDA_EMULATOR_SIMT_H_
+#define GRAPHJIT_CUDA_EMULATOR_SIMT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda_emulator/ptx.h"
+
+namespace cuemu {
+
+// Device memory: allocations at addresses that are never reused, with gaps between them,
+// so an access past an allocation's end or after its free finds no allocation.
+class DeviceMemory {
+ public:
+  struct Allocation {
+    uint64_t base = 0;
+    uint64_t size = 0;
+    std::unique_ptr<uint8_t[]> data;
+  };
+  explicit DeviceMemory(uint64_t capacity) : capacity_(capacity) {}
+  uint64_t capacity() const { return capacity_; }
+  uint64_t used() const { return used_; }
+  // 0 when the capacity would be exceeded.
+  uint64_t Allocate(uint64_t bytes);
+  bool Free(uint64_t base);
+  // The allocation that holds [address, address + bytes), or null.
+  Allocation* Find(uint64_t address, uint64_t bytes);
+  // The allocation nearest below `address` (for messages), or null.
+  const Allocation* Nearest(uint64_t address) const;
+  // Whether `address` was in an allocation that has been freed.
+  bool WasFreed(uint64_t address) const;
+
+ private:
+  uint64_t capacity_;
+  uint64_t used_ = 0;
+  uint64_t next_ = 0x7e0000000000ull;
+  std::map<uint64_t, Allocation> live_;
+  std::map<uint64_t, uint64_t> freed_;  // base -> size
+  Allocation* last_ = nullptr;
+};
+
+// Where generic addresses of shared and local memory live (they are offsets in their
+// own state spaces; cvta adds these bases).
+constexpr uint64_t kSharedWindow = 0x0000100000000000ull;
+constexpr uint64_t kLocalWindow = 0x0000200000000000ull;
+constexpr uint64_t kWindowSize = 0x0000010000000000ull;
+
+enum class ThreadOrder { kForward, kReverse, kShuffle };
+
+struct Launch {
+  const Kernel* kernel = nullptr;
+  std::string kernel_name;
+  std::vector<uint64_t> constant_values;  // resolved kernel->constants[i].value
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned dynamic_shared = 0;
+  std::vector<uint8_t> params;  // kernel->param_bytes
+  ThreadOrder order = ThreadOrder::kForward;
+  uint64_t seed = 0;
+};
+
+struct Stats {
+  uint64_t blocks = 0, threads = 0;
+  uint64_t warp_instructions = 0, thread_instructions = 0;
+  uint64_t global_load_requests = 0, global_load_bytes = 0, global_load_sectors = 0;
+  uint64_t global_store_requests = 0, global_store_bytes = 0, global_store_sectors = 0;
+  uint64_t shared_requests = 0, shared_bank_conflicts = 0;
+};
+
+enum class Fault { kNone, kIllegalAddress, kMisalignedAddress, kTrap, kLaunchFailed };
+
+// Runs the whole grid. On a fault, stops and says where in *message.
+Fault RunGrid(const Launch& launch, DeviceMemory* memory, Stats* stats, std::string* message);
+
+}  // namespace cuemu
+
+#endif  // GRAPHJIT_CUDA_EMULATOR_SIMT_H_
