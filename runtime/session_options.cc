@@ -121,11 +121,19 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       options->prefer_vector_width = static_cast<int>(v);
     } else if (key == "--jit_cache_mb") {
       GJ_RETURN_IF_ERROR(number(1, &options->jit_cache_mb));
+    } else if (key == "--device") {
+      if (value != "cpu" && value != "gpu" && value != "gpu-emu")
+        return InvalidArgument("GRAPHJIT_FLAGS: --device must be cpu, gpu or gpu-emu, got '" + value + "'");
+      options->device = value;
+    } else if (key == "--cuda_driver") {
+      if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --cuda_driver needs the path of a CUDA driver library");
+      options->cuda_driver = value;
+      if (options->device.empty() || options->device == "cpu") options->device = "gpu";
     } else {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
                              "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_cpu, "
-                             "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb)");
+                             "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --device, --cuda_driver)");
     }
   }
   return Status::Ok();

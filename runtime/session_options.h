@@ -48,6 +48,12 @@ struct SessionOptions {
   // execution engine and constants; least recently used kernels go first. Read from
   // GRAPHJIT_FLAGS only: the cache is the process's, not a session's.
   int64_t jit_cache_mb = 0;
+  // The device clusters are compiled for: "cpu" (empty: the CPU), "gpu" (through the CUDA
+  // driver, libcuda.so.1) or "gpu-emu" (the CUDA emulator, cuda_emulator/, which runs
+  // the GPU's kernels on the CPU). `cuda_driver` names the driver library to open
+  // instead, and implies "gpu".
+  std::string device;
+  std::string cuda_driver;
 
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.
@@ -59,7 +65,8 @@ struct SessionOptions {
 // --jit_level=off|on|on_1|on_2, --min_cluster_size=N, --max_cluster_size=N,
 // --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR,
 // --jit_strict, --jit_verbose, --jit_cpu=NAME, --jit_cpu_features=+a,-b,
-// --prefer_vector_width=128|256|512, --jit_cache_mb=N.
+// --prefer_vector_width=128|256|512, --jit_cache_mb=N, --device=cpu|gpu|gpu-emu,
+// --cuda_driver=PATH.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);

@@ -13,6 +13,7 @@
 #include "tools/bench_command.h"
 #include "tools/clusters_command.h"
 #include "tools/compare_command.h"
+#include "tools/devices_command.h"
 #include "tools/dump_command.h"
 #include "tools/optimize_command.h"
 #include "passes/passes.h"
@@ -36,6 +37,8 @@ int main(int argc, char** argv) {
   graphjit::AddBenchCommand(app, &bench_args);
   graphjit::DumpArgs dump_args;
   graphjit::AddDumpCommand(app, &dump_args);
+  graphjit::DevicesArgs devices_args;
+  graphjit::AddDevicesCommand(app, &devices_args);
 
   try {
     app.parse(argc, argv);
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("optimize")) return graphjit::OptimizeCommand(optimize_args);
   if (app.got_subcommand("bench")) return graphjit::BenchCommand(bench_args);
   if (app.got_subcommand("dump")) return graphjit::DumpCommand(dump_args);
+  if (app.got_subcommand("devices")) return graphjit::DevicesCommand(devices_args);
   // `graphjit help` or no subcommand: the top-level help (for the latter, on stderr).
   const bool asked = app.got_subcommand("help");
   app.clear();

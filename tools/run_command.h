@@ -22,6 +22,7 @@ struct RunArgs {
   bool optimize = false;     // --optimize: graph optimizations on, whatever the config says
   bool no_optimize = false;  // --no-optimize: off
   bool stats = false;        // --stats: the JIT's counters as the last line of stdout
+  std::string device;        // --device: cpu, gpu, gpu-emu (default: GRAPHJIT_FLAGS', else cpu)
 };
 
 void AddRunCommand(CLI::App& app, RunArgs* args);

@@ -387,5 +387,38 @@ TEST(CliErrors, RunTimeErrors) {
              "node 'sum' (AddV2): incompatible shapes for broadcasting: [3] and [2]");
 }
 
+// The CUDA device: `--device gpu-emu` opens the CUDA emulator built with graphjit,
+// GRAPHJIT_FLAGS' --cuda_driver any driver library; a missing driver, the toolkit's stub
+// (no GPU) and an unknown device are each one clear error.
+TEST(Cli, CudaDevices) {
+  auto d = RunGraphjit("devices");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("cpu: "), std::string::npos) << d.out;
+  if (d.out.find("gpu-emu: unavailable: this build of graphjit has no CUDA emulator") != std::string::npos) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true") FAIL() << "no CUDA emulator in this build (CI must have the CUDA toolkit)";
+    GTEST_SKIP() << "no CUDA toolkit: the CUDA emulator was not built";
+  }
+  EXPECT_NE(d.out.find("gpu-emu: NVIDIA H100 SXM (graphjit CUDA emulator), sm_90, 132 SMs, 4096 MiB, driver 13.0"),
+            std::string::npos) << d.out;
+  // Its memory is configurable.
+  auto small = RunGraphjit("devices --device gpu-emu", "CUEMU_MEMORY_MB=1024");
+  EXPECT_NE(small.out.find("sm_90, 132 SMs, 1024 MiB"), std::string::npos) << small.out;
+  EXPECT_EQ(small.out.find("cpu: "), std::string::npos) << small.out;
+
+  auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y --device gpu-emu");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("device gpu-emu: NVIDIA H100 SXM (graphjit CUDA emulator)"), std::string::npos) << r.err;
+
+  ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--cuda_driver=/nonexistent/libcuda.so.1"),
+             2, "cannot open the CUDA driver /nonexistent/libcuda.so.1");
+  ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--device=tpu"), 2,
+             "--device must be cpu, gpu or gpu-emu, got 'tpu'");
+  const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (std::filesystem::exists(stub))
+    ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--cuda_driver=" + stub), 2,
+               "the toolkit's stub, not a driver: no GPU");
+}
+
 }  // namespace
 }  // namespace graphjit

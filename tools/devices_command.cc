@@ -1,0 +1,63 @@
+#include "tools/devices_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "runtime/cuda_driver.h"
+#include "tools/options.h"
+
+namespace graphjit {
+
+void AddDevicesCommand(CLI::App& app, DevicesArgs* a) {
+  CLI::App* cmd = app.add_subcommand("devices", "List the devices graphjit can run on: the CPU, a GPU through the CUDA driver, the CUDA emulator");
+  cmd->add_option("--device", a->device, "Only this device")->check(CLI::IsMember({"cpu", "gpu", "gpu-emu"}));
+}
+
+namespace {
+
+std::string CpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+}  // namespace
+
+int DevicesCommand(const DevicesArgs& a) {
+  auto loaded = LoadSessionOptions("", "");
+  if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
+  if (a.device.empty() || a.device == "cpu")
+    std::printf("cpu: %s, %u hardware threads\n", CpuName().c_str(), std::thread::hardware_concurrency());
+  for (const char* device : {"gpu", "gpu-emu"}) {
+    if (!a.device.empty() && a.device != device) continue;
+    // GRAPHJIT_FLAGS' --cuda_driver names the library of the "gpu" device.
+    auto library = CudaDriverLibrary(device, device == std::string("gpu") ? loaded->cuda_driver : "");
+    if (!library.ok()) {
+      std::printf("%s: unavailable: %s\n", device, library.status().message().c_str());
+      continue;
+    }
+    auto driver = CudaDriver::Open(*library);
+    if (driver.ok()) std::printf("%s: %s\n", device, DescribeCudaDevice((*driver)->device()).c_str());
+    else std::printf("%s: unavailable: %s\n", device, driver.status().message().c_str());
+  }
+  return 0;
+}
+
+Status OpenSessionDevice(const SessionOptions& options) {
+  if (options.device.empty() || options.device == "cpu") return Status::Ok();
+  auto library = CudaDriverLibrary(options.device, options.cuda_driver);
+  if (!library.ok()) return library.status();
+  auto driver = CudaDriver::Open(*library);
+  if (!driver.ok()) return driver.status();
+  std::fprintf(stderr, "graphjit: device %s: %s; the JIT has no GPU backend yet, so clusters run on the CPU\n",
+               options.device.c_str(), DescribeCudaDevice((*driver)->device()).c_str());
+  return Status::Ok();
+}
+
+}  // namespace graphjit
