@@ -14,9 +14,24 @@ enum class Type : uint8_t {
   kNone, kPred, kB8, kB16, kB32, kB64, kU8, kU16, kU32, kU64, kS8, kS16, kS32, kS64,
   kF16, kF16x2, kBF16, kBF16x2, kF32, kF64,
 };
-int Bytes(Type t);
-bool IsFloat(Type t);
-bool IsSigned(Type t);
+constexpr int Bytes(Type t) {
+  switch (t) {
+    case Type::kNone: return 0;
+    case Type::kPred: case Type::kB8: case Type::kU8: case Type::kS8: return 1;
+    case Type::kB16: case Type::kU16: case Type::kS16: case Type::kF16: case Type::kBF16: return 2;
+    case Type::kB32: case Type::kU32: case Type::kS32: case Type::kF32: case Type::kF16x2:
+    case Type::kBF16x2: return 4;
+    case Type::kB64: case Type::kU64: case Type::kS64: case Type::kF64: return 8;
+  }
+  return 0;
+}
+constexpr bool IsFloat(Type t) {
+  return t == Type::kF16 || t == Type::kF16x2 || t == Type::kBF16 || t == Type::kBF16x2 ||
+         t == Type::kF32 || t == Type::kF64;
+}
+constexpr bool IsSigned(Type t) {
+  return t == Type::kS8 || t == Type::kS16 || t == Type::kS32 || t == Type::kS64;
+}
 const char* TypeName(Type t);
 
 enum class Space : uint8_t { kGeneric, kGlobal, kShared, kLocal, kParam, kConst };

@@ -28,7 +28,6 @@ uint64_t DeviceMemory::Allocate(uint64_t bytes) {
   // 256-byte aligned like cudaMalloc, at least 64 KiB of unmapped space after each.
   next_ = (next_ + bytes + 0x10000 + 0xffff) & ~0xffffull;
   used_ += bytes;
-  last_ = nullptr;
   uint64_t base = a.base;
   live_.emplace(base, std::move(a));
   return base;
@@ -40,18 +39,15 @@ bool DeviceMemory::Free(uint64_t base) {
   used_ -= it->second.size;
   freed_[base] = it->second.size;
   live_.erase(it);
-  last_ = nullptr;
   return true;
 }
 
 DeviceMemory::Allocation* DeviceMemory::Find(uint64_t address, uint64_t bytes) {
-  if (last_ && address >= last_->base && address - last_->base + bytes <= last_->size) return last_;
   auto it = live_.upper_bound(address);
   if (it == live_.begin()) return nullptr;
   --it;
   Allocation& a = it->second;
   if (address - a.base + bytes > a.size) return nullptr;
-  last_ = &a;
   return &a;
 }
 
@@ -150,8 +146,11 @@ class Executor {
   bool Fail(Fault fault, const Instr& in, const std::string& what);
   std::string ThreadName(const Warp& w, int lane) const;
 
+  // `hint`: the allocation the previous lane of the same instruction hit.
   uint8_t* Access(Warp& w, int lane, const Instr& in, uint64_t address, unsigned bytes,
-                  bool write, Space* resolved);
+                  bool write, Space* resolved, DeviceMemory::Allocation** hint);
+  [[gnu::cold, gnu::noinline]] void AccessFault(Warp& w, int lane, const Instr& in, uint64_t address,
+                                                uint64_t offset, unsigned bytes, bool write, Space space);
   bool LoadStore(Warp& w, const Instr& in, uint32_t exec);
   bool Atomic(Warp& w, const Instr& in, uint32_t exec);
   bool SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t group, uint32_t* members);
@@ -352,7 +351,7 @@ bool Executor::RunWarp(Warp& w) {
 // Memory
 
 uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, unsigned bytes,
-                          bool write, Space* resolved) {
+                          bool write, Space* resolved, DeviceMemory::Allocation** hint) {
   Space space = in.space;
   uint64_t offset = address;
   if (space == Space::kGeneric) {
@@ -367,55 +366,62 @@ uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, 
     }
   }
   *resolved = space;
+  if (offset % bytes == 0) {
+    switch (space) {
+      case Space::kShared:
+        if (offset + bytes <= shared_.size()) return shared_.data() + offset;
+        break;
+      case Space::kLocal:
+        if (offset + bytes <= static_cast<uint64_t>(k_.local_bytes))
+          return local_.data() + (static_cast<size_t>(w.index) * 32 + lane) * k_.local_bytes + offset;
+        break;
+      case Space::kParam:
+        if (!write && offset + bytes <= l_.params.size()) return const_cast<uint8_t*>(l_.params.data()) + offset;
+        break;
+      default: {
+        DeviceMemory::Allocation* a = *hint;
+        if (!a || address < a->base || address - a->base + bytes > a->size) a = *hint = mem_->Find(address, bytes);
+        if (a) return a->data.get() + (address - a->base);
+      }
+    }
+  }
+  AccessFault(w, lane, in, address, offset, bytes, write, space);
+  return nullptr;
+}
+
+void Executor::AccessFault(Warp& w, int lane, const Instr& in, uint64_t address, uint64_t offset,
+                           unsigned bytes, bool write, Space space) {
   const char* kind = write ? "write" : "read";
-  auto out_of_bounds = [&](const char* space_name, uint64_t size) {
-    std::ostringstream s;
-    s << "out-of-bounds " << space_name << " " << kind << " of " << bytes << " bytes at address "
-      << Hex(address) << " by " << ThreadName(w, lane);
-    if (size != UINT64_MAX) s << " (the " << space_name << " memory is " << size << " bytes)";
-    Fail(Fault::kIllegalAddress, in, s.str());
-    return nullptr;
-  };
+  std::ostringstream s;
   if (offset % bytes != 0) {
-    Fail(Fault::kMisalignedAddress, in,
-         "misaligned " + std::string(kind) + " of " + std::to_string(bytes) + " bytes at address " +
-             Hex(address) + " by " + ThreadName(w, lane));
-    return nullptr;
+    s << "misaligned " << kind << " of " << bytes << " bytes at address " << Hex(address) << " by "
+      << ThreadName(w, lane);
+    Fail(Fault::kMisalignedAddress, in, s.str());
+    return;
   }
-  switch (space) {
-    case Space::kShared:
-      if (offset + bytes > shared_.size()) return out_of_bounds("shared", shared_.size());
-      return shared_.data() + offset;
-    case Space::kLocal: {
-      if (offset + bytes > static_cast<uint64_t>(k_.local_bytes)) return out_of_bounds("local", k_.local_bytes);
-      size_t thread = static_cast<size_t>(w.index) * 32 + lane;
-      return local_.data() + thread * k_.local_bytes + offset;
-    }
-    case Space::kParam:
-      if (write) {
-        Fail(Fault::kIllegalAddress, in, "a store to kernel parameter space");
-        return nullptr;
-      }
-      if (offset + bytes > l_.params.size()) return out_of_bounds("param", l_.params.size());
-      return const_cast<uint8_t*>(l_.params.data()) + offset;
-    default: {
-      DeviceMemory::Allocation* a = mem_->Find(address, bytes);
-      if (a) return a->data.get() + (address - a->base);
-      std::ostringstream s;
-      s << "out-of-bounds global " << kind << " of " << bytes << " bytes at address " << Hex(address)
-        << " by " << ThreadName(w, lane);
-      if (mem_->WasFreed(address)) {
-        s << ": the memory was freed";
-      } else if (const DeviceMemory::Allocation* n = mem_->Nearest(address)) {
-        s << "; the nearest allocation below is " << Hex(n->base) << " of " << n->size << " bytes, "
-          << address - (n->base + n->size) << " bytes before the address";
-      } else {
-        s << "; no allocation lies below it";
-      }
-      Fail(Fault::kIllegalAddress, in, s.str());
-      return nullptr;
-    }
+  if (space == Space::kParam && write) {
+    Fail(Fault::kIllegalAddress, in, "a store to kernel parameter space by " + ThreadName(w, lane));
+    return;
   }
+  const char* name = space == Space::kShared ? "shared" : space == Space::kLocal ? "local"
+                     : space == Space::kParam ? "param" : "global";
+  s << "out-of-bounds " << name << " " << kind << " of " << bytes << " bytes at address " << Hex(address)
+    << " by " << ThreadName(w, lane);
+  if (space == Space::kShared) {
+    s << " (the block has " << shared_.size() << " bytes of shared memory)";
+  } else if (space == Space::kLocal) {
+    s << " (each thread has " << k_.local_bytes << " bytes of local memory)";
+  } else if (space == Space::kParam) {
+    s << " (the parameters take " << l_.params.size() << " bytes)";
+  } else if (mem_->WasFreed(address)) {
+    s << ": the memory was freed";
+  } else if (const DeviceMemory::Allocation* n = mem_->Nearest(address)) {
+    s << "; the nearest allocation below is " << Hex(n->base) << " of " << n->size << " bytes, "
+      << address - (n->base + n->size) << " bytes before the address";
+  } else {
+    s << "; no allocation lies below it";
+  }
+  Fail(Fault::kIllegalAddress, in, s.str());
 }
 
 void Executor::CountGlobal(bool store, const uint64_t* addresses, uint32_t mask, unsigned bytes) {
@@ -466,15 +472,18 @@ bool Executor::LoadStore(Warp& w, const Instr& in, uint32_t exec) {
   const bool store = in.op == Op::kSt;
   const unsigned size = Bytes(in.type);
   const unsigned bytes = size * in.vec;
+  const bool sign_extend = IsSigned(in.type) && size < 8;  // a narrow signed load
+  const int sign_shift = 64 - 8 * size;
   const uint64_t* base = R(w, in.src[0]);
   uint64_t addresses[32];
   uint32_t global = 0, shared = 0;
+  DeviceMemory::Allocation* hint = nullptr;
   for (int i = 0; i < 32; ++i) {
     int l = lane_order_[i];
     if (!(exec >> l & 1)) continue;
     uint64_t address = base[l] + in.offset;
     Space space;
-    uint8_t* p = Access(w, l, in, address, bytes, store, &space);
+    uint8_t* p = Access(w, l, in, address, bytes, store, &space, &hint);
     if (!p) return false;
     addresses[l] = space == Space::kShared ? (in.space == Space::kGeneric ? address - kSharedWindow : address) : address;
     if (space == Space::kGlobal || space == Space::kConst) global |= 1u << l;
@@ -483,14 +492,21 @@ bool Executor::LoadStore(Warp& w, const Instr& in, uint32_t exec) {
       uint8_t* q = p + e * size;
       if (store) {
         uint64_t v = R(w, in.src[1 + e])[l];
-        std::memcpy(q, &v, size);  // little-endian: the low bytes
+        switch (size) {  // little-endian: the low bytes
+          case 1: *q = static_cast<uint8_t>(v); break;
+          case 2: std::memcpy(q, &v, 2); break;
+          case 4: std::memcpy(q, &v, 4); break;
+          default: std::memcpy(q, &v, 8); break;
+        }
       } else {
         uint64_t v = 0;
-        std::memcpy(&v, q, size);
-        if (IsSigned(in.type) && size < 8) {  // sign-extend a narrow signed load
-          int shift = 64 - 8 * size;
-          v = static_cast<uint64_t>(static_cast<int64_t>(v << shift) >> shift);
+        switch (size) {
+          case 1: v = *q; break;
+          case 2: std::memcpy(&v, q, 2); break;
+          case 4: std::memcpy(&v, q, 4); break;
+          default: std::memcpy(&v, q, 8); break;
         }
+        if (sign_extend) v = static_cast<uint64_t>(static_cast<int64_t>(v << sign_shift) >> sign_shift);
         R(w, in.dst[e])[l] = v;
       }
     }
@@ -534,12 +550,13 @@ bool Executor::Atomic(Warp& w, const Instr& in, uint32_t exec) {
   uint64_t addresses[32];
   uint32_t global = 0, shared = 0;
   bool ok = true;
+  DeviceMemory::Allocation* hint = nullptr;
   for (int i = 0; i < 32 && ok; ++i) {
     int l = lane_order_[i];
     if (!(exec >> l & 1)) continue;
     uint64_t address = base[l] + in.offset;
     Space space;
-    uint8_t* p = Access(w, l, in, address, size, true, &space);
+    uint8_t* p = Access(w, l, in, address, size, true, &space, &hint);
     if (!p) return false;
     addresses[l] = space == Space::kShared ? (in.space == Space::kGeneric ? address - kSharedWindow : address) : address;
     if (space == Space::kGlobal) global |= 1u << l;

@@ -41,7 +41,6 @@ class DeviceMemory {
   uint64_t next_ = 0x7e0000000000ull;
   std::map<uint64_t, Allocation> live_;
   std::map<uint64_t, uint64_t> freed_;  // base -> size
-  Allocation* last_ = nullptr;
 };
 
 // Where generic addresses of shared and local memory live (they are offsets in their
