@@ -4,6 +4,7 @@
 #ifndef GRAPHJIT_CUDA_EMULATOR_FP_H_
 #define GRAPHJIT_CUDA_EMULATOR_FP_H_
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -91,14 +92,26 @@ inline double ApproxNoise(uint64_t input_bits) {
   z ^= z >> 31;
   return static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;  // in [-1, 1)
 }
-// `exact` with a relative error of at most `rel`, rounded to float.
-inline float WithRelativeError(double exact, float input, double rel) {
+// `exact` moved by at most `bound` (relative to `exact`, or absolute), rounded to float,
+// then stepped toward `exact` until the rounding has not pushed it past the bound.
+inline float WithError(double exact, float input, double bound, bool relative) {
   if (!std::isfinite(exact) || exact == 0) return static_cast<float>(exact);
-  return static_cast<float>(exact * (1.0 + rel * ApproxNoise(std::bit_cast<uint32_t>(input))));
+  double allowed = relative ? bound * std::fabs(exact) : bound;
+  float r = static_cast<float>(exact + allowed * ApproxNoise(std::bit_cast<uint32_t>(input)));
+  while (std::fabs(static_cast<double>(r) - exact) > allowed) r = std::nextafter(r, static_cast<float>(exact));
+  return r;
 }
-inline float WithAbsoluteError(double exact, float input, double abs) {
-  if (!std::isfinite(exact)) return static_cast<float>(exact);
-  return static_cast<float>(exact + abs * ApproxNoise(std::bit_cast<uint32_t>(input)));
+inline float WithRelativeError(double exact, float input, double rel) { return WithError(exact, input, rel, true); }
+inline float WithAbsoluteError(double exact, float input, double abs) { return WithError(exact, input, abs, false); }
+// The correctly rounded result moved by up to `ulps` units in the last place.
+inline float WithUlpError(double exact, float input, int ulps) {
+  float r = static_cast<float>(exact);
+  if (!std::isfinite(r) || r == 0) return r;
+  int k = static_cast<int>(std::floor((ApproxNoise(std::bit_cast<uint32_t>(input)) + 1) * (ulps + 0.5))) - ulps;
+  k = std::clamp(k, -ulps, ulps);
+  for (; k > 0; --k) r = std::nextafter(r, INFINITY);
+  for (; k < 0; ++k) r = std::nextafter(r, -INFINITY);
+  return r;
 }
 
 }  // namespace cuemu

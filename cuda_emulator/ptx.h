@@ -41,7 +41,8 @@ enum class Op : uint8_t {
   kAnd, kOr, kXor, kNot, kCnot, kShl, kShr, kShf, kSetp, kSelp, kCvt, kCvta,
   kLd, kSt, kAtom, kRed, kShfl, kVote, kRedux, kBar, kBarWarp, kBra, kRet, kExit,
   kEx2, kLg2, kRcp, kSqrt, kRsqrt, kSin, kCos, kTanh, kPopc, kClz, kBrev, kBfe, kBfi,
-  kPrmt, kCopysign, kTestp, kActivemask, kPack, kUnpack, kClock, kTrap,
+  kPrmt, kCopysign, kTestp, kActivemask, kPack, kUnpack, kClock, kTrap, kBfind, kLop3, kSad,
+  kMatch,
 };
 
 // Modifiers, as bits of Instr::flags.
@@ -49,7 +50,9 @@ enum : uint16_t {
   kFtz = 1 << 0, kSat = 1 << 1, kApprox = 1 << 2, kHi = 1 << 3, kLo = 1 << 4,
   kWide = 1 << 5, kNaN = 1 << 6, kCc = 1 << 7, kShfLeft = 1 << 8, kShfWrap = 1 << 9,
   kTo = 1 << 10,        // cvta.to: from generic to the state space
-  kNegated0 = 1 << 11,  // source i is a negated predicate (!%p): kNegated0 << i
+  kNegated0 = 1 << 11,  // source i (0..2) is a negated predicate (!%p): kNegated0 << i
+  kShiftAmt = 1 << 14,  // bfind.shiftamt
+  kMatchAll = 1 << 15,  // match.all (else match.any)
 };
 enum class Cmp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kLo, kLs, kHi, kHs,
                            kEqu, kNeu, kLtu, kLeu, kGtu, kGeu, kNum, kNan };
@@ -74,7 +77,7 @@ struct Instr {
   bool guard_negated = false;
   int32_t dst[4] = {-1, -1, -1, -1};
   int32_t dst2 = -1;         // the second destination of `a|p` (shfl, setp)
-  int32_t src[4] = {-1, -1, -1, -1};
+  int32_t src[5] = {-1, -1, -1, -1, -1};  // st.v4: the address and four values
   int64_t offset = 0;        // ld/st/atom: added to the address in src[0]
   int32_t target = -1;       // bra: the index of the target instruction
   int32_t line = 0;          // in the PTX text, for messages

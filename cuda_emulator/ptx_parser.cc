@@ -659,6 +659,11 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
           {"normal", TestpMode::kNormal}, {"subnormal", TestpMode::kSubnormal}};
       if (auto c = modes.find(m); c != modes.end()) { in->mode = static_cast<uint8_t>(c->second); continue; }
     }
+    if (base == "bfind" && m == "shiftamt") { in->flags |= kShiftAmt; continue; }
+    if (base == "match") {
+      if (m == "any") continue;
+      if (m == "all") { in->flags |= kMatchAll; continue; }
+    }
     if (base == "shf") {
       if (m == "l") { in->flags |= kShfLeft; continue; }
       if (m == "r") continue;
@@ -742,6 +747,18 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
   if (base == "bfi") return simple(Op::kBfi, 4, Type::kU32) && Source(ops[1], in->type, line, &in->src[0]) &&
                             Source(ops[2], in->type, line, &in->src[1]);
   if (base == "prmt") return simple(Op::kPrmt, 3, Type::kU32);
+  if (base == "bfind") return simple(Op::kBfind, 1, in->type);
+  if (base == "lop3") return simple(Op::kLop3, 4, in->type);
+  if (base == "sad") return simple(Op::kSad, 3, in->type);
+  if (base == "match") {
+    if (!simple(Op::kMatch, 2, in->type)) return false;
+    if (ops[0].kind == RawOperand::kPair) {
+      auto it = slots_.find(ops[0].name2);
+      if (it == slots_.end()) return Fail(line, "unknown register " + ops[0].name2);
+      in->dst2 = it->second;
+    }
+    return true;
+  }
   if (base == "testp") return simple(Op::kTestp, 1, in->type);
   if (base == "activemask") return simple(Op::kActivemask, 0, in->type);
   if (base == "selp") {

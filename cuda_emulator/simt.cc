@@ -23,8 +23,11 @@ uint64_t DeviceMemory::Allocate(uint64_t bytes) {
   Allocation a;
   a.base = next_;
   a.size = bytes;
-  a.data.reset(new uint8_t[bytes]);
-  std::memset(a.data.get(), 0xff, bytes);  // uninitialized memory reads as NaN
+  a.data.reset(static_cast<uint8_t*>(std::calloc(bytes, 1)));
+  if (!a.data) return 0;
+  // Uninitialized memory reads as NaN; past 256 MiB the pages stay the OS's lazy zeros,
+  // so a large allocation costs no time and no memory until it is written.
+  if (bytes <= (256ull << 20)) std::memset(a.data.get(), 0xff, bytes);
   // 256-byte aligned like cudaMalloc, at least 64 KiB of unmapped space after each.
   next_ = (next_ + bytes + 0x10000 + 0xffff) & ~0xffffull;
   used_ += bytes;
@@ -587,7 +590,7 @@ bool Executor::Atomic(Warp& w, const Instr& in, uint32_t exec) {
 // The member mask of a warp-synchronous instruction: the executing lanes must be members,
 // and every member that has not exited must be executing it (converged here).
 bool Executor::SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t group, uint32_t* members) {
-  int src = in.op == Op::kShfl ? 3 : in.op == Op::kVote ? 1 : in.op == Op::kRedux ? 1 : 0;
+  int src = in.op == Op::kShfl ? 3 : (in.op == Op::kVote || in.op == Op::kRedux || in.op == Op::kMatch) ? 1 : 0;
   uint32_t mask = 0;
   bool first = true;
   bool uniform = true;
@@ -659,7 +662,8 @@ T Saturate01(T x) {
   return std::min<T>(std::max<T>(x, 0), 1);
 }
 
-// The bounds the PTX ISA states for its .approx instructions (f32).
+// The bounds the PTX ISA states for its .approx instructions (f32): ex2 and div 2 ulp,
+// rcp 1 ulp, sqrt 2^-23 relative, and these.
 const double kRsqrtError = std::exp2(-22.9);   // relative
 const double kLg2Error = std::exp2(-22.6);     // absolute, for inputs in [0.5, 2]
 const double kSinCosError = std::exp2(-20.5);  // absolute, for inputs in [-pi, pi]
@@ -673,15 +677,15 @@ T FloatUnary(Op op, T a, bool approx, bool* ok) {
     case Op::kNeg: return -a;
     case Op::kSqrt:
       if (!approx || std::is_same_v<T, double>) return std::sqrt(a);
-      return WithRelativeError(std::sqrt(static_cast<double>(a)), a, 0x1.0p-23);  // 1 ulp
+      return WithRelativeError(std::sqrt(static_cast<double>(a)), a, 0x1.0p-23);
     case Op::kRcp:
       if (!approx || std::is_same_v<T, double>) return T(1) / a;
-      return WithRelativeError(1.0 / static_cast<double>(a), a, 0x1.0p-23);  // 1 ulp
+      return WithUlpError(1.0 / static_cast<double>(a), a, 1);
     case Op::kRsqrt:
       if constexpr (std::is_same_v<T, double>) return 1.0 / std::sqrt(a);  // rsqrt.approx.f64: ~2^-40
       else return WithRelativeError(1.0 / std::sqrt(static_cast<double>(a)), a, kRsqrtError);
     case Op::kEx2:
-      if constexpr (std::is_same_v<T, float>) return WithRelativeError(std::exp2(static_cast<double>(a)), a, 0x1.0p-22);
+      if constexpr (std::is_same_v<T, float>) return WithUlpError(std::exp2(static_cast<double>(a)), a, 2);
       break;
     case Op::kLg2:
       if constexpr (std::is_same_v<T, float>) {
@@ -737,7 +741,7 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
           ForLanes(exec, [&](int l) {
             T x = in_(a[l]), y = in_(b[l]);
             if (approx && std::is_same_v<T, float>)  // div.approx / div.full: 2 ulp
-              d[l] = out(WithRelativeError(static_cast<double>(x) / y, x, 0x1.0p-22));
+              d[l] = out(WithUlpError(static_cast<double>(x) / y, x, 2));
             else
               d[l] = out(x / y);
           });
@@ -890,6 +894,32 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
               r = (r & ~(U{1} << (pos + i))) | (bit << (pos + i));
             }
             d[l] = r;
+          });
+          break;
+        case Op::kBfind:
+          ForLanes(exec, [&](int l) {
+            U x = static_cast<U>(a[l]);
+            if (std::is_signed_v<T> && As<T>(a[l]) < 0) x = static_cast<U>(~x);  // the highest bit unlike the sign
+            int pos = x == 0 ? -1 : kBits - 1 - std::countl_zero(x);
+            d[l] = pos < 0 ? 0xffffffffull : static_cast<uint32_t>((in.flags & kShiftAmt) ? kBits - 1 - pos : pos);
+          });
+          break;
+        case Op::kLop3:
+          ForLanes(exec, [&](int l) {
+            U x = static_cast<U>(a[l]), y = static_cast<U>(b[l]), z = static_cast<U>(c[l]), r = 0;
+            uint32_t lut = static_cast<uint32_t>(R(w, in.src[3])[l]) & 0xff;
+            for (int i = 0; i < kBits; ++i) {
+              uint32_t index = ((x >> i) & 1) << 2 | ((y >> i) & 1) << 1 | ((z >> i) & 1);
+              r |= static_cast<U>((lut >> index) & 1) << i;
+            }
+            d[l] = r;
+          });
+          break;
+        case Op::kSad:
+          ForLanes(exec, [&](int l) {
+            T x = As<T>(a[l]), y = As<T>(b[l]);
+            U diff = x > y ? static_cast<U>(static_cast<U>(x) - static_cast<U>(y)) : static_cast<U>(static_cast<U>(y) - static_cast<U>(x));
+            d[l] = Bits<T>(static_cast<T>(static_cast<U>(c[l]) + diff));
           });
           break;
         case Op::kTestp: ok = false; break;
@@ -1253,6 +1283,26 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
           r |= byte << (8 * i);
         }
         d[l] = r;
+      });
+      return true;
+    }
+    case Op::kMatch: {
+      uint32_t members;
+      if (!SyncMask(w, in, exec, group, &members)) return false;
+      const uint64_t* a = R(w, in.src[0]);
+      uint64_t* d = R(w, in.dst[0]);
+      uint64_t* p = in.dst2 >= 0 ? R(w, in.dst2) : nullptr;
+      const bool wide = Bytes(in.type) == 8;
+      auto value = [&](int l) { return wide ? a[l] : a[l] & 0xffffffffull; };
+      ForLanes(exec, [&](int l) {
+        uint32_t same = 0;
+        ForLanes(exec, [&](int j) { same |= static_cast<uint32_t>(value(j) == value(l)) << j; });
+        if (in.flags & kMatchAll) {
+          d[l] = same == exec ? exec : 0;
+          if (p) p[l] = same == exec;
+        } else {
+          d[l] = same;
+        }
       });
       return true;
     }

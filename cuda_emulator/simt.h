@@ -4,6 +4,7 @@
 #define GRAPHJIT_CUDA_EMULATOR_SIMT_H_
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,7 +21,10 @@ class DeviceMemory {
   struct Allocation {
     uint64_t base = 0;
     uint64_t size = 0;
-    std::unique_ptr<uint8_t[]> data;
+    struct Free {
+      void operator()(uint8_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint8_t, Free> data;
   };
   explicit DeviceMemory(uint64_t capacity) : capacity_(capacity) {}
   uint64_t capacity() const { return capacity_; }

@@ -1,0 +1,403 @@
+// What the emulator adds to a driver: out-of-bounds accesses reported with the kernel,
+// PTX line and address (and the context broken afterwards, as on a GPU), per-launch
+// counters, and thread orders that expose a missing __syncthreads.
+#include <cuda.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cuda_emulator/cuemu.h"
+#include "tests/cuda_emulator/cuemu_test_util.h"
+
+namespace cuemu_test {
+namespace {
+
+// The 1-based line of `ptx` holding the first instruction starting with `opcode`
+// inside the body of `.entry kernel`; 0 if there is none.
+int PtxLine(const std::string& ptx, const std::string& kernel, const std::string& opcode) {
+  std::istringstream lines(ptx);
+  std::string line;
+  bool inside = false;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    if (line.find(".entry " + kernel + "(") != std::string::npos) inside = true;
+    if (!inside) continue;
+    const size_t start = line.find_first_not_of(" \t");
+    if (start != std::string::npos && line.compare(start, opcode.size(), opcode) == 0) return number;
+    if (line == "}") inside = false;
+  }
+  return 0;
+}
+
+// The numbers that follow "line " in `message`.
+std::vector<int> LineNumbers(const std::string& message) {
+  std::vector<int> numbers;
+  static const std::regex pattern("line\\s+(\\d+)");
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), pattern); it != std::sregex_iterator();
+       ++it) {
+    numbers.push_back(std::stoi((*it)[1]));
+  }
+  return numbers;
+}
+
+// The hexadecimal numbers ("0x...") in `message`.
+std::vector<uint64_t> HexNumbers(const std::string& message) {
+  std::vector<uint64_t> numbers;
+  static const std::regex pattern("0[xX]([0-9a-fA-F]{1,16})");
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), pattern); it != std::sregex_iterator();
+       ++it) {
+    numbers.push_back(std::stoull((*it)[1], nullptr, 16));
+  }
+  return numbers;
+}
+
+// Checks the message of an out-of-bounds access: the kernel's name, "line <N>" with
+// the PTX line of the faulting instruction, and an address (in [lo, hi] if hi != 0).
+void ExpectFaultMessage(const std::string& message, const std::string& kernel, int line, uint64_t lo,
+                        uint64_t hi) {
+  EXPECT_NE(message.find(kernel), std::string::npos) << "kernel name missing: '" << message << "'";
+  ASSERT_GT(line, 0) << "the faulting instruction is not in the PTX";
+  std::vector<int> lines = LineNumbers(message);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), line), lines.end())
+      << "want \"line " << line << "\": '" << message << "'";
+  std::vector<uint64_t> addresses = HexNumbers(message);
+  ASSERT_FALSE(addresses.empty()) << "no 0x address: '" << message << "'";
+  if (hi != 0) {
+    bool found = false;
+    for (uint64_t a : addresses) found |= a >= lo && a <= hi;
+    EXPECT_TRUE(found) << std::hex << "want an address in [0x" << lo << ", 0x" << hi << "]: '" << message
+                       << "'";
+  }
+}
+
+// Out-of-bounds tests run in a context of their own (cuCtxCreate), destroyed after:
+// the error breaks the context.
+class FaultTest : public KernelTest {
+ protected:
+  void SetUp() override {
+    KernelTest::SetUp();
+    ptx_ = ReadPtx("faults", Arch());
+    if (ptx_.empty()) {
+      if (InCi()) FAIL() << MissingPtxMessage("faults", Arch());
+      GTEST_SKIP() << MissingPtxMessage("faults", Arch());
+    }
+    Check(cuCtxCreate(&context_, nullptr, 0, Device()), "cuCtxCreate");
+    std::string log;
+    ASSERT_EQ(LoadPtx(ptx_, &module_, &log), CUDA_SUCCESS) << log;
+  }
+  void TearDown() override {
+    if (context_ != nullptr) CU_EXPECT_OK(cuCtxDestroy(context_));
+    KernelTest::TearDown();
+  }
+  CUfunction Kernel(const char* name) {
+    CUfunction f = nullptr;
+    Check(cuModuleGetFunction(&f, module_, name), name);
+    return f;
+  }
+
+  std::string ptx_;
+  CUcontext context_ = nullptr;
+  CUmodule module_ = nullptr;
+};
+
+// A global load 1 MiB past a 4 KB allocation: cuLaunchKernel succeeds, the next
+// synchronization returns CUDA_ERROR_ILLEGAL_ADDRESS with a message naming the kernel,
+// the PTX line of the ld.global and the address; later calls in the context fail.
+TEST_P(FaultTest, OutOfBoundsGlobalReadIsIllegalAddress) {
+  CUfunction f = Kernel("oob_global_read");
+  CUdeviceptr in = 0, out = 0;
+  CU_ASSERT_OK(cuMemAlloc(&in, 4096));
+  CU_ASSERT_OK(cuMemAlloc(&out, 128));
+  const long long offset = (1 << 20) / 4 + 1024;  // elements
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, in, out, offset));
+  CUresult sync = cuCtxSynchronize();
+  ASSERT_EQ(sync, CUDA_ERROR_ILLEGAL_ADDRESS) << Describe(sync);
+  ExpectFaultMessage(LastMessage(), "oob_global_read", PtxLine(ptx_, "oob_global_read", "ld.global"),
+                     in + 4 * offset, in + 4 * (offset + 31) + 3);
+  // The error is sticky.
+  CUdeviceptr p = 0;
+  EXPECT_NE(cuMemAlloc(&p, 16), CUDA_SUCCESS);
+  EXPECT_NE(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+// A shared store far past the block's shared memory, detected by a synchronous
+// cuMemcpyDtoH (which runs the pending launch first).
+TEST_P(FaultTest, OutOfBoundsSharedWriteIsIllegalAddress) {
+  CUfunction f = Kernel("oob_shared_write");
+  CUdeviceptr out = 0;
+  CU_ASSERT_OK(cuMemAlloc(&out, 64 * 4));
+  const int index = 1 << 20;  // 2 MiB into shared memory
+  CU_ASSERT_OK(Launch(f, {1}, {64}, 0, nullptr, out, index));
+  std::vector<int> host(64);
+  CUresult copy = cuMemcpyDtoH(host.data(), out, 64 * 4);
+  ASSERT_EQ(copy, CUDA_ERROR_ILLEGAL_ADDRESS) << Describe(copy);
+  const int line = PtxLine(ptx_, "oob_shared_write", "st.shared.u16");
+  ExpectFaultMessage(LastMessage(), "oob_shared_write", line, 0, 0);
+  EXPECT_NE(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+// The error reaches cuStreamSynchronize too, for a launch on a stream.
+TEST_P(FaultTest, StreamSynchronizeReportsTheFault) {
+  CUfunction f = Kernel("oob_global_read");
+  CUstream stream = nullptr;
+  CU_ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr in = 0, out = 0;
+  CU_ASSERT_OK(cuMemAlloc(&in, 4096));
+  CU_ASSERT_OK(cuMemAlloc(&out, 128));
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, stream, in, out, (long long)(1 << 22)));
+  CUresult sync = cuStreamSynchronize(stream);
+  EXPECT_EQ(sync, CUDA_ERROR_ILLEGAL_ADDRESS) << Describe(sync);
+  EXPECT_NE(LastMessage().find("oob_global_read"), std::string::npos) << LastMessage();
+}
+
+CUEMU_INSTANTIATE_ARCHS(FaultTest);
+
+class PrimaryResetTest : public KernelTest {};
+
+// In the primary context, cuDevicePrimaryCtxReset clears the error: kernels run again.
+TEST_P(PrimaryResetTest, PrimaryContextResetClearsTheError) {
+  CUEMU_LOAD_KERNEL(oob, "faults", "oob_global_read");
+  CUdeviceptr in = 0, out = 0;
+  CU_ASSERT_OK(cuMemAlloc(&in, 4096));
+  CU_ASSERT_OK(cuMemAlloc(&out, 128));
+  CU_ASSERT_OK(Launch(oob, {1}, {32}, 0, nullptr, in, out, (long long)(1 << 20)));
+  CUresult sync = cuCtxSynchronize();
+  EXPECT_EQ(sync, CUDA_ERROR_ILLEGAL_ADDRESS) << Describe(sync);
+  CU_ASSERT_OK(cuDevicePrimaryCtxReset(Device()));
+  ReacquirePrimaryContext();
+
+  CUEMU_LOAD_KERNEL(add, "basic", "vector_add");
+  const int n = 256;
+  std::vector<float> a = RandomFloats(n, -1, 1, 30), b = RandomFloats(n, -1, 1, 31);
+  CUdeviceptr da = mem_.Upload(a), db = mem_.Upload(b), dc = mem_.Alloc<float>(n);
+  CU_ASSERT_OK(Launch(add, {1}, {256}, 0, nullptr, da, db, dc, n));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  std::vector<float> want(n);
+  for (int i = 0; i < n; ++i) want[i] = a[i] + b[i];
+  EXPECT_TRUE(SameValues(Download<float>(dc, n), want));
+}
+
+CUEMU_INSTANTIATE_ARCHS(PrimaryResetTest);
+
+// --- Counters -----------------------------------------------------------------------
+
+class CounterTest : public KernelTest {
+ protected:
+  CUemuCounters Counters() {
+    CUemuCounters c;
+    std::memset(&c, 0, sizeof(c));
+    Check(cuemuGetLastLaunchCounters(&c), "cuemuGetLastLaunchCounters");
+    return c;
+  }
+  // ptxas ran (it is next to nvcc): its register count is known.
+  void ExpectRegisters(const CUemuCounters& c) {
+    if (CUEMU_TEST_HAVE_NVCC) {
+      EXPECT_GT(c.registers, 0);
+    }
+  }
+};
+
+// Vector add of N floats, one per thread, coalesced: 8N bytes loaded in 8N/32 sectors,
+// 4N bytes stored in 4N/32 sectors (100% efficiency); one load request per warp and
+// array, one store per warp; no divergence.
+TEST_P(CounterTest, VectorAddIsFullyCoalesced) {
+  CUEMU_LOAD_KERNEL(f, "basic", "vector_add");
+  const int n = 4096;
+  CUdeviceptr a = mem_.Alloc<float>(n), b = mem_.Alloc<float>(n), c = mem_.Alloc<float>(n);
+  CU_ASSERT_OK(Launch(f, {n / 256}, {256}, 0, nullptr, a, b, c, n));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  CUemuCounters k = Counters();
+  EXPECT_EQ(k.blocks, 16u);
+  EXPECT_EQ(k.threads, 4096u);
+  EXPECT_EQ(k.global_load_requests, 2u * 128);
+  EXPECT_EQ(k.global_load_bytes, 8u * n);
+  EXPECT_EQ(k.global_load_sectors, 8u * n / 32);
+  EXPECT_EQ(k.global_store_requests, 128u);
+  EXPECT_EQ(k.global_store_bytes, 4u * n);
+  EXPECT_EQ(k.global_store_sectors, 4u * n / 32);
+  EXPECT_EQ(k.shared_requests, 0u);
+  EXPECT_EQ(k.shared_bank_conflicts, 0u);
+  EXPECT_GT(k.warp_instructions, 0u);
+  EXPECT_LE(k.thread_instructions, 32 * k.warp_instructions);
+  ExpectRegisters(k);
+}
+
+// Loads at a stride of 32 floats: each lane's 4 bytes lie in a sector of their own, so
+// the efficiency bytes / (32 * sectors) is 4 / 32 = 12.5%. The stores are coalesced.
+TEST_P(CounterTest, StridedLoadUsesOneSectorPerLane) {
+  CUEMU_LOAD_KERNEL(f, "counters", "load_stride32");
+  const unsigned threads = 1024;
+  CUdeviceptr in = mem_.Alloc<float>(32 * threads), out = mem_.Alloc<float>(threads);
+  CU_ASSERT_OK(Launch(f, {4}, {256}, 0, nullptr, in, out));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  CUemuCounters k = Counters();
+  EXPECT_EQ(k.global_load_requests, 32u);
+  EXPECT_EQ(k.global_load_bytes, 4u * threads);
+  EXPECT_EQ(k.global_load_sectors, threads);
+  EXPECT_DOUBLE_EQ(static_cast<double>(k.global_load_bytes) / (32.0 * k.global_load_sectors), 0.125);
+  EXPECT_EQ(k.global_store_bytes, 4u * threads);
+  EXPECT_EQ(k.global_store_sectors, threads / 8);
+}
+
+// The coalesced copy for comparison: 100% efficiency on both sides.
+TEST_P(CounterTest, CoalescedCopy) {
+  CUEMU_LOAD_KERNEL(f, "counters", "copy_coalesced");
+  const unsigned n = 8192;
+  CUdeviceptr in = mem_.Alloc<float>(n), out = mem_.Alloc<float>(n);
+  CU_ASSERT_OK(Launch(f, {n / 128}, {128}, 0, nullptr, in, out));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  CUemuCounters k = Counters();
+  EXPECT_EQ(k.blocks, 64u);
+  EXPECT_EQ(k.global_load_requests, n / 32);
+  EXPECT_EQ(k.global_load_bytes, 4u * n);
+  EXPECT_EQ(k.global_load_sectors, n / 8);
+  EXPECT_EQ(k.global_store_bytes, 4u * n);
+  EXPECT_EQ(k.global_store_sectors, n / 8);
+  // No branch and no predicate: every instruction runs on all 32 lanes.
+  EXPECT_EQ(k.thread_instructions, 32 * k.warp_instructions);
+}
+
+// Shared memory, one block of 1024 threads (32 warps), each warp one store of 32
+// consecutive words and one load: 64 requests. Loads of 32 consecutive words or of one
+// word by all lanes have no conflict; 32 distinct words of bank 0 cost 31 extra
+// wavefronts per warp (32 * 31 in all). ptxas reports the 4 KB of static shared memory.
+TEST_P(CounterTest, SharedMemoryBankConflicts) {
+  struct Case {
+    const char* kernel;
+    unsigned long long conflicts;
+  };
+  for (const Case& c :
+       {Case{"shared_consecutive", 0}, Case{"shared_stride32", 32 * 31}, Case{"shared_broadcast", 0}}) {
+    SCOPED_TRACE(c.kernel);
+    CUEMU_LOAD_KERNEL(f, "counters", c.kernel);
+    CUdeviceptr out = mem_.Alloc<float>(1024);
+    CU_ASSERT_OK(Launch(f, {1}, {1024}, 0, nullptr, out));
+    CU_ASSERT_OK(cuCtxSynchronize());
+    CUemuCounters k = Counters();
+    EXPECT_EQ(k.shared_requests, 64u);
+    EXPECT_EQ(k.shared_bank_conflicts, c.conflicts);
+    EXPECT_EQ(k.global_store_bytes, 4096u);
+    ExpectRegisters(k);
+    if (k.registers >= 0) {
+      EXPECT_EQ(k.static_shared_bytes, 4096);
+    }
+    // The values read: s[i] = i.
+    std::vector<float> got = Download<float>(out, 1024);
+    for (unsigned t = 0; t < 1024; t += 97) {
+      const unsigned lane = t & 31;
+      const float want =
+          c.conflicts ? 32.0f * lane : (std::string(c.kernel) == "shared_broadcast" ? 0.0f : lane);
+      EXPECT_EQ(got[t], want) << "thread " << t;
+    }
+  }
+}
+
+CUEMU_INSTANTIATE_ARCHS(CounterTest);
+
+// --- Thread order -------------------------------------------------------------------
+
+struct Order {
+  CUemuThreadOrder order;
+  unsigned long long seed;
+  const char* name;
+};
+const Order kOrders[] = {{CUEMU_ORDER_FORWARD, 0, "forward"},
+                         {CUEMU_ORDER_REVERSE, 0, "reverse"},
+                         {CUEMU_ORDER_SHUFFLE, 1, "shuffle:1"},
+                         {CUEMU_ORDER_SHUFFLE, 2, "shuffle:2"},
+                         {CUEMU_ORDER_SHUFFLE, 12345, "shuffle:12345"}};
+
+class ThreadOrderTest : public KernelTest {};
+
+// Correct kernels (barriers where needed; shuffles; atomics whose result does not
+// depend on the order) give bit-identical results in every order.
+TEST_P(ThreadOrderTest, CorrectKernelsGiveTheSameResultInEveryOrder) {
+  CUEMU_LOAD_KERNEL(sum, "reduce", "block_sum");
+  CUEMU_LOAD_KERNEL(softmax, "reduce", "softmax_rows");
+  CUEMU_LOAD_KERNEL(shuffles, "warp", "warp_shuffles");
+  CUEMU_LOAD_KERNEL(histogram, "atomics", "histogram256");
+  const int n = 8192, rows = 8, cols = 300, warps = 4;
+  const unsigned blocks = Blocks(n, 512);
+  std::vector<float> in = RandomFloats(n, -1, 1, 40), x = RandomFloats(rows * cols, -5, 5, 41);
+  std::vector<int> lanes = RandomInts(32 * warps, -1000, 1000, 42);
+  std::vector<unsigned char> bytes(20000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * i % 251 % 7);
+  CUdeviceptr din = mem_.Upload(in), dsum = mem_.Alloc<float>(blocks);
+  CUdeviceptr dx = mem_.Upload(x), dy = mem_.Alloc<float>(rows * cols);
+  CUdeviceptr dl = mem_.Upload(lanes), dsh = mem_.Alloc<int>(14 * 32 * warps),
+              dshd = mem_.Alloc<double>(32 * warps);
+  CUdeviceptr dbytes = mem_.Upload(bytes), dbins = mem_.Alloc<unsigned>(256);
+
+  std::vector<unsigned> want_bins(256, 0);
+  for (unsigned char b : bytes) ++want_bins[b];
+  const std::vector<float> want_sum = ModelBlockSum(in, blocks);
+  std::vector<float> first_softmax;
+  std::vector<int> first_shuffles;
+  for (const Order& o : kOrders) {
+    SCOPED_TRACE(o.name);
+    CU_ASSERT_OK(cuemuSetThreadOrder(o.order, o.seed));
+    CU_ASSERT_OK(cuMemsetD32(dbins, 0, 256));
+    CU_ASSERT_OK(Launch(sum, {blocks}, {256}, 0, nullptr, din, dsum, n));
+    CU_ASSERT_OK(Launch(softmax, {rows}, {96}, 0, nullptr, dx, dy, cols));
+    CU_ASSERT_OK(Launch(shuffles, {2}, {64}, 0, nullptr, dl, dsh, dshd, 32 * warps));
+    CU_ASSERT_OK(Launch(histogram, {5}, {128}, 0, nullptr, dbytes, (int)bytes.size(), dbins));
+    CU_ASSERT_OK(cuCtxSynchronize());
+    EXPECT_TRUE(SameValues(Download<float>(dsum, blocks), want_sum, "block_sum"));
+    EXPECT_TRUE(SameValues(Download<unsigned>(dbins, 256), want_bins, "histogram256"));
+    std::vector<float> y = Download<float>(dy, rows * cols);
+    std::vector<int> sh = Download<int>(dsh, 14 * 32 * warps);
+    if (first_softmax.empty()) {
+      first_softmax = y;
+      first_shuffles = sh;
+      for (float v : y) ASSERT_TRUE(std::isfinite(v) && v > 0.0f) << "softmax output " << v;
+    } else {
+      EXPECT_TRUE(SameValues(y, first_softmax, "softmax_rows vs forward"));
+      EXPECT_TRUE(SameValues(sh, first_shuffles, "warp_shuffles vs forward"));
+    }
+  }
+}
+
+// block_sum without the barrier after filling shared memory: a warp reads words of
+// another warp that has not run yet (still 0xFF: NaN), so at least one order gives a
+// wrong result, and NaN among them. The same seed gives the same result again.
+TEST_P(ThreadOrderTest, MissingBarrierIsWrongInSomeOrder) {
+  CUEMU_LOAD_KERNEL(racy, "reduce", "block_sum_missing_barrier");
+  const int n = 4096;
+  const unsigned blocks = Blocks(n, 512);
+  std::vector<float> in = RandomFloats(n, -1, 1, 43);
+  const std::vector<float> want = ModelBlockSum(in, blocks);
+  CUdeviceptr din = mem_.Upload(in), dout = mem_.Alloc<float>(blocks);
+  int wrong_orders = 0;
+  bool saw_nan = false;
+  std::string summary;
+  for (const Order& o : kOrders) {
+    CU_ASSERT_OK(cuemuSetThreadOrder(o.order, o.seed));
+    CU_ASSERT_OK(Launch(racy, {blocks}, {256}, 0, nullptr, din, dout, n));
+    CU_ASSERT_OK(cuCtxSynchronize());
+    std::vector<float> got = Download<float>(dout, blocks);
+    const bool wrong = !SameValues(got, want);
+    for (float v : got) saw_nan |= std::isnan(v);
+    wrong_orders += wrong;
+    summary += std::string(" ") + o.name + (wrong ? ":wrong" : ":right");
+
+    if (o.order == CUEMU_ORDER_SHUFFLE) {  // reproducible
+      CU_ASSERT_OK(cuemuSetThreadOrder(o.order, o.seed));
+      CU_ASSERT_OK(Launch(racy, {blocks}, {256}, 0, nullptr, din, dout, n));
+      CU_ASSERT_OK(cuCtxSynchronize());
+      EXPECT_TRUE(SameValues(Download<float>(dout, blocks), got, std::string(o.name) + " run twice"));
+    }
+  }
+  EXPECT_GE(wrong_orders, 1) << "the missing barrier went unnoticed in every order:" << summary;
+  EXPECT_TRUE(saw_nan) << "no NaN from unwritten shared memory:" << summary;
+}
+
+CUEMU_INSTANTIATE_ARCHS(ThreadOrderTest);
+
+}  // namespace
+}  // namespace cuemu_test
