@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cfenv>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -662,6 +663,27 @@ T Saturate01(T x) {
   return std::min<T>(std::max<T>(x, 0), 1);
 }
 
+// Float arithmetic in a directed rounding mode (.rz, .rm, .rp) is the host FPU's, in that
+// mode for the scope (this file is compiled with -frounding-math, so the compiler does
+// not move or fold arithmetic across the mode changes).
+class RoundingScope {
+ public:
+  explicit RoundingScope(Round round) {
+    int mode = round == Round::kRz ? FE_TOWARDZERO : round == Round::kRm ? FE_DOWNWARD
+             : round == Round::kRp ? FE_UPWARD : -1;
+    if (mode >= 0) {
+      saved_ = std::fegetround();
+      std::fesetround(mode);
+    }
+  }
+  ~RoundingScope() {
+    if (saved_ >= 0) std::fesetround(saved_);
+  }
+
+ private:
+  int saved_ = -1;
+};
+
 // The bounds the PTX ISA states for its .approx instructions (f32): ex2 and div 2 ulp,
 // rcp 1 ulp, sqrt 2^-23 relative, and these.
 const double kRsqrtError = std::exp2(-22.9);   // relative
@@ -721,8 +743,7 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
   if (IsHalfType(in.type)) return HalfArith(w, in, exec);
 
   if (IsFloat(in.type)) {
-    if (round != Round::kDefault && round != Round::kRn)
-      return Fail(Fault::kLaunchFailed, in, "rounding modes other than .rn are not supported for this instruction");
+    RoundingScope scope(round);
     WithFloatType(in.type, [&](auto tag) {
       using T = decltype(tag);
       auto in_ = [&](uint64_t v) { T x = As<T>(v); return ftz ? Ftz(x) : x; };
@@ -1025,6 +1046,9 @@ bool Executor::Convert(Warp& w, const Instr& in, uint32_t exec) {
     return Fail(Fault::kLaunchFailed, in, "cvt of packed pairs is not supported");
   const bool to_float = IsFloat(dt);
   const bool rounding_to_int = round == Round::kRni || round == Round::kRzi || round == Round::kRmi || round == Round::kRpi;
+  if ((dt == Type::kF16 || dt == Type::kBF16) && (round == Round::kRm || round == Round::kRp))
+    return Fail(Fault::kLaunchFailed, in, "cvt.rm/.rp to f16 or bf16 is not supported");
+  RoundingScope scope(rounding_to_int ? Round::kDefault : round);
   ForLanes(exec, [&](int l) {
     Wide x = Read(a[l], st);
     if (to_float) {

@@ -399,5 +399,57 @@ TEST_P(ThreadOrderTest, MissingBarrierIsWrongInSomeOrder) {
 
 CUEMU_INSTANTIATE_ARCHS(ThreadOrderTest);
 
+// The ISA's rounding modifiers on float arithmetic and conversions: 1 + 2^-24 is a tie
+// that .rn rounds to 1, .rz and .rm keep below, .rp rounds up; 1/3 and 2^24 + 1 likewise.
+TEST(CudaEmulatorRounding, DirectedRoundingModes) {
+  const std::string ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry rounding(.param .u64 out)
+{
+  .reg .f32 %f<12>;
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [out];
+  mov.f32 %f1, 0f3F800000;
+  mov.f32 %f2, 0f33800000;
+  add.rn.f32 %f3, %f1, %f2;
+  add.rz.f32 %f4, %f1, %f2;
+  add.rp.f32 %f5, %f1, %f2;
+  sub.rm.f32 %f6, %f1, %f2;
+  mov.f32 %f7, 0f40400000;
+  div.rz.f32 %f8, %f1, %f7;
+  div.rp.f32 %f9, %f1, %f7;
+  mov.u32 %r1, 16777217;
+  cvt.rz.f32.u32 %f10, %r1;
+  cvt.rp.f32.u32 %f11, %r1;
+  st.global.v4.f32 [%rd1], {%f3, %f4, %f5, %f6};
+  st.global.v4.f32 [%rd1+16], {%f8, %f9, %f10, %f11};
+  ret;
+}
+)";
+  CU_ASSERT_OK(cuCtxSetCurrent(PrimaryContext()));
+  CUmodule module;
+  std::string log;
+  ASSERT_EQ(LoadPtx(ptx, &module, &log), CUDA_SUCCESS) << log;
+  CUfunction f;
+  CU_ASSERT_OK(cuModuleGetFunction(&f, module, "rounding"));
+  DeviceMemory mem;
+  CUdeviceptr out = mem.Alloc<float>(8);
+  CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
+  std::vector<float> got = Download<float>(out, 8);
+  const float one_up = std::nextafter(1.0f, 2.0f), one_down = std::nextafter(1.0f, 0.0f);
+  const float third_down = 1.0f / 3.0f < 1.0 / 3.0 ? 1.0f / 3.0f : std::nextafter(1.0f / 3.0f, 0.0f);
+  EXPECT_EQ(got[0], 1.0f);        // add.rn: the tie goes to even
+  EXPECT_EQ(got[1], 1.0f);        // add.rz
+  EXPECT_EQ(got[2], one_up);      // add.rp
+  EXPECT_EQ(got[3], one_down);    // sub.rm: 1 - 2^-24 is exact below 1
+  EXPECT_EQ(got[4], third_down);  // div.rz
+  EXPECT_EQ(got[5], std::nextafter(third_down, 1.0f));  // div.rp
+  EXPECT_EQ(got[6], 16777216.0f);  // cvt.rz of 2^24 + 1
+  EXPECT_EQ(got[7], 16777218.0f);  // cvt.rp
+  CU_EXPECT_OK(cuModuleUnload(module));
+}
+
 }  // namespace
 }  // namespace cuemu_test
