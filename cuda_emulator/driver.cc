@@ -113,6 +113,7 @@ struct Driver {
   std::string last_error;
   CUemuCounters last_counters{};
   bool quiet = false;
+  uint64_t max_warp_instructions = 0;
 };
 
 Driver& D() {
@@ -315,6 +316,8 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
     D().memory = std::make_unique<DeviceMemory>(mb << 20);
     D().order = OrderFromEnvironment(&D().seed);
     D().quiet = std::getenv("CUEMU_QUIET") != nullptr;
+    const char* limit = std::getenv("CUEMU_MAX_WARP_INSTRUCTIONS");
+    D().max_warp_instructions = limit ? std::strtoull(limit, nullptr, 10) : 1000000000ull;
     D().initialized = true;
   }
   return CUDA_SUCCESS;
@@ -1145,6 +1148,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
   launch->params = std::move(params);
   launch->order = D().order;
   launch->seed = D().seed;
+  launch->max_warp_instructions = D().max_warp_instructions;
   KernelResources resources = f->resources;
   Enqueue(s, [launch, resources]() {
     Stats stats;
@@ -1174,6 +1178,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
       case Fault::kMisalignedAddress: Report(message); return CUDA_ERROR_MISALIGNED_ADDRESS;
       case Fault::kTrap: Report(message); return CUDA_ERROR_ILLEGAL_INSTRUCTION;
       case Fault::kLaunchFailed: Report(message); return CUDA_ERROR_LAUNCH_FAILED;
+      case Fault::kTimeout: Report(message); return CUDA_ERROR_LAUNCH_TIMEOUT;
     }
     return CUDA_ERROR_UNKNOWN;
   });

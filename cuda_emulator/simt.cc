@@ -314,7 +314,10 @@ bool Executor::RunWarp(Warp& w) {
         exec = 0;
         ForLanes(group, [&](int l) { exec |= static_cast<uint32_t>((p[l] & 1) != in.guard_negated) << l; });
       }
-      ++stats_->warp_instructions;
+      if (++stats_->warp_instructions > l_.max_warp_instructions)
+        return Fail(Fault::kTimeout, in, "more than " + std::to_string(l_.max_warp_instructions) +
+                                             " warp instructions (CUEMU_MAX_WARP_INSTRUCTIONS): an endless loop, or a "
+                                             "wait for another warp, which runs only when this one exits or waits at a barrier");
       stats_->thread_instructions += std::popcount(exec);
       if (in.op == Op::kBra) {
         if (exec == group) {

@@ -65,6 +65,10 @@ struct Launch {
   std::vector<uint8_t> params;  // kernel->param_bytes
   ThreadOrder order = ThreadOrder::kForward;
   uint64_t seed = 0;
+  // A launch that issues more warp instructions than this stops with kTimeout (an
+  // endless loop, or a warp spinning on a flag another warp sets: warps switch only at
+  // barriers and exits).
+  uint64_t max_warp_instructions = UINT64_MAX;
 };
 
 struct Stats {
@@ -75,7 +79,7 @@ struct Stats {
   uint64_t shared_requests = 0, shared_bank_conflicts = 0;
 };
 
-enum class Fault { kNone, kIllegalAddress, kMisalignedAddress, kTrap, kLaunchFailed };
+enum class Fault { kNone, kIllegalAddress, kMisalignedAddress, kTrap, kLaunchFailed, kTimeout };
 
 // Runs the whole grid. On a fault, stops and says where in *message.
 Fault RunGrid(const Launch& launch, DeviceMemory* memory, Stats* stats, std::string* message);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 #include <sstream>
@@ -154,6 +155,38 @@ TEST_P(FaultTest, StreamSynchronizeReportsTheFault) {
   CUresult sync = cuStreamSynchronize(stream);
   EXPECT_EQ(sync, CUDA_ERROR_ILLEGAL_ADDRESS) << Describe(sync);
   EXPECT_NE(LastMessage().find("oob_global_read"), std::string::npos) << LastMessage();
+}
+
+// A misaligned store: CUDA_ERROR_MISALIGNED_ADDRESS, naming the kernel and the address.
+TEST_P(FaultTest, MisalignedStoreIsMisalignedAddress) {
+  CUfunction f = Kernel("misaligned_store");
+  CUdeviceptr out = 0;
+  CU_ASSERT_OK(cuMemAlloc(&out, 64));
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
+  CUresult sync = cuCtxSynchronize();
+  ASSERT_EQ(sync, CUDA_ERROR_MISALIGNED_ADDRESS) << Describe(sync);
+  EXPECT_NE(LastMessage().find("misaligned_store"), std::string::npos) << LastMessage();
+  std::ostringstream address;
+  address << "0x" << std::hex << out + 2;
+  EXPECT_NE(LastMessage().find(address.str()), std::string::npos) << LastMessage();
+}
+
+// A launch that never ends stops after CUEMU_MAX_WARP_INSTRUCTIONS with
+// CUDA_ERROR_LAUNCH_TIMEOUT instead of hanging (run by the ctest
+// cuda_emulator_timeout, which sets a small limit).
+TEST_P(FaultTest, EndlessLoopTimesOut) {
+  const char* limit = std::getenv("CUEMU_MAX_WARP_INSTRUCTIONS");
+  if (!limit) GTEST_SKIP() << "needs CUEMU_MAX_WARP_INSTRUCTIONS (the ctest cuda_emulator_timeout)";
+  CUfunction f = Kernel("spin_forever");
+  CUdeviceptr flag = 0;
+  CU_ASSERT_OK(cuMemAlloc(&flag, 4));
+  CU_ASSERT_OK(cuMemsetD32(flag, 0, 1));
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, flag));
+  CUresult sync = cuCtxSynchronize();
+  ASSERT_EQ(sync, CUDA_ERROR_LAUNCH_TIMEOUT) << Describe(sync);
+  EXPECT_NE(LastMessage().find("spin_forever"), std::string::npos) << LastMessage();
+  EXPECT_NE(LastMessage().find(std::string("more than ") + limit + " warp instructions"), std::string::npos)
+      << LastMessage();
 }
 
 CUEMU_INSTANTIATE_ARCHS(FaultTest);

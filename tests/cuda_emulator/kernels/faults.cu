@@ -16,3 +16,14 @@ extern "C" __global__ void oob_shared_write(int* out, int index) {
   __syncthreads();
   out[threadIdx.x] = s[threadIdx.x & 63];
 }
+
+// Waits for a flag that nothing sets: a launch that never ends (on a GPU too).
+extern "C" __global__ void spin_forever(volatile int* flag) {
+  while (*flag == 0) {
+  }
+}
+
+// Thread 0 stores a float at byte offset 2 of `out`: a misaligned address.
+extern "C" __global__ void misaligned_store(float* out) {
+  if (threadIdx.x == 0) *reinterpret_cast<float*>(reinterpret_cast<char*>(out) + 2) = 1.0f;
+}
