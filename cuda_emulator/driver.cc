@@ -812,6 +812,19 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
 
 namespace {
 
+// A synchronous call runs after the legacy default stream's pending work; an async one
+// is queued on its stream.
+CUresult RunOrEnqueue(CUctx_st* ctx, bool async, CUstream stream, std::function<CUresult()> run) {
+  if (!async) {
+    if (CUresult r = SyncLegacy(ctx)) return r;
+    return run();
+  }
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  Enqueue(s, std::move(run));
+  return CUDA_SUCCESS;
+}
+
 enum class Copy { kHtoD, kDtoH, kDtoD };
 
 CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr dst, CUdeviceptr src,
@@ -836,14 +849,7 @@ CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr
     }
     return CUDA_SUCCESS;
   };
-  if (!async) {
-    if (CUresult r = SyncLegacy(ctx)) return r;
-    return run();
-  }
-  CUstream_st* s = StreamOf(ctx, stream);
-  if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  Enqueue(s, run);
-  return CUDA_SUCCESS;
+  return RunOrEnqueue(ctx, async, stream, run);
 }
 
 CUresult MemsetImpl(CUdeviceptr dst, uint32_t value, int width, size_t count, bool async, CUstream stream) {
@@ -857,14 +863,7 @@ CUresult MemsetImpl(CUdeviceptr dst, uint32_t value, int width, size_t count, bo
     for (size_t i = 0; i < count; ++i) std::memcpy(p + i * width, &value, width);
     return CUDA_SUCCESS;
   };
-  if (!async) {
-    if (CUresult r = SyncLegacy(ctx)) return r;
-    return run();
-  }
-  CUstream_st* s = StreamOf(ctx, stream);
-  if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  Enqueue(s, run);
-  return CUDA_SUCCESS;
+  return RunOrEnqueue(ctx, async, stream, run);
 }
 
 }  // namespace

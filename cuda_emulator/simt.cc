@@ -158,6 +158,22 @@ class Executor {
   bool LoadStore(Warp& w, const Instr& in, uint32_t exec);
   bool Atomic(Warp& w, const Instr& in, uint32_t exec);
   bool SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t group, uint32_t* members);
+  // The lanes of one warp-level access, by the memory they reached, for the counters.
+  struct WarpAccess {
+    uint64_t addresses[32];  // global addresses, or offsets in shared memory
+    uint32_t global = 0, shared = 0;
+    DeviceMemory::Allocation* hint = nullptr;
+    void Record(int lane, const Instr& in, Space space, uint64_t address) {
+      if (space == Space::kShared) {
+        addresses[lane] = in.space == Space::kGeneric ? address - kSharedWindow : address;
+        shared |= 1u << lane;
+      } else if (space == Space::kGlobal || space == Space::kConst) {
+        addresses[lane] = address;
+        global |= 1u << lane;
+      }
+    }
+  };
+  void Count(const WarpAccess& access, bool store, unsigned bytes);
   void CountGlobal(bool store, const uint64_t* addresses, uint32_t mask, unsigned bytes);
   void CountShared(const uint64_t* addresses, uint32_t mask, unsigned bytes);
 
@@ -482,19 +498,15 @@ bool Executor::LoadStore(Warp& w, const Instr& in, uint32_t exec) {
   const bool sign_extend = IsSigned(in.type) && size < 8;  // a narrow signed load
   const int sign_shift = 64 - 8 * size;
   const uint64_t* base = R(w, in.src[0]);
-  uint64_t addresses[32];
-  uint32_t global = 0, shared = 0;
-  DeviceMemory::Allocation* hint = nullptr;
+  WarpAccess access;
   for (int i = 0; i < 32; ++i) {
     int l = lane_order_[i];
     if (!(exec >> l & 1)) continue;
     uint64_t address = base[l] + in.offset;
     Space space;
-    uint8_t* p = Access(w, l, in, address, bytes, store, &space, &hint);
+    uint8_t* p = Access(w, l, in, address, bytes, store, &space, &access.hint);
     if (!p) return false;
-    addresses[l] = space == Space::kShared ? (in.space == Space::kGeneric ? address - kSharedWindow : address) : address;
-    if (space == Space::kGlobal || space == Space::kConst) global |= 1u << l;
-    if (space == Space::kShared) shared |= 1u << l;
+    access.Record(l, in, space, address);
     for (int e = 0; e < in.vec; ++e) {
       uint8_t* q = p + e * size;
       if (store) {
@@ -518,9 +530,13 @@ bool Executor::LoadStore(Warp& w, const Instr& in, uint32_t exec) {
       }
     }
   }
-  if (global) CountGlobal(store, addresses, global, bytes);
-  if (shared) CountShared(addresses, shared, bytes);
+  Count(access, store, bytes);
   return true;
+}
+
+void Executor::Count(const WarpAccess& access, bool store, unsigned bytes) {
+  if (access.global) CountGlobal(store, access.addresses, access.global, bytes);
+  if (access.shared) CountShared(access.addresses, access.shared, bytes);
 }
 
 template <class T>
@@ -554,20 +570,16 @@ bool Executor::Atomic(Warp& w, const Instr& in, uint32_t exec) {
   const unsigned size = Bytes(in.type);
   const uint64_t* base = R(w, in.src[0]);
   const AtomOp op = static_cast<AtomOp>(in.mode);
-  uint64_t addresses[32];
-  uint32_t global = 0, shared = 0;
+  WarpAccess access;
   bool ok = true;
-  DeviceMemory::Allocation* hint = nullptr;
   for (int i = 0; i < 32 && ok; ++i) {
     int l = lane_order_[i];
     if (!(exec >> l & 1)) continue;
     uint64_t address = base[l] + in.offset;
     Space space;
-    uint8_t* p = Access(w, l, in, address, size, true, &space, &hint);
+    uint8_t* p = Access(w, l, in, address, size, true, &space, &access.hint);
     if (!p) return false;
-    addresses[l] = space == Space::kShared ? (in.space == Space::kGeneric ? address - kSharedWindow : address) : address;
-    if (space == Space::kGlobal) global |= 1u << l;
-    if (space == Space::kShared) shared |= 1u << l;
+    access.Record(l, in, space, address);
     uint64_t b = R(w, in.src[1])[l], c = in.nsrc > 2 ? R(w, in.src[2])[l] : 0;
     auto apply = [&](auto tag) {
       using T = decltype(tag);
@@ -586,8 +598,7 @@ bool Executor::Atomic(Warp& w, const Instr& in, uint32_t exec) {
       ok = false;
   }
   if (!ok) return Fail(Fault::kLaunchFailed, in, std::string("atomics on .") + TypeName(in.type) + " are not supported");
-  if (global) CountGlobal(true, addresses, global, size);
-  if (shared) CountShared(addresses, shared, size);
+  Count(access, true, size);
   return true;
 }
 
