@@ -589,7 +589,9 @@ CUresult LoadModule(CUmodule* out, const void* image, char* error_log, size_t er
   }
   const std::string ptx(static_cast<const char*>(image));
   // 1. ptxas, as the driver's own PTX compiler would.
-  PtxasResult ptxas = RunPtxas(ptx, kArch);
+  // sm_90a PTX (arch-specific features) is assembled for sm_90a, which this device is.
+  const bool arch_specific = ptx.find(".target sm_90a") != std::string::npos;
+  PtxasResult ptxas = RunPtxas(ptx, arch_specific ? "sm_90a" : kArch);
   if (ptxas.ran && !ptxas.accepted) {
     Report("ptxas rejected the module:\n" + ptxas.log);
     WriteLog(ptxas.log, error_log, error_size);
@@ -613,6 +615,8 @@ CUresult LoadModule(CUmodule* out, const void* image, char* error_log, size_t er
   for (const GlobalVar& g : m->module.globals) {
     uint64_t a = D().memory->Allocate(std::max<uint64_t>(g.size, 1));
     if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+    // .global and .const variables start as their initializer, else as zeros (the ISA's rule).
+    std::memset(HostOf(a), 0, g.size);
     if (!g.init.empty()) std::memcpy(HostOf(a), g.init.data(), g.init.size());
     m->global_addresses.push_back(a);
   }
@@ -841,6 +845,14 @@ CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr
     Report("cuMemcpy: a range outside every allocation");
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // Host memory is staged when the copy is issued, as drivers do for pageable memory: the
+  // caller may reuse its buffer as soon as the call returns.
+  std::shared_ptr<std::vector<uint8_t>> staged;
+  if (kind == Copy::kHtoD && async) {
+    const uint8_t* from = static_cast<const uint8_t*>(host_src);
+    staged = std::make_shared<std::vector<uint8_t>>(from, from + bytes);
+    host_src = staged->data();
+  }
   auto run = [=]() {
     switch (kind) {
       case Copy::kHtoD: std::memcpy(HostOf(dst), host_src, bytes); break;
@@ -970,7 +982,11 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int 
   if (!event->recorded || event->done || !event->stream) return CUDA_SUCCESS;
   CUstream_st* other = event->stream;
   uint64_t seq = event->seq;
-  Enqueue(s, [ctx, other, seq]() { return Drain(ctx, other, seq); });
+  Enqueue(s, [ctx, other, seq]() {
+    // A destroyed stream finished its work when it was destroyed.
+    if (other != &ctx->null_stream && !ctx->streams.count(other)) return CUDA_SUCCESS;
+    return Drain(ctx, other, seq);
+  });
   return CUDA_SUCCESS;
 }
 
@@ -1007,13 +1023,16 @@ CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
   if (CUresult r = Enter(&ctx)) return r;
   CUstream_st* s = StreamOf(ctx, stream);
   if (!s || !event || !ctx->events.count(event)) return CUDA_ERROR_INVALID_HANDLE;
-  Enqueue(s, [event]() {
-    event->done = true;
-    event->time = std::chrono::steady_clock::now();
+  const uint64_t seq = D().seq + 1;
+  Enqueue(s, [event, seq]() {
+    if (event->seq == seq) {  // not re-recorded since
+      event->done = true;
+      event->time = std::chrono::steady_clock::now();
+    }
     return CUDA_SUCCESS;
   });
   event->stream = s;
-  event->seq = D().seq;
+  event->seq = seq;
   event->recorded = true;
   event->done = false;
   return CUDA_SUCCESS;

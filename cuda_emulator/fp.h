@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 
@@ -22,23 +23,34 @@ inline float HalfToFloat(uint16_t h) {
   return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
-// Round to nearest even (or toward zero when `rz`); NaN becomes the canonical 0x7fff.
-inline uint16_t FloatToHalf(float f, bool rz = false) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  uint32_t ax = x & 0x7fffffff;
-  if (ax > 0x7f800000) return 0x7fff;
-  if (ax == 0x7f800000) return sign | 0x7c00;
-  if (ax < 0x38800000) {  // below 2^-14: a subnormal half (or zero)
-    float scaled = std::bit_cast<float>(ax) * 16777216.0f;  // exact: in units of 2^-24
-    float r = rz ? std::trunc(scaled) : std::nearbyint(scaled);
-    return sign | static_cast<uint16_t>(r);
-  }
-  uint32_t rebased = ax - (112u << 23);
-  uint32_t r = rz ? rebased >> 13 : (rebased + 0xfff + ((rebased >> 13) & 1)) >> 13;
-  if (r >= 0x7c00) return sign | (rz ? 0x7bff : 0x7c00);
-  return sign | static_cast<uint16_t>(r);
+// A double rounded once to a 16-bit float format (`mantissa` stored bits, exponent `bias`,
+// all-ones exponent = Inf/NaN): to nearest even, or toward zero when `rz`. NaN becomes
+// the canonical 0x7fff. Rounding from double directly (not through float) rounds once.
+inline uint16_t RoundToSmallFloat(double d, int mantissa, int bias, int max_field, bool rz) {
+  const uint16_t sign = std::signbit(d) ? 0x8000 : 0;
+  const double a = std::fabs(d);
+  if (std::isnan(d)) return 0x7fff;
+  if (std::isinf(a)) return sign | static_cast<uint16_t>(max_field << mantissa);
+  if (a == 0) return sign;
+  int e;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  const int exponent = e - 1, min_normal = 1 - bias;
+  const int quantum = std::max(exponent, min_normal) - mantissa;  // the last bit's weight
+  const double scaled = std::ldexp(a, -quantum);                  // exact
+  // Nearest even without the FPU's mode (callers may have changed it).
+  double r_floor = std::floor(scaled), rest = scaled - r_floor;
+  uint64_t r = static_cast<uint64_t>(r_floor);
+  if (!rz && (rest > 0.5 || (rest == 0.5 && (r & 1)))) ++r;
+  if (exponent < min_normal) return sign | static_cast<uint16_t>(r);  // 2^mantissa: the smallest normal
+  int field = exponent + bias;
+  if (r == (uint64_t{2} << mantissa)) r >>= 1, ++field;
+  if (field >= max_field)
+    return sign | static_cast<uint16_t>(rz ? ((max_field - 1) << mantissa) | ((1 << mantissa) - 1) : max_field << mantissa);
+  return sign | static_cast<uint16_t>(field << mantissa | (r - (uint64_t{1} << mantissa)));
 }
+inline uint16_t DoubleToHalf(double d, bool rz = false) { return RoundToSmallFloat(d, 10, 15, 31, rz); }
+inline uint16_t DoubleToBf16(double d, bool rz = false) { return RoundToSmallFloat(d, 7, 127, 255, rz); }
+inline uint16_t FloatToHalf(float f, bool rz = false) { return DoubleToHalf(f, rz); }
 
 inline float Bf16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
@@ -47,6 +59,34 @@ inline uint16_t FloatToBf16(float f, bool rz = false) {
   if ((x & 0x7fffffff) > 0x7f800000) return 0x7fff;
   if (rz) return static_cast<uint16_t>(x >> 16);
   return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+// A double with the last bit set when the true value was not representable ("round to
+// odd"): rounding such a value once more to a format at least 2 bits narrower gives the
+// correctly rounded result, which rounding a nearest-even double would not always.
+inline double RoundToOdd(double toward_zero, bool inexact) {
+  if (!inexact || !std::isfinite(toward_zero)) return toward_zero;
+  return std::bit_cast<double>(std::bit_cast<uint64_t>(toward_zero) | 1);
+}
+// f(), computed in double and rounded to odd. The caller has set the FPU to round toward
+// zero (RoundingScope); f's one rounding then tells whether it was exact.
+template <class F>
+double ComputeRoundedToOdd(F f) {
+  std::feclearexcept(FE_INEXACT);
+  double r = f();
+  return RoundToOdd(r, std::fetestexcept(FE_INEXACT) != 0);
+}
+// An integer as a double rounded to odd (exact below 2^53).
+inline double IntegerToOdd(bool negative, uint64_t magnitude) {
+  int shift = 64 - std::countl_zero(magnitude | 1) - 53;
+  double d;
+  if (shift <= 0) {
+    d = static_cast<double>(magnitude);
+  } else {
+    uint64_t kept = magnitude >> shift << shift;
+    d = RoundToOdd(static_cast<double>(kept), kept != magnitude);
+  }
+  return negative ? -d : d;
 }
 
 inline float Ftz(float x) {

@@ -127,6 +127,49 @@ struct Statement {
   std::string opcode;
   std::vector<RawOperand> operands;
   int line = 0;
+  int scope = 0;  // the { } block it is in
+};
+
+// Nested { } blocks of a function body: registers and labels declared in one shadow
+// those outside it. A register declared in a nested block gets a unique name ("%r1#3");
+// a label is looked up from the branch's block outward.
+struct Scopes {
+  std::vector<int> parent{-1};  // block 0: the function body
+  std::vector<std::map<std::string, std::string>> renamed{{}};
+  std::vector<int> open{0};
+  std::map<std::pair<int, std::string>, int> labels;  // (block, name) -> instruction
+
+  int current() const { return open.back(); }
+  void Enter() {
+    parent.push_back(current());
+    renamed.emplace_back();
+    open.push_back(static_cast<int>(parent.size()) - 1);
+  }
+  void Leave() { open.pop_back(); }
+  std::string Declare(const std::string& name) {
+    if (current() == 0) return name;
+    return renamed[current()][name] = name + "#" + std::to_string(current());
+  }
+  std::string Resolve(const std::string& name) const {
+    for (auto it = open.rbegin(); it != open.rend(); ++it) {
+      auto found = renamed[*it].find(name);
+      if (found != renamed[*it].end()) return found->second;
+    }
+    return name;
+  }
+  void Resolve(RawOperand* op) const {
+    if (!op->name.empty()) op->name = Resolve(op->name);
+    if (!op->name2.empty()) op->name2 = Resolve(op->name2);
+    for (RawOperand& e : op->elems) Resolve(&e);
+  }
+  // The instruction a branch in `block` to `label` goes to, or -1.
+  int Label(int block, const std::string& label) const {
+    for (int b = block; b >= 0; b = parent[b]) {
+      auto it = labels.find({b, label});
+      if (it != labels.end()) return it->second;
+    }
+    return -1;
+  }
 };
 
 class Parser {
@@ -178,7 +221,7 @@ class Parser {
                      std::vector<uint8_t>* init);
   bool ParseKernel();
   bool ParseOperand(RawOperand* op);
-  bool ParseBody(std::vector<Statement>* body, std::map<std::string, int>* labels,
+  bool ParseBody(std::vector<Statement>* body, Scopes* scopes,
                  std::vector<std::pair<std::string, Type>>* registers,
                  std::vector<GlobalVar>* locals);
 
@@ -189,6 +232,7 @@ class Parser {
   // Shared variables of the module (name -> size, align; size 0: extern, dynamic).
   struct SharedVar { uint64_t size; int align; };
   std::map<std::string, SharedVar, std::less<>> shared_;
+  int extern_shared_align_ = 0;
   friend class Decoder;
 };
 
@@ -316,17 +360,24 @@ bool Parser::ParseOperand(RawOperand* op) {
   return true;
 }
 
-bool Parser::ParseBody(std::vector<Statement>* body, std::map<std::string, int>* labels,
+bool Parser::ParseBody(std::vector<Statement>* body, Scopes* scopes,
                        std::vector<std::pair<std::string, Type>>* registers,
                        std::vector<GlobalVar>* locals) {
   int depth = 1;  // after the function's '{'
   while (depth > 0) {
     const Token& tok = Peek();
     if (tok.kind == Token::kEnd) return Fail("unexpected end of PTX inside a function");
-    if (Accept("{")) { ++depth; continue; }
-    if (Accept("}")) { --depth; continue; }
+    if (Accept("{")) {
+      ++depth;
+      scopes->Enter();
+      continue;
+    }
+    if (Accept("}")) {
+      if (--depth > 0) scopes->Leave();
+      continue;
+    }
     if (tok.kind == Token::kWord && Is(":", 1)) {
-      (*labels)[tok.text] = static_cast<int>(body->size());
+      scopes->labels[{scopes->current(), tok.text}] = static_cast<int>(body->size());
       pos_ += 2;
       continue;
     }
@@ -346,9 +397,9 @@ bool Parser::ParseBody(std::vector<Statement>* body, std::map<std::string, int>*
         if (Accept("<")) {
           int64_t n;
           if (!ParseInt(&n) || !Expect(">")) return false;
-          for (int64_t i = 0; i < n; ++i) registers->push_back({name + std::to_string(i), type});
+          for (int64_t i = 0; i < n; ++i) registers->push_back({scopes->Declare(name + std::to_string(i)), type});
         } else {
-          registers->push_back({name, type});
+          registers->push_back({scopes->Declare(name), type});
         }
       } while (Accept(","));
       if (!Expect(";")) return false;
@@ -376,10 +427,11 @@ bool Parser::ParseBody(std::vector<Statement>* body, std::map<std::string, int>*
     }
     Statement st;
     st.line = tok.line;
+    st.scope = scopes->current();
     if (Accept("@")) {
       if (Accept("!")) st.guard_negated = true;
       if (Peek().kind != Token::kWord) return Fail("expected a predicate after '@'");
-      st.guard = Next().text;
+      st.guard = scopes->Resolve(Next().text);
     }
     if (Peek().kind != Token::kWord) return Fail("expected an instruction, found '" + Peek().text + "'");
     st.opcode = Next().text;
@@ -387,6 +439,7 @@ bool Parser::ParseBody(std::vector<Statement>* body, std::map<std::string, int>*
       do {
         RawOperand op;
         if (!ParseOperand(&op)) return false;
+        if (st.opcode.rfind("bra", 0) != 0) scopes->Resolve(&op);  // a branch's operand is a label
         st.operands.push_back(std::move(op));
       } while (Accept(","));
     }
@@ -418,7 +471,7 @@ class Decoder {
     }
   }
 
-  bool Decode(const std::vector<Statement>& body, const std::map<std::string, int>& labels);
+  bool Decode(const std::vector<Statement>& body, const Scopes& scopes);
 
  private:
   bool Fail(int line, const std::string& what) { return p_->FailAt(line, what); }
@@ -436,7 +489,7 @@ class Decoder {
   std::map<std::pair<uint64_t, int>, int> constants_;
   std::vector<size_t> dynamic_shared_constants_;
   int next_slot_ = 0;
-  std::vector<std::pair<size_t, std::string>> branches_;
+  std::vector<std::pair<size_t, std::string>> branches_;  // instruction, label
 };
 
 int Decoder::Constant(uint64_t value, int global) {
@@ -481,7 +534,7 @@ bool Decoder::Source(const RawOperand& op, Type type, int line, int32_t* slot) {
       if (op.float_width == 0) bits = FloatBits(op.value, type);
       else if (op.float_width == 32 && type == Type::kF64)
         bits = std::bit_cast<uint64_t>(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits))));
-      else if (op.float_width == 64 && type != Type::kF64)
+      else if (op.float_width == 64 && type == Type::kF32)
         bits = std::bit_cast<uint32_t>(static_cast<float>(std::bit_cast<double>(bits)));
       *slot = Constant(bits);
       return true;
@@ -502,6 +555,10 @@ bool Decoder::Source(const RawOperand& op, Type type, int line, int32_t* slot) {
         if (op.name == "%clock" || op.name == "%clock64" || op.name == "%globaltimer")
           return Fail(line, op.name + " may only be read by mov");
         return Fail(line, "unknown register " + op.name);
+      }
+      if (op.name == "WARP_SZ") {
+        *slot = Constant(32);
+        return true;
       }
       // A symbol: its address in its state space.
       if (auto l = locals_.find(op.name); l != locals_.end()) {
@@ -577,7 +634,7 @@ bool Decoder::Address(const RawOperand& op, Space space, int line, Instr* in) {
 // scopes: the emulator's memory is sequentially consistent).
 bool IsIgnoredModifier(const std::string& m) {
   static const char* kIgnored[] = {
-      "nc", "volatile", "relaxed", "acquire", "release", "acq_rel", "sc", "weak", "mmio",
+      "nc", "volatile", "relaxed", "acquire", "release", "acq_rel", "sc", "weak", "mmio", "gl",
       "gpu", "sys", "cta", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "aligned", "uni",
       "sync", "L1::evict_normal", "L1::evict_unchanged", "L1::evict_first",
       "L1::evict_last", "L1::no_allocate", "L2::evict_normal", "L2::evict_first",
@@ -810,9 +867,13 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
   if (base == "cvt") {
     if (in->type2 == Type::kNone) return Fail(line, "cvt needs two types: '" + st.opcode + "'");
     in->op = Op::kCvt;
-    if (!need(2) || !Dest(ops[0], line, &in->dst[0]) || !Source(ops[1], in->type2, line, &in->src[0]))
+    // cvt.rn.f16x2.f32 d, a, b: two f32 values packed, a in the upper half.
+    const bool pair = in->type == Type::kF16x2 || in->type == Type::kBF16x2;
+    if (!need(pair ? 3 : 2) || !Dest(ops[0], line, &in->dst[0]) || !Source(ops[1], in->type2, line, &in->src[0]))
       return false;
-    in->ndst = in->nsrc = 1;
+    if (pair && !Source(ops[2], in->type2, line, &in->src[1])) return false;
+    in->ndst = 1;
+    in->nsrc = pair ? 2 : 1;
     return true;
   }
   if (base == "cvta") {
@@ -912,7 +973,7 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
   return Fail(line, "unsupported instruction '" + st.opcode + "'");
 }
 
-bool Decoder::Decode(const std::vector<Statement>& body, const std::map<std::string, int>& labels) {
+bool Decoder::Decode(const std::vector<Statement>& body, const Scopes& scopes) {
   k_->code.reserve(body.size() + 1);
   for (const Statement& st : body) {
     Instr in;
@@ -925,12 +986,14 @@ bool Decoder::Decode(const std::vector<Statement>& body, const std::map<std::str
   ret.line = body.empty() ? 0 : body.back().line;
   k_->code.push_back(ret);
   for (const auto& [index, label] : branches_) {
-    auto it = labels.find(label);
-    if (it == labels.end()) return Fail(k_->code[index].line, "unknown label " + label);
-    k_->code[index].target = it->second;
+    int target = scopes.Label(body[index].scope, label);
+    if (target < 0) return Fail(k_->code[index].line, "unknown label " + label);
+    k_->code[index].target = target;
   }
-  // Dynamic shared memory starts after the static, at 16 bytes.
-  k_->dynamic_shared_offset = (k_->static_shared_bytes + 15) / 16 * 16;
+  // Dynamic shared memory starts after the static, at 16 bytes or the largest .align of
+  // the extern declarations.
+  int align = std::max(16, p_->extern_shared_align_);
+  k_->dynamic_shared_offset = (k_->static_shared_bytes + align - 1) / align * align;
   for (size_t c : dynamic_shared_constants_) k_->constants[c].value += k_->dynamic_shared_offset;
   k_->num_slots = next_slot_;
   return true;
@@ -1001,12 +1064,12 @@ bool Parser::ParseKernel() {
   }
   Expect("{");
   std::vector<Statement> body;
-  std::map<std::string, int> labels;
+  Scopes scopes;
   std::vector<std::pair<std::string, Type>> registers;
   std::vector<GlobalVar> locals;
-  if (!ParseBody(&body, &labels, &registers, &locals)) return false;
+  if (!ParseBody(&body, &scopes, &registers, &locals)) return false;
   Decoder decoder(this, &k, registers, locals);
-  if (!decoder.Decode(body, labels)) return false;
+  if (!decoder.Decode(body, scopes)) return false;
   module_->kernels.push_back(std::move(k));
   return true;
 }
@@ -1035,6 +1098,7 @@ bool Parser::Run(std::string* error) {
         GlobalVar v;
         ok = ParseVariable(Space::kShared, true, &v.name, &v.size, &v.align, &v.init);
         if (ok) shared_[v.name] = {0, v.align};
+        extern_shared_align_ = std::max(extern_shared_align_, v.align);
       } else if (Is(".func")) {
         SkipStatement();
       } else {

@@ -122,6 +122,10 @@ template <class T> using Wider = std::conditional_t<
     std::conditional_t<sizeof(T) == 4, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>,
                        std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>>>>;
 
+bool IsWarpSync(Op op) {
+  return op == Op::kShfl || op == Op::kVote || op == Op::kRedux || op == Op::kMatch || op == Op::kBarWarp;
+}
+
 bool IsHalfType(Type t) {
   return t == Type::kF16 || t == Type::kF16x2 || t == Type::kBF16 || t == Type::kBF16x2;
 }
@@ -139,6 +143,9 @@ class Executor {
   struct Warp {
     int index = 0;
     uint32_t all = 0, exited = 0, waiting = 0;
+    uint32_t parked = 0;        // lanes waiting at a warp-synchronous instruction for its other members
+    uint32_t backward = 0;      // backward branches taken while diverged, since the last rotation
+    uint32_t last_pc = 0;       // where the last group stopped (to rotate past it)
     uint32_t pc[32] = {};
     uint64_t* regs = nullptr;
   };
@@ -157,7 +164,11 @@ class Executor {
                                                 uint64_t offset, unsigned bytes, bool write, Space space);
   bool LoadStore(Warp& w, const Instr& in, uint32_t exec);
   bool Atomic(Warp& w, const Instr& in, uint32_t exec);
-  bool SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t group, uint32_t* members);
+  // Warp-synchronous instructions (shfl, vote, redux, match, bar.warp): each executing
+  // lane's member mask in masks[lane]. Lanes naming one mask must all execute the
+  // instruction together; *missing gets the members that have not arrived yet.
+  bool Members(Warp& w, const Instr& in, uint32_t exec, uint32_t masks[32], uint32_t* missing);
+  bool SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t masks[32]);
   // The lanes of one warp-level access, by the memory they reached, for the counters.
   struct WarpAccess {
     uint64_t addresses[32];  // global addresses, or offsets in shared memory
@@ -288,7 +299,7 @@ bool Executor::RunBlock(unsigned bx, unsigned by, unsigned bz) {
   uint64_t linear = bx + static_cast<uint64_t>(l_.grid[0]) * (by + static_cast<uint64_t>(l_.grid[1]) * bz);
   for (Warp& w : warps_) {
     w.exited = ~w.all;
-    w.waiting = 0;
+    w.waiting = w.parked = w.backward = w.last_pc = 0;
     std::fill(std::begin(w.pc), std::end(w.pc), 0);
     uint64_t* s = R(w, k_.special_base);
     std::fill(s + kCtaidX * 32, s + kCtaidX * 32 + 32, bx);
@@ -312,16 +323,31 @@ bool Executor::RunBlock(unsigned bx, unsigned by, unsigned bz) {
   }
 }
 
+// Which lanes run next: those at the lowest program counter, so that lanes which
+// diverged reconverge where their paths meet. Lanes parked at a warp-synchronous
+// instruction join when the others reach it. A group that keeps branching backward while
+// other lanes wait (a spin loop, e.g. on a lock another lane holds) yields to the lanes
+// after it, as independent thread scheduling guarantees progress on sm_70 and later.
 bool Executor::RunWarp(Warp& w) {
   const Instr* code = k_.code.data();
   for (;;) {
-    uint32_t runnable = ~w.exited & ~w.waiting;
-    if (!runnable) return true;
+    uint32_t runnable = ~w.exited & ~w.waiting & ~w.parked;
+    if (!runnable) {
+      if (!w.parked || w.waiting) return true;  // parked lanes may be joined after the barrier
+      // Parked lanes whose members will never come: run them, to report it.
+      runnable = w.parked;
+      w.parked = 0;
+    }
     uint32_t pc = UINT32_MAX;
-    ForLanes(runnable, [&](int l) { pc = std::min(pc, w.pc[l]); });
+    if (w.backward > 256) {  // rotate: the lowest program counter past the last group's
+      ForLanes(runnable, [&](int l) { if (w.pc[l] > w.last_pc) pc = std::min(pc, w.pc[l]); });
+      w.backward = 0;
+    }
+    if (pc == UINT32_MAX) ForLanes(runnable, [&](int l) { pc = std::min(pc, w.pc[l]); });
     uint32_t group = 0;
-    ForLanes(runnable, [&](int l) { group |= (w.pc[l] == pc) << l; });
-    const bool diverged = group != runnable;
+    ForLanes(runnable | w.parked, [&](int l) { group |= (w.pc[l] == pc) << l; });
+    w.parked &= ~group;
+    const bool diverged = group != (~w.exited & ~w.waiting);
     for (;;) {
       const Instr& in = code[pc];
       uint32_t exec = group;
@@ -330,18 +356,30 @@ bool Executor::RunWarp(Warp& w) {
         exec = 0;
         ForLanes(group, [&](int l) { exec |= static_cast<uint32_t>((p[l] & 1) != in.guard_negated) << l; });
       }
+      if (diverged && IsWarpSync(in.op) && exec) {
+        uint32_t masks[32], missing;
+        if (!Members(w, in, exec, masks, &missing)) return false;
+        uint32_t could_arrive = ~w.exited & ~w.parked & ~group;
+        if (missing & could_arrive) {  // wait here for them
+          w.parked |= group;
+          ForLanes(group, [&](int l) { w.pc[l] = pc; });
+          break;
+        }
+      }
       if (++stats_->warp_instructions > l_.max_warp_instructions)
         return Fail(Fault::kTimeout, in, "more than " + std::to_string(l_.max_warp_instructions) +
                                              " warp instructions (CUEMU_MAX_WARP_INSTRUCTIONS): an endless loop, or a "
                                              "wait for another warp, which runs only when this one exits or waits at a barrier");
       stats_->thread_instructions += std::popcount(exec);
       if (in.op == Op::kBra) {
+        if (diverged && exec && static_cast<uint32_t>(in.target) <= pc) ++w.backward;
         if (exec == group) {
           pc = in.target;
         } else if (exec == 0) {
           ++pc;
         } else {
           ForLanes(group, [&](int l) { w.pc[l] = (exec >> l & 1) ? in.target : pc + 1; });
+          w.last_pc = pc;
           break;
         }
       } else if (in.op == Op::kRet || in.op == Op::kExit) {
@@ -349,6 +387,8 @@ bool Executor::RunWarp(Warp& w) {
         group &= ~exec;
         if (!group) break;
         ++pc;
+      } else if (in.op == Op::kBar && exec == 0) {
+        ++pc;  // no lane executes it
       } else if (in.op == Op::kBar) {
         if (exec != group) return Fail(Fault::kLaunchFailed, in, "bar.sync under a predicate that differs between lanes");
         if (in.nsrc > 0 && R(w, in.src[0])[std::countr_zero(exec)] != 0)
@@ -364,6 +404,7 @@ bool Executor::RunWarp(Warp& w) {
       }
       if (diverged) {
         ForLanes(group, [&](int l) { w.pc[l] = pc; });
+        w.last_pc = pc;
         break;
       }
     }
@@ -384,6 +425,9 @@ uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, 
     } else if (address - kLocalWindow < kWindowSize) {
       space = Space::kLocal;
       offset = address - kLocalWindow;
+    } else if (address - kParamWindow < kWindowSize) {
+      space = Space::kParam;
+      offset = address - kParamWindow;
     } else {
       space = Space::kGlobal;
     }
@@ -542,7 +586,9 @@ void Executor::Count(const WarpAccess& access, bool store, unsigned bytes) {
 template <class T>
 T AtomicOp(AtomOp op, T old, T b, T c) {
   switch (op) {
-    case AtomOp::kAdd: return old + b;
+    case AtomOp::kAdd:
+      if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(old) + static_cast<uint64_t>(b));
+      else return old + b;
     case AtomOp::kMin:
       if constexpr (std::is_floating_point_v<T>) return FMin(old, b, false);
       else return std::min(old, b);
@@ -585,7 +631,14 @@ bool Executor::Atomic(Warp& w, const Instr& in, uint32_t exec) {
       using T = decltype(tag);
       T old;
       std::memcpy(&old, p, sizeof(T));
-      T next = AtomicOp<T>(op, old, As<T>(b), As<T>(c));
+      T next;
+      if constexpr (std::is_same_v<T, float>) {
+        // atom.add.f32 on global memory flushes subnormal inputs and results (the ISA's note).
+        if (op == AtomOp::kAdd && space == Space::kGlobal) next = Ftz(Ftz(old) + Ftz(As<T>(b)));
+        else next = AtomicOp<T>(op, old, As<T>(b), As<T>(c));
+      } else {
+        next = AtomicOp<T>(op, old, As<T>(b), As<T>(c));
+      }
       std::memcpy(p, &next, sizeof(T));
       if (in.op == Op::kAtom) R(w, in.dst[0])[l] = Bits<T>(old);
     };
@@ -602,30 +655,37 @@ bool Executor::Atomic(Warp& w, const Instr& in, uint32_t exec) {
   return true;
 }
 
-// The member mask of a warp-synchronous instruction: the executing lanes must be members,
-// and every member that has not exited must be executing it (converged here).
-bool Executor::SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t group, uint32_t* members) {
-  int src = in.op == Op::kShfl ? 3 : (in.op == Op::kVote || in.op == Op::kRedux || in.op == Op::kMatch) ? 1 : 0;
-  uint32_t mask = 0;
-  bool first = true;
-  bool uniform = true;
+bool Executor::Members(Warp& w, const Instr& in, uint32_t exec, uint32_t masks[32], uint32_t* missing) {
+  int src = in.op == Op::kShfl ? 3 : in.op == Op::kBarWarp ? 0 : 1;
+  const uint64_t* m = R(w, in.src[src]);
+  *missing = 0;
+  bool ok = true;
+  ForLanes(exec, [&](int l) { masks[l] = static_cast<uint32_t>(m[l]); });
   ForLanes(exec, [&](int l) {
-    uint32_t m = static_cast<uint32_t>(R(w, in.src[src])[l]);
-    if (first) mask = m, first = false;
-    else uniform &= m == mask;
+    if (!ok) return;
+    if (!(masks[l] >> l & 1)) {
+      ok = Fail(Fault::kLaunchFailed, in, "lane " + std::to_string(l) + " executes it but is not in its member mask " + Hex(masks[l]));
+      return;
+    }
+    ForLanes(exec & masks[l], [&](int j) {
+      if (ok && masks[j] != masks[l])
+        ok = Fail(Fault::kLaunchFailed, in, "lanes " + std::to_string(l) + " and " + std::to_string(j) +
+                                                " name different member masks that overlap: " + Hex(masks[l]) + " and " + Hex(masks[j]));
+    });
+    *missing |= masks[l] & ~w.exited & ~exec;
   });
-  if (!uniform) return Fail(Fault::kLaunchFailed, in, "lanes of one warp give different member masks");
-  if (exec & ~mask)
-    return Fail(Fault::kLaunchFailed, in, "lanes " + Hex(exec & ~mask) + " execute it but are not in the member mask " + Hex(mask));
-  uint32_t missing = mask & ~w.exited & ~exec;
+  return ok;
+}
+
+// In Step, every member has arrived (RunWarp parks lanes until they do), or never will.
+bool Executor::SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t masks[32]) {
+  uint32_t missing;
+  if (!Members(w, in, exec, masks, &missing)) return false;
   if (missing)
     return Fail(Fault::kLaunchFailed, in,
-                "lanes " + Hex(missing) + " of the member mask " + Hex(mask) +
-                    " have not exited and are not converged at this instruction (warp " +
+                "lanes " + Hex(missing) + " of the member mask have not exited and never reach this instruction (warp " +
                     std::to_string(w.index) + " of block (" + std::to_string(block_[0]) + "," +
                     std::to_string(block_[1]) + "," + std::to_string(block_[2]) + "))");
-  (void)group;
-  *members = mask;
   return true;
 }
 
@@ -762,6 +822,7 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
       using T = decltype(tag);
       auto in_ = [&](uint64_t v) { T x = As<T>(v); return ftz ? Ftz(x) : x; };
       auto out = [&](T r) {
+        if (std::isnan(r)) r = CanonicalNaN<T>();  // GPUs do not keep NaN payloads
         if (ftz) r = Ftz(r);
         if (sat) r = Saturate01(r);
         return Bits<T>(r);
@@ -857,7 +918,7 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
               r = Bits<T>(static_cast<T>(p >> kBits));
               if (in.op == Op::kMad) r = Bits<T>(static_cast<T>(static_cast<U>(r) + static_cast<U>(c[l])));
             } else {
-              r = Bits<T>(static_cast<T>(static_cast<U>(a[l]) * static_cast<U>(b[l])));
+              r = Bits<T>(static_cast<T>(static_cast<uint64_t>(a[l]) * static_cast<uint64_t>(b[l])));
               if (in.op == Op::kMad) r = Bits<T>(static_cast<T>(static_cast<U>(r) + static_cast<U>(c[l])));
             }
             d[l] = r;
@@ -970,21 +1031,25 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
 // f16/bf16 (and their x2 pairs): computed in float, rounded to the half type.
 bool Executor::HalfArith(Warp& w, const Instr& in, uint32_t exec) {
   const bool bf = in.type == Type::kBF16 || in.type == Type::kBF16x2;
+  const bool ftz = in.flags & kFtz;
   const int halves = (in.type == Type::kF16x2 || in.type == Type::kBF16x2) ? 2 : 1;
-  auto to_float = [&](uint16_t h) { return bf ? Bf16ToFloat(h) : HalfToFloat(h); };
-  auto to_half = [&](float f) { return bf ? FloatToBf16(f) : FloatToHalf(f); };
+  auto flush = [&](double x) { return ftz && std::fabs(x) < (bf ? 0x1.0p-126 : 0x1.0p-14) ? std::copysign(0.0, x) : x; };
+  auto to_double = [&](uint16_t h) { return flush(bf ? Bf16ToFloat(h) : HalfToFloat(h)); };
+  auto to_half = [&](double x) { x = flush(x); return bf ? DoubleToBf16(x) : DoubleToHalf(x); };
   uint64_t* d = R(w, in.dst[0]);
   bool ok = true;
+  // Computed in double rounded to odd, then rounded once to the 16-bit type.
+  RoundingScope toward_zero(Round::kRz);
   ForLanes(exec, [&](int l) {
     uint64_t result = 0;
     for (int h = 0; h < halves; ++h) {
-      auto arg = [&](int i) { return to_float(static_cast<uint16_t>(R(w, in.src[i])[l] >> (16 * h))); };
-      float r = 0;
+      auto arg = [&](int i) { return to_double(static_cast<uint16_t>(R(w, in.src[i])[l] >> (16 * h))); };
+      double r = 0;
       switch (in.op) {
-        case Op::kAdd: r = arg(0) + arg(1); break;
-        case Op::kSub: r = arg(0) - arg(1); break;
-        case Op::kMul: r = arg(0) * arg(1); break;
-        case Op::kFma: r = static_cast<float>(std::fma(static_cast<double>(arg(0)), arg(1), static_cast<double>(arg(2)))); break;
+        case Op::kAdd: r = ComputeRoundedToOdd([&] { return arg(0) + arg(1); }); break;
+        case Op::kSub: r = ComputeRoundedToOdd([&] { return arg(0) - arg(1); }); break;
+        case Op::kMul: r = ComputeRoundedToOdd([&] { return arg(0) * arg(1); }); break;
+        case Op::kFma: r = ComputeRoundedToOdd([&] { return std::fma(arg(0), arg(1), arg(2)); }); break;
         case Op::kMin: r = FMin(arg(0), arg(1), in.flags & kNaN); break;
         case Op::kMax: r = FMax(arg(0), arg(1), in.flags & kNaN); break;
         case Op::kNeg: r = -arg(0); break;
@@ -1056,8 +1121,21 @@ bool Executor::Convert(Warp& w, const Instr& in, uint32_t exec) {
   const Type dt = in.type, st = in.type2;
   const Round round = static_cast<Round>(in.mode);
   const bool ftz = in.flags & kFtz, sat = in.flags & kSat;
+  if ((dt == Type::kF16x2 || dt == Type::kBF16x2) && st == Type::kF32 && in.nsrc == 2) {
+    const uint64_t* b = R(w, in.src[1]);
+    const bool bf = dt == Type::kBF16x2, rz = round == Round::kRz;
+    if (round != Round::kDefault && round != Round::kRn && !rz)
+      return Fail(Fault::kLaunchFailed, in, "cvt to a packed pair rounds .rn or .rz only");
+    auto half = [&](uint64_t v) -> uint64_t {
+      float f = As<float>(v);
+      if (sat) f = Saturate01(f);
+      return bf ? FloatToBf16(f, rz) : FloatToHalf(f, rz);
+    };
+    ForLanes(exec, [&](int l) { d[l] = half(a[l]) << 16 | half(b[l]); });
+    return true;
+  }
   if (dt == Type::kF16x2 || dt == Type::kBF16x2 || st == Type::kF16x2 || st == Type::kBF16x2)
-    return Fail(Fault::kLaunchFailed, in, "cvt of packed pairs is not supported");
+    return Fail(Fault::kLaunchFailed, in, "cvt of packed pairs other than from two f32 is not supported");
   const bool to_float = IsFloat(dt);
   const bool rounding_to_int = round == Round::kRni || round == Round::kRzi || round == Round::kRmi || round == Round::kRpi;
   if ((dt == Type::kF16 || dt == Type::kBF16) && (round == Round::kRm || round == Round::kRp))
@@ -1083,8 +1161,17 @@ bool Executor::Convert(Warp& w, const Instr& in, uint32_t exec) {
           d[l] = Bits<float>(f);
           break;
         }
-        case Type::kF16: d[l] = FloatToHalf(RoundToFloat(v, round == Round::kRz ? Round::kRz : Round::kRn), round == Round::kRz); break;
-        case Type::kBF16: d[l] = FloatToBf16(RoundToFloat(v, round == Round::kRz ? Round::kRz : Round::kRn), round == Round::kRz); break;
+        case Type::kF16:
+        case Type::kBF16: {
+          // Rounded once: a 64-bit integer goes through a double rounded to odd.
+          double exact = v;
+          if (!x.is_float && !sat) {
+            bool negative = x.is_signed && x.s < 0;
+            exact = IntegerToOdd(negative, negative ? 0 - static_cast<uint64_t>(x.s) : x.is_signed ? static_cast<uint64_t>(x.s) : x.u);
+          }
+          d[l] = dt == Type::kF16 ? DoubleToHalf(exact, round == Round::kRz) : DoubleToBf16(exact, round == Round::kRz);
+          break;
+        }
         default: break;
       }
       return;
@@ -1109,7 +1196,12 @@ bool Executor::Convert(Warp& w, const Instr& in, uint32_t exec) {
     } else {
       r = x.is_signed ? static_cast<uint64_t>(x.s) : x.u;  // sign- or zero-extend, then truncate
     }
-    d[l] = bits == 64 ? r : r & ((uint64_t{1} << bits) - 1);
+    if (bits < 64) {
+      r &= (uint64_t{1} << bits) - 1;
+      // In a wider register, a signed result is sign-extended (the ISA's rule).
+      if (is_signed) r = static_cast<uint64_t>(static_cast<int64_t>(r << (64 - bits)) >> (64 - bits));
+    }
+    d[l] = r;
   });
   return true;
 }
@@ -1201,7 +1293,10 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
     case Op::kCvta: {
       uint64_t* d = R(w, in.dst[0]);
       const uint64_t* a = R(w, in.src[0]);
-      uint64_t window = in.space == Space::kShared ? kSharedWindow : in.space == Space::kLocal ? kLocalWindow : 0;
+      uint64_t window = in.space == Space::kShared  ? kSharedWindow
+                        : in.space == Space::kLocal ? kLocalWindow
+                        : in.space == Space::kParam ? kParamWindow
+                                                    : 0;
       bool to = in.flags & kTo;
       uint64_t mask = Bytes(in.type) == 4 ? 0xffffffffull : ~0ull;
       ForLanes(exec, [&](int l) { d[l] = (to ? a[l] - window : a[l] + window) & mask; });
@@ -1214,8 +1309,8 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
     case Op::kRed:
       return Atomic(w, in, exec);
     case Op::kShfl: {
-      uint32_t members;
-      if (!SyncMask(w, in, exec, group, &members)) return false;
+      uint32_t masks[32];
+      if (!SyncMask(w, in, exec, masks)) return false;
       uint64_t* d = R(w, in.dst[0]);
       uint64_t* p = in.dst2 >= 0 ? R(w, in.dst2) : nullptr;
       const uint64_t *a = R(w, in.src[0]), *b = R(w, in.src[1]), *c = R(w, in.src[2]);
@@ -1236,56 +1331,59 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
         }
         if (!pval) j = lane;
         // A source lane that does not take part gives an undefined value: NaN bits here.
-        d[lane] = (exec >> j & 1) ? source[j] : 0xffffffffull;
+        d[lane] = (exec & masks[lane]) >> j & 1 ? source[j] : 0xffffffffull;
         if (p) p[lane] = pval;
       });
       return true;
     }
     case Op::kVote: {
-      uint32_t members;
-      if (!SyncMask(w, in, exec, group, &members)) return false;
+      uint32_t masks[32];
+      if (!SyncMask(w, in, exec, masks)) return false;
       const uint64_t* a = R(w, in.src[0]);
       bool negate = in.flags & kNegated0;
       uint32_t ballot = 0;
       ForLanes(exec, [&](int l) { ballot |= static_cast<uint32_t>((a[l] & 1) != negate) << l; });
       uint64_t* d = R(w, in.dst[0]);
-      uint64_t r = 0;
-      switch (static_cast<VoteMode>(in.mode)) {
-        case VoteMode::kAll: r = ballot == exec; break;
-        case VoteMode::kAny: r = ballot != 0; break;
-        case VoteMode::kUni: r = ballot == 0 || ballot == exec; break;
-        case VoteMode::kBallot: r = ballot; break;
-      }
-      ForLanes(exec, [&](int l) { d[l] = r; });
+      ForLanes(exec, [&](int l) {
+        uint32_t members = exec & masks[l], yes = ballot & masks[l];
+        switch (static_cast<VoteMode>(in.mode)) {
+          case VoteMode::kAll: d[l] = yes == members; break;
+          case VoteMode::kAny: d[l] = yes != 0; break;
+          case VoteMode::kUni: d[l] = yes == 0 || yes == members; break;
+          case VoteMode::kBallot: d[l] = yes; break;
+        }
+      });
       return true;
     }
     case Op::kRedux: {
-      uint32_t members;
-      if (!SyncMask(w, in, exec, group, &members)) return false;
+      uint32_t masks[32];
+      if (!SyncMask(w, in, exec, masks)) return false;
       const uint64_t* a = R(w, in.src[0]);
-      bool is_signed = IsSigned(in.type);
-      uint32_t r = 0;
-      bool first = true;
-      ForLanes(exec, [&](int l) {
-        uint32_t v = static_cast<uint32_t>(a[l]);
-        if (first) { r = v; first = false; return; }
-        switch (static_cast<AtomOp>(in.mode)) {
-          case AtomOp::kAdd: r += v; break;
-          case AtomOp::kAnd: r &= v; break;
-          case AtomOp::kOr: r |= v; break;
-          case AtomOp::kXor: r ^= v; break;
-          case AtomOp::kMin: r = is_signed ? static_cast<uint32_t>(std::min<int32_t>(r, v)) : std::min(r, v); break;
-          case AtomOp::kMax: r = is_signed ? static_cast<uint32_t>(std::max<int32_t>(r, v)) : std::max(r, v); break;
-          default: break;
-        }
-      });
       uint64_t* d = R(w, in.dst[0]);
-      ForLanes(exec, [&](int l) { d[l] = r; });
+      const bool is_signed = IsSigned(in.type);
+      ForLanes(exec, [&](int l) {
+        uint32_t r = 0;
+        bool first = true;
+        ForLanes(exec & masks[l], [&](int j) {
+          uint32_t v = static_cast<uint32_t>(a[j]);
+          if (first) { r = v; first = false; return; }
+          switch (static_cast<AtomOp>(in.mode)) {
+            case AtomOp::kAdd: r += v; break;
+            case AtomOp::kAnd: r &= v; break;
+            case AtomOp::kOr: r |= v; break;
+            case AtomOp::kXor: r ^= v; break;
+            case AtomOp::kMin: r = is_signed ? static_cast<uint32_t>(std::min<int32_t>(r, v)) : std::min(r, v); break;
+            case AtomOp::kMax: r = is_signed ? static_cast<uint32_t>(std::max<int32_t>(r, v)) : std::max(r, v); break;
+            default: break;
+          }
+        });
+        d[l] = r;
+      });
       return true;
     }
     case Op::kBarWarp: {
-      uint32_t members;
-      return SyncMask(w, in, exec, group, &members);
+      uint32_t masks[32];
+      return SyncMask(w, in, exec, masks);
     }
     case Op::kActivemask: {
       uint64_t* d = R(w, in.dst[0]);
@@ -1325,19 +1423,19 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
       return true;
     }
     case Op::kMatch: {
-      uint32_t members;
-      if (!SyncMask(w, in, exec, group, &members)) return false;
+      uint32_t masks[32];
+      if (!SyncMask(w, in, exec, masks)) return false;
       const uint64_t* a = R(w, in.src[0]);
       uint64_t* d = R(w, in.dst[0]);
       uint64_t* p = in.dst2 >= 0 ? R(w, in.dst2) : nullptr;
       const bool wide = Bytes(in.type) == 8;
       auto value = [&](int l) { return wide ? a[l] : a[l] & 0xffffffffull; };
       ForLanes(exec, [&](int l) {
-        uint32_t same = 0;
-        ForLanes(exec, [&](int j) { same |= static_cast<uint32_t>(value(j) == value(l)) << j; });
+        uint32_t same = 0, members = exec & masks[l];
+        ForLanes(members, [&](int j) { same |= static_cast<uint32_t>(value(j) == value(l)) << j; });
         if (in.flags & kMatchAll) {
-          d[l] = same == exec ? exec : 0;
-          if (p) p[l] = same == exec;
+          d[l] = same == members ? masks[l] : 0;
+          if (p) p[l] = same == members;
         } else {
           d[l] = same;
         }

@@ -47,10 +47,11 @@ class DeviceMemory {
   std::map<uint64_t, uint64_t> freed_;  // base -> size
 };
 
-// Where generic addresses of shared and local memory live (they are offsets in their
-// own state spaces; cvta adds these bases).
+// Where generic addresses of shared, local and parameter memory live (they are offsets in
+// their own state spaces; cvta adds these bases).
 constexpr uint64_t kSharedWindow = 0x0000100000000000ull;
 constexpr uint64_t kLocalWindow = 0x0000200000000000ull;
+constexpr uint64_t kParamWindow = 0x0000300000000000ull;  // kernel parameters (cvta.param)
 constexpr uint64_t kWindowSize = 0x0000010000000000ull;
 
 enum class ThreadOrder { kForward, kReverse, kShuffle };

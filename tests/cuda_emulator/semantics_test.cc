@@ -1,0 +1,349 @@
+// PTX semantics the CUDA C kernels do not reach, in hand-written PTX (each module is also
+// accepted by ptxas, which the emulator runs on every module): what the ISA says about
+// module variables, symbols, parameter addresses, nested blocks, warp-synchronous
+// instructions in diverged warps, independent thread scheduling, and rounding once.
+#include <cuda.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda_emulator/cuemu.h"
+#include "tests/cuda_emulator/cuemu_test_util.h"
+
+namespace cuemu_test {
+namespace {
+
+class Semantics : public ::testing::Test {
+ protected:
+  void SetUp() override { CU_ASSERT_OK(cuCtxSetCurrent(PrimaryContext())); }
+  void TearDown() override {
+    mem_.FreeAll();
+    for (CUmodule m : modules_) cuModuleUnload(m);
+  }
+  // The kernel `name` of a module with the usual header and `body`.
+  CUfunction Kernel(const std::string& body, const std::string& name, const char* target = "sm_90") {
+    std::string ptx = std::string(".version 8.0\n.target ") + target + "\n.address_size 64\n" + body;
+    CUmodule module = nullptr;
+    std::string log;
+    CUresult r = LoadPtx(ptx, &module, &log);
+    EXPECT_EQ(r, CUDA_SUCCESS) << log << "\n" << LastMessage();
+    if (r != CUDA_SUCCESS) return nullptr;
+    modules_.push_back(module);
+    CUfunction f = nullptr;
+    Check(cuModuleGetFunction(&f, module, name.c_str()), "cuModuleGetFunction");
+    return f;
+  }
+  DeviceMemory mem_;
+  std::vector<CUmodule> modules_;
+};
+
+// .global variables without an initializer start at zero: an atomic counter hands out
+// 0..31, and a table reads as zeros.
+TEST_F(Semantics, ModuleVariablesStartAtZero) {
+  CUfunction f = Kernel(R"(
+.global .align 4 .u32 counter;
+.global .align 4 .b8 table[16];
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u64 %rd2, counter;
+  atom.global.add.u32 %r2, [%rd2], 1;
+  mov.u64 %rd3, table;
+  ld.global.u32 %r3, [%rd3+12];
+  add.u32 %r4, %r2, %r3;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  st.global.u32 [%rd5], %r4;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(32);
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
+  std::vector<uint32_t> got = Download<uint32_t>(out, 32);
+  std::sort(got.begin(), got.end());
+  for (uint32_t i = 0; i < 32; ++i) EXPECT_EQ(got[i], i);
+}
+
+// WARP_SZ, a symbol nvcc uses for warpSize; a 0d literal in a .b64 move keeps its bits;
+// a generic pointer to a parameter (cvta.param) reads the parameter.
+TEST_F(Semantics, WarpSizeLiteralBitsAndParameterAddresses) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out, .param .align 4 .b8 pair[8])
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, WARP_SZ;
+  st.global.u32 [%rd1], %r1;
+  mov.b64 %rd2, 0d3FF0000000000000;
+  st.global.u64 [%rd1+8], %rd2;
+  mov.b64 %rd3, pair;
+  cvta.param.u64 %rd4, %rd3;
+  ld.u32 %r2, [%rd4+4];
+  st.global.u32 [%rd1+16], %r2;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(6);
+  struct {
+    uint32_t a, b;
+  } pair{11, 22};
+  void* params[] = {&out, &pair};
+  CU_ASSERT_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr));
+  std::vector<uint32_t> got = Download<uint32_t>(out, 6);
+  EXPECT_EQ(got[0], 32u);
+  EXPECT_EQ(got[2] | static_cast<uint64_t>(got[3]) << 32, 0x3FF0000000000000ull);
+  EXPECT_EQ(got[4], 22u);
+}
+
+// Registers and labels declared in a nested { } block shadow the outer ones.
+TEST_F(Semantics, NestedBlocksShadowRegistersAndLabels) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 5;
+  { .reg .b32 %r1; .reg .pred p; mov.u32 %r1, 7; setp.eq.u32 p, %r1, 7; @p bra L1; mov.u32 %r1, 9; L1: }
+  { .reg .pred p; setp.eq.u32 p, %r1, 5; @p bra L1; mov.u32 %r1, 11; L1: }
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(1);
+  CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
+  EXPECT_EQ(Download<uint32_t>(out, 1)[0], 5u);
+}
+
+// Two groups of 16 lanes shuffle within themselves with their own member masks (as
+// cooperative groups' tiled_partition<16> does).
+TEST_F(Semantics, GroupsWithTheirOwnMemberMasks) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 16;
+  mov.u32 %r3, 65535;
+  shl.b32 %r4, %r3, %r2;
+  mul.lo.u32 %r5, %r1, 10;
+  shfl.sync.down.b32 %r6|%p1, %r5, 1, 4127, %r4;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r6;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(32);
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
+  std::vector<uint32_t> got = Download<uint32_t>(out, 32);
+  for (uint32_t l = 0; l < 32; ++l) EXPECT_EQ(got[l], l % 16 == 15 ? 10 * l : 10 * (l + 1)) << "lane " << l;
+}
+
+// Lanes that reach a shfl.sync first wait there for members that took a detour placed
+// after it in the code, instead of failing as unconverged.
+TEST_F(Semantics, ShuffleWaitsForMembersOnALongerPath) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %r1;
+  setp.lt.u32 %p1, %r1, 8;
+  @%p1 bra LONG;
+SHFL:
+  shfl.sync.idx.b32 %r3|%p2, %r2, 3, 31, -1;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r3;
+  ret;
+LONG:
+  add.u32 %r2, %r2, 100;
+  bra.uni SHFL;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(32);
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  for (uint32_t v : Download<uint32_t>(out, 32)) EXPECT_EQ(v, 103u);
+}
+
+// A lock taken with atom.cas in a loop by every lane of one warp: the lane holding it
+// makes progress while the others spin (independent thread scheduling).
+TEST_F(Semantics, SpinLockInsideAWarpCompletes) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 lock, .param .u64 count)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [lock];
+  ld.param.u64 %rd2, [count];
+SPIN:
+  atom.global.cas.b32 %r1, [%rd1], 0, 1;
+  setp.ne.s32 %p1, %r1, 0;
+  @%p1 bra SPIN;
+  ld.volatile.global.u32 %r2, [%rd2];
+  add.u32 %r2, %r2, 1;
+  st.volatile.global.u32 [%rd2], %r2;
+  membar.gl;
+  atom.global.exch.b32 %r3, [%rd1], 0;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr lock = mem_.Alloc<uint32_t>(1), count = mem_.Alloc<uint32_t>(1);
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, lock, count));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  EXPECT_EQ(Download<uint32_t>(count, 1)[0], 32u);
+}
+
+// Conversions and f16 arithmetic round once: from f64 and from integers directly, and an
+// f16 fma exactly; a signed narrow cvt result is sign-extended in its register; two f32
+// pack into an f16x2; an all-false guard skips a bar.sync.
+TEST_F(Semantics, RoundingOnceAndSignExtension) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b16 %h<8>;
+  .reg .b32 %r<8>;
+  .reg .f32 %f<4>;
+  .reg .f64 %fd<4>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.f64 %fd1, 0d3FF0020000000100;
+  cvt.rn.f16.f64 %h1, %fd1;
+  mov.f64 %fd2, 0d3FF0100000000100;
+  cvt.rn.bf16.f64 %h2, %fd2;
+  mov.u32 %r1, 16842753;
+  cvt.rn.bf16.s32 %h3, %r1;
+  mov.b16 %h4, 0x3C0B;
+  mov.b16 %h5, 0x2FA3;
+  mov.b16 %h6, 0x3C01;
+  fma.rn.f16 %h7, %h4, %h5, %h6;
+  st.global.v4.u16 [%rd1], {%h1, %h2, %h3, %h7};
+  mov.f32 %f1, 0fBF800000;
+  cvt.rzi.s8.f32 %r2, %f1;
+  st.global.u32 [%rd1+8], %r2;
+  mov.f32 %f2, 0f3F800000;
+  mov.f32 %f3, 0f40000000;
+  cvt.rn.f16x2.f32 %r3, %f2, %f3;
+  st.global.u32 [%rd1+12], %r3;
+  mov.u32 %r4, %tid.x;
+  setp.eq.u32 %p1, %r4, 1000;
+  @%p1 bar.sync 0;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint16_t>(8);
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
+  std::vector<uint16_t> got = Download<uint16_t>(out, 8);
+  EXPECT_EQ(got[0], 0x3C01);  // 1 + 2^-11 + 2^-40: above the tie, up (through f32 it would tie to even)
+  EXPECT_EQ(got[1], 0x3F81);  // bf16 of 1 + 2^-8 + 2^-40
+  EXPECT_EQ(got[2], 0x4B81);  // bf16 of 2^24 + 2^16 + 1
+  EXPECT_EQ(got[3], 0x3C7D);  // the exact fma, rounded once
+  EXPECT_EQ(got[4] | got[5] << 16, 0xFFFFFFFFu);  // -1 as s8, sign-extended
+  EXPECT_EQ(got[6] | got[7] << 16, 0x3C004000u);  // {1.0 (upper), 2.0 (lower)}
+}
+
+// atom.add.f32 on global memory flushes subnormals, as the ISA notes.
+TEST_F(Semantics, GlobalFloatAtomicAddFlushesSubnormals) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .f32 %f<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.f32 %f1, 0f00400000;
+  atom.global.add.f32 %f2, [%rd1], %f1;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<float>(1);
+  CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
+  EXPECT_EQ(Download<float>(out, 1)[0], 0.0f);
+}
+
+// PTX for sm_90a (arch-specific features) loads on this sm_90 device.
+TEST_F(Semantics, Sm90aModulesLoad) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 7;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)", "k", "sm_90a");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(1);
+  CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
+  EXPECT_EQ(Download<uint32_t>(out, 1)[0], 7u);
+}
+
+// Events and streams: an event recorded again marks only its last record; a stream
+// waiting on an event of a stream destroyed since still runs.
+TEST_F(Semantics, EventRecordedAgainAndWaitsOnDestroyedStreams) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out, .param .u32 v)
+{
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [v];
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(1);
+  CUstream s1, s2;
+  CUevent e;
+  CU_ASSERT_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+  CU_ASSERT_OK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+  CU_ASSERT_OK(cuEventCreate(&e, 0));
+  CU_ASSERT_OK(cuEventRecord(e, s1));
+  CU_ASSERT_OK(Launch(f, {1}, {1}, 0, s2, out, 42u));
+  CU_ASSERT_OK(cuEventRecord(e, s2));
+  CU_ASSERT_OK(cuStreamSynchronize(s1));  // runs s1's stale record only
+  CU_ASSERT_OK(cuEventSynchronize(e));    // must run s2's launch
+  uint32_t host = 0;
+  CU_ASSERT_OK(cuMemcpyDtoH(&host, out, 4));
+  EXPECT_EQ(host, 42u);
+
+  CU_ASSERT_OK(cuEventRecord(e, s1));
+  CU_ASSERT_OK(cuStreamWaitEvent(s2, e, 0));
+  CU_ASSERT_OK(cuStreamDestroy(s1));
+  CU_ASSERT_OK(Launch(f, {1}, {1}, 0, s2, out, 43u));
+  CU_ASSERT_OK(cuStreamSynchronize(s2));
+  CU_ASSERT_OK(cuMemcpyDtoH(&host, out, 4));
+  EXPECT_EQ(host, 43u);
+  CU_EXPECT_OK(cuEventDestroy(e));
+  CU_EXPECT_OK(cuStreamDestroy(s2));
+}
+
+}  // namespace
+}  // namespace cuemu_test
