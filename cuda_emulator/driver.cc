@@ -1091,7 +1091,7 @@ bool ParamsFromExtra(const Kernel& k, void** extra, std::vector<uint8_t>* params
            std::to_string(k.params.size()) + " parameters take " + std::to_string(k.param_bytes);
     return false;
   }
-  std::memcpy(params->data(), buffer, k.param_bytes);
+  if (k.param_bytes > 0) std::memcpy(params->data(), buffer, k.param_bytes);
   return true;
 }
 

@@ -294,8 +294,9 @@ bool Executor::RunBlock(unsigned bx, unsigned by, unsigned bz) {
   block_[0] = bx, block_[1] = by, block_[2] = bz;
   ++stats_->blocks;
   stats_->threads += threads_per_block_;
-  std::memset(shared_.data(), 0xff, shared_.size());  // a read before a write shows as NaN
-  std::memset(local_.data(), 0xff, local_.size());
+  // A read before a write shows as NaN.
+  if (!shared_.empty()) std::memset(shared_.data(), 0xff, shared_.size());
+  if (!local_.empty()) std::memset(local_.data(), 0xff, local_.size());
   uint64_t linear = bx + static_cast<uint64_t>(l_.grid[0]) * (by + static_cast<uint64_t>(l_.grid[1]) * bz);
   for (Warp& w : warps_) {
     w.exited = ~w.all;

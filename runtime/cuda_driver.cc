@@ -4,69 +4,67 @@
 
 #include <cstdio>
 
+#ifdef GRAPHJIT_HAVE_CUDA_H
+#include <cuda.h>
+#endif
+
 namespace graphjit {
+
+#ifdef GRAPHJIT_HAVE_CUDA_H
 namespace {
-
-// The few driver types this file uses, with cuda.h's sizes (the driver's ABI).
-using CuResult = int;
-using CuDevice = int;
-using CuInit = CuResult (*)(unsigned);
-using CuDriverGetVersion = CuResult (*)(int*);
-using CuDeviceGet = CuResult (*)(CuDevice*, int);
-using CuDeviceGetCount = CuResult (*)(int*);
-using CuDeviceGetName = CuResult (*)(char*, int, CuDevice);
-using CuDeviceGetAttribute = CuResult (*)(int*, int, CuDevice);
-using CuDeviceTotalMem = CuResult (*)(size_t*, CuDevice);
-using CuGetErrorName = CuResult (*)(CuResult, const char**);
-
-constexpr int kAttributeMultiprocessors = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-constexpr int kAttributeMajor = 75;            // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-constexpr int kAttributeMinor = 76;            // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
-constexpr CuResult kStubLibrary = 34;          // CUDA_ERROR_STUB_LIBRARY
-
+// The entry points' own types: calling through a pointer of another type is undefined.
+template <class F>
+F Get(void* handle, const char* name) {
+  return reinterpret_cast<F>(dlsym(handle, name));
+}
 }  // namespace
+#endif
 
 StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Open(const std::string& library) {
+#ifndef GRAPHJIT_HAVE_CUDA_H
+  return Unimplemented("this build of graphjit has no CUDA support (the CUDA toolkit's cuda.h was not found)");
+#else
   std::unique_ptr<CudaDriver> driver(new CudaDriver);
   driver->handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!driver->handle_) return NotFound("cannot open the CUDA driver " + library + ": " + dlerror());
   driver->device_.library = library;
-  auto get = [&](const char* name) { return driver->Symbol(name); };
-  auto init = reinterpret_cast<CuInit>(get("cuInit"));
-  auto version = reinterpret_cast<CuDriverGetVersion>(get("cuDriverGetVersion"));
-  auto device_get = reinterpret_cast<CuDeviceGet>(get("cuDeviceGet"));
-  auto count = reinterpret_cast<CuDeviceGetCount>(get("cuDeviceGetCount"));
-  auto name = reinterpret_cast<CuDeviceGetName>(get("cuDeviceGetName"));
-  auto attribute = reinterpret_cast<CuDeviceGetAttribute>(get("cuDeviceGetAttribute"));
-  auto total = reinterpret_cast<CuDeviceTotalMem>(get("cuDeviceTotalMem_v2"));
-  auto error_name = reinterpret_cast<CuGetErrorName>(get("cuGetErrorName"));
+  void* h = driver->handle_;
+  auto init = Get<decltype(&cuInit)>(h, "cuInit");
+  auto version = Get<decltype(&cuDriverGetVersion)>(h, "cuDriverGetVersion");
+  auto device_get = Get<decltype(&cuDeviceGet)>(h, "cuDeviceGet");
+  auto count = Get<decltype(&cuDeviceGetCount)>(h, "cuDeviceGetCount");
+  auto name = Get<decltype(&cuDeviceGetName)>(h, "cuDeviceGetName");
+  auto attribute = Get<decltype(&cuDeviceGetAttribute)>(h, "cuDeviceGetAttribute");
+  auto total = Get<decltype(&cuDeviceTotalMem)>(h, "cuDeviceTotalMem_v2");
+  auto error_name = Get<decltype(&cuGetErrorName)>(h, "cuGetErrorName");
   if (!init || !version || !device_get || !count || !name || !attribute || !total || !error_name)
     return InvalidArgument(library + " is not a CUDA driver (it lacks cuInit, cuDeviceGet, ...)");
-  auto failed = [&](const char* call, CuResult r) {
+  auto failed = [&](const char* call, CUresult r) {
     const char* text = nullptr;
-    error_name(r, &text);
-    return NotFound( library + ": " + call + " failed with " + (text ? text : std::to_string(r)) +
-                    (r == kStubLibrary ? " (the toolkit's stub, not a driver: no GPU)" : ""));
+    if (error_name(r, &text) != CUDA_SUCCESS) text = nullptr;
+    return NotFound(library + ": " + call + " failed with " + (text ? text : std::to_string(r)) +
+                    (r == CUDA_ERROR_STUB_LIBRARY ? " (the toolkit's stub, not a driver: no GPU)" : ""));
   };
-  if (CuResult r = init(0)) return failed("cuInit", r);
+  if (CUresult r = init(0)) return failed("cuInit", r);
   int devices = 0;
-  if (CuResult r = count(&devices)) return failed("cuDeviceGetCount", r);
+  if (CUresult r = count(&devices)) return failed("cuDeviceGetCount", r);
   if (devices == 0) return NotFound(library + ": no CUDA device");
-  CuDevice dev;
-  if (CuResult r = device_get(&dev, 0)) return failed("cuDeviceGet", r);
+  CUdevice dev;
+  if (CUresult r = device_get(&dev, 0)) return failed("cuDeviceGet", r);
   char text[256] = {};
   size_t memory = 0;
   CudaDeviceInfo& info = driver->device_;
-  if (CuResult r = name(text, sizeof text, dev)) return failed("cuDeviceGetName", r);
+  if (CUresult r = name(text, sizeof text, dev)) return failed("cuDeviceGetName", r);
   info.name = text;
   version(&info.driver_version);
-  attribute(&info.multiprocessors, kAttributeMultiprocessors, dev);
-  attribute(&info.compute_capability_major, kAttributeMajor, dev);
-  attribute(&info.compute_capability_minor, kAttributeMinor, dev);
+  attribute(&info.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  attribute(&info.compute_capability_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  attribute(&info.compute_capability_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   total(&memory, dev);
   info.total_memory = memory;
-  info.emulated = get("cuemuGetLastLaunchCounters") != nullptr;
+  info.emulated = driver->Symbol("cuemuGetLastLaunchCounters") != nullptr;
   return driver;
+#endif
 }
 
 CudaDriver::~CudaDriver() {

@@ -1,6 +1,7 @@
 // The CUDA driver, opened at run time with dlopen: a GPU's libcuda.so.1, or the CUDA
-// emulator (cuda_emulator/) that stands in for it and runs kernels on the CPU. Nothing
-// here needs the CUDA toolkit: a machine without a driver runs everything on the CPU.
+// emulator (cuda_emulator/) that stands in for it and runs kernels on the CPU. Only the
+// toolkit's cuda.h is needed to build it; a machine without a driver runs everything on
+// the CPU.
 #pragma once
 
 #include <cstdint>
