@@ -1,0 +1,226 @@
+#include "runtime/cuda_device.h"
+
+#include <bit>
+
+#ifdef GRAPHJIT_HAVE_CUDA_H
+#include <cuda.h>
+#endif
+
+namespace graphjit {
+
+#ifndef GRAPHJIT_HAVE_CUDA_H
+
+// Built without the CUDA toolkit's cuda.h: no CUDA devices.
+struct CudaDevice::Api {};
+StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string&) {
+  return Unimplemented("this build of graphjit has no CUDA support (the CUDA toolkit's cuda.h was not found)");
+}
+CudaDevice::~CudaDevice() = default;
+CudaDevice::Stream::~Stream() = default;
+
+#else
+
+// The driver entry points the device uses, with their cuda.h types, by exported name.
+#define GRAPHJIT_CUDA_FUNCTIONS(X)                                                          \
+  X(cuGetErrorName, "cuGetErrorName")                                                       \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                                   \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                                                     \
+  X(cuMemAlloc, "cuMemAlloc_v2")                                                            \
+  X(cuMemFree, "cuMemFree_v2")                                                              \
+  X(cuModuleLoadData, "cuModuleLoadData")                                                   \
+  X(cuModuleGetFunction, "cuModuleGetFunction")                                             \
+  X(cuStreamCreate, "cuStreamCreate")                                                       \
+  X(cuStreamDestroy, "cuStreamDestroy_v2")                                                  \
+  X(cuStreamSynchronize, "cuStreamSynchronize")                                             \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")                                              \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")                                              \
+  X(cuLaunchKernel, "cuLaunchKernel")                                                       \
+  X(cuEventCreate, "cuEventCreate")                                                         \
+  X(cuEventDestroy, "cuEventDestroy_v2")                                                    \
+  X(cuEventRecord, "cuEventRecord")                                                         \
+  X(cuEventElapsedTime, "cuEventElapsedTime_v2")
+
+struct CudaDevice::Api {
+#define GRAPHJIT_CUDA_MEMBER(fn, symbol) decltype(&::fn) fn = nullptr;
+  GRAPHJIT_CUDA_FUNCTIONS(GRAPHJIT_CUDA_MEMBER)
+#undef GRAPHJIT_CUDA_MEMBER
+};
+
+namespace {
+
+// Size classes: powers of two from 256 bytes (cuMemAlloc's alignment).
+size_t SizeClass(size_t bytes) { return std::bit_ceil(std::max<size_t>(bytes, 256)); }
+
+}  // namespace
+
+StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string& library) {
+  static std::mutex mu;
+  static auto* devices = new std::map<std::string, std::shared_ptr<CudaDevice>>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = devices->find(library); it != devices->end()) return it->second;
+  std::shared_ptr<CudaDevice> device(new CudaDevice);
+  GJ_ASSIGN_OR_RETURN(device->driver_, CudaDriver::Open(library));
+  device->api_ = std::make_unique<Api>();
+  Api& api = *device->api_;
+#define GRAPHJIT_CUDA_LOAD(fn, symbol)                                                     \
+  api.fn = reinterpret_cast<decltype(&::fn)>(device->driver_->Symbol(symbol));             \
+  if (!api.fn) return InvalidArgument(library + " has no " + symbol);
+  GRAPHJIT_CUDA_FUNCTIONS(GRAPHJIT_CUDA_LOAD)
+#undef GRAPHJIT_CUDA_LOAD
+  CUcontext context = nullptr;
+  GJ_RETURN_IF_ERROR(device->Check(api.cuDevicePrimaryCtxRetain(&context, 0), "cuDevicePrimaryCtxRetain"));
+  device->context_ = context;
+  devices->emplace(library, device);
+  return device;
+}
+
+// The device lives as long as the process: its context is the driver's primary one,
+// released by the driver at exit.
+CudaDevice::~CudaDevice() = default;
+
+Status CudaDevice::Check(int result, const char* call) const {
+  if (result == CUDA_SUCCESS) return Status::Ok();
+  const char* name = nullptr;
+  if (api_->cuGetErrorName(static_cast<CUresult>(result), &name) != CUDA_SUCCESS) name = nullptr;
+  return Internal(std::string(call) + " failed on " + info().name + ": " + (name ? name : std::to_string(result)));
+}
+
+Status CudaDevice::MakeCurrent() const {
+  return Check(api_->cuCtxSetCurrent(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
+}
+
+StatusOr<uint64_t> CudaDevice::Allocate(size_t bytes) {
+  const size_t size = SizeClass(bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = free_.find(size); it != free_.end() && !it->second.empty()) {
+    uint64_t address = it->second.back();
+    it->second.pop_back();
+    cached_ -= size;
+    in_use_ += size;
+    live_[address] = size;
+    return address;
+  }
+  GJ_RETURN_IF_ERROR(MakeCurrent());
+  CUdeviceptr address = 0;
+  CUresult r = api_->cuMemAlloc(&address, size);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && cached_ > 0) {  // give the cache back, then try again
+    for (auto& [cls, blocks] : free_)
+      for (uint64_t block : blocks) api_->cuMemFree(block);
+    free_.clear();
+    cached_ = 0;
+    r = api_->cuMemAlloc(&address, size);
+  }
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    return ResourceExhausted("out of device memory on " + info().name + ": " + std::to_string(bytes) + " bytes (" +
+                             std::to_string(in_use_) + " in use)");
+  GJ_RETURN_IF_ERROR(Check(r, "cuMemAlloc"));
+  in_use_ += size;
+  live_[address] = size;
+  return static_cast<uint64_t>(address);
+}
+
+void CudaDevice::Free(uint64_t address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(address);
+  if (it == live_.end()) return;
+  free_[it->second].push_back(address);
+  cached_ += it->second;
+  in_use_ -= it->second;
+  live_.erase(it);
+}
+
+size_t CudaDevice::bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_use_;
+}
+
+size_t CudaDevice::bytes_cached() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cached_;
+}
+
+StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string& ptx, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  GJ_RETURN_IF_ERROR(MakeCurrent());
+  auto [it, fresh] = modules_.try_emplace(ptx, nullptr);
+  if (fresh) {
+    CUmodule module = nullptr;
+    Status loaded = Check(api_->cuModuleLoadData(&module, ptx.c_str()), "cuModuleLoadData");
+    if (!loaded.ok()) {
+      modules_.erase(it);
+      return loaded;
+    }
+    it->second = module;
+  }
+  CUfunction function = nullptr;
+  GJ_RETURN_IF_ERROR(Check(api_->cuModuleGetFunction(&function, static_cast<CUmodule>(it->second), name.c_str()),
+                           "cuModuleGetFunction"));
+  return Kernel{function, name};
+}
+
+StatusOr<std::unique_ptr<CudaDevice::Stream>> CudaDevice::NewStream() {
+  GJ_RETURN_IF_ERROR(MakeCurrent());
+  std::unique_ptr<Stream> stream(new Stream(this));
+  CUstream s = nullptr;
+  GJ_RETURN_IF_ERROR(Check(api_->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+  stream->stream_ = s;
+  return stream;
+}
+
+CudaDevice::Stream::~Stream() {
+  if (!stream_) return;
+  (void)device_->MakeCurrent();
+  for (void* e : events_) device_->api_->cuEventDestroy(static_cast<CUevent>(e));
+  device_->api_->cuStreamDestroy(static_cast<CUstream>(stream_));
+}
+
+Status CudaDevice::Stream::CopyToDevice(uint64_t device, const void* host, size_t bytes) {
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  return device_->Check(device_->api_->cuMemcpyHtoDAsync(device, host, bytes, static_cast<CUstream>(stream_)),
+                        "cuMemcpyHtoDAsync");
+}
+
+Status CudaDevice::Stream::CopyToHost(void* host, uint64_t device, size_t bytes) {
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  GJ_RETURN_IF_ERROR(device_->Check(
+      device_->api_->cuMemcpyDtoHAsync(host, device, bytes, static_cast<CUstream>(stream_)), "cuMemcpyDtoHAsync"));
+  return Synchronize();  // the host reads it next
+}
+
+Status CudaDevice::Stream::Launch(const Kernel& kernel, const unsigned grid[3], const unsigned block[3],
+                                  unsigned shared_bytes, std::vector<void*> args) {
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  return device_->Check(device_->api_->cuLaunchKernel(static_cast<CUfunction>(kernel.function), grid[0], grid[1],
+                                                      grid[2], block[0], block[1], block[2], shared_bytes,
+                                                      static_cast<CUstream>(stream_), args.data(), nullptr),
+                        ("cuLaunchKernel of " + kernel.name).c_str());
+}
+
+StatusOr<int> CudaDevice::Stream::Record() {
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  CUevent event = nullptr;
+  GJ_RETURN_IF_ERROR(device_->Check(device_->api_->cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate"));
+  events_.push_back(event);
+  GJ_RETURN_IF_ERROR(device_->Check(device_->api_->cuEventRecord(event, static_cast<CUstream>(stream_)), "cuEventRecord"));
+  return static_cast<int>(events_.size()) - 1;
+}
+
+StatusOr<float> CudaDevice::Stream::ElapsedMillis(int from, int to) {
+  if (from < 0 || to < 0 || from >= static_cast<int>(events_.size()) || to >= static_cast<int>(events_.size()))
+    return InvalidArgument("no such recorded point on the stream");
+  GJ_RETURN_IF_ERROR(Synchronize());
+  float ms = 0;
+  GJ_RETURN_IF_ERROR(device_->Check(device_->api_->cuEventElapsedTime(&ms, static_cast<CUevent>(events_[from]),
+                                                                       static_cast<CUevent>(events_[to])),
+                                    "cuEventElapsedTime"));
+  return ms;
+}
+
+Status CudaDevice::Stream::Synchronize() {
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  return device_->Check(device_->api_->cuStreamSynchronize(static_cast<CUstream>(stream_)), "cuStreamSynchronize");
+}
+
+#endif  // GRAPHJIT_HAVE_CUDA_H
+
+}  // namespace graphjit

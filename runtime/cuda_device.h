@@ -1,0 +1,84 @@
+// A CUDA device for the runtime, through the driver API of runtime/cuda_driver.h: its
+// primary context, a caching allocator of device memory, streams (one per session) with
+// copies, kernel launches and timing events, and PTX modules loaded once.
+// No CUDA header is visible here: device memory is a uint64_t address, handles are opaque.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/cuda_driver.h"
+
+namespace graphjit {
+
+class CudaDevice {
+ public:
+  // The device 0 of the driver `library`, opened once per library for the process.
+  static StatusOr<std::shared_ptr<CudaDevice>> Get(const std::string& library);
+  ~CudaDevice();
+
+  const CudaDeviceInfo& info() const { return driver_->device(); }
+
+  // Device memory. Freed blocks are kept by size class (powers of two from 256 bytes)
+  // and handed out again, as TensorFlow's and PyTorch's allocators do: cuMemAlloc and
+  // cuMemFree synchronize the device. A block may be freed once its last use is queued
+  // on a stream and reused by later work of that stream (stream order); work on another
+  // stream must synchronize first. When memory runs out, the cache is given back and the
+  // allocation tried again.
+  StatusOr<uint64_t> Allocate(size_t bytes);
+  void Free(uint64_t address);
+  size_t bytes_in_use() const;
+  size_t bytes_cached() const;
+
+  // A kernel of a PTX module (modules are loaded once per text).
+  struct Kernel {
+    void* function = nullptr;  // CUfunction
+    std::string name;
+  };
+  StatusOr<Kernel> LoadKernel(const std::string& ptx, const std::string& name);
+
+  class Stream {
+   public:
+    ~Stream();
+    Status CopyToDevice(uint64_t device, const void* host, size_t bytes);
+    Status CopyToHost(void* host, uint64_t device, size_t bytes);
+    // `args` point at the arguments' values, in the kernel's parameter order.
+    Status Launch(const Kernel& kernel, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                  std::vector<void*> args);
+    // Records a point on the stream; milliseconds between two points once both are done.
+    StatusOr<int> Record();
+    StatusOr<float> ElapsedMillis(int from, int to);
+    Status Synchronize();
+
+   private:
+    friend class CudaDevice;
+    explicit Stream(CudaDevice* device) : device_(device) {}
+    CudaDevice* device_;
+    void* stream_ = nullptr;             // CUstream
+    std::vector<void*> events_;          // CUevent, by Record's index
+  };
+  StatusOr<std::unique_ptr<Stream>> NewStream();
+
+ private:
+  struct Api;
+  CudaDevice() = default;
+  Status MakeCurrent() const;
+  Status Check(int result, const char* call) const;
+
+  std::unique_ptr<CudaDriver> driver_;
+  std::unique_ptr<Api> api_;
+  void* context_ = nullptr;  // CUcontext
+  mutable std::mutex mu_;
+  std::map<size_t, std::vector<uint64_t>> free_;  // size class -> cached blocks
+  std::map<uint64_t, size_t> live_;               // address -> size class
+  size_t cached_ = 0, in_use_ = 0;
+  std::map<std::string, void*> modules_;          // PTX text -> CUmodule
+};
+
+}  // namespace graphjit
