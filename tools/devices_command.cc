@@ -4,6 +4,7 @@
 #include <fstream>
 #include <thread>
 
+#include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 #include "tools/options.h"
 
@@ -53,10 +54,10 @@ Status OpenSessionDevice(const SessionOptions& options) {
   if (options.device.empty() || options.device == "cpu") return Status::Ok();
   auto library = CudaDriverLibrary(options.device, options.cuda_driver);
   if (!library.ok()) return library.status();
-  auto driver = CudaDriver::Open(*library);
-  if (!driver.ok()) return driver.status();
+  auto device = CudaDevice::Get(*library);
+  if (!device.ok()) return device.status();
   std::fprintf(stderr, "graphjit: device %s: %s; the JIT has no GPU backend yet, so clusters run on the CPU\n",
-               options.device.c_str(), DescribeCudaDevice((*driver)->device()).c_str());
+               options.device.c_str(), DescribeCudaDevice((*device)->info()).c_str());
   return Status::Ok();
 }
 
