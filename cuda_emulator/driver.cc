@@ -512,12 +512,11 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   std::lock_guard lock(D().mu);
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (ctx && !D().contexts.count(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  // Replaces the top of this thread's context stack (null: no current context).
   if (context_stack.empty()) {
     if (ctx) context_stack.push_back(ctx);
-  } else if (ctx) {
-    context_stack.back() = ctx;
   } else {
-    context_stack.pop_back();
+    context_stack.back() = ctx;
   }
   return CUDA_SUCCESS;
 }
