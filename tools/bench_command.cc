@@ -14,6 +14,7 @@
 #include "ir/graphdef.h"
 #include "runtime/thread_pool.h"
 #include "runtime/trace.h"
+#include "tools/devices_command.h"
 #include "tools/options.h"
 
 namespace graphjit {
@@ -29,6 +30,8 @@ void AddBenchCommand(CLI::App& app, BenchArgs* a) {
   bench->add_option("--threads", a->threads, "Intra- and inter-op threads; a list (1,2) times each configuration at each")
       ->capture_default_str();
   bench->add_option("--json", a->json, "Also write the results to FILE as JSON");
+  bench->add_option("--device", a->device, "Device: cpu, gpu (the CUDA driver), gpu-emu (the CUDA emulator)")
+      ->check(CLI::IsMember({"cpu", "gpu", "gpu-emu"}));
 }
 
 namespace {
@@ -92,6 +95,8 @@ int BenchCommand(const BenchArgs& a) {
   // 1. The configurations, each a session on the same model.
   auto loaded = LoadSessionOptions(a.config, "");
   if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
+  if (!a.device.empty()) loaded->device = a.device;
+  if (Status s = OpenSessionDevice(*loaded); !s.ok()) return Fail(kExitBadInput, "--device " + loaded->device + ": " + s.message());
   auto graph_def = ReadGraphDefFile(a.model);
   if (!graph_def.ok()) return Fail(kExitBadInput, graph_def.status().message());
   std::vector<int> thread_counts;

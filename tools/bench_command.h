@@ -18,6 +18,7 @@ struct BenchArgs {
   int iters = 50;
   std::string threads = "1";  // a list: "1,2" times every configuration at 1 and at 2 threads
   std::string json;
+  std::string device;  // cpu, gpu, gpu-emu (default: GRAPHJIT_FLAGS', else cpu)
 };
 
 void AddBenchCommand(CLI::App& app, BenchArgs* args);

@@ -412,6 +412,8 @@ TEST(Cli, CudaDevices) {
 
   ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--cuda_driver=/nonexistent/libcuda.so.1"),
              2, "cannot open the CUDA driver /nonexistent/libcuda.so.1");
+  ExpectExit(RunGraphjit("bench " + Mnist() + MnistFeeds() + " --device gpu", "GRAPHJIT_FLAGS=--cuda_driver=/nonexistent/libcuda.so.1"),
+             2, "--device gpu: cannot open the CUDA driver /nonexistent/libcuda.so.1");
   ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--device=tpu"), 2,
              "--device must be cpu, gpu or gpu-emu, got 'tpu'");
   const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
