@@ -1,6 +1,7 @@
 // PTX text -> cuemu::Module: a tokenizer, a statement parser, and a decoder that turns
 // each instruction's opcode and operands into an Instr over register-file slots.
 #include <bit>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -217,7 +218,8 @@ class Parser {
     }
   }
 
-  bool ParseVariable(Space space, bool is_extern, std::string* name, uint64_t* size, int* align,
+  bool ParseLiteral(Type type, uint64_t* bits);
+  bool ParseVariable(bool is_extern, std::string* name, uint64_t* size, int* align,
                      std::vector<uint8_t>* init);
   bool ParseKernel();
   bool ParseOperand(RawOperand* op);
@@ -236,7 +238,34 @@ class Parser {
   friend class Decoder;
 };
 
-bool Parser::ParseVariable(Space space, bool is_extern, std::string* name, uint64_t* size,
+// A number of an initializer, as the bits of a value of `type`: integers, 0f/0d hex
+// floats, decimal floats.
+bool Parser::ParseLiteral(Type type, uint64_t* bits) {
+  const bool negative = Accept("-");
+  if (Peek().kind != Token::kNumber) return Fail("expected a number, found '" + Peek().text + "'");
+  const std::string t = Next().text;
+  const char kind = t.size() > 2 && t[0] == '0' ? static_cast<char>(std::tolower(t[1])) : 0;
+  double value;
+  if (kind == 'f' || kind == 'd') {
+    uint64_t raw = std::strtoull(t.c_str() + 2, nullptr, 16);
+    value = kind == 'f' ? std::bit_cast<float>(static_cast<uint32_t>(raw)) : std::bit_cast<double>(raw);
+  } else if (kind != 'x' && t.find_first_of(".eE") != std::string::npos) {
+    value = std::strtod(t.c_str(), nullptr);
+  } else {
+    uint64_t u = std::strtoull(t.c_str(), nullptr, 0);
+    *bits = negative ? ~u + 1 : u;
+    if (type == Type::kF32) *bits = std::bit_cast<uint32_t>(static_cast<float>(static_cast<int64_t>(*bits)));
+    if (type == Type::kF64) *bits = std::bit_cast<uint64_t>(static_cast<double>(static_cast<int64_t>(*bits)));
+    return true;
+  }
+  if (negative) value = -value;
+  if (type == Type::kF64) *bits = std::bit_cast<uint64_t>(value);
+  else if (type == Type::kF32) *bits = std::bit_cast<uint32_t>(static_cast<float>(value));
+  else *bits = static_cast<uint64_t>(static_cast<int64_t>(value));
+  return true;
+}
+
+bool Parser::ParseVariable(bool is_extern, std::string* name, uint64_t* size,
                            int* align, std::vector<uint8_t>* init) {
   // [.align N] .type name[[N]]... [= {...} | = value] ;
   *align = 0;
@@ -271,26 +300,19 @@ bool Parser::ParseVariable(Space space, bool is_extern, std::string* name, uint6
   *size = unsized ? 0 : count * elem;
   if (unsized && !is_extern && !Is("=")) return Fail("array '" + *name + "' without a size");
   if (Accept("=")) {
-    std::vector<int64_t> values;
-    bool braced = Accept("{");
+    std::vector<uint64_t> values;
     do {
       while (Accept("{")) {}
-      int64_t v;
-      if (Peek().kind == Token::kNumber && (Peek().text.rfind("0f", 0) == 0 || Peek().text.rfind("0d", 0) == 0)) {
-        v = static_cast<int64_t>(std::strtoull(Next().text.c_str() + 2, nullptr, 16));
-      } else if (!ParseInt(&v)) {
-        return false;
-      }
+      uint64_t v;
+      if (!ParseLiteral(type, &v)) return false;
       values.push_back(v);
       while (Accept("}")) {}
     } while (Accept(","));
-    (void)braced;
     if (unsized) *size = values.size() * elem;
     init->assign(*size, 0);
     for (size_t i = 0; i < values.size() && (i + 1) * elem <= *size; ++i)
       std::memcpy(init->data() + i * elem, &values[i], elem);
   }
-  (void)space;
   return Expect(";");
 }
 
@@ -409,7 +431,7 @@ bool Parser::ParseBody(std::vector<Statement>* body, Scopes* scopes,
       bool local = tok.text == ".local";
       Next();
       GlobalVar v;
-      if (!ParseVariable(local ? Space::kLocal : Space::kShared, false, &v.name, &v.size, &v.align, &v.init))
+      if (!ParseVariable(false, &v.name, &v.size, &v.align, &v.init))
         return false;
       if (local) locals->push_back(v);
       else shared_[v.name] = {v.size, v.align};
@@ -606,8 +628,7 @@ bool Decoder::Dest(const RawOperand& op, int line, int32_t* slot) {
     return Fail(line, "a destination must be a register");
   auto it = slots_.find(op.name);
   if (it == slots_.end()) {
-    if (op.name == "_") {  // the sink
-      *slot = Constant(0);  // writes to it are harmless: handled by a scratch slot below
+    if (op.name == "_") {  // the sink: a slot of its own that nothing reads
       *slot = next_slot_++;
       return true;
     }
@@ -1096,7 +1117,7 @@ bool Parser::Run(std::string* error) {
       if (Is(".shared")) {
         Next();
         GlobalVar v;
-        ok = ParseVariable(Space::kShared, true, &v.name, &v.size, &v.align, &v.init);
+        ok = ParseVariable(true, &v.name, &v.size, &v.align, &v.init);
         if (ok) shared_[v.name] = {0, v.align};
         extern_shared_align_ = std::max(extern_shared_align_, v.align);
       } else if (Is(".func")) {
@@ -1113,11 +1134,11 @@ bool Parser::Run(std::string* error) {
     } else if (d == ".global" || d == ".const") {
       GlobalVar v;
       v.space = d == ".global" ? Space::kGlobal : Space::kConst;
-      ok = ParseVariable(v.space, false, &v.name, &v.size, &v.align, &v.init);
+      ok = ParseVariable(false, &v.name, &v.size, &v.align, &v.init);
       if (ok) module_->globals.push_back(std::move(v));
     } else if (d == ".shared") {
       GlobalVar v;
-      ok = ParseVariable(Space::kShared, false, &v.name, &v.size, &v.align, &v.init);
+      ok = ParseVariable(false, &v.name, &v.size, &v.align, &v.init);
       if (ok) shared_[v.name] = {v.size, v.align};
     } else if (d == ".file" || d == ".loc") {  // no ';': the rest of the line
       int line = t_[pos_ - 1].line;

@@ -71,6 +71,44 @@ TEST_F(Semantics, ModuleVariablesStartAtZero) {
   for (uint32_t i = 0; i < 32; ++i) EXPECT_EQ(got[i], i);
 }
 
+// Initializers in the literal forms ptxas takes: decimal and hex floats, negative integers, in .global
+// and .const variables.
+TEST_F(Semantics, InitializedModuleVariables) {
+  CUfunction f = Kernel(R"(
+.global .align 4 .f32 table[3] = {1.5, 0f40000000, 0fC0000000};
+.const .align 8 .f64 quarter = 0.25;
+.global .align 4 .s32 minus_seven = -7;
+.visible .entry k(.param .u64 out)
+{
+  .reg .f32 %f<4>;
+  .reg .f64 %fd<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u64 %rd2, table;
+  ld.global.v2.f32 {%f1, %f2}, [%rd2];
+  ld.global.f32 %f3, [%rd2+8];
+  st.global.v2.f32 [%rd1], {%f1, %f2};
+  st.global.f32 [%rd1+8], %f3;
+  ld.const.f64 %fd1, [quarter];
+  st.global.f64 [%rd1+16], %fd1;
+  ld.global.s32 %r1, [minus_seven];
+  st.global.s32 [%rd1+24], %r1;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint64_t>(4);
+  CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
+  std::vector<float> floats = Download<float>(out, 3);
+  EXPECT_EQ(floats[0], 1.5f);
+  EXPECT_EQ(floats[1], 2.0f);
+  EXPECT_EQ(floats[2], -2.0f);
+  std::vector<double> doubles = Download<double>(out, 3);
+  EXPECT_EQ(doubles[2], 0.25);
+  EXPECT_EQ(Download<int32_t>(out, 7)[6], -7);
+}
+
 // WARP_SZ, a symbol nvcc uses for warpSize; a 0d literal in a .b64 move keeps its bits;
 // a generic pointer to a parameter (cvta.param) reads the parameter.
 TEST_F(Semantics, WarpSizeLiteralBitsAndParameterAddresses) {
