@@ -850,11 +850,10 @@ CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr
   if (kind == Copy::kHtoD && async) {
     const uint8_t* from = static_cast<const uint8_t*>(host_src);
     staged = std::make_shared<std::vector<uint8_t>>(from, from + bytes);
-    host_src = staged->data();
   }
-  auto run = [=]() {
+  auto run = [=]() {  // (holds `staged` until the copy has run)
     switch (kind) {
-      case Copy::kHtoD: std::memcpy(HostOf(dst), host_src, bytes); break;
+      case Copy::kHtoD: std::memcpy(HostOf(dst), staged ? staged->data() : host_src, bytes); break;
       case Copy::kDtoH: std::memcpy(host_dst, HostOf(src), bytes); break;
       case Copy::kDtoD: std::memmove(HostOf(dst), HostOf(src), bytes); break;
     }

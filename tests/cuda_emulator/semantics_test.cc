@@ -383,5 +383,21 @@ TEST_F(Semantics, EventRecordedAgainAndWaitsOnDestroyedStreams) {
   CU_EXPECT_OK(cuStreamDestroy(s2));
 }
 
+// An async host-to-device copy takes the host data when it is issued (as drivers stage
+// pageable memory): the caller may reuse its buffer at once.
+TEST_F(Semantics, AsyncHostToDeviceCopiesStageTheHostData) {
+  CUdeviceptr p = mem_.Alloc<uint32_t>(4);
+  CUstream s;
+  CU_ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  std::vector<uint32_t> host = {1, 2, 3, 4};
+  CU_ASSERT_OK(cuMemcpyHtoDAsync(p, host.data(), 16, s));
+  host.assign(4, 99);
+  host.clear();
+  host.shrink_to_fit();  // the buffer is gone before the copy runs
+  CU_ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_EQ(Download<uint32_t>(p, 4), (std::vector<uint32_t>{1, 2, 3, 4}));
+  CU_EXPECT_OK(cuStreamDestroy(s));
+}
+
 }  // namespace
 }  // namespace cuemu_test
