@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "backends/mlir_diagnostics.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -252,16 +253,11 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
   auto start = Clock::now();
   CompileReport report;
   mlir::MLIRContext context(Registry(), mlir::MLIRContext::Threading::DISABLED);
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic& d) {
-    llvm::raw_string_ostream os(diagnostics);
-    os << (diagnostics.empty() ? "" : "; ") << d.getLocation() << ": " << d.str();
-    return mlir::success();
-  });
+  MlirDiagnostics diagnostics(&context);
 
   // 1. Parse and verify.
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(mlir, &context);
-  if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics);
+  if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics.text());
 
   // 2. exp, tanh, erf, ... as polynomials (vectorizable, no libm calls), then lowering.
   auto keep = [&](const char* stage) {
@@ -277,12 +273,12 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
   // AVX512-BF16, LLVM would call compiler-rt's __truncsfbf2, which the JIT cannot resolve.
   mlir::arith::populateExpandBFloat16Patterns(approximations);
   if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(approximations))))
-    return Internal("math approximation did not converge: " + diagnostics);
+    return Internal("math approximation did not converge: " + diagnostics.text());
   keep("math_approximated");
   for (const auto& [pipeline, stage] : {std::pair{kToControlFlow, "control_flow"}, std::pair{kToLlvm, "llvm_dialect"}}) {
     mlir::PassManager pm(&context);
-    if (mlir::failed(mlir::parsePassPipeline(pipeline, pm))) return Internal("bad lowering pipeline: " + diagnostics);
-    if (mlir::failed(pm.run(*module))) return Internal(std::string("lowering to ") + stage + " failed: " + diagnostics);
+    if (mlir::failed(mlir::parsePassPipeline(pipeline, pm))) return Internal("bad lowering pipeline: " + diagnostics.text());
+    if (mlir::failed(pm.run(*module))) return Internal(std::string("lowering to ") + stage + " failed: " + diagnostics.text());
     keep(stage);
   }
   report.mlir_ms = Millis(start);
@@ -325,7 +321,7 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
   for (auto f : module->getOps<mlir::LLVM::LLVMFuncOp>())
     if (!f.isExternal()) any_function = f.getName().str();
   auto engine = mlir::ExecutionEngine::create(*module, engine_options, std::move(tm));
-  if (!engine) return Internal("code generation failed: " + llvm::toString(engine.takeError()) + diagnostics);
+  if (!engine) return Internal("code generation failed: " + llvm::toString(engine.takeError()) + diagnostics.text());
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
     symbols[interner("__truncsfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&TruncSfBf2), llvm::JITSymbolFlags::Exported};

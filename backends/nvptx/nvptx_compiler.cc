@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "backends/mlir_diagnostics.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -85,16 +86,10 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
     return NotFound("libdevice (nvvm/libdevice/libdevice.10.bc of the CUDA toolkit) was not found: set CUDA_HOME");
   InitializeOnce();
   const auto start = Clock::now();
-  mlir::MLIRContext context(Registry());
-  context.loadAllAvailableDialects();
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic& d) {
-    llvm::raw_string_ostream os(diagnostics);
-    os << (diagnostics.empty() ? "" : "; ") << d.getLocation() << ": " << d.str();
-    return mlir::success();
-  });
+  mlir::MLIRContext context(Registry(), mlir::MLIRContext::Threading::DISABLED);
+  MlirDiagnostics diagnostics(&context);
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(text, &context);
-  if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics);
+  if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics.text());
   CompiledModule out;
 
   // 1. The kernels to NVVM, with the target (and libdevice) attached to their gpu.module.
@@ -106,8 +101,8 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
   const std::string to_ptx = "gpu-module-to-binary{format=isa}";
   for (const auto& [pipeline, stage] : {std::pair{to_nvvm, "nvvm"}, std::pair{to_ptx, ""}}) {
     mlir::PassManager pm(&context);
-    if (mlir::failed(mlir::parsePassPipeline(pipeline, pm))) return Internal("bad NVPTX pipeline: " + diagnostics);
-    if (mlir::failed(pm.run(*module))) return Internal(std::string("lowering to ") + (*stage ? stage : "PTX") + " failed: " + diagnostics);
+    if (mlir::failed(mlir::parsePassPipeline(pipeline, pm))) return Internal("bad NVPTX pipeline: " + diagnostics.text());
+    if (mlir::failed(pm.run(*module))) return Internal(std::string("lowering to ") + (*stage ? stage : "PTX") + " failed: " + diagnostics.text());
     if (*stage && options.keep_stages) {
       std::string printed;
       llvm::raw_string_ostream os(printed);
