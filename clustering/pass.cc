@@ -5,6 +5,7 @@
 #include "clustering/encapsulate.h"
 #include "ir/graphdef.h"
 #include "runtime/pass_registry.h"
+#include "runtime/placement.h"
 
 namespace graphjit {
 
@@ -42,6 +43,7 @@ void RegisterClusteringPass(const CompilabilityOracle* oracle) {
 StatusOr<std::pair<AnalyzedGraph, Clustering>> ExplainClustering(const tensorflow::GraphDef& graph_def,
                                                                  const SessionOptions& options) {
   GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
+  PlaceNodes(options, &graph);
   GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(graph)));
   Clustering clustering = FindClusters(analyzed, ClusteringOptions::FromSession(options), Oracle());
   return std::make_pair(std::move(analyzed), std::move(clustering));

@@ -1271,6 +1271,20 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
           if (q) q[l] = combine(!t, l);
         });
       };
+      if (in.type == Type::kF16x2 || in.type == Type::kBF16x2) {
+        // p|q: the low halves' comparison in p, the high halves' in q.
+        const bool bf = in.type == Type::kBF16x2;
+        ForLanes(exec, [&](int l) {
+          bool t[2];
+          for (int h = 0; h < 2; ++h) {
+            const auto x = static_cast<uint16_t>(a[l] >> (16 * h)), y = static_cast<uint16_t>(b[l] >> (16 * h));
+            t[h] = Compare<float>(cmp, bf ? Bf16ToFloat(x) : HalfToFloat(x), bf ? Bf16ToFloat(y) : HalfToFloat(y));
+          }
+          p[l] = combine(t[0], l);
+          if (q) q[l] = combine(t[1], l);
+        });
+        return true;
+      }
       if (in.type == Type::kF16 || in.type == Type::kBF16) {
         bool bf = in.type == Type::kBF16;
         ForLanes(exec, [&](int l) {

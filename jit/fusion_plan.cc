@@ -9,11 +9,11 @@
 
 namespace graphjit {
 
-namespace {
-
 bool IsLibraryOp(const std::string& op) {
   return op == "MatMul" || op == "BatchMatMulV2" || op == "BatchMatMul" || op == "_FusedMatMul";
 }
+
+namespace {
 
 bool IsReduction(const std::string& op) {
   return op == "Sum" || op == "Mean" || op == "Max" || op == "Min" || op == "Prod" || op == "ArgMax" ||

@@ -31,6 +31,8 @@ enum class NodeKind {
 // Empty if the emitters take `n` with these input and output dtypes (the fact clustering
 // asks about, before shapes are known), else why not.
 std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_types, const std::vector<DType>& output_types);
+// Whether `op` is run as a library call (a GEMM).
+bool IsLibraryOp(const std::string& op);
 // The node's kind; Unimplemented (with the reason) for what no emitter takes.
 StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id);
 // The value a computed node reads at input `i` element by element (not axes or shapes).

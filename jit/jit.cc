@@ -14,10 +14,11 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-#include "backends/cpu/cpu_compiler.h"
 #include "clustering/pass.h"
+#include "ir/device.h"
 #include "ir/attr.h"
 #include "ir/graphdef.h"
+#include "jit/backend.h"
 #include "jit/fusion_emitter.h"
 #include "jit/fusion_plan.h"
 #include "jit/kernel_cache.h"
@@ -38,7 +39,8 @@ const std::string& CompilerId() {
   return id;
 }
 
-// GRAPHJIT_FLAGS, which apply to every session of the process (as XLA_FLAGS do).
+}  // namespace
+
 const SessionOptions& ProcessOptions() {
   static const SessionOptions* process = [] {
     auto* o = new SessionOptions();
@@ -51,16 +53,7 @@ const SessionOptions& ProcessOptions() {
   return *process;
 }
 
-// The CPU a session's kernels are for: its options, else GRAPHJIT_FLAGS, else the host.
-cpu::Target TargetOf(const SessionOptions* options) {
-  const SessionOptions& process = ProcessOptions();
-  const SessionOptions& own = options && (!options->jit_cpu.empty() || !options->jit_cpu_features.empty()) ? *options : process;
-  cpu::Target target;
-  target.cpu = own.jit_cpu;
-  target.features = own.jit_cpu_features;
-  target.prefer_vector_width = options && options->prefer_vector_width ? options->prefer_vector_width : process.prefer_vector_width;
-  return target;
-}
+namespace {
 
 std::mutex fault_mu;
 std::string& InjectedFailure() {
@@ -76,26 +69,6 @@ KernelCache& Cache() {
   return *cache;
 }
 
-// A compiled cluster body for one signature: its buffers and the kernels that fill them.
-struct CompiledCluster {
-  struct Kernel {
-    cpu::Executable::PackedFunction fn = nullptr;
-    int64_t rows = 1, cost_per_row = 1;
-    std::vector<int> buffers;
-    // A library call instead (fn is null): the op's kernel on the node.
-    const OpDef* op = nullptr;
-    std::shared_ptr<const Node> node;
-    std::shared_ptr<const void> state;
-    std::vector<DType> dtypes;
-    std::vector<Shape> shapes;
-  };
-  std::unique_ptr<cpu::Executable> exe;
-  std::vector<Kernel> kernels;
-  std::vector<FusionPlan::Buffer> buffers;
-  std::vector<Tensor> constants;
-  std::vector<int> outputs;
-};
-
 // What the JIT keeps per `_JitCluster` node.
 struct ClusterState {
   std::shared_ptr<const void> body_state;  // the reference kernel's (op by op)
@@ -103,11 +76,12 @@ struct ClusterState {
   // What every signature of this cluster starts with: the compiler, the device and the
   // body in canonical serialization (attr maps in key order), as its interned id.
   std::string signature_prefix;
-  // The CPU the kernels are for, from the session's options at the first run, and its
-  // description (an error if the options name an unknown CPU).
-  mutable std::once_flag target_once;
-  mutable cpu::Target target;
-  mutable StatusOr<std::string> target_key = std::string();
+  // The backend the kernels are for, chosen at the first run from the cluster's device and
+  // the session's options, and its target's interned id (an error if the options name an
+  // unknown CPU).
+  mutable std::once_flag backend_once;
+  mutable StatusOr<std::shared_ptr<const Backend>> backend = std::shared_ptr<const Backend>();
+  mutable std::string target_key;
   tensorflow::GraphDef body_def;  // with Softmax and LogSoftmax expanded
   std::vector<std::string> outputs;
   std::vector<bool> value_inputs;  // inputs whose values are part of the signature
@@ -204,59 +178,44 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   if (!plan.ok()) return fail(plan.status());
   dump("01_fusion_plan.txt", plan->ToString(body->graph.graph));
   stage("plan");
-  auto module = EmitFusions(body->graph, *plan);
+  const Backend& backend = **state.backend;
+  auto module = EmitFusions(body->graph, *plan, backend.schedule());
   if (!module.ok()) return fail(module.status());
   dump("02_fusions.mlir", module->mlir);
   stage("emit");
-  // 4. MLIR passes, LLVM, native code.
-  auto kernel = std::make_shared<CompiledCluster>();
-  if (!module->mlir.empty()) {
-    cpu::CompileOptions options;
-    options.keep_stages = !dir.empty();
-    options.target = state.target;
-    auto exe = cpu::Compile(module->mlir, options);
-    if (!exe.ok()) return fail(exe.status());
-    const cpu::CompileReport& r = (*exe)->report();
-    int n = 3;  // the stages' files are numbered on from here: "03_math_approximated.mlir", ...
-    auto next = [&n](const std::string& name) {
-      const int i = n++;
-      return (i < 10 ? "0" : "") + std::to_string(i) + "_" + name;
-    };
-    for (const auto& [stage, text] : r.mlir_stages) dump(next(stage + ".mlir"), text);
-    dump(next("llvm_ir.ll"), r.llvm_ir);
-    dump(next("asm.s"), r.assembly);
-    stage("mlir", stage_start + static_cast<int64_t>(r.mlir_ms * 1000));
-    stage("llvm");
-    kernel->exe = std::move(exe).value();
-  }
+  // 4. The backend: MLIR passes, LLVM, native code or PTX.
+  ClusterProgram program;
   for (const EmittedKernel& k : module->kernels) {
-    CompiledCluster::Kernel launch;
-    launch.buffers = k.buffers;
+    LibraryCall call;
     if (k.library_node >= 0) {
       const NodeInfo& info = body->graph.info(k.library_node);
-      launch.op = info.op;
-      launch.node = std::make_shared<const Node>(*body->graph.graph.node(k.library_node));
-      launch.state = info.state;
-      launch.dtypes = info.dtypes;
-      launch.shapes = info.shapes;
-    } else {
-      auto fn = kernel->exe->Function(k.function);
-      if (!fn.ok()) return fail(fn.status());
-      launch.fn = *fn;
-      launch.rows = k.rows;
-      launch.cost_per_row = k.cost_per_row;
+      call = {info.op, std::make_shared<const Node>(*body->graph.graph.node(k.library_node)), info.state, info.dtypes,
+              info.shapes};
     }
-    kernel->kernels.push_back(std::move(launch));
+    program.calls.push_back(std::move(call));
   }
-  kernel->buffers = plan->buffers;
-  kernel->constants = plan->constants;
-  kernel->outputs = plan->outputs;
-  entry.bytes = kernel->exe ? kernel->exe->bytes() : 0;
-  for (const Tensor& c : kernel->constants) entry.bytes += c.bytes();
+  const size_t num_kernels = module->kernels.size();
+  const int num_ops = module->num_ops;
+  program.module = std::move(module).value();
+  program.buffers = plan->buffers;
+  program.constants = plan->constants;
+  program.outputs = plan->outputs;
+  CompileStages stages;
+  auto kernel = backend.Compile(std::move(program), !dir.empty(), &stages);
+  if (!kernel.ok()) return fail(kernel.status());
+  int n = 3;  // the stages' files are numbered on from here: "03_math_approximated.mlir", ...
+  for (const auto& [file, text] : stages.files) {
+    const int i = n++;
+    dump((i < 10 ? "0" : "") + std::to_string(i) + "_" + file, text);
+  }
+  stage("mlir", stage_start + static_cast<int64_t>(stages.mlir_ms * 1000));
+  stage(backend.schedule() == Schedule::kCpu ? "llvm" : "ptx");
+  entry.bytes = (*kernel)->bytes();
   if (report.verbose)
-    std::fprintf(stderr, "graphjit: compiled %s: %d ops in %zu kernels, %.1f ms\n", state.name.c_str(), module->num_ops,
-                 module->kernels.size(), std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  entry.kernel = std::move(kernel);
+    std::fprintf(stderr, "graphjit: compiled %s for %s: %d ops in %zu kernels, %.1f ms\n", state.name.c_str(),
+                 backend.target().c_str(), num_ops, num_kernels,
+                 std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  entry.kernel = std::shared_ptr<const ClusterExecutable>(std::move(kernel).value());
   return entry;
 }
 
@@ -273,7 +232,7 @@ uint64_t InternPrefix(const std::string& prefix) {
 // The full signature, compared whole by the cache: the prefix's id, the target's, then
 // the inputs.
 std::string Signature(const ClusterState& state, const std::vector<Tensor>& inputs) {
-  std::string key = state.signature_prefix + *state.target_key;
+  std::string key = state.signature_prefix + state.target_key;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     key += DTypeName(t.dtype()) + t.shape().ToString();
@@ -313,75 +272,15 @@ Status RunReference(KernelContext& ctx, const ClusterState& state) {
   return Reference().compute(reference);
 }
 
-// Runs one compiled kernel over its rows, split across the intra-op threads.
-Status RunKernel(KernelContext& ctx, const CompiledCluster::Kernel& kernel,
-                 const std::function<StatusOr<Tensor>(int)>& resolve) {
-  std::vector<void*> pointers;
-  for (int b : kernel.buffers) {
-    GJ_ASSIGN_OR_RETURN(Tensor t, resolve(b));
-    pointers.push_back(t.raw());
-  }
-  ctx.ParallelFor(kernel.rows, kernel.cost_per_row, [&](int64_t begin, int64_t end) {
-    std::vector<void*> slots = pointers, args = {&begin, &end};
-    for (void*& slot : slots) args.push_back(&slot);
-    kernel.fn(args.data());
-  });
-  return Status::Ok();
+// A cluster runs on the session's GPU if it has one and the cluster is placed there (see
+// runtime/placement.h), else on the CPU.
+StatusOr<std::shared_ptr<const Backend>> ChooseBackend(const KernelContext& ctx) {
+  auto device = ParseDeviceName(ctx.node.device);
+  if (ctx.gpu && device.ok() && (device->type == "GPU" || device->type == "XLA_GPU")) return GpuBackend(*ctx.gpu, ctx.options);
+  return CpuBackend(ctx.options);
 }
 
-// Runs the kernels in order; each is one event when the run is traced.
-// Buffers are the inputs, the constants, views of other buffers, or allocated here.
-Status Launch(KernelContext& ctx, const std::string& name, const CompiledCluster& cluster, Clock::duration* in_kernels) {
-  std::vector<Tensor> values(cluster.buffers.size());
-  std::function<StatusOr<Tensor>(int)> resolve = [&](int b) -> StatusOr<Tensor> {
-    if (values[b].valid()) return values[b];
-    const FusionPlan::Buffer& buffer = cluster.buffers[b];
-    switch (buffer.kind) {
-      case FusionPlan::Buffer::Kind::kArgument: values[b] = ctx.inputs[buffer.source]; break;
-      case FusionPlan::Buffer::Kind::kConstant: values[b] = cluster.constants[buffer.source]; break;
-      case FusionPlan::Buffer::Kind::kView: {
-        GJ_ASSIGN_OR_RETURN(Tensor viewed, resolve(buffer.source));
-        values[b] = viewed.Reshaped(buffer.shape);
-        break;
-      }
-      case FusionPlan::Buffer::Kind::kTemp: {
-        GJ_ASSIGN_OR_RETURN(values[b], Tensor::Allocate(buffer.dtype, buffer.shape, ctx.allocator));
-        break;
-      }
-    }
-    return values[b];
-  };
-  for (size_t k = 0; k < cluster.kernels.size(); ++k) {
-    const CompiledCluster::Kernel& kernel = cluster.kernels[k];
-    const int64_t start = ctx.tracer ? ctx.tracer->NowMicros() : 0;
-    const auto kernel_start = Clock::now();
-    if (kernel.fn == nullptr) {  // a library call
-      std::vector<Tensor> inputs, outputs(kernel.dtypes.size());
-      for (size_t i = 0; i + 1 < kernel.buffers.size(); ++i) {
-        GJ_ASSIGN_OR_RETURN(Tensor t, resolve(kernel.buffers[i]));
-        inputs.push_back(std::move(t));
-      }
-      KernelContext call{*kernel.node, inputs,        kernel.dtypes,      kernel.shapes, outputs,
-                         ctx.allocator, ctx.intra_op, kernel.state.get(), ctx.options};
-      GJ_RETURN_IF_ERROR(kernel.op->compute(call));
-      values[kernel.buffers.back()] = std::move(outputs[0]);
-    } else {
-      GJ_RETURN_IF_ERROR(RunKernel(ctx, kernel, resolve));
-    }
-    *in_kernels += Clock::now() - kernel_start;
-    if (ctx.tracer) {
-      int64_t bytes = 0;
-      for (int b : kernel.buffers) bytes += values[b].valid() ? static_cast<int64_t>(values[b].bytes()) : 0;
-      ctx.tracer->Add({name + "/fusion_" + std::to_string(k), kernel.fn ? "fusion" : kernel.node->op, start,
-                       ctx.tracer->NowMicros() - start, CurrentThreadId(), bytes});
-    }
-  }
-  for (size_t i = 0; i < cluster.outputs.size(); ++i) {
-    GJ_ASSIGN_OR_RETURN(Tensor out, resolve(cluster.outputs[i]));
-    ctx.ForwardOutput(static_cast<int>(i), std::move(out));
-  }
-  return Status::Ok();
-}
+std::atomic<int64_t> gpu_launches{0};
 
 // Cache hits and the nanoseconds their calls spent outside kernels.
 std::atomic<int64_t> hit_calls{0}, hit_overhead_ns{0};
@@ -395,13 +294,11 @@ Status Compute(KernelContext& ctx) {
     return RunReference(ctx, state);
   }
   const SessionOptions* options = ctx.options;
-  std::call_once(state.target_once, [&] {
-    state.target = TargetOf(options);
-    auto description = cpu::DescribeTarget(state.target);
-    state.target_key = description.ok() ? StatusOr<std::string>("#" + std::to_string(InternPrefix("cpu " + *description)) + "|")
-                                        : description;
+  std::call_once(state.backend_once, [&] {
+    state.backend = ChooseBackend(ctx);
+    if (state.backend.ok()) state.target_key = "#" + std::to_string(InternPrefix((*state.backend)->target())) + "|";
   });
-  if (!state.target_key.ok()) return ctx.Error(state.target_key.status().message());
+  if (!state.backend.ok()) return ctx.Error(state.backend.status().message());
   CompileReporting report;
   const std::string signature = Signature(state, ctx.inputs);
   if (options && !options->dump_to.empty()) {
@@ -440,7 +337,7 @@ Status Compute(KernelContext& ctx) {
     return RunReference(ctx, state);
   }
   Clock::duration in_kernels{0};
-  GJ_RETURN_IF_ERROR(Launch(ctx, state.name, *static_cast<const CompiledCluster*>(entry->kernel.get()), &in_kernels));
+  GJ_RETURN_IF_ERROR(static_cast<const ClusterExecutable*>(entry->kernel.get())->Run(ctx, state.name, &in_kernels));
   if (hit) {
     ++hit_calls;
     hit_overhead_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - call_start - in_kernels).count();
@@ -449,18 +346,22 @@ Status Compute(KernelContext& ctx) {
 }
 
 // Clustering's question, answered by the emitters (WhyNotCompilable) for the devices this
-// JIT compiles for: the CPU, and XLA's CPU and GPU device names (compiled for the CPU).
+// JIT compiles for: the CPU, the GPU (library calls not yet: they run on the CPU), and
+// XLA's CPU and GPU device names.
 class JitCompilability : public CompilabilityOracle {
  public:
   std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
                                const std::vector<DType>& output_types, const DeviceName& device) const override {
-    if (device.type != "CPU" && device.type != "XLA_CPU" && device.type != "XLA_GPU")
+    if (device.type != "CPU" && device.type != "GPU" && device.type != "XLA_CPU" && device.type != "XLA_GPU")
       return "no compiler for device " + device.ToString();
+    if (device.type == "GPU" && IsLibraryOp(node.op)) return "no GPU library (cuBLASLt) call for " + node.op + " yet";
     return graphjit::WhyNotCompilable(node, input_types, output_types);
   }
 };
 
 }  // namespace
+
+void CountGpuLaunches(int64_t launches) { gpu_launches += launches; }
 
 void RegisterJit() {
   static std::once_flag once;
@@ -474,7 +375,7 @@ void RegisterJit() {
   });
 }
 
-Status CheckJitTarget(const SessionOptions& options) { return cpu::DescribeTarget(TargetOf(&options)).status(); }
+Status CheckJitTarget(const SessionOptions& options) { return CpuBackend(&options).status(); }
 
 void InjectCompileFailure(const std::string& reason) {
   std::lock_guard<std::mutex> lock(fault_mu);
@@ -497,20 +398,21 @@ JitStats GetJitStats() {
   stats.cache_evictions = cache.evictions;
   stats.compile_ms = cache.compile_ms;
   stats.internal_errors = internal_errors.load();
+  stats.gpu_launches = gpu_launches.load();
   if (const int64_t calls = hit_calls.load()) stats.hit_overhead_us = hit_overhead_ns.load() / 1e3 / calls;
   return stats;
 }
 
 std::string JitStatsLine() {
   JitStats s = GetJitStats();
-  char buf[256];
+  char buf[384];
   std::snprintf(buf, sizeof buf,
                 "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f "
-                "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld",
+                "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld gpu_launches=%lld",
                 s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
                 static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors),
                 static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
-                static_cast<long long>(s.cache_evictions));
+                static_cast<long long>(s.cache_evictions), static_cast<long long>(s.gpu_launches));
   return buf;
 }
 

@@ -41,10 +41,11 @@ struct JitStats {
   // Per cache hit: the time of a compiled cluster's call outside its kernels (the
   // signature, the cache lookup, the buffers), in microseconds.
   double hit_overhead_us = 0;
+  int64_t gpu_launches = 0;  // kernels launched on GPUs
 };
 JitStats GetJitStats();
 // "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X internal_errors=N
-// cache_kernels=N cache_mb=X cache_evictions=N"
+// cache_kernels=N cache_mb=X cache_evictions=N gpu_launches=N"
 std::string JitStatsLine();
 
 }  // namespace graphjit

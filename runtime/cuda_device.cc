@@ -216,11 +216,26 @@ StatusOr<float> CudaDevice::Stream::ElapsedMillis(int from, int to) {
   return ms;
 }
 
+void CudaDevice::Stream::ClearPoints() {
+  if (events_.empty() || !device_->MakeCurrent().ok()) return;
+  for (void* e : events_) device_->api_->cuEventDestroy(static_cast<CUevent>(e));
+  events_.clear();
+}
+
 Status CudaDevice::Stream::Synchronize() {
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
   return device_->Check(device_->api_->cuStreamSynchronize(static_cast<CUstream>(stream_)), "cuStreamSynchronize");
 }
 
 #endif  // GRAPHJIT_HAVE_CUDA_H
+
+StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(const std::string& device, const std::string& cuda_driver) {
+  auto gpu = std::make_unique<GpuContext>();
+  gpu->device = device.empty() || device == "cpu" ? "gpu" : device;
+  GJ_ASSIGN_OR_RETURN(gpu->library, CudaDriverLibrary(gpu->device, cuda_driver));
+  GJ_ASSIGN_OR_RETURN(gpu->cuda, CudaDevice::Get(gpu->library));
+  GJ_ASSIGN_OR_RETURN(gpu->stream, gpu->cuda->NewStream());
+  return gpu;
+}
 
 }  // namespace graphjit

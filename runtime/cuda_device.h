@@ -54,6 +54,8 @@ class CudaDevice {
     // Records a point on the stream; milliseconds between two points once both are done.
     StatusOr<int> Record();
     StatusOr<float> ElapsedMillis(int from, int to);
+    // Forgets the recorded points (their indices start from 0 again).
+    void ClearPoints();
     Status Synchronize();
 
    private:
@@ -79,6 +81,20 @@ class CudaDevice {
   std::map<uint64_t, size_t> live_;               // address -> size class
   size_t cached_ = 0, in_use_ = 0;
   std::map<std::string, void*> modules_;          // PTX text -> CUmodule
+};
+
+// A session's GPU: the device and the session's stream, on which one cluster at a time
+// copies and launches (`mu`).
+struct GpuContext {
+  std::string device;   // "gpu" or "gpu-emu"
+  std::string library;  // the driver library it was opened with
+  std::shared_ptr<CudaDevice> cuda;
+  std::unique_ptr<CudaDevice::Stream> stream;
+  std::mutex mu;
+
+  // The device named by a session's `device` ("gpu", "gpu-emu") and `cuda_driver` options
+  // (see CudaDriverLibrary), with a new stream; errors say what is missing.
+  static StatusOr<std::unique_ptr<GpuContext>> Open(const std::string& device, const std::string& cuda_driver);
 };
 
 }  // namespace graphjit

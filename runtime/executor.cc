@@ -231,7 +231,7 @@ class Run {
     }
     KernelContext kc{node,       inputs,           ic.output_dtypes, ic.output_shapes,         outputs,
                      options_.allocator, options_.intra_op, info.state.get(), options_.session_options,
-                     options_.tracer, &reusable};
+                     options_.tracer, &reusable,           options_.gpu};
     int64_t start = options_.tracer ? options_.tracer->NowMicros() : 0;
     GJ_RETURN_IF_ERROR(info.op->compute(kc));
     if (options_.tracer) {

@@ -37,6 +37,7 @@ struct ExecutorOptions {
   Tracer* tracer = nullptr;
   std::string trace_prefix;  // before each event's node name (a cluster body's: "<cluster>/")
   const SessionOptions* session_options = nullptr;  // handed to kernels
+  GpuContext* gpu = nullptr;                         // handed to kernels
 };
 
 // Runs the plan. `feeds` are in plan.feeds order; `outputs` receive plan.fetches.

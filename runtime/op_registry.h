@@ -50,6 +50,8 @@ struct InferenceContext {
   StatusOr<DType> TypeAttrMatching(std::string_view attr, std::initializer_list<int> inputs) const;
 };
 
+struct GpuContext;  // runtime/cuda_device.h
+
 struct KernelContext {
   const Node& node;
   const std::vector<Tensor>& inputs;
@@ -64,6 +66,7 @@ struct KernelContext {
   // Per input, whether its buffer may become an output (see ForwardInputOrAllocateOutput):
   // this node is the tensor's last reader and nothing else holds the buffer. Null: none may.
   const std::vector<bool>* reusable_inputs = nullptr;
+  GpuContext* gpu = nullptr;  // the session's GPU, if it has one
 
   const Tensor& input(int i) const { return inputs[i]; }
   int num_inputs() const { return static_cast<int>(inputs.size()); }

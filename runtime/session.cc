@@ -4,30 +4,27 @@
 #include <cstdio>
 #include <mutex>
 
-#include "ir/device.h"
 #include "ir/graphdef.h"
+#include "runtime/cuda_device.h"
 #include "runtime/pass_registry.h"
+#include "runtime/placement.h"
 
 namespace graphjit {
 
 StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options, const tensorflow::GraphDef& graph_def) {
   // 1. Import and structural checks.
   GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
-  // Everything runs on the CPU; say so once if the model asks for a GPU.
-  for (int id = 0; id < graph.num_nodes(); ++id) {
-    auto device = ParseDeviceName(graph.node(id)->device);
-    if (device.ok() && (device->type == "GPU" || device->type == "XLA_GPU")) {
-      static std::once_flag warned;
-      std::call_once(warned, [&] {
-        std::fprintf(stderr, "graphjit: warning: no GPU backend yet; nodes placed on %s run on the CPU\n",
-                     device->ToString().c_str());
-      });
-      break;
-    }
+  // The session's GPU, if it has one; where each node runs.
+  std::unique_ptr<GpuContext> gpu;
+  if (HasGpu(options)) {
+    GJ_ASSIGN_OR_RETURN(gpu, GpuContext::Open(options.device, options.cuda_driver));
   }
+  PlaceNodes(options, &graph);
   // 2. Check every node against the op registry (all unsupported ops at once).
   GJ_ASSIGN_OR_RETURN(AnalyzedGraph analyzed, AnalyzeGraph(std::move(graph)));
-  return std::unique_ptr<Session>(new Session(options, std::move(analyzed)));
+  auto session = std::unique_ptr<Session>(new Session(options, std::move(analyzed)));
+  session->gpu_ = std::move(gpu);
+  return session;
 }
 
 Session::Session(const SessionOptions& options, AnalyzedGraph graph)
@@ -101,6 +98,21 @@ StatusOr<std::shared_ptr<const Session::Program>> Session::BuildProgram(const st
     target_ids.push_back(node->id);
   }
   GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(*graph, feed_ids, fetch_ids, target_ids));
+  // On a GPU, what is not compiled runs on the CPU: say which ops, once per session.
+  if (gpu_) {
+    std::call_once(soft_placement_said_, [&] {
+      std::map<std::string, int> ops;
+      for (int id : plan.nodes) {
+        const Node* n = graph->graph.node(id);
+        if (n->device == "/device:GPU:0" && n->op != "_JitCluster" && n->op != "Placeholder" && n->op != "Const" && n->op != "NoOp")
+          ++ops[n->op];
+      }
+      if (ops.empty()) return;
+      std::string list;
+      for (const auto& [op, count] : ops) list += (list.empty() ? "" : ", ") + op + (count > 1 ? " x" + std::to_string(count) : "");
+      std::fprintf(stderr, "graphjit: on %s, ops the JIT does not compile run on the CPU: %s\n", gpu_->device.c_str(), list.c_str());
+    });
+  }
   return std::make_shared<const Program>(Program{std::move(graph), std::move(plan)});
 }
 
@@ -181,6 +193,7 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   eo.allocator = allocator_.get();
   eo.tracer = run_options.tracer;
   eo.session_options = &options_;
+  eo.gpu = gpu_.get();
   return Execute(*program->graph, program->plan, feed_values, eo, outputs);
 }
 

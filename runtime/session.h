@@ -19,6 +19,8 @@
 
 namespace graphjit {
 
+struct GpuContext;
+
 struct RunOptions {
   Tracer* tracer = nullptr;  // receives one event per kernel when set
 };
@@ -72,6 +74,8 @@ class Session {
   std::shared_ptr<Allocator> allocator_ = std::make_shared<Allocator>();  // outlived by fetched tensors
   std::shared_ptr<ThreadPool> inter_op_;  // shared with the process's other sessions
   std::shared_ptr<ThreadPool> intra_op_;
+  std::unique_ptr<GpuContext> gpu_;  // with --device gpu|gpu-emu
+  mutable std::once_flag soft_placement_said_;
   std::mutex programs_mu_;
   std::map<std::string, std::shared_ptr<const Program>> programs_;
 };

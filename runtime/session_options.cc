@@ -104,6 +104,12 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       options->disabled_passes = SplitList(value);
     } else if (key == "--jit_strict") {
       options->jit_strict = value.empty() || value == "true" || value == "1";
+    } else if (key == "--gpu_ptxas_check") {
+      options->gpu_ptxas_check = value.empty() || value == "true" || value == "1";
+    } else if (key == "--gpu_arch") {
+      if (value != "sm_80" && value != "sm_90")
+        return InvalidArgument("GRAPHJIT_FLAGS: --gpu_arch must be sm_80 or sm_90, got '" + value + "'");
+      options->gpu_arch = value;
     } else if (key == "--jit_verbose") {
       options->jit_verbose = value.empty() || value == "true" || value == "1";
     } else if (key == "--dump_to") {
@@ -133,7 +139,8 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
                              "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_cpu, "
-                             "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --device, --cuda_driver)");
+                             "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --device, --cuda_driver, --gpu_arch, "
+                             "--gpu_ptxas_check)");
     }
   }
   return Status::Ok();

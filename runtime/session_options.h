@@ -54,6 +54,13 @@ struct SessionOptions {
   // instead, and implies "gpu".
   std::string device;
   std::string cuda_driver;
+  // The GPU code is generated for: "sm_80" or "sm_90"; empty: the device's (sm_90 for a
+  // compute capability of 9.0 and above, else sm_80).
+  std::string gpu_arch;
+  // Every GPU module the JIT compiles is also assembled by ptxas (the CUDA toolkit's) for
+  // sm_80 and sm_90, and a kernel ptxas rejects or that spills registers is a compile
+  // error: a check for tests (a missing ptxas is an error too).
+  bool gpu_ptxas_check = false;
 
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.
@@ -66,7 +73,7 @@ struct SessionOptions {
 // --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR,
 // --jit_strict, --jit_verbose, --jit_cpu=NAME, --jit_cpu_features=+a,-b,
 // --prefer_vector_width=128|256|512, --jit_cache_mb=N, --device=cpu|gpu|gpu-emu,
-// --cuda_driver=PATH.
+// --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);

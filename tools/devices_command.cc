@@ -56,8 +56,7 @@ Status OpenSessionDevice(const SessionOptions& options) {
   if (!library.ok()) return library.status();
   auto device = CudaDevice::Get(*library);
   if (!device.ok()) return device.status();
-  std::fprintf(stderr, "graphjit: device %s: %s; the JIT has no GPU backend yet, so clusters run on the CPU\n",
-               options.device.c_str(), DescribeCudaDevice((*device)->info()).c_str());
+  std::fprintf(stderr, "graphjit: device %s: %s\n", options.device.c_str(), DescribeCudaDevice((*device)->info()).c_str());
   return Status::Ok();
 }
 

@@ -92,11 +92,12 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
   if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics.text());
   CompiledModule out;
 
-  // 1. The kernels to NVVM, with the target (and libdevice) attached to their gpu.module.
+  // 1. The kernels to NVVM, with the target (and libdevice) attached to their gpu.module;
+  // math ops libdevice does not implement (absi, fma, ...) as LLVM intrinsics.
   const std::string sm = "sm_" + std::to_string(options.sm);
   const std::string to_nvvm = "nvvm-attach-target{chip=" + sm + " features=+ptx80 O=3 l=" + libdevice +
                               "},gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-                              "canonicalize,cse,reconcile-unrealized-casts)";
+                              "convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts)";
   // 2. LLVM IR, libdevice linked, optimized, and PTX from the NVPTX backend.
   const std::string to_ptx = "gpu-module-to-binary{format=isa}";
   for (const auto& [pipeline, stage] : {std::pair{to_nvvm, "nvvm"}, std::pair{to_ptx, ""}}) {

@@ -10,8 +10,17 @@
 #include <sstream>
 
 #include "ir/attr.h"
+#include "runtime/cuda_driver.h"
 
 namespace graphjit::testing {
+
+bool HaveCudaEmulator() {
+  static const bool have = [] {
+    auto library = CudaDriverLibrary("gpu-emu", "");
+    return library.ok() && CudaDriver::Open(*library).ok();
+  }();
+  return have;
+}
 
 void SetAttrType(tensorflow::NodeDef* n, const std::string& attr, DType t) {
   (*n->mutable_attr())[attr].set_type(static_cast<tensorflow::DataType>(t));

@@ -2,6 +2,7 @@
 // running the graphjit binary.
 #pragma once
 
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -17,6 +18,19 @@ inline void PrintTo(const Shape& shape, std::ostream* os) { *os << shape.ToStrin
 }  // namespace graphjit
 
 namespace graphjit::testing {
+
+// Whether this build has the CUDA emulator (--device gpu-emu) and it opens.
+bool HaveCudaEmulator();
+
+// Skips a test without the CUDA emulator; under CI=true (where the build has it) fails.
+#define REQUIRE_CUDA_EMULATOR()                                                                          \
+  do {                                                                                                   \
+    if (!::graphjit::testing::HaveCudaEmulator()) {                                                      \
+      const char* ci = std::getenv("CI");                                                                \
+      if (ci && std::string(ci) == "true") FAIL() << "no CUDA emulator in this build";                   \
+      GTEST_SKIP() << "no CUDA emulator (no CUDA toolkit)";                                              \
+    }                                                                                                    \
+  } while (0)
 
 // A GraphDef under construction. Each method adds one node and returns its name.
 class GraphBuilder {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/graphdef.h"
+#include "jit/fusion_plan.h"
 #include "jit/jit.h"
 #include "passes/passes.h"
 #include "runtime/npy.h"
@@ -73,9 +74,10 @@ Case Load(const std::string& manifest_path) {
 }
 
 // Runs the fixture's model with the given threads, with or without graph optimizations,
-// at a JIT level (clustering single ops too with `min_cluster_size` 1).
+// at a JIT level (clustering single ops too with `min_cluster_size` 1), on a device ("gpu-emu":
+// the CUDA emulator, every GPU module also checked by ptxas for sm_80 and sm_90).
 std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, int threads, bool optimize,
-                               JitLevel jit = JitLevel::kOff, int min_cluster_size = 2) {
+                               JitLevel jit = JitLevel::kOff, int min_cluster_size = 2, const std::string& device = "") {
   fs::path dir = fs::path(manifest_path).parent_path();
   nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest_path));
   auto gd = ReadGraphDefFile((dir / m["model"].get<std::string>()).string());
@@ -86,6 +88,8 @@ std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, 
   options.rewrite_options.set_disable_meta_optimizer(!optimize);
   options.jit_level = jit;
   options.min_cluster_size = min_cluster_size;
+  options.device = device;
+  options.gpu_ptxas_check = !device.empty();
   auto session = Session::Create(options, *gd);
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   if (!session.ok()) return {};
@@ -196,7 +200,48 @@ TEST_P(OpFixture, CompilesAloneAndMatchesTensorFlow) {
                            << listed->second << ")";
 }
 
+// The same on the GPU (the CUDA emulator): it matches TensorFlow, and every op the JIT
+// compiles runs as at least one GPU kernel (GEMMs run on the CPU: no cuBLASLt call yet).
+TEST_P(OpFixture, RunsOnTheEmulatedGpu) {
+  REQUIRE_CUDA_EMULATOR();
+  static const std::map<std::string, std::string> uncompiled = UncompiledOps();
+  const std::string name = fs::path(GetParam()).parent_path().filename().string();
+  Case c = Load(GetParam());
+  const JitStats before = GetJitStats();
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 1, "gpu-emu"), c.expected, "TensorFlow");
+  const JitStats after = GetJitStats();
+  EXPECT_EQ(after.internal_errors, before.internal_errors);
+  nlohmann::json m = nlohmann::json::parse(std::ifstream(GetParam()));
+  bool gemm = false;
+  for (const auto& op : m["graph_ops"]) gemm |= IsLibraryOp(op.get<std::string>());
+  if (uncompiled.count(name) || gemm) return;
+  EXPECT_EQ(after.fallback, before.fallback) << name << ": a cluster ran op by op";
+  EXPECT_GT(after.gpu_launches, before.gpu_launches) << name << " launched no GPU kernel";
+}
+
 INSTANTIATE_TEST_SUITE_P(TensorFlow, OpFixture, ::testing::ValuesIn(OpManifests()), CaseName);
+
+class ModelFixture : public Fixture {};
+
+// Every model fixture on the GPU (the CUDA emulator) at both JIT levels matches TensorFlow.
+TEST_P(ModelFixture, RunsOnTheEmulatedGpu) {
+  REQUIRE_CUDA_EMULATOR();
+  Case c = Load(GetParam());
+  const JitStats before = GetJitStats();
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn1, 2, "gpu-emu"), c.expected, "TensorFlow");
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 2, "gpu-emu"), c.expected, "TensorFlow");
+  EXPECT_EQ(GetJitStats().internal_errors, before.internal_errors);
+  EXPECT_GT(GetJitStats().gpu_launches, before.gpu_launches);
+}
+
+std::vector<std::string> ModelManifests() {
+  std::vector<std::string> out;
+  for (const std::string& m : Manifests())
+    if (fs::path(m).parent_path().parent_path().filename() != "ops") out.push_back(m);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(TensorFlow, ModelFixture, ::testing::ValuesIn(ModelManifests()), CaseName);
 
 TEST(Fixtures, UncompiledOpsAreOpFixtures) {
   std::set<std::string> cases;

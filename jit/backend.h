@@ -1,0 +1,90 @@
+// The JIT's targets behind one interface (internal to jit/). jit.cc specializes, plans
+// and emits a cluster body once per signature; a Backend compiles what the emitters made
+// into a ClusterExecutable, which runs the body's kernels on a call's inputs:
+//  - cpu (jit/backend_cpu.cc): x86 code through backends/cpu, run in-process, each kernel's
+//    rows split across the intra-op threads; library calls run the op's CPU kernel;
+//  - gpu (jit/backend_gpu.cc): PTX through backends/nvptx, loaded and launched through the
+//    CUDA driver (or the emulator) on the session's stream; inputs are copied to the
+//    device and outputs back.
+// The backend's target (the CPU and its features, the GPU's compute capability and driver)
+// is part of every signature.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "jit/fusion_emitter.h"
+#include "jit/fusion_plan.h"
+#include "runtime/op_registry.h"
+
+namespace graphjit {
+
+struct SessionOptions;
+
+// Kernels launched on GPUs, counted for JitStats.
+void CountGpuLaunches(int64_t launches);
+
+// GRAPHJIT_FLAGS, which apply to every session of the process (as XLA_FLAGS do).
+const SessionOptions& ProcessOptions();
+
+// A library call of a cluster (a GEMM): its node and what the op's kernel needs.
+struct LibraryCall {
+  const OpDef* op = nullptr;
+  std::shared_ptr<const Node> node;
+  std::shared_ptr<const void> state;
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+};
+
+// What the emitters made of a cluster body at one signature.
+struct ClusterProgram {
+  EmittedModule module;
+  std::vector<LibraryCall> calls;  // per kernel of the module (those with a library_node)
+  std::vector<FusionPlan::Buffer> buffers;
+  std::vector<Tensor> constants;
+  std::vector<int> outputs;  // the buffer of each body output
+};
+
+// What a compile produced besides its code, for dumps and traces: the stages' texts by
+// file name ("nvvm.mlir", "llvm_ir.ll", "fusions.ptx", ...), in order, and their times.
+struct CompileStages {
+  std::vector<std::pair<std::string, std::string>> files;
+  double mlir_ms = 0;     // parse and MLIR passes
+  double codegen_ms = 0;  // LLVM and code generation
+};
+
+class ClusterExecutable {
+ public:
+  virtual ~ClusterExecutable() = default;
+  // Runs the body on ctx's inputs and forwards its outputs to ctx. When traced, each kernel
+  // is an event "<name>/fusion_<k>". Adds the time spent in kernels to *in_kernels.
+  virtual Status Run(KernelContext& ctx, const std::string& name, std::chrono::steady_clock::duration* in_kernels) const = 0;
+  // The memory this holds (code, constants), for the cache's bound.
+  virtual size_t bytes() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Schedule schedule() const = 0;
+  // The target as signatures include it: "cpu znver4 +avx2,... vw=512", "nvptx sm_90 <driver>".
+  virtual const std::string& target() const = 0;
+  // FailedPrecondition: the code cannot run here (e.g. made for another CPU); Unimplemented:
+  // the program has what this target does not take; anything else is a compiler bug.
+  virtual StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages,
+                                                               CompileStages* stages) const = 0;
+};
+
+// The CPU backend for a session's options (its CPU, features and vector width, else
+// GRAPHJIT_FLAGS', else the host's). InvalidArgument for a CPU or feature LLVM does not know.
+StatusOr<std::shared_ptr<const Backend>> CpuBackend(const SessionOptions* options);
+
+// The GPU backend of a session's device: PTX for sm_90 if the device has compute
+// capability 9.0 or above, else sm_80, or as the options' gpu_arch says (else
+// GRAPHJIT_FLAGS'). FailedPrecondition if the device cannot run that code.
+StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const SessionOptions* options);
+
+}  // namespace graphjit

@@ -1,0 +1,174 @@
+// The CPU backend: the emitted functions compiled by backends/cpu for the session's CPU,
+// each kernel's rows split across the intra-op threads, library calls run by the op's CPU
+// kernel, buffers in host memory.
+#include <cstdio>
+
+#include "backends/cpu/cpu_compiler.h"
+#include "jit/backend.h"
+#include "runtime/session_options.h"
+#include "runtime/trace.h"
+
+namespace graphjit {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class CpuExecutable : public ClusterExecutable {
+ public:
+  struct Kernel {
+    cpu::Executable::PackedFunction fn = nullptr;  // null for a library call
+    int64_t rows = 1, cost_per_row = 1;
+    std::vector<int> buffers;
+    const LibraryCall* call = nullptr;
+  };
+
+  CpuExecutable(ClusterProgram program, std::unique_ptr<cpu::Executable> exe) : program_(std::move(program)), exe_(std::move(exe)) {}
+
+  Status Init() {
+    for (size_t k = 0; k < program_.module.kernels.size(); ++k) {
+      const EmittedKernel& emitted = program_.module.kernels[k];
+      Kernel kernel;
+      kernel.buffers = emitted.buffers;
+      if (emitted.library_node >= 0) {
+        kernel.call = &program_.calls[k];
+      } else {
+        GJ_ASSIGN_OR_RETURN(kernel.fn, exe_->Function(emitted.function));
+        kernel.rows = emitted.rows;
+        kernel.cost_per_row = emitted.cost_per_row;
+      }
+      kernels_.push_back(std::move(kernel));
+    }
+    return Status::Ok();
+  }
+
+  size_t bytes() const override {
+    size_t bytes = exe_ ? exe_->bytes() : 0;
+    for (const Tensor& c : program_.constants) bytes += c.bytes();
+    return bytes;
+  }
+
+  // Runs the kernels in order; buffers are the inputs, the constants, views of other
+  // buffers, or allocated here.
+  Status Run(KernelContext& ctx, const std::string& name, Clock::duration* in_kernels) const override {
+    std::vector<Tensor> values(program_.buffers.size());
+    std::function<StatusOr<Tensor>(int)> resolve = [&](int b) -> StatusOr<Tensor> {
+      if (values[b].valid()) return values[b];
+      const FusionPlan::Buffer& buffer = program_.buffers[b];
+      switch (buffer.kind) {
+        case FusionPlan::Buffer::Kind::kArgument: values[b] = ctx.inputs[buffer.source]; break;
+        case FusionPlan::Buffer::Kind::kConstant: values[b] = program_.constants[buffer.source]; break;
+        case FusionPlan::Buffer::Kind::kView: {
+          GJ_ASSIGN_OR_RETURN(Tensor viewed, resolve(buffer.source));
+          values[b] = viewed.Reshaped(buffer.shape);
+          break;
+        }
+        case FusionPlan::Buffer::Kind::kTemp: {
+          GJ_ASSIGN_OR_RETURN(values[b], Tensor::Allocate(buffer.dtype, buffer.shape, ctx.allocator));
+          break;
+        }
+      }
+      return values[b];
+    };
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const Kernel& kernel = kernels_[k];
+      const int64_t start = ctx.tracer ? ctx.tracer->NowMicros() : 0;
+      const auto kernel_start = Clock::now();
+      if (kernel.call) {
+        const LibraryCall& call = *kernel.call;
+        std::vector<Tensor> inputs, outputs(call.dtypes.size());
+        for (size_t i = 0; i + 1 < kernel.buffers.size(); ++i) {
+          GJ_ASSIGN_OR_RETURN(Tensor t, resolve(kernel.buffers[i]));
+          inputs.push_back(std::move(t));
+        }
+        KernelContext call_ctx{*call.node,   inputs,       call.dtypes,      call.shapes, outputs,
+                               ctx.allocator, ctx.intra_op, call.state.get(), ctx.options};
+        GJ_RETURN_IF_ERROR(call.op->compute(call_ctx));
+        values[kernel.buffers.back()] = std::move(outputs[0]);
+      } else {
+        GJ_RETURN_IF_ERROR(RunKernel(ctx, kernel, resolve));
+      }
+      *in_kernels += Clock::now() - kernel_start;
+      if (ctx.tracer) {
+        int64_t bytes = 0;
+        for (int b : kernel.buffers) bytes += values[b].valid() ? static_cast<int64_t>(values[b].bytes()) : 0;
+        ctx.tracer->Add({name + "/fusion_" + std::to_string(k), kernel.call ? kernel.call->node->op : "fusion", start,
+                         ctx.tracer->NowMicros() - start, CurrentThreadId(), bytes});
+      }
+    }
+    for (size_t i = 0; i < program_.outputs.size(); ++i) {
+      GJ_ASSIGN_OR_RETURN(Tensor out, resolve(program_.outputs[i]));
+      ctx.ForwardOutput(static_cast<int>(i), std::move(out));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // Runs one compiled kernel over its rows, split across the intra-op threads.
+  static Status RunKernel(KernelContext& ctx, const Kernel& kernel, const std::function<StatusOr<Tensor>(int)>& resolve) {
+    std::vector<void*> pointers;
+    for (int b : kernel.buffers) {
+      GJ_ASSIGN_OR_RETURN(Tensor t, resolve(b));
+      pointers.push_back(t.raw());
+    }
+    ctx.ParallelFor(kernel.rows, kernel.cost_per_row, [&](int64_t begin, int64_t end) {
+      std::vector<void*> slots = pointers, args = {&begin, &end};
+      for (void*& slot : slots) args.push_back(&slot);
+      kernel.fn(args.data());
+    });
+    return Status::Ok();
+  }
+
+  const ClusterProgram program_;
+  const std::unique_ptr<cpu::Executable> exe_;
+  std::vector<Kernel> kernels_;
+};
+
+class CpuTarget : public Backend {
+ public:
+  CpuTarget(cpu::Target target, std::string description) : target_(std::move(target)), description_("cpu " + description) {}
+  Schedule schedule() const override { return Schedule::kCpu; }
+  const std::string& target() const override { return description_; }
+
+  StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages,
+                                                       CompileStages* stages) const override {
+    std::unique_ptr<cpu::Executable> exe;
+    if (!program.module.mlir.empty()) {
+      cpu::CompileOptions options;
+      options.keep_stages = keep_stages;
+      options.target = target_;
+      GJ_ASSIGN_OR_RETURN(exe, cpu::Compile(program.module.mlir, options));
+      const cpu::CompileReport& r = exe->report();
+      if (keep_stages) {
+        for (const auto& [stage, text] : r.mlir_stages) stages->files.emplace_back(stage + ".mlir", text);
+        stages->files.emplace_back("llvm_ir.ll", r.llvm_ir);
+        stages->files.emplace_back("asm.s", r.assembly);
+      }
+      stages->mlir_ms = r.mlir_ms;
+      stages->codegen_ms = r.llvm_ms;
+    }
+    auto executable = std::make_unique<CpuExecutable>(std::move(program), std::move(exe));
+    GJ_RETURN_IF_ERROR(executable->Init());
+    return std::unique_ptr<ClusterExecutable>(std::move(executable));
+  }
+
+ private:
+  const cpu::Target target_;
+  const std::string description_;
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const Backend>> CpuBackend(const SessionOptions* options) {
+  // The session's CPU if it names one, else GRAPHJIT_FLAGS', else the host.
+  const SessionOptions& process = ProcessOptions();
+  const SessionOptions& own = options && (!options->jit_cpu.empty() || !options->jit_cpu_features.empty()) ? *options : process;
+  cpu::Target target;
+  target.cpu = own.jit_cpu;
+  target.features = own.jit_cpu_features;
+  target.prefer_vector_width = options && options->prefer_vector_width ? options->prefer_vector_width : process.prefer_vector_width;
+  GJ_ASSIGN_OR_RETURN(std::string description, cpu::DescribeTarget(target));
+  return std::shared_ptr<const Backend>(std::make_shared<CpuTarget>(std::move(target), std::move(description)));
+}
+
+}  // namespace graphjit

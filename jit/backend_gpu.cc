@@ -1,0 +1,246 @@
+// The GPU backend: the emitted gpu.module compiled by backends/nvptx to PTX for the
+// device's compute capability, loaded through the CUDA driver (the driver, or the CUDA
+// emulator, compiles the PTX for the device), and launched on the session's stream. A call
+// copies its inputs to device memory (from the device's caching allocator), runs the
+// kernels in order, and copies its outputs back; constants are copied once, at compile time.
+#include <cstdio>
+#include <mutex>
+
+#include "backends/nvptx/nvptx_compiler.h"
+#include "jit/backend.h"
+#include "runtime/cuda_device.h"
+#include "runtime/session_options.h"
+#include "runtime/trace.h"
+
+namespace graphjit {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Trace events of the GPU's stream get their own row ("thread") in the trace.
+constexpr int kStreamTraceRow = 1000;
+
+class GpuExecutable : public ClusterExecutable {
+ public:
+  GpuExecutable(ClusterProgram program, std::shared_ptr<CudaDevice> cuda, std::string ptx)
+      : program_(std::move(program)), cuda_(std::move(cuda)), ptx_(std::move(ptx)) {}
+
+  ~GpuExecutable() override {
+    for (uint64_t address : constants_) cuda_->Free(address);
+  }
+
+  Status Init() {
+    for (const EmittedKernel& k : program_.module.kernels) {
+      GJ_ASSIGN_OR_RETURN(CudaDevice::Kernel kernel, cuda_->LoadKernel(ptx_, k.function));
+      kernels_.push_back(kernel);
+    }
+    GJ_ASSIGN_OR_RETURN(auto stream, cuda_->NewStream());
+    for (const Tensor& c : program_.constants) {
+      GJ_ASSIGN_OR_RETURN(uint64_t address, cuda_->Allocate(std::max<size_t>(c.bytes(), 1)));
+      constants_.push_back(address);
+      GJ_RETURN_IF_ERROR(stream->CopyToDevice(address, c.raw(), c.bytes()));
+    }
+    return stream->Synchronize();
+  }
+
+  size_t bytes() const override {
+    size_t bytes = ptx_.size();
+    for (const Tensor& c : program_.constants) bytes += c.bytes();
+    return bytes;
+  }
+
+  Status Run(KernelContext& ctx, const std::string& name, Clock::duration* in_kernels) const override {
+    if (!ctx.gpu) return ctx.Error("a GPU kernel without a GPU in the session");
+    std::lock_guard<std::mutex> lock(ctx.gpu->mu);
+    CudaDevice::Stream& stream = *ctx.gpu->stream;
+    const auto start = Clock::now();
+    std::vector<uint64_t> owned;  // device memory this call allocated, freed at the end
+    Status s = Launch(ctx, name, stream, &owned);
+    for (uint64_t address : owned) cuda_->Free(address);
+    *in_kernels += Clock::now() - start;
+    return s;
+  }
+
+ private:
+  Status Launch(KernelContext& ctx, const std::string& name, CudaDevice::Stream& stream, std::vector<uint64_t>* owned) const {
+    Tracer* tracer = ctx.tracer;
+    const int64_t host_start = tracer ? tracer->NowMicros() : 0;
+    // Points recorded on the stream around each copy and kernel, for the trace.
+    struct Span {
+      std::string name, op;
+      int from, to;
+      int64_t bytes;
+    };
+    std::vector<Span> spans;
+    int origin = -1;
+    if (tracer) {
+      stream.ClearPoints();
+      GJ_ASSIGN_OR_RETURN(origin, stream.Record());
+    }
+    auto traced = [&](const std::string& event, const std::string& op, int64_t bytes, const std::function<Status()>& work) -> Status {
+      if (!tracer) return work();
+      GJ_ASSIGN_OR_RETURN(int from, stream.Record());
+      GJ_RETURN_IF_ERROR(work());
+      GJ_ASSIGN_OR_RETURN(int to, stream.Record());
+      spans.push_back({event, op, from, to, bytes});
+      return Status::Ok();
+    };
+    // 1. The buffers: inputs copied in, constants, views, temporaries.
+    std::vector<uint64_t> address(program_.buffers.size(), 0);
+    std::vector<bool> resolved(program_.buffers.size(), false);
+    std::function<StatusOr<uint64_t>(int)> resolve = [&](int b) -> StatusOr<uint64_t> {
+      if (resolved[b]) return address[b];
+      const FusionPlan::Buffer& buffer = program_.buffers[b];
+      switch (buffer.kind) {
+        case FusionPlan::Buffer::Kind::kConstant: address[b] = constants_[buffer.source]; break;
+        case FusionPlan::Buffer::Kind::kView: {
+          GJ_ASSIGN_OR_RETURN(address[b], resolve(buffer.source));
+          break;
+        }
+        case FusionPlan::Buffer::Kind::kArgument:
+        case FusionPlan::Buffer::Kind::kTemp: {
+          const size_t bytes = static_cast<size_t>(buffer.shape.num_elements()) * DTypeSize(buffer.dtype);
+          GJ_ASSIGN_OR_RETURN(address[b], cuda_->Allocate(std::max<size_t>(bytes, 1)));
+          owned->push_back(address[b]);
+          if (buffer.kind == FusionPlan::Buffer::Kind::kArgument && bytes > 0) {
+            const Tensor& input = ctx.inputs[buffer.source];
+            GJ_RETURN_IF_ERROR(traced(name + "/copy_in_" + std::to_string(buffer.source), "HtoD", bytes,
+                                      [&] { return stream.CopyToDevice(address[b], input.raw(), bytes); }));
+          }
+          break;
+        }
+      }
+      resolved[b] = true;
+      return address[b];
+    };
+    // 2. The kernels, in order.
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const EmittedKernel& emitted = program_.module.kernels[k];
+      std::vector<uint64_t> pointers;
+      for (int b : emitted.buffers) {
+        GJ_ASSIGN_OR_RETURN(uint64_t a, resolve(b));
+        pointers.push_back(a);
+      }
+      // Roots the kernel stores that nothing reads are still allocated.
+      if (emitted.grid == 0) continue;
+      std::vector<void*> args;
+      for (uint64_t& p : pointers) args.push_back(&p);
+      const unsigned grid[3] = {static_cast<unsigned>(emitted.grid), 1, 1};
+      const unsigned block[3] = {static_cast<unsigned>(emitted.block), 1, 1};
+      GJ_RETURN_IF_ERROR(traced(name + "/fusion_" + std::to_string(k), "gpu kernel", 0,
+                                [&] { return stream.Launch(kernels_[k], grid, block, 0, args); }));
+      CountGpuLaunches(1);
+    }
+    // 3. The outputs: copied back (an input or a constant passed through is the host's).
+    for (size_t i = 0; i < program_.outputs.size(); ++i) {
+      const int b = program_.outputs[i];
+      const FusionPlan::Buffer* buffer = &program_.buffers[b];
+      while (buffer->kind == FusionPlan::Buffer::Kind::kView && program_.buffers[buffer->source].kind != FusionPlan::Buffer::Kind::kTemp)
+        buffer = &program_.buffers[buffer->source];
+      if (buffer->kind == FusionPlan::Buffer::Kind::kArgument || buffer->kind == FusionPlan::Buffer::Kind::kConstant) {
+        const Tensor& host = buffer->kind == FusionPlan::Buffer::Kind::kArgument ? ctx.inputs[buffer->source]
+                                                                                  : program_.constants[buffer->source];
+        ctx.ForwardOutput(static_cast<int>(i), host.Reshaped(program_.buffers[b].shape));
+        continue;
+      }
+      GJ_ASSIGN_OR_RETURN(uint64_t a, resolve(b));
+      GJ_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(program_.buffers[b].dtype, program_.buffers[b].shape, ctx.allocator));
+      if (out.bytes() > 0)
+        GJ_RETURN_IF_ERROR(traced(name + "/copy_out_" + std::to_string(i), "DtoH", static_cast<int64_t>(out.bytes()),
+                                  [&] { return stream.CopyToHost(out.raw(), a, out.bytes()); }));
+      ctx.ForwardOutput(static_cast<int>(i), std::move(out));
+    }
+    GJ_RETURN_IF_ERROR(stream.Synchronize());
+    for (const Span& span : spans) {
+      GJ_ASSIGN_OR_RETURN(float begin, stream.ElapsedMillis(origin, span.from));
+      GJ_ASSIGN_OR_RETURN(float end, stream.ElapsedMillis(origin, span.to));
+      tracer->Add({span.name, span.op, host_start + static_cast<int64_t>(begin * 1000),
+                   static_cast<int64_t>((end - begin) * 1000), kStreamTraceRow, span.bytes});
+    }
+    if (tracer) stream.ClearPoints();
+    return Status::Ok();
+  }
+
+  const ClusterProgram program_;
+  const std::shared_ptr<CudaDevice> cuda_;
+  const std::string ptx_;
+  std::vector<CudaDevice::Kernel> kernels_;
+  std::vector<uint64_t> constants_;  // device memory, per program constant
+};
+
+class GpuTarget : public Backend {
+ public:
+  GpuTarget(std::shared_ptr<CudaDevice> cuda, int sm, bool ptxas_check)
+      : cuda_(std::move(cuda)), sm_(sm), ptxas_check_(ptxas_check),
+        description_("nvptx sm_" + std::to_string(sm) + " " + cuda_->info().library) {}
+  Schedule schedule() const override { return Schedule::kGpu; }
+  const std::string& target() const override { return description_; }
+
+  StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages,
+                                                       CompileStages* stages) const override {
+    for (const EmittedKernel& k : program.module.kernels)
+      if (k.library_node >= 0) return Unimplemented("no GPU library call for " + program.calls[&k - program.module.kernels.data()].node->op + " yet");
+    std::string ptx;
+    if (!program.module.mlir.empty()) {
+      nvptx::CompileOptions options;
+      options.sm = sm_;
+      options.keep_stages = keep_stages;
+      GJ_ASSIGN_OR_RETURN(nvptx::CompiledModule compiled, nvptx::Compile(program.module.mlir, options));
+      ptx = std::move(compiled.ptx);
+      stages->mlir_ms = compiled.report.mlir_ms;
+      if (keep_stages) {
+        for (const auto& [stage, text] : compiled.report.mlir_stages) stages->files.emplace_back(stage + ".mlir", text);
+        stages->files.emplace_back("fusions.ptx", ptx);
+        std::string launches;
+        for (const EmittedKernel& k : program.module.kernels)
+          launches += k.function + ": grid " + std::to_string(k.grid) + ", block " + std::to_string(k.block) + "\n";
+        stages->files.emplace_back("launch.txt", launches);
+      }
+      if (ptxas_check_ || keep_stages) {
+        // ptxas on the code for both targets; spills are errors under the check.
+        std::string reports;
+        for (int sm : {80, 90}) {
+          std::string code = ptx;
+          if (sm != sm_) {
+            nvptx::CompileOptions other;
+            other.sm = sm;
+            GJ_ASSIGN_OR_RETURN(nvptx::CompiledModule compiled, nvptx::Compile(program.module.mlir, other));
+            code = std::move(compiled.ptx);
+          }
+          auto report = nvptx::Assemble(code, sm, /*spills_are_errors=*/ptxas_check_);
+          if (!report.ok() && ptxas_check_) return Internal("ptxas sm_" + std::to_string(sm) + ": " + report.status().message());
+          reports += "# ptxas -arch=sm_" + std::to_string(sm) + " -v\n" + (report.ok() ? report->log : report.status().message() + "\n");
+        }
+        if (keep_stages) stages->files.emplace_back("ptxas.txt", reports);
+      }
+    }
+    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, std::move(ptx));
+    GJ_RETURN_IF_ERROR(executable->Init());
+    return std::unique_ptr<ClusterExecutable>(std::move(executable));
+  }
+
+ private:
+  const std::shared_ptr<CudaDevice> cuda_;
+  const int sm_;
+  const bool ptxas_check_;
+  const std::string description_;
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const SessionOptions* options) {
+  const SessionOptions& process = ProcessOptions();
+  const std::string arch = options && !options->gpu_arch.empty() ? options->gpu_arch : process.gpu_arch;
+  const CudaDeviceInfo& info = gpu.cuda->info();
+  int sm = info.compute_capability_major >= 9 ? 90 : 80;
+  if (!arch.empty()) sm = arch == "sm_80" ? 80 : 90;
+  if (info.compute_capability_major * 10 + info.compute_capability_minor < sm)
+    return FailedPrecondition("the GPU (" + info.name + ", compute capability " + std::to_string(info.compute_capability_major) +
+                              "." + std::to_string(info.compute_capability_minor) + ") cannot run sm_" + std::to_string(sm) +
+                              " code; graphjit generates code for sm_80 and sm_90");
+  const bool check = (options && options->gpu_ptxas_check) || process.gpu_ptxas_check;
+  return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, sm, check));
+}
+
+}  // namespace graphjit

@@ -1,0 +1,202 @@
+// The CPU schedules: a kernel `@fusion_N(%begin: index, %end: index, <buffers>...)`
+// computes rows [begin, end) of its fusion, so the caller can split the rows across the
+// intra-op threads; each row is a loop nest over its elements, vectorized by LLVM.
+#include <algorithm>
+#include <cmath>
+
+#include "jit/elemental.h"
+#include "jit/kernel_emitter.h"
+
+namespace graphjit::emitter {
+
+StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
+  const std::vector<int64_t>& dims = fusion_.space.dims();
+  int64_t cols = 1;
+  switch (fusion_.kind) {
+    case FusionPlan::Kind::kLoop: {
+      // Rows are all dims but the last; each row is one loop over the last dim.
+      const int n = fusion_.space.rank();
+      std::vector<int64_t> outer(dims.begin(), dims.begin() + std::max(0, n - 1)), inner;
+      if (n > 0) inner = {dims.back()};
+      cols = n > 0 ? dims.back() : 1;
+      GJ_RETURN_IF_ERROR(Rows(outer, kernel, [&] {
+        Index index = row_;
+        return Nest(inner, 0, index, [&](const Index& at) { return StoreRoots(fusion_.roots, at); });
+      }));
+      break;
+    }
+    case FusionPlan::Kind::kRow: {
+      const int k = fusion_.split;
+      std::vector<int64_t> rows(dims.begin(), dims.begin() + k), reduced(dims.begin() + k, dims.end());
+      for (int64_t d : reduced) cols *= d;
+      std::vector<TensorId> full, per_row;
+      for (const TensorId& root : fusion_.roots)
+        (g_.info(root.node).shapes[root.index] == fusion_.space ? full : per_row).push_back(root);
+      PlanRowCache(full, reduced);
+      GJ_RETURN_IF_ERROR(Rows(rows, kernel, [&] { return RowBody(full, per_row, reduced, cols); }));
+      break;
+    }
+    case FusionPlan::Kind::kReduce:
+      GJ_RETURN_IF_ERROR(Rows({}, kernel, [&] { return ReduceAll(fusion_.reductions[0]); }));
+      for (int64_t d : dims) cols *= d;
+      break;
+    case FusionPlan::Kind::kLibrary: return Internal("a library call has no kernel to emit");
+  }
+  kernel->cost_per_row = cols * (num_ops_ + 1);
+  kernel->function = "fusion_" + std::to_string(f_);
+  std::string params = "%begin: index, %end: index";
+  for (int b : params_) {
+    params += ", %b" + std::to_string(b) + ": " + MemRefType(p_.buffers[b].shape, p_.buffers[b].dtype);
+    kernel->buffers.push_back(b);
+  }
+  return "func.func @" + kernel->function + "(" + params + ") {\n" + code_[0] + "return\n}\n";
+}
+
+// --- Loops.
+// The row loop over [begin, end) of the rows (the product of `dims`), with row_ set.
+Status KernelEmitter::Rows(const std::vector<int64_t>& dims, EmittedKernel* kernel, const std::function<Status()>& body) {
+  kernel->rows = 1;
+  for (int64_t d : dims) kernel->rows *= d;
+  OpenScope();
+  row_ = Delinearize({"%r", Innermost(), "index"}, dims);
+  Status s = body();
+  std::string inner = CloseScope();
+  GJ_RETURN_IF_ERROR(s);
+  code_[0] += "scf.for %r = %begin to %end step %i1 {\n" + inner + "}\n";
+  return Status::Ok();
+}
+
+// --- The row cache.
+// A row fusion loops over each row once per reduction, then once more for what it
+// stores. An expensive value (one with a transcendental or a division in it) that an
+// earlier loop computes and a later loop needs again is kept in a stack array of one
+// row (in L1), not computed twice: softmax computes exp(x - max) once per element.
+// Whether `v` is computed inline, element by element at the loop's own column.
+bool KernelEmitter::Inline(TensorId v) const {
+  auto it = p_.buffer_of.find(v);
+  if (it != p_.buffer_of.end() && (p_.buffers[it->second].kind != FusionPlan::Buffer::Kind::kTemp ||
+                                   p_.buffers[it->second].fusion != f_))
+    return false;
+  auto kind = ClassifyNode(g_, v.node);
+  return kind.ok() && (*kind == NodeKind::kElementwise || *kind == NodeKind::kSizeOneReshape);
+}
+
+// The full-shaped inline values under `v` (and whether any is expensive) into `out`.
+bool KernelEmitter::Collect(TensorId v, std::map<TensorId, bool>* out) const {
+  if (!Inline(v)) return false;
+  if (auto it = out->find(v); it != out->end()) return it->second;
+  bool expensive = IsExpensiveElemental(g_.graph.node(v.node)->op);
+  for (const TensorId& in : g_.graph.node(v.node)->inputs) expensive |= Collect(in, out);
+  if (Full(v)) (*out)[v] = expensive;
+  return expensive;
+}
+
+// Top down from `v`: the first values an earlier loop computed, if expensive, are cached
+// (stored by the first loop that computes them). `earlier`: value -> (expensive, loop).
+void KernelEmitter::Mark(TensorId v, const std::map<TensorId, std::pair<bool, int>>& earlier, int64_t* bytes, int64_t row_bytes) {
+  if (!Inline(v)) return;
+  auto it = earlier.find(v);
+  if (it != earlier.end() && it->second.first && ElementType(g_.info(v.node).dtypes[0]) == "f32") {
+    if (!cache_.count(v) && *bytes + row_bytes <= kMaxRowCacheBytes) {
+      *bytes += row_bytes;
+      cache_[v] = {"%s" + std::to_string(cache_.size()), it->second.second, false};
+    }
+    if (cache_.count(v)) return;
+  }
+  for (const TensorId& in : g_.graph.node(v.node)->inputs) Mark(in, earlier, bytes, row_bytes);
+}
+
+void KernelEmitter::PlanRowCache(const std::vector<TensorId>& full, const std::vector<int64_t>& reduced) {
+  int64_t row_bytes = 4, bytes = 0;
+  for (int64_t d : reduced) row_bytes *= d;
+  std::map<TensorId, std::pair<bool, int>> earlier;
+  std::vector<std::vector<TensorId>> loops;
+  for (int r : fusion_.reductions) loops.push_back({g_.graph.node(r)->inputs[0]});
+  loops.push_back(full);
+  for (size_t j = 0; j < loops.size(); ++j) {
+    for (const TensorId& v : loops[j]) Mark(v, earlier, &bytes, row_bytes);
+    std::map<TensorId, bool> computed;
+    for (const TensorId& v : loops[j]) Collect(v, &computed);
+    for (auto& [v, expensive] : computed) earlier.emplace(v, std::pair{expensive, static_cast<int>(j)});
+  }
+  std::string type = "memref<";
+  for (int64_t d : reduced) type += std::to_string(d ? d : 1) + "x";
+  cache_type_ = type + "f32>";
+  for (auto& [v, entry] : cache_) code_[0] += entry.name + " = memref.alloca() : " + cache_type_ + "\n";
+}
+
+// The cached element of `v` at `index` if an earlier loop stored it; else stores it if
+// this loop is the one that computes it.
+std::optional<Value> KernelEmitter::FromRowCache(TensorId v, const Index& index) {
+  auto it = cache_.find(v);
+  if (it == cache_.end() || loop_ <= it->second.loop || !it->second.stored) return std::nullopt;
+  const Index cols(index.begin() + fusion_.split, index.end());
+  return Let(DepthOf(cols), "memref.load " + it->second.name + "[" + Names(cols) + "] : " + cache_type_, "f32");
+}
+
+void KernelEmitter::ToRowCache(TensorId v, const Index& index, const Value& value) {
+  auto it = cache_.find(v);
+  if (it == cache_.end() || loop_ != it->second.loop || value.depth != Innermost()) return;
+  const Index cols(index.begin() + fusion_.split, index.end());
+  code_[Innermost()] += "memref.store " + value.name + ", " + it->second.name + "[" + Names(cols) + "] : " + cache_type_ + "\n";
+  it->second.stored = true;
+}
+
+// A reduction over any axes: the output is initialized, then accumulated in place while
+// the input is read in memory order.
+Status KernelEmitter::ReduceAll(int r) {
+  const Node& n = *g_.graph.node(r);
+  const int out = p_.buffer_of.at({r, 0});
+  GJ_ASSIGN_OR_RETURN(ReductionAxes axes, GetReductionAxes(g_, r));
+  const Shape& in = fusion_.space;
+  const std::vector<int64_t>& out_dims = p_.buffers[out].shape.dims();
+  Index index;
+  if (n.op == "ArgMax" || n.op == "ArgMin") {  // per output element, a loop along the axis
+    const int axis = axes.axes[0];
+    return Nest(out_dims, 0, index, [&](const Index& at) -> Status {
+      Index along;
+      GJ_ASSIGN_OR_RETURN(Value best, ArgMaxOrMin(r, in.dim(axis), along, [&](const Value& i) {
+        Index full = at;
+        full.insert(full.begin() + axis, i);
+        return full;
+      }));
+      Store(out, at, best);
+      return Status::Ok();
+    });
+  }
+  const DType dtype = p_.buffers[out].dtype;
+  if (dtype == DType::kHalf || dtype == DType::kBFloat16) return ReduceAllPerOutput(n, out, axes);
+  if (dtype != DType::kFloat && dtype != DType::kInt32 && dtype != DType::kInt64)
+    return Unimplemented(NodeLabel(n) + ": a column reduction of " + DTypeName(dtype));
+  const std::string type = ElementType(dtype);
+  const Reducer reducer = ReducerOf(n.op, type);
+  int64_t count = 1;
+  for (int a : axes.axes) count *= in.dim(a);
+  GJ_RETURN_IF_ERROR(Nest(out_dims, 0, index, [&](const Index& at) {
+    Store(out, at, IdentityOf(reducer, type, count));
+    return Status::Ok();
+  }));
+  GJ_RETURN_IF_ERROR(Nest(in.dims(), 0, index, [&](const Index& at) -> Status {
+    Index to;
+    for (int i = 0; i < in.rank(); ++i) {
+      const bool is_reduced = std::binary_search(axes.axes.begin(), axes.axes.end(), i);
+      if (!is_reduced) to.push_back(at[i]);
+      else if (axes.keep_dims) to.push_back(IndexConst(0));
+    }
+    GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], at));
+    const Value acc = Load(out, to, Innermost());
+    Store(out, to, Let(Innermost(), reducer.combine + " " + acc.name + ", " + v.name + " : " + type, type));
+    return Status::Ok();
+  }));
+  if (n.op != "Mean") return Status::Ok();
+  if (type != "f32" && count == 0) return Status::Ok();  // an integer mean of nothing stays 0
+  return Nest(out_dims, 0, index, [&](const Index& at) {
+    const Value sum = Load(out, at, Innermost());
+    const Value divisor = type == "f32" ? FloatConst(count) : IntConst(count, type);
+    Store(out, at, Let(Innermost(), std::string(type == "f32" ? "arith.divf " : "arith.divsi ") + sum.name + ", " +
+                                        divisor.name + " : " + type, type));
+    return Status::Ok();
+  });
+}
+
+}  // namespace graphjit::emitter

@@ -1,0 +1,372 @@
+// The GPU schedules: one `gpu.func @fusion_N(<buffers>...) kernel` per fusion, launched on
+// a 1-D grid (EmittedKernel::grid blocks of EmittedKernel::block threads).
+//
+//  - loop: a thread per element, or per 4 consecutive elements when the last dim allows
+//    (their loads and stores become 128-bit ones: every buffer is 16-byte aligned), in a
+//    grid-stride loop;
+//  - row: a warp per row (4 rows per block) for rows of up to 256 elements, else a block
+//    per row; each thread folds its elements (columns lane, lane + T, ...), then the
+//    threads combine through warp shuffles and, across warps, shared memory. When a thread
+//    has at most 8 elements of the row they are held in registers from the first reduction
+//    to the stores, so the row is read from memory once;
+//  - reduce (columns, or everything): a thread per output element folding in order when
+//    there are many outputs, else a block per output element (a two-level tree);
+// every float reduction combines in a fixed order, so results are the same from run to run.
+// What these do not take (ArgMax/ArgMin, 64-bit integer rows) runs a thread per row.
+#include <algorithm>
+
+#include "jit/elemental.h"
+#include "jit/kernel_emitter.h"
+
+namespace graphjit::emitter {
+
+namespace {
+
+constexpr int64_t kWarp = 32;
+constexpr int64_t kLoopBlock = 256;
+// A grid-stride loop's grid is at most this many blocks: 32 per SM of an H100 (132 SMs).
+constexpr int64_t kMaxBlocks = 132 * 32;
+// A row thread keeps up to this many of its elements in registers.
+constexpr int64_t kMaxHeld = 8;
+constexpr int64_t kRowsPerWarpBlock = 4;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+
+// `units` of work, a thread each, in blocks of at most `block` threads.
+void Launch1D(int64_t units, int64_t block, EmittedKernel* kernel) {
+  kernel->block = std::min(block, std::max<int64_t>(kWarp, RoundUp(units, kWarp)));
+  kernel->grid = std::min(CeilDiv(units, kernel->block), kMaxBlocks);
+}
+
+// Whether a row of `fusion` can be split across threads: its reductions combine partial
+// results of 32-bit values (floats are computed in f32).
+bool SplitsAcrossThreads(const AnalyzedGraph& g, const FusionPlan::Fusion& fusion) {
+  for (int r : fusion.reductions) {
+    const std::string& op = g.graph.node(r)->op;
+    if (op != "Sum" && op != "Mean" && op != "Max" && op != "Min" && op != "Prod") return false;
+    const std::string type = ElementType(g.info(r).dtypes[0]);
+    if (type != "f32" && type != "i32") return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<std::string> KernelEmitter::EmitGpu(EmittedKernel* kernel) {
+  tid_ = Let(0, "gpu.thread_id x", "index");
+  bid_ = Let(0, "gpu.block_id x", "index");
+  switch (fusion_.kind) {
+    case FusionPlan::Kind::kLoop: GJ_RETURN_IF_ERROR(GpuLoop(kernel)); break;
+    case FusionPlan::Kind::kRow: GJ_RETURN_IF_ERROR(GpuRows(kernel)); break;
+    case FusionPlan::Kind::kReduce: GJ_RETURN_IF_ERROR(GpuReduce(kernel)); break;
+    case FusionPlan::Kind::kLibrary: return Internal("a library call has no kernel to emit");
+  }
+  kernel->function = "fusion_" + std::to_string(f_);
+  std::string params, workgroup;
+  for (int b : params_) {
+    params += (params.empty() ? "%b" : ", %b") + std::to_string(b) + ": " +
+              MemRefType(p_.buffers[b].shape, p_.buffers[b].dtype) + " {llvm.align = 16 : i64, llvm.noalias}";
+    kernel->buffers.push_back(b);
+  }
+  for (const std::string& w : workgroup_) workgroup += (workgroup.empty() ? "" : ", ") + w;
+  if (!workgroup.empty()) workgroup = " workgroup(" + workgroup + ")";
+  return "gpu.func @" + kernel->function + "(" + params + ")" + workgroup +
+         " kernel attributes {gpu.known_block_size = array<i32: " + std::to_string(std::max<int64_t>(kernel->block, 1)) +
+         ", 1, 1>} {\n" + code_[0] + "gpu.return\n}\n";
+}
+
+// --- Loops.
+Status KernelEmitter::GpuLoop(EmittedKernel* kernel) {
+  std::vector<int64_t> dims = fusion_.space.dims();
+  const int64_t elements = fusion_.space.num_elements();
+  const int64_t vector = !dims.empty() && dims.back() % 4 == 0 ? 4 : 1;
+  if (!dims.empty()) dims.back() /= vector;
+  return GridStride(elements / vector, kLoopBlock, kernel, [&](const Value& unit) -> Status {
+    Index index = Delinearize(unit, dims);
+    if (vector == 1) return StoreRoots(fusion_.roots, index);
+    const Value first = Let(unit.depth, "arith.muli " + index.back().name + ", " + IndexConst(vector).name + " : index", "index");
+    for (int64_t j = 0; j < vector; ++j) {
+      Index at = index;
+      at.back() = j == 0 ? first : Let(unit.depth, "arith.addi " + first.name + ", " + IndexConst(j).name + " : index", "index");
+      GJ_RETURN_IF_ERROR(StoreRoots(fusion_.roots, at));
+    }
+    return Status::Ok();
+  });
+}
+
+Status KernelEmitter::GridStride(int64_t units, int64_t block, EmittedKernel* kernel,
+                                 const std::function<Status(const Value&)>& body) {
+  Launch1D(units, block, kernel);
+  if (units == 0) {
+    kernel->grid = 0;
+    return Status::Ok();
+  }
+  const Value first = Let(0, "arith.muli " + bid_.name + ", " + IndexConst(kernel->block).name + " : index", "index");
+  const Value start = Let(0, "arith.addi " + first.name + ", " + tid_.name + " : index", "index");
+  return ForRange(start, units, kernel->grid * kernel->block, body);
+}
+
+Status KernelEmitter::ForRange(const Value& lower, int64_t upper, int64_t step, const std::function<Status(const Value&)>& body) {
+  const int at = Innermost();
+  const Value upper_value = IndexConst(upper), step_value = IndexConst(step);
+  OpenScope();
+  const Value iv{Fresh("%x"), Innermost(), "index"};
+  Status s = body(iv);
+  std::string inner = CloseScope();
+  GJ_RETURN_IF_ERROR(s);
+  code_[at] += "scf.for " + iv.name + " = " + lower.name + " to " + upper_value.name + " step " + step_value.name + " {\n" +
+               inner + "}\n";
+  return Status::Ok();
+}
+
+StatusOr<std::vector<Value>> KernelEmitter::FoldRange(const Value& lower, int64_t upper, int64_t step, const Folding& f,
+                                                      const std::function<StatusOr<Value>(const Value&)>& element) {
+  const int at = Innermost();
+  const Value upper_value = IndexConst(upper), step_value = IndexConst(step);
+  OpenScope();
+  const Value iv{Fresh("%x"), Innermost(), "index"};
+  std::vector<Value> args;
+  for (const Value& acc : f.init) args.push_back({Fresh("%a"), Innermost(), acc.type});
+  auto v = element(iv);
+  std::vector<Value> next;
+  if (v.ok()) next = f.step(args, *v);
+  std::string inner = CloseScope();
+  if (!v.ok()) return v.status();
+  const std::string name = Fresh("%v");
+  std::string inits, types, yields;
+  std::vector<Value> out;
+  for (size_t i = 0; i < f.init.size(); ++i) {
+    const std::string sep = i ? ", " : "";
+    inits += sep + args[i].name + " = " + f.init[i].name;
+    types += sep + f.init[i].type;
+    yields += sep + next[i].name;
+    out.push_back({f.init.size() == 1 ? name : name + "#" + std::to_string(i), at, f.init[i].type});
+  }
+  const std::string arity = f.init.size() == 1 ? "" : ":" + std::to_string(f.init.size());
+  code_[at] += name + arity + " = scf.for " + iv.name + " = " + lower.name + " to " + upper_value.name + " step " +
+               step_value.name + " iter_args(" + inits + ") -> (" + types + ") {\n" + inner + "scf.yield " + yields +
+               " : " + types + "\n}\n";
+  return out;
+}
+
+Status KernelEmitter::If(const Value& cond, const std::function<Status()>& then) {
+  const int at = Innermost(), saved_floor = floor_;
+  OpenScope();
+  floor_ = Innermost();
+  Status s = then();
+  floor_ = saved_floor;
+  std::string inner = CloseScope();
+  GJ_RETURN_IF_ERROR(s);
+  code_[at] += "scf.if " + cond.name + " {\n" + inner + "}\n";
+  return Status::Ok();
+}
+
+StatusOr<std::vector<Value>> KernelEmitter::If(const Value& cond, const std::vector<Value>& otherwise,
+                                               const std::function<StatusOr<std::vector<Value>>()>& then) {
+  const int at = Innermost(), saved_floor = floor_;
+  OpenScope();
+  floor_ = Innermost();
+  auto values = then();
+  floor_ = saved_floor;
+  std::string inner = CloseScope();
+  if (!values.ok()) return values.status();
+  const std::string name = Fresh("%v");
+  std::string types, yields, others;
+  std::vector<Value> out;
+  for (size_t i = 0; i < otherwise.size(); ++i) {
+    const std::string sep = i ? ", " : "";
+    types += sep + otherwise[i].type;
+    yields += sep + (*values)[i].name;
+    others += sep + otherwise[i].name;
+    out.push_back({otherwise.size() == 1 ? name : name + "#" + std::to_string(i), at, otherwise[i].type});
+  }
+  const std::string arity = otherwise.size() == 1 ? "" : ":" + std::to_string(otherwise.size());
+  code_[at] += name + arity + " = scf.if " + cond.name + " -> (" + types + ") {\n" + inner + "scf.yield " + yields + " : " +
+               types + "\n} else {\nscf.yield " + others + " : " + types + "\n}\n";
+  return out;
+}
+
+// --- Rows.
+Status KernelEmitter::GpuRows(EmittedKernel* kernel) {
+  const std::vector<int64_t>& dims = fusion_.space.dims();
+  const std::vector<int64_t> row_dims(dims.begin(), dims.begin() + fusion_.split), reduced(dims.begin() + fusion_.split, dims.end());
+  int64_t rows = 1, cols = 1;
+  for (int64_t d : row_dims) rows *= d;
+  for (int64_t d : reduced) cols *= d;
+  std::vector<TensorId> full, per_row;
+  for (const TensorId& root : fusion_.roots) (ShapeOf(root) == fusion_.space ? full : per_row).push_back(root);
+  if (rows == 0) return Status::Ok();  // grid 0: nothing to launch
+  if (cols == 0 || !SplitsAcrossThreads(g_, fusion_)) {
+    // A thread per row.
+    return GridStride(rows, kLoopBlock, kernel, [&](const Value& row) {
+      row_ = Delinearize(row, row_dims);
+      return RowBody(full, per_row, reduced, cols);
+    });
+  }
+  // T threads per row: a warp for short rows (several rows per block), else a block.
+  const bool warp_per_row = cols <= kWarp * kMaxHeld;
+  const int64_t threads = warp_per_row ? kWarp : std::min<int64_t>(1024, std::max<int64_t>(64, RoundUp(CeilDiv(cols, kMaxHeld), kWarp)));
+  const int64_t rows_per_block = warp_per_row ? kRowsPerWarpBlock : 1;
+  kernel->block = threads * rows_per_block;
+  kernel->grid = CeilDiv(rows, rows_per_block);
+  Value lane = tid_, row = bid_;
+  if (warp_per_row) {
+    lane = Let(0, "arith.remui " + tid_.name + ", " + IndexConst(kWarp).name + " : index", "index");
+    const Value warp = Let(0, "arith.divui " + tid_.name + ", " + IndexConst(kWarp).name + " : index", "index");
+    const Value first = Let(0, "arith.muli " + bid_.name + ", " + IndexConst(rows_per_block).name + " : index", "index");
+    row = Let(0, "arith.addi " + first.name + ", " + warp.name + " : index", "index");
+  }
+  auto body = [&]() -> Status {
+    row_ = Delinearize(row, row_dims);
+    // The thread's columns: lane + k * threads. Held: each a value the reductions and
+    // stores share (the last one guarded when the row does not fill it).
+    const int64_t per_thread = CeilDiv(cols, threads);
+    const bool held = per_thread <= kMaxHeld;
+    std::vector<Value> columns;
+    if (held)
+      for (int64_t k = 0; k < per_thread; ++k)
+        columns.push_back(k == 0 ? lane : Let(lane.depth, "arith.addi " + lane.name + ", " + IndexConst(k * threads).name + " : index", "index"));
+    auto at = [&](const Value& column) {
+      Index index = row_;
+      for (const Value& v : Delinearize(column, reduced)) index.push_back(v);
+      return index;
+    };
+    auto in_row = [&](int64_t k) { return (k + 1) * threads > cols; };
+    auto below_cols = [&](const Value& column) {
+      return Let(column.depth, "arith.cmpi ult, " + column.name + ", " + IndexConst(cols).name + " : index", "i1");
+    };
+    // 1. Each reduction: the thread's elements folded, then combined across the threads.
+    for (int r : fusion_.reductions) {
+      const Node& n = *g_.graph.node(r);
+      const DType dtype = g_.info(r).dtypes[0];
+      const Folding f = FoldingOf(n, ElementType(dtype), cols, /*reassoc=*/true);
+      auto element = [&](const Value& column) { return Get(n.inputs[0], at(column)); };
+      std::vector<Value> accs = f.init;
+      if (held) {
+        for (int64_t k = 0; k < per_thread; ++k) {
+          auto step = [&]() -> StatusOr<std::vector<Value>> {
+            GJ_ASSIGN_OR_RETURN(Value v, element(columns[k]));
+            return f.step(accs, v);
+          };
+          if (in_row(k)) {
+            GJ_ASSIGN_OR_RETURN(accs, If(below_cols(columns[k]), accs, step));
+          } else {
+            GJ_ASSIGN_OR_RETURN(accs, step());
+          }
+        }
+      } else {
+        GJ_ASSIGN_OR_RETURN(accs, FoldRange(lane, cols, threads, f, element));
+      }
+      reduced_[r] = RoundedTo(dtype, f.finish(CombineAcross(f, accs, threads)));
+    }
+    // 2. What is stored per row (by the row's first thread), then per element.
+    if (!per_row.empty())
+      GJ_RETURN_IF_ERROR(If(Let(lane.depth, "arith.cmpi eq, " + lane.name + ", " + IndexConst(0).name + " : index", "i1"),
+                            [&] { return StorePerRow(per_row); }));
+    if (full.empty()) return Status::Ok();
+    if (!held) return ForRange(lane, cols, threads, [&](const Value& column) { return StoreRoots(full, at(column)); });
+    for (int64_t k = 0; k < per_thread; ++k) {
+      if (in_row(k)) GJ_RETURN_IF_ERROR(If(below_cols(columns[k]), [&] { return StoreRoots(full, at(columns[k])); }));
+      else GJ_RETURN_IF_ERROR(StoreRoots(full, at(columns[k])));
+    }
+    return Status::Ok();
+  };
+  // A warp past the last row has nothing to do (the whole warp: its shuffles stay whole).
+  if (rows % rows_per_block == 0) return body();
+  return If(Let(0, "arith.cmpi ult, " + row.name + ", " + IndexConst(rows).name + " : index", "i1"), body);
+}
+
+std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads) {
+  auto combine = [&](size_t i, const Value& a, const Value& b) {
+    std::string op = f.combine[i];
+    op.replace(op.find("%0"), 2, a.name);
+    op.replace(op.find("%1"), 2, b.name);
+    return Let(Innermost(), op, a.type);
+  };
+  // 1. Within each warp: a butterfly, after which every lane holds the warp's result.
+  const Value width = IntConst(kWarp, "i32");
+  for (int64_t offset = kWarp / 2; offset >= 1; offset /= 2) {
+    const Value o = IntConst(offset, "i32");
+    for (size_t i = 0; i < accs.size(); ++i) {
+      const std::string name = Fresh("%v");
+      code_[Innermost()] += name + ":2 = gpu.shuffle xor " + accs[i].name + ", " + o.name + ", " + width.name + " : " +
+                            accs[i].type + "\n";
+      accs[i] = combine(i, accs[i], {name + "#0", Innermost(), accs[i].type});
+    }
+  }
+  if (threads <= kWarp) return accs;
+  // 2. Across warps: each warp's first lane writes its result to shared memory; after a
+  // barrier every thread folds them, in order.
+  const Value lane = Let(0, "arith.remui " + tid_.name + ", " + IndexConst(kWarp).name + " : index", "index");
+  const Value warp = Let(0, "arith.divui " + tid_.name + ", " + IndexConst(kWarp).name + " : index", "index");
+  const Value first = Let(0, "arith.cmpi eq, " + lane.name + ", " + IndexConst(0).name + " : index", "i1");
+  std::vector<std::string> arrays, types;
+  std::string stores;
+  for (const Value& acc : accs) {
+    arrays.push_back("%ws" + std::to_string(workgroup_.size()));
+    types.push_back("memref<" + std::to_string(kWarp) + "x" + acc.type + ", #gpu.address_space<workgroup>>");
+    workgroup_.push_back(arrays.back() + " : " + types.back());
+    stores += "memref.store " + acc.name + ", " + arrays.back() + "[" + warp.name + "] : " + types.back() + "\n";
+  }
+  code_[Innermost()] += "scf.if " + first.name + " {\n" + stores + "}\ngpu.barrier\n";
+  for (size_t i = 0; i < accs.size(); ++i) {
+    Value acc;
+    for (int64_t w = 0; w < threads / kWarp; ++w) {
+      const Value v = Let(Innermost(), "memref.load " + arrays[i] + "[" + IndexConst(w).name + "] : " + types[i], accs[i].type);
+      acc = w == 0 ? v : combine(i, acc, v);
+    }
+    accs[i] = acc;
+  }
+  return accs;
+}
+
+// --- Column and full reductions.
+Status KernelEmitter::GpuReduce(EmittedKernel* kernel) {
+  const int r = fusion_.reductions[0];
+  const Node& n = *g_.graph.node(r);
+  const int out = p_.buffer_of.at({r, 0});
+  GJ_ASSIGN_OR_RETURN(ReductionAxes axes, GetReductionAxes(g_, r));
+  const std::vector<int64_t>& out_dims = p_.buffers[out].shape.dims();
+  const int64_t outputs = p_.buffers[out].shape.num_elements();
+  std::vector<int64_t> reduced;
+  int64_t count = 1;
+  for (int a : axes.axes) {
+    reduced.push_back(fusion_.space.dim(a));
+    count *= fusion_.space.dim(a);
+  }
+  const bool arg = n.op == "ArgMax" || n.op == "ArgMin";
+  if (outputs == 0) return Status::Ok();
+  // Many outputs, or a reduction the threads cannot share: a thread per output element.
+  if (arg || outputs >= 1024 || count < kWarp || !SplitsAcrossThreads(g_, fusion_)) {
+    return GridStride(outputs, kLoopBlock, kernel, [&](const Value& o) -> Status {
+      const Index at = Delinearize(o, out_dims);
+      Value v;
+      if (arg) {
+        Index along;
+        GJ_ASSIGN_OR_RETURN(v, ArgMaxOrMin(r, count, along, [&](const Value& i) { return InputIndex(axes, at, {i}); }));
+      } else {
+        GJ_ASSIGN_OR_RETURN(v, ReduceOne(n, axes, at));
+      }
+      Store(out, at, v);
+      return Status::Ok();
+    });
+  }
+  // A block per output element: its threads fold strided elements, then combine.
+  const int64_t threads = std::min<int64_t>(256, RoundUp(count, kWarp));
+  kernel->block = threads;
+  kernel->grid = outputs;
+  const Index at = Delinearize(bid_, out_dims);
+  const DType dtype = p_.buffers[out].dtype;
+  const Folding f = FoldingOf(n, ElementType(dtype), count, /*reassoc=*/true);
+  GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, FoldRange(tid_, count, threads, f, [&](const Value& i) {
+                        return Get(n.inputs[0], InputIndex(axes, at, Delinearize(i, reduced)));
+                      }));
+  const Value result = f.finish(CombineAcross(f, accs, threads));
+  return If(Let(0, "arith.cmpi eq, " + tid_.name + ", " + IndexConst(0).name + " : index", "i1"), [&] {
+    Store(out, at, result);
+    return Status::Ok();
+  });
+}
+
+}  // namespace graphjit::emitter

@@ -1,0 +1,523 @@
+#include "jit/kernel_emitter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ir/attr.h"
+#include "jit/elemental.h"
+
+namespace graphjit::emitter {
+
+std::string StorageType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat: return "f32";
+    case DType::kHalf: return "f16";
+    case DType::kBFloat16: return "bf16";
+    case DType::kBool: return "i8";
+    case DType::kInt32: return "i32";
+    case DType::kInt64: return "i64";
+    default: return "";
+  }
+}
+
+std::string MemRefType(const Shape& shape, DType dtype) {
+  std::string t = "memref<";
+  for (int64_t d : shape.dims()) t += std::to_string(d ? d : 1) + "x";
+  return t + StorageType(dtype) + ">";
+}
+
+std::string F32Constant(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "arith.constant 0x%08X : f32", bits);
+  return buf;
+}
+
+int DepthOf(const Index& index) {
+  int depth = 0;
+  for (const Value& v : index) depth = std::max(depth, v.depth);
+  return depth;
+}
+
+std::string Names(const Index& index) {
+  std::string s;
+  for (const Value& v : index) s += (s.empty() ? "" : ", ") + v.name;
+  return s;
+}
+
+Reducer ReducerOf(const std::string& op, const std::string& t) {
+  const bool f = t == "f32";
+  if (op == "Max") return {f ? "arith.maximumf" : "arith.maxsi", Reducer::kLowest};
+  if (op == "Min") return {f ? "arith.minimumf" : "arith.minsi", Reducer::kHighest};
+  if (op == "Prod") return {f ? "arith.mulf" : "arith.muli", Reducer::kOne};
+  return {f ? "arith.addf" : "arith.addi", Reducer::kZero};  // Sum, Mean
+}
+
+StatusOr<std::string> KernelEmitter::Emit(Schedule schedule, EmittedKernel* kernel, int* num_ops) {
+  code_ = {""};
+  IndexConst(0);
+  IndexConst(1);
+  GJ_ASSIGN_OR_RETURN(std::string function, schedule == Schedule::kCpu ? EmitCpu(kernel) : EmitGpu(kernel));
+  *num_ops += num_ops_;
+  return function;
+}
+
+Value KernelEmitter::Let(int depth, const std::string& rhs, const std::string& type) {
+  Value v{Fresh("%v"), std::max(depth, floor_), type};
+  code_[v.depth] += v.name + " = " + rhs + "\n";
+  return v;
+}
+
+Value KernelEmitter::IndexConst(int64_t c) {
+  const std::string name = "%i" + std::to_string(c);
+  if (index_constants_.insert(c).second) code_[0] += name + " = arith.constant " + std::to_string(c) + " : index\n";
+  return {name, 0, "index"};
+}
+
+Value KernelEmitter::FloatConst(float v) {
+  auto [it, added] = float_constants_.try_emplace(F32Constant(v));
+  if (added) {
+    it->second = {Fresh("%f"), 0, "f32"};
+    code_[0] += it->second.name + " = " + it->first + "\n";
+  }
+  return it->second;
+}
+
+Value KernelEmitter::IntConst(int64_t v, const std::string& type) {
+  return Let(0, "arith.constant " + std::to_string(v) + " : " + type, type);
+}
+
+// `count` elements are reduced: a float sum of one or more starts at -0, so that a sum of
+// -0s is -0, as in IEEE arithmetic and the reference kernels (an empty sum is +0).
+Value KernelEmitter::IdentityOf(const Reducer& reducer, const std::string& type, int64_t count) {
+  const bool i32 = type == "i32";
+  switch (reducer.init) {
+    case Reducer::kZero: return type == "f32" ? FloatConst(count > 0 ? -0.0f : 0.0f) : IntConst(0, type);
+    case Reducer::kOne: return type == "f32" ? FloatConst(1) : IntConst(1, type);
+    case Reducer::kLowest:
+      return type == "f32" ? FloatConst(-INFINITY) : IntConst(i32 ? INT32_MIN : INT64_MIN, type);
+    case Reducer::kHighest:
+      return type == "f32" ? FloatConst(INFINITY) : IntConst(i32 ? INT32_MAX : INT64_MAX, type);
+  }
+  return FloatConst(0);
+}
+
+std::string KernelEmitter::CloseScope() {
+  std::string body = std::move(code_.back());
+  code_.pop_back();
+  for (auto it = memo_.begin(); it != memo_.end();) it = it->second.depth > Innermost() ? memo_.erase(it) : std::next(it);
+  return body;
+}
+
+// A loop nest over dims[k..], appending its induction variables to `index`.
+Status KernelEmitter::Nest(const std::vector<int64_t>& dims, size_t k, Index& index, const std::function<Status(const Index&)>& body) {
+  if (k == dims.size()) return body(index);
+  if (dims[k] == 1) {  // no loop: a size-1 dim is always indexed by 0
+    index.push_back(IndexConst(0));
+    Status s = Nest(dims, k + 1, index, body);
+    index.pop_back();
+    return s;
+  }
+  const int at = Innermost();
+  const Value upper = IndexConst(dims[k]);
+  OpenScope();
+  index.push_back({Fresh("%x"), Innermost(), "index"});
+  const std::string iv = index.back().name;
+  Status s = Nest(dims, k + 1, index, body);
+  index.pop_back();
+  std::string inner = CloseScope();
+  GJ_RETURN_IF_ERROR(s);
+  code_[at] += "scf.for " + iv + " = %i0 to " + upper.name + " step %i1 {\n" + inner + "}\n";
+  return Status::Ok();
+}
+
+StatusOr<std::vector<Value>> KernelEmitter::Fold(const std::vector<int64_t>& dims, size_t k, Index& index,
+                                  const std::vector<Value>& accs, const Step& step,
+                                  const std::function<StatusOr<Value>(const Index&)>& element) {
+  if (k == dims.size()) {
+    GJ_ASSIGN_OR_RETURN(Value v, element(index));
+    return step(accs, v);
+  }
+  if (dims[k] == 1) {
+    index.push_back(IndexConst(0));
+    auto folded = Fold(dims, k + 1, index, accs, step, element);
+    index.pop_back();
+    return folded;
+  }
+  const int at = Innermost();
+  const Value upper = IndexConst(dims[k]);
+  OpenScope();
+  index.push_back({Fresh("%x"), Innermost(), "index"});
+  const std::string iv = index.back().name;
+  std::vector<Value> args;
+  for (const Value& acc : accs) args.push_back({Fresh("%a"), Innermost(), acc.type});
+  auto folded = Fold(dims, k + 1, index, args, step, element);
+  index.pop_back();
+  std::string inner = CloseScope();
+  if (!folded.ok()) return folded.status();
+  const std::string name = Fresh("%v");
+  std::string inits, types, yields;
+  std::vector<Value> out;
+  for (size_t i = 0; i < accs.size(); ++i) {
+    const std::string sep = i ? ", " : "";
+    inits += sep + args[i].name + " = " + accs[i].name;
+    types += sep + accs[i].type;
+    yields += sep + (*folded)[i].name;
+    out.push_back({accs.size() == 1 ? name : name + "#" + std::to_string(i), at, accs[i].type});
+  }
+  const std::string arity = accs.size() == 1 ? "" : ":" + std::to_string(accs.size());
+  code_[at] += name + arity + " = scf.for " + iv + " = %i0 to " + upper.name + " step %i1 iter_args(" + inits +
+               ") -> (" + types + ") {\n" + inner + "scf.yield " + yields + " : " + types + "\n}\n";
+  return out;
+}
+
+// --- Buffers.
+std::string KernelEmitter::Param(int buffer) {
+  if (std::find(params_.begin(), params_.end(), buffer) == params_.end()) params_.push_back(buffer);
+  return "%b" + std::to_string(buffer);
+}
+
+std::string KernelEmitter::Access(int buffer, const Index& index) {
+  const FusionPlan::Buffer& b = p_.buffers[buffer];
+  return Param(buffer) + "[" + Names(index) + "] : " + MemRefType(b.shape, b.dtype);
+}
+
+// An element of a buffer, widened to the type it is computed in. `depth` -1: hoisted as
+// far as the index allows (for buffers this kernel does not write).
+Value KernelEmitter::Load(int buffer, const Index& index, int depth) {
+  const DType dtype = p_.buffers[buffer].dtype;
+  Value v = Let(depth >= 0 ? depth : DepthOf(index), "memref.load " + Access(buffer, index), StorageType(dtype));
+  if (dtype == DType::kHalf || dtype == DType::kBFloat16)
+    return Let(v.depth, "arith.extf " + v.name + " : " + v.type + " to f32", "f32");
+  if (dtype == DType::kBool) return Let(v.depth, "arith.trunci " + v.name + " : i8 to i1", "i1");
+  return v;
+}
+
+void KernelEmitter::Store(int buffer, const Index& index, const Value& v) {
+  const DType dtype = p_.buffers[buffer].dtype;
+  std::string name = v.name;
+  if (dtype == DType::kHalf || dtype == DType::kBFloat16)
+    name = Let(Innermost(), "arith.truncf " + name + " : f32 to " + StorageType(dtype), "").name;
+  if (dtype == DType::kBool) name = Let(Innermost(), "arith.extui " + name + " : i1 to i8", "").name;
+  code_[Innermost()] += "memref.store " + name + ", " + Access(buffer, index) + "\n";
+}
+
+Status KernelEmitter::StoreRoots(const std::vector<TensorId>& roots, const Index& index) {
+  for (const TensorId& root : roots) {
+    GJ_ASSIGN_OR_RETURN(Value v, Get(root, index));
+    Store(p_.buffer_of.at(root), index, v);
+  }
+  return Status::Ok();
+}
+
+// --- Reductions.
+Status KernelEmitter::ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count) {
+  const Node& n = *g_.graph.node(r);
+  if (n.op == "ArgMax" || n.op == "ArgMin") {
+    Index index = row_;
+    GJ_ASSIGN_OR_RETURN(reduced_[r], ArgMaxOrMin(r, reduced.back(), index, [&](const Value& i) {
+      Index at = row_;
+      at.push_back(i);
+      return at;
+    }));
+    return Status::Ok();
+  }
+  Index index = row_;
+  GJ_ASSIGN_OR_RETURN(Value acc, FoldReduction(n, ElementType(g_.info(r).dtypes[0]), reduced, index, count,
+                                               /*reassoc=*/true, [&](const Index& at) { return Get(n.inputs[0], at); }));
+  reduced_[r] = RoundedTo(g_.info(r).dtypes[0], acc);
+  return Status::Ok();
+}
+
+// Folds the elements `element` gives over `dims` (their indices appended to `index`) with
+// n's reducer in the computed type `type`, and divides a Mean by `count`. Integers are
+// exact in any order. Floats may reassociate if `reassoc`. Max and Min combine with nnan
+// and nsz, which makes them one vmaxps/vminps instead of six instructions that order NaN
+// and signed zeros (and keeps LLVM from making a half-vector maximum of values loaded from
+// f16, which lost NaNs). Two integer folds beside the value, over the elements' bits, give
+// IEEE maximum/minimum all the same: the largest magnitude's bits (above Inf's: a NaN was
+// seen, the result is NaN), and the smallest bits of +0 for Max (x ^ sign for Min, to find
+// -0): a zero result is +0 for Max if any +0 was seen (-0 for Min if any -0 was), as in
+// the reference kernels. (Integer folds vectorize without the packing of i1 flags.)
+KernelEmitter::Folding KernelEmitter::FoldingOf(const Node& n, const std::string& type, int64_t count, bool reassoc) {
+  Folding f;
+  const Reducer reducer = ReducerOf(n.op, type);
+  const bool is_float = type == "f32";
+  const bool max = n.op == "Max";
+  const bool ordered = is_float && (max || n.op == "Min");
+  std::string fastmath = is_float && reassoc ? "reassoc" : "";
+  if (ordered) fastmath += fastmath.empty() ? "nnan,nsz" : ",nnan,nsz";
+  const std::string flags = (fastmath.empty() ? "" : " fastmath<" + fastmath + ">") + " : " + type;
+  f.init = {IdentityOf(reducer, type, count)};
+  if (ordered) f.init.insert(f.init.end(), {IntConst(0, "i32"), IntConst(-1, "i32")});
+  f.step = [this, reducer, flags, type, ordered, max](const std::vector<Value>& accs, const Value& v) {
+    const int d = Innermost();
+    std::vector<Value> next = {Let(d, reducer.combine + " " + accs[0].name + ", " + v.name + flags, type)};
+    if (ordered) {
+      const Value bits = Let(d, "arith.bitcast " + v.name + " : f32 to i32", "i32");
+      const Value magnitude = Let(d, "arith.andi " + bits.name + ", " + IntConst(INT32_MAX, "i32").name + " : i32", "i32");
+      next.push_back(Let(d, "arith.maxui " + accs[1].name + ", " + magnitude.name + " : i32", "i32"));
+      const Value key = max ? bits : Let(d, "arith.xori " + bits.name + ", " + IntConst(INT32_MIN, "i32").name + " : i32", "i32");
+      next.push_back(Let(d, "arith.minui " + accs[2].name + ", " + key.name + " : i32", "i32"));
+    }
+    return next;
+  };
+  f.combine = {reducer.combine + " %0, %1" + flags};
+  if (ordered) f.combine.insert(f.combine.end(), {"arith.maxui %0, %1 : i32", "arith.minui %0, %1 : i32"});
+  f.finish = [this, &n, type, count, ordered, max, is_float](const std::vector<Value>& accs) {
+    Value acc = accs[0];
+    if (ordered) {
+      const int d = acc.depth;
+      const Value nan = Let(d, "arith.cmpi ugt, " + accs[1].name + ", " + IntConst(0x7f800000, "i32").name + " : i32", "i1");
+      const Value tie_seen = Let(d, "arith.cmpi eq, " + accs[2].name + ", " + IntConst(0, "i32").name + " : i32", "i1");
+      const Value zero = Let(d, "arith.cmpf oeq, " + acc.name + ", " + FloatConst(0).name + " : f32", "i1");
+      const Value signed_zero = Let(d, "arith.select " + tie_seen.name + ", " + FloatConst(max ? 0.0f : -0.0f).name + ", " +
+                                           FloatConst(max ? -0.0f : 0.0f).name + " : f32", "f32");
+      acc = Let(d, "arith.select " + zero.name + ", " + signed_zero.name + ", " + acc.name + " : f32", "f32");
+      acc = Let(d, "arith.select " + nan.name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
+    }
+    if (n.op == "Mean" && is_float)
+      acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
+    if (n.op == "Mean" && !is_float && count > 0)
+      acc = Let(acc.depth, "arith.divsi " + acc.name + ", " + IntConst(count, type).name + " : " + type, type);
+    return acc;
+  };
+  return f;
+}
+
+StatusOr<Value> KernelEmitter::FoldReduction(const Node& n, const std::string& type, const std::vector<int64_t>& dims, Index& index,
+                              int64_t count, bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element) {
+  const Folding f = FoldingOf(n, type, count, reassoc);
+  GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, Fold(dims, 0, index, f.init, f.step, element));
+  return f.finish(accs);
+}
+
+// A reduction into a 16-bit float type: per output element, a loop over what it reduces,
+// accumulated in f32 and rounded once, as the reference kernel does (accumulating in the
+// 16-bit output itself would round every partial result).
+Status KernelEmitter::ReduceAllPerOutput(const Node& n, int out, const ReductionAxes& axes) {
+  Index index;
+  return Nest(p_.buffers[out].shape.dims(), 0, index, [&](const Index& at) -> Status {
+    GJ_ASSIGN_OR_RETURN(Value acc, ReduceOne(n, axes, at));
+    Store(out, at, acc);
+    return Status::Ok();
+  });
+}
+
+StatusOr<Value> KernelEmitter::ReduceOne(const Node& n, const ReductionAxes& axes, const Index& at) {
+  std::vector<int64_t> reduced_dims;
+  int64_t count = 1;
+  for (int a : axes.axes) {
+    reduced_dims.push_back(fusion_.space.dim(a));
+    count *= fusion_.space.dim(a);
+  }
+  Index along;
+  return FoldReduction(n, ElementType(g_.info(n.id).dtypes[0]), reduced_dims, along, count, /*reassoc=*/false,
+                       [&](const Index& r) { return Get(n.inputs[0], InputIndex(axes, at, r)); });
+}
+
+Index KernelEmitter::InputIndex(const ReductionAxes& axes, const Index& at, const Index& reduced) {
+  Index full;
+  size_t o = 0, k = 0;
+  for (int i = 0; i < fusion_.space.rank(); ++i) {
+    if (std::binary_search(axes.axes.begin(), axes.axes.end(), i)) {
+      full.push_back(reduced[k++]);
+      if (axes.keep_dims) ++o;
+    } else {
+      full.push_back(at[o++]);
+    }
+  }
+  return full;
+}
+
+Index KernelEmitter::Delinearize(const Value& linear, const std::vector<int64_t>& dims) {
+  Index index;
+  int64_t stride = 1;
+  for (int64_t d : dims) stride *= d;
+  for (size_t j = 0; j < dims.size(); ++j) {
+    stride = dims[j] ? stride / dims[j] : 0;
+    if (dims[j] == 1) {
+      index.push_back(IndexConst(0));
+      continue;
+    }
+    Value q = stride > 1 ? Let(linear.depth, "arith.divui " + linear.name + ", " + IndexConst(stride).name + " : index", "index") : linear;
+    index.push_back(j == 0 ? q : Let(linear.depth, "arith.remui " + q.name + ", " + IndexConst(dims[j]).name + " : index", "index"));
+  }
+  return index;
+}
+
+Status KernelEmitter::RowBody(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row,
+                              const std::vector<int64_t>& reduced, int64_t cols) {
+  // 1. Each reduction, one loop over the row; later ones read earlier ones.
+  for (int r : fusion_.reductions) {
+    GJ_RETURN_IF_ERROR(ReduceRow(r, reduced, cols));
+    ++loop_;
+  }
+  // 2. What is stored per row, then what is stored per element.
+  GJ_RETURN_IF_ERROR(StorePerRow(per_row));
+  if (full.empty()) return Status::Ok();
+  Index index = row_;
+  return Nest(reduced, 0, index, [&](const Index& at) { return StoreRoots(full, at); });
+}
+
+Status KernelEmitter::StorePerRow(const std::vector<TensorId>& per_row) {
+  for (const TensorId& root : per_row) {
+    Index at = row_;
+    while (static_cast<int>(at.size()) < ShapeOf(root).rank()) at.push_back(IndexConst(0));
+    GJ_RETURN_IF_ERROR(StoreRoots({root}, at));
+  }
+  return Status::Ok();
+}
+
+// ArgMax (ArgMin) along an axis of `size` elements: the first index of the largest
+// (smallest) value, as the reference kernel finds it (a NaN is never larger or smaller;
+// the first element is taken even if it is NaN). `at(i)` is the input's index for
+// position `i` on the axis.
+StatusOr<Value> KernelEmitter::ArgMaxOrMin(int id, int64_t size, Index& index, const std::function<Index(const Value&)>& at) {
+  const Node& n = *g_.graph.node(id);
+  const bool max = n.op == "ArgMax";
+  const std::string value_type = ElementType(StaticDType(g_, n.inputs[0]));
+  const std::string out_type = ElementType(g_.info(id).dtypes[0]);
+  const bool f = value_type == "f32";
+  const bool i32 = value_type == "i32";
+  const Value start = f ? FloatConst(max ? -INFINITY : INFINITY)
+                        : IntConst(max ? (i32 ? INT32_MIN : INT64_MIN) : (i32 ? INT32_MAX : INT64_MAX), value_type);
+  const std::string better = f ? (max ? "arith.cmpf ogt, " : "arith.cmpf olt, ") : (max ? "arith.cmpi sgt, " : "arith.cmpi slt, ");
+  Value position;
+  auto step = [&](const std::vector<Value>& accs, const Value& v) {
+    const int d = Innermost();
+    const Value wins = Let(d, better + v.name + ", " + accs[0].name + " : " + value_type, "i1");
+    const Value first = Let(d, "arith.cmpi eq, " + position.name + ", " + IndexConst(0).name + " : index", "i1");
+    const Value take = Let(d, "arith.ori " + wins.name + ", " + first.name + " : i1", "i1");
+    return std::vector<Value>{
+        Let(d, "arith.select " + take.name + ", " + v.name + ", " + accs[0].name + " : " + value_type, value_type),
+        Let(d, "arith.select " + take.name + ", " + position.name + ", " + accs[1].name + " : index", "index")};
+  };
+  GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
+                      Fold({size}, 0, index, {start, IndexConst(0)}, step, [&](const Index& i) -> StatusOr<Value> {
+                        position = i.back();
+                        return Get(n.inputs[0], at(i.back()));
+                      }));
+  return Let(accs[1].depth, "arith.index_cast " + accs[1].name + " : index to " + out_type, out_type);
+}
+
+// --- Elements.
+// The element of `v` at `index` (in v's shape).
+StatusOr<Value> KernelEmitter::Get(TensorId v, const Index& index) {
+  const std::string key = g_.graph.TensorName(v) + "@" + Names(index);
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  if (auto cached = FromRowCache(v, index)) return memo_[key] = *cached;
+  GJ_ASSIGN_OR_RETURN(Value value, Compute(v, index));
+  ToRowCache(v, index, value);
+  memo_[key] = value;
+  return value;
+}
+
+StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
+  if (auto it = p_.buffer_of.find(v); it != p_.buffer_of.end()) {
+    const FusionPlan::Buffer& b = p_.buffers[it->second];
+    if (b.kind != FusionPlan::Buffer::Kind::kTemp || b.fusion != f_) return Load(it->second, index);
+  }
+  const Node& n = *g_.graph.node(v.node);
+  const Shape& shape = g_.info(v.node).shapes[v.index];
+  GJ_ASSIGN_OR_RETURN(NodeKind kind, ClassifyNode(g_, v.node));
+  switch (kind) {
+    case NodeKind::kConstant: {
+      const Tensor& c = g_.constants[v.node];
+      if (c.dtype() == DType::kBool) return Let(0, c.ValueAsInt(0) ? "arith.constant true" : "arith.constant false", "i1");
+      const std::string type = ElementType(c.dtype());
+      if (type == "i32" || type == "i64") return IntConst(c.ValueAsInt(0), type);
+      return FloatConst(static_cast<float>(c.ValueAsDouble(0)));
+    }
+    case NodeKind::kReduction: {
+      auto it = reduced_.find(v.node);
+      if (it == reduced_.end()) return Internal(NodeLabel(n) + " is read before it is reduced");
+      for (size_t j = 0; j < row_.size(); ++j)
+        if (index[j].name != row_[j].name) return Unimplemented(NodeLabel(n) + " is read at another row");
+      return it->second;
+    }
+    case NodeKind::kElementwise: {
+      std::vector<std::string> operands, types;
+      int depth = 0;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const TensorId& in = n.inputs[i];
+        const Shape& in_shape = ShapeOf(in);
+        GJ_ASSIGN_OR_RETURN(Value x, Get(in, ReadAt(ReadDims(n, static_cast<int>(i), in_shape, shape), index, in_shape)));
+        operands.push_back(x.name);
+        types.push_back(x.type);
+        depth = std::max(depth, x.depth);
+      }
+      MlirWriter w(Fresh("%e") + "_");
+      GJ_ASSIGN_OR_RETURN(std::string result, EmitElemental(n, operands, types, w));
+      depth = std::max(depth, floor_);
+      code_[depth] += w.code();
+      ++num_ops_;
+      return RoundedTo(g_.info(v.node).dtypes[0], Value{result, depth, ElementType(g_.info(v.node).dtypes[0])});
+    }
+    case NodeKind::kSizeOneReshape: {
+      const Shape& in_shape = ShapeOf(n.inputs[0]);
+      return Get(n.inputs[0], ReadAt(ReadDims(n, 0, in_shape, shape), index, in_shape));
+    }
+    case NodeKind::kTranspose: {
+      const Tensor& perm = g_.constants[n.inputs[1].node];
+      Index to(index.size());
+      for (size_t i = 0; i < index.size(); ++i) to[perm.ValueAsInt(i)] = index[i];
+      return Get(n.inputs[0], to);
+    }
+    case NodeKind::kConcat: {
+      int64_t axis = g_.constants[n.inputs.back().node].ValueAsInt(0);
+      if (axis < 0) axis += shape.rank();
+      return Concat(n, index, static_cast<int>(axis), 0, 0);
+    }
+    default: return Internal("no value for " + g_.graph.TensorName(v) + " in fusion_" + std::to_string(f_));
+  }
+}
+
+// A 16-bit float value, computed in f32, rounded to its type as the reference kernels
+// round each op's result: an f16 chain overflows to Inf where they do.
+Value KernelEmitter::RoundedTo(DType dtype, const Value& v) {
+  if (dtype != DType::kHalf && dtype != DType::kBFloat16) return v;
+  const std::string t = StorageType(dtype);
+  const Value narrow = Let(v.depth, "arith.truncf " + v.name + " : f32 to " + t, t);
+  return Let(v.depth, "arith.extf " + narrow.name + " : " + t + " to f32", "f32");
+}
+
+// The index of an operand of shape `s` broadcast into `out` at `index`.
+// The index of an input of shape `in` read through `dims` (see ReadDims) at `index`.
+Index KernelEmitter::ReadAt(const std::vector<int>& dims, const Index& index, const Shape& in) {
+  Index to;
+  for (int d = 0; d < in.rank(); ++d) to.push_back(in.dim(d) == 1 || dims[d] < 0 ? IndexConst(0) : index[dims[d]]);
+  return to;
+}
+
+// ConcatV2 operands k.. at `index`, the k-th starting at `offset` along `axis`: a chain
+// of branches. Nothing an operand loads is hoisted out of its branch.
+StatusOr<Value> KernelEmitter::Concat(const Node& n, const Index& index, int axis, size_t k, int64_t offset) {
+  const TensorId in = n.inputs[k];
+  Index shifted = index;
+  if (offset) shifted[axis] = Let(index[axis].depth, "arith.subi " + index[axis].name + ", " + IndexConst(offset).name + " : index", "index");
+  if (k + 2 == n.inputs.size()) return Get(in, shifted);
+  const int64_t end = offset + g_.info(in.node).shapes[in.index].dim(axis);
+  const Value cond = Let(index[axis].depth, "arith.cmpi ult, " + index[axis].name + ", " + IndexConst(end).name + " : index", "i1");
+  const int at = Innermost(), saved_floor = floor_;
+  std::string branches[2];
+  Value yielded[2];
+  for (int b = 0; b < 2; ++b) {
+    OpenScope();
+    floor_ = Innermost();
+    auto v = b == 0 ? Get(in, shifted) : Concat(n, index, axis, k + 1, end);
+    floor_ = saved_floor;
+    branches[b] = CloseScope();
+    if (!v.ok()) return v.status();
+    yielded[b] = *v;
+  }
+  const Value result{Fresh("%v"), at, yielded[0].type};
+  code_[at] += result.name + " = scf.if " + cond.name + " -> (" + result.type + ") {\n" + branches[0] + "scf.yield " +
+               yielded[0].name + " : " + result.type + "\n} else {\n" + branches[1] + "scf.yield " + yielded[1].name +
+               " : " + result.type + "\n}\n";
+  return result;
+}
+
+}  // namespace graphjit::emitter

@@ -1,0 +1,237 @@
+// The kernel emitter every schedule writes its functions with (internal to jit/): MLIR
+// text in scopes, values hoisted to the outermost scope where what they read is defined,
+// the elements of fused values computed through the elemental emitter, buffers loaded and
+// stored, reductions folded. Per target, a schedule decides the loops around it: CPU row
+// ranges (jit/cpu_schedule.cc), GPU grids of threads, warps and blocks (jit/gpu_schedule.cc).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "jit/fusion_emitter.h"
+
+namespace graphjit::emitter {
+
+// The memref element type a tensor of `dtype` is stored as.
+std::string StorageType(DType dtype);
+// A buffer's memref type. MLIR 19 cannot pass a memref with a 0-size dim to LLVM; such
+// a dim is declared as 1: nothing reads or writes it, since the loop over it is empty.
+std::string MemRefType(const Shape& shape, DType dtype);
+// An f32 constant by its bits: exact, and Inf and NaN are written too.
+std::string F32Constant(float v);
+
+struct Value {
+  std::string name;
+  int depth = 0;     // the scope it is defined in: 0 is the function's entry
+  std::string type;  // "f32", "i1", "i32", "i64" or "index"
+};
+using Index = std::vector<Value>;
+int DepthOf(const Index& index);
+std::string Names(const Index& index);
+
+// A reduction's combining op and identity in the computed type `t` (f32, i32 or i64).
+struct Reducer {
+  std::string combine;
+  enum Identity { kZero, kOne, kLowest, kHighest } init;  // kLowest: -Inf for f32, the minimum for integers
+};
+Reducer ReducerOf(const std::string& op, const std::string& t);
+
+// Writes one fusion as one function. Code is kept per open scope (function entry, loop
+// and branch bodies); a value is written in the outermost scope where all it reads is
+// defined, so what does not change along a loop is computed before it.
+class KernelEmitter {
+ public:
+  KernelEmitter(const AnalyzedGraph& g, const FusionPlan& p, int f) : g_(g), p_(p), f_(f), fusion_(p.fusions[f]) {}
+
+  // The fusion's kernel as one function of `schedule`'s form: its text, and in `kernel`
+  // its name, buffers and how it is launched. Adds the elementwise ops it wrote to *num_ops.
+  StatusOr<std::string> Emit(Schedule schedule, EmittedKernel* kernel, int* num_ops);
+
+ private:
+  // The schedules (jit/cpu_schedule.cc, jit/gpu_schedule.cc).
+  StatusOr<std::string> EmitCpu(EmittedKernel* kernel);
+  StatusOr<std::string> EmitGpu(EmittedKernel* kernel);
+  // --- Code and scopes.
+  int Innermost() const { return static_cast<int>(code_.size()) - 1; }
+  std::string Fresh(const char* prefix) { return prefix + std::to_string(next_++); }
+  Value Let(int depth, const std::string& rhs, const std::string& type);
+  Value IndexConst(int64_t c);
+  Value FloatConst(float v);
+  Value IntConst(int64_t v, const std::string& type);
+  // `count` elements are reduced: a float sum of one or more starts at -0, so that a sum of
+  // -0s is -0, as in IEEE arithmetic and the reference kernels (an empty sum is +0).
+  Value IdentityOf(const Reducer& reducer, const std::string& type, int64_t count);
+  void OpenScope() { code_.emplace_back(); }
+  std::string CloseScope();
+
+  // --- Loops.
+  // The row loop over [begin, end) of the rows (the product of `dims`), with row_ set.
+  Status Rows(const std::vector<int64_t>& dims, EmittedKernel* kernel, const std::function<Status()>& body);
+
+  // A loop nest over dims[k..], appending its induction variables to `index`.
+  Status Nest(const std::vector<int64_t>& dims, size_t k, Index& index, const std::function<Status(const Index&)>& body);
+
+  // A loop nest over dims[k..] folding each element into the accumulators `accs` with
+  // `step` (which writes the new accumulators from the old ones and the element).
+  using Step = std::function<std::vector<Value>(const std::vector<Value>& accs, const Value& element)>;
+  StatusOr<std::vector<Value>> Fold(const std::vector<int64_t>& dims, size_t k, Index& index,
+                                    const std::vector<Value>& accs, const Step& step,
+                                    const std::function<StatusOr<Value>(const Index&)>& element);
+
+  // --- Buffers.
+  std::string Param(int buffer);
+  std::string Access(int buffer, const Index& index);
+  // An element of a buffer, widened to the type it is computed in. `depth` -1: hoisted as
+  // far as the index allows (for buffers this kernel does not write).
+  Value Load(int buffer, const Index& index, int depth = -1);
+  void Store(int buffer, const Index& index, const Value& v);
+  Status StoreRoots(const std::vector<TensorId>& roots, const Index& index);
+
+  // --- The row cache.
+  // A row fusion loops over each row once per reduction, then once more for what it
+  // stores. An expensive value (one with a transcendental or a division in it) that an
+  // earlier loop computes and a later loop needs again is kept in a stack array of one
+  // row (in L1), not computed twice: softmax computes exp(x - max) once per element.
+  // Whether `v` is computed inline, element by element at the loop's own column.
+  bool Inline(TensorId v) const;
+  const Shape& ShapeOf(TensorId v) const { return g_.info(v.node).shapes[v.index]; }
+  bool Full(TensorId v) const { return ShapeOf(v) == fusion_.space; }
+  // The full-shaped inline values under `v` (and whether any is expensive) into `out`.
+  bool Collect(TensorId v, std::map<TensorId, bool>* out) const;
+  // Top down from `v`: the first values an earlier loop computed, if expensive, are cached
+  // (stored by the first loop that computes them). `earlier`: value -> (expensive, loop).
+  void Mark(TensorId v, const std::map<TensorId, std::pair<bool, int>>& earlier, int64_t* bytes, int64_t row_bytes);
+  void PlanRowCache(const std::vector<TensorId>& full, const std::vector<int64_t>& reduced);
+  // The cached element of `v` at `index` if an earlier loop stored it; else stores it if
+  // this loop is the one that computes it.
+  std::optional<Value> FromRowCache(TensorId v, const Index& index);
+  void ToRowCache(TensorId v, const Index& index, const Value& value);
+
+  // --- Rows and reductions.
+  // `linear` (an index below the product of `dims`) as an index into `dims`, row-major.
+  Index Delinearize(const Value& linear, const std::vector<int64_t>& dims);
+  // A row's reductions in order, each one loop over the row, then what the fusion stores per
+  // row (`per_row`) and per element (`full`), at row_: the row as one thread computes it.
+  Status RowBody(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row,
+                 const std::vector<int64_t>& reduced, int64_t cols);
+  Status StorePerRow(const std::vector<TensorId>& per_row);
+  Status ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count);
+
+  // How `n` reduces in the computed type `type`, `count` elements: the accumulators'
+  // initial values, the step that folds one element in, per accumulator the op that
+  // combines two partial results ("%0", "%1": a thread's and another's), and the finish
+  // that makes the result of the accumulators.
+  struct Folding {
+    std::vector<Value> init;
+    Step step;
+    std::vector<std::string> combine;
+    std::function<Value(const std::vector<Value>&)> finish;
+  };
+  Folding FoldingOf(const Node& n, const std::string& type, int64_t count, bool reassoc);
+
+  // Folds the elements `element` gives over `dims` (their indices appended to `index`) with
+  // n's reducer in the computed type `type`, and divides a Mean by `count`. Integers are
+  // exact in any order. Floats may reassociate if `reassoc`. Max and Min combine with nnan
+  // and nsz, which makes them one vmaxps/vminps instead of six instructions that order NaN
+  // and signed zeros (and keeps LLVM from making a half-vector maximum of values loaded from
+  // f16, which lost NaNs). Two integer folds beside the value, over the elements' bits, give
+  // IEEE maximum/minimum all the same: the largest magnitude's bits (above Inf's: a NaN was
+  // seen, the result is NaN), and the smallest bits of +0 for Max (x ^ sign for Min, to find
+  // -0): a zero result is +0 for Max if any +0 was seen (-0 for Min if any -0 was), as in
+  // the reference kernels. (Integer folds vectorize without the packing of i1 flags.)
+  StatusOr<Value> FoldReduction(const Node& n, const std::string& type, const std::vector<int64_t>& dims, Index& index,
+                                int64_t count, bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element);
+
+  // A reduction over any axes: the output is initialized, then accumulated in place while
+  // the input is read in memory order.
+  Status ReduceAll(int r);
+
+  // A reduction into a 16-bit float type: per output element, a loop over what it reduces,
+  // accumulated in f32 and rounded once, as the reference kernel does (accumulating in the
+  // 16-bit output itself would round every partial result).
+  Status ReduceAllPerOutput(const Node& n, int out, const ReductionAxes& axes);
+  // Reduction `n`'s output element `at`: a loop over what it reduces (`axes` of its input),
+  // in order.
+  StatusOr<Value> ReduceOne(const Node& n, const ReductionAxes& axes, const Index& at);
+  // The input element of output element `at` and element `reduced` of the reduced axes.
+  Index InputIndex(const ReductionAxes& axes, const Index& at, const Index& reduced);
+
+  // ArgMax (ArgMin) along an axis of `size` elements: the first index of the largest
+  // (smallest) value, as the reference kernel finds it (a NaN is never larger or smaller;
+  // the first element is taken even if it is NaN). `at(i)` is the input's index for
+  // position `i` on the axis.
+  StatusOr<Value> ArgMaxOrMin(int id, int64_t size, Index& index, const std::function<Index(const Value&)>& at);
+
+  // --- Elements.
+  // The element of `v` at `index` (in v's shape).
+  StatusOr<Value> Get(TensorId v, const Index& index);
+
+  StatusOr<Value> Compute(TensorId v, const Index& index);
+
+  // A 16-bit float value, computed in f32, rounded to its type as the reference kernels
+  // round each op's result: an f16 chain overflows to Inf where they do.
+  Value RoundedTo(DType dtype, const Value& v);
+
+  // The index of an operand of shape `s` broadcast into `out` at `index`.
+  // The index of an input of shape `in` read through `dims` (see ReadDims) at `index`.
+  Index ReadAt(const std::vector<int>& dims, const Index& index, const Shape& in);
+
+  // ConcatV2 operands k.. at `index`, the k-th starting at `offset` along `axis`: a chain
+  // of branches. Nothing an operand loads is hoisted out of its branch.
+  StatusOr<Value> Concat(const Node& n, const Index& index, int axis, size_t k, int64_t offset);
+
+  // --- GPU (jit/gpu_schedule.cc).
+  Status GpuLoop(EmittedKernel* kernel);
+  Status GpuRows(EmittedKernel* kernel);
+  Status GpuReduce(EmittedKernel* kernel);
+  // `body` once per unit of [0, units), a thread each, in a grid-stride loop of blocks of
+  // at most `block` threads; sets the kernel's launch.
+  Status GridStride(int64_t units, int64_t block, EmittedKernel* kernel, const std::function<Status(const Value&)>& body);
+  // A loop over lower, lower + step, ... below upper.
+  Status ForRange(const Value& lower, int64_t upper, int64_t step, const std::function<Status(const Value&)>& body);
+  // The same loop folding `element` of each into f's accumulators.
+  StatusOr<std::vector<Value>> FoldRange(const Value& lower, int64_t upper, int64_t step, const Folding& f,
+                                         const std::function<StatusOr<Value>(const Value&)>& element);
+  // `then` where `cond` holds; nothing it reads is hoisted out of it (it may read out of
+  // bounds where `cond` does not hold). The second form yields what `then` makes, else
+  // `otherwise`.
+  Status If(const Value& cond, const std::function<Status()>& then);
+  StatusOr<std::vector<Value>> If(const Value& cond, const std::vector<Value>& otherwise,
+                                  const std::function<StatusOr<std::vector<Value>>()>& then);
+  // Partial results of `threads` threads (a warp or a block, one row) combined, in a fixed
+  // order; every thread gets the result.
+  std::vector<Value> CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads);
+
+  const AnalyzedGraph& g_;
+  const FusionPlan& p_;
+  const int f_;
+  const FusionPlan::Fusion& fusion_;
+  std::vector<std::string> code_;
+  int next_ = 0, floor_ = 0, num_ops_ = 0;
+  std::set<int64_t> index_constants_;
+  std::map<std::string, Value> float_constants_;
+  std::map<std::string, Value> memo_;
+  std::vector<int> params_;
+  std::map<int, Value> reduced_;
+  Index row_;
+  Value tid_, bid_;                     // GPU: the thread's index in its block, the block's
+  std::vector<std::string> workgroup_;  // GPU: the shared memory arrays (attributions)
+  // The row cache: per cached value, its stack array, the loop that stores it and whether
+  // it did; loop_ is the row loop being written (reductions, then the stores).
+  struct Cached {
+    std::string name;
+    int loop = -1;
+    bool stored = false;
+  };
+  static constexpr int64_t kMaxRowCacheBytes = 128 << 10;
+  std::map<TensorId, Cached> cache_;
+  std::string cache_type_;
+  int loop_ = 0;
+};
+
+}  // namespace graphjit::emitter

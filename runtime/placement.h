@@ -1,0 +1,24 @@
+// Placement, as TensorFlow's placer does it for the devices a session has: the CPU and,
+// with SessionOptions::device "gpu" or "gpu-emu", one GPU.
+//  - with a GPU, a node the graph does not place goes to the GPU (/device:GPU:0);
+//  - without one, nodes the graph places on a GPU run on the CPU: their device is cleared
+//    (XLA_GPU stays: it also asks for compilation), and the first such graph of the
+//    process says so once on stderr;
+//  - nodes placed on the CPU or XLA_CPU stay where they are.
+// On the GPU, what the JIT compiles runs as GPU kernels; every other op runs on the CPU
+// (soft placement: the JIT's clusters copy their inputs to the device and outputs back).
+#pragma once
+
+#include "ir/graph.h"
+
+namespace graphjit {
+
+struct SessionOptions;
+
+// Whether the options give the session a GPU.
+bool HasGpu(const SessionOptions& options);
+
+// Returns whether it changed any node's device.
+bool PlaceNodes(const SessionOptions& options, Graph* graph);
+
+}  // namespace graphjit
