@@ -173,7 +173,7 @@ class GpuTarget : public Backend {
  public:
   GpuTarget(std::shared_ptr<CudaDevice> cuda, int sm, bool ptxas_check)
       : cuda_(std::move(cuda)), sm_(sm), ptxas_check_(ptxas_check),
-        description_("nvptx sm_" + std::to_string(sm) + " " + cuda_->info().library) {}
+        description_("nvptx sm_" + std::to_string(sm) + " " + (cuda_ ? cuda_->info().library : "(compile only)")) {}
   Schedule schedule() const override { return Schedule::kGpu; }
   const std::string& target() const override { return description_; }
 
@@ -215,6 +215,7 @@ class GpuTarget : public Backend {
         if (keep_stages) stages->files.emplace_back("ptxas.txt", reports);
       }
     }
+    if (!cuda_) return FailedPrecondition("compiled for sm_" + std::to_string(sm_) + " but not run: no GPU driver");
     auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, std::move(ptx));
     GJ_RETURN_IF_ERROR(executable->Init());
     return std::unique_ptr<ClusterExecutable>(std::move(executable));
@@ -232,6 +233,8 @@ class GpuTarget : public Backend {
 StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const SessionOptions* options) {
   const SessionOptions& process = ProcessOptions();
   const std::string arch = options && !options->gpu_arch.empty() ? options->gpu_arch : process.gpu_arch;
+  const bool check = (options && options->gpu_ptxas_check) || process.gpu_ptxas_check;
+  if (!gpu.cuda) return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(nullptr, arch == "sm_80" ? 80 : 90, check));
   const CudaDeviceInfo& info = gpu.cuda->info();
   int sm = info.compute_capability_major >= 9 ? 90 : 80;
   if (!arch.empty()) sm = arch == "sm_80" ? 80 : 90;
@@ -239,7 +242,6 @@ StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const
     return FailedPrecondition("the GPU (" + info.name + ", compute capability " + std::to_string(info.compute_capability_major) +
                               "." + std::to_string(info.compute_capability_minor) + ") cannot run sm_" + std::to_string(sm) +
                               " code; graphjit generates code for sm_80 and sm_90");
-  const bool check = (options && options->gpu_ptxas_check) || process.gpu_ptxas_check;
   return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, sm, check));
 }
 

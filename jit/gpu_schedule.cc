@@ -66,7 +66,7 @@ StatusOr<std::string> KernelEmitter::EmitGpu(EmittedKernel* kernel) {
   std::string params, workgroup;
   for (int b : params_) {
     params += (params.empty() ? "%b" : ", %b") + std::to_string(b) + ": " +
-              MemRefType(p_.buffers[b].shape, p_.buffers[b].dtype) + " {llvm.align = 16 : i64, llvm.noalias}";
+              BufferType(b) + " {llvm.align = 16 : i64, llvm.noalias}";
     kernel->buffers.push_back(b);
   }
   for (const std::string& w : workgroup_) workgroup += (workgroup.empty() ? "" : ", ") + w;
@@ -78,19 +78,46 @@ StatusOr<std::string> KernelEmitter::EmitGpu(EmittedKernel* kernel) {
 
 // --- Loops.
 Status KernelEmitter::GpuLoop(EmittedKernel* kernel) {
-  std::vector<int64_t> dims = fusion_.space.dims();
+  const std::vector<int64_t>& dims = fusion_.space.dims();
   const int64_t elements = fusion_.space.num_elements();
   const int64_t vector = !dims.empty() && dims.back() % 4 == 0 ? 4 : 1;
-  if (!dims.empty()) dims.back() /= vector;
   return GridStride(elements / vector, kLoopBlock, kernel, [&](const Value& unit) -> Status {
-    Index index = Delinearize(unit, dims);
-    if (vector == 1) return StoreRoots(fusion_.roots, index);
-    const Value first = Let(unit.depth, "arith.muli " + index.back().name + ", " + IndexConst(vector).name + " : index", "index");
-    for (int64_t j = 0; j < vector; ++j) {
-      Index at = index;
-      at.back() = j == 0 ? first : Let(unit.depth, "arith.addi " + first.name + ", " + IndexConst(j).name + " : index", "index");
-      GJ_RETURN_IF_ERROR(StoreRoots(fusion_.roots, at));
+    if (vector == 1) {
+      const Index index = Delinearize(unit, dims);
+      linear_[Names(index)] = unit;
+      Status stored = StoreRoots(fusion_.roots, index);
+      linear_.clear();
+      return stored;
     }
+    // Elements unit * 4 + j (the last index of the first, plus j: the form in which LLVM
+    // sees that the four are consecutive), their values first, then their stores: loads
+    // and stores that LLVM's vectorizer joins into 128-bit ones.
+    const Value first = Let(unit.depth, "arith.muli " + unit.name + ", " + IndexConst(vector).name + " : index", "index");
+    const Index index = Delinearize(first, dims);
+    std::vector<Index> at(vector, index);
+    linear_[Names(index)] = first;
+    for (int64_t j = 1; j < vector; ++j) {
+      at[j].back() = Let(unit.depth, "arith.addi " + index.back().name + ", " + IndexConst(j).name + " : index", "index");
+      linear_[Names(at[j])] = Let(unit.depth, "arith.addi " + first.name + ", " + IndexConst(j).name + " : index", "index");
+    }
+    // Loads go first, together (LLVM's vectorizer joins only nearby ones).
+    load_slot_.depth = unit.depth;
+    load_slot_.offset = code_[unit.depth].size();
+    for (const auto& [key, linear] : linear_) load_slot_.ready.insert(linear.name);
+    for (const Index& i : at)
+      for (const Value& v : i) load_slot_.ready.insert(v.name);
+    std::vector<std::vector<Value>> values(vector);
+    for (int64_t j = 0; j < vector; ++j) {
+      for (const TensorId& root : fusion_.roots) {
+        auto v = Get(root, at[j]);
+        if (!v.ok()) return v.status();
+        values[j].push_back(*v);
+      }
+    }
+    load_slot_ = {};
+    for (int64_t j = 0; j < vector; ++j)
+      for (size_t r = 0; r < fusion_.roots.size(); ++r) Store(p_.buffer_of.at(fusion_.roots[r]), at[j], values[j][r]);
+    linear_.clear();
     return Status::Ok();
   });
 }

@@ -202,12 +202,12 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   program.outputs = plan->outputs;
   CompileStages stages;
   auto kernel = backend.Compile(std::move(program), !dir.empty(), &stages);
-  if (!kernel.ok()) return fail(kernel.status());
   int n = 3;  // the stages' files are numbered on from here: "03_math_approximated.mlir", ...
   for (const auto& [file, text] : stages.files) {
     const int i = n++;
     dump((i < 10 ? "0" : "") + std::to_string(i) + "_" + file, text);
   }
+  if (!kernel.ok()) return fail(kernel.status());
   stage("mlir", stage_start + static_cast<int64_t>(stages.mlir_ms * 1000));
   stage(backend.schedule() == Schedule::kCpu ? "llvm" : "ptx");
   entry.bytes = (*kernel)->bytes();

@@ -56,6 +56,7 @@ Reducer ReducerOf(const std::string& op, const std::string& t) {
 }
 
 StatusOr<std::string> KernelEmitter::Emit(Schedule schedule, EmittedKernel* kernel, int* num_ops) {
+  schedule_ = schedule;
   code_ = {""};
   IndexConst(0);
   IndexConst(1);
@@ -179,16 +180,53 @@ std::string KernelEmitter::Param(int buffer) {
   return "%b" + std::to_string(buffer);
 }
 
-std::string KernelEmitter::Access(int buffer, const Index& index) {
+std::string KernelEmitter::BufferType(int buffer) const {
   const FusionPlan::Buffer& b = p_.buffers[buffer];
-  return Param(buffer) + "[" + Names(index) + "] : " + MemRefType(b.shape, b.dtype);
+  if (schedule_ == Schedule::kCpu) return MemRefType(b.shape, b.dtype);
+  return "memref<" + std::to_string(std::max<int64_t>(b.shape.num_elements(), 1)) + "x" + StorageType(b.dtype) + ">";
+}
+
+Index KernelEmitter::Subscript(int buffer, const Index& index) {
+  if (schedule_ == Schedule::kCpu) return index;
+  const FusionPlan::Buffer& b = p_.buffers[buffer];
+  if (auto it = linear_.find(Names(index)); it != linear_.end() && b.shape == fusion_.space) return {it->second};
+  // Row-major: ((i0 * d1 + i1) * d2 + i2) ..., leaving out zeros and ones.
+  std::optional<Value> linear;
+  for (size_t k = 0; k < index.size(); ++k) {
+    const int64_t dim = b.shape.dim(static_cast<int>(k));
+    const bool zero = index[k].name == IndexConst(0).name;
+    if (linear && dim != 1)
+      linear = Let(std::max(linear->depth, index[k].depth), "arith.muli " + linear->name + ", " + IndexConst(dim).name + " : index", "index");
+    if (zero) continue;
+    linear = !linear ? index[k]
+                     : Let(std::max(linear->depth, index[k].depth), "arith.addi " + linear->name + ", " + index[k].name + " : index", "index");
+  }
+  return {linear ? *linear : IndexConst(0)};
+}
+
+std::string KernelEmitter::Access(int buffer, const Index& subscript) {
+  return Param(buffer) + "[" + Names(subscript) + "] : " + BufferType(buffer);
 }
 
 // An element of a buffer, widened to the type it is computed in. `depth` -1: hoisted as
 // far as the index allows (for buffers this kernel does not write).
 Value KernelEmitter::Load(int buffer, const Index& index, int depth) {
   const DType dtype = p_.buffers[buffer].dtype;
-  Value v = Let(depth >= 0 ? depth : DepthOf(index), "memref.load " + Access(buffer, index), StorageType(dtype));
+  const Index subscript = Subscript(buffer, index);
+  const std::string load = "memref.load " + Access(buffer, subscript);
+  Value v;
+  const int d = std::max(depth >= 0 ? depth : DepthOf(index), floor_);
+  const bool early = d == load_slot_.depth && std::all_of(subscript.begin(), subscript.end(), [&](const Value& i) {
+                       return i.depth < d || load_slot_.ready.count(i.name);
+                     });
+  if (early) {
+    v = {Fresh("%v"), d, StorageType(dtype)};
+    const std::string line = v.name + " = " + load + "\n";
+    code_[d].insert(load_slot_.offset, line);
+    load_slot_.offset += line.size();
+  } else {
+    v = Let(d, load, StorageType(dtype));
+  }
   if (dtype == DType::kHalf || dtype == DType::kBFloat16)
     return Let(v.depth, "arith.extf " + v.name + " : " + v.type + " to f32", "f32");
   if (dtype == DType::kBool) return Let(v.depth, "arith.trunci " + v.name + " : i8 to i1", "i1");
@@ -201,7 +239,7 @@ void KernelEmitter::Store(int buffer, const Index& index, const Value& v) {
   if (dtype == DType::kHalf || dtype == DType::kBFloat16)
     name = Let(Innermost(), "arith.truncf " + name + " : f32 to " + StorageType(dtype), "").name;
   if (dtype == DType::kBool) name = Let(Innermost(), "arith.extui " + name + " : i1 to i8", "").name;
-  code_[Innermost()] += "memref.store " + name + ", " + Access(buffer, index) + "\n";
+  code_[Innermost()] += "memref.store " + name + ", " + Access(buffer, Subscript(buffer, index)) + "\n";
 }
 
 Status KernelEmitter::StoreRoots(const std::vector<TensorId>& roots, const Index& index) {

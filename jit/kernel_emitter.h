@@ -85,7 +85,12 @@ class KernelEmitter {
 
   // --- Buffers.
   std::string Param(int buffer);
-  std::string Access(int buffer, const Index& index);
+  // A buffer's memref type: CPU: its shape; GPU: flat, 1-D.
+  std::string BufferType(int buffer) const;
+  // The subscript of an element of a buffer: CPU: its index; GPU: its linear index (from
+  // linear_ when the buffer has the fusion's shape and the index is a known one).
+  Index Subscript(int buffer, const Index& index);
+  std::string Access(int buffer, const Index& subscript);
   // An element of a buffer, widened to the type it is computed in. `depth` -1: hoisted as
   // far as the index allows (for buffers this kernel does not write).
   Value Load(int buffer, const Index& index, int depth = -1);
@@ -219,7 +224,16 @@ class KernelEmitter {
   std::vector<int> params_;
   std::map<int, Value> reduced_;
   Index row_;
+  Schedule schedule_ = Schedule::kCpu;
+  std::map<std::string, Value> linear_;  // GPU: index (Names) -> its linear index, in the fusion's shape
   Value tid_, bid_;                     // GPU: the thread's index in its block, the block's
+  // Loads at this depth whose index is defined before `offset` (in scope `depth`, or named
+  // in `ready`) are written at `offset`, ahead of the computations (see GpuLoop).
+  struct {
+    int depth = -1;
+    size_t offset = 0;
+    std::set<std::string> ready;
+  } load_slot_;
   std::vector<std::string> workgroup_;  // GPU: the shared memory arrays (attributions)
   // The row cache: per cached value, its stack array, the loop that stores it and whether
   // it did; loop_ is the row loop being written (reductions, then the stores).

@@ -84,7 +84,8 @@ class CudaDevice {
 };
 
 // A session's GPU: the device and the session's stream, on which one cluster at a time
-// copies and launches (`mu`).
+// copies and launches (`mu`). Without `cuda` (SessionOptions::gpu_compile_only and no
+// driver), kernels are compiled for it but not run.
 struct GpuContext {
   std::string device;   // "gpu" or "gpu-emu"
   std::string library;  // the driver library it was opened with

@@ -17,7 +17,17 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options
   // The session's GPU, if it has one; where each node runs.
   std::unique_ptr<GpuContext> gpu;
   if (HasGpu(options)) {
-    GJ_ASSIGN_OR_RETURN(gpu, GpuContext::Open(options.device, options.cuda_driver));
+    auto opened = GpuContext::Open(options.device, options.cuda_driver);
+    if (opened.ok()) {
+      gpu = std::move(opened).value();
+    } else if (options.gpu_compile_only) {
+      std::fprintf(stderr, "graphjit: warning: %s: GPU kernels are compiled, not run; the graph runs on the CPU\n",
+                   opened.status().message().c_str());
+      gpu = std::make_unique<GpuContext>();
+      gpu->device = options.device;
+    } else {
+      return opened.status();
+    }
   }
   PlaceNodes(options, &graph);
   // 2. Check every node against the op registry (all unsupported ops at once).

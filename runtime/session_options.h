@@ -61,6 +61,10 @@ struct SessionOptions {
   // sm_80 and sm_90, and a kernel ptxas rejects or that spills registers is a compile
   // error: a check for tests (a missing ptxas is an error too).
   bool gpu_ptxas_check = false;
+  // When the GPU cannot be opened (no driver), the session runs on the CPU, but the JIT
+  // still compiles each cluster for the GPU (for gpu_arch, sm_90 by default), so its PTX
+  // can be dumped (`graphjit dump --device gpu`). Not a flag: set by that command.
+  bool gpu_compile_only = false;
 
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.

@@ -16,6 +16,8 @@ struct DumpArgs {
   std::string to;
   std::string config;
   std::string jit = "on";
+  std::string device;    // cpu, gpu, gpu-emu
+  std::string gpu_arch;  // sm_80, sm_90
 };
 
 void AddDumpCommand(CLI::App& app, DumpArgs* args);
