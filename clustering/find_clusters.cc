@@ -8,6 +8,7 @@
 #include "ir/attr.h"
 #include "ir/device.h"
 #include "clustering/op_table.h"
+#include "runtime/placement.h"
 
 namespace graphjit {
 
@@ -32,6 +33,13 @@ ClusteringOptions ClusteringOptions::FromSession(const SessionOptions& o) {
   ClusteringOptions c;
   c.level = o.jit_level == JitLevel::kDefault ? JitLevel::kOff : o.jit_level;
   c.min_cluster_size = o.min_cluster_size;
+  // On a GPU every op the JIT compiles runs as a GPU kernel; the level says whether they
+  // are fused, and with it off, each op in a cluster is a kernel of its own (the unfused
+  // baseline, where data stays on the GPU as it does fused).
+  if (HasGpu(o) && c.level == JitLevel::kOff) {
+    c.level = JitLevel::kOn2;
+    c.min_cluster_size = 1;
+  }
   c.max_cluster_size = o.max_cluster_size;
   c.exclude_ops = o.cluster_exclude_ops;
   c.fuel = o.clustering_fuel;

@@ -33,6 +33,12 @@ typedef struct CUemuCounters {
   int spill_store_bytes;
   int spill_load_bytes;
   int static_shared_bytes;
+  // The distinct 32-byte sectors of global memory the launch loaded and stored (what it
+  // moves to and from DRAM at best), and its floating-point operations (per thread; an FMA
+  // is 2, an instruction on a pair of halves twice as many).
+  unsigned long long global_load_footprint_sectors;
+  unsigned long long global_store_footprint_sectors;
+  unsigned long long float_ops;
 } CUemuCounters;
 
 // The counters of the last kernel the current context executed. Launches are

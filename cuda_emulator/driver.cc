@@ -1184,6 +1184,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
     c.global_store_sectors = stats.global_store_sectors;
     c.shared_requests = stats.shared_requests;
     c.shared_bank_conflicts = stats.shared_bank_conflicts;
+    c.global_load_footprint_sectors = stats.load_sector_set.size();
+    c.global_store_footprint_sectors = stats.store_sector_set.size();
+    c.float_ops = stats.float_ops;
     c.registers = resources.registers;
     c.spill_store_bytes = resources.spill_store_bytes;
     c.spill_load_bytes = resources.spill_load_bytes;

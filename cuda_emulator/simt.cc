@@ -70,6 +70,23 @@ bool DeviceMemory::WasFreed(uint64_t address) const {
 
 namespace {
 
+// The floating-point operations of one thread's instruction: 1, 2 for an FMA, twice that
+// on a pair of halves; 0 for anything else.
+int FloatOps(const Instr& in) {
+  if (!IsFloat(in.type)) return 0;
+  const bool pair = in.type == Type::kF16x2 || in.type == Type::kBF16x2;
+  int ops = 0;
+  switch (in.op) {
+    case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kMin: case Op::kMax: case Op::kSqrt:
+    case Op::kRsqrt: case Op::kRcp: case Op::kEx2: case Op::kLg2: case Op::kSin: case Op::kCos: case Op::kTanh:
+      ops = 1;
+      break;
+    case Op::kFma: case Op::kMad: ops = 2; break;
+    default: return 0;
+  }
+  return pair ? 2 * ops : ops;
+}
+
 // ---------------------------------------------------------------------------------------
 // Values in slots: the bits of T, zero-extended.
 
@@ -372,6 +389,7 @@ bool Executor::RunWarp(Warp& w) {
                                              " warp instructions (CUEMU_MAX_WARP_INSTRUCTIONS): an endless loop, or a "
                                              "wait for another warp, which runs only when this one exits or waits at a barrier");
       stats_->thread_instructions += std::popcount(exec);
+      stats_->float_ops += static_cast<uint64_t>(std::popcount(exec)) * FloatOps(in);
       if (in.op == Op::kBra) {
         if (diverged && exec && static_cast<uint32_t>(in.target) <= pc) ++w.backward;
         if (exec == group) {
@@ -501,6 +519,8 @@ void Executor::CountGlobal(bool store, const uint64_t* addresses, uint32_t mask,
   uint64_t distinct = std::unique(sectors, sectors + n) - sectors;
   uint64_t requested = static_cast<uint64_t>(n) * bytes;
   // An access of 16 bytes or less at its natural alignment lies in one sector.
+  std::unordered_set<uint64_t>& footprint = store ? stats_->store_sector_set : stats_->load_sector_set;
+  footprint.insert(sectors, sectors + distinct);
   if (store) {
     ++stats_->global_store_requests;
     stats_->global_store_bytes += requested;

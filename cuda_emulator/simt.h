@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cuda_emulator/ptx.h"
@@ -78,6 +79,10 @@ struct Stats {
   uint64_t global_load_requests = 0, global_load_bytes = 0, global_load_sectors = 0;
   uint64_t global_store_requests = 0, global_store_bytes = 0, global_store_sectors = 0;
   uint64_t shared_requests = 0, shared_bank_conflicts = 0;
+  // The distinct 32-byte sectors the launch loaded and stored (its footprint), and its
+  // floating-point operations (per thread: an FMA is 2, a half pair twice).
+  std::unordered_set<uint64_t> load_sector_set, store_sector_set;
+  uint64_t float_ops = 0;
 };
 
 enum class Fault { kNone, kIllegalAddress, kMisalignedAddress, kTrap, kLaunchFailed, kTimeout };

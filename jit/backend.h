@@ -18,14 +18,16 @@
 
 #include "jit/fusion_emitter.h"
 #include "jit/fusion_plan.h"
+#include "jit/jit.h"
 #include "runtime/op_registry.h"
 
 namespace graphjit {
 
 struct SessionOptions;
 
-// Kernels launched on GPUs, counted for JitStats.
+// Kernels launched on GPUs, counted for JitStats; profiles for TakeGpuProfiles.
 void CountGpuLaunches(int64_t launches);
+void RecordGpuProfile(GpuKernelProfile profile);
 
 // GRAPHJIT_FLAGS, which apply to every session of the process (as XLA_FLAGS do).
 const SessionOptions& ProcessOptions();

@@ -115,6 +115,7 @@ class GpuExecutable : public ClusterExecutable {
       return address[b];
     };
     // 2. The kernels, in order.
+    const bool profile = ctx.options && ctx.options->gpu_profile;
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const EmittedKernel& emitted = program_.module.kernels[k];
       std::vector<uint64_t> pointers;
@@ -128,9 +129,17 @@ class GpuExecutable : public ClusterExecutable {
       for (uint64_t& p : pointers) args.push_back(&p);
       const unsigned grid[3] = {static_cast<unsigned>(emitted.grid), 1, 1};
       const unsigned block[3] = {static_cast<unsigned>(emitted.block), 1, 1};
+      int before = -1, after = -1;
+      if (profile) {
+        GJ_ASSIGN_OR_RETURN(before, stream.Record());
+      }
       GJ_RETURN_IF_ERROR(traced(name + "/fusion_" + std::to_string(k), "gpu kernel", 0,
                                 [&] { return stream.Launch(kernels_[k], grid, block, 0, args); }));
       CountGpuLaunches(1);
+      if (profile) {
+        GJ_ASSIGN_OR_RETURN(after, stream.Record());
+        GJ_RETURN_IF_ERROR(Profile(name, k, stream, before, after));
+      }
     }
     // 3. The outputs: copied back (an input or a constant passed through is the host's).
     for (size_t i = 0; i < program_.outputs.size(); ++i) {
@@ -158,7 +167,32 @@ class GpuExecutable : public ClusterExecutable {
       tracer->Add({span.name, span.op, host_start + static_cast<int64_t>(begin * 1000),
                    static_cast<int64_t>((end - begin) * 1000), kStreamTraceRow, span.bytes});
     }
-    if (tracer) stream.ClearPoints();
+    if (tracer || profile) stream.ClearPoints();
+    return Status::Ok();
+  }
+
+  // Kernel k, launched last on the stream between points `before` and `after`: what it did.
+  Status Profile(const std::string& name, size_t k, CudaDevice::Stream& stream, int before, int after) const {
+    const EmittedKernel& emitted = program_.module.kernels[k];
+    GpuKernelProfile p;
+    p.name = name + "/fusion_" + std::to_string(k);
+    p.grid = emitted.grid;
+    p.block = emitted.block;
+    for (int b : emitted.buffers)
+      p.io_bytes += program_.buffers[b].shape.num_elements() * static_cast<int64_t>(DTypeSize(program_.buffers[b].dtype));
+    GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));  // synchronizes
+    p.measured_us = ms * 1000.0;
+    auto counters = cuda_->LastLaunchCounters();
+    if (counters.ok()) {
+      p.counted = true;
+      p.moved_bytes = static_cast<int64_t>(counters->footprint_sectors) * 32;
+      p.requested_bytes = static_cast<int64_t>(counters->load_bytes + counters->store_bytes);
+      p.request_sectors = static_cast<int64_t>(counters->request_sectors);
+      p.float_ops = static_cast<int64_t>(counters->float_ops);
+      p.registers = counters->registers;
+      p.spill_bytes = counters->spill_bytes;
+    }
+    RecordGpuProfile(std::move(p));
     return Status::Ok();
   }
 

@@ -48,7 +48,7 @@ bool KeepsRows(const std::vector<int>& dims, const Shape& in, const Shape& out) 
 
 class Planner {
  public:
-  explicit Planner(const AnalyzedGraph& body) : g_(body), kind_(body.graph.num_nodes(), NodeKind::kConstant) {}
+  Planner(const AnalyzedGraph& body, bool fuse) : g_(body), fuse_(fuse), kind_(body.graph.num_nodes(), NodeKind::kConstant) {}
 
   StatusOr<FusionPlan> Run(const std::vector<TensorId>& args, const std::vector<TensorId>& outputs) {
     // 1. The nodes the outputs compute, and how each is emitted.
@@ -83,6 +83,11 @@ class Planner {
                    p_.buffer_of.at(n.inputs[0])});
       }
       if (kind_[id] == NodeKind::kReduction) GJ_RETURN_IF_ERROR(AddReduction(id));
+      // Unfused: every value computed is stored by a kernel of its own.
+      const bool computed = kind_[id] == NodeKind::kElementwise || kind_[id] == NodeKind::kSizeOneReshape ||
+                            kind_[id] == NodeKind::kTranspose || kind_[id] == NodeKind::kConcat;
+      if (!fuse_ && computed)
+        for (int i = 0; i < static_cast<int>(g_.info(id).dtypes.size()); ++i) GJ_RETURN_IF_ERROR(MakeRoot({id, i}));
       if (kind_[id] == NodeKind::kLibrary) {
         for (const TensorId& in : n.inputs) GJ_RETURN_IF_ERROR(MakeRoot(in));
         const int f = NewFusion(FusionPlan::Kind::kLibrary, ShapeOf(g_, {id, 0}));
@@ -231,7 +236,7 @@ class Planner {
       return Status::Ok();
     }
     const int split = a.axes.front();
-    for (int f = static_cast<int>(p_.fusions.size()) - 1; f >= 0; --f) {
+    for (int f = static_cast<int>(p_.fusions.size()) - 1; fuse_ && f >= 0; --f) {
       const FusionPlan::Fusion& fusion = p_.fusions[f];
       if (fusion.kind == FusionPlan::Kind::kRow && fusion.space == x && fusion.split == split && CanJoin(f, r)) {
         p_.fusion_of[id] = f;
@@ -245,6 +250,7 @@ class Planner {
     p_.fusions[f].reductions = {id};
     p_.fusion_of[id] = f;
     Join(f, r);
+    if (!fuse_) AddRoot(f, {id, 0});
     return Status::Ok();
   }
 
@@ -262,7 +268,7 @@ class Planner {
     }
     const Reach r = ReachOf(v);
     const Shape& s = ShapeOf(g_, v);
-    for (int f = static_cast<int>(p_.fusions.size()) - 1; f >= 0; --f) {
+    for (int f = static_cast<int>(p_.fusions.size()) - 1; fuse_ && f >= 0; --f) {
       const FusionPlan::Fusion& fusion = p_.fusions[f];
       const bool fits = (fusion.kind == FusionPlan::Kind::kLoop && fusion.space == s) ||
                         (fusion.kind == FusionPlan::Kind::kRow && (fusion.space == s || IsRowShape(s, fusion)));
@@ -280,6 +286,7 @@ class Planner {
   }
 
   const AnalyzedGraph& g_;
+  const bool fuse_;
   FusionPlan p_;
   std::vector<NodeKind> kind_;
 };
@@ -404,8 +411,8 @@ std::string FusionPlan::ToString(const Graph& graph) const {
 }
 
 StatusOr<FusionPlan> PlanFusions(const AnalyzedGraph& body, const std::vector<TensorId>& args,
-                                 const std::vector<TensorId>& outputs) {
-  return Planner(body).Run(args, outputs);
+                                 const std::vector<TensorId>& outputs, bool fuse) {
+  return Planner(body, fuse).Run(args, outputs);
 }
 
 }  // namespace graphjit

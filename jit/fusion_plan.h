@@ -81,8 +81,9 @@ struct FusionPlan {
 };
 
 // Plans the body's kernels. `args` has the placeholder of each input (node -1 for an input
-// replaced by its value); every shape the outputs need must be static.
+// replaced by its value); every shape the outputs need must be static. Without `fuse`, each
+// op is a kernel of its own that stores its result (the unfused baseline).
 StatusOr<FusionPlan> PlanFusions(const AnalyzedGraph& body, const std::vector<TensorId>& args,
-                                 const std::vector<TensorId>& outputs);
+                                 const std::vector<TensorId>& outputs, bool fuse = true);
 
 }  // namespace graphjit

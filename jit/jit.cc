@@ -82,6 +82,7 @@ struct ClusterState {
   mutable std::once_flag backend_once;
   mutable StatusOr<std::shared_ptr<const Backend>> backend = std::shared_ptr<const Backend>();
   mutable std::string target_key;
+  mutable bool fuse = true;  // false: each op a kernel of its own
   tensorflow::GraphDef body_def;  // with Softmax and LogSoftmax expanded
   std::vector<std::string> outputs;
   std::vector<bool> value_inputs;  // inputs whose values are part of the signature
@@ -174,7 +175,7 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   if (!dir.empty()) (void)WriteGraphDefFile(ExportGraphDef(body->graph.graph), dir + "/00_cluster.pbtxt");
   stage("specialize");
   // 2. Plan the fusions, 3. emit one function per fusion.
-  auto plan = PlanFusions(body->graph, body->args, body->outputs);
+  auto plan = PlanFusions(body->graph, body->args, body->outputs, state.fuse);
   if (!plan.ok()) return fail(plan.status());
   dump("01_fusion_plan.txt", plan->ToString(body->graph.graph));
   stage("plan");
@@ -212,9 +213,9 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   stage(backend.schedule() == Schedule::kCpu ? "llvm" : "ptx");
   entry.bytes = (*kernel)->bytes();
   if (report.verbose)
-    std::fprintf(stderr, "graphjit: compiled %s for %s: %d ops in %zu kernels, %.1f ms\n", state.name.c_str(),
-                 backend.target().c_str(), num_ops, num_kernels,
-                 std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    std::fprintf(stderr, "graphjit: compiled %s: %d ops in %zu kernels, %.1f ms%s\n", state.name.c_str(), num_ops,
+                 num_kernels, std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
+                 backend.schedule() == Schedule::kGpu ? " (GPU)" : "");
   entry.kernel = std::shared_ptr<const ClusterExecutable>(std::move(kernel).value());
   return entry;
 }
@@ -296,7 +297,13 @@ Status Compute(KernelContext& ctx) {
   const SessionOptions* options = ctx.options;
   std::call_once(state.backend_once, [&] {
     state.backend = ChooseBackend(ctx);
-    if (state.backend.ok()) state.target_key = "#" + std::to_string(InternPrefix((*state.backend)->target())) + "|";
+    // On a GPU with the JIT level off, each op runs as a kernel of its own: the unfused
+    // baseline (see ClusteringOptions::FromSession).
+    const JitLevel level = options ? options->jit_level : JitLevel::kDefault;
+    state.fuse = !(state.backend.ok() && (*state.backend)->schedule() == Schedule::kGpu &&
+                   (level == JitLevel::kOff || level == JitLevel::kDefault));
+    if (state.backend.ok())
+      state.target_key = "#" + std::to_string(InternPrefix((*state.backend)->target() + (state.fuse ? "" : " unfused"))) + "|";
   });
   if (!state.backend.ok()) return ctx.Error(state.backend.status().message());
   CompileReporting report;
@@ -362,6 +369,24 @@ class JitCompilability : public CompilabilityOracle {
 }  // namespace
 
 void CountGpuLaunches(int64_t launches) { gpu_launches += launches; }
+
+namespace {
+std::mutex profiles_mu;
+std::vector<GpuKernelProfile>& Profiles() {
+  static auto* profiles = new std::vector<GpuKernelProfile>();
+  return *profiles;
+}
+}  // namespace
+
+void RecordGpuProfile(GpuKernelProfile profile) {
+  std::lock_guard<std::mutex> lock(profiles_mu);
+  Profiles().push_back(std::move(profile));
+}
+
+std::vector<GpuKernelProfile> TakeGpuProfiles() {
+  std::lock_guard<std::mutex> lock(profiles_mu);
+  return std::exchange(Profiles(), {});
+}
 
 void RegisterJit() {
   static std::once_flag once;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ir/status.h"
 
@@ -44,6 +45,22 @@ struct JitStats {
   int64_t gpu_launches = 0;  // kernels launched on GPUs
 };
 JitStats GetJitStats();
+
+// A GPU kernel launched in a session with SessionOptions::gpu_profile.
+struct GpuKernelProfile {
+  std::string name;  // "<cluster>/fusion_<k>"
+  int64_t grid = 0, block = 0;
+  int64_t io_bytes = 0;  // its buffers' bytes: reading its inputs and writing its outputs once
+  double measured_us = 0;  // from events around it (the emulator's time on gpu-emu)
+  // What the CUDA emulator counted (counted = false on a GPU): the distinct 32-byte sectors
+  // it loaded and stored (x 32: the bytes it moves), the bytes its threads asked for and the
+  // sectors of each warp's accesses (their ratio: coalescing), its floating-point operations.
+  bool counted = false;
+  int64_t moved_bytes = 0, requested_bytes = 0, request_sectors = 0, float_ops = 0;
+  int registers = 0, spill_bytes = 0;
+};
+// The profiles recorded since the last call, in launch order.
+std::vector<GpuKernelProfile> TakeGpuProfiles();
 // "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X internal_errors=N
 // cache_kernels=N cache_mb=X cache_evictions=N gpu_launches=N"
 std::string JitStatsLine();

@@ -4,6 +4,8 @@
 
 #ifdef GRAPHJIT_HAVE_CUDA_H
 #include <cuda.h>
+
+#include "cuda_emulator/cuemu.h"
 #endif
 
 namespace graphjit {
@@ -17,6 +19,22 @@ StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string&) {
 }
 CudaDevice::~CudaDevice() = default;
 CudaDevice::Stream::~Stream() = default;
+// Without a device (Get fails) none of these is reached.
+static Status NoCuda() { return Unimplemented("no CUDA support in this build"); }
+StatusOr<uint64_t> CudaDevice::Allocate(size_t) { return NoCuda(); }
+void CudaDevice::Free(uint64_t) {}
+size_t CudaDevice::bytes_in_use() const { return 0; }
+size_t CudaDevice::bytes_cached() const { return 0; }
+StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string&, const std::string&) { return NoCuda(); }
+StatusOr<std::unique_ptr<CudaDevice::Stream>> CudaDevice::NewStream() { return NoCuda(); }
+StatusOr<CudaDevice::LaunchCounters> CudaDevice::LastLaunchCounters() const { return NoCuda(); }
+Status CudaDevice::Stream::CopyToDevice(uint64_t, const void*, size_t) { return NoCuda(); }
+Status CudaDevice::Stream::CopyToHost(void*, uint64_t, size_t) { return NoCuda(); }
+Status CudaDevice::Stream::Launch(const Kernel&, const unsigned[3], const unsigned[3], unsigned, std::vector<void*>) { return NoCuda(); }
+StatusOr<int> CudaDevice::Stream::Record() { return NoCuda(); }
+StatusOr<float> CudaDevice::Stream::ElapsedMillis(int, int) { return NoCuda(); }
+void CudaDevice::Stream::ClearPoints() {}
+Status CudaDevice::Stream::Synchronize() { return NoCuda(); }
 
 #else
 
@@ -214,6 +232,26 @@ StatusOr<float> CudaDevice::Stream::ElapsedMillis(int from, int to) {
                                                                        static_cast<CUevent>(events_[to])),
                                     "cuEventElapsedTime"));
   return ms;
+}
+
+StatusOr<CudaDevice::LaunchCounters> CudaDevice::LastLaunchCounters() const {
+  using GetCounters = CUresult (*)(CUemuCounters*);
+  auto get = reinterpret_cast<GetCounters>(driver_->Symbol("cuemuGetLastLaunchCounters"));
+  if (!get) return NotFound("the CUDA driver counts nothing per launch (only the CUDA emulator does)");
+  GJ_RETURN_IF_ERROR(MakeCurrent());
+  CUemuCounters c{};
+  GJ_RETURN_IF_ERROR(Check(get(&c), "cuemuGetLastLaunchCounters"));
+  LaunchCounters out;
+  out.thread_instructions = c.thread_instructions;
+  out.load_bytes = c.global_load_bytes;
+  out.store_bytes = c.global_store_bytes;
+  out.request_sectors = c.global_load_sectors + c.global_store_sectors;
+  out.footprint_sectors = c.global_load_footprint_sectors + c.global_store_footprint_sectors;
+  out.float_ops = c.float_ops;
+  out.registers = c.registers;
+  out.spill_bytes = c.spill_store_bytes + c.spill_load_bytes;
+  out.shared_bytes = c.static_shared_bytes;
+  return out;
 }
 
 void CudaDevice::Stream::ClearPoints() {

@@ -43,6 +43,18 @@ class CudaDevice {
   };
   StatusOr<Kernel> LoadKernel(const std::string& ptx, const std::string& name);
 
+  // What the CUDA emulator counted for the last kernel the device ran (see
+  // cuda_emulator/cuemu.h); NotFound for a driver that does not count (a GPU's).
+  struct LaunchCounters {
+    uint64_t thread_instructions = 0;
+    uint64_t load_bytes = 0, store_bytes = 0;  // what the threads asked for
+    uint64_t request_sectors = 0;              // the 32-byte sectors of each warp's accesses, summed
+    uint64_t footprint_sectors = 0;            // the distinct 32-byte sectors loaded and stored
+    uint64_t float_ops = 0;
+    int registers = 0, spill_bytes = 0, shared_bytes = 0;
+  };
+  StatusOr<LaunchCounters> LastLaunchCounters() const;
+
   class Stream {
    public:
     ~Stream();

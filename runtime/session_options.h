@@ -65,6 +65,10 @@ struct SessionOptions {
   // still compiles each cluster for the GPU (for gpu_arch, sm_90 by default), so its PTX
   // can be dumped (`graphjit dump --device gpu`). Not a flag: set by that command.
   bool gpu_compile_only = false;
+  // Each GPU kernel's launch is followed by a synchronize and recorded (with what the CUDA
+  // emulator counted, or its time on a GPU): see jit/jit.h's TakeGpuProfiles. For
+  // `graphjit bench`.
+  bool gpu_profile = false;
 
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/graphdef.h"
+#include "jit/jit.h"
 #include "runtime/thread_pool.h"
 #include "runtime/trace.h"
 #include "tools/devices_command.h"
@@ -52,9 +53,47 @@ bool MovesData(const TraceEvent& e) {
   return !no.count(e.op);
 }
 
+// What a configuration's GPU kernels did in one run (see GpuKernelProfile).
+struct GpuSummary {
+  int kernels = 0;
+  bool counted = true;
+  int64_t moved = 0, io = 0, requested = 0, request_sectors = 0, flops = 0;
+  double worst_moved_ratio = 0, worst_coalescing = 1, predicted_us = 0, measured_us = 0;
+  int registers = 0, spill_bytes = 0;
+};
+
+// An H100 SXM, as the prediction sees it.
+constexpr double kGpuBandwidth = 3.35e12;  // bytes/s, HBM3
+constexpr double kGpuFlops = 67e12;        // fp32 FLOP/s, without tensor cores
+constexpr double kGpuLaunchUs = 3;
+
+GpuSummary Summarize(const std::vector<GpuKernelProfile>& profiles) {
+  GpuSummary g;
+  for (const GpuKernelProfile& p : profiles) {
+    ++g.kernels;
+    g.counted &= p.counted;
+    g.io += p.io_bytes;
+    g.measured_us += p.measured_us;
+    // Without counters (a GPU), the bytes it moves at best: its inputs and outputs once.
+    const int64_t moved = p.counted ? p.moved_bytes : p.io_bytes;
+    g.moved += moved;
+    g.requested += p.requested_bytes;
+    g.request_sectors += p.request_sectors;
+    g.flops += p.float_ops;
+    g.registers = std::max(g.registers, p.registers);
+    g.spill_bytes += p.spill_bytes;
+    if (p.io_bytes > 0) g.worst_moved_ratio = std::max(g.worst_moved_ratio, static_cast<double>(moved) / p.io_bytes);
+    if (p.request_sectors > 0)
+      g.worst_coalescing = std::min(g.worst_coalescing, static_cast<double>(p.requested_bytes) / (32.0 * p.request_sectors));
+    g.predicted_us += std::max(moved / kGpuBandwidth, p.float_ops / kGpuFlops) * 1e6 + kGpuLaunchUs;
+  }
+  return g;
+}
+
 struct Config {
   std::string name;
   int threads = 1;
+  GpuSummary gpu;
   std::unique_ptr<Session> session;
   std::vector<double> ms, stream;
   double compile_ms = 0;
@@ -88,6 +127,45 @@ class StreamCopy {
   std::vector<float> dst_;
   ThreadPool* pool_;
 };
+
+// The GPU kernels of each configuration: how many, the bytes they move against reading
+// their inputs and writing their outputs once, coalescing, registers and spills, and an
+// H100's predicted time (and the measured one on a GPU).
+void PrintGpuTable(const std::string& device, const std::vector<Config>& configs, nlohmann::json* json) {
+  const bool emulated = device == "gpu-emu";
+  std::printf("\nGPU kernels per run on %s%s; predicted for an H100 SXM: per kernel the larger of bytes / 3.35 TB/s "
+              "and flops / 67 TFLOP/s, plus 3 us per launch\n",
+              device.c_str(), emulated ? " (the CUDA emulator: nothing ran on a GPU)" : "");
+  std::printf("%-5s %7s %8s %10s %14s %11s %11s %7s %8s %14s %12s\n", "jit", "threads", "kernels", "MB moved",
+              "moved/io max", "coalescing", "regs max", "spills", "MFLOP", "predicted us", "measured us");
+  for (const Config& c : configs) {
+    const GpuSummary& g = c.gpu;
+    const double coalescing = g.request_sectors ? g.requested / (32.0 * g.request_sectors) : 1;
+    char measured[32] = "-";
+    if (!emulated) std::snprintf(measured, sizeof measured, "%.1f", g.measured_us);
+    std::printf("%-5s %7d %8d %10.2f %14.3f %5.1f%% (%2.0f) %11d %7d %8.2f %14.1f %12s\n", c.name.c_str(), c.threads,
+                g.kernels, g.moved / 1e6, g.worst_moved_ratio, 100 * coalescing, 100 * g.worst_coalescing, g.registers,
+                g.spill_bytes, g.flops / 1e6, g.predicted_us, measured);
+    for (auto& j : (*json)["configs"])
+      if (j["jit"] == c.name && j["threads"] == c.threads)
+        j["gpu"] = {{"device", device},         {"kernels", g.kernels},
+                    {"moved_bytes", g.moved},   {"io_bytes", g.io},
+                    {"worst_moved_ratio", g.worst_moved_ratio},
+                    {"coalescing", coalescing}, {"worst_coalescing", g.worst_coalescing},
+                    {"max_registers", g.registers}, {"spill_bytes", g.spill_bytes},
+                    {"flops", g.flops},         {"predicted_us", g.predicted_us},
+                    {"measured_us", emulated ? nlohmann::json() : nlohmann::json(g.measured_us)}};
+  }
+  if (!configs.empty() && !configs[0].gpu.counted)
+    std::printf("(no counters on a GPU: bytes moved are the kernels' inputs and outputs, flops 0)\n");
+  const Config* off = nullptr;
+  for (const Config& c : configs)
+    if (c.name == "off") off = &c;
+  for (const Config& c : configs)
+    if (off && &c != off && c.threads == off->threads && c.gpu.predicted_us > 0)
+      std::printf("predicted speed-up of jit %s over off (fused vs unfused): %.2fx\n", c.name.c_str(),
+                  off->gpu.predicted_us / c.gpu.predicted_us);
+}
 
 }  // namespace
 
@@ -153,6 +231,22 @@ int BenchCommand(const BenchArgs& a) {
     }
   }
 
+  // On a GPU, one more run of each configuration, each kernel followed by a synchronize and
+  // recorded: what it moved and computed (counted by the CUDA emulator), or its time (a GPU).
+  const bool gpu = loaded->device == "gpu" || loaded->device == "gpu-emu";
+  if (gpu) {
+    for (Config& c : configs) {
+      SessionOptions options = c.session->options();
+      options.gpu_profile = true;
+      auto session = Session::Create(options, *graph_def);
+      if (!session.ok()) return Fail(kExitBadInput, a.model + ": " + session.status().message());
+      TakeGpuProfiles();
+      Status s = (*session)->Run(inputs->feeds, inputs->fetches, {}, &out);
+      if (!s.ok()) return Fail(kExitRunError, "jit " + c.name + ": " + s.message());
+      c.gpu = Summarize(TakeGpuProfiles());
+    }
+  }
+
   // 3. Timed runs, interleaved, each followed by a copy of the largest input.
   const Tensor* largest = nullptr;
   for (const auto& [name, t] : inputs->feeds)
@@ -207,6 +301,7 @@ int BenchCommand(const BenchArgs& a) {
                                {"stream_gbs", c.stream_gbs},
                                {"bandwidth_fraction", gbs / c.stream_gbs}});
   }
+  if (gpu) PrintGpuTable(loaded->device, configs, &json);
   // What more threads bring each configuration, next to what they bring the copy.
   if (thread_counts.size() > 1) {
     const int base = thread_counts.front();

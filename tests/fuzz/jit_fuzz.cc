@@ -16,7 +16,9 @@
 // Integers are kept from overflowing (the reference kernels' signed overflow is undefined).
 //
 //   jit_fuzz [--seed S] [--graphs N] [--minutes M] [--graph K] [--verbose] [--dump DIR]
-//            [--known FILE]
+//            [--known FILE] [--device gpu-emu]
+// --device runs the JIT's side on a GPU (gpu-emu: the CUDA emulator), every GPU module also
+// assembled by ptxas for sm_80 and sm_90 without spills.
 // --known lists open findings ("SEED GRAPH why", one per line): they are reported but do not
 // fail the run; one that no longer disagrees does, until it is taken off the list.
 // Graph K of seed S is the same on every run: `--seed S --graph K --verbose` prints it, and
@@ -466,7 +468,7 @@ struct Outcome {
   std::string what;
 };
 
-Outcome RunOne(uint64_t seed, int64_t index, bool verbose, const std::string& dump) {
+Outcome RunOne(uint64_t seed, int64_t index, bool verbose, const std::string& dump, const std::string& device) {
   Generator g(seed * 1000003 + static_cast<uint64_t>(index));
   g.Make();
   if (verbose) {
@@ -477,7 +479,7 @@ Outcome RunOne(uint64_t seed, int64_t index, bool verbose, const std::string& du
   if (!dump.empty()) {
     std::filesystem::create_directories(dump);
     (void)WriteGraphDefFile(g.b.graph_def(), dump + "/graph.pbtxt");
-    std::string command = "graphjit run " + dump + "/graph.pbtxt --jit on_2";
+    std::string command = "graphjit run " + dump + "/graph.pbtxt --jit on_2" + (device.empty() ? "" : " --device " + device);
     for (const auto& [name, t] : g.feeds) {
       (void)WriteNpy(dump + "/" + name + ".npy", t);
       command += " --feed " + name + "=" + dump + "/" + name + ".npy";
@@ -491,7 +493,11 @@ Outcome RunOne(uint64_t seed, int64_t index, bool verbose, const std::string& du
     options.jit_level = level;
     options.min_cluster_size = 1;
     options.intra_op_threads = options.inter_op_threads = 1;
-    if (level != JitLevel::kOff) options.dump_to = dump;
+    if (level != JitLevel::kOff) {
+      options.dump_to = dump;
+      options.device = device;
+      options.gpu_ptxas_check = !device.empty();
+    }
     auto session = Session::Create(options, g.b.graph_def());
     if (!session.ok()) return session.status();
     return (*session)->Run(g.feeds, g.fetches, {}, out);
@@ -517,7 +523,7 @@ int Main(int argc, char** argv) {
   int64_t graphs = 1000, only = -1;
   double minutes = 0;
   bool verbose = false;
-  std::string dump, known_file;
+  std::string dump, known_file, device;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -534,8 +540,10 @@ int Main(int argc, char** argv) {
     else if (a == "--verbose") verbose = true;
     else if (a == "--dump") dump = next();
     else if (a == "--known") known_file = next();
+    else if (a == "--device") device = next();
     else {
-      std::fprintf(stderr, "usage: jit_fuzz [--seed S] [--graphs N] [--minutes M] [--graph K] [--verbose] [--dump DIR]\n");
+      std::fprintf(stderr, "usage: jit_fuzz [--seed S] [--graphs N] [--minutes M] [--graph K] [--verbose] [--dump DIR] "
+                           "[--known FILE] [--device gpu-emu]\n");
       return 2;
     }
   }
@@ -564,7 +572,7 @@ int Main(int argc, char** argv) {
   int64_t ran = 0, skipped = 0, findings = 0, known_findings = 0;
   for (int64_t k = only >= 0 ? only : 0;; ++k) {
     if (only >= 0 ? k > only : (minutes > 0 ? elapsed_min() >= minutes : k >= graphs)) break;
-    Outcome o = RunOne(seed, k, verbose, dump);
+    Outcome o = RunOne(seed, k, verbose, dump, device);
     ++ran;
     skipped += o.skipped;
     if (o.skipped && verbose) std::printf("graph %lld skipped: %s\n", static_cast<long long>(k), o.what.c_str());
