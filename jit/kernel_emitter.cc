@@ -215,7 +215,7 @@ Value KernelEmitter::Load(int buffer, const Index& index, int depth) {
   const Index subscript = Subscript(buffer, index);
   const std::string load = "memref.load " + Access(buffer, subscript);
   Value v;
-  const int d = std::max(depth >= 0 ? depth : DepthOf(index), floor_);
+  const int d = std::max({depth >= 0 ? depth : DepthOf(index), DepthOf(subscript), floor_});
   const bool early = d == load_slot_.depth && std::all_of(subscript.begin(), subscript.end(), [&](const Value& i) {
                        return i.depth < d || load_slot_.ready.count(i.name);
                      });

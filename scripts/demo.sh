@@ -41,3 +41,17 @@ $G bench bench/graphs/layer_norm.pb --jit off,on --iters 50 --threads 2
 echo
 echo "== The same MLP on a batch of 4096 random rows, 2 threads"
 $G run tests/data/keras_mlp/model.pb --random-feeds --shape input=4096,20 --threads 2 --repeat 50
+echo
+echo "== The GPU backend on the CUDA emulator (gpu-emu: the PTX graphjit emits runs on this CPU; no GPU is used)"
+$G devices
+D=tests/data/transformer_block
+echo "   The transformer block on the GPU, unfused (each op its own kernel) and fused:"
+$G run $D/model.pb --feed x=$D/x.npy --device gpu-emu --jit off --out build/demo/transformer_gpu_off --stats 2>&1 | grep -v "^graphjit: device"
+$G run $D/model.pb --feed x=$D/x.npy --device gpu-emu --jit on --out build/demo/transformer_gpu_on --stats 2>&1 | grep -v "^graphjit: device"
+$G compare build/demo/transformer_gpu_off/Identity.npy $D/out_Identity.npy --rtol 1e-4 --atol 1e-5
+$G compare build/demo/transformer_gpu_on/Identity.npy $D/out_Identity.npy --rtol 1e-4 --atol 1e-5
+echo "   Fused vs unfused GPU kernels, with an H100's predicted time (the wall times are the emulator's):"
+for g in softmax_decomposed_1024 layer_norm gelu_exact bias_relu_tanh; do
+  echo "-- $g"
+  $G bench bench/graphs/$g.pb --device gpu-emu --jit off,on --iters 1 2>&1 | sed -n '/^GPU kernels/,$p'
+done

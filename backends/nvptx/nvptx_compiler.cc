@@ -16,6 +16,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -104,6 +105,17 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
     mlir::PassManager pm(&context);
     if (mlir::failed(mlir::parsePassPipeline(pipeline, pm))) return Internal("bad NVPTX pipeline: " + diagnostics.text());
     if (mlir::failed(pm.run(*module))) return Internal(std::string("lowering to ") + (*stage ? stage : "PTX") + " failed: " + diagnostics.text());
+    // Square roots correctly rounded (sqrt.rn), as IEEE and TensorFlow's CPU kernels have
+    // them: libdevice's __nv_sqrtf, which convert-gpu-to-nvvm calls, is sqrt.approx unless
+    // __nvvm_reflect("__CUDA_PREC_SQRT") says otherwise, and LLVM 19 answers it 0.
+    if (*stage) {
+      module->walk([](mlir::LLVM::CallOp call) {
+        if (call.getCallee() != "__nv_sqrtf") return;
+        mlir::OpBuilder builder(call);
+        call.getResult().replaceAllUsesWith(builder.create<mlir::LLVM::SqrtOp>(call.getLoc(), call.getOperand(0)));
+        call.erase();
+      });
+    }
     if (*stage && options.keep_stages) {
       std::string printed;
       llvm::raw_string_ostream os(printed);

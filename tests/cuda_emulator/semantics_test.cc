@@ -1,12 +1,14 @@
 // PTX semantics the CUDA C kernels do not reach, in hand-written PTX (each module is also
 // accepted by ptxas, which the emulator runs on every module): what the ISA says about
 // module variables, symbols, parameter addresses, nested blocks, warp-synchronous
-// instructions in diverged warps, independent thread scheduling, and rounding once.
+// instructions in diverged warps, independent thread scheduling, rounding once and
+// comparisons of pairs of halves; and the counters of launches whose every instruction is known.
 #include <cuda.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -302,6 +304,163 @@ TEST_F(Semantics, RoundingOnceAndSignExtension) {
   EXPECT_EQ(got[3], 0x3C7D);  // the exact fma, rounded once
   EXPECT_EQ(got[4] | got[5] << 16, 0xFFFFFFFFu);  // -1 as s8, sign-extended
   EXPECT_EQ(got[6] | got[7] << 16, 0x3C004000u);  // {1.0 (upper), 2.0 (lower)}
+}
+
+// setp on .f16x2 and .bf16x2 compares the two halves in parallel: p gets the comparison
+// of the low halves, q of the high ones (each on its own, not q = !p). Ordered compares
+// are false with a NaN operand, unordered ones (ltu, equ, gtu) true.
+TEST_F(Semantics, SetpOnPairsOfHalvesSetsOnePredicatePerHalf) {
+  enum V { kOne, kTwo, kThree, kMinusOne, kHalf, kNaN };
+  struct Type {
+    const char* name;
+    uint16_t bits[6];  // the values of V
+  };
+  const Type types[] = {{"f16x2", {0x3C00, 0x4000, 0x4200, 0xBC00, 0x3800, 0x7E00}},
+                        {"bf16x2", {0x3F80, 0x4000, 0x4040, 0xBF80, 0x3F00, 0x7FC0}}};
+  struct Case {
+    const char* cmp;
+    V a_high, a_low, b_high, b_low;
+    bool p, q;  // low, high
+  };
+  const Case cases[] = {
+      {"eq", kTwo, kOne, kThree, kOne, true, false},
+      {"lt", kTwo, kMinusOne, kOne, kHalf, true, false},
+      {"gt", kTwo, kMinusOne, kOne, kHalf, false, true},
+      {"le", kTwo, kOne, kThree, kOne, true, true},
+      {"ne", kTwo, kOne, kTwo, kOne, false, false},
+      {"lt", kOne, kNaN, kTwo, kOne, false, true},
+      {"ltu", kOne, kNaN, kTwo, kOne, true, true},
+      {"eq", kNaN, kOne, kOne, kOne, true, false},
+      {"equ", kNaN, kOne, kOne, kOne, true, true},
+      {"gtu", kNaN, kOne, kOne, kOne, false, true},
+  };
+  const int n = sizeof(cases) / sizeof(cases[0]);
+  for (const Type& t : types) {
+    SCOPED_TRACE(t.name);
+    std::string body =
+        ".visible .entry k(.param .u64 out)\n{\n  .reg .pred %p<3>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<2>;\n"
+        "  ld.param.u64 %rd1, [out];\n";
+    for (int i = 0; i < n; ++i) {
+      const Case& c = cases[i];
+      char lines[512];
+      std::snprintf(lines, sizeof(lines),
+                    "  mov.b32 %%r1, 0x%04X%04X;\n  mov.b32 %%r2, 0x%04X%04X;\n  setp.%s.%s %%p1|%%p2, %%r1, %%r2;\n"
+                    "  selp.u32 %%r3, 1, 0, %%p1;\n  selp.u32 %%r4, 2, 0, %%p2;\n  or.b32 %%r5, %%r3, %%r4;\n"
+                    "  st.global.u32 [%%rd1+%d], %%r5;\n",
+                    t.bits[c.a_high], t.bits[c.a_low], t.bits[c.b_high], t.bits[c.b_low], c.cmp, t.name, 4 * i);
+      body += lines;
+    }
+    body += "  ret;\n}\n";
+    CUfunction f = Kernel(body, "k");
+    ASSERT_NE(f, nullptr);
+    CUdeviceptr out = mem_.Alloc<uint32_t>(n);
+    CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
+    std::vector<uint32_t> got = Download<uint32_t>(out, n);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(got[i], (cases[i].p ? 1u : 0u) | (cases[i].q ? 2u : 0u)) << "case " << i << ": setp." << cases[i].cmp;
+    }
+  }
+}
+
+// The footprint counts each 32-byte sector once per launch: two blocks of one warp each
+// read the same 128 floats (16 sectors), lane l the floats l, l+32, l+64 and l+96, so
+// the per-request sectors add up to twice the footprint; they write 64 floats (8 sectors).
+TEST_F(Semantics, FootprintSectorsCountEachSectorOnce) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 in, .param .u64 out)
+{
+  .reg .f32 %f<8>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.f32 %f1, [%rd4];
+  ld.global.f32 %f2, [%rd4+128];
+  ld.global.f32 %f3, [%rd4+256];
+  ld.global.f32 %f4, [%rd4+384];
+  add.f32 %f5, %f1, %f2;
+  add.f32 %f6, %f3, %f4;
+  add.f32 %f7, %f5, %f6;
+  mad.lo.u32 %r3, %r2, 32, %r1;
+  mul.wide.u32 %rd5, %r3, 4;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.f32 [%rd6], %f7;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  std::vector<float> host(128);
+  for (int i = 0; i < 128; ++i) host[i] = static_cast<float>(i);
+  CUdeviceptr in = mem_.Upload(host), out = mem_.Alloc<float>(64);
+  CU_ASSERT_OK(Launch(f, {2}, {32}, 0, nullptr, in, out));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  CUemuCounters c{};
+  CU_ASSERT_OK(cuemuGetLastLaunchCounters(&c));
+  EXPECT_EQ(c.global_load_requests, 8u);
+  EXPECT_EQ(c.global_load_bytes, 1024u);
+  EXPECT_EQ(c.global_load_sectors, 32u);
+  EXPECT_EQ(c.global_load_footprint_sectors, 16u);
+  EXPECT_EQ(c.global_store_requests, 2u);
+  EXPECT_EQ(c.global_store_sectors, 8u);
+  EXPECT_EQ(c.global_store_footprint_sectors, 8u);
+  std::vector<float> got = Download<float>(out, 64);
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(got[t], 4.0f * (t % 32) + 192) << "thread " << t;
+}
+
+// float_ops counts per thread that executes the instruction: add.f32 1, fma.rn.f32 2,
+// add.rn.f16x2 2 (two halves), an add under a predicate only where it holds; integer
+// arithmetic (mad.lo.u32 included), moves, setp on integers and branches count nothing.
+TEST_F(Semantics, FloatOpsCountEachExecutedOperation) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<8>;
+  .reg .f32 %f<6>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mad.lo.u32 %r4, %r2, %r3, %r1;
+  mul.wide.u32 %rd2, %r4, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  mov.f32 %f1, 0f3F800000;
+  mov.f32 %f2, 0f40000000;
+  add.f32 %f3, %f1, %f2;
+  mov.u32 %r5, 0;
+LOOP:
+  fma.rn.f32 %f3, %f3, %f2, %f1;
+  add.u32 %r5, %r5, 1;
+  setp.lt.u32 %p1, %r5, 3;
+  @%p1 bra LOOP;
+  mov.b32 %r6, 0x3C003C00;
+  add.rn.f16x2 %r7, %r6, %r6;
+  setp.lt.u32 %p2, %r1, 8;
+  @%p2 add.f32 %f3, %f3, %f1;
+  mov.b32 %f4, %r7;
+  add.f32 %f5, %f3, %f4;
+  st.global.f32 [%rd3], %f5;
+  ret;
+}
+)", "k");
+  ASSERT_NE(f, nullptr);
+  // 3 blocks of 40 threads (a full warp and one of 8 lanes); per thread add 1 + 3 fma 6 +
+  // f16x2 add 2 + add 1 = 10, and 1 for the 8 threads per block with tid.x < 8.
+  CUdeviceptr out = mem_.Alloc<float>(120);
+  CU_ASSERT_OK(Launch(f, {3}, {40}, 0, nullptr, out));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  CUemuCounters c{};
+  CU_ASSERT_OK(cuemuGetLastLaunchCounters(&c));
+  EXPECT_EQ(c.threads, 120u);
+  EXPECT_EQ(c.float_ops, 120u * 10 + 3 * 8);
+  // 3 -> 7 -> 15 -> 31, (+1), + the bits 0x40004000 of {2, 2} as an f32: 2 + 2^-8.
+  std::vector<float> got = Download<float>(out, 120);
+  for (int t = 0; t < 120; ++t) EXPECT_EQ(got[t], (t % 40 < 8 ? 32.0f : 31.0f) + 2.00390625f) << "thread " << t;
 }
 
 // atom.add.f32 on global memory flushes subnormals, as the ISA notes.

@@ -1,0 +1,213 @@
+// The JIT's GPU backend on the CUDA emulator: every schedule (loops with and without 4-wide
+// accesses, a warp or a block per row, rows held in registers or looped over, column and
+// full reductions by thread or by block, the thread-per-row fallback) against the reference
+// kernels; the unfused baseline; placement; reproducible float reductions. Every module
+// is also assembled by ptxas for sm_80 and sm_90 without spills (gpu_ptxas_check).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "jit/jit.h"
+#include "passes/passes.h"
+#include "tests/support/test_util.h"
+
+namespace graphjit {
+namespace {
+
+using testing::GraphBuilder;
+
+class GpuJit : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RegisterGraphOptimizer();
+    RegisterJit();
+  }
+  void SetUp() override { REQUIRE_CUDA_EMULATOR(); }
+};
+
+SessionOptions OnGpu(JitLevel level) {
+  SessionOptions options;
+  options.device = "gpu-emu";
+  options.gpu_ptxas_check = true;
+  options.jit_level = level;
+  options.min_cluster_size = 1;
+  options.intra_op_threads = options.inter_op_threads = 1;
+  return options;
+}
+
+// Runs on the GPU (nothing may fall back or fail in the compiler) and op by op on the CPU;
+// returns {gpu, reference} and the kernels the GPU run launched.
+struct Runs {
+  std::vector<Tensor> gpu, reference;
+  int64_t launches = 0;
+};
+Runs RunBoth(const tensorflow::GraphDef& gd, const std::vector<std::pair<std::string, Tensor>>& feeds,
+             const std::vector<std::string>& fetches, JitLevel level = JitLevel::kOn2) {
+  Runs r;
+  const JitStats before = GetJitStats();
+  r.gpu = testing::RunOrDie(*testing::MakeSession(gd, OnGpu(level)), feeds, fetches);
+  const JitStats after = GetJitStats();
+  EXPECT_EQ(after.fallback, before.fallback) << "a cluster ran op by op";
+  EXPECT_EQ(after.internal_errors, before.internal_errors);
+  r.launches = after.gpu_launches - before.gpu_launches;
+  SessionOptions cpu;
+  cpu.jit_level = JitLevel::kOff;
+  r.reference = testing::RunOrDie(*testing::MakeSession(gd, cpu), feeds, fetches);
+  return r;
+}
+
+void ExpectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < got.num_elements() && reported < 5; ++i) {
+    const double g = got.ValueAsDouble(i), w = want.ValueAsDouble(i);
+    const bool ok = (std::isnan(g) && std::isnan(w)) || g == w || std::fabs(g - w) <= 1e-6 + rtol * std::fabs(w);
+    if (!ok) ADD_FAILURE() << what << " element " << i << ": gpu " << g << ", reference " << w << (++reported, "");
+  }
+}
+
+Tensor Random(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> v(shape.num_elements());
+  for (float& x : v) x = normal(rng);
+  return testing::MakeFloat(shape, v);
+}
+
+// softmax(x) over the last dim, written as TensorFlow's Python writes it, plus the row's
+// mean and max as outputs of their own.
+tensorflow::GraphDef Softmax(int64_t cols) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, cols});
+  b.Const("axis", testing::MakeInt32({}, {-1}));
+  auto* max = b.Op("max", "Max", {"x", "axis"});
+  testing::SetAttrType(max, "Tidx", DType::kInt32);
+  testing::SetAttrBool(max, "keep_dims", true);
+  b.Op("sub", "Sub", {"x", "max"});
+  b.Op("exp", "Exp", {"sub"});
+  auto* sum = b.Op("sum", "Sum", {"exp", "axis"});
+  testing::SetAttrType(sum, "Tidx", DType::kInt32);
+  testing::SetAttrBool(sum, "keep_dims", true);
+  b.Op("softmax", "RealDiv", {"exp", "sum"});
+  auto* mean = b.Op("mean", "Mean", {"x", "axis"});
+  testing::SetAttrType(mean, "Tidx", DType::kInt32);
+  return b.graph_def();
+}
+
+// Rows of 5 (a warp per row, 4 rows per block, the last block short), 256, 1000 (a block per
+// row, the last column guarded), 1024 (8 per thread, held), 10000 (looped over).
+TEST_F(GpuJit, RowSchedulesMatchTheReference) {
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{7, 5}, {9, 256}, {3, 1000}, {5, 1024}, {2, 10000}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    const Runs r = RunBoth(Softmax(cols), {{"x", Random(Shape({rows, cols}), static_cast<uint32_t>(cols))}},
+                           {"softmax", "mean", "max"});
+    ExpectClose(r.gpu[0], r.reference[0], 2e-6, "softmax");
+    ExpectClose(r.gpu[1], r.reference[1], 1e-5, "mean");
+    ExpectClose(r.gpu[2], r.reference[2], 0, "max");
+    // Two clusters (nothing connects the mean to the softmax), one kernel each.
+    EXPECT_EQ(r.launches, 2);
+  }
+}
+
+// The unfused baseline: the same clusters, each op a kernel of its own (max, sub, exp, sum,
+// div; the mean), the same results; fused: a kernel per cluster.
+TEST_F(GpuJit, OffRunsEachOpAsItsOwnKernel) {
+  const Tensor x = Random(Shape({6, 300}), 1);
+  const Runs off = RunBoth(Softmax(300), {{"x", x}}, {"softmax", "mean"}, JitLevel::kOff);
+  ExpectClose(off.gpu[0], off.reference[0], 2e-6, "softmax");
+  ExpectClose(off.gpu[1], off.reference[1], 1e-5, "mean");
+  EXPECT_EQ(off.launches, 6);
+  const Runs on = RunBoth(Softmax(300), {{"x", x}}, {"softmax", "mean"}, JitLevel::kOn2);
+  EXPECT_EQ(on.launches, 2);
+}
+
+// Loops: 4-wide when the last dim allows it, else one element per thread; broadcasts.
+TEST_F(GpuJit, LoopsMatchTheReference) {
+  for (int64_t cols : {8, 7, 1}) {
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {-1, cols});
+    b.Placeholder("bias", DType::kFloat, {cols});
+    b.Op("add", "BiasAdd", {"x", "bias"});
+    b.Op("relu", "Relu", {"add"});
+    b.Op("y", "Tanh", {"relu"});
+    const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape({301, cols}), 2)}, {"bias", Random(Shape({cols}), 3)}}, {"y"});
+    ExpectClose(r.gpu[0], r.reference[0], 2e-6, "cols " + std::to_string(cols));
+  }
+}
+
+// Column reductions (a thread per output when there are many, a block per output when
+// there are few), a full reduction, integer and 64-bit rows, ArgMax along rows.
+TEST_F(GpuJit, ReductionsMatchTheReference) {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int32_t> axes;
+    std::string op;
+    DType dtype;
+  };
+  for (const Case& c : std::vector<Case>{{{64, 2048}, {0}, "Sum", DType::kFloat},
+                                         {{5000, 3}, {0}, "Max", DType::kFloat},
+                                         {{300, 40}, {0, 1}, "Mean", DType::kFloat},
+                                         {{17, 33}, {1}, "Sum", DType::kInt32},
+                                         {{17, 33}, {1}, "Sum", DType::kInt64},
+                                         {{17, 33}, {1}, "ArgMax", DType::kFloat},
+                                         {{40, 50, 60}, {0, 2}, "Min", DType::kFloat}}) {
+    SCOPED_TRACE(c.op + " of " + DTypeName(c.dtype) + " " + Shape(c.shape).ToString());
+    GraphBuilder b;
+    b.Placeholder("x", c.dtype, c.shape);
+    b.Const("axes", testing::MakeInt32({static_cast<int64_t>(c.axes.size())}, c.axes));
+    auto* r = b.Op("r", c.op, {"x", "axes"}, c.dtype);
+    testing::SetAttrType(r, "Tidx", DType::kInt32);
+    if (c.op == "ArgMax") {
+      testing::SetAttrType(r, "output_type", DType::kInt64);
+      b.graph_def().mutable_node(1)->mutable_attr()->at("value").mutable_tensor()->mutable_tensor_shape()->clear_dim();
+    }
+    b.Op("y", "Neg", {"r"}, c.op == "ArgMax" ? DType::kInt64 : c.dtype);
+    Tensor x = Random(Shape(c.shape), 4);
+    if (c.dtype != DType::kFloat) x = *CastTensor(x, c.dtype);
+    const Runs runs = RunBoth(b.graph_def(), {{"x", x}}, {"y"});
+    ExpectClose(runs.gpu[0], runs.reference[0], 1e-5, "y");
+    EXPECT_GE(runs.launches, 1);
+  }
+}
+
+// Float reductions combine in a fixed order: two runs give the same bits.
+TEST_F(GpuJit, FloatReductionsAreReproducible) {
+  const Tensor x = Random(Shape({4, 100000}), 5);
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {4, 100000});
+  b.Const("axes", testing::MakeInt32({2}, {0, 1}));
+  auto* sum = b.Op("sum", "Sum", {"x", "axes"});
+  testing::SetAttrType(sum, "Tidx", DType::kInt32);
+  b.Op("y", "Neg", {"sum"});
+  auto session = testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2));
+  const Tensor first = testing::RunOrDie(*session, {{"x", x}}, {"y"})[0];
+  const Tensor second = testing::RunOrDie(*session, {{"x", x}}, {"y"})[0];
+  EXPECT_EQ(std::memcmp(first.raw(), second.raw(), first.bytes()), 0);
+}
+
+// Nodes a graph places on a GPU run on the CPU in a session without one (the JIT compiles
+// them for the CPU), and on the GPU in a session with one.
+TEST_F(GpuJit, NodesPlacedOnAGpuRunWhereTheSessionCan) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {16});
+  b.Op("a", "Exp", {"x"})->set_device("/job:localhost/replica:0/task:0/device:GPU:0");
+  b.Op("y", "Tanh", {"a"})->set_device("/device:GPU:0");
+  const Tensor x = Random(Shape({16}), 6);
+  SessionOptions cpu;
+  cpu.jit_level = JitLevel::kOn2;
+  cpu.min_cluster_size = 1;
+  JitStats before = GetJitStats();
+  const Tensor on_cpu = testing::RunOrDie(*testing::MakeSession(b.graph_def(), cpu), {{"x", x}}, {"y"})[0];
+  EXPECT_EQ(GetJitStats().gpu_launches, before.gpu_launches);
+  EXPECT_GT(GetJitStats().compiled, before.compiled);
+  before = GetJitStats();
+  const Tensor on_gpu = testing::RunOrDie(*testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2)), {{"x", x}}, {"y"})[0];
+  EXPECT_EQ(GetJitStats().gpu_launches, before.gpu_launches + 1);
+  ExpectClose(on_gpu, on_cpu, 2e-6, "y");
+}
+
+}  // namespace
+}  // namespace graphjit
