@@ -217,7 +217,14 @@ class Generator {
       case 1:
         if (!v.exact) return {};
         return Node(kJumps[Pick(4)], {v.name}, v.dtype, v.dims, true);
-      case 2: return Node(kF32Exact[Pick(4)], {v.name}, v.dtype, v.dims, v.exact && v.dtype == DType::kFloat);
+      case 2: {
+        // Reciprocal and Rsqrt only of exact values: near 0 they amplify a last-bit
+        // difference (made by an approximate op before them) without bound, as Pow does:
+        // a log-softmax of one element is 0 from one exp and log, -2^-22 from others.
+        std::string op = kF32Exact[Pick(4)];
+        if (!v.exact && (op == "Reciprocal" || op == "Rsqrt")) op = "Square";
+        return Node(op, {v.name}, v.dtype, v.dims, v.exact && v.dtype == DType::kFloat);
+      }
       default: return Node(kApprox[Pick(10)], {v.name}, v.dtype, v.dims, false);
     }
   }
@@ -245,7 +252,11 @@ class Generator {
     static const char* kAlways[] = {"Maximum", "Minimum"};
     static const char* kApprox[] = {"SquaredDifference", "DivNoNan", "Pow"};
     switch (Pick(3)) {
-      case 0: return Node(kExactF32[Pick(4)], in, v.dtype, v.dims, exact && v.dtype == DType::kFloat);
+      case 0: {
+        std::string op = kExactF32[Pick(4)];
+        if (op == "RealDiv" && !exact) op = "Mul";  // as Reciprocal above
+        return Node(op, in, v.dtype, v.dims, exact && v.dtype == DType::kFloat);
+      }
       case 1: return Node(kAlways[Pick(2)], in, v.dtype, v.dims, exact);
       default: {
         // Pow only of exact values: x^y amplifies a last-bit difference in x or y (made by
