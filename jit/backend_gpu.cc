@@ -223,8 +223,10 @@ class GpuTarget : public Backend {
       GJ_ASSIGN_OR_RETURN(nvptx::CompiledModule compiled, nvptx::Compile(program.module.mlir, options));
       ptx = std::move(compiled.ptx);
       stages->mlir_ms = compiled.report.mlir_ms;
+      stages->codegen_ms = compiled.report.llvm_ms;
       if (keep_stages) {
         for (const auto& [stage, text] : compiled.report.mlir_stages) stages->files.emplace_back(stage + ".mlir", text);
+        stages->files.emplace_back("llvm_ir.ll", compiled.report.llvm_ir);
         stages->files.emplace_back("fusions.ptx", ptx);
         std::string launches;
         for (const EmittedKernel& k : program.module.kernels)

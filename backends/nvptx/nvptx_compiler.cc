@@ -8,14 +8,25 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <sstream>
 
 #include "backends/mlir_diagnostics.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/IPO/Internalize.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -28,6 +39,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
 
 namespace graphjit::nvptx {
 namespace {
@@ -62,6 +74,20 @@ std::string Libdevice() {
   return !root.empty() && std::filesystem::exists(path) ? path : "";
 }
 
+// libdevice's bitcode, read once (each compile links what it needs from a lazy module).
+StatusOr<const llvm::MemoryBuffer*> LibdeviceBitcode(const std::string& path) {
+  static std::mutex mu;
+  static auto* buffers = new std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto& buffer = (*buffers)[path];
+  if (!buffer) {
+    auto read = llvm::MemoryBuffer::getFile(path);
+    if (!read) return NotFound("cannot read " + path + ": " + read.getError().message());
+    buffer = std::move(*read);
+  }
+  return buffer.get();
+}
+
 }  // namespace
 
 std::string CudaRoot() {
@@ -93,45 +119,80 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
   if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics.text());
   CompiledModule out;
 
-  // 1. The kernels to NVVM, with the target (and libdevice) attached to their gpu.module;
-  // math ops libdevice does not implement (absi, fma, ...) as LLVM intrinsics.
+  // 1. The kernels to the NVVM and LLVM dialects: math ops as calls to libdevice, those
+  // libdevice does not implement (absi, fma, ...) as LLVM intrinsics.
   const std::string sm = "sm_" + std::to_string(options.sm);
-  const std::string to_nvvm = "nvvm-attach-target{chip=" + sm + " features=+ptx80 O=3 l=" + libdevice +
-                              "},gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
+  const std::string to_nvvm = "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
                               "convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts)";
-  // 2. LLVM IR, libdevice linked, optimized, and PTX from the NVPTX backend.
-  const std::string to_ptx = "gpu-module-to-binary{format=isa}";
-  for (const auto& [pipeline, stage] : {std::pair{to_nvvm, "nvvm"}, std::pair{to_ptx, ""}}) {
+  {
     mlir::PassManager pm(&context);
-    if (mlir::failed(mlir::parsePassPipeline(pipeline, pm))) return Internal("bad NVPTX pipeline: " + diagnostics.text());
-    if (mlir::failed(pm.run(*module))) return Internal(std::string("lowering to ") + (*stage ? stage : "PTX") + " failed: " + diagnostics.text());
-    // Square roots correctly rounded (sqrt.rn), as IEEE and TensorFlow's CPU kernels have
-    // them: libdevice's __nv_sqrtf, which convert-gpu-to-nvvm calls, is sqrt.approx unless
-    // __nvvm_reflect("__CUDA_PREC_SQRT") says otherwise, and LLVM 19 answers it 0.
-    if (*stage) {
-      module->walk([](mlir::LLVM::CallOp call) {
-        if (call.getCallee() != "__nv_sqrtf") return;
-        mlir::OpBuilder builder(call);
-        call.getResult().replaceAllUsesWith(builder.create<mlir::LLVM::SqrtOp>(call.getLoc(), call.getOperand(0)));
-        call.erase();
-      });
-    }
-    if (*stage && options.keep_stages) {
-      std::string printed;
-      llvm::raw_string_ostream os(printed);
-      module->print(os);
-      out.report.mlir_stages.emplace_back(stage, std::move(printed));
-    }
+    if (mlir::failed(mlir::parsePassPipeline(to_nvvm, pm))) return Internal("bad NVPTX pipeline: " + diagnostics.text());
+    if (mlir::failed(pm.run(*module))) return Internal("lowering to NVVM failed: " + diagnostics.text());
   }
-  // 3. The PTX is the gpu.binary's object.
-  module->walk([&](mlir::gpu::BinaryOp binary) {
-    for (mlir::Attribute object : binary.getObjects()) {
-      if (auto o = mlir::dyn_cast<mlir::gpu::ObjectAttr>(object)) out.ptx += o.getObject().getValue().str();
-    }
+  // Square roots correctly rounded (sqrt.rn), as IEEE and TensorFlow's CPU kernels have
+  // them: libdevice's __nv_sqrtf, which convert-gpu-to-nvvm calls, is sqrt.approx unless
+  // __nvvm_reflect("__CUDA_PREC_SQRT") says otherwise, and LLVM 19 answers it 0.
+  module->walk([](mlir::LLVM::CallOp call) {
+    if (call.getCallee() != "__nv_sqrtf") return;
+    mlir::OpBuilder builder(call);
+    call.getResult().replaceAllUsesWith(builder.create<mlir::LLVM::SqrtOp>(call.getLoc(), call.getOperand(0)));
+    call.erase();
   });
-  while (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();  // MLIR ends it with a NUL
-  if (out.ptx.empty()) return Internal("no PTX was produced (is there a gpu.module?)");
-  out.report.mlir_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (options.keep_stages) {
+    std::string printed;
+    llvm::raw_string_ostream os(printed);
+    module->print(os);
+    out.report.mlir_stages.emplace_back("nvvm", std::move(printed));
+  }
+  mlir::gpu::GPUModuleOp kernels;
+  module->walk([&](mlir::gpu::GPUModuleOp m) { kernels = m; });
+  if (!kernels) return InvalidArgument("the MLIR module has no gpu.module");
+
+  // 2. LLVM IR: the gpu.module translated, the libdevice functions it calls linked in (and
+  // internalized), subnormals not flushed (nvvm-reflect-ftz 0), optimized at O3 with
+  // NVPTX's own passes (NVVMReflect among them).
+  const auto llvm_start = Clock::now();
+  llvm::LLVMContext llvm_context;
+  std::unique_ptr<llvm::Module> ir = mlir::translateModuleToLLVMIR(kernels, llvm_context, "kernels");
+  if (!ir) return Internal("translating the kernels to LLVM IR failed: " + diagnostics.text());
+  const std::string triple = "nvptx64-nvidia-cuda";
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) return Internal("LLVM has no NVPTX target: " + error);
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, sm, "+ptx80", llvm::TargetOptions(), std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  ir->setTargetTriple(triple);
+  ir->setDataLayout(machine->createDataLayout());
+  GJ_ASSIGN_OR_RETURN(const llvm::MemoryBuffer* bitcode, LibdeviceBitcode(libdevice));
+  auto lib = llvm::getLazyBitcodeModule(bitcode->getMemBufferRef(), llvm_context);
+  if (!lib) return Internal("cannot read " + libdevice + ": " + llvm::toString(lib.takeError()));
+  (*lib)->setTargetTriple(triple);
+  (*lib)->setDataLayout(ir->getDataLayout());
+  const bool link_failed = llvm::Linker::linkModules(
+      *ir, std::move(*lib), llvm::Linker::Flags::LinkOnlyNeeded, [](llvm::Module& m, const llvm::StringSet<>& linked) {
+        llvm::internalizeModule(m, [&](const llvm::GlobalValue& v) { return !v.hasName() || !linked.count(v.getName()); });
+      });
+  if (link_failed) return Internal("linking libdevice into the kernels failed");
+  ir->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", static_cast<uint32_t>(0));
+  if (llvm::Error e = mlir::makeOptimizingTransformer(3, /*sizeLevel=*/0, machine.get())(ir.get()))
+    return Internal("optimizing the kernels' LLVM IR failed: " + llvm::toString(std::move(e)));
+  if (options.keep_stages) {
+    llvm::raw_string_ostream os(out.report.llvm_ir);
+    ir->print(os, nullptr);
+  }
+  // 3. PTX from the NVPTX backend.
+  llvm::SmallString<0> ptx;
+  {
+    llvm::raw_svector_ostream os(ptx);
+    llvm::legacy::PassManager pm;
+    if (machine->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      return Internal("LLVM's NVPTX backend cannot print PTX");
+    pm.run(*ir);
+  }
+  out.ptx = ptx.str().str();
+  if (out.ptx.empty()) return Internal("no PTX was produced");
+  out.report.llvm_ms = std::chrono::duration<double, std::milli>(Clock::now() - llvm_start).count();
+  out.report.mlir_ms = std::chrono::duration<double, std::milli>(llvm_start - start).count();
   return out;
 }
 

@@ -20,7 +20,9 @@ struct CompileOptions {
 struct CompileReport {
   // The module after each MLIR stage: "nvvm" (the kernels in the NVVM dialect).
   std::vector<std::pair<std::string, std::string>> mlir_stages;
-  double mlir_ms = 0;  // parse, lowering, LLVM and PTX generation
+  std::string llvm_ir;  // libdevice linked and optimized, as code generation sees it
+  double mlir_ms = 0;   // parse and MLIR passes
+  double llvm_ms = 0;   // translation, libdevice, LLVM optimization and PTX generation
 };
 
 struct CompiledModule {

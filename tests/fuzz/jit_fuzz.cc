@@ -261,8 +261,10 @@ class Generator {
       default: {
         // Pow only of exact values: x^y amplifies a last-bit difference in x or y (made by
         // an approximate op before it) without bound: (1 - 2^-24)^1e30 is 0, 1^1e30 is 1.
+        // DivNoNan too: it jumps where the divisor is 0 (x / x is 1, or 0 when an Elu of a
+        // tiny x is 0 on one side and not on the other).
         std::string op = kApprox[Pick(3)];
-        if (op == "Pow" && !exact) op = "SquaredDifference";
+        if ((op == "Pow" || op == "DivNoNan") && !exact) op = "SquaredDifference";
         return Node(op, in, v.dtype, v.dims, false);
       }
     }
