@@ -131,50 +131,7 @@ Status KernelEmitter::GridStride(int64_t units, int64_t block, EmittedKernel* ke
   }
   const Value first = Let(0, "arith.muli " + bid_.name + ", " + IndexConst(kernel->block).name + " : index", "index");
   const Value start = Let(0, "arith.addi " + first.name + ", " + tid_.name + " : index", "index");
-  return ForRange(start, units, kernel->grid * kernel->block, body);
-}
-
-Status KernelEmitter::ForRange(const Value& lower, int64_t upper, int64_t step, const std::function<Status(const Value&)>& body) {
-  const int at = Innermost();
-  const Value upper_value = IndexConst(upper), step_value = IndexConst(step);
-  OpenScope();
-  const Value iv{Fresh("%x"), Innermost(), "index"};
-  Status s = body(iv);
-  std::string inner = CloseScope();
-  GJ_RETURN_IF_ERROR(s);
-  code_[at] += "scf.for " + iv.name + " = " + lower.name + " to " + upper_value.name + " step " + step_value.name + " {\n" +
-               inner + "}\n";
-  return Status::Ok();
-}
-
-StatusOr<std::vector<Value>> KernelEmitter::FoldRange(const Value& lower, int64_t upper, int64_t step, const Folding& f,
-                                                      const std::function<StatusOr<Value>(const Value&)>& element) {
-  const int at = Innermost();
-  const Value upper_value = IndexConst(upper), step_value = IndexConst(step);
-  OpenScope();
-  const Value iv{Fresh("%x"), Innermost(), "index"};
-  std::vector<Value> args;
-  for (const Value& acc : f.init) args.push_back({Fresh("%a"), Innermost(), acc.type});
-  auto v = element(iv);
-  std::vector<Value> next;
-  if (v.ok()) next = f.step(args, *v);
-  std::string inner = CloseScope();
-  if (!v.ok()) return v.status();
-  const std::string name = Fresh("%v");
-  std::string inits, types, yields;
-  std::vector<Value> out;
-  for (size_t i = 0; i < f.init.size(); ++i) {
-    const std::string sep = i ? ", " : "";
-    inits += sep + args[i].name + " = " + f.init[i].name;
-    types += sep + f.init[i].type;
-    yields += sep + next[i].name;
-    out.push_back({f.init.size() == 1 ? name : name + "#" + std::to_string(i), at, f.init[i].type});
-  }
-  const std::string arity = f.init.size() == 1 ? "" : ":" + std::to_string(f.init.size());
-  code_[at] += name + arity + " = scf.for " + iv.name + " = " + lower.name + " to " + upper_value.name + " step " +
-               step_value.name + " iter_args(" + inits + ") -> (" + types + ") {\n" + inner + "scf.yield " + yields +
-               " : " + types + "\n}\n";
-  return out;
+  return Loop(start, units, kernel->grid * kernel->block, body);
 }
 
 Status KernelEmitter::If(const Value& cond, const std::function<Status()>& then) {
@@ -198,19 +155,11 @@ StatusOr<std::vector<Value>> KernelEmitter::If(const Value& cond, const std::vec
   floor_ = saved_floor;
   std::string inner = CloseScope();
   if (!values.ok()) return values.status();
-  const std::string name = Fresh("%v");
-  std::string types, yields, others;
-  std::vector<Value> out;
-  for (size_t i = 0; i < otherwise.size(); ++i) {
-    const std::string sep = i ? ", " : "";
-    types += sep + otherwise[i].type;
-    yields += sep + (*values)[i].name;
-    others += sep + otherwise[i].name;
-    out.push_back({otherwise.size() == 1 ? name : name + "#" + std::to_string(i), at, otherwise[i].type});
-  }
-  const std::string arity = otherwise.size() == 1 ? "" : ":" + std::to_string(otherwise.size());
-  code_[at] += name + arity + " = scf.if " + cond.name + " -> (" + types + ") {\n" + inner + "scf.yield " + yields + " : " +
-               types + "\n} else {\nscf.yield " + others + " : " + types + "\n}\n";
+  std::string lhs;
+  std::vector<Value> out = Results(at, otherwise, &lhs);
+  code_[at] += lhs + " = scf.if " + cond.name + " -> (" + Types(otherwise) + ") {\n" + inner + "scf.yield " +
+               Names(*values) + " : " + Types(otherwise) + "\n} else {\nscf.yield " + Names(otherwise) + " : " +
+               Types(otherwise) + "\n}\n";
   return out;
 }
 
@@ -283,7 +232,11 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel) {
           }
         }
       } else {
-        GJ_ASSIGN_OR_RETURN(accs, FoldRange(lane, cols, threads, f, element));
+        GJ_ASSIGN_OR_RETURN(accs, LoopCarrying(lane, cols, threads, accs, [&](const Value& column, const std::vector<Value>& args)
+                                                   -> StatusOr<std::vector<Value>> {
+          GJ_ASSIGN_OR_RETURN(Value v, element(column));
+          return f.step(args, v);
+        }));
       }
       reduced_[r] = RoundedTo(dtype, f.finish(CombineAcross(f, accs, threads)));
     }
@@ -292,7 +245,7 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel) {
       GJ_RETURN_IF_ERROR(If(Let(lane.depth, "arith.cmpi eq, " + lane.name + ", " + IndexConst(0).name + " : index", "i1"),
                             [&] { return StorePerRow(per_row); }));
     if (full.empty()) return Status::Ok();
-    if (!held) return ForRange(lane, cols, threads, [&](const Value& column) { return StoreRoots(full, at(column)); });
+    if (!held) return Loop(lane, cols, threads, [&](const Value& column) { return StoreRoots(full, at(column)); });
     for (int64_t k = 0; k < per_thread; ++k) {
       if (in_row(k)) GJ_RETURN_IF_ERROR(If(below_cols(columns[k]), [&] { return StoreRoots(full, at(columns[k])); }));
       else GJ_RETURN_IF_ERROR(StoreRoots(full, at(columns[k])));
@@ -386,8 +339,11 @@ Status KernelEmitter::GpuReduce(EmittedKernel* kernel) {
   const Index at = Delinearize(bid_, out_dims);
   const DType dtype = p_.buffers[out].dtype;
   const Folding f = FoldingOf(n, ElementType(dtype), count, /*reassoc=*/true);
-  GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, FoldRange(tid_, count, threads, f, [&](const Value& i) {
-                        return Get(n.inputs[0], InputIndex(axes, at, Delinearize(i, reduced)));
+  GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
+                      LoopCarrying(tid_, count, threads, f.init, [&](const Value& i, const std::vector<Value>& args)
+                                       -> StatusOr<std::vector<Value>> {
+                        GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], InputIndex(axes, at, Delinearize(i, reduced))));
+                        return f.step(args, v);
                       }));
   const Value result = f.finish(CombineAcross(f, accs, threads));
   return If(Let(0, "arith.cmpi eq, " + tid_.name + ", " + IndexConst(0).name + " : index", "i1"), [&] {

@@ -112,6 +112,54 @@ std::string KernelEmitter::CloseScope() {
   return body;
 }
 
+Status KernelEmitter::Loop(const Value& lower, int64_t upper, int64_t step, const std::function<Status(const Value&)>& body) {
+  const int at = Innermost();
+  const Value upper_value = IndexConst(upper), step_value = IndexConst(step);
+  OpenScope();
+  const Value iv{Fresh("%x"), Innermost(), "index"};
+  Status s = body(iv);
+  std::string inner = CloseScope();
+  GJ_RETURN_IF_ERROR(s);
+  code_[at] += "scf.for " + iv.name + " = " + lower.name + " to " + upper_value.name + " step " + step_value.name + " {\n" +
+               inner + "}\n";
+  return Status::Ok();
+}
+
+StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, int64_t upper, int64_t step,
+                                                         const std::vector<Value>& accs, const CarriedBody& body) {
+  const int at = Innermost();
+  const Value upper_value = IndexConst(upper), step_value = IndexConst(step);
+  OpenScope();
+  const Value iv{Fresh("%x"), Innermost(), "index"};
+  std::vector<Value> args;
+  for (const Value& acc : accs) args.push_back({Fresh("%a"), Innermost(), acc.type});
+  auto next = body(iv, args);
+  std::string inner = CloseScope();
+  if (!next.ok()) return next.status();
+  std::string lhs, inits;
+  std::vector<Value> out = Results(at, accs, &lhs);
+  for (size_t i = 0; i < accs.size(); ++i) inits += (i ? ", " : "") + args[i].name + " = " + accs[i].name;
+  code_[at] += lhs + " = scf.for " + iv.name + " = " + lower.name + " to " + upper_value.name + " step " +
+               step_value.name + " iter_args(" + inits + ") -> (" + Types(accs) + ") {\n" + inner + "scf.yield " +
+               Names(*next) + " : " + Types(accs) + "\n}\n";
+  return out;
+}
+
+std::vector<Value> KernelEmitter::Results(int at, const std::vector<Value>& like, std::string* lhs) {
+  const std::string name = Fresh("%v");
+  std::vector<Value> out;
+  for (size_t i = 0; i < like.size(); ++i)
+    out.push_back({like.size() == 1 ? name : name + "#" + std::to_string(i), at, like[i].type});
+  *lhs = like.size() == 1 ? name : name + ":" + std::to_string(like.size());
+  return out;
+}
+
+std::string KernelEmitter::Types(const std::vector<Value>& values) {
+  std::string s;
+  for (const Value& v : values) s += (s.empty() ? "" : ", ") + v.type;
+  return s;
+}
+
 // A loop nest over dims[k..], appending its induction variables to `index`.
 Status KernelEmitter::Nest(const std::vector<int64_t>& dims, size_t k, Index& index, const std::function<Status(const Index&)>& body) {
   if (k == dims.size()) return body(index);
@@ -121,17 +169,12 @@ Status KernelEmitter::Nest(const std::vector<int64_t>& dims, size_t k, Index& in
     index.pop_back();
     return s;
   }
-  const int at = Innermost();
-  const Value upper = IndexConst(dims[k]);
-  OpenScope();
-  index.push_back({Fresh("%x"), Innermost(), "index"});
-  const std::string iv = index.back().name;
-  Status s = Nest(dims, k + 1, index, body);
-  index.pop_back();
-  std::string inner = CloseScope();
-  GJ_RETURN_IF_ERROR(s);
-  code_[at] += "scf.for " + iv + " = %i0 to " + upper.name + " step %i1 {\n" + inner + "}\n";
-  return Status::Ok();
+  return Loop(IndexConst(0), dims[k], 1, [&](const Value& iv) {
+    index.push_back(iv);
+    Status s = Nest(dims, k + 1, index, body);
+    index.pop_back();
+    return s;
+  });
 }
 
 StatusOr<std::vector<Value>> KernelEmitter::Fold(const std::vector<int64_t>& dims, size_t k, Index& index,
@@ -147,31 +190,12 @@ StatusOr<std::vector<Value>> KernelEmitter::Fold(const std::vector<int64_t>& dim
     index.pop_back();
     return folded;
   }
-  const int at = Innermost();
-  const Value upper = IndexConst(dims[k]);
-  OpenScope();
-  index.push_back({Fresh("%x"), Innermost(), "index"});
-  const std::string iv = index.back().name;
-  std::vector<Value> args;
-  for (const Value& acc : accs) args.push_back({Fresh("%a"), Innermost(), acc.type});
-  auto folded = Fold(dims, k + 1, index, args, step, element);
-  index.pop_back();
-  std::string inner = CloseScope();
-  if (!folded.ok()) return folded.status();
-  const std::string name = Fresh("%v");
-  std::string inits, types, yields;
-  std::vector<Value> out;
-  for (size_t i = 0; i < accs.size(); ++i) {
-    const std::string sep = i ? ", " : "";
-    inits += sep + args[i].name + " = " + accs[i].name;
-    types += sep + accs[i].type;
-    yields += sep + (*folded)[i].name;
-    out.push_back({accs.size() == 1 ? name : name + "#" + std::to_string(i), at, accs[i].type});
-  }
-  const std::string arity = accs.size() == 1 ? "" : ":" + std::to_string(accs.size());
-  code_[at] += name + arity + " = scf.for " + iv + " = %i0 to " + upper.name + " step %i1 iter_args(" + inits +
-               ") -> (" + types + ") {\n" + inner + "scf.yield " + yields + " : " + types + "\n}\n";
-  return out;
+  return LoopCarrying(IndexConst(0), dims[k], 1, accs, [&](const Value& iv, const std::vector<Value>& args) {
+    index.push_back(iv);
+    auto folded = Fold(dims, k + 1, index, args, step, element);
+    index.pop_back();
+    return folded;
+  });
 }
 
 // --- Buffers.

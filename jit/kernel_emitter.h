@@ -73,6 +73,17 @@ class KernelEmitter {
   // The row loop over [begin, end) of the rows (the product of `dims`), with row_ set.
   Status Rows(const std::vector<int64_t>& dims, EmittedKernel* kernel, const std::function<Status()>& body);
 
+  // A loop over lower, lower + step, ... below upper; the same carrying values (body gives
+  // the next from the current: `args`), which returns the last.
+  Status Loop(const Value& lower, int64_t upper, int64_t step, const std::function<Status(const Value&)>& body);
+  using CarriedBody = std::function<StatusOr<std::vector<Value>>(const Value& iv, const std::vector<Value>& args)>;
+  StatusOr<std::vector<Value>> LoopCarrying(const Value& lower, int64_t upper, int64_t step, const std::vector<Value>& accs,
+                                            const CarriedBody& body);
+  // The results of a region op written in scope `at`, of `like`'s types, and its left-hand
+  // side ("%vN" or "%vN:k").
+  std::vector<Value> Results(int at, const std::vector<Value>& like, std::string* lhs);
+  static std::string Types(const std::vector<Value>& values);
+
   // A loop nest over dims[k..], appending its induction variables to `index`.
   Status Nest(const std::vector<int64_t>& dims, size_t k, Index& index, const std::function<Status(const Index&)>& body);
 
@@ -197,11 +208,6 @@ class KernelEmitter {
   // `body` once per unit of [0, units), a thread each, in a grid-stride loop of blocks of
   // at most `block` threads; sets the kernel's launch.
   Status GridStride(int64_t units, int64_t block, EmittedKernel* kernel, const std::function<Status(const Value&)>& body);
-  // A loop over lower, lower + step, ... below upper.
-  Status ForRange(const Value& lower, int64_t upper, int64_t step, const std::function<Status(const Value&)>& body);
-  // The same loop folding `element` of each into f's accumulators.
-  StatusOr<std::vector<Value>> FoldRange(const Value& lower, int64_t upper, int64_t step, const Folding& f,
-                                         const std::function<StatusOr<Value>(const Value&)>& element);
   // `then` where `cond` holds; nothing it reads is hoisted out of it (it may read out of
   // bounds where `cond` does not hold). The second form yields what `then` makes, else
   // `otherwise`.
