@@ -23,8 +23,9 @@ constexpr int kStreamTraceRow = 1000;
 
 class GpuExecutable : public ClusterExecutable {
  public:
-  GpuExecutable(ClusterProgram program, std::shared_ptr<CudaDevice> cuda, std::string ptx)
-      : program_(std::move(program)), cuda_(std::move(cuda)), ptx_(std::move(ptx)) {}
+  // `module`: PTX, or a cubin for the device.
+  GpuExecutable(ClusterProgram program, std::shared_ptr<CudaDevice> cuda, std::string module)
+      : program_(std::move(program)), cuda_(std::move(cuda)), module_(std::move(module)) {}
 
   ~GpuExecutable() override {
     for (uint64_t address : constants_) cuda_->Free(address);
@@ -32,7 +33,7 @@ class GpuExecutable : public ClusterExecutable {
 
   Status Init() {
     for (const EmittedKernel& k : program_.module.kernels) {
-      GJ_ASSIGN_OR_RETURN(CudaDevice::Kernel kernel, cuda_->LoadKernel(ptx_, k.function));
+      GJ_ASSIGN_OR_RETURN(CudaDevice::Kernel kernel, cuda_->LoadKernel(module_, k.function));
       kernels_.push_back(kernel);
     }
     GJ_ASSIGN_OR_RETURN(auto stream, cuda_->NewStream());
@@ -45,7 +46,7 @@ class GpuExecutable : public ClusterExecutable {
   }
 
   size_t bytes() const override {
-    size_t bytes = ptx_.size();
+    size_t bytes = module_.size();
     for (const Tensor& c : program_.constants) bytes += c.bytes();
     return bytes;
   }
@@ -198,7 +199,7 @@ class GpuExecutable : public ClusterExecutable {
 
   const ClusterProgram program_;
   const std::shared_ptr<CudaDevice> cuda_;
-  const std::string ptx_;
+  const std::string module_;
   std::vector<CudaDevice::Kernel> kernels_;
   std::vector<uint64_t> constants_;  // device memory, per program constant
 };
@@ -252,7 +253,14 @@ class GpuTarget : public Backend {
       }
     }
     if (!cuda_) return FailedPrecondition("compiled for sm_" + std::to_string(sm_) + " but not run: no GPU driver");
-    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, std::move(ptx));
+    // A GPU gets a cubin when ptxas is there (else the driver compiles the PTX); the CUDA
+    // emulator always gets PTX, which it runs.
+    std::string module = std::move(ptx);
+    if (!cuda_->info().emulated && !module.empty()) {
+      auto assembled = nvptx::Assemble(module, sm_, /*spills_are_errors=*/false, /*keep_cubin=*/true);
+      if (assembled.ok() && !assembled->cubin.empty()) module = std::move(assembled->cubin);
+    }
+    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, std::move(module));
     GJ_RETURN_IF_ERROR(executable->Init());
     return std::unique_ptr<ClusterExecutable>(std::move(executable));
   }

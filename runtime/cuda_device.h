@@ -36,12 +36,12 @@ class CudaDevice {
   size_t bytes_in_use() const;
   size_t bytes_cached() const;
 
-  // A kernel of a PTX module (modules are loaded once per text).
+  // A kernel of a module: PTX text or a cubin for the device (each image is loaded once).
   struct Kernel {
     void* function = nullptr;  // CUfunction
     std::string name;
   };
-  StatusOr<Kernel> LoadKernel(const std::string& ptx, const std::string& name);
+  StatusOr<Kernel> LoadKernel(const std::string& image, const std::string& name);
 
   // What the CUDA emulator counted for the last kernel the device ran (see
   // cuda_emulator/cuemu.h); NotFound for a driver that does not count (a GPU's).

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -196,7 +197,7 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
   return out;
 }
 
-StatusOr<PtxasReport> Assemble(const std::string& ptx, int sm, bool spills_are_errors) {
+StatusOr<PtxasReport> Assemble(const std::string& ptx, int sm, bool spills_are_errors, bool keep_cubin) {
   const std::string root = CudaRoot();
   if (root.empty()) return NotFound("ptxas (the CUDA toolkit) was not found: set CUDA_HOME");
   char path[] = "/tmp/graphjit-XXXXXX.ptx";
@@ -207,8 +208,9 @@ StatusOr<PtxasReport> Assemble(const std::string& ptx, int sm, bool spills_are_e
     file << ptx;
   }
   close(fd);
+  const std::string cubin = keep_cubin ? std::string(path) + ".cubin" : "/dev/null";
   std::string command = "'" + root + "/bin/ptxas' -arch=sm_" + std::to_string(sm) + " -v " +
-                        (spills_are_errors ? "--warn-on-spills -Werror " : "") + "-o /dev/null '" + path + "' 2>&1";
+                        (spills_are_errors ? "--warn-on-spills -Werror " : "") + "-o '" + cubin + "' '" + path + "' 2>&1";
   PtxasReport report;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) {
@@ -219,6 +221,11 @@ StatusOr<PtxasReport> Assemble(const std::string& ptx, int sm, bool spills_are_e
   for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) report.log.append(buffer, n);
   int status = pclose(pipe);
   std::remove(path);
+  if (keep_cubin) {
+    std::ifstream file(cubin, std::ios::binary);
+    report.cubin.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    std::remove(cubin.c_str());
+  }
   for (size_t at; (at = report.log.find(path)) != std::string::npos;) report.log.replace(at, std::string(path).size(), "<ptx>");
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return InvalidArgument("ptxas -arch=sm_" + std::to_string(sm) + " rejects the PTX: " + report.log);

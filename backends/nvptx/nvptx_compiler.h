@@ -46,11 +46,12 @@ struct KernelResources {
 struct PtxasReport {
   std::string log;
   std::vector<KernelResources> kernels;
+  std::string cubin;  // the ELF object, with `keep_cubin`
 };
 // Assembles `ptx` for sm_<sm> with ptxas (the toolkit's, next to nvcc): InvalidArgument
 // with ptxas' message if it rejects the code or (with `spills_are_errors`) a kernel spills;
 // NotFound if there is no ptxas.
-StatusOr<PtxasReport> Assemble(const std::string& ptx, int sm, bool spills_are_errors);
+StatusOr<PtxasReport> Assemble(const std::string& ptx, int sm, bool spills_are_errors, bool keep_cubin = false);
 
 // The CUDA toolkit's root (CUDA_HOME, CUDA_PATH, the folder above nvcc on PATH, or
 // /usr/local/cuda), or "" if none is found.

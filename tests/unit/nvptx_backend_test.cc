@@ -122,7 +122,17 @@ TEST(NvptxBackend, KernelsBecomePtxThatPtxasAcceptsWithoutSpills) {
       EXPECT_GT(assembled->kernels[0].registers, 0) << assembled->log;
       EXPECT_EQ(assembled->kernels[0].spill_stores, 0);
       EXPECT_EQ(assembled->kernels[0].stack_bytes, 0);
+      EXPECT_TRUE(assembled->cubin.empty());
     }
+    // The cubin a GPU is given: an ELF object for the architecture.
+    auto cubin = nvptx::Assemble(loop->ptx, sm, /*spills_are_errors=*/true, /*keep_cubin=*/true);
+    ASSERT_TRUE(cubin.ok()) << cubin.status().message();
+    ASSERT_GT(cubin->cubin.size(), 64u);
+    EXPECT_EQ(cubin->cubin.substr(0, 4), "\x7f" "ELF");
+    // The optimized LLVM IR, libdevice's expf linked in and inlined, no flush to zero.
+    EXPECT_NE(loop->report.llvm_ir.find("define void @bias_relu_exp("), std::string::npos) << loop->report.llvm_ir;
+    EXPECT_EQ(loop->report.llvm_ir.find("call float @__nv_expf"), std::string::npos) << loop->report.llvm_ir;
+    EXPECT_NE(loop->report.llvm_ir.find("\"nvvm-reflect-ftz\", i32 0"), std::string::npos);
   }
 }
 
