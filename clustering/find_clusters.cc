@@ -8,7 +8,6 @@
 #include "ir/attr.h"
 #include "ir/device.h"
 #include "clustering/op_table.h"
-#include "runtime/placement.h"
 
 namespace graphjit {
 
@@ -33,13 +32,6 @@ ClusteringOptions ClusteringOptions::FromSession(const SessionOptions& o) {
   ClusteringOptions c;
   c.level = o.jit_level == JitLevel::kDefault ? JitLevel::kOff : o.jit_level;
   c.min_cluster_size = o.min_cluster_size;
-  // On a GPU every op the JIT compiles runs as a GPU kernel; the level says whether they
-  // are fused, and with it off, each op in a cluster is a kernel of its own (the unfused
-  // baseline, where data stays on the GPU as it does fused).
-  if (HasGpu(o) && c.level == JitLevel::kOff) {
-    c.level = JitLevel::kOn2;
-    c.min_cluster_size = 1;
-  }
   c.max_cluster_size = o.max_cluster_size;
   c.exclude_ops = o.cluster_exclude_ops;
   c.fuel = o.clustering_fuel;
@@ -169,7 +161,7 @@ struct Candidate {
   bool ok = false;
   std::string device;  // normalized
   std::string scope;   // _XlaScope, or "" for auto-clustering
-  bool scoped = false; // requested by _XlaCompile=true or an XLA device: no min size
+  bool scoped = false; // requested by _XlaCompile=true, an XLA device or a GPU: no min size
 };
 
 }  // namespace
@@ -190,6 +182,9 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
     auto device = ParseDeviceName(node.device);
     const DeviceName dev = device.ok() ? *device : DeviceName();
     const bool xla_device = dev.type == "XLA_CPU" || dev.type == "XLA_GPU";
+    // On a GPU every op the JIT compiles runs as a GPU kernel (else it runs on the CPU),
+    // whatever the level: the level says whether they are fused (see jit/jit.h).
+    const bool gpu = dev.type == "GPU";
     const tensorflow::AttrValue* compile = node.FindAttr("_XlaCompile");
     const bool attr_true = compile && compile->value_case() == tensorflow::AttrValue::kB && compile->b();
     const bool attr_false = compile && compile->value_case() == tensorflow::AttrValue::kB && !compile->b();
@@ -214,7 +209,7 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
       d = {-1, Reason::kNotCompilable, node.op + " is stateful"};
       continue;
     }
-    const bool requested = attr_true || xla_device;
+    const bool requested = attr_true || xla_device || gpu;
     if (!requested) {
       if (options.level == JitLevel::kOff) {
         d = {-1, Reason::kNotCompilable, "JIT level OFF and no _XlaCompile=true"};

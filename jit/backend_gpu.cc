@@ -58,6 +58,8 @@ class GpuExecutable : public ClusterExecutable {
     const auto start = Clock::now();
     std::vector<uint64_t> owned;  // device memory this call allocated, freed at the end
     Status s = Launch(ctx, name, stream, &owned);
+    // After a failure, work already queued may still use the memory: let it finish first.
+    if (!s.ok()) (void)stream.Synchronize();
     for (uint64_t address : owned) cuda_->Free(address);
     *in_kernels += Clock::now() - start;
     return s;
@@ -253,10 +255,12 @@ class GpuTarget : public Backend {
       }
     }
     if (!cuda_) return FailedPrecondition("compiled for sm_" + std::to_string(sm_) + " but not run: no GPU driver");
-    // A GPU gets a cubin when ptxas is there (else the driver compiles the PTX); the CUDA
-    // emulator always gets PTX, which it runs.
+    // A GPU gets a cubin when ptxas is there and the GPU runs sm_XX code as is (same major
+    // version, else the driver compiles the PTX for it); the CUDA emulator always gets PTX.
     std::string module = std::move(ptx);
-    if (!cuda_->info().emulated && !module.empty()) {
+    const CudaDeviceInfo& info = cuda_->info();
+    const bool runs_cubin = info.compute_capability_major == sm_ / 10 && info.compute_capability_minor >= sm_ % 10;
+    if (!info.emulated && runs_cubin && !module.empty()) {
       auto assembled = nvptx::Assemble(module, sm_, /*spills_are_errors=*/false, /*keep_cubin=*/true);
       if (assembled.ok() && !assembled->cubin.empty()) module = std::move(assembled->cubin);
     }

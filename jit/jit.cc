@@ -298,7 +298,7 @@ Status Compute(KernelContext& ctx) {
   std::call_once(state.backend_once, [&] {
     state.backend = ChooseBackend(ctx);
     // On a GPU with the JIT level off, each op runs as a kernel of its own: the unfused
-    // baseline (see ClusteringOptions::FromSession).
+    // baseline (clustering takes every op placed on a GPU, whatever the level).
     const JitLevel level = options ? options->jit_level : JitLevel::kDefault;
     state.fuse = !(state.backend.ok() && (*state.backend)->schedule() == Schedule::kGpu &&
                    (level == JitLevel::kOff || level == JitLevel::kDefault));
@@ -361,7 +361,8 @@ class JitCompilability : public CompilabilityOracle {
                                const std::vector<DType>& output_types, const DeviceName& device) const override {
     if (device.type != "CPU" && device.type != "GPU" && device.type != "XLA_CPU" && device.type != "XLA_GPU")
       return "no compiler for device " + device.ToString();
-    if (device.type == "GPU" && IsLibraryOp(node.op)) return "no GPU library (cuBLASLt) call for " + node.op + " yet";
+    if ((device.type == "GPU" || device.type == "XLA_GPU") && IsLibraryOp(node.op))
+      return "no GPU library (cuBLASLt) call for " + node.op + " yet";
     return graphjit::WhyNotCompilable(node, input_types, output_types);
   }
 };

@@ -3,9 +3,12 @@
 // the fallback) and registers the clustering pass.
 //
 // At a `_JitCluster` node the kernel computes the signature of the call (the body, the
-// input dtypes and shapes, the host CPU, the compiler's version and options), finds or
-// compiles its kernel in one process-wide cache, and launches it. A body the emitters do
-// not take yet runs op by op, with one warning per cluster saying why.
+// input dtypes and shapes, the target: the CPU and its features, or the GPU's compute
+// capability and driver, the compiler's version and options), finds or compiles its kernel
+// in one process-wide cache, and launches it (jit/backend.h). A cluster placed on a GPU runs
+// there when the session has one; with the JIT level off, each of its ops is a kernel of
+// its own (the unfused baseline). A body the emitters do not take yet runs op by op, with
+// one warning per cluster saying why.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "ir/device.h"
 #include "ir/graphdef.h"
 #include "runtime/cuda_device.h"
 #include "runtime/pass_registry.h"
@@ -114,7 +115,8 @@ StatusOr<std::shared_ptr<const Session::Program>> Session::BuildProgram(const st
       std::map<std::string, int> ops;
       for (int id : plan.nodes) {
         const Node* n = graph->graph.node(id);
-        if (n->device == "/device:GPU:0" && n->op != "_JitCluster" && n->op != "Placeholder" && n->op != "Const" && n->op != "NoOp")
+        auto device = ParseDeviceName(n->device);
+        if (device.ok() && device->type == "GPU" && n->op != "_JitCluster" && n->op != "Placeholder" && n->op != "Const" && n->op != "NoOp")
           ++ops[n->op];
       }
       if (ops.empty()) return;

@@ -209,5 +209,19 @@ TEST_F(GpuJit, NodesPlacedOnAGpuRunWhereTheSessionCan) {
   ExpectClose(on_gpu, on_cpu, 2e-6, "y");
 }
 
+// In a session with a GPU and the JIT off, ops on the GPU are compiled (each its own
+// kernel), ops pinned to the CPU are not.
+TEST_F(GpuJit, AtLevelOffOpsPinnedToTheCpuAreNotCompiled) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {16});
+  b.Op("a", "Exp", {"x"})->set_device("/device:CPU:0");
+  b.Op("y", "Tanh", {"a"});
+  const JitStats before = GetJitStats();
+  const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape({16}), 7)}}, {"y"}, JitLevel::kOff);
+  ExpectClose(r.gpu[0], r.reference[0], 2e-6, "y");
+  EXPECT_EQ(r.launches, 1);
+  EXPECT_EQ(GetJitStats().compiled, before.compiled + 1) << "only the GPU's Tanh";
+}
+
 }  // namespace
 }  // namespace graphjit
