@@ -60,6 +60,14 @@ typedef enum CUemuThreadOrder {
 } CUemuThreadOrder;
 CUresult cuemuSetThreadOrder(CUemuThreadOrder order, unsigned long long seed);
 
+// The host address of emulated device memory [address, address + bytes), which must lie
+// in one live allocation (CUDA_ERROR_INVALID_VALUE otherwise; bytes 0 counts as 1). An
+// allocation's memory does not move until cuMemFree, which first runs all queued work, so
+// the address stays valid for work queued before then. Host functions queued with
+// cuLaunchHostFunc run under the driver's lock and must not call the driver: they resolve
+// their host addresses with this function when they are queued.
+CUresult cuemuDeviceMemory(CUdeviceptr address, size_t bytes, void** host);
+
 #ifdef __cplusplus
 }
 #endif

@@ -988,6 +988,22 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int 
   return CUDA_SUCCESS;
 }
 
+// The host function runs in stream order, when the stream's work up to it runs (at a
+// synchronization), with the driver's lock held: it must not call the driver.
+CUresult CUDAAPI cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* user_data) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  Enqueue(s, [fn, user_data]() {
+    fn(user_data);
+    return CUDA_SUCCESS;
+  });
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
   std::lock_guard lock(D().mu);
   CUctx_st* ctx;
@@ -1250,9 +1266,11 @@ const Entry kEntries[] = {
     CUEMU_ENTRY(cuStreamSynchronize), CUEMU_ENTRY(cuStreamQuery), CUEMU_ENTRY(cuStreamWaitEvent),
     CUEMU_ENTRY(cuEventCreate), CUEMU_ENTRY(cuEventDestroy), CUEMU_ENTRY(cuEventRecord),
     CUEMU_ENTRY(cuEventSynchronize), CUEMU_ENTRY(cuEventQuery), CUEMU_ENTRY(cuEventElapsedTime),
+    CUEMU_ENTRY(cuLaunchHostFunc),
     CUEMU_ENTRY(cuLaunchKernel), CUEMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
     CUEMU_ENTRY(cuGetProcAddress), CUEMU_ENTRY(cuemuGetLastLaunchCounters),
     CUEMU_ENTRY(cuemuGetLastErrorMessage), CUEMU_ENTRY(cuemuSetThreadOrder),
+    CUEMU_ENTRY(cuemuDeviceMemory),
 };
 #undef CUEMU_ENTRY
 }  // namespace
@@ -1282,6 +1300,16 @@ CUEMU_API CUresult cuemuGetLastLaunchCounters(CUemuCounters* counters) {
 CUEMU_API const char* cuemuGetLastErrorMessage(void) {
   std::lock_guard lock(D().mu);
   return D().last_error.c_str();
+}
+
+CUEMU_API CUresult cuemuDeviceMemory(CUdeviceptr address, size_t bytes, void** host) {
+  std::lock_guard lock(D().mu);
+  if (!host) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  DeviceMemory::Allocation* a = D().memory->Find(address, 1);
+  if (!a || std::max<uint64_t>(bytes, 1) > a->size - (address - a->base)) return CUDA_ERROR_INVALID_VALUE;
+  *host = a->data.get() + (address - a->base);
+  return CUDA_SUCCESS;
 }
 
 CUEMU_API CUresult cuemuSetThreadOrder(CUemuThreadOrder order, unsigned long long seed) {

@@ -3,10 +3,13 @@
 // emulator, compiles the PTX for the device), and launched on the session's stream. A call
 // copies its inputs to device memory (from the device's caching allocator), runs the
 // kernels in order, and copies its outputs back; constants are copied once, at compile time.
+#include <array>
 #include <cstdio>
 #include <mutex>
 
+#include "backends/nvptx/cublaslt.h"
 #include "backends/nvptx/nvptx_compiler.h"
+#include "ir/attr.h"
 #include "jit/backend.h"
 #include "runtime/cuda_device.h"
 #include "runtime/session_options.h"
@@ -21,11 +24,81 @@ using Clock = std::chrono::steady_clock;
 // Trace events of the GPU's stream get their own row ("thread") in the trace.
 constexpr int kStreamTraceRow = 1000;
 
+// A library call's GEMMs (MatMul, BatchMatMul(V2), _FusedMatMul with [BiasAdd] or [BiasAdd,
+// Relu]) on float32; `inputs` are its operands' shapes. One strided-batch GEMM when each
+// operand is one matrix per output matrix or one for all, else one GEMM per output matrix
+// at the offsets TensorFlow's batch broadcasting gives (`offsets`: a, b and d, in elements).
+// Unimplemented for anything else.
+struct GemmCall {
+  nvptx::Gemm gemm;
+  std::vector<std::array<int64_t, 3>> offsets = {{0, 0, 0}};
+};
+StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inputs) {
+  const Node& node = *call.node;
+  for (DType t : call.dtypes)
+    if (t != DType::kFloat) return Unimplemented(NodeLabel(node) + ": GPU GEMMs are float32 only");
+  GemmCall c;
+  nvptx::Gemm& g = c.gemm;
+  const bool batched = node.op == "BatchMatMulV2" || node.op == "BatchMatMul";
+  GJ_ASSIGN_OR_RETURN(g.transpose_a, GetBoolAttrOr(node, batched ? "adj_x" : "transpose_a", false));
+  GJ_ASSIGN_OR_RETURN(g.transpose_b, GetBoolAttrOr(node, batched ? "adj_y" : "transpose_b", false));
+  const Shape& a = inputs[0];
+  const Shape& b = inputs[1];
+  const Shape& out = call.shapes[0];
+  if (a.rank() < 2 || b.rank() < 2 || out.rank() < 2) return Unimplemented(NodeLabel(node) + ": a GEMM of vectors");
+  g.m = out.dim(out.rank() - 2);
+  g.n = out.dim(out.rank() - 1);
+  g.k = a.dim(a.rank() - (g.transpose_a ? 2 : 1));
+  int64_t batch = 1;
+  for (int i = 0; i + 2 < out.rank(); ++i) batch *= out.dim(i);
+  // Per operand: its matrices, and for output matrix i (row-major over the batch dims) the
+  // one it reads, broadcasting size-1 (and missing, leading) batch dims.
+  auto matrices = [](const Shape& s) {
+    int64_t count = 1;
+    for (int i = 0; i + 2 < s.rank(); ++i) count *= s.dim(i);
+    return count;
+  };
+  auto matrix_of = [&](const Shape& s, int64_t i) {
+    int64_t index = 0, stride = 1;
+    for (int d = out.rank() - 3, e = s.rank() - 3; d >= 0; --d, --e) {
+      const int64_t position = i % out.dim(d);
+      i /= out.dim(d);
+      if (e < 0) continue;
+      if (s.dim(e) != 1) index += position * stride;
+      stride *= s.dim(e);
+    }
+    return index;
+  };
+  const int64_t a_size = g.m * g.k, b_size = g.k * g.n;
+  const int64_t a_count = matrices(a), b_count = matrices(b);
+  if ((a_count == batch || a_count == 1) && (b_count == batch || b_count == 1) &&
+      (a_count == 1 || a.rank() == out.rank()) && (b_count == 1 || b.rank() == out.rank())) {
+    g.batch = batch;
+    g.batch_stride_a = a_count == 1 ? 0 : a_size;
+    g.batch_stride_b = b_count == 1 ? 0 : b_size;
+  } else {
+    c.offsets.clear();
+    for (int64_t i = 0; i < batch; ++i)
+      c.offsets.push_back({matrix_of(a, i) * a_size, matrix_of(b, i) * b_size, i * g.m * g.n});
+  }
+  if (node.op == "_FusedMatMul") {
+    std::vector<std::string> ops;
+    if (const auto* fused = node.FindAttr("fused_ops"))
+      for (const std::string& op : fused->list().s()) ops.push_back(op);
+    if (ops == std::vector<std::string>{"BiasAdd"}) g.epilogue = nvptx::Gemm::Epilogue::kBias;
+    else if (ops == std::vector<std::string>{"BiasAdd", "Relu"}) g.epilogue = nvptx::Gemm::Epilogue::kReluBias;
+    else return Unimplemented(NodeLabel(node) + ": a fused GEMM epilogue cuBLASLt is not given (only BiasAdd, Relu)");
+  }
+  return c;
+}
+
 class GpuExecutable : public ClusterExecutable {
  public:
   // `module`: PTX, or a cubin for the device.
-  GpuExecutable(ClusterProgram program, std::shared_ptr<CudaDevice> cuda, std::string module)
-      : program_(std::move(program)), cuda_(std::move(cuda)), module_(std::move(module)) {}
+  GpuExecutable(ClusterProgram program, std::shared_ptr<CudaDevice> cuda, std::string module,
+                std::shared_ptr<const nvptx::CublasLt> blas, std::vector<GemmCall> gemms)
+      : program_(std::move(program)), cuda_(std::move(cuda)), module_(std::move(module)), blas_(std::move(blas)),
+        gemms_(std::move(gemms)) {}
 
   ~GpuExecutable() override {
     for (uint64_t address : constants_) cuda_->Free(address);
@@ -33,7 +106,10 @@ class GpuExecutable : public ClusterExecutable {
 
   Status Init() {
     for (const EmittedKernel& k : program_.module.kernels) {
-      GJ_ASSIGN_OR_RETURN(CudaDevice::Kernel kernel, cuda_->LoadKernel(module_, k.function));
+      CudaDevice::Kernel kernel;
+      if (k.library_node < 0) {
+        GJ_ASSIGN_OR_RETURN(kernel, cuda_->LoadKernel(module_, k.function));
+      }
       kernels_.push_back(kernel);
     }
     GJ_ASSIGN_OR_RETURN(auto stream, cuda_->NewStream());
@@ -127,7 +203,7 @@ class GpuExecutable : public ClusterExecutable {
         pointers.push_back(a);
       }
       // Roots the kernel stores that nothing reads are still allocated.
-      if (emitted.grid == 0) continue;
+      if (emitted.library_node < 0 && emitted.grid == 0) continue;
       std::vector<void*> args;
       for (uint64_t& p : pointers) args.push_back(&p);
       const unsigned grid[3] = {static_cast<unsigned>(emitted.grid), 1, 1};
@@ -136,8 +212,17 @@ class GpuExecutable : public ClusterExecutable {
       if (profile) {
         GJ_ASSIGN_OR_RETURN(before, stream.Record());
       }
-      GJ_RETURN_IF_ERROR(traced(name + "/fusion_" + std::to_string(k), "gpu kernel", 0,
-                                [&] { return stream.Launch(kernels_[k], grid, block, 0, args); }));
+      GJ_RETURN_IF_ERROR(traced(name + "/fusion_" + std::to_string(k), emitted.library_node >= 0 ? "cuBLASLt" : "gpu kernel", 0, [&] {
+        if (emitted.library_node < 0) return stream.Launch(kernels_[k], grid, block, 0, args);
+        // A GEMM: operands a, b (and the bias), then its output.
+        GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
+        const GemmCall& call = gemms_[k];
+        const uint64_t bias = call.gemm.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : pointers[2];
+        for (const auto& [a, b, d] : call.offsets)
+          GJ_RETURN_IF_ERROR(blas_->Matmul(call.gemm, pointers[0] + 4 * a, pointers[1] + 4 * b, bias,
+                                           pointers.back() + 4 * d, stream.handle()));
+        return Status::Ok();
+      }));
       CountGpuLaunches(1);
       if (profile) {
         GJ_ASSIGN_OR_RETURN(after, stream.Record());
@@ -185,6 +270,16 @@ class GpuExecutable : public ClusterExecutable {
       p.io_bytes += program_.buffers[b].shape.num_elements() * static_cast<int64_t>(DTypeSize(program_.buffers[b].dtype));
     GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));  // synchronizes
     p.measured_us = ms * 1000.0;
+    if (emitted.library_node >= 0) {  // cuBLASLt: its operands once, 2mnk flops per matrix
+      const nvptx::Gemm& g = gemms_[k].gemm;
+      p.library = true;
+      p.counted = true;
+      p.moved_bytes = p.requested_bytes = p.io_bytes;
+      p.request_sectors = (p.io_bytes + 31) / 32;
+      p.float_ops = 2 * g.m * g.n * g.k * g.batch * static_cast<int64_t>(gemms_[k].offsets.size());
+      RecordGpuProfile(std::move(p));
+      return Status::Ok();
+    }
     auto counters = cuda_->LastLaunchCounters();
     if (counters.ok()) {
       p.counted = true;
@@ -202,22 +297,40 @@ class GpuExecutable : public ClusterExecutable {
   const ClusterProgram program_;
   const std::shared_ptr<CudaDevice> cuda_;
   const std::string module_;
+  const std::shared_ptr<const nvptx::CublasLt> blas_;  // for GEMMs
+  const std::vector<GemmCall> gemms_;                  // per kernel (GEMMs only)
   std::vector<CudaDevice::Kernel> kernels_;
   std::vector<uint64_t> constants_;  // device memory, per program constant
 };
 
 class GpuTarget : public Backend {
  public:
-  GpuTarget(std::shared_ptr<CudaDevice> cuda, int sm, bool ptxas_check)
-      : cuda_(std::move(cuda)), sm_(sm), ptxas_check_(ptxas_check),
+  GpuTarget(std::shared_ptr<CudaDevice> cuda, std::string device, int sm, bool ptxas_check)
+      : cuda_(std::move(cuda)), device_(std::move(device)), sm_(sm), ptxas_check_(ptxas_check),
         description_("nvptx sm_" + std::to_string(sm) + " " + (cuda_ ? cuda_->info().library : "(compile only)")) {}
   Schedule schedule() const override { return Schedule::kGpu; }
   const std::string& target() const override { return description_; }
 
   StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages,
                                                        CompileStages* stages) const override {
-    for (const EmittedKernel& k : program.module.kernels)
-      if (k.library_node >= 0) return Unimplemented("no GPU library call for " + program.calls[&k - program.module.kernels.data()].node->op + " yet");
+    // The GEMMs, each a cuBLASLt call.
+    std::vector<GemmCall> gemms(program.module.kernels.size());
+    bool calls_library = false;
+    for (size_t k = 0; k < gemms.size(); ++k) {
+      const EmittedKernel& kernel = program.module.kernels[k];
+      if (kernel.library_node < 0) continue;
+      std::vector<Shape> inputs;
+      for (size_t i = 0; i + 1 < kernel.buffers.size(); ++i) inputs.push_back(program.buffers[kernel.buffers[i]].shape);
+      GJ_ASSIGN_OR_RETURN(gemms[k], GemmOf(program.calls[k], inputs));
+      calls_library = true;
+    }
+    std::shared_ptr<const nvptx::CublasLt> blas;
+    if (calls_library && cuda_) {
+      auto library = CublasLtLibrary(device_);
+      auto opened = library.ok() ? nvptx::CublasLt::Open(*library) : library.status();
+      if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
+      blas = *opened;
+    }
     std::string ptx;
     if (!program.module.mlir.empty()) {
       nvptx::CompileOptions options;
@@ -264,13 +377,15 @@ class GpuTarget : public Backend {
       auto assembled = nvptx::Assemble(module, sm_, /*spills_are_errors=*/false, /*keep_cubin=*/true);
       if (assembled.ok() && !assembled->cubin.empty()) module = std::move(assembled->cubin);
     }
-    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, std::move(module));
+    auto executable =
+        std::make_unique<GpuExecutable>(std::move(program), cuda_, std::move(module), std::move(blas), std::move(gemms));
     GJ_RETURN_IF_ERROR(executable->Init());
     return std::unique_ptr<ClusterExecutable>(std::move(executable));
   }
 
  private:
   const std::shared_ptr<CudaDevice> cuda_;
+  const std::string device_;  // "gpu" or "gpu-emu"
   const int sm_;
   const bool ptxas_check_;
   const std::string description_;
@@ -282,7 +397,8 @@ StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const
   const SessionOptions& process = ProcessOptions();
   const std::string arch = options && !options->gpu_arch.empty() ? options->gpu_arch : process.gpu_arch;
   const bool check = (options && options->gpu_ptxas_check) || process.gpu_ptxas_check;
-  if (!gpu.cuda) return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(nullptr, arch == "sm_80" ? 80 : 90, check));
+  if (!gpu.cuda)
+    return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(nullptr, gpu.device, arch == "sm_80" ? 80 : 90, check));
   const CudaDeviceInfo& info = gpu.cuda->info();
   int sm = info.compute_capability_major >= 9 ? 90 : 80;
   if (!arch.empty()) sm = arch == "sm_80" ? 80 : 90;
@@ -290,7 +406,7 @@ StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const
     return FailedPrecondition("the GPU (" + info.name + ", compute capability " + std::to_string(info.compute_capability_major) +
                               "." + std::to_string(info.compute_capability_minor) + ") cannot run sm_" + std::to_string(sm) +
                               " code; graphjit generates code for sm_80 and sm_90");
-  return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, sm, check));
+  return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, gpu.device, sm, check));
 }
 
 }  // namespace graphjit

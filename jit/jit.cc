@@ -353,16 +353,25 @@ Status Compute(KernelContext& ctx) {
 }
 
 // Clustering's question, answered by the emitters (WhyNotCompilable) for the devices this
-// JIT compiles for: the CPU, the GPU (library calls not yet: they run on the CPU), and
-// XLA's CPU and GPU device names.
+// JIT compiles for: the CPU, the GPU (GEMMs through cuBLASLt: float32, with its epilogues),
+// and XLA's CPU and GPU device names.
 class JitCompilability : public CompilabilityOracle {
  public:
   std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
                                const std::vector<DType>& output_types, const DeviceName& device) const override {
     if (device.type != "CPU" && device.type != "GPU" && device.type != "XLA_CPU" && device.type != "XLA_GPU")
       return "no compiler for device " + device.ToString();
-    if ((device.type == "GPU" || device.type == "XLA_GPU") && IsLibraryOp(node.op))
-      return "no GPU library (cuBLASLt) call for " + node.op + " yet";
+    if ((device.type == "GPU" || device.type == "XLA_GPU") && IsLibraryOp(node.op)) {
+      for (DType t : input_types)
+        if (t != DType::kFloat) return "GEMMs on the GPU (cuBLASLt) are float32 only";
+      if (node.op == "_FusedMatMul") {
+        std::vector<std::string> ops;
+        if (const auto* fused = node.FindAttr("fused_ops"))
+          for (const std::string& op : fused->list().s()) ops.push_back(op);
+        if (ops != std::vector<std::string>{"BiasAdd"} && ops != std::vector<std::string>{"BiasAdd", "Relu"})
+          return "cuBLASLt's epilogues on the GPU are BiasAdd and BiasAdd + Relu";
+      }
+    }
     return graphjit::WhyNotCompilable(node, input_types, output_types);
   }
 };

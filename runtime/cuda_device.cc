@@ -22,6 +22,7 @@ CudaDevice::Stream::~Stream() = default;
 // Without a device (Get fails) none of these is reached.
 static Status NoCuda() { return Unimplemented("no CUDA support in this build"); }
 StatusOr<uint64_t> CudaDevice::Allocate(size_t) { return NoCuda(); }
+Status CudaDevice::MakeCurrent() const { return NoCuda(); }
 void CudaDevice::Free(uint64_t) {}
 size_t CudaDevice::bytes_in_use() const { return 0; }
 size_t CudaDevice::bytes_cached() const { return 0; }

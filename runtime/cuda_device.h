@@ -24,6 +24,8 @@ class CudaDevice {
   ~CudaDevice();
 
   const CudaDeviceInfo& info() const { return driver_->device(); }
+  // Makes the device's context current on the calling thread (for libraries that use it).
+  Status MakeCurrent() const;
 
   // Device memory. Freed blocks are kept by size class (powers of two from 256 bytes)
   // and handed out again, as TensorFlow's and PyTorch's allocators do: cuMemAlloc and
@@ -68,6 +70,7 @@ class CudaDevice {
     StatusOr<float> ElapsedMillis(int from, int to);
     // Forgets the recorded points (their indices start from 0 again).
     void ClearPoints();
+    void* handle() const { return stream_; }  // the CUstream, for libraries (cuBLASLt)
     Status Synchronize();
 
    private:
@@ -82,7 +85,6 @@ class CudaDevice {
  private:
   struct Api;
   CudaDevice() = default;
-  Status MakeCurrent() const;
   Status Check(int result, const char* call) const;
 
   std::unique_ptr<CudaDriver> driver_;

@@ -86,6 +86,18 @@ StatusOr<std::string> CudaDriverLibrary(const std::string& device, const std::st
   return InvalidArgument("no CUDA driver for device '" + device + "'");
 }
 
+StatusOr<std::string> CublasLtLibrary(const std::string& device) {
+  if (device == "gpu") return std::string("libcublasLt.so.13");
+  if (device == "gpu-emu") {
+#ifdef GRAPHJIT_CUBLASLT_EMULATOR
+    return std::string(GRAPHJIT_CUBLASLT_EMULATOR);
+#else
+    return NotFound("this build of graphjit has no cuBLASLt stand-in for the CUDA emulator (no cublasLt.h)");
+#endif
+  }
+  return InvalidArgument("no cuBLASLt for device '" + device + "'");
+}
+
 std::string DescribeCudaDevice(const CudaDeviceInfo& info) {
   char text[512];
   std::snprintf(text, sizeof text, "%s, sm_%d%d, %d SMs, %llu MiB, driver %d.%d (%s)", info.name.c_str(),

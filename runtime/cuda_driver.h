@@ -44,6 +44,10 @@ class CudaDriver {
 // "gpu-emu" -> the CUDA emulator built with graphjit.
 StatusOr<std::string> CudaDriverLibrary(const std::string& device, const std::string& cuda_driver);
 
+// The cuBLASLt library for a device: "gpu" -> libcublasLt.so.13, "gpu-emu" -> the CUDA
+// emulator's stand-in built with graphjit.
+StatusOr<std::string> CublasLtLibrary(const std::string& device);
+
 // "NVIDIA H100 SXM (graphjit CUDA emulator), sm_90, 132 SMs, 4096 MiB, driver 13.0 (path)".
 std::string DescribeCudaDevice(const CudaDeviceInfo& info);
 

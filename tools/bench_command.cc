@@ -55,7 +55,7 @@ bool MovesData(const TraceEvent& e) {
 
 // What a configuration's GPU kernels did in one run (see GpuKernelProfile).
 struct GpuSummary {
-  int kernels = 0;
+  int kernels = 0, library_calls = 0;
   bool counted = true;
   int64_t moved = 0, io = 0, requested = 0, request_sectors = 0, flops = 0;
   double worst_moved_ratio = 0, worst_coalescing = 1, predicted_us = 0, measured_us = 0;
@@ -71,6 +71,7 @@ GpuSummary Summarize(const std::vector<GpuKernelProfile>& profiles) {
   GpuSummary g;
   for (const GpuKernelProfile& p : profiles) {
     ++g.kernels;
+    g.library_calls += p.library;
     g.counted &= p.counted;
     g.io += p.io_bytes;
     g.measured_us += p.measured_us;
@@ -158,6 +159,8 @@ void PrintGpuTable(const std::string& device, const std::vector<Config>& configs
   }
   if (!configs.empty() && !configs[0].gpu.counted)
     std::printf("(no counters on a GPU: bytes moved are the kernels' inputs and outputs, flops 0)\n");
+  if (std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.gpu.library_calls > 0; }))
+    std::printf("(cuBLASLt GEMMs are counted as their operands read and written once and 2mnk flops)\n");
   const Config* off = nullptr;
   for (const Config& c : configs)
     if (c.name == "off") off = &c;

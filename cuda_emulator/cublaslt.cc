@@ -1,0 +1,419 @@
+// A stand-in for cuBLASLt (libcublasLt.so.13) on the CUDA emulator: the float GEMM of
+// cublasLtMatmul with cuBLASLt's documented semantics (column-major, op(A) m x k,
+// op(B) k x n, C and D m x n, strided batches, the bias/ReLU/GELU epilogues), computed on
+// the CPU in double and rounded once to float. The work is queued on the stream with
+// cuLaunchHostFunc, so it runs in stream order when the stream is synchronized, as the
+// emulator's kernels do. Only FP32 (CUBLAS_COMPUTE_32F, CUDA_R_32F, column order, host
+// alpha/beta) is supported; anything else is CUBLAS_STATUS_NOT_SUPPORTED.
+#include <cublasLt.h>
+#include <cuda.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "cuda_emulator/cuemu.h"
+
+#define CUBLASLT_EMU_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+constexpr uint64_t kHandleMagic = 0x6375626c61734c74ull;  // "cublasLt"
+
+struct Handle {
+  uint64_t magic = kHandleMagic;
+};
+
+struct MatmulDesc {
+  cublasOperation_t trans_a = CUBLAS_OP_N;
+  cublasOperation_t trans_b = CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void* bias = nullptr;
+  cudaDataType_t bias_type = CUDA_R_32F;
+};
+
+struct Layout {
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0;
+  int32_t batch = 1;
+  int64_t stride = 0;  // elements between batches; 0: the same matrix for every batch
+};
+
+struct Preference {
+  uint64_t max_workspace = 0;
+};
+
+MatmulDesc* Desc(cublasLtMatmulDesc_t d) { return reinterpret_cast<MatmulDesc*>(d); }
+Layout* Lay(cublasLtMatrixLayout_t l) { return reinterpret_cast<Layout*>(l); }
+Preference* Pref(cublasLtMatmulPreference_t p) { return reinterpret_cast<Preference*>(p); }
+
+bool ValidHandle(cublasLtHandle_t h) {
+  return h != nullptr && reinterpret_cast<Handle*>(h)->magic == kHandleMagic;
+}
+
+// Reads an attribute value of exactly sizeof(T) bytes.
+template <typename T>
+bool Read(const void* buf, size_t size, T* out) {
+  if (!buf || size != sizeof(T)) return false;
+  std::memcpy(out, buf, sizeof(T));
+  return true;
+}
+
+bool SupportedEpilogue(uint32_t e) {
+  switch (e) {
+    case CUBLASLT_EPILOGUE_DEFAULT:
+    case CUBLASLT_EPILOGUE_RELU:
+    case CUBLASLT_EPILOGUE_BIAS:
+    case CUBLASLT_EPILOGUE_RELU_BIAS:
+    case CUBLASLT_EPILOGUE_GELU:
+    case CUBLASLT_EPILOGUE_GELU_BIAS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool HasBias(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS;
+}
+
+// The problem, checked: m, n, k and the batch count.
+struct Shape {
+  uint64_t m = 0, n = 0, k = 0;
+  int32_t batch = 1;
+};
+
+cublasStatus_t CheckShape(const MatmulDesc* d, const Layout* a, const Layout* b, const Layout* c, const Layout* dd,
+                          Shape* shape) {
+  if (!d || !a || !b || !c || !dd) return CUBLAS_STATUS_INVALID_VALUE;
+  const uint64_t m = d->trans_a == CUBLAS_OP_N ? a->rows : a->cols;
+  const uint64_t k = d->trans_a == CUBLAS_OP_N ? a->cols : a->rows;
+  const uint64_t kb = d->trans_b == CUBLAS_OP_N ? b->rows : b->cols;
+  const uint64_t n = d->trans_b == CUBLAS_OP_N ? b->cols : b->rows;
+  if (k != kb || dd->rows != m || dd->cols != n || c->rows != m || c->cols != n) return CUBLAS_STATUS_INVALID_VALUE;
+  for (const Layout* l : {a, b, c, dd}) {
+    if (l->ld < static_cast<int64_t>(std::max<uint64_t>(l->rows, 1))) return CUBLAS_STATUS_INVALID_VALUE;
+    if (l->batch != dd->batch) return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  if (dd->batch > 1 && dd->stride == 0) return CUBLAS_STATUS_INVALID_VALUE;  // every batch would write the same D
+  *shape = Shape{m, n, k, dd->batch};
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// The elements [lo, hi) of all batches of a matrix, relative to its pointer.
+void Extent(const Layout* l, int64_t* lo, int64_t* hi) {
+  *lo = 0;
+  *hi = 0;
+  if (l->rows == 0 || l->cols == 0) return;
+  const int64_t one = static_cast<int64_t>((l->cols - 1) * l->ld + l->rows);
+  const int64_t last = static_cast<int64_t>(l->batch - 1) * l->stride;
+  *lo = std::min<int64_t>(0, last);
+  *hi = std::max<int64_t>(0, last) + one;
+}
+
+// The host address of a float matrix (all batches) in emulated device memory, or nullptr.
+float* Resolve(const void* ptr, const Layout* l) {
+  int64_t lo, hi;
+  Extent(l, &lo, &hi);
+  if (hi == lo) return static_cast<float*>(const_cast<void*>(ptr));
+  if (!ptr) return nullptr;
+  const CUdeviceptr base = reinterpret_cast<CUdeviceptr>(ptr) + lo * static_cast<int64_t>(sizeof(float));
+  void* host = nullptr;
+  if (cuemuDeviceMemory(base, static_cast<size_t>(hi - lo) * sizeof(float), &host) != CUDA_SUCCESS) return nullptr;
+  return static_cast<float*>(host) - lo;
+}
+
+struct Work {
+  Shape shape;
+  MatmulDesc desc;
+  Layout a, b, c, d;
+  const float *ha = nullptr, *hb = nullptr, *hc = nullptr, *hbias = nullptr;
+  float* hd = nullptr;
+  double alpha = 1, beta = 0;
+};
+
+double Gelu(double x) {
+  const double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
+
+void RunWork(void* user) {
+  std::unique_ptr<Work> w(static_cast<Work*>(user));
+  const Shape& s = w->shape;
+  const bool ta = w->desc.trans_a != CUBLAS_OP_N, tb = w->desc.trans_b != CUBLAS_OP_N;
+  const cublasLtEpilogue_t e = w->desc.epilogue;
+  std::vector<float> out(s.m * s.n);
+  for (int32_t batch = 0; batch < s.batch; ++batch) {
+    const float* A = w->ha + batch * w->a.stride;
+    const float* B = w->hb + batch * w->b.stride;
+    const float* C = w->beta != 0 ? w->hc + batch * w->c.stride : nullptr;
+    float* D = w->hd + batch * w->d.stride;
+    for (uint64_t j = 0; j < s.n; ++j) {
+      for (uint64_t i = 0; i < s.m; ++i) {
+        double sum = 0;
+        for (uint64_t p = 0; p < s.k; ++p) {
+          const double x = ta ? A[i * w->a.ld + p] : A[p * w->a.ld + i];
+          const double y = tb ? B[p * w->b.ld + j] : B[j * w->b.ld + p];
+          sum += x * y;
+        }
+        double v = w->alpha * sum;
+        if (C) v += w->beta * static_cast<double>(C[j * w->c.ld + i]);
+        if (HasBias(e)) v += w->hbias[i];
+        if (e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS) v = v > 0 ? v : 0;
+        if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS) v = Gelu(v);
+        out[j * s.m + i] = static_cast<float>(v);
+      }
+    }
+    // Stored after the whole batch is computed: D may overlap A, B or C.
+    for (uint64_t j = 0; j < s.n; ++j) std::memcpy(D + j * w->d.ld, out.data() + j * s.m, s.m * sizeof(float));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// The handle and status names
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
+  if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
+  *handle = reinterpret_cast<cublasLtHandle_t>(new Handle);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  if (!ValidHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  Handle* h = reinterpret_cast<Handle*>(handle);
+  h->magic = 0;
+  delete h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+namespace {
+struct StatusText {
+  cublasStatus_t status;
+  const char* name;
+  const char* text;
+};
+const StatusText kStatuses[] = {
+    {CUBLAS_STATUS_SUCCESS, "CUBLAS_STATUS_SUCCESS", "success"},
+    {CUBLAS_STATUS_NOT_INITIALIZED, "CUBLAS_STATUS_NOT_INITIALIZED", "the library was not initialized"},
+    {CUBLAS_STATUS_ALLOC_FAILED, "CUBLAS_STATUS_ALLOC_FAILED", "the resource allocation failed"},
+    {CUBLAS_STATUS_INVALID_VALUE, "CUBLAS_STATUS_INVALID_VALUE", "an invalid numeric value was used as an argument"},
+    {CUBLAS_STATUS_ARCH_MISMATCH, "CUBLAS_STATUS_ARCH_MISMATCH", "an absent device architectural feature is required"},
+    {CUBLAS_STATUS_MAPPING_ERROR, "CUBLAS_STATUS_MAPPING_ERROR", "an access to GPU memory space failed"},
+    {CUBLAS_STATUS_EXECUTION_FAILED, "CUBLAS_STATUS_EXECUTION_FAILED", "the GPU program failed to execute"},
+    {CUBLAS_STATUS_INTERNAL_ERROR, "CUBLAS_STATUS_INTERNAL_ERROR", "an internal operation failed"},
+    {CUBLAS_STATUS_NOT_SUPPORTED, "CUBLAS_STATUS_NOT_SUPPORTED", "the functionality requested is not supported"},
+    {CUBLAS_STATUS_LICENSE_ERROR, "CUBLAS_STATUS_LICENSE_ERROR", "an error was detected when checking the current licensing"},
+};
+}  // namespace
+
+CUBLASLT_EMU_API const char* cublasLtGetStatusName(cublasStatus_t status) {
+  for (const StatusText& s : kStatuses)
+    if (s.status == status) return s.name;
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+CUBLASLT_EMU_API const char* cublasLtGetStatusString(cublasStatus_t status) {
+  for (const StatusText& s : kStatuses)
+    if (s.status == status) return s.text;
+  return "unknown error";
+}
+
+// ---------------------------------------------------------------------------------------
+// Descriptors
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
+                                                         cudaDataType_t scale) {
+  if (!desc) return CUBLAS_STATUS_INVALID_VALUE;
+  if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new MatmulDesc);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  delete Desc(desc);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                                               cublasLtMatmulDescAttributes_t attr, const void* buf,
+                                                               size_t size) {
+  MatmulDesc* d = Desc(desc);
+  if (!d) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (attr) {
+    case CUBLASLT_MATMUL_DESC_TRANSA:
+    case CUBLASLT_MATMUL_DESC_TRANSB: {
+      int32_t op;
+      if (!Read(buf, size, &op)) return CUBLAS_STATUS_INVALID_VALUE;
+      if (op != CUBLAS_OP_N && op != CUBLAS_OP_T) return CUBLAS_STATUS_NOT_SUPPORTED;
+      (attr == CUBLASLT_MATMUL_DESC_TRANSA ? d->trans_a : d->trans_b) = static_cast<cublasOperation_t>(op);
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+      uint32_t e;
+      if (!Read(buf, size, &e)) return CUBLAS_STATUS_INVALID_VALUE;
+      if (!SupportedEpilogue(e)) return CUBLAS_STATUS_NOT_SUPPORTED;
+      d->epilogue = static_cast<cublasLtEpilogue_t>(e);
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: {
+      const void* p;
+      if (!Read(buf, size, &p)) return CUBLAS_STATUS_INVALID_VALUE;
+      d->bias = p;
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: {
+      int32_t t;
+      if (!Read(buf, size, &t)) return CUBLAS_STATUS_INVALID_VALUE;
+      if (t != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+      d->bias_type = static_cast<cudaDataType_t>(t);
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    default:
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type,
+                                                           uint64_t rows, uint64_t cols, int64_t ld) {
+  if (!layout) return CUBLAS_STATUS_INVALID_VALUE;
+  if (type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (rows > INT32_MAX || cols > INT32_MAX || ld < 0) return CUBLAS_STATUS_INVALID_VALUE;
+  auto* l = new Layout;
+  l->rows = rows;
+  l->cols = cols;
+  l->ld = ld;
+  *layout = reinterpret_cast<cublasLtMatrixLayout_t>(l);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  delete Lay(layout);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                                                 cublasLtMatrixLayoutAttribute_t attr, const void* buf,
+                                                                 size_t size) {
+  Layout* l = Lay(layout);
+  if (!l) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (attr) {
+    case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: {
+      int32_t n;
+      if (!Read(buf, size, &n) || n < 1) return CUBLAS_STATUS_INVALID_VALUE;
+      l->batch = n;
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET: {
+      int64_t stride;
+      if (!Read(buf, size, &stride)) return CUBLAS_STATUS_INVALID_VALUE;
+      l->stride = stride;
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    case CUBLASLT_MATRIX_LAYOUT_ORDER: {
+      int32_t order;
+      if (!Read(buf, size, &order)) return CUBLAS_STATUS_INVALID_VALUE;
+      return order == CUBLASLT_ORDER_COL ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    default:
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
+  if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
+  *pref = reinterpret_cast<cublasLtMatmulPreference_t>(new Preference);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  delete Pref(pref);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
+                                                                     cublasLtMatmulPreferenceAttributes_t attr,
+                                                                     const void* buf, size_t size) {
+  Preference* p = Pref(pref);
+  if (!p) return CUBLAS_STATUS_INVALID_VALUE;
+  if (attr != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) return CUBLAS_STATUS_NOT_SUPPORTED;
+  uint64_t bytes;
+  if (!Read(buf, size, &bytes)) return CUBLAS_STATUS_INVALID_VALUE;
+  p->max_workspace = bytes;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------
+// The GEMM
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+    cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t pref, int requested,
+    cublasLtMatmulHeuristicResult_t results[], int* returned) {
+  if (!ValidHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (requested <= 0 || !results || !returned) return CUBLAS_STATUS_INVALID_VALUE;
+  *returned = 0;
+  Shape shape;
+  if (CheckShape(Desc(desc), Lay(a), Lay(b), Lay(c), Lay(d), &shape) != CUBLAS_STATUS_SUCCESS)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  std::memset(&results[0], 0, sizeof(results[0]));
+  results[0].workspaceSize = 0;
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  results[0].wavesCount = 1.0f;
+  *returned = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                               const void* alpha, const void* A, cublasLtMatrixLayout_t a_desc,
+                                               const void* B, cublasLtMatrixLayout_t b_desc, const void* beta,
+                                               const void* C, cublasLtMatrixLayout_t c_desc, void* D,
+                                               cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
+                                               void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (!ValidHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
+  auto w = std::make_unique<Work>();
+  if (cublasStatus_t s = CheckShape(Desc(desc), Lay(a_desc), Lay(b_desc), Lay(c_desc), Lay(d_desc), &w->shape))
+    return s;
+  w->desc = *Desc(desc);
+  w->a = *Lay(a_desc);
+  w->b = *Lay(b_desc);
+  w->c = *Lay(c_desc);
+  w->d = *Lay(d_desc);
+  // Host pointers (CUBLASLT_POINTER_MODE_HOST): read now.
+  w->alpha = *static_cast<const float*>(alpha);
+  w->beta = *static_cast<const float*>(beta);
+  // In place (C == D) needs C's layout to be D's.
+  if (C == D && (w->c.ld != w->d.ld || w->c.stride != w->d.stride)) return CUBLAS_STATUS_INVALID_VALUE;
+  // Device memory, resolved to host addresses now (the host function must not call the driver).
+  const bool empty = w->shape.m == 0 || w->shape.n == 0;
+  if (!empty) {
+    if (!(w->hd = Resolve(D, &w->d))) return CUBLAS_STATUS_INVALID_VALUE;
+    if (w->shape.k > 0) {
+      if (!(w->ha = Resolve(A, &w->a))) return CUBLAS_STATUS_INVALID_VALUE;
+      if (!(w->hb = Resolve(B, &w->b))) return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    if (w->beta != 0 && !(w->hc = Resolve(C, &w->c))) return CUBLAS_STATUS_INVALID_VALUE;
+    if (HasBias(w->desc.epilogue)) {
+      void* host = nullptr;
+      if (!w->desc.bias ||
+          cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), w->shape.m * sizeof(float), &host) !=
+              CUDA_SUCCESS)
+        return CUBLAS_STATUS_INVALID_VALUE;
+      w->hbias = static_cast<const float*>(host);
+    }
+  }
+  if (empty) return CUBLAS_STATUS_SUCCESS;
+  Work* work = w.release();
+  CUresult r = cuLaunchHostFunc(reinterpret_cast<CUstream>(stream), RunWork, work);
+  if (r != CUDA_SUCCESS) {
+    delete work;
+    return r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_VALUE ? CUBLAS_STATUS_INVALID_VALUE
+                                                                            : CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}

@@ -1,0 +1,566 @@
+// The cuBLASLt stand-in (build/lib/cuda_emulator/libcublasLt.so.13, cuda_emulator/cublaslt.cc)
+// and the driver calls it relies on (cuLaunchHostFunc, cuemuDeviceMemory). The library is
+// opened by path with dlopen, as graphjit opens cuBLASLt; the GEMMs are compared with a
+// reference computed here from cuBLASLt's definitions (column-major storage,
+// D = epilogue(alpha op(A) op(B) + beta C + bias)). Without the library (no cublasLt.h
+// when configured) the cuBLASLt tests are skipped, or fail when CI=true.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cuda_emulator/cuemu.h"
+#include "tests/cuda_emulator/cuemu_test_util.h"
+
+#if __has_include(<cublasLt.h>)
+#include <cublasLt.h>
+#define CUEMU_TEST_HAVE_CUBLASLT_H 1
+#else
+#define CUEMU_TEST_HAVE_CUBLASLT_H 0
+#endif
+
+#ifndef CUEMU_TEST_CUBLASLT
+#define CUEMU_TEST_CUBLASLT ""
+#endif
+
+namespace cuemu_test {
+namespace {
+
+// --- cuLaunchHostFunc and cuemuDeviceMemory (the driver alone) -----------------------
+
+void MakePrimaryCurrent() { Check(cuCtxSetCurrent(PrimaryContext()), "cuCtxSetCurrent"); }
+
+struct Calls {
+  std::vector<int> order;
+  std::vector<float> seen;  // what the first callback read from device memory
+  const float* host = nullptr;
+  size_t count = 0;
+};
+
+void RecordOne(void* user) { static_cast<Calls*>(user)->order.push_back(1); }
+void RecordTwo(void* user) { static_cast<Calls*>(user)->order.push_back(2); }
+void ReadDevice(void* user) {
+  auto* calls = static_cast<Calls*>(user);
+  calls->order.push_back(0);
+  calls->seen.assign(calls->host, calls->host + calls->count);
+}
+
+// Host functions run in stream order, only when the stream is synchronized, and see the
+// results of the work queued before them (here a memset).
+TEST(CudaEmulatorHostFunc, RunsInStreamOrderAtSynchronize) {
+  MakePrimaryCurrent();
+  DeviceMemory memory;
+  const size_t n = 64;
+  CUdeviceptr buffer = memory.Upload(std::vector<float>(n, 2.0f));
+  Calls calls;
+  void* host = nullptr;
+  CU_ASSERT_OK(cuemuDeviceMemory(buffer, n * sizeof(float), &host));
+  calls.host = static_cast<const float*>(host);
+  calls.count = n;
+  CUstream stream = nullptr;
+  CU_ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CU_ASSERT_OK(cuLaunchHostFunc(stream, RecordOne, &calls));
+  CU_ASSERT_OK(cuMemsetD32Async(buffer, FloatBits(-3.0f), n, stream));
+  CU_ASSERT_OK(cuLaunchHostFunc(stream, ReadDevice, &calls));
+  CU_ASSERT_OK(cuLaunchHostFunc(stream, RecordTwo, &calls));
+  EXPECT_TRUE(calls.order.empty()) << "a host function ran before the stream was synchronized";
+  // A synchronous copy does not wait for a non-blocking stream: the memset has not run.
+  EXPECT_EQ(Download<float>(buffer, n), std::vector<float>(n, 2.0f));
+  CU_ASSERT_OK(cuStreamSynchronize(stream));
+  EXPECT_EQ(calls.order, (std::vector<int>{1, 0, 2}));
+  EXPECT_EQ(calls.seen, std::vector<float>(n, -3.0f));
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuLaunchHostFunc(stream, nullptr, nullptr));
+  CU_ASSERT_OK(cuStreamDestroy(stream));
+  // On the NULL stream too; a synchronous call runs it first.
+  calls.order.clear();
+  CU_ASSERT_OK(cuLaunchHostFunc(nullptr, RecordOne, &calls));
+  EXPECT_TRUE(calls.order.empty());
+  CU_ASSERT_OK(cuCtxSynchronize());
+  EXPECT_EQ(calls.order, (std::vector<int>{1}));
+}
+
+TEST(CudaEmulatorHostFunc, DeviceMemoryChecksTheRange) {
+  MakePrimaryCurrent();
+  DeviceMemory memory;
+  CUdeviceptr buffer = memory.Alloc(256);
+  void* host = nullptr;
+  CU_ASSERT_OK(cuemuDeviceMemory(buffer, 256, &host));
+  ASSERT_NE(host, nullptr);
+  void* inner = nullptr;
+  CU_ASSERT_OK(cuemuDeviceMemory(buffer + 16, 240, &inner));
+  EXPECT_EQ(static_cast<char*>(inner), static_cast<char*>(host) + 16);
+  // Writes through the host address are device memory.
+  std::memset(host, 0x5a, 4);
+  EXPECT_EQ(Download<uint8_t>(buffer, 4), std::vector<uint8_t>(4, 0x5a));
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuemuDeviceMemory(buffer + 16, 241, &inner));
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuemuDeviceMemory(buffer, ~size_t{0}, &inner));
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuemuDeviceMemory(0, 4, &inner));
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuemuDeviceMemory(buffer, 4, nullptr));
+  // Both are entry points of cuGetProcAddress.
+  for (const char* name : {"cuLaunchHostFunc", "cuemuDeviceMemory"}) {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status{};
+    CU_EXPECT_OK(cuGetProcAddress(name, &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status));
+    EXPECT_NE(fn, nullptr) << name;
+  }
+}
+
+#if CUEMU_TEST_HAVE_CUBLASLT_H
+
+// --- The cuBLASLt stand-in -------------------------------------------------------------
+
+// The functions of the library, found with dlsym.
+struct Lt {
+  void* library = nullptr;
+  std::string error;
+#define CUEMU_LT_FUNCTIONS(X)                                                                                  \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusName) X(cublasLtGetStatusString)                    \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                  \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)            \
+  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) \
+  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+#define CUEMU_LT_MEMBER(name) decltype(&::name) name = nullptr;
+  CUEMU_LT_FUNCTIONS(CUEMU_LT_MEMBER)
+#undef CUEMU_LT_MEMBER
+};
+
+const Lt& Library() {
+  static Lt* lt = [] {
+    auto* l = new Lt;
+    const std::string path = CUEMU_TEST_CUBLASLT;
+    if (path.empty()) {
+      l->error = "the cuBLASLt stand-in was not configured (no cublasLt.h found)";
+      return l;
+    }
+    l->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!l->library) {
+      l->error = "dlopen(" + path + "): " + dlerror();
+      return l;
+    }
+#define CUEMU_LT_LOAD(name)                                                                     \
+  l->name = reinterpret_cast<decltype(&::name)>(dlsym(l->library, #name));                      \
+  if (!l->name && l->error.empty()) l->error = path + " has no " #name;
+    CUEMU_LT_FUNCTIONS(CUEMU_LT_LOAD)
+#undef CUEMU_LT_LOAD
+    return l;
+  }();
+  return *lt;
+}
+
+std::string StatusName(cublasStatus_t s) {
+  const Lt& lt = Library();
+  return lt.cublasLtGetStatusName ? lt.cublasLtGetStatusName(s) : std::to_string(static_cast<int>(s));
+}
+
+#define LT_ASSERT_OK(call)                                                     \
+  do {                                                                         \
+    cublasStatus_t lt_status_ = (call);                                        \
+    ASSERT_EQ(lt_status_, CUBLAS_STATUS_SUCCESS) << #call << ": " << StatusName(lt_status_); \
+  } while (0)
+#define LT_EXPECT_STATUS(expected, call)                                          \
+  do {                                                                            \
+    cublasStatus_t lt_status_ = (call);                                           \
+    EXPECT_EQ(lt_status_, (expected)) << #call << ": " << StatusName(lt_status_); \
+  } while (0)
+
+// A logical matrix (row r, column c), as the definitions use it.
+struct Matrix {
+  int rows = 0, cols = 0;
+  std::vector<double> v;
+  Matrix(int r, int c) : rows(r), cols(c), v(static_cast<size_t>(r) * c, 0.0) {}
+  double& at(int r, int c) { return v[static_cast<size_t>(r) * cols + c]; }
+  double at(int r, int c) const { return v[static_cast<size_t>(r) * cols + c]; }
+};
+
+Matrix RandomMatrix(int rows, int cols, unsigned seed) {
+  Matrix m(rows, cols);
+  std::vector<float> values = RandomFloats(m.v.size(), -1.0f, 1.0f, seed);
+  for (size_t i = 0; i < values.size(); ++i) m.v[i] = values[i];
+  return m;
+}
+
+Matrix Transposed(const Matrix& m) {
+  Matrix t(m.cols, m.rows);
+  for (int r = 0; r < m.rows; ++r)
+    for (int c = 0; c < m.cols; ++c) t.at(c, r) = m.at(r, c);
+  return t;
+}
+
+// Column-major storage with leading dimension ld: element (r, c) at [r + c * ld]. The
+// padding between columns is filled with NaN, which must never be read.
+void Store(const Matrix& m, int ld, std::vector<float>* out, size_t offset) {
+  const size_t need = offset + static_cast<size_t>(ld) * m.cols;
+  if (out->size() < need) out->resize(need, std::numeric_limits<float>::quiet_NaN());
+  for (int c = 0; c < m.cols; ++c)
+    for (int r = 0; r < m.rows; ++r) (*out)[offset + r + static_cast<size_t>(c) * ld] = static_cast<float>(m.at(r, c));
+}
+
+Matrix Load(const std::vector<float>& in, int rows, int cols, int ld, size_t offset) {
+  Matrix m(rows, cols);
+  for (int c = 0; c < cols; ++c)
+    for (int r = 0; r < rows; ++r) m.at(r, c) = in[offset + r + static_cast<size_t>(c) * ld];
+  return m;
+}
+
+double Gelu(double x) {  // cuBLAS's tanh approximation
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::acos(-1.0)) * (x + 0.044715 * x * x * x)));
+}
+
+// epilogue(alpha * opA opB + beta * C + bias) from the definitions, rounded to float.
+Matrix Reference(const Matrix& op_a, const Matrix& op_b, const Matrix* c, double alpha, double beta,
+                 const std::vector<float>* bias, cublasLtEpilogue_t epilogue) {
+  Matrix d(op_a.rows, op_b.cols);
+  for (int i = 0; i < d.rows; ++i) {
+    for (int j = 0; j < d.cols; ++j) {
+      double sum = 0;
+      for (int p = 0; p < op_a.cols; ++p) sum += op_a.at(i, p) * op_b.at(p, j);
+      double x = alpha * sum;
+      if (c) x += beta * c->at(i, j);
+      if (bias) x += (*bias)[i];
+      if (epilogue == CUBLASLT_EPILOGUE_RELU || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS) x = std::max(x, 0.0);
+      if (epilogue == CUBLASLT_EPILOGUE_GELU || epilogue == CUBLASLT_EPILOGUE_GELU_BIAS) x = Gelu(x);
+      d.at(i, j) = static_cast<float>(x);
+    }
+  }
+  return d;
+}
+
+// Float results within a few units in the last place of the reference.
+void ExpectNear(const Matrix& expected, const Matrix& actual, const std::string& what) {
+  ASSERT_EQ(expected.rows, actual.rows);
+  ASSERT_EQ(expected.cols, actual.cols);
+  int bad = 0;
+  for (int r = 0; r < expected.rows; ++r) {
+    for (int c = 0; c < expected.cols; ++c) {
+      const double e = expected.at(r, c), a = actual.at(r, c);
+      const double tolerance = 4 * std::numeric_limits<float>::epsilon() * std::max(1.0, std::fabs(e));
+      if (!(std::fabs(e - a) <= tolerance) && bad++ < 5)
+        ADD_FAILURE() << what << ": D(" << r << "," << c << ") = " << a << ", expected " << e;
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": elements that differ";
+}
+
+class CublasLtEmulator : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const Lt& l = Library();
+    if (!l.error.empty()) {
+      if (InCi()) GTEST_FAIL() << l.error;
+      GTEST_SKIP() << l.error;
+    }
+    MakePrimaryCurrent();
+    ASSERT_EQ(lt().cublasLtCreate(&handle_), CUBLAS_STATUS_SUCCESS);
+  }
+  void TearDown() override {
+    if (!Library().error.empty()) return;
+    for (cublasLtMatrixLayout_t l : layouts_) lt().cublasLtMatrixLayoutDestroy(l);
+    for (cublasLtMatmulDesc_t d : descs_) lt().cublasLtMatmulDescDestroy(d);
+    if (handle_) {
+      EXPECT_EQ(lt().cublasLtDestroy(handle_), CUBLAS_STATUS_SUCCESS);
+    }
+    memory_.FreeAll();
+  }
+  const Lt& lt() { return Library(); }
+
+  cublasLtMatmulDesc_t Desc(cublasOperation_t ta, cublasOperation_t tb,
+                            cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT, CUdeviceptr bias = 0) {
+    cublasLtMatmulDesc_t d = nullptr;
+    Check(lt().cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS
+              ? CUDA_SUCCESS
+              : CUDA_ERROR_UNKNOWN,
+          "cublasLtMatmulDescCreate");
+    descs_.push_back(d);
+    int32_t a = ta, b = tb;
+    uint32_t e = epilogue;
+    EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &a, sizeof(a)), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &b, sizeof(b)), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)),
+              CUBLAS_STATUS_SUCCESS);
+    if (bias) {
+      void* p = reinterpret_cast<void*>(bias);
+      int32_t type = CUDA_R_32F;
+      EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof(p)),
+                CUBLAS_STATUS_SUCCESS);
+      EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)),
+                CUBLAS_STATUS_SUCCESS);
+    }
+    return d;
+  }
+
+  cublasLtMatrixLayout_t Layout(int rows, int cols, int ld, int32_t batch = 1, int64_t stride = 0) {
+    cublasLtMatrixLayout_t l = nullptr;
+    EXPECT_EQ(lt().cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, rows, cols, ld), CUBLAS_STATUS_SUCCESS);
+    layouts_.push_back(l);
+    if (batch != 1) {
+      EXPECT_EQ(lt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)),
+                CUBLAS_STATUS_SUCCESS);
+      EXPECT_EQ(
+          lt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+          CUBLAS_STATUS_SUCCESS);
+    }
+    return l;
+  }
+
+  void* Ptr(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
+
+  cublasLtHandle_t handle_ = nullptr;
+  std::vector<cublasLtMatrixLayout_t> layouts_;
+  std::vector<cublasLtMatmulDesc_t> descs_;
+  DeviceMemory memory_;
+};
+
+const char* OpName(cublasOperation_t op) { return op == CUBLAS_OP_N ? "N" : "T"; }
+
+// m, n, k = 37, 45, 29 with every TRANSA/TRANSB, padded leading dimensions, the algorithm
+// from the heuristic; beta = 0 with C == D holding NaN: C is not read.
+TEST_F(CublasLtEmulator, EveryTransposeCombination) {
+  const int m = 37, n = 45, k = 29;
+  const Matrix op_a = RandomMatrix(m, k, 1), op_b = RandomMatrix(k, n, 2);
+  cublasLtMatmulPreference_t pref = nullptr;
+  LT_ASSERT_OK(lt().cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t workspace = 1 << 20;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, lt().cublasLtMatmulPreferenceSetAttribute(
+                                              pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                              sizeof(workspace)));
+  for (cublasOperation_t ta : {CUBLAS_OP_N, CUBLAS_OP_T}) {
+    for (cublasOperation_t tb : {CUBLAS_OP_N, CUBLAS_OP_T}) {
+      const std::string what = std::string("op ") + OpName(ta) + OpName(tb);
+      // Stored: A is m x k (N) or k x m (T), B is k x n (N) or n x k (T).
+      const Matrix a = ta == CUBLAS_OP_N ? op_a : Transposed(op_a);
+      const Matrix b = tb == CUBLAS_OP_N ? op_b : Transposed(op_b);
+      const int lda = a.rows + 3, ldb = b.rows + 1, ldd = m + 2;
+      std::vector<float> ha, hb, hd(static_cast<size_t>(ldd) * n, std::numeric_limits<float>::quiet_NaN());
+      Store(a, lda, &ha, 0);
+      Store(b, ldb, &hb, 0);
+      CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dd = memory_.Upload(hd);
+      cublasLtMatmulDesc_t desc = Desc(ta, tb);
+      cublasLtMatrixLayout_t la = Layout(a.rows, a.cols, lda), lb = Layout(b.rows, b.cols, ldb),
+                             ld = Layout(m, n, ldd);
+      cublasLtMatmulHeuristicResult_t result{};
+      int count = -1;
+      LT_ASSERT_OK(lt().cublasLtMatmulAlgoGetHeuristic(handle_, desc, la, lb, ld, ld, pref, 1, &result, &count));
+      ASSERT_EQ(count, 1);
+      EXPECT_EQ(result.state, CUBLAS_STATUS_SUCCESS);
+      EXPECT_EQ(result.workspaceSize, 0u);
+      const float alpha = 1.5f, beta = 0.0f;
+      LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd),
+                                       ld, &result.algo, nullptr, 0, nullptr));
+      CU_ASSERT_OK(cuCtxSynchronize());
+      std::vector<float> out = Download<float>(dd, hd.size());
+      ExpectNear(Reference(op_a, op_b, nullptr, alpha, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT),
+                 Load(out, m, n, ldd, 0), what);
+      // The padding rows of D are untouched.
+      for (int c = 0; c < n; ++c)
+        for (int r = m; r < ldd; ++r) EXPECT_TRUE(std::isnan(out[r + static_cast<size_t>(c) * ldd])) << what;
+    }
+  }
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, lt().cublasLtMatmulPreferenceDestroy(pref));
+}
+
+// A strided batch of 3: A and C strided, B broadcast (stride 0), D strided.
+TEST_F(CublasLtEmulator, StridedBatchWithBroadcastOperand) {
+  const int m = 37, n = 45, k = 29, batch = 3;
+  const int lda = m + 1, ldb = k, ldc = m + 4, ldd = m;
+  const int64_t stride_a = static_cast<int64_t>(lda) * k + 7, stride_c = static_cast<int64_t>(ldc) * n + 3,
+                stride_d = static_cast<int64_t>(ldd) * n + 11;
+  const Matrix b = RandomMatrix(k, n, 10);
+  std::vector<Matrix> as, cs;
+  std::vector<float> ha, hb, hc;
+  Store(b, ldb, &hb, 0);
+  for (int i = 0; i < batch; ++i) {
+    as.push_back(RandomMatrix(m, k, 20 + i));
+    cs.push_back(RandomMatrix(m, n, 30 + i));
+    Store(as[i], lda, &ha, i * stride_a);
+    Store(cs[i], ldc, &hc, i * stride_c);
+  }
+  std::vector<float> hd(static_cast<size_t>(stride_d) * batch, 0.0f);
+  CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dc = memory_.Upload(hc), dd = memory_.Upload(hd);
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
+  cublasLtMatrixLayout_t la = Layout(m, k, lda, batch, stride_a), lb = Layout(k, n, ldb, batch, 0),
+                         lc = Layout(m, n, ldc, batch, stride_c), ld = Layout(m, n, ldd, batch, stride_d);
+  const float alpha = 0.75f, beta = -0.5f;
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dc), lc, Ptr(dd), ld,
+                                   nullptr, nullptr, 0, nullptr));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  std::vector<float> out = Download<float>(dd, hd.size());
+  for (int i = 0; i < batch; ++i)
+    ExpectNear(Reference(as[i], b, &cs[i], alpha, beta, nullptr, CUBLASLT_EPILOGUE_DEFAULT),
+               Load(out, m, n, ldd, i * stride_d), "batch " + std::to_string(i));
+}
+
+// BIAS, RELU_BIAS and GELU_BIAS: the bias (length m) is added per row of D, then the
+// activation; with beta = 1 and C == D (in place).
+TEST_F(CublasLtEmulator, BiasEpiloguesInPlace) {
+  const int m = 37, n = 45, k = 29;
+  const Matrix op_a = RandomMatrix(m, k, 40), op_b = RandomMatrix(k, n, 41), c = RandomMatrix(m, n, 42);
+  std::vector<float> bias = RandomFloats(m, -2.0f, 2.0f, 43);
+  const struct {
+    cublasLtEpilogue_t epilogue;
+    const char* name;
+  } cases[] = {{CUBLASLT_EPILOGUE_BIAS, "BIAS"},
+               {CUBLASLT_EPILOGUE_RELU_BIAS, "RELU_BIAS"},
+               {CUBLASLT_EPILOGUE_GELU_BIAS, "GELU_BIAS"}};
+  for (const auto& test : cases) {
+    std::vector<float> ha, hb, hcd;
+    Store(op_a, m, &ha, 0);
+    Store(Transposed(op_b), n, &hb, 0);  // B stored n x k, used transposed
+    Store(c, m, &hcd, 0);
+    CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dcd = memory_.Upload(hcd),
+                dbias = memory_.Upload(bias);
+    cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_T, test.epilogue, dbias);
+    cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(n, k, n), lcd = Layout(m, n, m);
+    const float alpha = 1.0f, beta = 1.0f;
+    LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dcd), lcd,
+                                     Ptr(dcd), lcd, nullptr, nullptr, 0, nullptr));
+    CU_ASSERT_OK(cuCtxSynchronize());
+    const Matrix expected = Reference(op_a, op_b, &c, alpha, beta, &bias, test.epilogue);
+    ExpectNear(expected, Load(Download<float>(dcd, hcd.size()), m, n, m, 0), test.name);
+    // The activations did something: ReLU zeroes, GELU bends negative values.
+    if (test.epilogue != CUBLASLT_EPILOGUE_BIAS) {
+      int negative_inputs = 0;
+      const Matrix linear = Reference(op_a, op_b, &c, alpha, beta, &bias, CUBLASLT_EPILOGUE_BIAS);
+      for (double x : linear.v) negative_inputs += x < 0;
+      EXPECT_GT(negative_inputs, 0);
+    }
+  }
+}
+
+// Out-of-range device memory and mismatched shapes are rejected when the GEMM is issued;
+// unsupported types and attributes are NOT_SUPPORTED.
+TEST_F(CublasLtEmulator, RejectsBadArguments) {
+  const int m = 8, n = 6, k = 5;
+  CUdeviceptr da = memory_.Alloc<float>(m * k), db = memory_.Alloc<float>(k * n), dd = memory_.Alloc<float>(m * n),
+              dbias = memory_.Alloc<float>(m - 1);
+  const float alpha = 1, beta = 0;
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
+  cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
+  // D one column too big for its allocation; A starting past its allocation.
+  cublasLtMatrixLayout_t ld_big = Layout(m, n, m + 1), lb_big = Layout(k, n + 1, k), ld_wide = Layout(m, n + 1, m);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb,
+                                                                    &beta, Ptr(dd), ld_big, Ptr(dd), ld_big, nullptr,
+                                                                    nullptr, 0, nullptr));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE,
+                   lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da + 4), la, Ptr(db), lb, &beta, Ptr(dd), ld,
+                                       Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE,
+                   lt().cublasLtMatmul(handle_, desc, &alpha, reinterpret_cast<void*>(uintptr_t{16}), la, Ptr(db), lb,
+                                       &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
+  // A bias shorter than the rows of D.
+  cublasLtMatmulDesc_t bias_desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_BIAS, dbias);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, bias_desc, &alpha, Ptr(da), la, Ptr(db),
+                                                                    lb, &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr,
+                                                                    nullptr, 0, nullptr));
+  // Shapes: op(B) has n + 1 columns while D has n; op(A)'s k (8) is not op(B)'s (5); lda < rows; unequal batch counts.
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db),
+                                                                    lb_big, &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr,
+                                                                    nullptr, 0, nullptr));
+  cublasLtMatmulDesc_t desc_t = Desc(CUBLAS_OP_T, CUBLAS_OP_N);  // op(A) is k x m: 5 x 8
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc_t, &alpha, Ptr(da), la, Ptr(db), lb,
+                                                                    &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr,
+                                                                    0, nullptr));
+  cublasLtMatrixLayout_t la_short_ld = Layout(m, k, m - 1);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la_short_ld,
+                                                                    Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                                                    nullptr, nullptr, 0, nullptr));
+  cublasLtMatrixLayout_t la_batched = Layout(m, k, m, 2, 0);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la_batched,
+                                                                    Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                                                    nullptr, nullptr, 0, nullptr));
+  // The heuristic finds nothing for a problem it does not support.
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = -1;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulAlgoGetHeuristic(
+                                                    handle_, desc, la, lb, ld_wide, ld_wide, nullptr, 1, &result, &count));
+  EXPECT_EQ(count, 0);
+  // Nothing was queued: D is untouched.
+  CU_ASSERT_OK(cuCtxSynchronize());
+  EXPECT_EQ(Download<float>(dd, m * n), std::vector<float>(m * n, 0.0f));
+  // Types and attributes.
+  cublasLtMatmulDesc_t other = nullptr;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescCreate(&other, CUBLAS_COMPUTE_16F, CUDA_R_16F));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescCreate(&other, CUBLAS_COMPUTE_32F, CUDA_R_64F));
+  cublasLtMatrixLayout_t half = nullptr;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatrixLayoutCreate(&half, CUDA_R_16F, m, k, m));
+  int64_t wrong_size = CUBLAS_OP_T;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                                                    &wrong_size, sizeof(wrong_size)));
+  int32_t conjugate = CUBLAS_OP_C;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                                                    &conjugate, sizeof(conjugate)));
+  uint32_t drelu = CUBLASLT_EPILOGUE_DRELU;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED,
+                   lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &drelu, sizeof(drelu)));
+  int32_t pointer_mode = CUBLASLT_POINTER_MODE_DEVICE;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescSetAttribute(
+                                                    desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pointer_mode,
+                                                    sizeof(pointer_mode)));
+  int32_t row_order = CUBLASLT_ORDER_ROW;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER,
+                                                                                      &row_order, sizeof(row_order)));
+  int32_t col_order = CUBLASLT_ORDER_COL;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, lt().cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER,
+                                                                                &col_order, sizeof(col_order)));
+  int64_t batch64 = 2;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatrixLayoutSetAttribute(
+                                                    la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch64, sizeof(batch64)));
+  EXPECT_STREQ(lt().cublasLtGetStatusName(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED");
+  EXPECT_STREQ(lt().cublasLtGetStatusName(CUBLAS_STATUS_INVALID_VALUE), "CUBLAS_STATUS_INVALID_VALUE");
+  EXPECT_NE(std::string(lt().cublasLtGetStatusString(CUBLAS_STATUS_SUCCESS)), "");
+}
+
+// A GEMM and a host function queued after a memset on the same stream see its result,
+// and only once the stream is synchronized.
+TEST_F(CublasLtEmulator, RunsInStreamOrder) {
+  const int m = 37, n = 45, k = 29;
+  const Matrix b = RandomMatrix(k, n, 50);
+  std::vector<float> ha = RandomFloats(static_cast<size_t>(m) * k, -1.0f, 1.0f, 51), hb;
+  Store(b, k, &hb, 0);
+  const std::vector<float> sentinel(static_cast<size_t>(m) * n, 7.0f);
+  CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dd = memory_.Upload(sentinel);
+  CUstream stream = nullptr;
+  CU_ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  // A := all ones, on the stream.
+  CU_ASSERT_OK(cuMemsetD32Async(da, FloatBits(1.0f), static_cast<size_t>(m) * k, stream));
+  Calls calls;
+  void* host = nullptr;
+  CU_ASSERT_OK(cuemuDeviceMemory(da, ha.size() * sizeof(float), &host));
+  calls.host = static_cast<const float*>(host);
+  calls.count = ha.size();
+  CU_ASSERT_OK(cuLaunchHostFunc(stream, ReadDevice, &calls));
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
+  cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
+  const float alpha = 1, beta = 0;
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                   nullptr, nullptr, 0, stream));
+  CU_ASSERT_OK(cuLaunchHostFunc(stream, RecordTwo, &calls));
+  // Not yet: the synchronous copy does not wait for a non-blocking stream.
+  EXPECT_TRUE(calls.order.empty());
+  EXPECT_EQ(Download<float>(dd, sentinel.size()), sentinel);
+  CU_ASSERT_OK(cuStreamSynchronize(stream));
+  EXPECT_EQ(calls.order, (std::vector<int>{0, 2}));
+  EXPECT_EQ(calls.seen, std::vector<float>(ha.size(), 1.0f));
+  Matrix ones(m, k);
+  for (double& x : ones.v) x = 1.0;
+  ExpectNear(Reference(ones, b, nullptr, 1, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT),
+             Load(Download<float>(dd, sentinel.size()), m, n, m, 0), "after the memset");
+  CU_ASSERT_OK(cuStreamDestroy(stream));
+}
+
+#else  // !CUEMU_TEST_HAVE_CUBLASLT_H
+
+TEST(CublasLtEmulator, Unavailable) {
+  if (InCi()) GTEST_FAIL() << "cublasLt.h was not found: the cuBLASLt stand-in is not tested";
+  GTEST_SKIP() << "cublasLt.h was not found: the cuBLASLt stand-in is not tested";
+}
+
+#endif  // CUEMU_TEST_HAVE_CUBLASLT_H
+
+}  // namespace
+}  // namespace cuemu_test
