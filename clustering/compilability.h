@@ -19,6 +19,11 @@ class CompilabilityOracle {
   // else why not.
   virtual std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
                                        const std::vector<DType>& output_types, const DeviceName& device) const = 0;
+  // Whether the compiler computes shape values itself, whatever their ops: values computed
+  // from shapes and constants that only decide shapes, axes or permutations (Keras's
+  // Tensordot: Shape -> GatherV2 -> Prod -> Pack -> Reshape's shape). The JIT does, when it
+  // specializes a cluster for its inputs' shapes.
+  virtual bool ComputesShapeValues() const { return false; }
 };
 
 class DeclaredCompilability : public CompilabilityOracle {

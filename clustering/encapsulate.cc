@@ -8,6 +8,19 @@
 
 namespace graphjit {
 
+namespace {
+
+// A constant of at most this many elements, read by a cluster, is copied into its body.
+constexpr int64_t kCopiedConstantElements = 16;
+
+bool IsSmallConstant(const AnalyzedGraph& a, int id) {
+  const Node& n = *a.graph.node(id);
+  return n.op == "Const" && n.control_inputs.empty() && a.info(id).shapes[0].IsFullyDefined() &&
+         a.info(id).shapes[0].num_elements() <= kCopiedConstantElements;
+}
+
+}  // namespace
+
 StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, Graph* graph) {
   if (c.clusters.empty()) return false;
   const Graph& g = a.graph;
@@ -24,17 +37,22 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
     const std::vector<int>& members = c.clusters[k];
     std::set<int> in_cluster(members.begin(), members.end());
 
-    // 1. Inputs: distinct outside tensors read by members, in member/input order.
+    // 1. Inputs: distinct outside tensors read by members, in member/input order. Small
+    // constants are copied into the body instead: the compiler sees their values.
     std::vector<TensorId> inputs;
     std::map<TensorId, int> input_index;
-    std::set<int> control_inputs;
+    std::set<int> control_inputs, copied;
     for (int id : members) {
       const Node* n = g.node(id);
-      for (const TensorId& t : n->inputs)
-        if (!in_cluster.count(t.node) && !input_index.count(t)) {
+      for (const TensorId& t : n->inputs) {
+        if (in_cluster.count(t.node)) continue;
+        if (IsSmallConstant(a, t.node)) {
+          copied.insert(t.node);
+        } else if (!input_index.count(t)) {
           input_index[t] = static_cast<int>(inputs.size());
           inputs.push_back(t);
         }
+      }
       for (int ctl : n->control_inputs)
         if (!in_cluster.count(ctl)) control_inputs.insert(ctl);
     }
@@ -73,7 +91,9 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
       ShapeToProto(a.info(inputs[i].node).shapes[inputs[i].index], (*p->mutable_attr())["shape"].mutable_shape());
       tin.mutable_list()->add_type(static_cast<tensorflow::DataType>(t));
     }
-    for (int id : members) {
+    std::vector<int> body_nodes(copied.begin(), copied.end());  // the copied constants have no inputs
+    body_nodes.insert(body_nodes.end(), members.begin(), members.end());
+    for (int id : body_nodes) {
       const Node* n = g.node(id);
       tensorflow::NodeDef* nd = body.add_node();
       *nd = n->passthrough;
@@ -81,7 +101,7 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
       nd->set_op(n->op);
       nd->set_device(n->device);
       for (const TensorId& t : n->inputs)
-        nd->add_input(in_cluster.count(t.node) ? g.TensorName(t) : "_arg_" + std::to_string(input_index[t]));
+        nd->add_input(in_cluster.count(t.node) || copied.count(t.node) ? g.TensorName(t) : "_arg_" + std::to_string(input_index[t]));
       for (int ctl : n->control_inputs)
         if (in_cluster.count(ctl)) nd->add_input("^" + g.node(ctl)->name);
       for (const auto& [key, value] : n->attrs) (*nd->mutable_attr())[key] = value;

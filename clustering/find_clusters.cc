@@ -8,6 +8,7 @@
 #include "ir/attr.h"
 #include "ir/device.h"
 #include "clustering/op_table.h"
+#include "runtime/op_registry.h"
 
 namespace graphjit {
 
@@ -157,11 +158,42 @@ class ContractionGraph {
   std::vector<std::set<int>> out_, in_;
 };
 
+// Per node, whether it computes a shape value: an op of one output computed from shapes
+// (Shape, Size, Rank) and constants, whose output is read only as value inputs (Reshape's
+// shape, a reduction's axes, ...) or by other such nodes.
+std::vector<bool> ShapeValues(const AnalyzedGraph& a, const std::vector<std::vector<OutEdge>>& consumers) {
+  const Graph& g = a.graph;
+  std::vector<bool> from_shapes(g.num_nodes(), false), shape_value(g.num_nodes(), false);
+  for (int id : a.topo_order) {
+    const Node& n = *g.node(id);
+    bool all = n.op != "Placeholder" && !a.info(id).op->stateful;
+    if (n.op != "Shape" && n.op != "Size" && n.op != "Rank")
+      for (const TensorId& in : n.inputs) all = all && from_shapes[in.node];
+    from_shapes[id] = all;
+  }
+  for (auto it = a.topo_order.rbegin(); it != a.topo_order.rend(); ++it) {
+    const int id = *it;
+    if (!from_shapes[id] || IsNotAnOp(g.node(id)->op) || a.info(id).dtypes.size() != 1) continue;
+    bool read = false, only_as_values = true;
+    for (const OutEdge& e : consumers[id]) {
+      if (e.dst_input < 0) continue;
+      read = true;
+      const Node& dst = *g.node(e.dst);
+      const OpDef* def = OpRegistry::Global()->Find(dst.op);
+      const bool value = def && def->IsValueInput(e.dst_input, static_cast<int>(dst.inputs.size()));
+      only_as_values = only_as_values && (value || shape_value[e.dst]);
+    }
+    shape_value[id] = read && only_as_values;
+  }
+  return shape_value;
+}
+
 struct Candidate {
   bool ok = false;
   std::string device;  // normalized
   std::string scope;   // _XlaScope, or "" for auto-clustering
   bool scoped = false; // requested by _XlaCompile=true, an XLA device or a GPU: no min size
+  bool shape_value = false;  // computed by the compiler when it specializes (free at run time)
 };
 
 }  // namespace
@@ -174,6 +206,9 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
   std::vector<Candidate> cand(n);
   std::set<std::string> excluded(options.exclude_ops.begin(), options.exclude_ops.end());
   std::set<std::string> fed(options.fed_nodes.begin(), options.fed_nodes.end());
+  auto consumers = g.ComputeOutEdges();
+  const std::vector<bool> shape_values =
+      oracle.ComputesShapeValues() ? ShapeValues(a, consumers) : std::vector<bool>(n, false);
 
   // 1. Mark: which nodes may be compiled, or why not.
   for (int id = 0; id < n; ++id) {
@@ -223,6 +258,8 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
     std::vector<DType> in_types;
     for (const TensorId& t : node.inputs) in_types.push_back(a.info(t.node).dtypes[t.index]);
     std::string why = oracle.WhyNotCompilable(node, in_types, a.info(id).dtypes, dev);
+    cand[id].shape_value = shape_values[id] && !why.empty();
+    if (cand[id].shape_value) why.clear();
     if (!why.empty()) {
       d = {-1, Reason::kNotCompilable, why};
       continue;
@@ -245,12 +282,11 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
   std::vector<int> size(n, 0);
   for (int id = 0; id < n; ++id) {
     const OpTableEntry* e = FindOpEntry(g.node(id)->op);
-    size[id] = (cand[id].ok && (e == nullptr || e->counts)) ? 1 : 0;
+    size[id] = (cand[id].ok && !cand[id].shape_value && (e == nullptr || e->counts)) ? 1 : 0;
     // Softmax and LogSoftmax are five ops in one (max, sub, exp, sum, div): a kernel alone.
     if (size[id] && e != nullptr && e->family == OpFamily::kSoftmax) size[id] = 2;
   }
   std::vector<int> members(n, 1);
-  auto consumers = g.ComputeOutEdges();
   int64_t fuel = options.fuel;
   auto refuse = [&](int id, Reason r, std::string detail) {
     NodeDecision& d = result.nodes[id];

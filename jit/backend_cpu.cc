@@ -52,24 +52,6 @@ class CpuExecutable : public ClusterExecutable {
   // buffers, or allocated here.
   Status Run(KernelContext& ctx, const std::string& name, Clock::duration* in_kernels) const override {
     std::vector<Tensor> values(program_.buffers.size());
-    std::function<StatusOr<Tensor>(int)> resolve = [&](int b) -> StatusOr<Tensor> {
-      if (values[b].valid()) return values[b];
-      const FusionPlan::Buffer& buffer = program_.buffers[b];
-      switch (buffer.kind) {
-        case FusionPlan::Buffer::Kind::kArgument: values[b] = ctx.inputs[buffer.source]; break;
-        case FusionPlan::Buffer::Kind::kConstant: values[b] = program_.constants[buffer.source]; break;
-        case FusionPlan::Buffer::Kind::kView: {
-          GJ_ASSIGN_OR_RETURN(Tensor viewed, resolve(buffer.source));
-          values[b] = viewed.Reshaped(buffer.shape);
-          break;
-        }
-        case FusionPlan::Buffer::Kind::kTemp: {
-          GJ_ASSIGN_OR_RETURN(values[b], Tensor::Allocate(buffer.dtype, buffer.shape, ctx.allocator));
-          break;
-        }
-      }
-      return values[b];
-    };
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const Kernel& kernel = kernels_[k];
       const int64_t start = ctx.tracer ? ctx.tracer->NowMicros() : 0;
@@ -78,15 +60,15 @@ class CpuExecutable : public ClusterExecutable {
         const LibraryCall& call = *kernel.call;
         std::vector<Tensor> inputs, outputs(call.dtypes.size());
         for (size_t i = 0; i + 1 < kernel.buffers.size(); ++i) {
-          GJ_ASSIGN_OR_RETURN(Tensor t, resolve(kernel.buffers[i]));
-          inputs.push_back(std::move(t));
+          GJ_ASSIGN_OR_RETURN(const Tensor* t, Resolve(ctx, kernel.buffers[i], values));
+          inputs.push_back(*t);
         }
         KernelContext call_ctx{*call.node,   inputs,       call.dtypes,      call.shapes, outputs,
                                ctx.allocator, ctx.intra_op, call.state.get(), ctx.options};
         GJ_RETURN_IF_ERROR(call.op->compute(call_ctx));
         values[kernel.buffers.back()] = std::move(outputs[0]);
       } else {
-        GJ_RETURN_IF_ERROR(RunKernel(ctx, kernel, resolve));
+        GJ_RETURN_IF_ERROR(RunKernel(ctx, kernel, values));
       }
       *in_kernels += Clock::now() - kernel_start;
       if (ctx.tracer) {
@@ -97,24 +79,60 @@ class CpuExecutable : public ClusterExecutable {
       }
     }
     for (size_t i = 0; i < program_.outputs.size(); ++i) {
-      GJ_ASSIGN_OR_RETURN(Tensor out, resolve(program_.outputs[i]));
-      ctx.ForwardOutput(static_cast<int>(i), std::move(out));
+      GJ_ASSIGN_OR_RETURN(const Tensor* out, Resolve(ctx, program_.outputs[i], values));
+      ctx.ForwardOutput(static_cast<int>(i), *out);
     }
     return Status::Ok();
   }
 
  private:
-  // Runs one compiled kernel over its rows, split across the intra-op threads.
-  static Status RunKernel(KernelContext& ctx, const Kernel& kernel, const std::function<StatusOr<Tensor>(int)>& resolve) {
-    std::vector<void*> pointers;
-    for (int b : kernel.buffers) {
-      GJ_ASSIGN_OR_RETURN(Tensor t, resolve(b));
-      pointers.push_back(t.raw());
+  // Buffer b's tensor, made on first use.
+  StatusOr<const Tensor*> Resolve(const KernelContext& ctx, int b, std::vector<Tensor>& values) const {
+    if (values[b].valid()) return &values[b];
+    const FusionPlan::Buffer& buffer = program_.buffers[b];
+    switch (buffer.kind) {
+      case FusionPlan::Buffer::Kind::kArgument: values[b] = ctx.inputs[buffer.source]; break;
+      case FusionPlan::Buffer::Kind::kConstant: values[b] = program_.constants[buffer.source]; break;
+      case FusionPlan::Buffer::Kind::kView: {
+        GJ_ASSIGN_OR_RETURN(const Tensor* viewed, Resolve(ctx, buffer.source, values));
+        values[b] = viewed->Reshaped(buffer.shape);
+        break;
+      }
+      case FusionPlan::Buffer::Kind::kTemp: {
+        GJ_ASSIGN_OR_RETURN(values[b], Tensor::Allocate(buffer.dtype, buffer.shape, ctx.allocator));
+        break;
+      }
     }
-    ctx.ParallelFor(kernel.rows, kernel.cost_per_row, [&](int64_t begin, int64_t end) {
-      std::vector<void*> slots = pointers, args = {&begin, &end};
-      for (void*& slot : slots) args.push_back(&slot);
-      kernel.fn(args.data());
+    return &values[b];
+  }
+
+  // Runs one compiled kernel over its rows, split across the intra-op threads. Its packed
+  // arguments (pointers to the row range and to each buffer's address) are on the stack
+  // for kernels of up to kInlineArgs buffers: nothing is allocated per call.
+  Status RunKernel(KernelContext& ctx, const Kernel& kernel, std::vector<Tensor>& values) const {
+    constexpr size_t kInlineArgs = 30;
+    const size_t n = kernel.buffers.size();
+    void* inline_pointers[kInlineArgs];
+    std::vector<void*> heap_pointers(n > kInlineArgs ? n : 0);
+    void** pointers = n > kInlineArgs ? heap_pointers.data() : inline_pointers;
+    for (size_t i = 0; i < n; ++i) {
+      GJ_ASSIGN_OR_RETURN(const Tensor* t, Resolve(ctx, kernel.buffers[i], values));
+      pointers[i] = const_cast<void*>(t->raw());
+    }
+    struct Call {
+      const Kernel* kernel;
+      void** pointers;
+      size_t n;
+    } call{&kernel, pointers, n};
+    // Captures one pointer: std::function keeps it without allocating.
+    ctx.ParallelFor(kernel.rows, kernel.cost_per_row, [c = &call](int64_t begin, int64_t end) {
+      void* inline_args[kInlineArgs + 2];
+      std::vector<void*> heap_args(c->n > kInlineArgs ? c->n + 2 : 0);
+      void** args = c->n > kInlineArgs ? heap_args.data() : inline_args;
+      args[0] = &begin;
+      args[1] = &end;
+      for (size_t i = 0; i < c->n; ++i) args[i + 2] = &c->pointers[i];
+      c->kernel->fn(args);
     });
     return Status::Ok();
   }

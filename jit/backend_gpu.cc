@@ -21,8 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Trace events of the GPU's stream get their own row ("thread") in the trace.
-constexpr int kStreamTraceRow = 1000;
 
 // A library call's GEMMs (MatMul, BatchMatMul(V2), _FusedMatMul with [BiasAdd] or [BiasAdd,
 // Relu]) on float32; `inputs` are its operands' shapes. One strided-batch GEMM when each
@@ -193,7 +191,8 @@ class GpuExecutable : public ClusterExecutable {
       resolved[b] = true;
       return address[b];
     };
-    // 2. The kernels, in order.
+    // 2. The kernels, in order; scratch areas are allocated at their first use.
+    std::vector<uint64_t> scratch(program_.module.scratch.size(), 0);
     const bool profile = ctx.options && ctx.options->gpu_profile;
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const EmittedKernel& emitted = program_.module.kernels[k];
@@ -201,6 +200,13 @@ class GpuExecutable : public ClusterExecutable {
       for (int b : emitted.buffers) {
         GJ_ASSIGN_OR_RETURN(uint64_t a, resolve(b));
         pointers.push_back(a);
+      }
+      for (int area : emitted.scratch) {
+        if (!scratch[area]) {
+          GJ_ASSIGN_OR_RETURN(scratch[area], cuda_->Allocate(program_.module.scratch[area]));
+          owned->push_back(scratch[area]);
+        }
+        pointers.push_back(scratch[area]);
       }
       // Roots the kernel stores that nothing reads are still allocated.
       if (emitted.library_node < 0 && emitted.grid == 0) continue;
@@ -212,15 +218,16 @@ class GpuExecutable : public ClusterExecutable {
       if (profile) {
         GJ_ASSIGN_OR_RETURN(before, stream.Record());
       }
-      GJ_RETURN_IF_ERROR(traced(name + "/fusion_" + std::to_string(k), emitted.library_node >= 0 ? "cuBLASLt" : "gpu kernel", 0, [&] {
+      GJ_RETURN_IF_ERROR(traced(name + "/" + emitted.function, emitted.library_node >= 0 ? "cuBLASLt" : "gpu kernel", 0, [&] {
         if (emitted.library_node < 0) return stream.Launch(kernels_[k], grid, block, 0, args);
         // A GEMM: operands a, b (and the bias), then its output.
         GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
         const GemmCall& call = gemms_[k];
         const uint64_t bias = call.gemm.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : pointers[2];
+        constexpr uint64_t kElement = sizeof(float);  // GEMMs are float32
         for (const auto& [a, b, d] : call.offsets)
-          GJ_RETURN_IF_ERROR(blas_->Matmul(call.gemm, pointers[0] + 4 * a, pointers[1] + 4 * b, bias,
-                                           pointers.back() + 4 * d, stream.handle()));
+          GJ_RETURN_IF_ERROR(blas_->Matmul(call.gemm, pointers[0] + kElement * a, pointers[1] + kElement * b, bias,
+                                           pointers.back() + kElement * d, stream.handle()));
         return Status::Ok();
       }));
       CountGpuLaunches(1);
@@ -253,7 +260,7 @@ class GpuExecutable : public ClusterExecutable {
       GJ_ASSIGN_OR_RETURN(float begin, stream.ElapsedMillis(origin, span.from));
       GJ_ASSIGN_OR_RETURN(float end, stream.ElapsedMillis(origin, span.to));
       tracer->Add({span.name, span.op, host_start + static_cast<int64_t>(begin * 1000),
-                   static_cast<int64_t>((end - begin) * 1000), kStreamTraceRow, span.bytes});
+                   static_cast<int64_t>((end - begin) * 1000), kGpuStreamRow, span.bytes});
     }
     if (tracer || profile) stream.ClearPoints();
     return Status::Ok();
@@ -263,11 +270,12 @@ class GpuExecutable : public ClusterExecutable {
   Status Profile(const std::string& name, size_t k, CudaDevice::Stream& stream, int before, int after) const {
     const EmittedKernel& emitted = program_.module.kernels[k];
     GpuKernelProfile p;
-    p.name = name + "/fusion_" + std::to_string(k);
+    p.name = name + "/" + emitted.function;
     p.grid = emitted.grid;
     p.block = emitted.block;
     for (int b : emitted.buffers)
       p.io_bytes += program_.buffers[b].shape.num_elements() * static_cast<int64_t>(DTypeSize(program_.buffers[b].dtype));
+    for (int area : emitted.scratch) p.io_bytes += program_.module.scratch[area];
     GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));  // synchronizes
     p.measured_us = ms * 1000.0;
     if (emitted.library_node >= 0) {  // cuBLASLt: its operands once, 2mnk flops per matrix

@@ -46,7 +46,7 @@ StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
   kernel->function = "fusion_" + std::to_string(f_);
   std::string params = "%begin: index, %end: index";
   for (int b : params_) {
-    params += ", %b" + std::to_string(b) + ": " + MemRefType(p_.buffers[b].shape, p_.buffers[b].dtype);
+    params += ", %b" + std::to_string(b) + ": " + MemRefType(p_.buffers[b].shape, p_.buffers[b].dtype) + " {llvm.noalias}";
     kernel->buffers.push_back(b);
   }
   return "func.func @" + kernel->function + "(" + params + ") {\n" + code_[0] + "return\n}\n";

@@ -95,10 +95,9 @@ std::string Erf(const std::string& x, MlirWriter& w) {
                                         3.793017771e-04, 4.676924728e-06, -1.315557803e-08};
   static const std::vector<double> q = {1.000000000e+00, 4.974288699e-01, 1.139357257e-01,
                                         1.545603109e-02, 1.306681211e-03, 6.303869787e-05};
-  const std::string clamped =
-      w.Let("arith.minimumf " + w.Let("arith.maximumf " + x + ", " + F32(w, -4) + " : f32") + ", " + F32(w, 4) + " : f32");
-  const std::string t = w.Let("arith.mulf " + clamped + ", " + clamped + " : f32");
-  const std::string num = w.Let("arith.mulf " + clamped + ", " + Polynomial(p, t, w) + " : f32");
+  // Unclamped: where |x| >= 4 (the fit may be Inf / Inf there) the select below takes +-1.
+  const std::string t = w.Let("arith.mulf " + x + ", " + x + " : f32");
+  const std::string num = w.Let("arith.mulf " + x + ", " + Polynomial(p, t, w) + " : f32");
   const std::string r = w.Let("arith.divf " + num + ", " + Polynomial(q, t, w) + " : f32");
   const std::string fit =
       w.Let("arith.minimumf " + w.Let("arith.maximumf " + r + ", " + F32(w, -1) + " : f32") + ", " + F32(w, 1) + " : f32");
@@ -316,6 +315,11 @@ std::string ElementType(DType dtype) {
 
 bool IsElementalOp(const std::string& op) {
   return FloatOps().count(op) || AnyType(op) || op == "AddN" || op == "LeakyRelu";
+}
+
+bool IsApproximateElemental(const std::string& op) {
+  static const std::set<std::string> ops = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Erf", "Elu", "Selu", "Softplus"};
+  return ops.count(op) > 0;
 }
 
 bool IsExpensiveElemental(const std::string& op) {

@@ -41,6 +41,9 @@ bool IsElementalOp(const std::string& op);
 // Whether its computation has a transcendental function or a division in it: worth
 // keeping rather than computing twice.
 bool IsExpensiveElemental(const std::string& op);
+// Whether it is computed by a polynomial approximation, not as the reference kernels
+// compute it.
+bool IsApproximateElemental(const std::string& op);
 // Empty if EmitElemental takes `op` on data operands of these computed types (ElementType),
 // else why not.
 std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types);

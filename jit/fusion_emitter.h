@@ -7,7 +7,9 @@
 //  - CPU: `func.func @fusion_N(%begin: index, %end: index, <buffers>...)` computes rows
 //    [begin, end) of its fusion, so the caller can split the rows across threads;
 //  - GPU: `gpu.func @fusion_N(<buffers>...) kernel` in one `gpu.module @kernels`, launched
-//    on a 1-D grid: loops a thread per element (or per 4), rows a warp or a block per row.
+//    on a 1-D grid: loops a thread per element (or per 4), rows a warp or a block per row;
+//    a reduction of few outputs over many elements is two kernels (fusion_N, then
+//    fusion_N_finish) passing partial results through per-call scratch memory.
 #pragma once
 
 #include <string>
@@ -20,18 +22,20 @@ namespace graphjit {
 enum class Schedule { kCpu, kGpu };
 
 struct EmittedKernel {
-  std::string function;      // empty for a library call
+  std::string function;      // a library call: its fusion's name (no function is emitted)
   int library_node = -1;     // a library call: the node to run
   int64_t rows = 1;          // CPU: the range [begin, end) splits
   int64_t cost_per_row = 1;  // CPU: elements times ops: what a row costs, for the split
   int64_t grid = 0, block = 0;  // GPU: blocks (0: nothing to do) and threads per block
   std::vector<int> buffers;  // the plan's buffers, in argument order (CPU: after begin, end);
                              // a library call: its inputs, then its output
+  std::vector<int> scratch;  // GPU: per-call scratch areas (EmittedModule::scratch), after the buffers
 };
 
 struct EmittedModule {
   std::string mlir;
-  std::vector<EmittedKernel> kernels;  // one per fusion, in the plan's order
+  std::vector<EmittedKernel> kernels;  // per fusion, in the plan's order: its kernels in launch order
+  std::vector<int64_t> scratch;        // GPU: the bytes of each scratch area, allocated per call
   int num_ops = 0;                     // elementwise op instances emitted
 };
 

@@ -224,9 +224,10 @@ class Planner {
     const Node& n = *g_.graph.node(id);
     GJ_ASSIGN_OR_RETURN(ReductionAxes a, GetReductionAxes(g_, id));
     const Shape& x = ShapeOf(g_, n.inputs[0]);
-    const Reach r = ReachOf(n.inputs[0]);
     const bool trailing =
         !a.axes.empty() && a.axes.back() == x.rank() - 1 && static_cast<int>(a.axes.size()) == x.rank() - a.axes.front();
+    if (!trailing && fuse_) GJ_RETURN_IF_ERROR(StoreExpensiveBroadcasts(n.inputs[0], x));
+    const Reach r = ReachOf(n.inputs[0]);
     if (!trailing) {
       const int f = NewFusion(FusionPlan::Kind::kReduce, x);
       p_.fusions[f].reductions = {id};
@@ -251,6 +252,38 @@ class Planner {
     p_.fusion_of[id] = f;
     Join(f, r);
     if (!fuse_) AddRoot(f, {id, 0});
+    return Status::Ok();
+  }
+
+  // Whether `v`, computed inline, has a transcendental or a division in it.
+  bool Expensive(TensorId v) const {
+    const NodeKind kind = kind_[v.node];
+    if (kind != NodeKind::kElementwise && kind != NodeKind::kSizeOneReshape && kind != NodeKind::kTranspose &&
+        kind != NodeKind::kConcat)
+      return false;
+    if (p_.buffer_of.count(v)) return false;
+    const Node& n = *g_.graph.node(v.node);
+    if (IsExpensiveElemental(n.op)) return true;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (IsDataInput(n, static_cast<int>(i)) && Expensive(n.inputs[i])) return true;
+    return false;
+  }
+
+  // In a reduce fusion over `space`, an expensive value broadcast into it (a GEMM's
+  // operand, as ExpandSmallGemms writes it) is stored first: computed inline, it would be
+  // computed in an outer loop, one element at a time.
+  Status StoreExpensiveBroadcasts(TensorId v, const Shape& space) {
+    const NodeKind kind = kind_[v.node];
+    if (kind != NodeKind::kElementwise && kind != NodeKind::kSizeOneReshape && kind != NodeKind::kTranspose) return Status::Ok();
+    if (p_.buffer_of.count(v)) return Status::Ok();
+    const Node& n = *g_.graph.node(v.node);
+    if (ShapeOf(g_, v).num_elements() < space.num_elements() && Expensive(v)) {
+      // Below its reshapes and transposes: the value itself.
+      while (kind_[v.node] != NodeKind::kElementwise) v = g_.graph.node(v.node)->inputs[0];
+      return MakeRoot(v);
+    }
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (IsDataInput(n, static_cast<int>(i))) GJ_RETURN_IF_ERROR(StoreExpensiveBroadcasts(n.inputs[i], space));
     return Status::Ok();
   }
 
@@ -309,9 +342,11 @@ std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_type
     if (types.back().empty()) return "reads " + DTypeName(input_types[i]);
   }
   if (IsElementalOp(n.op)) return WhyNotElemental(n.op, types);
-  // Softmax and LogSoftmax: specialization writes them as the reductions they are.
+  // Softmax, LogSoftmax and the cross-entropy: specialization writes them as the
+  // reductions they are.
   if (n.op == "Reshape" || n.op == "ExpandDims" || n.op == "Squeeze" || n.op == "Transpose" || n.op == "ConcatV2" ||
-      IsReduction(n.op) || IsLibraryOp(n.op) || n.op == "Softmax" || n.op == "LogSoftmax")
+      IsReduction(n.op) || IsLibraryOp(n.op) || n.op == "Softmax" || n.op == "LogSoftmax" ||
+      n.op == "SoftmaxCrossEntropyWithLogits")
     return "";
   return "the JIT does not compile " + n.op;
 }

@@ -8,9 +8,14 @@
 //    per row; each thread folds its elements (columns lane, lane + T, ...), then the
 //    threads combine through warp shuffles and, across warps, shared memory. When a thread
 //    has at most 8 elements of the row they are held in registers from the first reduction
-//    to the stores, so the row is read from memory once;
+//    to the stores, so the row is read from memory once. Rows too few and too long for
+//    that to keep the GPU busy: each reduction in two phases (below), then the stores;
 //  - reduce (columns, or everything): a thread per output element folding in order when
-//    there are many outputs, else a block per output element (a two-level tree);
+//    there are many outputs, else a block per output element (a two-level tree); when
+//    that leaves the GPU idle (few outputs, each of many elements), two kernels: the first
+//    splits each output's elements among many threads (part p of P takes elements p,
+//    p + P, ...) which store partial results to scratch memory, the second combines
+//    each output's partials in a fixed tree;
 // every float reduction combines in a fixed order, so results are the same from run to run.
 // What these do not take (ArgMax/ArgMin, 64-bit integer rows) runs a thread per row.
 #include <algorithm>
@@ -23,7 +28,15 @@ namespace graphjit::emitter {
 namespace {
 
 constexpr int64_t kWarp = 32;
-constexpr int64_t kLoopBlock = 256;
+constexpr int64_t kBlock = 256;
+// From this many output elements on, a reduction's threads take whole outputs.
+constexpr int64_t kManyOutputs = 1024;
+// A reduction in two phases: each first-phase thread folds at least kMinPerPart elements,
+// and there are up to kPartialUnits of them (about 500 per SM of an H100). It is chosen
+// when it gives each output at least kPhasesGain times the threads one kernel would.
+constexpr int64_t kMinPerPart = 32;
+constexpr int64_t kPartialUnits = 65536;
+constexpr int64_t kPhasesGain = 4;
 // A grid-stride loop's grid is at most this many blocks: 32 per SM of an H100 (132 SMs).
 constexpr int64_t kMaxBlocks = 132 * 32;
 // A row thread keeps up to this many of its elements in registers.
@@ -32,6 +45,10 @@ constexpr int64_t kRowsPerWarpBlock = 4;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+
+// A reduction of `outputs` results of `count` elements each in two phases: its threads per
+// output in the first.
+int64_t PartsPerOutput(int64_t outputs, int64_t count) { return std::min(count / kMinPerPart, kPartialUnits / outputs); }
 
 // `units` of work, a thread each, in blocks of at most `block` threads.
 void Launch1D(int64_t units, int64_t block, EmittedKernel* kernel) {
@@ -53,27 +70,60 @@ bool SplitsAcrossThreads(const AnalyzedGraph& g, const FusionPlan::Fusion& fusio
 
 }  // namespace
 
-StatusOr<std::string> KernelEmitter::EmitGpu(EmittedKernel* kernel) {
-  tid_ = Let(0, "gpu.thread_id x", "index");
-  bid_ = Let(0, "gpu.block_id x", "index");
+StatusOr<std::string> KernelEmitter::EmitGpu(EmittedModule* module) {
+  EmittedKernel kernel;
+  kernel.function = "fusion_" + std::to_string(f_);
+  StartGpuFunction();
+  std::string functions;
+  const size_t before = module->kernels.size();
   switch (fusion_.kind) {
-    case FusionPlan::Kind::kLoop: GJ_RETURN_IF_ERROR(GpuLoop(kernel)); break;
-    case FusionPlan::Kind::kRow: GJ_RETURN_IF_ERROR(GpuRows(kernel)); break;
-    case FusionPlan::Kind::kReduce: GJ_RETURN_IF_ERROR(GpuReduce(kernel)); break;
+    case FusionPlan::Kind::kLoop: GJ_RETURN_IF_ERROR(GpuLoop(&kernel)); break;
+    case FusionPlan::Kind::kRow: GJ_RETURN_IF_ERROR(GpuRows(&kernel, module, &functions)); break;
+    case FusionPlan::Kind::kReduce: GJ_RETURN_IF_ERROR(GpuReduce(&kernel, module, &functions)); break;
     case FusionPlan::Kind::kLibrary: return Internal("a library call has no kernel to emit");
   }
-  kernel->function = "fusion_" + std::to_string(f_);
+  if (module->kernels.size() == before) EndGpuFunction(std::move(kernel), module, &functions);
+  return functions;
+}
+
+void KernelEmitter::StartGpuFunction() {
+  StartFunction();
+  reduced_.clear();
+  row_.clear();
+  tid_ = Let(0, "gpu.thread_id x", "index");
+  bid_ = Let(0, "gpu.block_id x", "index");
+}
+
+void KernelEmitter::EndGpuFunction(EmittedKernel kernel, EmittedModule* module, std::string* functions) {
   std::string params, workgroup;
+  auto add = [&](const std::string& name, const std::string& type) {
+    params += (params.empty() ? "" : ", ") + name + ": " + type + " {llvm.align = 16 : i64, llvm.noalias}";
+  };
   for (int b : params_) {
-    params += (params.empty() ? "%b" : ", %b") + std::to_string(b) + ": " +
-              BufferType(b) + " {llvm.align = 16 : i64, llvm.noalias}";
-    kernel->buffers.push_back(b);
+    add("%b" + std::to_string(b), BufferType(b));
+    kernel.buffers.push_back(b);
+  }
+  for (const auto& [area, type] : scratch_params_) {
+    add("%s" + std::to_string(area), type);
+    kernel.scratch.push_back(area);
   }
   for (const std::string& w : workgroup_) workgroup += (workgroup.empty() ? "" : ", ") + w;
   if (!workgroup.empty()) workgroup = " workgroup(" + workgroup + ")";
-  return "gpu.func @" + kernel->function + "(" + params + ")" + workgroup +
-         " kernel attributes {gpu.known_block_size = array<i32: " + std::to_string(std::max<int64_t>(kernel->block, 1)) +
-         ", 1, 1>} {\n" + code_[0] + "gpu.return\n}\n";
+  *functions += "gpu.func @" + kernel.function + "(" + params + ")" + workgroup +
+                " kernel attributes {gpu.known_block_size = array<i32: " + std::to_string(std::max<int64_t>(kernel.block, 1)) +
+                ", 1, 1>} {\n" + code_[0] + "gpu.return\n}\n";
+  module->kernels.push_back(std::move(kernel));
+}
+
+int KernelEmitter::NewScratch(int64_t bytes, EmittedModule* module) {
+  module->scratch.push_back(bytes);
+  return static_cast<int>(module->scratch.size()) - 1;
+}
+
+std::string KernelEmitter::ScratchAccess(int area, int64_t elements, const std::string& type, const Value& at) {
+  const std::string memref = "memref<" + std::to_string(elements) + "x" + type + ">";
+  scratch_params_[area] = memref;
+  return "%s" + std::to_string(area) + "[" + at.name + "] : " + memref;
 }
 
 // --- Loops.
@@ -81,7 +131,7 @@ Status KernelEmitter::GpuLoop(EmittedKernel* kernel) {
   const std::vector<int64_t>& dims = fusion_.space.dims();
   const int64_t elements = fusion_.space.num_elements();
   const int64_t vector = !dims.empty() && dims.back() % 4 == 0 ? 4 : 1;
-  return GridStride(elements / vector, kLoopBlock, kernel, [&](const Value& unit) -> Status {
+  return GridStride(elements / vector, kBlock, kernel, [&](const Value& unit) -> Status {
     if (vector == 1) {
       const Index index = Delinearize(unit, dims);
       linear_[Names(index)] = unit;
@@ -164,7 +214,7 @@ StatusOr<std::vector<Value>> KernelEmitter::If(const Value& cond, const std::vec
 }
 
 // --- Rows.
-Status KernelEmitter::GpuRows(EmittedKernel* kernel) {
+Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std::string* functions) {
   const std::vector<int64_t>& dims = fusion_.space.dims();
   const std::vector<int64_t> row_dims(dims.begin(), dims.begin() + fusion_.split), reduced(dims.begin() + fusion_.split, dims.end());
   int64_t rows = 1, cols = 1;
@@ -175,7 +225,7 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel) {
   if (rows == 0) return Status::Ok();  // grid 0: nothing to launch
   if (cols == 0 || !SplitsAcrossThreads(g_, fusion_)) {
     // A thread per row.
-    return GridStride(rows, kLoopBlock, kernel, [&](const Value& row) {
+    return GridStride(rows, kBlock, kernel, [&](const Value& row) {
       row_ = Delinearize(row, row_dims);
       return RowBody(full, per_row, reduced, cols);
     });
@@ -183,6 +233,8 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel) {
   // T threads per row: a warp for short rows (several rows per block), else a block.
   const bool warp_per_row = cols <= kWarp * kMaxHeld;
   const int64_t threads = warp_per_row ? kWarp : std::min<int64_t>(1024, std::max<int64_t>(64, RoundUp(CeilDiv(cols, kMaxHeld), kWarp)));
+  if (PartsPerOutput(rows, cols) >= kPhasesGain * threads)
+    return GpuRowsInPhases(full, per_row, row_dims, reduced, PartsPerOutput(rows, cols), module, functions);
   const int64_t rows_per_block = warp_per_row ? kRowsPerWarpBlock : 1;
   kernel->block = threads * rows_per_block;
   kernel->grid = CeilDiv(rows, rows_per_block);
@@ -257,13 +309,82 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel) {
   return If(Let(0, "arith.cmpi ult, " + row.name + ", " + IndexConst(rows).name + " : index", "i1"), body);
 }
 
-std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads) {
-  auto combine = [&](size_t i, const Value& a, const Value& b) {
-    std::string op = f.combine[i];
-    op.replace(op.find("%0"), 2, a.name);
-    op.replace(op.find("%1"), 2, b.name);
-    return Let(Innermost(), op, a.type);
+Value KernelEmitter::Combine(const Folding& f, size_t i, const Value& a, const Value& b) {
+  std::string op = f.combine[i];
+  op.replace(op.find("%0"), 2, a.name);
+  op.replace(op.find("%1"), 2, b.name);
+  return Let(Innermost(), op, a.type);
+}
+
+Status KernelEmitter::GpuRowsInPhases(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row,
+                                      const std::vector<int64_t>& row_dims, const std::vector<int64_t>& reduced, int64_t parts,
+                                      EmittedModule* module, std::string* functions) {
+  int64_t rows = 1, cols = 1;
+  for (int64_t d : row_dims) rows *= d;
+  for (int64_t d : reduced) cols *= d;
+  std::vector<int> results;  // per reduction done: its result per row (f32 or i32)
+  // Row `row`: row_, and the results of the reductions done, loaded.
+  auto enter_row = [&](const Value& row) {
+    row_ = Delinearize(row, row_dims);
+    for (size_t j = 0; j < results.size(); ++j) {
+      const int r = fusion_.reductions[j];
+      const std::string type = ElementType(g_.info(r).dtypes[0]);
+      reduced_[r] = Let(row.depth, "memref.load " + ScratchAccess(results[j], rows, type, row), type);
+    }
   };
+  auto at = [&](const Value& column) {
+    Index index = row_;
+    for (const Value& v : Delinearize(column, reduced)) index.push_back(v);
+    return index;
+  };
+  const std::string name = "fusion_" + std::to_string(f_);
+  for (size_t j = 0; j < fusion_.reductions.size(); ++j) {
+    const int r = fusion_.reductions[j];
+    const Node& n = *g_.graph.node(r);
+    // The last reduction of a fusion that stores only per row stores it all itself.
+    const bool stores_all = j + 1 == fusion_.reductions.size() && full.empty();
+    const int area = stores_all ? -1 : NewScratch(rows * 4, module);
+    GJ_RETURN_IF_ERROR(ReduceInTwoPhases(
+        n, rows, cols, parts, name + "_reduce" + std::to_string(j),
+        [&](const Value& row, const Value& column) {
+          enter_row(row);
+          return Get(n.inputs[0], at(column));
+        },
+        [&](const Value& row, const Value& result) {
+          const Value v = RoundedTo(g_.info(r).dtypes[0], result);
+          if (stores_all) {
+            enter_row(row);
+            reduced_[r] = v;
+            return StorePerRow(per_row);
+          }
+          code_[Innermost()] += "memref.store " + v.name + ", " + ScratchAccess(area, rows, v.type, row) + "\n";
+          return Status::Ok();
+        },
+        module, functions));
+    results.push_back(area);
+  }
+  if (full.empty()) return Status::Ok();
+  // What the fusion stores: a thread per element (the row's first also stores per row).
+  StartGpuFunction();
+  EmittedKernel kernel;
+  kernel.function = name;
+  GJ_RETURN_IF_ERROR(GridStride(rows * cols, kBlock, &kernel, [&](const Value& e) -> Status {
+    const Value row = Let(e.depth, "arith.divui " + e.name + ", " + IndexConst(cols).name + " : index", "index");
+    const Value column = Let(e.depth, "arith.remui " + e.name + ", " + IndexConst(cols).name + " : index", "index");
+    enter_row(row);
+    const Index index = at(column);
+    linear_[Names(index)] = e;
+    GJ_RETURN_IF_ERROR(StoreRoots(full, index));
+    linear_.clear();
+    if (per_row.empty()) return Status::Ok();
+    return If(Let(e.depth, "arith.cmpi eq, " + column.name + ", " + IndexConst(0).name + " : index", "i1"),
+              [&] { return StorePerRow(per_row); });
+  }));
+  EndGpuFunction(std::move(kernel), module, functions);
+  return Status::Ok();
+}
+
+std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads) {
   // 1. Within each warp: a butterfly, after which every lane holds the warp's result.
   const Value width = IntConst(kWarp, "i32");
   for (int64_t offset = kWarp / 2; offset >= 1; offset /= 2) {
@@ -272,7 +393,7 @@ std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Va
       const std::string name = Fresh("%v");
       code_[Innermost()] += name + ":2 = gpu.shuffle xor " + accs[i].name + ", " + o.name + ", " + width.name + " : " +
                             accs[i].type + "\n";
-      accs[i] = combine(i, accs[i], {name + "#0", Innermost(), accs[i].type});
+      accs[i] = Combine(f, i, accs[i], {name + "#0", Innermost(), accs[i].type});
     }
   }
   if (threads <= kWarp) return accs;
@@ -294,7 +415,7 @@ std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Va
     Value acc;
     for (int64_t w = 0; w < threads / kWarp; ++w) {
       const Value v = Let(Innermost(), "memref.load " + arrays[i] + "[" + IndexConst(w).name + "] : " + types[i], accs[i].type);
-      acc = w == 0 ? v : combine(i, acc, v);
+      acc = w == 0 ? v : Combine(f, i, acc, v);
     }
     accs[i] = acc;
   }
@@ -302,7 +423,7 @@ std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Va
 }
 
 // --- Column and full reductions.
-Status KernelEmitter::GpuReduce(EmittedKernel* kernel) {
+Status KernelEmitter::GpuReduce(EmittedKernel* kernel, EmittedModule* module, std::string* functions) {
   const int r = fusion_.reductions[0];
   const Node& n = *g_.graph.node(r);
   const int out = p_.buffer_of.at({r, 0});
@@ -317,9 +438,23 @@ Status KernelEmitter::GpuReduce(EmittedKernel* kernel) {
   }
   const bool arg = n.op == "ArgMax" || n.op == "ArgMin";
   if (outputs == 0) return Status::Ok();
+  const bool splits = !arg && count >= kWarp && SplitsAcrossThreads(g_, fusion_);
+  const bool many = outputs >= kManyOutputs;
+  if (splits && PartsPerOutput(outputs, count) >= kPhasesGain * (many ? 1 : kBlock)) {
+    return ReduceInTwoPhases(
+        n, outputs, count, PartsPerOutput(outputs, count), kernel->function,
+        [&](const Value& output, const Value& i) {
+          return Get(n.inputs[0], InputIndex(axes, Delinearize(output, out_dims), Delinearize(i, reduced)));
+        },
+        [&](const Value& output, const Value& result) {
+          Store(out, Delinearize(output, out_dims), result);
+          return Status::Ok();
+        },
+        module, functions);
+  }
   // Many outputs, or a reduction the threads cannot share: a thread per output element.
-  if (arg || outputs >= 1024 || count < kWarp || !SplitsAcrossThreads(g_, fusion_)) {
-    return GridStride(outputs, kLoopBlock, kernel, [&](const Value& o) -> Status {
+  if (!splits || many) {
+    return GridStride(outputs, kBlock, kernel, [&](const Value& o) -> Status {
       const Index at = Delinearize(o, out_dims);
       Value v;
       if (arg) {
@@ -333,12 +468,11 @@ Status KernelEmitter::GpuReduce(EmittedKernel* kernel) {
     });
   }
   // A block per output element: its threads fold strided elements, then combine.
-  const int64_t threads = std::min<int64_t>(256, RoundUp(count, kWarp));
+  const int64_t threads = std::min<int64_t>(kBlock, RoundUp(count, kWarp));
   kernel->block = threads;
   kernel->grid = outputs;
   const Index at = Delinearize(bid_, out_dims);
-  const DType dtype = p_.buffers[out].dtype;
-  const Folding f = FoldingOf(n, ElementType(dtype), count, /*reassoc=*/true);
+  const Folding f = FoldingOf(n, ElementType(p_.buffers[out].dtype), count, /*reassoc=*/true);
   GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
                       LoopCarrying(tid_, count, threads, f.init, [&](const Value& i, const std::vector<Value>& args)
                                        -> StatusOr<std::vector<Value>> {
@@ -350,6 +484,71 @@ Status KernelEmitter::GpuReduce(EmittedKernel* kernel) {
     Store(out, at, result);
     return Status::Ok();
   });
+}
+
+Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t count, int64_t parts, const std::string& name,
+                                        const std::function<StatusOr<Value>(const Value&, const Value&)>& element,
+                                        const std::function<Status(const Value&, const Value&)>& store,
+                                        EmittedModule* module, std::string* functions) {
+  const int64_t units = parts * outputs;
+  const std::string type = ElementType(g_.info(n.id).dtypes[0]);
+  std::vector<int> areas;  // per accumulator: each unit's partial result (f32 or i32)
+  // 1. Unit u = part * outputs + output: neighbouring threads read neighbouring outputs
+  // (or neighbouring elements of one output).
+  {
+    StartGpuFunction();
+    EmittedKernel kernel;
+    kernel.function = name;
+    const Folding f = FoldingOf(n, type, count, /*reassoc=*/true);
+    for (size_t i = 0; i < f.init.size(); ++i) areas.push_back(NewScratch(units * 4, module));
+    GJ_RETURN_IF_ERROR(GridStride(units, kBlock, &kernel, [&](const Value& u) -> Status {
+      const Value output = Let(u.depth, "arith.remui " + u.name + ", " + IndexConst(outputs).name + " : index", "index");
+      const Value part = Let(u.depth, "arith.divui " + u.name + ", " + IndexConst(outputs).name + " : index", "index");
+      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
+                          LoopCarrying(part, count, parts, f.init, [&](const Value& i, const std::vector<Value>& args)
+                                           -> StatusOr<std::vector<Value>> {
+                            GJ_ASSIGN_OR_RETURN(Value v, element(output, i));
+                            return f.step(args, v);
+                          }));
+      for (size_t i = 0; i < accs.size(); ++i)
+        code_[Innermost()] += "memref.store " + accs[i].name + ", " + ScratchAccess(areas[i], units, accs[i].type, u) + "\n";
+      return Status::Ok();
+    }));
+    EndGpuFunction(std::move(kernel), module, functions);
+  }
+  // 2. Each output's partial results in order: a thread per output when there are many
+  // (reading neighbouring outputs), else a block per output.
+  StartGpuFunction();
+  EmittedKernel kernel;
+  kernel.function = name + "_finish";
+  const Folding f = FoldingOf(n, type, count, /*reassoc=*/true);
+  auto fold = [&](const Value& output, const Value& first, int64_t step) {
+    return LoopCarrying(first, parts, step, f.init, [&](const Value& part, const std::vector<Value>& args)
+                            -> StatusOr<std::vector<Value>> {
+      const Value row = Let(part.depth, "arith.muli " + part.name + ", " + IndexConst(outputs).name + " : index", "index");
+      const Value u = Let(std::max(row.depth, output.depth), "arith.addi " + row.name + ", " + output.name + " : index", "index");
+      std::vector<Value> next;
+      for (size_t i = 0; i < args.size(); ++i)
+        next.push_back(Combine(f, i, args[i], Let(u.depth, "memref.load " + ScratchAccess(areas[i], units, args[i].type, u), args[i].type)));
+      return next;
+    });
+  };
+  if (outputs >= kManyOutputs) {
+    GJ_RETURN_IF_ERROR(GridStride(outputs, kBlock, &kernel, [&](const Value& output) -> Status {
+      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, fold(output, IndexConst(0), 1));
+      return store(output, f.finish(accs));
+    }));
+  } else {
+    const int64_t threads = std::min<int64_t>(kBlock, RoundUp(parts, kWarp));
+    kernel.block = threads;
+    kernel.grid = outputs;
+    GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, fold(bid_, tid_, threads));
+    const Value result = f.finish(CombineAcross(f, accs, threads));
+    GJ_RETURN_IF_ERROR(If(Let(0, "arith.cmpi eq, " + tid_.name + ", " + IndexConst(0).name + " : index", "i1"),
+                          [&] { return store(bid_, result); }));
+  }
+  EndGpuFunction(std::move(kernel), module, functions);
+  return Status::Ok();
 }
 
 }  // namespace graphjit::emitter

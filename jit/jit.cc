@@ -55,6 +55,10 @@ const SessionOptions& ProcessOptions() {
 
 namespace {
 
+// On the CPU, GEMMs of up to this many multiply-adds are compiled as loops with the rest
+// of their cluster (ExpandSmallGemms); larger ones are library calls (oneDNN, Eigen).
+constexpr int64_t kSmallGemmMultiplyAdds = 32 * 1024;
+
 std::mutex fault_mu;
 std::string& InjectedFailure() {
   static auto* reason = new std::string();
@@ -172,6 +176,11 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   // 1. Specialize: static shapes, the values that decide shapes.
   auto body = Specialize(state.body_def, state.outputs, inputs, state.value_inputs);
   if (!body.ok()) return fail(body.status());
+  const Backend& backend = **state.backend;
+  if (backend.schedule() == Schedule::kCpu && state.fuse) {
+    auto expanded = ExpandSmallGemms(&body->graph, kSmallGemmMultiplyAdds);
+    if (!expanded.ok()) return fail(expanded.status());
+  }
   if (!dir.empty()) (void)WriteGraphDefFile(ExportGraphDef(body->graph.graph), dir + "/00_cluster.pbtxt");
   stage("specialize");
   // 2. Plan the fusions, 3. emit one function per fusion.
@@ -179,7 +188,6 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   if (!plan.ok()) return fail(plan.status());
   dump("01_fusion_plan.txt", plan->ToString(body->graph.graph));
   stage("plan");
-  const Backend& backend = **state.backend;
   auto module = EmitFusions(body->graph, *plan, backend.schedule());
   if (!module.ok()) return fail(module.status());
   dump("02_fusions.mlir", module->mlir);
@@ -231,14 +239,21 @@ uint64_t InternPrefix(const std::string& prefix) {
 }
 
 // The full signature, compared whole by the cache: the prefix's id, the target's, then
-// the inputs.
+// each input's dtype, rank and dims (their bytes: nothing formatted on a cache hit), and
+// the value of an input that decides shapes.
 std::string Signature(const ClusterState& state, const std::vector<Tensor>& inputs) {
-  std::string key = state.signature_prefix + state.target_key;
+  std::string key;
+  key.reserve(128);
+  key += state.signature_prefix;
+  key += state.target_key;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    key += DTypeName(t.dtype()) + t.shape().ToString();
-    if (state.value_inputs[i]) key += "=" + std::string(static_cast<const char*>(t.raw()), t.bytes());
-    key += ";";
+    const std::vector<int64_t>& dims = t.shape().dims();
+    key.push_back(static_cast<char>(t.dtype()));
+    const uint32_t rank = static_cast<uint32_t>(dims.size());
+    key.append(reinterpret_cast<const char*>(&rank), sizeof rank);
+    key.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
+    if (state.value_inputs[i]) key.append(static_cast<const char*>(t.raw()), t.bytes());
   }
   return key;
 }
@@ -249,7 +264,8 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
   state->name = node.name;
   GJ_ASSIGN_OR_RETURN(std::string bytes, GetStringAttr(node, "_body"));
   if (!state->body_def.ParseFromString(bytes)) return InvalidArgument(NodeLabel(node) + ": bad '_body'");
-  ExpandSoftmax(&state->body_def);
+  for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) state->outputs.push_back(s);
+  ExpandSoftmax(&state->body_def, &state->outputs);
   std::string canonical;
   {
     google::protobuf::io::StringOutputStream stream(&canonical);
@@ -258,7 +274,6 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
     state->body_def.SerializeToCodedStream(&coded);
   }
   state->signature_prefix = "#" + std::to_string(InternPrefix(CompilerId() + "|" + canonical)) + "|";
-  for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) state->outputs.push_back(s);
   state->value_inputs = ValueInputs(state->body_def, static_cast<int>(node.inputs.size()));
   std::lock_guard<std::mutex> lock(states_mu);
   auto& states = States();
@@ -374,6 +389,8 @@ class JitCompilability : public CompilabilityOracle {
     }
     return graphjit::WhyNotCompilable(node, input_types, output_types);
   }
+  // Specialize computes them from the inputs' shapes (jit/specialize.h).
+  bool ComputesShapeValues() const override { return true; }
 };
 
 }  // namespace

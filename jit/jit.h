@@ -53,7 +53,7 @@ JitStats GetJitStats();
 struct GpuKernelProfile {
   std::string name;  // "<cluster>/fusion_<k>"
   int64_t grid = 0, block = 0;
-  int64_t io_bytes = 0;  // its buffers' bytes: reading its inputs and writing its outputs once
+  int64_t io_bytes = 0;  // its buffers' (and scratch areas') bytes: reading its inputs and writing its outputs once
   double measured_us = 0;  // from events around it (the emulator's time on gpu-emu)
   // What the CUDA emulator counted (counted = false on a GPU): the distinct 32-byte sectors
   // it loaded and stored (x 32: the bytes it moves), the bytes its threads asked for and the

@@ -1,6 +1,7 @@
 #include "jit/kernel_emitter.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -55,14 +56,31 @@ Reducer ReducerOf(const std::string& op, const std::string& t) {
   return {f ? "arith.addf" : "arith.addi", Reducer::kZero};  // Sum, Mean
 }
 
-StatusOr<std::string> KernelEmitter::Emit(Schedule schedule, EmittedKernel* kernel, int* num_ops) {
+StatusOr<std::string> KernelEmitter::Emit(Schedule schedule, EmittedModule* module) {
   schedule_ = schedule;
+  StartFunction();
+  std::string functions;
+  if (schedule == Schedule::kCpu) {
+    EmittedKernel kernel;
+    GJ_ASSIGN_OR_RETURN(functions, EmitCpu(&kernel));
+    module->kernels.push_back(std::move(kernel));
+  } else {
+    GJ_ASSIGN_OR_RETURN(functions, EmitGpu(module));
+  }
+  module->num_ops += num_ops_;
+  return functions;
+}
+
+void KernelEmitter::StartFunction() {
   code_ = {""};
+  index_constants_.clear();
+  float_constants_.clear();
+  memo_.clear();
+  params_.clear();
+  workgroup_.clear();
+  scratch_params_.clear();
   IndexConst(0);
   IndexConst(1);
-  GJ_ASSIGN_OR_RETURN(std::string function, schedule == Schedule::kCpu ? EmitCpu(kernel) : EmitGpu(kernel));
-  *num_ops += num_ops_;
-  return function;
 }
 
 Value KernelEmitter::Let(int depth, const std::string& rhs, const std::string& type) {
@@ -477,6 +495,59 @@ StatusOr<Value> KernelEmitter::Get(TensorId v, const Index& index) {
   return value;
 }
 
+// Whether v went through an approximation: a math function's polynomial, a float sum or
+// product (in any order), or a GEMM.
+bool KernelEmitter::IsApproximate(TensorId v) {
+  if (auto it = approximate_.find(v.node); it != approximate_.end()) return it->second;
+  const Node& n = *g_.graph.node(v.node);
+  bool approximate = false;
+  if (IsApproximateElemental(n.op) || IsLibraryOp(n.op)) {
+    approximate = true;
+  } else if (n.op == "Sum" || n.op == "Mean" || n.op == "Prod") {
+    approximate = ElementType(g_.info(v.node).dtypes[0]) == "f32";
+  } else if (n.op != "Placeholder" && n.op != "Const") {
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (IsDataInput(n, static_cast<int>(i)) && IsApproximate(n.inputs[i])) approximate = true;
+  }
+  return approximate_[v.node] = approximate;
+}
+
+// A division may round differently from x / d (by an ulp or two) where its operands are
+// approximate already, or where the quotient is used only inside this kernel, by math
+// functions: the reference's exact quotient is never seen.
+bool KernelEmitter::MayRoundDivision(TensorId v) {
+  const Node& n = *g_.graph.node(v.node);
+  if (IsApproximate(n.inputs[0]) || IsApproximate(n.inputs[1])) return true;
+  if (p_.buffer_of.count(v)) return false;
+  if (consumers_.empty()) consumers_ = g_.graph.ComputeOutEdges();
+  const std::vector<OutEdge>& uses = consumers_[v.node];
+  return !uses.empty() && std::all_of(uses.begin(), uses.end(), [&](const OutEdge& e) {
+    return e.dst_input >= 0 && IsApproximateElemental(g_.graph.node(e.dst)->op);
+  });
+}
+
+// x / d, where d is computed outside x's innermost loop (a constant, or a row's sum), and
+// the quotient's last bit does not matter (see MayRoundDivision): a division costs up to
+// ten multiplications on both targets, so 1 / d is computed once and x multiplied by it
+// (within an ulp and a half of x / d), as XLA does for constants and TensorFlow's Softmax
+// for its sums. Not where 1 / d is not a normal number (a huge or subnormal d, where
+// x * (1 / d) is 0 or Inf and x / d is not): the branch on that is the same for the whole
+// loop, which LLVM versions (unswitches) on it.
+std::string KernelEmitter::DivideByInvariant(const Value& x, const Value& d, MlirWriter& w) {
+  const Value r = Let(d.depth, "arith.divf " + FloatConst(1).name + ", " + d.name + " : f32", "f32");
+  const Value magnitude = Let(d.depth, "math.absf " + r.name + " : f32", "f32");
+  const Value above_min = Let(d.depth, "arith.cmpf oge, " + magnitude.name + ", " + FloatConst(FLT_MIN).name + " : f32", "i1");
+  const Value below_max = Let(d.depth, "arith.cmpf ole, " + magnitude.name + ", " + FloatConst(FLT_MAX).name + " : f32", "i1");
+  const Value normal = Let(d.depth, "arith.andi " + above_min.name + ", " + below_max.name + " : i1", "i1");
+  const std::string q = w.Fresh();
+  w.Line(q + " = scf.if " + normal.name + " -> (f32) {");
+  w.Line("  scf.yield " + w.Let("arith.mulf " + x.name + ", " + r.name + " : f32") + " : f32");
+  w.Line("} else {");
+  w.Line("  scf.yield " + w.Let("arith.divf " + x.name + ", " + d.name + " : f32") + " : f32");
+  w.Line("}");
+  return q;
+}
+
 StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
   if (auto it = p_.buffer_of.find(v); it != p_.buffer_of.end()) {
     const FusionPlan::Buffer& b = p_.buffers[it->second];
@@ -501,18 +572,24 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
       return it->second;
     }
     case NodeKind::kElementwise: {
+      std::vector<Value> x;
       std::vector<std::string> operands, types;
       int depth = 0;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const TensorId& in = n.inputs[i];
         const Shape& in_shape = ShapeOf(in);
-        GJ_ASSIGN_OR_RETURN(Value x, Get(in, ReadAt(ReadDims(n, static_cast<int>(i), in_shape, shape), index, in_shape)));
-        operands.push_back(x.name);
-        types.push_back(x.type);
-        depth = std::max(depth, x.depth);
+        GJ_ASSIGN_OR_RETURN(x.emplace_back(), Get(in, ReadAt(ReadDims(n, static_cast<int>(i), in_shape, shape), index, in_shape)));
+        operands.push_back(x.back().name);
+        types.push_back(x.back().type);
+        depth = std::max(depth, x.back().depth);
       }
       MlirWriter w(Fresh("%e") + "_");
-      GJ_ASSIGN_OR_RETURN(std::string result, EmitElemental(n, operands, types, w));
+      std::string result;
+      if ((n.op == "RealDiv" || n.op == "Div") && types[0] == "f32" && x[1].depth < x[0].depth && MayRoundDivision(v)) {
+        result = DivideByInvariant(x[0], x[1], w);
+      } else {
+        GJ_ASSIGN_OR_RETURN(result, EmitElemental(n, operands, types, w));
+      }
       depth = std::max(depth, floor_);
       code_[depth] += w.code();
       ++num_ops_;

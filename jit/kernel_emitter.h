@@ -15,6 +15,10 @@
 
 #include "jit/fusion_emitter.h"
 
+namespace graphjit {
+class MlirWriter;
+}  // namespace graphjit
+
 namespace graphjit::emitter {
 
 // The memref element type a tensor of `dtype` is stored as.
@@ -48,14 +52,17 @@ class KernelEmitter {
  public:
   KernelEmitter(const AnalyzedGraph& g, const FusionPlan& p, int f) : g_(g), p_(p), f_(f), fusion_(p.fusions[f]) {}
 
-  // The fusion's kernel as one function of `schedule`'s form: its text, and in `kernel`
-  // its name, buffers and how it is launched. Adds the elementwise ops it wrote to *num_ops.
-  StatusOr<std::string> Emit(Schedule schedule, EmittedKernel* kernel, int* num_ops);
+  // The fusion's kernels (one, or on a GPU two for a reduction in two phases) as functions
+  // of `schedule`'s form: their text; appended to `module`: each kernel's name, buffers
+  // and launch, the scratch areas they share, and the elementwise ops written.
+  StatusOr<std::string> Emit(Schedule schedule, EmittedModule* module);
 
  private:
   // The schedules (jit/cpu_schedule.cc, jit/gpu_schedule.cc).
   StatusOr<std::string> EmitCpu(EmittedKernel* kernel);
-  StatusOr<std::string> EmitGpu(EmittedKernel* kernel);
+  StatusOr<std::string> EmitGpu(EmittedModule* module);
+  // Starts a new function: no code, constants or parameters yet.
+  void StartFunction();
   // --- Code and scopes.
   int Innermost() const { return static_cast<int>(code_.size()) - 1; }
   std::string Fresh(const char* prefix) { return prefix + std::to_string(next_++); }
@@ -187,6 +194,9 @@ class KernelEmitter {
   // The element of `v` at `index` (in v's shape).
   StatusOr<Value> Get(TensorId v, const Index& index);
 
+  bool IsApproximate(TensorId v);
+  bool MayRoundDivision(TensorId v);
+  std::string DivideByInvariant(const Value& x, const Value& d, MlirWriter& w);
   StatusOr<Value> Compute(TensorId v, const Index& index);
 
   // A 16-bit float value, computed in f32, rounded to its type as the reference kernels
@@ -203,8 +213,34 @@ class KernelEmitter {
 
   // --- GPU (jit/gpu_schedule.cc).
   Status GpuLoop(EmittedKernel* kernel);
-  Status GpuRows(EmittedKernel* kernel);
-  Status GpuReduce(EmittedKernel* kernel);
+  // A schedule that writes more than one kernel appends them to `module` and their text
+  // to *functions itself; the others leave their one kernel in *kernel.
+  Status GpuRows(EmittedKernel* kernel, EmittedModule* module, std::string* functions);
+  Status GpuReduce(EmittedKernel* kernel, EmittedModule* module, std::string* functions);
+  // Rows too few and too long for a block each: each reduction in two phases
+  // (ReduceInTwoPhases; fusion_N_reduceJ), its result per row kept in scratch memory, then
+  // fusion_N: what the fusion stores, a thread per element (or per row).
+  Status GpuRowsInPhases(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row,
+                         const std::vector<int64_t>& row_dims, const std::vector<int64_t>& reduced, int64_t parts,
+                         EmittedModule* module, std::string* functions);
+  // Reduction `n`: `outputs` results, each over `count` elements, in two kernels, `name`
+  // and `name`_finish. First, `parts` threads per output: thread (part, output) folds
+  // `element(output, i)` for i = part, part + parts, ... in order, into scratch memory;
+  // then each output's partial results are combined in a fixed tree, and `store(output,
+  // result)` writes the result.
+  Status ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t count, int64_t parts, const std::string& name,
+                           const std::function<StatusOr<Value>(const Value& output, const Value& i)>& element,
+                           const std::function<Status(const Value& output, const Value& result)>& store,
+                           EmittedModule* module, std::string* functions);
+  // A GPU kernel's function: started (its thread and block ids), and ended: its text
+  // appended to *functions, the kernel (its buffers and scratch areas set) to `module`.
+  void StartGpuFunction();
+  void EndGpuFunction(EmittedKernel kernel, EmittedModule* module, std::string* functions);
+  // Scratch memory: a new area of `bytes`; the access (for memref.load or .store) of
+  // element `at` of area `area`, `elements` 4-byte values of `type`, which becomes a
+  // parameter of the current function.
+  static int NewScratch(int64_t bytes, EmittedModule* module);
+  std::string ScratchAccess(int area, int64_t elements, const std::string& type, const Value& at);
   // `body` once per unit of [0, units), a thread each, in a grid-stride loop of blocks of
   // at most `block` threads; sets the kernel's launch.
   Status GridStride(int64_t units, int64_t block, EmittedKernel* kernel, const std::function<Status(const Value&)>& body);
@@ -217,6 +253,8 @@ class KernelEmitter {
   // Partial results of `threads` threads (a warp or a block, one row) combined, in a fixed
   // order; every thread gets the result.
   std::vector<Value> CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads);
+  // Accumulator i's partial results `a` and `b` combined.
+  Value Combine(const Folding& f, size_t i, const Value& a, const Value& b);
 
   const AnalyzedGraph& g_;
   const FusionPlan& p_;
@@ -227,6 +265,8 @@ class KernelEmitter {
   std::set<int64_t> index_constants_;
   std::map<std::string, Value> float_constants_;
   std::map<std::string, Value> memo_;
+  std::map<int, bool> approximate_;            // IsApproximate's answers, by node
+  std::vector<std::vector<OutEdge>> consumers_;  // made on first use
   std::vector<int> params_;
   std::map<int, Value> reduced_;
   Index row_;
@@ -241,6 +281,7 @@ class KernelEmitter {
     std::set<std::string> ready;
   } load_slot_;
   std::vector<std::string> workgroup_;  // GPU: the shared memory arrays (attributions)
+  std::map<int, std::string> scratch_params_;  // GPU: the scratch areas a function reads or writes -> memref type
   // The row cache: per cached value, its stack array, the loop that stores it and whether
   // it did; loop_ is the row loop being written (reductions, then the stores).
   struct Cached {

@@ -1,5 +1,7 @@
 #include "jit/specialize.h"
 
+#include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "ir/attr.h"
@@ -47,10 +49,12 @@ void MakeConst(Node* node, const Tensor& value) {
 
 }  // namespace
 
-void ExpandSoftmax(tensorflow::GraphDef* body) {
+void ExpandSoftmax(tensorflow::GraphDef* body, std::vector<std::string>* outputs) {
   const int n = body->node_size();
   for (int i = 0; i < n; ++i) {
-    if (body->node(i).op() != "Softmax" && body->node(i).op() != "LogSoftmax") continue;
+    const std::string& op = body->node(i).op();
+    const bool cross_entropy = op == "SoftmaxCrossEntropyWithLogits";
+    if (op != "Softmax" && op != "LogSoftmax" && !cross_entropy) continue;
     const tensorflow::NodeDef original = body->node(i);
     const std::string& name = original.name();
     auto add = [&](const std::string& suffix, const std::string& op, const std::vector<std::string>& inputs) {
@@ -74,21 +78,47 @@ void ExpandSoftmax(tensorflow::GraphDef* body) {
       }
       return node->name();
     };
-    if (!original.attr().count("T") || original.input_size() < 1) continue;
+    if (!original.attr().count("T") || original.input_size() < (cross_entropy ? 2 : 1)) continue;
     const std::string x = original.input(0);
     const std::string axis = add("axis", "Const", {});
     const std::string shifted = add("shifted", "Sub", {x, add("max", "Max", {x, axis})});
     const std::string exp = add("exp", "Exp", {shifted});
     const std::string sum = add("sum", "Sum", {exp, axis});
     tensorflow::NodeDef* last = body->mutable_node(i);
-    const bool log = last->op() == "LogSoftmax";
-    // exp * (1 / sum): one division per row. The sum is in [1, row length], so the
-    // reciprocal neither overflows nor underflows, and the product is within an ulp of
-    // exp / sum.
-    last->set_op(log ? "Sub" : "Mul");
-    last->clear_input();
-    last->add_input(log ? shifted : exp);
-    last->add_input(log ? add("log_sum", "Log", {sum}) : add("inverse_sum", "Reciprocal", {sum}));
+    if (cross_entropy) {
+      // loss = sum(labels * (log(sum) - shifted)) over the row, as TensorFlow's kernel
+      // computes it; backprop = softmax - labels, read by its consumers as name/backprop.
+      const std::string labels = original.input(1);
+      const std::string backprop =
+          add("backprop", "Sub", {add("softmax", "Mul", {exp, add("inverse_sum", "Reciprocal", {sum})}), labels});
+      const std::string weighted = add("weighted", "Mul", {labels, add("neg_log_softmax", "Sub", {add("log_sum", "Log", {sum}), shifted})});
+      last = body->mutable_node(i);  // add_node may have moved it
+      last->set_op("Sum");
+      last->clear_input();
+      last->add_input(weighted);
+      last->add_input(axis);
+      auto& attrs = *last->mutable_attr();
+      const tensorflow::AttrValue t = attrs.at("T");
+      attrs.clear();
+      attrs["T"] = t;
+      attrs["Tidx"].set_type(tensorflow::DT_INT32);
+      attrs["keep_dims"].set_b(false);
+      for (tensorflow::NodeDef& node : *body->mutable_node())
+        for (std::string& in : *node.mutable_input())
+          if (in == name + ":1") in = backprop;
+      if (outputs)
+        for (std::string& out : *outputs)
+          if (out == name + ":1") out = backprop;
+    } else {
+      const bool log = last->op() == "LogSoftmax";
+      // exp * (1 / sum): one division per row. The sum is in [1, row length], so the
+      // reciprocal neither overflows nor underflows, and the product is within an ulp of
+      // exp / sum.
+      last->set_op(log ? "Sub" : "Mul");
+      last->clear_input();
+      last->add_input(log ? shifted : exp);
+      last->add_input(log ? add("log_sum", "Log", {sum}) : add("inverse_sum", "Reciprocal", {sum}));
+    }
     last = body->mutable_node(i);  // add_node may have moved it
     for (const std::string& in : original.input())
       if (!in.empty() && in[0] == '^') last->add_input(in);
@@ -158,6 +188,78 @@ StatusOr<SpecializedBody> Specialize(const tensorflow::GraphDef& body, const std
   }
   result.graph = std::move(analyzed);
   return result;
+}
+
+StatusOr<bool> ExpandSmallGemms(AnalyzedGraph* body, int64_t max_multiply_adds) {
+  Graph& graph = body->graph;
+  bool changed = false;
+  const int n = graph.num_nodes();
+  for (int id = 0; id < n; ++id) {
+    Node* gemm = graph.node(id);
+    const bool batched = gemm->op == "BatchMatMulV2";
+    if (gemm->op != "MatMul" && !batched) continue;
+    const NodeInfo& info = body->info(id);
+    const DType dtype = info.dtypes[0];
+    // float32 only: a 16-bit Mul would round each product, where the GEMM does not.
+    if (dtype != DType::kFloat) continue;
+    const Shape& a = body->info(gemm->inputs[0].node).shapes[gemm->inputs[0].index];
+    const Shape& out = info.shapes[0];
+    if (!a.IsFullyDefined() || !out.IsFullyDefined() || a.rank() < 2) continue;
+    const bool ta = GetBoolAttrOr(*gemm, batched ? "adj_x" : "transpose_a", false).value_or(false);
+    const bool tb = GetBoolAttrOr(*gemm, batched ? "adj_y" : "transpose_b", false).value_or(false);
+    const int64_t k = a.dim(ta ? a.rank() - 2 : a.rank() - 1);
+    if (out.num_elements() > max_multiply_adds / std::max<int64_t>(k, 1)) continue;
+    // A small GEMM: out[..., i, j] = Sum over k of (a[..., i, k, 1] * b[..., 1, k, j]).
+    const std::string name = gemm->name;
+    auto add = [&](const std::string& suffix, const std::string& op, std::vector<TensorId> inputs) {
+      std::string unique = name + "/" + suffix;
+      for (int i = 1; graph.FindNode(unique); ++i) unique = name + "/" + suffix + "_" + std::to_string(i);
+      Node* node = graph.AddNode(unique, op);
+      node->device = graph.node(id)->device;
+      node->inputs = std::move(inputs);
+      if (op != "Const") node->attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
+      return TensorId{node->id, 0};
+    };
+    auto constant = [&](const std::string& suffix, std::vector<int32_t> values) {
+      const TensorId c = add(suffix, "Const", {});
+      Tensor value = Tensor::Allocate(DType::kInt32, Shape{static_cast<int64_t>(values.size())}).value();
+      std::copy(values.begin(), values.end(), value.data<int32_t>());
+      MakeConst(graph.node(c.node), values.size() == 1 ? value.Reshaped(Shape{}) : value);
+      return c;
+    };
+    // An operand with its last two dims swapped (`swap`), then a unit dim inserted at `axis`.
+    auto operand = [&](int i, bool swap, int32_t axis) {
+      TensorId x = graph.node(id)->inputs[i];
+      const int rank = body->info(x.node).shapes[x.index].rank();
+      if (swap) {
+        std::vector<int32_t> perm(rank);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::swap(perm[rank - 1], perm[rank - 2]);
+        x = add(i == 0 ? "a_transposed" : "b_transposed", "Transpose", {x, constant(i == 0 ? "a_perm" : "b_perm", perm)});
+        graph.node(x.node)->attrs["Tperm"].set_type(tensorflow::DT_INT32);
+      }
+      const TensorId e = add(i == 0 ? "a_expanded" : "b_expanded", "ExpandDims", {x, constant(i == 0 ? "a_axis" : "b_axis", {axis})});
+      graph.node(e.node)->attrs["Tdim"].set_type(tensorflow::DT_INT32);
+      return e;
+    };
+    const TensorId products = add("products", "Mul", {operand(0, ta, -1), operand(1, tb, -3)});
+    const TensorId axis = constant("k_axis", {-2});
+    gemm = graph.node(id);
+    AttrMap attrs;
+    for (const auto& [attr, value] : gemm->attrs)
+      if (!attr.empty() && attr[0] == '_') attrs[attr] = value;
+    attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
+    attrs["Tidx"].set_type(tensorflow::DT_INT32);
+    attrs["keep_dims"].set_b(false);
+    gemm->op = "Sum";
+    gemm->inputs = {products, axis};
+    gemm->attrs = std::move(attrs);
+    changed = true;
+  }
+  if (changed) {
+    GJ_ASSIGN_OR_RETURN(*body, AnalyzeGraph(std::move(graph)));
+  }
+  return changed;
 }
 
 }  // namespace graphjit

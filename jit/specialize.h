@@ -11,14 +11,22 @@
 
 namespace graphjit {
 
-// Rewrites Softmax and LogSoftmax as the primitive ops they are made of (Max, Sub, Exp,
-// Sum, Reciprocal, Mul; Log), so that the fusion planner sees their row reductions. The last
-// node keeps the op's name.
-void ExpandSoftmax(tensorflow::GraphDef* body);
+// Rewrites Softmax, LogSoftmax and SoftmaxCrossEntropyWithLogits as the primitive ops
+// they are made of (Max, Sub, Exp, Sum, Reciprocal, Mul; Log), so that the fusion planner
+// sees their row reductions. The last node keeps the op's name; the cross-entropy's second
+// output (backprop) becomes a node of its own, in the body's inputs and in `outputs`.
+void ExpandSoftmax(tensorflow::GraphDef* body, std::vector<std::string>* outputs = nullptr);
 
 // For each of the body's `num_inputs` inputs, whether its value decides a shape, an axis
 // or a permutation (then it is part of the signature).
 std::vector<bool> ValueInputs(const tensorflow::GraphDef& body, int num_inputs);
+
+// Rewrites each MatMul and BatchMatMulV2 (float32, static shapes) of at most
+// `max_multiply_adds` as the reduction it is: Sum over k of a[..., i, k, 1] * b[..., 1, k, j],
+// with a transposed operand read through a Transpose, so that the fusion planner makes it a
+// kernel of loops (the output row accumulated over k, its columns vectorized) instead of a
+// library call whose set-up costs more than the arithmetic. Returns whether it rewrote any.
+StatusOr<bool> ExpandSmallGemms(AnalyzedGraph* body, int64_t max_multiply_adds);
 
 struct SpecializedBody {
   AnalyzedGraph graph;

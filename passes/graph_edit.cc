@@ -24,15 +24,6 @@ AttrMap InternalAttrs(const Node& node) {
   return kept;
 }
 
-// `base`, or `base/_N` with the smallest N that makes it unique.
-std::string UniqueName(const Graph& graph, const std::string& base) {
-  if (graph.FindNode(base) == nullptr) return base;
-  for (int i = 1;; ++i) {
-    std::string name = base + "/_" + std::to_string(i);
-    if (graph.FindNode(name) == nullptr) return name;
-  }
-}
-
 // Runs what the given tensors need (all inputs are constants) and returns them.
 StatusOr<std::vector<Tensor>> Evaluate(const AnalyzedGraph& graph, const std::vector<TensorId>& tensors) {
   GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(graph, {}, tensors, {}));
@@ -148,6 +139,14 @@ int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<
   }
   if (removed) graph.RemoveNodes(remove);
   return removed;
+}
+
+std::string UniqueName(const Graph& graph, const std::string& base) {
+  if (graph.FindNode(base) == nullptr) return base;
+  for (int i = 1;; ++i) {
+    std::string name = base + "/_" + std::to_string(i);
+    if (graph.FindNode(name) == nullptr) return name;
+  }
 }
 
 Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device) {

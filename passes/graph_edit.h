@@ -37,8 +37,10 @@ void MakeIdentity(Graph& graph, int node, TensorId input, DType dtype);
 // transitively, its inputs that became unused. Returns how many nodes were removed.
 int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<int>& seeds);
 
-// Adds a Const node holding `value`, named `base`, or `base/_N` with the smallest N that
-// makes the name unique.
+// `base`, or `base/_N` with the smallest N that makes it unique in `graph`.
+std::string UniqueName(const Graph& graph, const std::string& base);
+
+// Adds a Const node holding `value`, named UniqueName(graph, base).
 Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device);
 
 // Replaces `node` in place by a Const holding `value` (name and control inputs stay).

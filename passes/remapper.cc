@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "ir/attr.h"
 #include "passes/graph_edit.h"
@@ -31,6 +33,7 @@ class Remapper {
       if (op == "BiasAdd") changed |= FuseBiasAdd(id);
       if (op == "FusedBatchNorm" || op == "FusedBatchNormV2" || op == "FusedBatchNormV3") changed |= FoldBatchNorm(id);
       if (op == "Relu" || op == "Relu6" || op == "Elu") changed |= FuseActivation(id);
+      if (op == "Einsum") changed |= EinsumAsBatchMatMul(id);
     }
     return RemoveDeadNodes(g_, context_, seeds_) > 0 || changed;
   }
@@ -136,6 +139,102 @@ class Remapper {
     TensorId b{AddConst(g_, bn->name + "/folded_bias", bias, bn->device)->id, 0};
     Absorb(id, x.node, weights, b, {"BiasAdd"});
     return true;
+  }
+
+  // An Einsum of two operands whose labels are batch dims (in both operands and the
+  // output), one free dim per operand and one contracted dim, as a BatchMatMulV2 with
+  // Transposes around it (none where the operands and output are in order; an operand
+  // whose contracted and free dims are swapped is read adjoint), as TensorFlow's Einsum
+  // kernel computes it: attention's BTNH,BSNH->BNTS and BNTS,BSNH->BTNH. The Einsum's
+  // name goes to the last node.
+  bool EinsumAsBatchMatMul(int id) {
+    const Node* n = N(id);
+    const auto equation = GetStringAttr(*n, "equation");
+    const auto dtype = GetTypeAttr(*n, "T");
+    if (n->inputs.size() != 2 || !equation.ok() || !dtype.ok()) return false;
+    const size_t comma = equation->find(','), arrow = equation->find("->");
+    if (comma == std::string::npos || arrow == std::string::npos || arrow < comma) return false;
+    const std::string a = equation->substr(0, comma), b = equation->substr(comma + 1, arrow - comma - 1),
+                      out = equation->substr(arrow + 2);
+    auto labels_ok = [](const std::string& s) {
+      std::string sorted = s;
+      std::sort(sorted.begin(), sorted.end());
+      return std::all_of(s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }) &&
+             std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+    };
+    if (!labels_ok(a) || !labels_ok(b) || !labels_ok(out)) return false;
+    auto in = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
+    std::string batch, free_a, free_b, contracted;
+    for (char c : out) {
+      if (in(a, c) && in(b, c)) batch += c;
+      else if (in(a, c)) free_a += c;
+      else if (in(b, c)) free_b += c;
+      else return false;
+    }
+    for (char c : a + b) {
+      if (in(out, c) || contracted.find(c) != std::string::npos) continue;
+      if (!in(a, c) || !in(b, c)) return false;  // summed over in one operand alone
+      contracted += c;
+    }
+    if (free_a.size() != 1 || free_b.size() != 1 || contracted.size() != 1) return false;
+    // Each operand in the order [batch..., row, column]: a transpose, or none with adjoint.
+    auto operand = [&](int i, const std::string& labels, const std::string& row, const std::string& column,
+                       bool* adjoint) -> TensorId {
+      const std::string straight = batch + row + column, swapped = batch + column + row;
+      *adjoint = labels == swapped;
+      if (labels == straight || *adjoint) return n->inputs[i];
+      return Transpose(id, n->inputs[i], labels, straight, i == 0 ? "/transpose_a" : "/transpose_b");
+    };
+    bool adj_x = false, adj_y = false;
+    const TensorId x = operand(0, a, free_a, contracted, &adj_x);
+    const TensorId y = operand(1, b, contracted, free_b, &adj_y);
+    const std::string product = batch + free_a + free_b;
+    Node* matmul = product == out ? N(id) : NewLike(id, n->name + "/matmul", "BatchMatMulV2");
+    if (product != out) {
+      Transpose(id, {matmul->id, 0}, product, out, "");
+      matmul = N(matmul->id);
+    } else {
+      ClearForRewrite(matmul, "BatchMatMulV2");
+    }
+    matmul->inputs = {x, y};
+    matmul->attrs["T"].set_type(static_cast<tensorflow::DataType>(*dtype));
+    matmul->attrs["adj_x"].set_b(adj_x);
+    matmul->attrs["adj_y"].set_b(adj_y);
+    return true;
+  }
+
+  // A node beside `like` (its device and internal attributes), named after `name`.
+  Node* NewLike(int like, const std::string& name, const std::string& op) {
+    Node* node = g_.AddNode(UniqueName(g_, name), op);
+    node->device = N(like)->device;
+    for (const auto& [attr, value] : N(like)->attrs)
+      if (!attr.empty() && attr[0] == '_') node->attrs[attr] = value;
+    return node;
+  }
+  // `node` becomes an `op`: its internal attributes kept, the others dropped.
+  static void ClearForRewrite(Node* node, const std::string& op) {
+    AttrMap internal;
+    for (const auto& [attr, value] : node->attrs)
+      if (!attr.empty() && attr[0] == '_') internal[attr] = value;
+    node->op = op;
+    node->attrs = std::move(internal);
+  }
+  // x (dims labeled `from`) transposed to `to`: a new node beside `id` named id's name +
+  // `suffix`, or, for an empty suffix, `id` itself.
+  TensorId Transpose(int id, TensorId x, const std::string& from, const std::string& to, const std::string& suffix) {
+    std::vector<int32_t> perm;
+    for (char c : to) perm.push_back(static_cast<int32_t>(from.find(c)));
+    Tensor value = Tensor::Allocate(DType::kInt32, Shape{static_cast<int64_t>(perm.size())}).value();
+    std::copy(perm.begin(), perm.end(), value.data<int32_t>());
+    const DType dtype = GetTypeAttr(*N(id), "T").value_or(DType::kFloat);
+    const std::string name = N(id)->name;
+    const TensorId perm_const{AddConst(g_, name + "/perm" + suffix, value, N(id)->device)->id, 0};
+    Node* t = suffix.empty() ? N(id) : NewLike(id, name + suffix, "Transpose");
+    if (suffix.empty()) ClearForRewrite(t, "Transpose");
+    t->inputs = {x, perm_const};
+    t->attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
+    t->attrs["Tperm"].set_type(tensorflow::DT_INT32);
+    return {t->id, 0};
   }
 
   Graph& g_;

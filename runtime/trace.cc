@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +24,9 @@ std::vector<TraceEvent> Tracer::events() const {
 
 Status Tracer::WriteChromeTrace(const std::string& path) const {
   nlohmann::json events = nlohmann::json::array();
+  std::set<int> rows;
   for (const TraceEvent& e : this->events()) {
+    rows.insert(e.tid);
     events.push_back({{"name", e.name},
                       {"cat", "kernel"},
                       {"ph", "X"},
@@ -33,6 +36,12 @@ Status Tracer::WriteChromeTrace(const std::string& path) const {
                       {"tid", e.tid},
                       {"args", {{"op", e.op}, {"bytes", e.bytes}}}});
   }
+  for (int row : rows)
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", row},
+                      {"args", {{"name", row == kGpuStreamRow ? "GPU stream" : "host thread " + std::to_string(row)}}}});
   nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   std::ofstream out(path, std::ios::trunc);
   out << doc.dump(1) << "\n";

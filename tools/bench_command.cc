@@ -66,6 +66,7 @@ struct GpuSummary {
 constexpr double kGpuBandwidth = 3.35e12;  // bytes/s, HBM3
 constexpr double kGpuFlops = 67e12;        // fp32 FLOP/s, without tensor cores
 constexpr double kGpuLaunchUs = 3;
+constexpr int kGpuSms = 132;
 
 GpuSummary Summarize(const std::vector<GpuKernelProfile>& profiles) {
   GpuSummary g;
@@ -86,7 +87,9 @@ GpuSummary Summarize(const std::vector<GpuKernelProfile>& profiles) {
     if (p.io_bytes > 0) g.worst_moved_ratio = std::max(g.worst_moved_ratio, static_cast<double>(moved) / p.io_bytes);
     if (p.request_sectors > 0)
       g.worst_coalescing = std::min(g.worst_coalescing, static_cast<double>(p.requested_bytes) / (32.0 * p.request_sectors));
-    g.predicted_us += std::max(moved / kGpuBandwidth, p.float_ops / kGpuFlops) * 1e6 + kGpuLaunchUs;
+    // A grid of fewer blocks than SMs gets that share of the GPU (a library call all of it).
+    const double share = p.grid > 0 ? std::min(1.0, static_cast<double>(p.grid) / kGpuSms) : 1.0;
+    g.predicted_us += std::max(moved / kGpuBandwidth, p.float_ops / kGpuFlops) / share * 1e6 + kGpuLaunchUs;
   }
   return g;
 }
@@ -135,7 +138,7 @@ class StreamCopy {
 void PrintGpuTable(const std::string& device, const std::vector<Config>& configs, nlohmann::json* json) {
   const bool emulated = device == "gpu-emu";
   std::printf("\nGPU kernels per run on %s%s; predicted for an H100 SXM: per kernel the larger of bytes / 3.35 TB/s "
-              "and flops / 67 TFLOP/s, plus 3 us per launch\n",
+              "and flops / 67 TFLOP/s (over its share of the 132 SMs when its grid has fewer blocks), plus 3 us per launch\n",
               device.c_str(), emulated ? " (the CUDA emulator: nothing ran on a GPU)" : "");
   std::printf("%-5s %7s %8s %10s %14s %11s %11s %7s %8s %14s %12s\n", "jit", "threads", "kernels", "MB moved",
               "moved/io max", "coalescing", "regs max", "spills", "MFLOP", "predicted us", "measured us");

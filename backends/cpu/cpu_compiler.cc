@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "backends/cpu/fast_exp.h"
 #include "backends/mlir_diagnostics.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
@@ -268,6 +269,7 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
     report.mlir_stages.emplace_back(stage, std::move(text));
   };
   mlir::RewritePatternSet approximations(&context);
+  AddFastExpPattern(approximations);
   mlir::populateMathPolynomialApproximationPatterns(approximations);
   // bf16 <-> f32 as integer operations (round to nearest even, NaN kept): without
   // AVX512-BF16, LLVM would call compiler-rt's __truncsfbf2, which the JIT cannot resolve.

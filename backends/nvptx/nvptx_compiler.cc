@@ -15,7 +15,9 @@
 #include <sstream>
 
 #include "backends/mlir_diagnostics.h"
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -26,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/IPO/Internalize.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -177,6 +180,15 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
   ir->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", static_cast<uint32_t>(0));
   if (llvm::Error e = mlir::makeOptimizingTransformer(3, /*sizeLevel=*/0, machine.get())(ir.get()))
     return Internal("optimizing the kernels' LLVM IR failed: " + llvm::toString(std::move(e)));
+  // LLVM's unroller has decided which loops stay loops: ptxas is told not to unroll them
+  // again (.pragma "nounroll"). Unrolled by ptxas, a 17-trip loop of int64-to-float
+  // conversions took 255 registers and spilled on sm_80.
+  for (llvm::Function& f : *ir) {
+    if (f.isDeclaration()) continue;
+    llvm::DominatorTree dominators(f);
+    llvm::LoopInfo loops(dominators);
+    for (llvm::Loop* loop : loops.getLoopsInPreorder()) llvm::addStringMetadataToLoop(loop, "llvm.loop.unroll.disable");
+  }
   if (options.keep_stages) {
     llvm::raw_string_ostream os(out.report.llvm_ir);
     ir->print(os, nullptr);

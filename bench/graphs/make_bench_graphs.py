@@ -72,6 +72,16 @@ def dense_softmax(d_in, d_out):
     return lambda x: softmax_decomposed(tf.nn.relu(tf.nn.bias_add(tf.matmul(x, tf.constant(w)), tf.constant(b))))
 
 
+def column_mean(x):
+    # Per-feature means over a batch, as batch normalization computes them.
+    return tf.reduce_mean(x, axis=0)
+
+
+def sum_of_squares(x):
+    # An L2 loss: every element into one number.
+    return tf.reduce_sum(tf.square(x))
+
+
 def graphs():
     g = []
     for d in (128, 1024, 8192):
@@ -83,6 +93,8 @@ def graphs():
     g.append(("layer_norm", [1024, 1024], layer_norm(1024), "layer norm over rows of 1024 from primitives"))
     g.append(("gelu_exact", [1024, 1024], gelu_exact, "0.5 x (1 + erf(x / sqrt 2))"))
     g.append(("dense_softmax", [1024, 256], dense_softmax(256, 256), "softmax(relu(x @ W + b)), W 256x256"))
+    g.append(("column_mean", [1024, 1024], column_mean, "mean over the batch (axis 0)"))
+    g.append(("sum_of_squares", [1024, 1024], sum_of_squares, "sum of x^2 over every element"))
     return g
 
 

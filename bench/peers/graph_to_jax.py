@@ -99,6 +99,7 @@ OPS = {
     "SquaredDifference": _binary(lambda xp, x, y: (x - y) * (x - y)),
     "BiasAdd": lambda n, x, b: x + b,
     "Neg": lambda n, x: -x,
+    "Square": lambda n, x: x * x,
     "Exp": lambda n, x: jnp.exp(x),
     "Log": lambda n, x: jnp.log(x),
     "Tanh": lambda n, x: jnp.tanh(x),

@@ -416,15 +416,12 @@ OpDef SliceOp() {
       return c.ShapeError("begin and size must have " + std::to_string(in.rank()) + " values");
     std::vector<int64_t> dims(in.rank());
     for (int i = 0; i < in.rank(); ++i) {
-      int64_t d = in.dim(i);
-      if (size[i] == -1) {
-        dims[i] = d < 0 ? -1 : d - begin[i];
-      } else {
-        dims[i] = size[i];
-      }
-      if (begin[i] < 0 || size[i] < -1 || (d >= 0 && begin[i] > d) || (d >= 0 && dims[i] >= 0 && dims[i] > d - begin[i]))
+      const int64_t d = in.dim(i);
+      // begin is checked first: d - begin[i] is formed only for 0 <= begin[i] <= d.
+      if (begin[i] < 0 || size[i] < -1 || (d >= 0 && (begin[i] > d || size[i] > d - begin[i])))
         return c.ShapeError("slice begin " + Shape(begin).ToString() + " size " + Shape(size).ToString() +
                             " is out of bounds for shape " + in.ToString());
+      dims[i] = size[i] != -1 ? size[i] : d < 0 ? -1 : d - begin[i];
     }
     c.AddOutput(t, Shape(dims));
     return Status::Ok();

@@ -4,11 +4,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "ir/graphdef.h"
 #include "runtime/npy.h"
+#include "runtime/trace.h"
 #include "tests/support/test_util.h"
 
 namespace graphjit {
@@ -138,6 +141,11 @@ TEST(Cli, TraceIsAChromeTraceEventFile) {
   ASSERT_TRUE(events.is_array());
   std::set<std::string> names;
   for (const auto& e : events) {
+    if (e["ph"] == "M") {  // a row's name
+      EXPECT_EQ(e["name"], "thread_name");
+      EXPECT_TRUE(e["args"]["name"].get<std::string>().starts_with("host thread ")) << e.dump();
+      continue;
+    }
     EXPECT_EQ(e["ph"], "X");
     EXPECT_TRUE(e["name"].is_string());
     EXPECT_TRUE(e["ts"].is_number_integer());
@@ -161,6 +169,7 @@ TEST(Cli, TraceShowsEachCompileStageAndEachFusedKernel) {
   nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
   std::set<std::string> names;
   for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;  // the rows' names
     names.insert(e["name"]);
     if (e["args"]["op"] == "fusion") {
       EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << e.dump();
@@ -170,6 +179,53 @@ TEST(Cli, TraceShowsEachCompileStageAndEachFusedKernel) {
     EXPECT_TRUE(names.count(std::string("cluster_0/compile/") + stage)) << stage;
   EXPECT_TRUE(names.count("cluster_0/fusion_0"));
   EXPECT_TRUE(names.count("cluster_0"));
+}
+
+// On a GPU the trace has a row for the stream: each input's copy to the device, each
+// kernel (a GEMM as a cuBLASLt call) and each output's copy back, in order, timed by the
+// stream's events, within the cluster's call on the host's row.
+TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
+  REQUIRE_CUDA_EMULATOR();
+  std::string path = testing::TempDir() + "/gpu_trace.json";
+  auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --device gpu-emu --jit on --trace " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
+  std::vector<nlohmann::json> stream;
+  std::map<std::string, nlohmann::json> host;
+  std::string stream_row;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["tid"] == kGpuStreamRow) stream_row = e["args"]["name"];
+    if (e["ph"] != "X") continue;
+    if (e["tid"] == kGpuStreamRow) stream.push_back(e);
+    else host[e["name"]] = e;
+  }
+  EXPECT_EQ(stream_row, "GPU stream");
+  ASSERT_FALSE(stream.empty());
+  // In order of time (events of the same microsecond in the order they were written).
+  std::stable_sort(stream.begin(), stream.end(), [](const auto& a, const auto& b) { return a["ts"] < b["ts"]; });
+  // Per cluster: an input copied in first (each is copied before the first kernel that
+  // reads it), then kernels (the MatMul a cuBLASLt call), the outputs copied out last.
+  const std::map<std::string, int> phase = {{"HtoD", 0}, {"gpu kernel", 0}, {"cuBLASLt", 0}, {"DtoH", 1}};
+  std::map<std::string, int> last_phase;
+  std::map<std::string, std::string> first_op;
+  std::set<std::string> ops;
+  for (const auto& e : stream) {
+    const std::string name = e["name"], op = e["args"]["op"];
+    ASSERT_TRUE(phase.count(op)) << e.dump();
+    ops.insert(op);
+    if (op == "HtoD" || op == "DtoH") EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << e.dump();
+    const std::string cluster = name.substr(0, name.find('/'));
+    EXPECT_GE(phase.at(op), last_phase[cluster]) << name;
+    last_phase[cluster] = phase.at(op);
+    first_op.try_emplace(cluster, op);
+    // Within its cluster's call on the host (to the microsecond).
+    ASSERT_TRUE(host.count(cluster)) << name;
+    const int64_t begin = host[cluster]["ts"], end = begin + host[cluster]["dur"].get<int64_t>();
+    EXPECT_GE(e["ts"].get<int64_t>(), begin - 1) << name;
+    EXPECT_LE(e["ts"].get<int64_t>() + e["dur"].get<int64_t>(), end + 1) << name;
+  }
+  EXPECT_EQ(ops, (std::set<std::string>{"HtoD", "gpu kernel", "cuBLASLt", "DtoH"}));
+  for (const auto& [cluster, op] : first_op) EXPECT_EQ(op, "HtoD") << cluster;
 }
 
 TEST(Cli, JitVerboseNamesEachCompile) {

@@ -182,6 +182,42 @@ TEST(Clustering, ALaterClusterReadsAnEarlierClustersOutput) {
   EXPECT_EQ(testing::Values(got[0]), testing::Values(testing::RunOrDie(*plain, {{"x", x}}, {"v"})[0]));
 }
 
+// A small constant a cluster reads is copied into its body (the compiler sees its value);
+// a large one stays an argument.
+TEST(Clustering, SmallConstantsAreCopiedIntoTheBody) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {2, 20});
+  b.Const("half", testing::MakeFloat(Shape{}, {0.5f}));
+  b.Const("bias", testing::MakeFloat(Shape{20}, std::vector<float>(20, 0.25f)));
+  b.Op("m", "Mul", {"x", "half"});
+  b.Op("a", "AddV2", {"m", "bias"});
+  b.Op("t", "Relu", {"a"});
+  b.Op("u", "Mul", {"t", "half"});  // a second read of the same constant
+  SessionOptions on;
+  on.jit_level = JitLevel::kOn1;
+  auto s = testing::MakeSession(b.graph_def(), on);
+  auto optimized = s->OptimizedGraph({"x"}, {"u"});
+  ASSERT_TRUE(optimized.ok()) << optimized.status().message();
+  const Node* cluster = (*optimized)->graph.FindNode("cluster_0");
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::string> inputs;
+  for (const TensorId& in : cluster->inputs) inputs.push_back((*optimized)->graph.node(in.node)->name);
+  EXPECT_EQ(inputs, (std::vector<std::string>{"x", "bias"}));
+  tensorflow::GraphDef body;
+  ASSERT_TRUE(body.ParseFromString(cluster->FindAttr("_body")->s()));
+  int copies = 0;
+  for (const auto& node : body.node())
+    if (node.name() == "half") {
+      ++copies;
+      EXPECT_EQ(node.op(), "Const");
+    }
+  EXPECT_EQ(copies, 1);
+  Tensor x = testing::MakeFloat(Shape{2, 20}, std::vector<float>(40, 0.75f));
+  auto plain = testing::MakeSession(b.graph_def());
+  EXPECT_EQ(testing::Values(testing::RunOrDie(*s, {{"x", x}}, {"u"})[0]),
+            testing::Values(testing::RunOrDie(*plain, {{"x", x}}, {"u"})[0]));
+}
+
 TEST(Clustering, FuelBoundsTheMerges) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {3});

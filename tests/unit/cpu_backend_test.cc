@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -136,6 +137,72 @@ TEST(CpuBackend, TheVectorWidthIsAnOption) {
   EXPECT_NE(cpu::DescribeTarget({"x86-64-v3", "", 0}).value().find("vw=256"), std::string::npos);
   EXPECT_NE(cpu::DescribeTarget({"znver4", "", 0}).value().find("vw=512"), std::string::npos);
   EXPECT_NE(cpu::DescribeTarget({"znver4", "", 256}).value().find("vw=256"), std::string::npos);
+}
+
+// exp over a chunk of 4096 elements, as the CPU backend rewrites it (backends/cpu/fast_exp.cc).
+constexpr const char* kExp = R"mlir(
+func.func @exp(%x: memref<4096xf32>, %out: memref<4096xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : memref<4096xf32>) outs(%out : memref<4096xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a fastmath<afn> : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+)mlir";
+
+// Within 2 ulp of exp wherever the result is a normal float, over every 61st float from
+// -89 to 89 and the edges: overflow to Inf exactly above ln(FLT_MAX), 0 (or a subnormal)
+// below 2^-126, exp(0) = 1 and powers of two exact, NaN kept.
+TEST(CpuBackend, ExpIsWithinTwoUlpsOfTheTrueValue) {
+  cpu::CompileOptions options;
+  options.keep_stages = true;
+  auto exe = cpu::Compile(kExp, options);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  EXPECT_EQ((*exe)->report().llvm_ir.find("select"), std::string::npos) << "exp has no selects";
+  const float inf = std::numeric_limits<float>::infinity(), max = std::numeric_limits<float>::max();
+  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e38f, -1e38f,
+                           88.72283172607422f, 88.72283935546875f, 88.7228f, 89.0f, -87.33654022216797f,
+                           -87.33655548095703f, -88.0f, -88.5f, -103.0f, -1000.0f};
+  for (int k = -126; k <= 127; ++k) xs.push_back(static_cast<float>(k * 0.6931471805599453));
+  const float top = 89.0f;
+  uint32_t top_bits;
+  std::memcpy(&top_bits, &top, sizeof top_bits);
+  for (uint32_t bits = 0; bits <= top_bits; bits += 61)
+    for (uint32_t sign : {0u, 0x80000000u}) {
+      float x;
+      const uint32_t b = bits | sign;
+      std::memcpy(&x, &b, sizeof x);
+      xs.push_back(x);
+    }
+  xs.resize((xs.size() + 4095) / 4096 * 4096, 0.0f);
+  std::vector<float> out(xs.size());
+  for (size_t i = 0; i < xs.size(); i += 4096) ASSERT_TRUE((*exe)->Call("exp", {&xs[i], &out[i]}).ok());
+  int64_t failures = 0;
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double want = std::exp(static_cast<double>(xs[i]));
+    const float got = out[i];
+    bool ok;
+    if (std::isnan(xs[i])) {
+      ok = std::isnan(got);
+    } else if (want >= static_cast<double>(max) * (1 + std::ldexp(1.0, -25))) {
+      ok = got == inf;  // rounds to Inf
+    } else if (want < std::numeric_limits<float>::min()) {
+      ok = got >= 0 && got < std::numeric_limits<float>::min();
+    } else {
+      const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+      worst = std::max(worst, std::abs(got - want) / ulp);
+      ok = std::abs(got - want) <= 2 * ulp;
+    }
+    if (!ok && ++failures <= 10) ADD_FAILURE() << "exp(" << xs[i] << ") = " << got << ", not " << want;
+  }
+  EXPECT_EQ(failures, 0);
+  EXPECT_LE(worst, 2.0);
+  RecordProperty("worst_ulp", std::to_string(worst));
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 1.0f);
 }
 
 // Code for a CPU without AVX-512 runs on every x86-64 host of this project.

@@ -5,12 +5,16 @@
 // is also assembled by ptxas for sm_80 and sm_90 without spills (gpu_ptxas_check).
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
 #include <cstring>
 #include <random>
 
+#include "cuda_emulator/cuemu.h"
 #include "jit/jit.h"
 #include "passes/passes.h"
+#include "runtime/cuda_driver.h"
 #include "tests/support/test_util.h"
 
 namespace graphjit {
@@ -58,13 +62,13 @@ Runs RunBoth(const tensorflow::GraphDef& gd, const std::vector<std::pair<std::st
   return r;
 }
 
-void ExpectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
+void ExpectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what, double atol = 1e-6) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
   int reported = 0;
   for (int64_t i = 0; i < got.num_elements() && reported < 5; ++i) {
     const double g = got.ValueAsDouble(i), w = want.ValueAsDouble(i);
-    const bool ok = (std::isnan(g) && std::isnan(w)) || g == w || std::fabs(g - w) <= 1e-6 + rtol * std::fabs(w);
+    const bool ok = (std::isnan(g) && std::isnan(w)) || g == w || std::fabs(g - w) <= atol + rtol * std::fabs(w);
     if (!ok) ADD_FAILURE() << what << " element " << i << ": gpu " << g << ", reference " << w << (++reported, "");
   }
 }
@@ -98,17 +102,24 @@ tensorflow::GraphDef Softmax(int64_t cols) {
 }
 
 // Rows of 5 (a warp per row, 4 rows per block, the last block short), 256, 1000 (a block per
-// row, the last column guarded), 1024 (8 per thread, held), 10000 (looped over).
+// row, the last column guarded), 1024 (8 per thread, held), 10000 (looped over), 150000 (too
+// long for a block: each reduction in two phases, then the stores).
 TEST_F(GpuJit, RowSchedulesMatchTheReference) {
-  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{7, 5}, {9, 256}, {3, 1000}, {5, 1024}, {2, 10000}}) {
-    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
-    const Runs r = RunBoth(Softmax(cols), {{"x", Random(Shape({rows, cols}), static_cast<uint32_t>(cols))}},
+  struct Case {
+    int64_t rows, cols, launches;
+  };
+  // Two clusters (nothing connects the mean to the softmax), one kernel each; or in phases:
+  // max, sum and the mean two kernels each, then the softmax's stores.
+  for (const Case& c : std::vector<Case>{{7, 5, 2}, {9, 256, 2}, {3, 1000, 2}, {5, 1024, 2}, {2, 10000, 2}, {2, 150000, 7}}) {
+    SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols));
+    const Runs r = RunBoth(Softmax(c.cols), {{"x", Random(Shape({c.rows, c.cols}), static_cast<uint32_t>(c.cols))}},
                            {"softmax", "mean", "max"});
-    ExpectClose(r.gpu[0], r.reference[0], 2e-6, "softmax");
+    // The sum of a row of n exponentials: rounding errors that grow as sqrt(n) (in either
+    // order of summation).
+    ExpectClose(r.gpu[0], r.reference[0], 2e-6 + 3e-8 * std::sqrt(static_cast<double>(c.cols)), "softmax", 1e-9);
     ExpectClose(r.gpu[1], r.reference[1], 1e-5, "mean");
-    ExpectClose(r.gpu[2], r.reference[2], 0, "max");
-    // Two clusters (nothing connects the mean to the softmax), one kernel each.
-    EXPECT_EQ(r.launches, 2);
+    ExpectClose(r.gpu[2], r.reference[2], 0, "max", 0);
+    EXPECT_EQ(r.launches, c.launches);
   }
 }
 
@@ -139,21 +150,30 @@ TEST_F(GpuJit, LoopsMatchTheReference) {
 }
 
 // Column reductions (a thread per output when there are many, a block per output when
-// there are few), a full reduction, integer and 64-bit rows, ArgMax along rows.
+// there are few, two phases when either leaves threads idle), full reductions in two
+// phases, integer and 64-bit rows, ArgMax along rows. Max and Min see NaNs and zeros of
+// both signs.
 TEST_F(GpuJit, ReductionsMatchTheReference) {
   struct Case {
     std::vector<int64_t> shape;
     std::vector<int32_t> axes;
     std::string op;
     DType dtype;
+    int64_t launches;  // of the whole graph (the reduction and the Neg after it)
   };
-  for (const Case& c : std::vector<Case>{{{64, 2048}, {0}, "Sum", DType::kFloat},
-                                         {{5000, 3}, {0}, "Max", DType::kFloat},
-                                         {{300, 40}, {0, 1}, "Mean", DType::kFloat},
-                                         {{17, 33}, {1}, "Sum", DType::kInt32},
-                                         {{17, 33}, {1}, "Sum", DType::kInt64},
-                                         {{17, 33}, {1}, "ArgMax", DType::kFloat},
-                                         {{40, 50, 60}, {0, 2}, "Min", DType::kFloat}}) {
+  // Reductions over trailing dims are row fusions, the others reduce fusions.
+  for (const Case& c : std::vector<Case>{{{16, 4096}, {0}, "Sum", DType::kFloat, 2},       // a thread per output
+                                         {{5000, 3}, {0}, "Max", DType::kFloat, 2},        // a block per output
+                                         {{40, 50, 60}, {0, 2}, "Min", DType::kFloat, 2},  // a block per output
+                                         {{512, 1024}, {0}, "Sum", DType::kFloat, 3},      // two phases, a thread per output
+                                         {{40000, 3}, {0}, "Min", DType::kFloat, 3},       // two phases, a block per output
+                                         {{40000, 2}, {0}, "Sum", DType::kInt32, 3},
+                                         {{300, 40}, {0, 1}, "Mean", DType::kFloat, 1},    // a block per row
+                                         {{3, 50000}, {0, 1}, "Max", DType::kFloat, 2},    // two phases (the second stores y)
+                                         {{2, 200000}, {1}, "Mean", DType::kFloat, 2},     // two phases per row
+                                         {{17, 33}, {1}, "Sum", DType::kInt32, 1},
+                                         {{17, 33}, {1}, "Sum", DType::kInt64, 1},
+                                         {{17, 33}, {1}, "ArgMax", DType::kFloat, 1}}) {
     SCOPED_TRACE(c.op + " of " + DTypeName(c.dtype) + " " + Shape(c.shape).ToString());
     GraphBuilder b;
     b.Placeholder("x", c.dtype, c.shape);
@@ -166,26 +186,51 @@ TEST_F(GpuJit, ReductionsMatchTheReference) {
     }
     b.Op("y", "Neg", {"r"}, c.op == "ArgMax" ? DType::kInt64 : c.dtype);
     Tensor x = Random(Shape(c.shape), 4);
+    if (c.op == "Max" || c.op == "Min") {
+      float* v = x.data<float>();
+      v[7] = NAN;                              // one output (or the only one) is NaN
+      v[x.num_elements() - 2] = -0.0f;          // signed zeros elsewhere
+      v[x.num_elements() / 2] = 0.0f;
+    }
     if (c.dtype != DType::kFloat) x = *CastTensor(x, c.dtype);
     const Runs runs = RunBoth(b.graph_def(), {{"x", x}}, {"y"});
-    ExpectClose(runs.gpu[0], runs.reference[0], 1e-5, "y");
-    EXPECT_GE(runs.launches, 1);
+    // Two float sums of n values (of standard deviation 3) in different orders: each
+    // rounds n partial sums of about 3 sqrt(n), so they differ by about 2^-24 * 3n.
+    double count = 1;
+    for (int32_t a : c.axes) count *= c.shape[a];
+    ExpectClose(runs.gpu[0], runs.reference[0], 1e-5, "y", 1e-6 + 1.2e-7 * 3 * (c.op == "Mean" ? 1 : count));
+    EXPECT_EQ(runs.launches, c.launches);
   }
 }
 
-// Float reductions combine in a fixed order: two runs give the same bits.
+// Float reductions combine in a fixed order: runs give the same bits, whatever order the
+// threads of a block run in.
 TEST_F(GpuJit, FloatReductionsAreReproducible) {
+  auto library = CudaDriverLibrary("gpu-emu", "");
+  ASSERT_TRUE(library.ok());
+  void* emulator = dlopen(library->c_str(), RTLD_NOW | RTLD_NOLOAD);
+  auto set_order = emulator ? reinterpret_cast<decltype(&cuemuSetThreadOrder)>(dlsym(emulator, "cuemuSetThreadOrder")) : nullptr;
   const Tensor x = Random(Shape({4, 100000}), 5);
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {4, 100000});
   b.Const("axes", testing::MakeInt32({2}, {0, 1}));
   auto* sum = b.Op("sum", "Sum", {"x", "axes"});
   testing::SetAttrType(sum, "Tidx", DType::kInt32);
+  b.Const("columns", testing::MakeInt32({1}, {0}));
+  auto* column_sums = b.Op("column_sums", "Sum", {"x", "columns"});
+  testing::SetAttrType(column_sums, "Tidx", DType::kInt32);
   b.Op("y", "Neg", {"sum"});
+  b.Op("z", "Neg", {"column_sums"});
   auto session = testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2));
-  const Tensor first = testing::RunOrDie(*session, {{"x", x}}, {"y"})[0];
-  const Tensor second = testing::RunOrDie(*session, {{"x", x}}, {"y"})[0];
-  EXPECT_EQ(std::memcmp(first.raw(), second.raw(), first.bytes()), 0);
+  const std::vector<Tensor> first = testing::RunOrDie(*session, {{"x", x}}, {"y", "z"});
+  ASSERT_NE(set_order, nullptr) << "the emulator is loaded by the first run";
+  for (const auto& [order, seed] : std::vector<std::pair<CUemuThreadOrder, unsigned long long>>{
+           {CUEMU_ORDER_REVERSE, 0}, {CUEMU_ORDER_SHUFFLE, 7}, {CUEMU_ORDER_SHUFFLE, 8}, {CUEMU_ORDER_FORWARD, 0}}) {
+    ASSERT_EQ(set_order(order, seed), CUDA_SUCCESS);
+    const std::vector<Tensor> again = testing::RunOrDie(*session, {{"x", x}}, {"y", "z"});
+    for (size_t i = 0; i < first.size(); ++i)
+      EXPECT_EQ(std::memcmp(first[i].raw(), again[i].raw(), first[i].bytes()), 0) << "order " << order << " seed " << seed;
+  }
 }
 
 // Nodes a graph places on a GPU run on the CPU in a session without one (the JIT compiles

@@ -18,6 +18,7 @@
 #include "jit/jit.h"
 #include "jit/kernel_cache.h"
 #include "passes/passes.h"
+#include "runtime/trace.h"
 #include "tests/support/test_util.h"
 
 namespace graphjit {
@@ -758,6 +759,104 @@ TEST_F(Jit, TheCacheCompilesOncePerSignature) {
   auto s2 = SessionAt(gd, JitLevel::kOn1);
   testing::RunOrDie(*s2, {{"x", Stressing(Shape{9, 5}, rng)}}, {"r"});
   EXPECT_EQ(GetJitStats().cache_misses - before.cache_misses, 2);
+}
+
+// Shape values (Keras's Tensordot: Shape -> GatherV2 -> Prod -> Pack -> Reshape's shape,
+// with an unknown batch dim) are clustered and computed when the cluster is specialized:
+// the whole graph is one cluster, compiled without falling back, right at every batch size.
+TEST_F(Jit, ShapeValuesAreComputedWhenSpecializing) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 4, 8});
+  b.Const("w", testing::MakeFloat(Shape{8, 3}, std::vector<float>(24, 0.25f)));
+  testing::SetAttrType(b.Op("shape", "Shape", {"x"}), "out_type", DType::kInt32);
+  b.Const("free", testing::MakeInt32({2}, {0, 1}));
+  b.Const("gather_axis", testing::MakeInt32({}, {0}));
+  auto* gather = b.Op("gather", "GatherV2", {"shape", "free", "gather_axis"}, DType::kInvalid);
+  testing::SetAttrType(gather, "Tparams", DType::kInt32);
+  testing::SetAttrType(gather, "Tindices", DType::kInt32);
+  testing::SetAttrType(gather, "Taxis", DType::kInt32);
+  testing::SetAttrInt(gather, "batch_dims", 0);
+  b.Const("prod_axis", testing::MakeInt32({}, {0}));
+  auto* prod = b.Op("rows", "Prod", {"gather", "prod_axis"}, DType::kInt32);
+  testing::SetAttrType(prod, "Tidx", DType::kInt32);
+  b.Const("depth", testing::MakeInt32({}, {8}));
+  auto* pack = b.Op("flat_shape", "Pack", {"rows", "depth"}, DType::kInt32);
+  testing::SetAttrInt(pack, "N", 2);
+  auto* flat = b.Op("flat", "Reshape", {"x", "flat_shape"});
+  testing::SetAttrType(flat, "Tshape", DType::kInt32);
+  b.Op("mm", "MatMul", {"flat", "w"});
+  b.Op("y", "Tanh", {"mm"});
+  auto session = SessionAt(b.graph_def(), JitLevel::kOn2);
+  const JitStats before = GetJitStats();
+  std::mt19937 rng(3);
+  for (int64_t batch : {2, 5}) {
+    SCOPED_TRACE(batch);
+    const Tensor x = Stressing(Shape{batch, 4, 8}, rng);
+    Tracer tracer;
+    RunOptions run;
+    run.tracer = &tracer;
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session->Run(run, {{"x", x}}, {"y"}, {}, &out).ok());
+    const Tensor& got = out[0];
+    // Only the cluster ran (its kernels and compile stages are "cluster_0/...").
+    for (const TraceEvent& e : tracer.events()) EXPECT_EQ(e.name.rfind("cluster_0", 0), 0u) << e.name;
+    const Tensor want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"y"})[0];
+    ExpectMatch(got, want, 1e-5, "y");
+  }
+  const JitStats after = GetJitStats();
+  EXPECT_EQ(after.cache_misses - before.cache_misses, 2);  // a kernel per batch size
+  EXPECT_EQ(after.fallback, before.fallback);
+}
+
+// Small GEMMs are compiled as loops with the rest of the cluster (no library call):
+// MatMul with each transpose, BatchMatMulV2 with each adjoint and a broadcast batch. A
+// 16-bit GEMM (its products are not rounded to 16 bits) and one above the size limit stay
+// library calls.
+TEST_F(Jit, SmallGemmsAreCompiledAsLoops) {
+  struct Case {
+    std::string op;
+    Shape a, b;
+    bool ta, tb;
+    DType dtype = DType::kFloat;
+    bool library = false;  // expected to stay a library call
+  };
+  for (const Case& c : std::vector<Case>{{"MatMul", {5, 7}, {7, 9}, false, false},
+                                         {"MatMul", {7, 5}, {9, 7}, true, true},
+                                         {"MatMul", {5, 7}, {9, 7}, false, true, DType::kHalf, true},
+                                         {"BatchMatMulV2", {2, 3, 4, 6}, {2, 3, 6, 5}, false, false},
+                                         {"BatchMatMulV2", {2, 3, 6, 4}, {1, 5, 6}, true, true},
+                                         {"BatchMatMulV2", {3, 4, 6}, {6, 5}, false, false, DType::kBFloat16, true},
+                                         {"BatchMatMulV2", {3, 4, 6}, {6, 5}, false, false},
+                                         {"MatMul", {64, 64}, {64, 64}, false, false, DType::kFloat, true}}) {
+    SCOPED_TRACE(c.op + " " + c.a.ToString() + " x " + c.b.ToString() + (c.ta ? " ta" : "") + (c.tb ? " tb" : ""));
+    GraphBuilder b;
+    b.Placeholder("a", c.dtype, c.a.dims());
+    b.Placeholder("b", c.dtype, c.b.dims());
+    auto* mm = b.Op("mm", c.op, {"a", "b"}, c.dtype);
+    testing::SetAttrBool(mm, c.op == "MatMul" ? "transpose_a" : "adj_x", c.ta);
+    testing::SetAttrBool(mm, c.op == "MatMul" ? "transpose_b" : "adj_y", c.tb);
+    b.Op("y", "Tanh", {"mm"}, c.dtype);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto random = [&](const Shape& shape) {
+      std::vector<float> v(shape.num_elements());
+      for (float& x : v) x = normal(rng);
+      return *CastTensor(testing::MakeFloat(shape, v), c.dtype);
+    };
+    const std::vector<std::pair<std::string, Tensor>> feeds = {{"a", random(c.a)}, {"b", random(c.b)}};
+    SessionOptions options;
+    options.jit_level = JitLevel::kOn2;
+    auto session = testing::MakeSession(b.graph_def(), options);
+    Tracer tracer;
+    RunOptions run;
+    run.tracer = &tracer;
+    std::vector<Tensor> got;
+    ASSERT_TRUE(session->Run(run, feeds, {"y"}, {}, &got).ok());
+    bool library = false;
+    for (const TraceEvent& e : tracer.events()) library |= e.op == c.op;
+    EXPECT_EQ(library, c.library);
+    ExpectMatch(got[0], RunAt(b.graph_def(), JitLevel::kOff, feeds, {"y"})[0], c.dtype == DType::kFloat ? 1e-5 : 1e-2, "y");
+  }
 }
 
 TEST_F(Jit, AFailedCompileRunsOpByOpWithTheSameResults) {

@@ -247,6 +247,37 @@ TEST_F(Numbers, FusedConvAndFoldedBatchNorm) {
   EXPECT_FALSE(Has(ops, "Conv2D"));
 }
 
+// Einsums of a batched GEMM's form become BatchMatMulV2 with the transposes they need
+// (none, or an adjoint operand, where the labels are in order); others stay Einsums.
+TEST_F(Numbers, EinsumAsBatchMatMul) {
+  struct Case {
+    std::string equation;
+    Shape a, b;
+    int transposes;  // expected; -1: stays an Einsum
+  };
+  for (const Case& c : std::vector<Case>{{"BTNH,BSNH->BNTS", {2, 5, 3, 4}, {2, 6, 3, 4}, 2},
+                                         {"BNTS,BSNH->BTNH", {2, 3, 5, 6}, {2, 6, 3, 4}, 2},
+                                         {"bij,bjk->bik", {2, 3, 4}, {2, 4, 5}, 0},
+                                         {"bij,bkj->bik", {2, 3, 4}, {2, 5, 4}, 0},  // b read adjoint
+                                         {"ij,jk->ki", {3, 4}, {4, 5}, 1},
+                                         {"bij,bjk->bk", {2, 3, 4}, {2, 4, 5}, -1},    // i summed in a alone
+                                         {"bij,bjk->bijk", {2, 3, 4}, {2, 4, 5}, -1},  // an outer product
+                                         {"bij,bjkl->bikl", {2, 3, 4}, {2, 4, 5, 6}, -1}}) {  // two free dims
+    SCOPED_TRACE(c.equation);
+    GraphBuilder b;
+    b.Placeholder("a", DType::kFloat, c.a.dims());
+    b.Placeholder("b", DType::kFloat, c.b.dims());
+    tensorflow::NodeDef* e = b.Op("e", "Einsum", {"a", "b"});
+    SetAttrString(e, "equation", c.equation);
+    (*e->mutable_attr())["N"].set_i(2);
+    auto ops = Compare(b.graph_def(), {{"a", Random(c.a, 1)}, {"b", Random(c.b, 2)}}, {"e"});
+    EXPECT_EQ(Has(ops, "Einsum"), c.transposes < 0);
+    if (c.transposes < 0) continue;
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "Transpose"), c.transposes);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "BatchMatMulV2"), 1);
+  }
+}
+
 TEST_F(Numbers, ArithmeticRewritesKeepValues) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {4, 3});

@@ -1,0 +1,61 @@
+#include "backends/cpu/fast_exp.h"
+
+#include <cstdint>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace graphjit::cpu {
+
+namespace {
+
+// e^r on [0, ln 2], P(0) = 1: from scripts/fit_exp.py (1.0 ulp evaluated in f32).
+constexpr float kP[] = {1.000000000e+00f, 9.999998149e-01f, 5.000056665e-01f, 1.666108352e-01f,
+                        4.191375807e-02f, 7.792992760e-03f, 1.948806448e-03f};
+constexpr float kLog2E = 1.44269504089f;
+// ln 2 = kLn2Hi + kLn2Lo, kLn2Hi with 16 significant bits: k kLn2Hi is exact for |k| <= 2^8.
+constexpr float kLn2Hi = 0.693145751953125f;
+constexpr float kLn2Lo = 1.428606765330187e-06f;
+// Adding 1.5 * 2^23 to an integer-valued float of magnitude below 2^22 puts the integer
+// in the low bits of the sum's representation.
+constexpr float kIntegerInLowBits = 12582912.0f;
+
+struct FastExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  mlir::LogicalResult matchAndRewrite(mlir::math::ExpOp op, mlir::PatternRewriter& rewriter) const override {
+    if (!op.getType().isF32()) return mlir::failure();
+    mlir::ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto f32 = [&](float v) -> mlir::Value { return b.create<mlir::arith::ConstantOp>(b.getF32FloatAttr(v)); };
+    auto i32 = [&](int32_t v) -> mlir::Value { return b.create<mlir::arith::ConstantOp>(b.getI32IntegerAttr(v)); };
+    // Below -88, k = -127: the scale's bits are 0 and the result is 0. NaN stays NaN
+    // (maximumf and minimumf propagate it).
+    mlir::Value x = b.create<mlir::arith::MaximumFOp>(op.getOperand(), f32(-88.0f));
+    // k <= 127, so 2^k is a float: above 88.72, P(r) 2^127 overflows to Inf, as exp does.
+    mlir::Value k = b.create<mlir::arith::MinimumFOp>(
+        b.create<mlir::math::FloorOp>(b.create<mlir::arith::MulFOp>(x, f32(kLog2E))), f32(127.0f));
+    mlir::Value r = b.create<mlir::math::FmaOp>(k, f32(-kLn2Hi), x);
+    r = b.create<mlir::math::FmaOp>(k, f32(-kLn2Lo), r);
+    mlir::Value p = f32(kP[6]);
+    for (int i = 5; i >= 0; --i) p = b.create<mlir::math::FmaOp>(p, r, f32(kP[i]));
+    // 2^k's bits: (k + 127) << 23, k taken from the low bits of k + 1.5 * 2^23 (no
+    // float-to-integer conversion, which LLVM makes poison for NaN).
+    mlir::Value k_bits = b.create<mlir::arith::BitcastOp>(
+        b.getI32Type(), b.create<mlir::arith::AddFOp>(k, f32(kIntegerInLowBits)));
+    mlir::Value scale_bits = b.create<mlir::arith::ShLIOp>(b.create<mlir::arith::AddIOp>(k_bits, i32(127)), i32(23));
+    mlir::Value scale = b.create<mlir::arith::BitcastOp>(b.getF32Type(), scale_bits);
+    rewriter.replaceOp(op, b.create<mlir::arith::MulFOp>(p, scale).getResult());
+    return mlir::success();
+  }
+};
+
+}  // namespace
+
+void AddFastExpPattern(mlir::RewritePatternSet& patterns) {
+  // Above MLIR's approximation patterns, which also match math.exp.
+  patterns.add<FastExp>(patterns.getContext(), /*benefit=*/2);
+}
+
+}  // namespace graphjit::cpu
