@@ -446,7 +446,7 @@ std::vector<OpDef> ElementwiseOps() {
     using C = ScalarOf<decltype(x)>;
     return x.max(C(0)).min(C(6));
   }));
-  ops.push_back(UnaryOp<TS::kFloat>("Exp", 8, [](const auto& x, auto) { return ZeroBelowNormal(x.exp()); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Exp", 8, [](const auto& x, auto) { return ZeroBelowNormal(Exp(x)); }));
   ops.push_back(UnaryOp<TS::kFloat>("Log", 8, [](const auto& x, auto) { return x.log(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Log1p", 8, [](const auto& x, auto) { return x.log1p(); }));
   // Not Eigen 3.4's x.sqrt(): on SSE/AVX (not AVX-512) it is an rsqrt estimate and a Newton

@@ -35,6 +35,30 @@ auto ZeroBelowNormal(const A& r) {
   return r.unaryExpr(ZeroBelowNormalOp());
 }
 
+// exp(x), finite up to x = ln(FLT_MAX) = 88.72. Eigen 3.4's AVX-512 exp of floats (which
+// its f16 and bf16 packets use too) forms 2^m as a float, Inf for m = 128, so it gives Inf
+// for x in (88.38, 88.72], where exp is finite. The float packet path takes exp(x / 2)^2
+// there; f16 and bf16 take the scalar path (std::exp in float).
+template <typename C>
+struct ExpOp {
+  C operator()(const C& x) const { return Eigen::numext::exp(x); }
+  template <typename P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    if constexpr (std::is_same_v<C, float>) {
+      const P big = pcmp_lt(pset1<P>(88.3762626f), x);  // 127.5 ln 2: m = 128 from here on
+      const P e = pexp(pselect(big, pmul(x, pset1<P>(0.5f)), x));
+      return pselect(big, pmul(e, e), e);
+    }
+    return pexp(x);
+  }
+};
+
+template <typename A>
+auto Exp(const A& x) {
+  return x.unaryExpr(ExpOp<typename A::Scalar>());
+}
+
 // Maximum and Minimum, and the Max and Min reductions, as IEEE 754-2019 maximum and minimum:
 // NaN propagates (as in TensorFlow) and -0 < +0. Eigen's own functors return either zero on
 // a tie, one in their vector body and the other in their scalar tail.
@@ -76,6 +100,10 @@ namespace Eigen::internal {
 template <>
 struct functor_traits<graphjit::ZeroBelowNormalOp> {
   enum { Cost = 2, PacketAccess = true };
+};
+template <typename C>
+struct functor_traits<graphjit::ExpOp<C>> {
+  enum { Cost = 20, PacketAccess = std::is_same_v<C, float> || std::is_same_v<C, double> };
 };
 template <typename C, bool kMax>
 struct functor_traits<graphjit::IeeeMinMax<C, kMax>> {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -603,6 +604,40 @@ TEST_F(Jit, SignedZerosAndTinyExponentialsAgree) {
   std::vector<std::vector<double>> expected;
   for (size_t f = 0; f < all.size(); ++f) expected.emplace_back(sizes[f], all[f]);
   ExpectBothAre(RunCompiledAndOpByOp(b.graph_def(), feeds, fetches), fetches, expected);
+}
+
+// Found by jit_fuzz (seed 20261122, graph 1577) on an AVX-512 machine: exp(88.5) is
+// 2.7e38, finite, but Eigen's AVX-512 exp gave Inf (from 88.38 on), so Exp(bf16 88.5) plus
+// a -Inf bias was NaN op by op and -Inf compiled. Both now follow exp up to ln(FLT_MAX).
+TEST_F(Jit, ExpIsFiniteUpToTheLogarithmOfTheLargestFloat) {
+  constexpr int kN = 35;  // two 16-float vectors and a tail
+  std::vector<double> x(kN);
+  for (int i = 0; i < kN; ++i) x[i] = 88.0 + 0.025 * i;  // 88 .. 88.85, over both edges
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {kN});
+  b.Placeholder("h", DType::kBFloat16, {kN});
+  b.Op("e", "Exp", {"x"}, DType::kFloat);
+  b.Op("eh", "Exp", {"h"}, DType::kBFloat16);
+  const std::vector<std::string> fetches = {"e", "eh"};
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", testing::MakeTensor(DType::kFloat, Shape{kN}, x)},
+                                                             {"h", testing::MakeTensor(DType::kBFloat16, Shape{kN}, x)}};
+  const auto runs = RunCompiledAndOpByOp(b.graph_def(), feeds, fetches);
+  for (const auto* run : {&runs.first, &runs.second}) {
+    for (size_t f = 0; f < fetches.size(); ++f) {
+      const Tensor& t = (*run)[f];
+      for (int i = 0; i < kN; ++i) {
+        // bf16 inputs are x rounded to 8 bits; the result is rounded to bf16 once more.
+        const double in = f == 0 ? static_cast<float>(x[i]) : testing::Values(feeds[1].second)[i];
+        const double want = std::exp(in), got = t.ValueAsDouble(i);
+        const char* who = run == &runs.first ? "jit " : "reference ";
+        if (want > (f == 0 ? FLT_MAX : 3.3895e38)) {
+          EXPECT_EQ(got, INFINITY) << who << fetches[f] << " of " << in;
+        } else {
+          EXPECT_NEAR(got / want, 1.0, f == 0 ? 1e-6 : 8e-3) << who << fetches[f] << " of " << in;
+        }
+      }
+    }
+  }
 }
 
 // Found by the 30-minute jit_fuzz run of seed 20261123: the Max and Min reductions, along
