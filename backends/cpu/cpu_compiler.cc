@@ -9,7 +9,12 @@
 
 #include "backends/cpu/fast_exp.h"
 #include "backends/mlir_diagnostics.h"
+#include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -181,6 +186,33 @@ StatusOr<Machine> MakeTargetMachine(const Target& target) {
   return machine;
 }
 
+// A loop of more than kMaxUnrolledTrips iterations is vectorized and interleaved as LLVM
+// chooses, but its vector loop is not unrolled further (llvm.loop.unroll.disable as the
+// vectorizer's follow-up). Fully unrolled, the loops of a row kernel over a row of 1024
+// floats were straight-line code in which GVN reused one loop's loads in the next: 64
+// vectors live at once, spilled to the stack, and twice the compile time. Short rows
+// keep the full unrolling, which holds them in registers from one loop to the next.
+constexpr unsigned kMaxUnrolledTrips = 256;
+
+void KeepLongLoopsRolled(llvm::Module& module) {
+  llvm::LLVMContext& ctx = module.getContext();
+  llvm::MDNode* no_unroll = llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
+  llvm::Metadata* followup[] = {llvm::MDString::get(ctx, "llvm.loop.vectorize.followup_vectorized"), no_unroll};
+  llvm::MDNode* hint = llvm::MDNode::get(ctx, followup);
+  llvm::TargetLibraryInfoImpl tli_impl(llvm::Triple(module.getTargetTriple()));
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    llvm::TargetLibraryInfo tli(tli_impl, &f);
+    llvm::AssumptionCache ac(f);
+    llvm::DominatorTree dt(f);
+    llvm::LoopInfo li(dt);
+    llvm::ScalarEvolution se(f, tli, ac, dt, li);
+    for (llvm::Loop* loop : li.getLoopsInPreorder())
+      if (se.getSmallConstantMaxTripCount(loop) > kMaxUnrolledTrips)
+        loop->setLoopID(llvm::makePostTransformationMetadata(ctx, loop->getLoopID(), {}, {hint}));
+  }
+}
+
 std::string Assembly(llvm::Module& module, llvm::TargetMachine& tm) {
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
   llvm::SmallString<0> text;
@@ -304,6 +336,7 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
       f.addFnAttr("target-features", machine->getTargetFeatureString());
       f.addFnAttr("prefer-vector-width", std::to_string(target.vector_width));
     }
+    KeepLongLoopsRolled(*m);
     if (llvm::Error e = optimize(m)) return e;
     if (options.keep_stages) {
       llvm::raw_string_ostream os(report.llvm_ir);
