@@ -32,7 +32,7 @@ const char* ReasonCode(Reason r) {
 ClusteringOptions ClusteringOptions::FromSession(const SessionOptions& o) {
   ClusteringOptions c;
   c.level = o.jit_level == JitLevel::kDefault ? JitLevel::kOff : o.jit_level;
-  c.min_cluster_size = o.min_cluster_size;
+  c.min_cluster_size = o.min_cluster_size > 0 ? o.min_cluster_size : c.level == JitLevel::kOn2 ? 1 : 2;
   c.max_cluster_size = o.max_cluster_size;
   c.exclude_ops = o.cluster_exclude_ops;
   c.fuel = o.clustering_fuel;

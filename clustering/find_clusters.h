@@ -42,7 +42,7 @@ struct Clustering {
 
 struct ClusteringOptions {
   JitLevel level = JitLevel::kOff;
-  int min_cluster_size = 2;
+  int min_cluster_size = 2;  // effective ops; scoped clusters have no minimum
   int max_cluster_size = 0;  // 0: no limit
   std::vector<std::string> exclude_ops;
   std::vector<std::string> fed_nodes;  // nodes with a fed output

@@ -23,9 +23,10 @@ struct SessionOptions {
   bool cpu_global_jit = false;
   tensorflow::RewriterConfig rewrite_options;
 
-  // Clustering (see clustering/): TensorFlow's defaults are 4 and unlimited; graphjit's
-  // CPU backend gains from fusing two ops already.
-  int min_cluster_size = 2;
+  // Clustering (see clustering/): TensorFlow's defaults are 4 and unlimited. 0: the
+  // level's own minimum: 2 at ON_1 (graphjit's CPU backend gains from fusing two ops
+  // already), 1 at ON_2 (the whole model, a lone op too, as jit_compile and JAX compile it).
+  int min_cluster_size = 0;
   int max_cluster_size = 0;               // 0: no limit
   std::vector<std::string> cluster_exclude_ops;
   int64_t clustering_fuel = -1;           // at most this many merges; -1: no limit
