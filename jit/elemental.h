@@ -48,6 +48,10 @@ bool IsApproximateElemental(const std::string& op);
 // else why not.
 std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types);
 
+// erf(s x) of an f32 `x`, for a constant s in [2^-16, 2^16]: s folded into the fit's
+// coefficients (GELU's erf(x / sqrt 2) costs no multiplication for the scale).
+std::string ScaledErf(const std::string& x, double s, MlirWriter& w);
+
 // Emits `node`'s op on scalar operands of the given element types; returns the result's
 // SSA name. Unimplemented if the op (or its attrs) is not supported.
 StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::string>& operands,

@@ -548,6 +548,33 @@ std::string KernelEmitter::DivideByInvariant(const Value& x, const Value& d, Mli
   return q;
 }
 
+// (y, s) where an f32 Erf's argument is y * s, s * y or y / (1 / s), s a constant in
+// [2^-16, 2^16], computed in f32 with y of its shape: ScaledErf takes y and s.
+std::optional<std::pair<TensorId, double>> KernelEmitter::ScaledArgument(const Node& erf) {
+  const TensorId arg = erf.inputs[0];
+  const Node& m = *g_.graph.node(arg.node);
+  const bool mul = m.op == "Mul", div = m.op == "RealDiv" || m.op == "Div";
+  if ((!mul && !div) || g_.info(arg.node).dtypes[0] != DType::kFloat) return std::nullopt;
+  auto constant = [&](int i) -> std::optional<double> {
+    auto kind = ClassifyNode(g_, m.inputs[i].node);
+    if (!kind.ok() || *kind != NodeKind::kConstant) return std::nullopt;
+    const Tensor& c = g_.constants[m.inputs[i].node];
+    if (c.num_elements() != 1) return std::nullopt;
+    return c.ValueAsDouble(0);
+  };
+  for (int i = 0; i < 2; ++i) {
+    if (div && i == 0) continue;  // only a constant divisor
+    std::optional<double> c = constant(i);
+    if (!c) continue;
+    const double s = div ? 1 / *c : *c;
+    const TensorId y = m.inputs[1 - i];
+    if (!(s >= 0x1p-16 && s <= 0x1p16) || ShapeOf(y) != ShapeOf(arg) || g_.info(y.node).dtypes[y.index] != DType::kFloat)
+      return std::nullopt;
+    return std::pair{y, s};
+  }
+  return std::nullopt;
+}
+
 StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
   if (auto it = p_.buffer_of.find(v); it != p_.buffer_of.end()) {
     const FusionPlan::Buffer& b = p_.buffers[it->second];
@@ -572,6 +599,17 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
       return it->second;
     }
     case NodeKind::kElementwise: {
+      if (n.op == "Erf" && g_.info(v.node).dtypes[0] == DType::kFloat) {
+        if (auto scaled = ScaledArgument(n)) {
+          GJ_ASSIGN_OR_RETURN(Value y, Get(scaled->first, index));
+          MlirWriter w(Fresh("%e") + "_");
+          const std::string result = ScaledErf(y.name, scaled->second, w);
+          const int depth = std::max(y.depth, floor_);
+          code_[depth] += w.code();
+          ++num_ops_;
+          return Value{result, depth, "f32"};
+        }
+      }
       std::vector<Value> x;
       std::vector<std::string> operands, types;
       int depth = 0;

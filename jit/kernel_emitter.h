@@ -197,6 +197,7 @@ class KernelEmitter {
   bool IsApproximate(TensorId v);
   bool MayRoundDivision(TensorId v);
   std::string DivideByInvariant(const Value& x, const Value& d, MlirWriter& w);
+  std::optional<std::pair<TensorId, double>> ScaledArgument(const Node& erf);
   StatusOr<Value> Compute(TensorId v, const Index& index);
 
   // A 16-bit float value, computed in f32, rounded to its type as the reference kernels

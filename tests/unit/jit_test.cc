@@ -325,22 +325,33 @@ TEST_F(Jit, RandomReductionGraphsMatchTheReferenceKernels) {
 }
 
 // Erf is a rational approximation of the JIT's own (scripts/fit_erf.py): checked densely
-// over [-6, 6], near 0 (where erf(x) ~ 2x/sqrt(pi)), on denormals and the special values.
+// over [-6, 6], near 0 (where erf(x) ~ 2x/sqrt(pi)), on denormals and the special values;
+// also of x / sqrt 2 (GELU's), x * 3 and 0.25 * x, whose scales the JIT folds into the fit.
 TEST_F(Jit, ErfMatchesTheReferenceEverywhere) {
   std::vector<float> v;
   for (int i = 0; i <= 24000; ++i) v.push_back(-6.0f + i * 0.0005f);
   for (float tiny : {1e-30f, 1e-20f, 1e-8f, 1e-4f, 1.4e-45f, -1e-8f, 0.0f, -0.0f}) v.push_back(tiny);
-  for (float special : {INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 3.9f, 4.0f, 4.1f}) v.push_back(special);
+  for (float special : {INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 3.9f, 4.0f, 4.1f, 5.6568542f, 1.3333334f}) v.push_back(special);
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {static_cast<int64_t>(v.size())});
-  b.Op("e", "Erf", {"x"});
-  b.Op("y", "Identity", {"e"});
-  b.Op("z", "Neg", {"y"});  // a cluster of two ops
+  b.Const("sqrt2", testing::MakeFloat(Shape{}, {1.41421356f}));
+  b.Const("three", testing::MakeFloat(Shape{}, {3.0f}));
+  b.Const("quarter", testing::MakeFloat(Shape{1}, {0.25f}));
+  b.Op("d", "RealDiv", {"x", "sqrt2"});
+  b.Op("m", "Mul", {"x", "three"});
+  b.Op("q", "Mul", {"quarter", "x"});
+  const std::vector<std::string> fetches = {"z", "zd", "zm", "zq"};
+  for (const auto& [in, out] : std::vector<std::pair<std::string, std::string>>{{"x", ""}, {"d", "d"}, {"m", "m"}, {"q", "q"}}) {
+    b.Op("e" + out, "Erf", {in});
+    b.Op("y" + out, "Identity", {"e" + out});
+    b.Op("z" + out, "Neg", {"y" + out});  // a cluster of two ops
+  }
   const Tensor x = testing::MakeFloat(Shape{static_cast<int64_t>(v.size())}, v);
   const JitStats before = GetJitStats();
-  const auto got = RunAt(b.graph_def(), JitLevel::kOn1, {{"x", x}}, {"z"});
-  EXPECT_EQ(GetJitStats().compiled - before.compiled, 1);
-  ExpectMatch(got[0], RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"z"})[0], 1e-6, "erf");
+  const auto got = RunAt(b.graph_def(), JitLevel::kOn1, {{"x", x}}, fetches);
+  EXPECT_EQ(GetJitStats().compiled - before.compiled, 4);  // one cluster per chain
+  const auto want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, fetches);
+  for (size_t f = 0; f < fetches.size(); ++f) ExpectMatch(got[f], want[f], 1e-6, "erf of " + fetches[f]);
 }
 
 // Row maxima and minima keep a NaN flag beside a plain max/min: a NaN anywhere in a
