@@ -269,15 +269,23 @@ class Planner {
     return false;
   }
 
-  // In a reduce fusion over `space`, an expensive value broadcast into it (a GEMM's
-  // operand, as ExpandSmallGemms writes it) is stored first: computed inline, it would be
-  // computed in an outer loop, one element at a time.
+  // In a reduce fusion over `space`, a value broadcast into it (a GEMM's operand, as
+  // ExpandSmallGemms writes it) is stored first where it is expensive (computed inline, it
+  // would be computed in an outer loop, one element at a time), or where it is a transpose
+  // of its last dim (K^T of attention's Q K^T: read inline, the innermost loop would
+  // gather with a stride; stored, it is read contiguously).
   Status StoreExpensiveBroadcasts(TensorId v, const Shape& space) {
     const NodeKind kind = kind_[v.node];
     if (kind != NodeKind::kElementwise && kind != NodeKind::kSizeOneReshape && kind != NodeKind::kTranspose) return Status::Ok();
     if (p_.buffer_of.count(v)) return Status::Ok();
     const Node& n = *g_.graph.node(v.node);
-    if (ShapeOf(g_, v).num_elements() < space.num_elements() && Expensive(v)) {
+    const bool broadcast = ShapeOf(g_, v).num_elements() < space.num_elements();
+    if (broadcast && kind == NodeKind::kTranspose) {
+      const Tensor& perm = g_.constants[n.inputs[1].node];
+      const int64_t rank = perm.num_elements();
+      if (rank > 0 && perm.ValueAsInt(rank - 1) != rank - 1) return MakeRoot(v);
+    }
+    if (broadcast && Expensive(v)) {
       // Below its reshapes and transposes: the value itself.
       while (kind_[v.node] != NodeKind::kElementwise) v = g_.graph.node(v.node)->inputs[0];
       return MakeRoot(v);
