@@ -226,7 +226,7 @@ class Planner {
     const Shape& x = ShapeOf(g_, n.inputs[0]);
     const bool trailing =
         !a.axes.empty() && a.axes.back() == x.rank() - 1 && static_cast<int>(a.axes.size()) == x.rank() - a.axes.front();
-    if (!trailing && fuse_) GJ_RETURN_IF_ERROR(StoreExpensiveBroadcasts(n.inputs[0], x));
+    if (!trailing && fuse_) GJ_RETURN_IF_ERROR(StoreBroadcastOperands(n.inputs[0], x));
     const Reach r = ReachOf(n.inputs[0]);
     if (!trailing) {
       const int f = NewFusion(FusionPlan::Kind::kReduce, x);
@@ -274,7 +274,7 @@ class Planner {
   // would be computed in an outer loop, one element at a time), or where it is a transpose
   // of its last dim (K^T of attention's Q K^T: read inline, the innermost loop would
   // gather with a stride; stored, it is read contiguously).
-  Status StoreExpensiveBroadcasts(TensorId v, const Shape& space) {
+  Status StoreBroadcastOperands(TensorId v, const Shape& space) {
     const NodeKind kind = kind_[v.node];
     if (kind != NodeKind::kElementwise && kind != NodeKind::kSizeOneReshape && kind != NodeKind::kTranspose) return Status::Ok();
     if (p_.buffer_of.count(v)) return Status::Ok();
@@ -291,7 +291,7 @@ class Planner {
       return MakeRoot(v);
     }
     for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (IsDataInput(n, static_cast<int>(i))) GJ_RETURN_IF_ERROR(StoreExpensiveBroadcasts(n.inputs[i], space));
+      if (IsDataInput(n, static_cast<int>(i))) GJ_RETURN_IF_ERROR(StoreBroadcastOperands(n.inputs[i], space));
     return Status::Ok();
   }
 

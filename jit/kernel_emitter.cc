@@ -599,22 +599,13 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
       return it->second;
     }
     case NodeKind::kElementwise: {
-      if (n.op == "Erf" && g_.info(v.node).dtypes[0] == DType::kFloat) {
-        if (auto scaled = ScaledArgument(n)) {
-          GJ_ASSIGN_OR_RETURN(Value y, Get(scaled->first, index));
-          MlirWriter w(Fresh("%e") + "_");
-          const std::string result = ScaledErf(y.name, scaled->second, w);
-          const int depth = std::max(y.depth, floor_);
-          code_[depth] += w.code();
-          ++num_ops_;
-          return Value{result, depth, "f32"};
-        }
-      }
+      // erf(y * s) reads y: ScaledErf folds s into its fit.
+      const auto scaled = n.op == "Erf" && g_.info(v.node).dtypes[0] == DType::kFloat ? ScaledArgument(n) : std::nullopt;
       std::vector<Value> x;
       std::vector<std::string> operands, types;
       int depth = 0;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
-        const TensorId& in = n.inputs[i];
+        const TensorId& in = scaled ? scaled->first : n.inputs[i];
         const Shape& in_shape = ShapeOf(in);
         GJ_ASSIGN_OR_RETURN(x.emplace_back(), Get(in, ReadAt(ReadDims(n, static_cast<int>(i), in_shape, shape), index, in_shape)));
         operands.push_back(x.back().name);
@@ -623,7 +614,9 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
       }
       MlirWriter w(Fresh("%e") + "_");
       std::string result;
-      if ((n.op == "RealDiv" || n.op == "Div") && types[0] == "f32" && x[1].depth < x[0].depth && MayRoundDivision(v)) {
+      if (scaled) {
+        result = ScaledErf(x[0].name, scaled->second, w);
+      } else if ((n.op == "RealDiv" || n.op == "Div") && types[0] == "f32" && x[1].depth < x[0].depth && MayRoundDivision(v)) {
         result = DivideByInvariant(x[0], x[1], w);
       } else {
         GJ_ASSIGN_OR_RETURN(result, EmitElemental(n, operands, types, w));
