@@ -40,7 +40,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GRAPHJIT = os.path.join(REPO, "build", "bin", "graphjit")
 SYSTEMS = ["tf", "tf_xla_auto", "tf_jit", "jax", "graphjit_off", "graphjit_on", "graphjit_on_2"]
-GRAPHJIT_SYSTEMS = [s for s in SYSTEMS if s.startswith("graphjit")]
 RATIO_SYSTEM = "graphjit_on_2"
 WORKER_OF = {"tf": "tf", "tf_jit": "tf", "tf_xla_auto": "tf_xla_auto", "jax": "jax"}
 BATCH_SECONDS = 0.2
