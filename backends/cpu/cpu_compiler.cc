@@ -252,6 +252,18 @@ struct Executable::Engine {
   CountingMapper mapper;  // outlives the engine, which releases its pages through it
   std::unique_ptr<mlir::ExecutionEngine> engine;
 };
+// The engine calls each kernel through its packed wrapper, `_mlir_<kernel>`. A kernel
+// small enough to be inlined into it was optimized and compiled twice, once on its own
+// and once in the wrapper; a kernel never inlined is compiled once (the call costs
+// nothing next to a kernel's work).
+void CompileKernelsOnce(llvm::Module& module) {
+  constexpr llvm::StringLiteral kPacked = "_mlir_";
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration() || !f.getName().starts_with(kPacked)) continue;
+    if (llvm::Function* kernel = module.getFunction(f.getName().drop_front(kPacked.size())))
+      kernel->addFnAttr(llvm::Attribute::NoInline);
+  }
+}
 
 Executable::Executable(std::unique_ptr<Engine> engine, CompileReport report, std::string not_runnable)
     : engine_(std::move(engine)), report_(std::move(report)), not_runnable_(std::move(not_runnable)) {}
@@ -336,6 +348,7 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
       f.addFnAttr("target-features", machine->getTargetFeatureString());
       f.addFnAttr("prefer-vector-width", std::to_string(target.vector_width));
     }
+    CompileKernelsOnce(*m);
     KeepLongLoopsRolled(*m);
     if (llvm::Error e = optimize(m)) return e;
     if (options.keep_stages) {
