@@ -7,6 +7,7 @@
 
 #include "ir/attr.h"
 #include "jit/elemental.h"
+#include "jit/specialize.h"
 
 namespace graphjit::emitter {
 
@@ -320,15 +321,18 @@ Status KernelEmitter::ReduceRow(int r, const std::vector<int64_t>& reduced, int6
 // IEEE maximum/minimum all the same: the largest magnitude's bits (above Inf's: a NaN was
 // seen, the result is NaN), and the smallest bits of +0 for Max (x ^ sign for Min, to find
 // -0): a zero result is +0 for Max if any +0 was seen (-0 for Min if any -0 was), as in
-// the reference kernels. (Integer folds vectorize without the packing of i1 flags.)
+// the reference kernels. (Integer folds vectorize without the packing of i1 flags.) A
+// softmax's row shift (kRowShiftAttr) needs neither fold.
 KernelEmitter::Folding KernelEmitter::FoldingOf(const Node& n, const std::string& type, int64_t count, bool reassoc) {
   Folding f;
   const Reducer reducer = ReducerOf(n.op, type);
   const bool is_float = type == "f32";
   const bool max = n.op == "Max";
-  const bool ordered = is_float && (max || n.op == "Min");
+  const tensorflow::AttrValue* shift = n.FindAttr(kRowShiftAttr);
+  const bool min_max = is_float && (max || n.op == "Min");
+  const bool ordered = min_max && !(shift && shift->b());
   std::string fastmath = is_float && reassoc ? "reassoc" : "";
-  if (ordered) fastmath += fastmath.empty() ? "nnan,nsz" : ",nnan,nsz";
+  if (min_max) fastmath += fastmath.empty() ? "nnan,nsz" : ",nnan,nsz";
   const std::string flags = (fastmath.empty() ? "" : " fastmath<" + fastmath + ">") + " : " + type;
   f.init = {IdentityOf(reducer, type, count)};
   if (ordered) f.init.insert(f.init.end(), {IntConst(0, "i32"), IntConst(-1, "i32")});

@@ -11,6 +11,10 @@
 
 namespace graphjit {
 
+// Set (true) on the Max that ExpandSoftmax writes: a row's max that only shifts the row
+// before exp, folded without the IEEE order of NaNs and signed zeros.
+inline constexpr char kRowShiftAttr[] = "_graphjit_row_shift";
+
 // Rewrites Softmax, LogSoftmax and SoftmaxCrossEntropyWithLogits as the primitive ops
 // they are made of (Max, Sub, Exp, Sum, Reciprocal, Mul; Log), so that the fusion planner
 // sees their row reductions. The last node keeps the op's name; the cross-entropy's second
