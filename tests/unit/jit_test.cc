@@ -391,6 +391,33 @@ TEST_F(Jit, RowMaxAndMinPropagateNaNFromAnyColumn) {
   EXPECT_EQ(got[1].data<float>()[rows - 1], -static_cast<float>(kCols - 1));
 }
 
+// Softmax's row max is one vmaxps, blind to NaN: a NaN anywhere in a row (first, last,
+// in the vector tail) still makes the whole row NaN, through the sum of exps; a +Inf row
+// is NaN as well, and -Inf gives 0 (log: -Inf) where the row has finite values.
+TEST_F(Jit, SoftmaxRowsWithANaNAreNaN) {
+  constexpr int64_t kCols = 37;  // two 16-wide vectors and a tail
+  std::vector<float> v;
+  for (float special : {NAN, INFINITY, -INFINITY}) {
+    for (int64_t at = 0; at < kCols; ++at)
+      for (int64_t j = 0; j < kCols; ++j) v.push_back(j == at ? special : std::sin(static_cast<float>(j + at)));
+  }
+  const int64_t rows = static_cast<int64_t>(v.size()) / kCols;
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {rows, kCols});
+  b.Op("softmax", "Softmax", {"x"});
+  b.Op("log_softmax", "LogSoftmax", {"x"});
+  const Tensor x = testing::MakeFloat(Shape{rows, kCols}, v);
+  const auto runs = RunCompiledAndOpByOp(b.graph_def(), {{"x", x}}, {"softmax", "log_softmax"});
+  for (int i = 0; i < 2; ++i) ExpectMatch(runs.first[i], runs.second[i], 1e-5, i ? "log_softmax" : "softmax");
+  for (int i = 0; i < 2; ++i) {
+    const float* got = runs.first[i].data<float>();
+    for (int64_t k = 0; k < 2 * kCols * kCols; ++k) EXPECT_TRUE(std::isnan(got[k])) << i << " element " << k;
+    const int64_t minus_inf = (2 * kCols + 5) * kCols + 5;  // row 2 kCols + 5 has -Inf in column 5
+    EXPECT_EQ(got[minus_inf], i ? -INFINITY : 0.0f);
+    EXPECT_TRUE(std::isfinite(got[minus_inf + 1])) << i;
+  }
+}
+
 // Select with a vector condition and matrices picks whole rows (TensorFlow's rule), in the
 // fused kernel as op by op: Relu(Select(cond, x, y)) * 2 at [6] x [6,6] and [3] x [3,40].
 TEST_F(Jit, SelectWithAVectorConditionPicksRows) {
