@@ -169,6 +169,11 @@ StatusOr<Machine> MakeTargetMachine(const Target& target) {
       return InvalidArgument("LLVM does not know the CPU feature '" + f.drop_front().str() + "'");
     builder->getFeatures().AddFeature(f);
   }
+  // Never the hardware's f32 -> bf16 conversions (AVX512-BF16's and AVX-NE-CONVERT's
+  // vcvtneps2bf16): they flush subnormals to zero. LLVM uses them for a bf16 value that
+  // lives in a register (a select or a phi of bf16), where it would make Relu of a bf16
+  // subnormal 0; without them, it rounds as __truncsfbf2 does.
+  for (const char* f : {"-avx512bf16", "-avxneconvert"}) builder->getFeatures().AddFeature(f);
   auto tm = builder->createTargetMachine();
   if (!tm) return Internal("no code generator for this CPU: " + llvm::toString(tm.takeError()));
   const llvm::MCSubtargetInfo& sti = *(*tm)->getMCSubtargetInfo();

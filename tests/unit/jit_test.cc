@@ -644,6 +644,40 @@ TEST_F(Jit, SignedZerosAndTinyExponentialsAgree) {
   ExpectBothAre(RunCompiledAndOpByOp(b.graph_def(), feeds, fetches), fetches, expected);
 }
 
+// Found by jit_fuzz (seed 20261124, graph 702) on a CPU with AVX512-BF16: a bf16 value
+// chosen by a select (held in a register, not in memory) was rounded with vcvtneps2bf16,
+// which flushes subnormals, so Relu(SelectV2(c, a, b)) of a bf16 subnormal was 0.
+TEST_F(Jit, Bf16SubnormalsSurviveASelect) {
+  // As the fuzzer made it: the condition is per row of the transposed x, so LLVM unswitches
+  // the column loop on it, and the stores are strided (not vectorized): a phi of bf16.
+  constexpr int64_t kN = 2 * 3 * 3 * 3;
+  std::vector<double> x(kN), a = {-1.5, 2.0, 3e-40};
+  for (int64_t i = 0; i < kN; ++i) x[i] = (i % 2 ? -1 : 1) * 9.18354962e-41 * (1 + i % 5);
+  const std::vector<double> cond = {1, 0, 0, 1, 0, 1, 0, 0, 1};
+  GraphBuilder g;
+  g.Placeholder("x", DType::kBFloat16, {2, 3, 3, 3});
+  g.Placeholder("c", DType::kBool, {3, 3, 1});
+  g.Placeholder("a", DType::kBFloat16, {1, 3});
+  testing::SetAttrType(g.Op("moved", "Transpose", {"x", g.Const("perm", testing::MakeInt32(Shape{4}, {0, 2, 1, 3}))},
+                            DType::kBFloat16),
+                       "Tperm", DType::kInt32);
+  g.Op("s", "SelectV2", {"c", "a", "moved"}, DType::kBFloat16);
+  g.Op("r", "Relu", {"s"}, DType::kBFloat16);
+  const std::vector<std::pair<std::string, Tensor>> feeds = {
+      {"x", testing::MakeTensor(DType::kBFloat16, Shape{2, 3, 3, 3}, x)},
+      {"c", testing::MakeTensor(DType::kBool, Shape{3, 3, 1}, cond)},
+      {"a", testing::MakeTensor(DType::kBFloat16, Shape{1, 3}, a)}};
+  const std::vector<double> xv = testing::Values(feeds[0].second), av = testing::Values(feeds[2].second);
+  std::vector<double> want;
+  for (int i0 = 0; i0 < 2; ++i0)
+    for (int i1 = 0; i1 < 3; ++i1)
+      for (int i2 = 0; i2 < 3; ++i2)
+        for (int i3 = 0; i3 < 3; ++i3)
+          want.push_back(std::max(cond[i1 * 3 + i2] ? av[i3] : xv[((i0 * 3 + i2) * 3 + i1) * 3 + i3], 0.0));
+  ASSERT_GT(*std::max_element(want.begin(), want.end()), 0.0);
+  ExpectBothAre(RunCompiledAndOpByOp(g.graph_def(), feeds, {"r"}), {"r"}, {want});
+}
+
 // Found by jit_fuzz (seed 20261122, graph 1577) on an AVX-512 machine: exp(88.5) is
 // 2.7e38, finite, but Eigen's AVX-512 exp gave Inf (from 88.38 on), so Exp(bf16 88.5) plus
 // a -Inf bias was NaN op by op and -Inf compiled. Both now follow exp up to ln(FLT_MAX).
