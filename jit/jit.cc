@@ -266,6 +266,7 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
   if (!state->body_def.ParseFromString(bytes)) return InvalidArgument(NodeLabel(node) + ": bad '_body'");
   for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) state->outputs.push_back(s);
   ExpandSoftmax(&state->body_def, &state->outputs);
+  MarkRowShifts(&state->body_def, state->outputs);
   std::string canonical;
   {
     google::protobuf::io::StringOutputStream stream(&canonical);

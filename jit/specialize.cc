@@ -1,6 +1,7 @@
 #include "jit/specialize.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -126,6 +127,48 @@ void ExpandSoftmax(tensorflow::GraphDef* body, std::vector<std::string>* outputs
     last = body->mutable_node(i);  // add_node may have moved it
     for (const std::string& in : original.input())
       if (!in.empty() && in[0] == '^') last->add_input(in);
+  }
+}
+
+void MarkRowShifts(tensorflow::GraphDef* body, const std::vector<std::string>& outputs) {
+  std::map<std::string, tensorflow::NodeDef*> by_name;
+  std::map<std::string, std::vector<const tensorflow::NodeDef*>> consumers;  // by data and control edges
+  for (tensorflow::NodeDef& n : *body->mutable_node()) by_name[n.name()] = &n;
+  for (const tensorflow::NodeDef& n : body->node())
+    for (const std::string& in : n.input()) {
+      std::string name = in.substr(in[0] == '^' ? 1 : 0);
+      if (name.size() > 2 && name.compare(name.size() - 2, 2, ":0") == 0) name.resize(name.size() - 2);
+      consumers[name].push_back(&n);
+    }
+  std::set<std::string> fetched;
+  for (const std::string& out : outputs) fetched.insert(out.size() > 2 && out.compare(out.size() - 2, 2, ":0") == 0 ? out.substr(0, out.size() - 2) : out);
+  // The one consumer of `name`, if it has exactly one and is not fetched.
+  auto only_consumer = [&](const std::string& name) -> const tensorflow::NodeDef* {
+    const auto& c = consumers[name];
+    return c.size() == 1 && !fetched.count(name) ? c[0] : nullptr;
+  };
+  auto keeps_dims = [](const tensorflow::NodeDef& n) {
+    auto it = n.attr().find("keep_dims");
+    return it != n.attr().end() && it->second.b();
+  };
+  for (tensorflow::NodeDef& max : *body->mutable_node()) {
+    if (max.op() != "Max" || max.input_size() != 2 || !keeps_dims(max)) continue;
+    const tensorflow::NodeDef* sub = only_consumer(max.name());
+    if (!sub || sub->op() != "Sub" || sub->input_size() != 2 || sub->input(0) != max.input(0) || sub->input(1) != max.name()) continue;
+    const tensorflow::NodeDef* exp = only_consumer(sub->name());
+    if (!exp || exp->op() != "Exp" || fetched.count(exp->name())) continue;
+    const tensorflow::NodeDef* sum = nullptr;
+    for (const tensorflow::NodeDef* c : consumers[exp->name()])
+      if (c->op() == "Sum" && c->input_size() == 2 && c->input(0) == exp->name() && c->input(1) == max.input(1) && keeps_dims(*c)) sum = c;
+    if (!sum || fetched.count(sum->name())) continue;
+    auto is_quotient = [&](const tensorflow::NodeDef* c) {
+      return c->op() == "RealDiv" && c->input_size() == 2 && c->input(0) == exp->name() && c->input(1) == sum->name();
+    };
+    const auto& of_exp = consumers[exp->name()];
+    const auto& of_sum = consumers[sum->name()];
+    if (std::all_of(of_exp.begin(), of_exp.end(), [&](const auto* c) { return c == sum || is_quotient(c); }) &&
+        std::all_of(of_sum.begin(), of_sum.end(), is_quotient) && !of_sum.empty())
+      (*max.mutable_attr())[kRowShiftAttr].set_b(true);
   }
 }
 

@@ -21,6 +21,12 @@ inline constexpr char kRowShiftAttr[] = "_graphjit_row_shift";
 // output (backprop) becomes a node of its own, in the body's inputs and in `outputs`.
 void ExpandSoftmax(tensorflow::GraphDef* body, std::vector<std::string>* outputs = nullptr);
 
+// Marks (kRowShiftAttr) the Max of a softmax written out, exp(x - max(x)) / sum(exp(x -
+// max(x))) with max and sum over the same axes, when its max, difference, exp and sum feed
+// nothing else and are not among `outputs`: a NaN in the row reaches every quotient through
+// the sum, as through the max.
+void MarkRowShifts(tensorflow::GraphDef* body, const std::vector<std::string>& outputs);
+
 // For each of the body's `num_inputs` inputs, whether its value decides a shape, an axis
 // or a permutation (then it is part of the signature).
 std::vector<bool> ValueInputs(const tensorflow::GraphDef& body, int num_inputs);

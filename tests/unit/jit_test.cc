@@ -393,7 +393,8 @@ TEST_F(Jit, RowMaxAndMinPropagateNaNFromAnyColumn) {
 
 // Softmax's row max is one vmaxps, blind to NaN: a NaN anywhere in a row (first, last,
 // in the vector tail) still makes the whole row NaN, through the sum of exps; a +Inf row
-// is NaN as well, and -Inf gives 0 (log: -Inf) where the row has finite values.
+// is NaN as well, and -Inf gives 0 (log: -Inf) where the row has finite values. So for
+// Softmax, LogSoftmax and a softmax written out of Max, Sub, Exp, Sum and RealDiv.
 TEST_F(Jit, SoftmaxRowsWithANaNAreNaN) {
   constexpr int64_t kCols = 37;  // two 16-wide vectors and a tail
   std::vector<float> v;
@@ -406,14 +407,26 @@ TEST_F(Jit, SoftmaxRowsWithANaNAreNaN) {
   b.Placeholder("x", DType::kFloat, {rows, kCols});
   b.Op("softmax", "Softmax", {"x"});
   b.Op("log_softmax", "LogSoftmax", {"x"});
+  // Written out, exp(x - max) / sum: its max is a row shift too (MarkRowShifts).
+  const std::string axis = b.Const("axis", testing::MakeInt32(Shape{1}, {1}));
+  tensorflow::NodeDef* max = b.Op("max", "Max", {"x", axis});
+  b.Op("shifted", "Sub", {"x", "max"});
+  b.Op("exp", "Exp", {"shifted"});
+  tensorflow::NodeDef* sum = b.Op("sum", "Sum", {"exp", axis});
+  for (tensorflow::NodeDef* reduction : {max, sum}) {
+    testing::SetAttrBool(reduction, "keep_dims", true);
+    testing::SetAttrType(reduction, "Tidx", DType::kInt32);
+  }
+  b.Op("written_out", "RealDiv", {"exp", "sum"});
   const Tensor x = testing::MakeFloat(Shape{rows, kCols}, v);
-  const auto runs = RunCompiledAndOpByOp(b.graph_def(), {{"x", x}}, {"softmax", "log_softmax"});
-  for (int i = 0; i < 2; ++i) ExpectMatch(runs.first[i], runs.second[i], 1e-5, i ? "log_softmax" : "softmax");
-  for (int i = 0; i < 2; ++i) {
+  const std::vector<std::string> fetches = {"softmax", "log_softmax", "written_out"};
+  const auto runs = RunCompiledAndOpByOp(b.graph_def(), {{"x", x}}, fetches);
+  for (int i = 0; i < 3; ++i) ExpectMatch(runs.first[i], runs.second[i], 1e-5, fetches[i]);
+  for (int i = 0; i < 3; ++i) {
     const float* got = runs.first[i].data<float>();
     for (int64_t k = 0; k < 2 * kCols * kCols; ++k) EXPECT_TRUE(std::isnan(got[k])) << i << " element " << k;
     const int64_t minus_inf = (2 * kCols + 5) * kCols + 5;  // row 2 kCols + 5 has -Inf in column 5
-    EXPECT_EQ(got[minus_inf], i ? -INFINITY : 0.0f);
+    EXPECT_EQ(got[minus_inf], i == 1 ? -INFINITY : 0.0f);
     EXPECT_TRUE(std::isfinite(got[minus_inf + 1])) << i;
   }
 }
