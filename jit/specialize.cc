@@ -77,16 +77,15 @@ void ExpandSoftmax(tensorflow::GraphDef* body, std::vector<std::string>* outputs
         (*node->mutable_attr())["keep_dims"].set_b(true);
         (*node->mutable_attr())["Tidx"].set_type(tensorflow::DT_INT32);
       }
+      // The max only shifts the row before exp, and the sum of exps then carries a NaN of
+      // the row to every output: it needs no IEEE order of NaNs and signed zeros.
+      if (op == "Max") (*node->mutable_attr())[kRowShiftAttr].set_b(true);
       return node->name();
     };
     if (!original.attr().count("T") || original.input_size() < (cross_entropy ? 2 : 1)) continue;
     const std::string x = original.input(0);
     const std::string axis = add("axis", "Const", {});
-    const std::string max = add("max", "Max", {x, axis});
-    // The max only shifts the row before exp, and the sum of exps then carries a NaN of
-    // the row to every output: it needs no IEEE order of NaNs and signed zeros.
-    (*body->mutable_node(body->node_size() - 1)->mutable_attr())[kRowShiftAttr].set_b(true);
-    const std::string shifted = add("shifted", "Sub", {x, max});
+    const std::string shifted = add("shifted", "Sub", {x, add("max", "Max", {x, axis})});
     const std::string exp = add("exp", "Exp", {shifted});
     const std::string sum = add("sum", "Sum", {exp, axis});
     tensorflow::NodeDef* last = body->mutable_node(i);

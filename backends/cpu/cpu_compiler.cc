@@ -218,6 +218,19 @@ void KeepLongLoopsRolled(llvm::Module& module) {
   }
 }
 
+// The engine calls each kernel through its packed wrapper, `_mlir_<kernel>`. A kernel
+// small enough to be inlined into it was optimized and compiled twice, once on its own
+// and once in the wrapper; a kernel never inlined is compiled once (the call costs
+// nothing next to a kernel's work).
+void CompileKernelsOnce(llvm::Module& module) {
+  constexpr llvm::StringLiteral kPacked = "_mlir_";
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration() || !f.getName().starts_with(kPacked)) continue;
+    if (llvm::Function* kernel = module.getFunction(f.getName().drop_front(kPacked.size())))
+      kernel->addFnAttr(llvm::Attribute::NoInline);
+  }
+}
+
 std::string Assembly(llvm::Module& module, llvm::TargetMachine& tm) {
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
   llvm::SmallString<0> text;
@@ -257,18 +270,6 @@ struct Executable::Engine {
   CountingMapper mapper;  // outlives the engine, which releases its pages through it
   std::unique_ptr<mlir::ExecutionEngine> engine;
 };
-// The engine calls each kernel through its packed wrapper, `_mlir_<kernel>`. A kernel
-// small enough to be inlined into it was optimized and compiled twice, once on its own
-// and once in the wrapper; a kernel never inlined is compiled once (the call costs
-// nothing next to a kernel's work).
-void CompileKernelsOnce(llvm::Module& module) {
-  constexpr llvm::StringLiteral kPacked = "_mlir_";
-  for (llvm::Function& f : module) {
-    if (f.isDeclaration() || !f.getName().starts_with(kPacked)) continue;
-    if (llvm::Function* kernel = module.getFunction(f.getName().drop_front(kPacked.size())))
-      kernel->addFnAttr(llvm::Attribute::NoInline);
-  }
-}
 
 Executable::Executable(std::unique_ptr<Engine> engine, CompileReport report, std::string not_runnable)
     : engine_(std::move(engine)), report_(std::move(report)), not_runnable_(std::move(not_runnable)) {}

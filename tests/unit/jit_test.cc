@@ -354,15 +354,22 @@ TEST_F(Jit, ErfMatchesTheReferenceEverywhere) {
   for (size_t f = 0; f < fetches.size(); ++f) ExpectMatch(got[f], want[f], 1e-6, "erf of " + fetches[f]);
 }
 
+// Rows of `cols` floats: for NaN, +Inf and -Inf in turn, `cols` rows with the special
+// value in column 0, 1, ..., cols - 1 and finite values elsewhere.
+std::vector<float> RowsWithASpecialValue(int64_t cols) {
+  std::vector<float> v;
+  for (float special : {NAN, INFINITY, -INFINITY}) {
+    for (int64_t at = 0; at < cols; ++at)
+      for (int64_t j = 0; j < cols; ++j) v.push_back(j == at ? special : std::sin(static_cast<float>(j + at)));
+  }
+  return v;
+}
+
 // Row maxima and minima keep a NaN flag beside a plain max/min: a NaN anywhere in a
 // row (first, last, in the vector tail) makes the row NaN, and infinities win as usual.
 TEST_F(Jit, RowMaxAndMinPropagateNaNFromAnyColumn) {
   constexpr int64_t kCols = 37;  // two 16-wide vectors and a tail
-  std::vector<float> v;
-  for (float special : {NAN, INFINITY, -INFINITY}) {
-    for (int64_t at = 0; at < kCols; ++at)
-      for (int64_t j = 0; j < kCols; ++j) v.push_back(j == at ? special : std::sin(static_cast<float>(j + at)));
-  }
+  std::vector<float> v = RowsWithASpecialValue(kCols);
   for (int64_t j = 0; j < kCols; ++j) v.push_back(-static_cast<float>(j));  // no special value
   const int64_t rows = static_cast<int64_t>(v.size()) / kCols;
   GraphBuilder b;
@@ -397,11 +404,7 @@ TEST_F(Jit, RowMaxAndMinPropagateNaNFromAnyColumn) {
 // Softmax, LogSoftmax and a softmax written out of Max, Sub, Exp, Sum and RealDiv.
 TEST_F(Jit, SoftmaxRowsWithANaNAreNaN) {
   constexpr int64_t kCols = 37;  // two 16-wide vectors and a tail
-  std::vector<float> v;
-  for (float special : {NAN, INFINITY, -INFINITY}) {
-    for (int64_t at = 0; at < kCols; ++at)
-      for (int64_t j = 0; j < kCols; ++j) v.push_back(j == at ? special : std::sin(static_cast<float>(j + at)));
-  }
+  std::vector<float> v = RowsWithASpecialValue(kCols);
   const int64_t rows = static_cast<int64_t>(v.size()) / kCols;
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {rows, kCols});
