@@ -179,7 +179,7 @@ std::vector<bool> ShapeValues(const AnalyzedGraph& a, const std::vector<std::vec
       if (e.dst_input < 0) continue;
       read = true;
       const Node& dst = *g.node(e.dst);
-      const OpDef* def = OpRegistry::Global()->Find(dst.op);
+      const OpDef* def = a.info(e.dst).op;
       const bool value = def && def->IsValueInput(e.dst_input, static_cast<int>(dst.inputs.size()));
       only_as_values = only_as_values && (value || shape_value[e.dst]);
     }

@@ -73,6 +73,21 @@ std::string Graph::TensorName(TensorId t) const {
   return t.index == 0 ? name : name + ":" + std::to_string(t.index);
 }
 
+AttrMap InternalAttrs(const Node& node) {
+  AttrMap kept;
+  for (const auto& [name, value] : node.attrs)
+    if (!name.empty() && name[0] == '_') kept.emplace(name, value);
+  return kept;
+}
+
+std::string UniqueName(const Graph& graph, const std::string& base) {
+  if (graph.FindNode(base) == nullptr) return base;
+  for (int i = 1;; ++i) {
+    std::string name = base + "/_" + std::to_string(i);
+    if (graph.FindNode(name) == nullptr) return name;
+  }
+}
+
 bool ParseInputString(std::string_view s, ParsedInput* out) {
   *out = ParsedInput();
   if (!s.empty() && s[0] == '^') {

@@ -92,6 +92,13 @@ class Graph {
   tensorflow::GraphDebugInfo debug_info_;
 };
 
+// The attrs that belong to graphjit and TensorFlow's runtime, not to the op ("_aliases",
+// "_XlaCompile", "_XlaScope", "_class"): they stay when a node changes op.
+AttrMap InternalAttrs(const Node& node);
+
+// `base`, or `base/_N` with the smallest N that makes it unique in `graph`.
+std::string UniqueName(const Graph& graph, const std::string& base);
+
 // Parses "node", "node:3" or "^node". Returns false on a malformed string.
 struct ParsedInput {
   std::string_view node;

@@ -106,15 +106,25 @@ class CpuExecutable : public ClusterExecutable {
     return &values[b];
   }
 
+  // An array of n pointers, on the stack up to kInline (nothing allocated per call), else
+  // on the heap.
+  class Pointers {
+   public:
+    explicit Pointers(size_t n) : heap_(n > kInline ? n : 0) {}
+    void** data() { return heap_.empty() ? inline_ : heap_.data(); }
+
+   private:
+    static constexpr size_t kInline = 32;
+    void* inline_[kInline];
+    std::vector<void*> heap_;
+  };
+
   // Runs one compiled kernel over its rows, split across the intra-op threads. Its packed
-  // arguments (pointers to the row range and to each buffer's address) are on the stack
-  // for kernels of up to kInlineArgs buffers: nothing is allocated per call.
+  // arguments (pointers to the row range and to each buffer's address) are Pointers.
   Status RunKernel(KernelContext& ctx, const Kernel& kernel, std::vector<Tensor>& values) const {
-    constexpr size_t kInlineArgs = 30;
     const size_t n = kernel.buffers.size();
-    void* inline_pointers[kInlineArgs];
-    std::vector<void*> heap_pointers(n > kInlineArgs ? n : 0);
-    void** pointers = n > kInlineArgs ? heap_pointers.data() : inline_pointers;
+    Pointers buffers(n);
+    void** pointers = buffers.data();
     for (size_t i = 0; i < n; ++i) {
       GJ_ASSIGN_OR_RETURN(const Tensor* t, Resolve(ctx, kernel.buffers[i], values));
       pointers[i] = const_cast<void*>(t->raw());
@@ -126,9 +136,8 @@ class CpuExecutable : public ClusterExecutable {
     } call{&kernel, pointers, n};
     // Captures one pointer: std::function keeps it without allocating.
     ctx.ParallelFor(kernel.rows, kernel.cost_per_row, [c = &call](int64_t begin, int64_t end) {
-      void* inline_args[kInlineArgs + 2];
-      std::vector<void*> heap_args(c->n > kInlineArgs ? c->n + 2 : 0);
-      void** args = c->n > kInlineArgs ? heap_args.data() : inline_args;
+      Pointers packed(c->n + 2);
+      void** args = packed.data();
       args[0] = &begin;
       args[1] = &end;
       for (size_t i = 0; i < c->n; ++i) args[i + 2] = &c->pointers[i];

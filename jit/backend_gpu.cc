@@ -21,7 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-
 // A library call's GEMMs (MatMul, BatchMatMul(V2), _FusedMatMul with [BiasAdd] or [BiasAdd,
 // Relu]) on float32; `inputs` are its operands' shapes. One strided-batch GEMM when each
 // operand is one matrix per output matrix or one for all, else one GEMM per output matrix

@@ -86,39 +86,6 @@ std::string Polynomial(const std::vector<double>& c, const std::string& t, MlirW
   return r;
 }
 
-}  // namespace
-
-// erf(s x) = s x P(s^2 x^2) / Q(s^2 x^2) for |s x| < 4 and +-1 beyond: a rational fit made
-// by scripts/fit_erf.py, at most 3.3e-7 relative error in f32. The powers of s are folded
-// into the coefficients, and both polynomials divided by Q's leading one, so Q's last
-// Horner step is an addition. MLIR's polynomial approximation of math.erf is piecewise,
-// with selects between coefficient sets, and costs about twice as much. NaN stays NaN.
-std::string ScaledErf(const std::string& x, double s, MlirWriter& w) {
-  static const std::vector<double> p = {1.128379169e+00, 1.851618970e-01, 5.430507681e-02, 3.847185292e-03,
-                                        3.793017771e-04, 4.676924728e-06, -1.315557803e-08};
-  static const std::vector<double> q = {1.000000000e+00, 4.974288699e-01, 1.139357257e-01,
-                                        1.545603109e-02, 1.306681211e-03, 6.303869787e-05};
-  const double lead = q.back() * std::pow(s, 2.0 * (q.size() - 1));  // of Q(s^2 t)
-  std::vector<double> ps(p.size()), qs(q.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    const double power = std::pow(s, 2.0 * i);
-    ps[i] = p[i] * power * s / lead;
-    if (i < q.size()) qs[i] = q[i] * power / lead;
-  }
-  // Unclamped: where |s x| >= 4 (the fit may be Inf / Inf there) the select below takes +-1.
-  const std::string t = w.Let("arith.mulf " + x + ", " + x + " : f32");
-  const std::string num = w.Let("arith.mulf " + x + ", " + Polynomial(ps, t, w) + " : f32");
-  const std::string r = w.Let("arith.divf " + num + ", " + Polynomial(qs, t, w) + " : f32");
-  const std::string fit =
-      w.Let("arith.minimumf " + w.Let("arith.maximumf " + r + ", " + F32(w, -1) + " : f32") + ", " + F32(w, 1) + " : f32");
-  // From 4 on, +-1 exactly, as the reference kernel (Eigen's erf) gives it: the fit at 4,
-  // evaluated in f32, can be an ulp short, which Pow(erf(x), 1e30) would make 0, not 1.
-  const std::string saturated = w.Let("arith.cmpf oge, " + Unary("math.absf", x, w) + ", " + F32(w, 4 / s) + " : f32");
-  return Select(saturated, w.Let("math.copysign " + F32(w, 1) + ", " + x + " : f32"), fit, w);
-}
-
-namespace {
-
 const std::map<std::string, Emit>& FloatOps() {
   static const std::map<std::string, Emit> ops = {
       {"Add", [](auto& x, auto& w) { return Binary("arith.addf", x, w); }},
@@ -311,7 +278,42 @@ bool AnyType(const std::string& op) {
   return ops.count(op) > 0;
 }
 
+// The exp- and log-based ops: what is approximate and what is expensive have them in common.
+bool IsTranscendental(const std::string& op) {
+  static const std::set<std::string> ops = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Erf", "Elu"};
+  return ops.count(op) > 0;
+}
+
 }  // namespace
+
+// erf(s x) = s x P(s^2 x^2) / Q(s^2 x^2) for |s x| < 4 and +-1 beyond: a rational fit made
+// by scripts/fit_erf.py, at most 3.3e-7 relative error in f32. The powers of s are folded
+// into the coefficients, and both polynomials divided by Q's leading one, so Q's last
+// Horner step is an addition. MLIR's polynomial approximation of math.erf is piecewise,
+// with selects between coefficient sets, and costs about twice as much. NaN stays NaN.
+std::string ScaledErf(const std::string& x, double s, MlirWriter& w) {
+  static const std::vector<double> p = {1.128379169e+00, 1.851618970e-01, 5.430507681e-02, 3.847185292e-03,
+                                        3.793017771e-04, 4.676924728e-06, -1.315557803e-08};
+  static const std::vector<double> q = {1.000000000e+00, 4.974288699e-01, 1.139357257e-01,
+                                        1.545603109e-02, 1.306681211e-03, 6.303869787e-05};
+  const double lead = q.back() * std::pow(s, 2.0 * (q.size() - 1));  // of Q(s^2 t)
+  std::vector<double> ps(p.size()), qs(q.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double power = std::pow(s, 2.0 * i);
+    ps[i] = p[i] * power * s / lead;
+    if (i < q.size()) qs[i] = q[i] * power / lead;
+  }
+  // Unclamped: where |s x| >= 4 (the fit may be Inf / Inf there) the select below takes +-1.
+  const std::string t = w.Let("arith.mulf " + x + ", " + x + " : f32");
+  const std::string num = w.Let("arith.mulf " + x + ", " + Polynomial(ps, t, w) + " : f32");
+  const std::string r = w.Let("arith.divf " + num + ", " + Polynomial(qs, t, w) + " : f32");
+  const std::string fit =
+      w.Let("arith.minimumf " + w.Let("arith.maximumf " + r + ", " + F32(w, -1) + " : f32") + ", " + F32(w, 1) + " : f32");
+  // From 4 on, +-1 exactly, as the reference kernel (Eigen's erf) gives it: the fit at 4,
+  // evaluated in f32, can be an ulp short, which Pow(erf(x), 1e30) would make 0, not 1.
+  const std::string saturated = w.Let("arith.cmpf oge, " + Unary("math.absf", x, w) + ", " + F32(w, 4 / s) + " : f32");
+  return Select(saturated, w.Let("math.copysign " + F32(w, 1) + ", " + x + " : f32"), fit, w);
+}
 
 std::string ElementType(DType dtype) {
   switch (dtype) {
@@ -330,14 +332,12 @@ bool IsElementalOp(const std::string& op) {
 }
 
 bool IsApproximateElemental(const std::string& op) {
-  static const std::set<std::string> ops = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Erf", "Elu", "Selu", "Softplus"};
-  return ops.count(op) > 0;
+  return IsTranscendental(op) || op == "Selu" || op == "Softplus";
 }
 
 bool IsExpensiveElemental(const std::string& op) {
-  static const std::set<std::string> ops = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Erf", "Elu",
-                                            "Pow", "Sqrt", "Rsqrt", "RealDiv", "Div", "Reciprocal"};
-  return ops.count(op) > 0;
+  static const std::set<std::string> ops = {"Pow", "Sqrt", "Rsqrt", "RealDiv", "Div", "Reciprocal"};
+  return IsTranscendental(op) || ops.count(op) > 0;
 }
 
 std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types) {

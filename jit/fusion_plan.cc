@@ -27,8 +27,6 @@ std::vector<int64_t> NonUnitDims(const Shape& s) {
   return dims;
 }
 
-const Shape& ShapeOf(const AnalyzedGraph& g, TensorId t) { return g.info(t.node).shapes[t.index]; }
-
 // Whether reading through `dims` (see ReadDims) keeps an element in its row, whatever the
 // row fusion's split: each dim reads its own position, except size-1 dims, and broadcast
 // dims that only trailing broadcast dims follow (the reduced dims of [rows, 1] in softmax).
@@ -44,6 +42,12 @@ bool KeepsRows(const std::vector<int>& dims, const Shape& in, const Shape& out) 
     if (broadcast || dims[d] != d) return false;
   }
   return true;
+}
+
+// A value the kernel that reads it computes element by element (unless it is stored).
+bool ComputedInline(NodeKind kind) {
+  return kind == NodeKind::kElementwise || kind == NodeKind::kSizeOneReshape || kind == NodeKind::kTranspose ||
+         kind == NodeKind::kConcat;
 }
 
 class Planner {
@@ -65,7 +69,7 @@ class Planner {
         if (IsDataInput(n, static_cast<int>(i))) work.push_back(n.inputs[i].node);
     }
     for (size_t i = 0; i < args.size(); ++i)
-      if (args[i].node >= 0) AddBuffer({FusionPlan::Buffer::Kind::kArgument, args[i], ShapeOf(g_, args[i]),
+      if (args[i].node >= 0) AddBuffer({FusionPlan::Buffer::Kind::kArgument, args[i], StaticShape(g_, args[i]),
                                         StaticDType(g_, args[i]), static_cast<int>(i)});
     // 2. In dataflow order: reductions start or join fusions; views view buffers.
     for (int id : g_.topo_order) {
@@ -79,18 +83,16 @@ class Planner {
         return Internal("the body placeholder " + n.name + " is not an input");
       if (kind_[id] == NodeKind::kView) {
         GJ_RETURN_IF_ERROR(MakeRoot(n.inputs[0]));
-        AddBuffer({FusionPlan::Buffer::Kind::kView, {id, 0}, ShapeOf(g_, {id, 0}), StaticDType(g_, {id, 0}),
+        AddBuffer({FusionPlan::Buffer::Kind::kView, {id, 0}, StaticShape(g_, {id, 0}), StaticDType(g_, {id, 0}),
                    p_.buffer_of.at(n.inputs[0])});
       }
       if (kind_[id] == NodeKind::kReduction) GJ_RETURN_IF_ERROR(AddReduction(id));
       // Unfused: every value computed is stored by a kernel of its own.
-      const bool computed = kind_[id] == NodeKind::kElementwise || kind_[id] == NodeKind::kSizeOneReshape ||
-                            kind_[id] == NodeKind::kTranspose || kind_[id] == NodeKind::kConcat;
-      if (!fuse_ && computed)
+      if (!fuse_ && ComputedInline(kind_[id]))
         for (int i = 0; i < static_cast<int>(g_.info(id).dtypes.size()); ++i) GJ_RETURN_IF_ERROR(MakeRoot({id, i}));
       if (kind_[id] == NodeKind::kLibrary) {
         for (const TensorId& in : n.inputs) GJ_RETURN_IF_ERROR(MakeRoot(in));
-        const int f = NewFusion(FusionPlan::Kind::kLibrary, ShapeOf(g_, {id, 0}));
+        const int f = NewFusion(FusionPlan::Kind::kLibrary, StaticShape(g_, {id, 0}));
         p_.fusions[f].library_node = id;
         AddRoot(f, {id, 0});
       }
@@ -152,8 +154,8 @@ class Planner {
     const bool reads_by_dims = kind == NodeKind::kElementwise || kind == NodeKind::kSizeOneReshape;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (!IsDataInput(n, static_cast<int>(i))) continue;
-      const Shape& in = ShapeOf(g_, n.inputs[i]);
-      const Shape& out = ShapeOf(g_, v);
+      const Shape& in = StaticShape(g_, n.inputs[i]);
+      const Shape& out = StaticShape(g_, v);
       Visit(n.inputs[i], remaps || (reads_by_dims && !KeepsRows(ReadDims(n, static_cast<int>(i), in, out), in, out)), r,
             seen);
     }
@@ -196,7 +198,7 @@ class Planner {
 
   void AddRoot(int f, TensorId v) {
     if (p_.buffer_of.count(v)) return;
-    FusionPlan::Buffer b{FusionPlan::Buffer::Kind::kTemp, v, ShapeOf(g_, v), StaticDType(g_, v)};
+    FusionPlan::Buffer b{FusionPlan::Buffer::Kind::kTemp, v, StaticShape(g_, v), StaticDType(g_, v)};
     b.fusion = f;
     AddBuffer(std::move(b));
     p_.fusions[f].roots.push_back(v);
@@ -223,7 +225,7 @@ class Planner {
   Status AddReduction(int id) {
     const Node& n = *g_.graph.node(id);
     GJ_ASSIGN_OR_RETURN(ReductionAxes a, GetReductionAxes(g_, id));
-    const Shape& x = ShapeOf(g_, n.inputs[0]);
+    const Shape& x = StaticShape(g_, n.inputs[0]);
     const bool trailing =
         !a.axes.empty() && a.axes.back() == x.rank() - 1 && static_cast<int>(a.axes.size()) == x.rank() - a.axes.front();
     if (!trailing && fuse_) GJ_RETURN_IF_ERROR(StoreBroadcastOperands(n.inputs[0], x));
@@ -257,11 +259,7 @@ class Planner {
 
   // Whether `v`, computed inline, has a transcendental or a division in it.
   bool Expensive(TensorId v) const {
-    const NodeKind kind = kind_[v.node];
-    if (kind != NodeKind::kElementwise && kind != NodeKind::kSizeOneReshape && kind != NodeKind::kTranspose &&
-        kind != NodeKind::kConcat)
-      return false;
-    if (p_.buffer_of.count(v)) return false;
+    if (!ComputedInline(kind_[v.node]) || p_.buffer_of.count(v)) return false;
     const Node& n = *g_.graph.node(v.node);
     if (IsExpensiveElemental(n.op)) return true;
     for (size_t i = 0; i < n.inputs.size(); ++i)
@@ -279,7 +277,7 @@ class Planner {
     if (kind != NodeKind::kElementwise && kind != NodeKind::kSizeOneReshape && kind != NodeKind::kTranspose) return Status::Ok();
     if (p_.buffer_of.count(v)) return Status::Ok();
     const Node& n = *g_.graph.node(v.node);
-    const bool broadcast = ShapeOf(g_, v).num_elements() < space.num_elements();
+    const bool broadcast = StaticShape(g_, v).num_elements() < space.num_elements();
     if (broadcast && kind == NodeKind::kTranspose) {
       const Tensor& perm = g_.constants[n.inputs[1].node];
       const int64_t rank = perm.num_elements();
@@ -308,7 +306,7 @@ class Planner {
       default: break;
     }
     const Reach r = ReachOf(v);
-    const Shape& s = ShapeOf(g_, v);
+    const Shape& s = StaticShape(g_, v);
     for (int f = static_cast<int>(p_.fusions.size()) - 1; fuse_ && f >= 0; --f) {
       const FusionPlan::Fusion& fusion = p_.fusions[f];
       const bool fits = (fusion.kind == FusionPlan::Kind::kLoop && fusion.space == s) ||

@@ -233,8 +233,8 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
   // T threads per row: a warp for short rows (several rows per block), else a block.
   const bool warp_per_row = cols <= kWarp * kMaxHeld;
   const int64_t threads = warp_per_row ? kWarp : std::min<int64_t>(1024, std::max<int64_t>(64, RoundUp(CeilDiv(cols, kMaxHeld), kWarp)));
-  if (PartsPerOutput(rows, cols) >= kPhasesGain * threads)
-    return GpuRowsInPhases(full, per_row, row_dims, reduced, PartsPerOutput(rows, cols), module, functions);
+  if (const int64_t parts = PartsPerOutput(rows, cols); parts >= kPhasesGain * threads)
+    return GpuRowsInPhases(full, per_row, row_dims, reduced, parts, module, functions);
   const int64_t rows_per_block = warp_per_row ? kRowsPerWarpBlock : 1;
   kernel->block = threads * rows_per_block;
   kernel->grid = CeilDiv(rows, rows_per_block);
@@ -440,9 +440,9 @@ Status KernelEmitter::GpuReduce(EmittedKernel* kernel, EmittedModule* module, st
   if (outputs == 0) return Status::Ok();
   const bool splits = !arg && count >= kWarp && SplitsAcrossThreads(g_, fusion_);
   const bool many = outputs >= kManyOutputs;
-  if (splits && PartsPerOutput(outputs, count) >= kPhasesGain * (many ? 1 : kBlock)) {
+  if (const int64_t parts = PartsPerOutput(outputs, count); splits && parts >= kPhasesGain * (many ? 1 : kBlock)) {
     return ReduceInTwoPhases(
-        n, outputs, count, PartsPerOutput(outputs, count), kernel->function,
+        n, outputs, count, parts, kernel->function,
         [&](const Value& output, const Value& i) {
           return Get(n.inputs[0], InputIndex(axes, Delinearize(output, out_dims), Delinearize(i, reduced)));
         },

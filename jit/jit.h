@@ -51,7 +51,7 @@ JitStats GetJitStats();
 
 // A GPU kernel launched in a session with SessionOptions::gpu_profile.
 struct GpuKernelProfile {
-  std::string name;  // "<cluster>/fusion_<k>"
+  std::string name;  // "<cluster>/<kernel>": fusion_3, or a phase of one (fusion_3_reduce0_finish)
   int64_t grid = 0, block = 0;
   int64_t io_bytes = 0;  // its buffers' (and scratch areas') bytes: reading its inputs and writing its outputs once
   double measured_us = 0;  // from events around it (the emulator's time on gpu-emu)

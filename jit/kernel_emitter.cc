@@ -59,9 +59,9 @@ Reducer ReducerOf(const std::string& op, const std::string& t) {
 
 StatusOr<std::string> KernelEmitter::Emit(Schedule schedule, EmittedModule* module) {
   schedule_ = schedule;
-  StartFunction();
   std::string functions;
   if (schedule == Schedule::kCpu) {
+    StartFunction();  // the GPU schedules start each of their kernels themselves
     EmittedKernel kernel;
     GJ_ASSIGN_OR_RETURN(functions, EmitCpu(&kernel));
     module->kernels.push_back(std::move(kernel));

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/attr.h"
+#include "ir/graph.h"
 #include "ir/graphdef.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
@@ -130,17 +131,15 @@ void ExpandSoftmax(tensorflow::GraphDef* body, std::vector<std::string>* outputs
 }
 
 void MarkRowShifts(tensorflow::GraphDef* body, const std::vector<std::string>& outputs) {
-  std::map<std::string, tensorflow::NodeDef*> by_name;
+  auto node_of = [](const std::string& input) {
+    ParsedInput parsed;
+    return ParseInputString(input, &parsed) ? std::string(parsed.node) : input;
+  };
   std::map<std::string, std::vector<const tensorflow::NodeDef*>> consumers;  // by data and control edges
-  for (tensorflow::NodeDef& n : *body->mutable_node()) by_name[n.name()] = &n;
   for (const tensorflow::NodeDef& n : body->node())
-    for (const std::string& in : n.input()) {
-      std::string name = in.substr(in[0] == '^' ? 1 : 0);
-      if (name.size() > 2 && name.compare(name.size() - 2, 2, ":0") == 0) name.resize(name.size() - 2);
-      consumers[name].push_back(&n);
-    }
+    for (const std::string& in : n.input()) consumers[node_of(in)].push_back(&n);
   std::set<std::string> fetched;
-  for (const std::string& out : outputs) fetched.insert(out.size() > 2 && out.compare(out.size() - 2, 2, ":0") == 0 ? out.substr(0, out.size() - 2) : out);
+  for (const std::string& out : outputs) fetched.insert(node_of(out));
   // The one consumer of `name`, if it has exactly one and is not fetched.
   auto only_consumer = [&](const std::string& name) -> const tensorflow::NodeDef* {
     const auto& c = consumers[name];
@@ -248,7 +247,7 @@ StatusOr<bool> ExpandSmallGemms(AnalyzedGraph* body, int64_t max_multiply_adds) 
     const DType dtype = info.dtypes[0];
     // float32 only: a 16-bit Mul would round each product, where the GEMM does not.
     if (dtype != DType::kFloat) continue;
-    const Shape& a = body->info(gemm->inputs[0].node).shapes[gemm->inputs[0].index];
+    const Shape& a = StaticShape(*body, gemm->inputs[0]);
     const Shape& out = info.shapes[0];
     if (!a.IsFullyDefined() || !out.IsFullyDefined() || a.rank() < 2) continue;
     const bool ta = GetBoolAttrOr(*gemm, batched ? "adj_x" : "transpose_a", false).value_or(false);
@@ -258,9 +257,7 @@ StatusOr<bool> ExpandSmallGemms(AnalyzedGraph* body, int64_t max_multiply_adds) 
     // A small GEMM: out[..., i, j] = Sum over k of (a[..., i, k, 1] * b[..., 1, k, j]).
     const std::string name = gemm->name;
     auto add = [&](const std::string& suffix, const std::string& op, std::vector<TensorId> inputs) {
-      std::string unique = name + "/" + suffix;
-      for (int i = 1; graph.FindNode(unique); ++i) unique = name + "/" + suffix + "_" + std::to_string(i);
-      Node* node = graph.AddNode(unique, op);
+      Node* node = graph.AddNode(UniqueName(graph, name + "/" + suffix), op);
       node->device = graph.node(id)->device;
       node->inputs = std::move(inputs);
       if (op != "Const") node->attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
@@ -268,15 +265,13 @@ StatusOr<bool> ExpandSmallGemms(AnalyzedGraph* body, int64_t max_multiply_adds) 
     };
     auto constant = [&](const std::string& suffix, std::vector<int32_t> values) {
       const TensorId c = add(suffix, "Const", {});
-      Tensor value = Tensor::Allocate(DType::kInt32, Shape{static_cast<int64_t>(values.size())}).value();
-      std::copy(values.begin(), values.end(), value.data<int32_t>());
-      MakeConst(graph.node(c.node), values.size() == 1 ? value.Reshaped(Shape{}) : value);
+      MakeConst(graph.node(c.node), values.size() == 1 ? Tensor::Scalar(values[0]) : Tensor::Vector(values));
       return c;
     };
     // An operand with its last two dims swapped (`swap`), then a unit dim inserted at `axis`.
     auto operand = [&](int i, bool swap, int32_t axis) {
       TensorId x = graph.node(id)->inputs[i];
-      const int rank = body->info(x.node).shapes[x.index].rank();
+      const int rank = StaticShape(*body, x).rank();
       if (swap) {
         std::vector<int32_t> perm(rank);
         std::iota(perm.begin(), perm.end(), 0);
@@ -291,9 +286,7 @@ StatusOr<bool> ExpandSmallGemms(AnalyzedGraph* body, int64_t max_multiply_adds) 
     const TensorId products = add("products", "Mul", {operand(0, ta, -1), operand(1, tb, -3)});
     const TensorId axis = constant("k_axis", {-2});
     gemm = graph.node(id);
-    AttrMap attrs;
-    for (const auto& [attr, value] : gemm->attrs)
-      if (!attr.empty() && attr[0] == '_') attrs[attr] = value;
+    AttrMap attrs = InternalAttrs(*gemm);
     attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
     attrs["Tidx"].set_type(tensorflow::DT_INT32);
     attrs["keep_dims"].set_b(false);

@@ -15,15 +15,6 @@ void AddControlInput(Node* node, int control) {
     node->control_inputs.push_back(control);
 }
 
-// The attrs that belong to graphjit and TensorFlow's runtime, not to the op ("_aliases",
-// "_XlaCompile", "_XlaScope", "_class"): they stay when a node changes op.
-AttrMap InternalAttrs(const Node& node) {
-  AttrMap kept;
-  for (const auto& [name, value] : node.attrs)
-    if (!name.empty() && name[0] == '_') kept.emplace(name, value);
-  return kept;
-}
-
 // Runs what the given tensors need (all inputs are constants) and returns them.
 StatusOr<std::vector<Tensor>> Evaluate(const AnalyzedGraph& graph, const std::vector<TensorId>& tensors) {
   GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(graph, {}, tensors, {}));
@@ -139,14 +130,6 @@ int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<
   }
   if (removed) graph.RemoveNodes(remove);
   return removed;
-}
-
-std::string UniqueName(const Graph& graph, const std::string& base) {
-  if (graph.FindNode(base) == nullptr) return base;
-  for (int i = 1;; ++i) {
-    std::string name = base + "/_" + std::to_string(i);
-    if (graph.FindNode(name) == nullptr) return name;
-  }
 }
 
 Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device) {

@@ -37,9 +37,6 @@ void MakeIdentity(Graph& graph, int node, TensorId input, DType dtype);
 // transitively, its inputs that became unused. Returns how many nodes were removed.
 int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<int>& seeds);
 
-// `base`, or `base/_N` with the smallest N that makes it unique in `graph`.
-std::string UniqueName(const Graph& graph, const std::string& base);
-
 // Adds a Const node holding `value`, named UniqueName(graph, base).
 Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device);
 

@@ -1,6 +1,6 @@
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <numeric>
 
 #include "ir/attr.h"
 #include "passes/graph_edit.h"
@@ -207,25 +207,20 @@ class Remapper {
   Node* NewLike(int like, const std::string& name, const std::string& op) {
     Node* node = g_.AddNode(UniqueName(g_, name), op);
     node->device = N(like)->device;
-    for (const auto& [attr, value] : N(like)->attrs)
-      if (!attr.empty() && attr[0] == '_') node->attrs[attr] = value;
+    node->attrs = InternalAttrs(*N(like));
     return node;
   }
   // `node` becomes an `op`: its internal attributes kept, the others dropped.
   static void ClearForRewrite(Node* node, const std::string& op) {
-    AttrMap internal;
-    for (const auto& [attr, value] : node->attrs)
-      if (!attr.empty() && attr[0] == '_') internal[attr] = value;
     node->op = op;
-    node->attrs = std::move(internal);
+    node->attrs = InternalAttrs(*node);
   }
   // x (dims labeled `from`) transposed to `to`: a new node beside `id` named id's name +
   // `suffix`, or, for an empty suffix, `id` itself.
   TensorId Transpose(int id, TensorId x, const std::string& from, const std::string& to, const std::string& suffix) {
     std::vector<int32_t> perm;
     for (char c : to) perm.push_back(static_cast<int32_t>(from.find(c)));
-    Tensor value = Tensor::Allocate(DType::kInt32, Shape{static_cast<int64_t>(perm.size())}).value();
-    std::copy(perm.begin(), perm.end(), value.data<int32_t>());
+    const Tensor value = Tensor::Vector(perm);
     const DType dtype = GetTypeAttr(*N(id), "T").value_or(DType::kFloat);
     const std::string name = N(id)->name;
     const TensorId perm_const{AddConst(g_, name + "/perm" + suffix, value, N(id)->device)->id, 0};

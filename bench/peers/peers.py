@@ -197,6 +197,11 @@ class Worker:
 
 # ---------------------------------------------------------------- graphjit
 
+def jit_level(system):
+    """graphjit_on_2 -> on_2"""
+    return system[len("graphjit_"):]
+
+
 def graphjit(args, threads):
     cmd = ([] if threads > 1 else ["taskset", "-c", str(min(os.sched_getaffinity(0)))]) + [GRAPHJIT] + args
     return subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -229,8 +234,7 @@ def run_threads(threads, all_works, rounds, tmp):
                 r = {"ms": []}
                 if system.startswith("graphjit"):
                     out = os.path.join(d, system)
-                    jit = system[len("graphjit_"):]
-                    graphjit(["run", work["model"], "--jit", jit, "--threads", str(threads), "--out", out] +
+                    graphjit(["run", work["model"], "--jit", jit_level(system), "--threads", str(threads), "--out", out] +
                              feed_args(work), threads)
                     files = [os.path.join(out, f.replace("/", "_").replace(":", "_") + ".npy") for f in work["fetches"]]
                     outputs = [np.load(f) for f in files]
@@ -265,7 +269,7 @@ def run_threads(threads, all_works, rounds, tmp):
                         # would come from memory, not from the cache.
                         js = os.path.join(tmp, "bench.json")
                         iters = max(3, min(2000, int(BATCH_SECONDS * 1e3 / max(_median(results[(name, "tf")]["ms"] or [1]), 1e-3))))
-                        graphjit(["bench", work["model"], "--jit", system[len("graphjit_"):], "--iters", str(iters),
+                        graphjit(["bench", work["model"], "--jit", jit_level(system), "--iters", str(iters),
                                   "--threads", str(threads), "--json", js] + feed_args(work), threads)
                         c = json.load(open(js))["configs"][0]
                         r.setdefault("batch_medians", []).append(c["median_ms"])

@@ -213,7 +213,9 @@ TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
     const std::string name = e["name"], op = e["args"]["op"];
     ASSERT_TRUE(phase.count(op)) << e.dump();
     ops.insert(op);
-    if (op == "HtoD" || op == "DtoH") EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << e.dump();
+    if (op == "HtoD" || op == "DtoH") {
+      EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << e.dump();
+    }
     const std::string cluster = name.substr(0, name.find('/'));
     EXPECT_GE(phase.at(op), last_phase[cluster]) << name;
     last_phase[cluster] = phase.at(op);
