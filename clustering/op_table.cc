@@ -23,7 +23,7 @@ const std::vector<OpTableEntry>& OpTable() {
       {"Abs", F::kElementwise, k1}, {"Add", F::kElementwise, k1}, {"AddN", F::kElementwise, k1},
       {"AddV2", F::kElementwise, k1}, {"Cast", F::kElementwise, k1}, {"Ceil", F::kElementwise, k1},
       {"DivNoNan", F::kElementwise, k1}, {"Elu", F::kElementwise, k1}, {"Equal", F::kElementwise, k1},
-      {"Erf", F::kElementwise, k1}, {"Exp", F::kElementwise, k1}, {"Floor", F::kElementwise, k1},
+      {"Erf", F::kElementwise, k1}, {"Erfc", F::kElementwise, k1}, {"Exp", F::kElementwise, k1}, {"Floor", F::kElementwise, k1},
       {"Greater", F::kElementwise, k1}, {"GreaterEqual", F::kElementwise, k1}, {"LeakyRelu", F::kElementwise, k1},
       {"Less", F::kElementwise, k1}, {"LessEqual", F::kElementwise, k1}, {"Log", F::kElementwise, k1},
       {"Log1p", F::kElementwise, k1}, {"LogicalAnd", F::kElementwise, k1}, {"LogicalNot", F::kElementwise, k1},
@@ -33,7 +33,7 @@ const std::vector<OpTableEntry>& OpTable() {
       {"Relu", F::kElementwise, k1}, {"Relu6", F::kElementwise, k1}, {"Round", F::kElementwise, k1},
       {"Rsqrt", F::kElementwise, k1}, {"Select", F::kElementwise, k1}, {"SelectV2", F::kElementwise, k1},
       {"Selu", F::kElementwise, k1}, {"Sigmoid", F::kElementwise, k1}, {"Sign", F::kElementwise, k1},
-      {"Softplus", F::kElementwise, k1}, {"Sqrt", F::kElementwise, k1}, {"Square", F::kElementwise, k1},
+      {"Softplus", F::kElementwise, k1}, {"Softsign", F::kElementwise, k1}, {"Sqrt", F::kElementwise, k1}, {"Square", F::kElementwise, k1},
       {"SquaredDifference", F::kElementwise, k1}, {"Sub", F::kElementwise, k1}, {"Tanh", F::kElementwise, k1},
       // Broadcasts.
       {"BiasAdd", F::kBroadcast, k1}, {"BroadcastTo", F::kBroadcast, k1},

@@ -465,6 +465,12 @@ std::vector<OpDef> ElementwiseOps() {
   ops.push_back(UnaryOp<TS::kFloat>("Tanh", 8, [](const auto& x, auto) { return x.tanh(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Sigmoid", 8, [](const auto& x, auto) { return ZeroBelowNormal(x.logistic()); }));
   ops.push_back(UnaryOp<TS::kFloat>("Erf", 8, [](const auto& x, auto) { return x.erf(); }));
+  // libm's erfcf per element (Eigen's erfc); tiny results flushed as the exp-based ops do.
+  ops.push_back(UnaryOp<TS::kFloat>("Erfc", 8, [](const auto& x, auto) { return ZeroBelowNormal(x.erfc()); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Softsign", 4, [](const auto& x, auto) {
+    using C = ScalarOf<decltype(x)>;
+    return x / (x.abs() + C(1));
+  }));
   ops.push_back(UnaryOp<TS::kFloat>("Floor", 1, [](const auto& x, auto) { return x.floor(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Ceil", 1, [](const auto& x, auto) { return x.ceil(); }));
   // TensorFlow's Round rounds half to even, as rint does.

@@ -10,7 +10,7 @@
 
 namespace graphjit {
 
-// Results of exp-based kernels (Exp, Sigmoid, Softplus, Softmax) below the f32 normal range
+// Results of exp-based kernels (Exp, Sigmoid, Softplus, Softmax, Erfc) below the f32 normal range
 // (2^-126) are 0, as TensorFlow's kernels give them: its threads run with subnormal results
 // flushed to zero. (Eigen 3.4's exp, which these kernels use, gives 2.9e-39 for every x below
 // -88.72 instead.)

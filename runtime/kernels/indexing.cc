@@ -1,6 +1,7 @@
 // Indexing and layout ops: Unpack, Split, SplitV, StridedSlice, Tile, Range, GatherV2,
 // OneHot, Pad, PadV2, MirrorPad, Where.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -433,7 +434,25 @@ OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
       std::memcpy(out->raw(), in.raw(), elem);
       return Status::Ok();
     }
-    const std::vector<int64_t> in_strides = RowMajorStrides(in.shape().dims());
+    // Trailing dimensions without padding make one block of `block` bytes, copied whole:
+    // NHWC padding of H and W copies C values at a time, and runs of W * C along a row.
+    int last = rank - 1;
+    int64_t block = static_cast<int64_t>(elem);
+    while (last >= 0 && pads[2 * last] == 0 && pads[2 * last + 1] == 0) block *= in.shape().dim(last--);
+    const char* src = static_cast<const char*>(in.raw());
+    char* dst = static_cast<char*>(out->raw());
+    if (last < 0) {
+      std::memcpy(dst, src, in.num_elements() * elem);
+      return Status::Ok();
+    }
+    // The fill value's bytes, repeated over n blocks.
+    const bool zero_fill = std::all_of(fill.begin(), fill.end(), [](char c) { return c == 0; });
+    auto fill_blocks = [&](char* d, int64_t n) {
+      const int64_t bytes = n * block;
+      if (zero_fill || bytes == 0) return void(std::memset(d, 0, bytes));
+      std::memcpy(d, fill.data(), elem);
+      for (int64_t done = elem; done < bytes; done *= 2) std::memcpy(d + done, d, std::min(done, bytes - done));
+    };
     // Input index along dim k for output index o, or -1 for padding.
     auto source = [&](int k, int64_t o) -> int64_t {
       const int64_t d = in.shape().dim(k);
@@ -443,24 +462,49 @@ OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
       if (mode == PadMode::kReflect) return i < 0 ? -i : 2 * (d - 1) - i;
       return i < 0 ? -i - 1 : 2 * d - 1 - i;
     };
+    // Byte strides of the input along dims 0..last (dim `last` in blocks).
+    std::vector<int64_t> in_strides(last + 1);
+    in_strides[last] = block;
+    for (int k = last - 1; k >= 0; --k) in_strides[k] = in_strides[k + 1] * in.shape().dim(k + 1);
     const auto& od = out->shape().dims();
-    std::vector<int64_t> idx(rank, 0);
-    const char* src = static_cast<const char*>(in.raw());
-    char* dst = static_cast<char*>(out->raw());
-    for (int64_t o = 0; o < out->num_elements(); ++o) {
-      int64_t off = 0;
-      bool pad = false;
-      for (int k = 0; k < rank && !pad; ++k) {
-        int64_t s = source(k, idx[k]);
-        if (s < 0) pad = true;
-        off += s * in_strides[k];
+    const int64_t d_last = in.shape().dim(last), before = pads[2 * last], row_blocks = od[last];
+    int64_t rows = 1;
+    for (int k = 0; k < last; ++k) rows *= od[k];
+    ctx.ParallelFor(rows, row_blocks * block / 64 + 1, [&](int64_t begin, int64_t end) {
+      // Output index over dims 0..last-1 of row `begin`.
+      std::vector<int64_t> idx(last);
+      for (int64_t r = begin, k = last - 1; k >= 0; --k) {
+        idx[k] = r % od[k];
+        r /= od[k];
       }
-      std::memcpy(dst + o * elem, pad ? fill.data() : src + off * elem, elem);
-      for (int k = rank - 1; k >= 0; --k) {
-        if (++idx[k] < od[k]) break;
-        idx[k] = 0;
+      for (int64_t r = begin; r < end; ++r) {
+        char* row = dst + r * row_blocks * block;
+        int64_t off = 0;
+        bool pad = false;
+        for (int k = 0; k < last && !pad; ++k) {
+          const int64_t s = source(k, idx[k]);
+          pad = s < 0;
+          off += s * in_strides[k];
+        }
+        if (pad) {
+          fill_blocks(row, row_blocks);
+        } else {
+          // The input row in the middle; on each side the fill, or the mirrored blocks.
+          const char* in_row = src + off;
+          auto side = [&](int64_t from, int64_t to) {
+            if (mode == PadMode::kConstant) return fill_blocks(row + from * block, to - from);
+            for (int64_t o = from; o < to; ++o) std::memcpy(row + o * block, in_row + source(last, o) * block, block);
+          };
+          side(0, before);
+          std::memcpy(row + before * block, in_row, d_last * block);
+          side(before + d_last, row_blocks);
+        }
+        for (int k = last - 1; k >= 0; --k) {
+          if (++idx[k] < od[k]) break;
+          idx[k] = 0;
+        }
       }
-    }
+    });
     return Status::Ok();
   };
   return def;

@@ -227,7 +227,8 @@ def eager64(op, arg_values, attrs):
 # Generic elementwise cases.
 # --------------------------------------------------------------------------
 UNARY_ARG = {"Relu": "features", "Relu6": "features", "LeakyRelu": "features",
-             "Elu": "features", "Selu": "features", "Softplus": "features"}
+             "Elu": "features", "Selu": "features", "Softplus": "features",
+             "Softsign": "features"}
 
 
 def unary(name, op, data, tol, attrs=None, shape="full", dtype="same",
@@ -304,6 +305,9 @@ unary("softplus_f32", "Softplus",
       _n([4, 5], 3, [100.0, -100.0, 30.0, -30.0, 1e4, -1e4, 20.0, -20.0, 15.0, -15.0, INF, -INF]),
       TRANS, desc="Softplus on float32[4, 5] incl. large +/- values (+/-15, 20, 30, 100, 1e4, inf)")
 unary("erf_f32", "Erf", _n([3, 4], 2, [NAN, INF, -INF, 0.0, 5.0, -5.0, 1e-5]), TRANS)
+unary("erfc_f32", "Erfc", _n([4, 5], 3, [NAN, INF, -INF, 0.0, 3.0, 5.0, 8.0, 9.5, -5.0, 1e-5]), TRANS,
+      desc="Erfc on float32[4, 5] incl. its tail (3, 5, 8, 9.5) and +/-inf")
+unary("softsign_f32", "Softsign", _n([3, 4], 3, [NAN, INF, -INF, 0.0, -0.0, 1e30, -1e30]), ROUND1)
 unary("floor_f32", "Floor", _n([3, 4], 5, [NAN, INF, -INF, -0.0, -0.5, 0.5, 2.0, -2.0, 1e10]), IEEE)
 unary("ceil_f32", "Ceil", _n([3, 4], 5, [NAN, INF, -INF, -0.0, -0.5, 0.5, 2.0, -2.0, 1e10]), IEEE)
 unary("round_f32", "Round",

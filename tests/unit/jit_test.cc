@@ -37,7 +37,7 @@ const std::map<std::string, double>& Tolerances() {
       {"Square", 1e-7}, {"Floor", 0},   {"Ceil", 0},       {"Reciprocal", 2.5e-7}, {"Sqrt", 1e-7}, {"Rsqrt", 2e-7},
       {"Exp", 2e-6},    {"Log", 2e-6},  {"Log1p", 2e-6},   {"Tanh", 2e-6},     {"Sigmoid", 2e-6}, {"Elu", 2e-6},
       {"Erf", 2e-6},    {"Round", 0},   {"Sign", 0},       {"Selu", 2e-6},     {"Softplus", 2e-6}, {"LeakyRelu", 1e-7},
-      {"DivNoNan", 2.5e-7}, {"AddN", 2e-7}};
+      {"DivNoNan", 2.5e-7}, {"AddN", 2e-7},   {"Erfc", 2e-6},    {"Softsign", 2.5e-7}};
   return t;
 }
 
@@ -123,7 +123,7 @@ TEST_F(Jit, RandomElementwiseGraphsMatchTheReferenceKernels) {
   std::mt19937 rng(20261122);
   const std::vector<std::string> unary = {"Neg", "Abs", "Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Relu", "Relu6",
                                           "Elu", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Erf", "Floor", "Ceil",
-                                          "Round", "Sign", "Selu", "Softplus", "LeakyRelu"};
+                                          "Round", "Sign", "Selu", "Softplus", "LeakyRelu", "Erfc", "Softsign"};
   const std::vector<std::string> binary = {"AddV2",   "Sub",     "Mul",      "RealDiv", "Maximum",
                                            "Minimum", "SquaredDifference", "DivNoNan", "AddN"};
   const std::vector<int64_t> sizes = {1, 2, 3, 5, 7, 16, 17, 33};
@@ -352,6 +352,36 @@ TEST_F(Jit, ErfMatchesTheReferenceEverywhere) {
   EXPECT_EQ(GetJitStats().compiled - before.compiled, 4);  // one cluster per chain
   const auto want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, fetches);
   for (size_t f = 0; f < fetches.size(); ++f) ExpectMatch(got[f], want[f], 1e-6, "erf of " + fetches[f]);
+}
+
+// Erfc is e^(-x^2) times a rational fit of the JIT's own (scripts/fit_erfc.py): checked
+// densely over [-5, 11] against libm's erfcf, relative to the value even where it is tiny
+// (1 - erf(x) would be 100% off from x = 4 on), on both sides of where results leave the
+// normal range (about 9.1, where both flush to 0), and on the special values.
+TEST_F(Jit, ErfcKeepsItsRelativeAccuracyInTheTail) {
+  std::vector<float> v;
+  for (int i = 0; i <= 32000; ++i) v.push_back(-5.0f + i * 0.0005f);
+  for (float special : {INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 0.0f, -0.0f, 1e-30f, 9.9f, 10.0f, 10.1f, 26.0f})
+    v.push_back(special);
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {static_cast<int64_t>(v.size())});
+  b.Op("e", "Erfc", {"x"});
+  b.Op("y", "Neg", {"e"});
+  const Tensor x = testing::MakeFloat(Shape{static_cast<int64_t>(v.size())}, v);
+  const JitStats before = GetJitStats();
+  const auto got = RunAt(b.graph_def(), JitLevel::kOn1, {{"x", x}}, {"y"});
+  EXPECT_EQ(GetJitStats().compiled - before.compiled, 1);
+  int reported = 0;
+  for (size_t i = 0; i < v.size() && reported < 5; ++i) {
+    const double g = -got[0].data<float>()[i];
+    double w = std::erfc(static_cast<double>(v[i]));
+    if (w < 1.17549435e-38) w = 0;  // flushed, as the reference kernel does
+    // Within 2e-6 of the value, or both within an ulp of the flush threshold.
+    const bool ok = (std::isnan(g) && std::isnan(w)) || std::fabs(g - w) <= 2e-6 * w || (g < 2e-38 && w < 2e-38);
+    if (!ok) ADD_FAILURE() << "erfc(" << v[i] << "): jit " << g << ", exact " << w << (++reported, "");
+  }
+  const auto want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"y"});
+  ExpectMatch(got[0], want[0], 2e-6, "erfc vs the reference kernel");
 }
 
 // Rows of `cols` floats: for NaN, +Inf and -Inf in turn, `cols` rows with the special

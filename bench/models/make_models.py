@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Makes the real models graphjit is measured on, frozen as a TensorFlow user would.
+
+    bench/peers/.venv/bin/python bench/models/make_models.py [NAME...] [--out DIR]
+
+(bench/peers/run.sh makes that environment; any Python that imports TensorFlow 2.x and
+Keras 3 works.) For each model, seeded, into DIR/NAME/ (default bench/models/out, which git
+ignores: the files are tens of MB):
+  model.pb       the Keras model frozen by tools/freeze.py, batch size fixed
+  x.npy          a seeded input
+  out_*.npy      TensorFlow's values of the output and of tensors at several depths,
+                 computed by a tf.compat.v1.Session on the frozen GraphDef itself
+  manifest.json  {"model", "feeds", "fetches", "depths", "output", "tolerance", ...}
+
+Models (TensorFlow 2.21's Keras 3 writes the graphs):
+  mobilenet_v2   keras.applications.MobileNetV2, 96x96x3, 10 classes, batch 4
+  resnet50       keras.applications.ResNet50, 64x64x3, 10 classes, batch 4
+  bert_encoder   2 encoder blocks (MultiHeadAttention 4 heads of 64, LayerNorm, Dense 1024
+                 with Keras's default exact GELU, Dense 256), batch 8, sequence 128, width 256
+Random weights would leave MobileNetV2's activations dead (its softmax is exactly uniform):
+the batch-norm statistics are set from the activations of a seeded batch, layer by layer,
+so every depth carries signal.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # reproducible reference values
+
+import numpy as np
+import tensorflow as tf
+import keras
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+import freeze  # noqa: E402  tools/freeze.py
+
+# Ops whose outputs are the model's activations (not shape plumbing or constants).
+ACTIVATIONS = {"Relu", "Relu6", "AddV2", "Add", "_FusedConv2D", "Conv2D", "DepthwiseConv2dNative",
+               "FusedBatchNormV3", "Einsum", "MatMul", "BatchMatMulV2", "Softmax", "Mul", "MaxPool",
+               "Mean", "BiasAdd"}
+
+
+def calibrate_batch_norms(model, x):
+    """Sets each BatchNormalization's moving mean and variance to its input's statistics on x.
+
+    Layer by layer from the input, so each layer sees the activations the calibrated layers
+    before it make: what training would converge to, without training.
+    """
+    for layer in model.layers:
+        if not isinstance(layer, keras.layers.BatchNormalization):
+            continue
+        probe = keras.Model(model.inputs, layer.input)
+        a = probe(x, training=False).numpy().astype(np.float64)
+        axes = tuple(range(a.ndim - 1))
+        layer.moving_mean.assign(a.mean(axis=axes).astype(np.float32))
+        layer.moving_variance.assign(a.var(axis=axes).astype(np.float32))
+
+
+def mobilenet_v2(rng):
+    model = keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3), classes=10)
+    x = rng.standard_normal((4, 96, 96, 3)).astype(np.float32)
+    calibrate_batch_norms(model, x)
+    return model, x
+
+
+def resnet50(rng):
+    model = keras.applications.ResNet50(weights=None, input_shape=(64, 64, 3), classes=10)
+    x = rng.standard_normal((4, 64, 64, 3)).astype(np.float32)
+    calibrate_batch_norms(model, x)
+    return model, x
+
+
+def bert_encoder(rng):
+    L = keras.layers
+    x_in = keras.Input(shape=(128, 256), name="x")
+    h = x_in
+    for i in range(2):
+        a = L.MultiHeadAttention(num_heads=4, key_dim=64, name="mha%d" % i)(h, h)
+        h = L.LayerNormalization(name="ln%d_a" % i)(L.Add()([h, a]))
+        f = L.Dense(256, name="ffn%d_out" % i)(L.Dense(1024, activation="gelu", name="ffn%d_in" % i)(h))
+        h = L.LayerNormalization(name="ln%d_b" % i)(L.Add()([h, f]))
+    model = keras.Model(x_in, h, name="bert_encoder")
+    for layer in model.layers:  # seeded biases: zeros would hide a wrong broadcast
+        for w in layer.weights:
+            if w.path.endswith("bias") or w.path.endswith("beta"):
+                w.assign((rng.standard_normal(w.shape) * 0.1).astype(np.float32))
+    x = rng.standard_normal((8, 128, 256)).astype(np.float32)
+    return model, x
+
+
+MODELS = {"mobilenet_v2": mobilenet_v2, "resnet50": resnet50, "bert_encoder": bert_encoder}
+
+
+def depths(graph_def, output, count=4):
+    """`count` activation tensors spread evenly through the graph's node order, then the output."""
+    nodes = [n.name for n in graph_def.node if n.op in ACTIVATIONS and n.name != output]
+    picks = [nodes[int(len(nodes) * (k + 1) / (count + 1))] for k in range(count)] if nodes else []
+    return picks + [output]
+
+
+def run_frozen(graph_def, feeds, fetches):
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.import_graph_def(graph_def, name="")
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+    with tf.compat.v1.Session(graph=g, config=config) as sess:
+        return sess.run([f + ":0" for f in fetches], {k + ":0": v for k, v in feeds.items()})
+
+
+def make(name, out_dir):
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(2026)
+    rng = np.random.default_rng(2026)
+    model, x = MODELS[name](rng)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, name + ".keras")
+        model.save(path)
+        input_name = freeze._op_name(keras.models.load_model(path, compile=False).inputs[0].name)
+        frozen = freeze.freeze(path, input_shapes={input_name: list(x.shape)})
+    gd = frozen.graph_def
+    feed = freeze.fetch_name(frozen.inputs[0].name)
+    output = freeze.fetch_name(frozen.outputs[0].name)
+    fetches = depths(gd, output)
+    values = run_frozen(gd, {feed: x}, fetches)
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "model.pb"), "wb") as f:
+        f.write(gd.SerializeToString(deterministic=True))
+    np.save(os.path.join(d, "x.npy"), x)
+    outs = {}
+    for fetch, v in zip(fetches, values):
+        fn = "out_%s.npy" % fetch.replace("/", "_")
+        np.save(os.path.join(d, fn), v)
+        outs[fetch] = fn
+    manifest = {"model": "model.pb", "feeds": {feed: "x.npy"}, "fetches": outs, "output": output,
+                "nodes": len(gd.node), "tensorflow": tf.__version__, "keras": keras.__version__,
+                "tolerance": {"rtol": 1e-4, "atol": 1e-4}}
+    with open(os.path.join(d, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+    spread = ", ".join("%s %.3g" % (k.split("/")[-1], float(np.std(v))) for k, v in zip(fetches, values))
+    print("%s: %d nodes, feed %s %s, std at depths: %s" % (name, len(gd.node), feed, list(x.shape), spread))
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("names", nargs="*", choices=[[]] + list(MODELS), default=[])
+    p.add_argument("--out", default=os.path.join(HERE, "out"))
+    a = p.parse_args(argv)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    for name in a.names or MODELS:
+        make(name, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
