@@ -1,6 +1,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <vector>
 
 #include "ir/attr.h"
 #include "passes/graph_edit.h"
@@ -10,12 +13,19 @@ namespace graphjit {
 
 namespace {
 
-bool IsFusedOp(const std::string& op) { return op == "_FusedMatMul" || op == "_FusedConv2D"; }
-const char* FusedOpFor(const std::string& op) { return op == "MatMul" ? "_FusedMatMul" : "_FusedConv2D"; }
+bool IsFusedOp(const std::string& op) {
+  return op == "_FusedMatMul" || op == "_FusedConv2D" || op == "_FusedDepthwiseConv2dNative";
+}
+const char* FusedOpFor(const std::string& op) {
+  if (op == "MatMul") return "_FusedMatMul";
+  return op == "DepthwiseConv2dNative" ? "_FusedDepthwiseConv2dNative" : "_FusedConv2D";
+}
 
 // One sweep in dataflow order: a BiasAdd (or an inference FusedBatchNorm) absorbs the
-// MatMul/Conv2D before it, then an activation absorbs the fused node before it. The node
-// that absorbs keeps its name, so fetched names stay.
+// MatMul/Conv2D/DepthwiseConv2dNative before it, and so do a Mul and an Add of a constant
+// per output channel (a batch norm as Keras writes it for inference: x * s + t), then an
+// activation absorbs the fused node before it. The node that absorbs keeps its name, so
+// fetched names stay.
 class Remapper {
  public:
   Remapper(Graph& graph, const PassContext& context, const AnalyzedGraph& analysis)
@@ -31,6 +41,8 @@ class Remapper {
     for (int id : a_.topo_order) {
       const std::string& op = g_.node(id)->op;
       if (op == "BiasAdd") changed |= FuseBiasAdd(id);
+      if (op == "Mul") changed |= FoldChannelScale(id);
+      if (op == "Add" || op == "AddV2") changed |= FoldChannelShift(id);
       if (op == "FusedBatchNorm" || op == "FusedBatchNormV2" || op == "FusedBatchNormV3") changed |= FoldBatchNorm(id);
       if (op == "Relu" || op == "Relu6" || op == "Elu") changed |= FuseActivation(id);
       if (op == "Einsum") changed |= EinsumAsBatchMatMul(id);
@@ -40,6 +52,17 @@ class Remapper {
 
  private:
   Node* N(int id) { return g_.node(id); }
+  // The value of a constant, also of one this sweep added (the analysis predates it).
+  const Tensor* Constant(TensorId t) {
+    auto it = added_.find(t.node);
+    if (it != added_.end()) return &it->second;
+    return t.node < a_.graph.num_nodes() ? ConstValue(a_, t) : nullptr;
+  }
+  TensorId NewConst(const std::string& name, const Tensor& value, const std::string& device) {
+    const int id = AddConst(g_, name, value, device)->id;
+    added_.emplace(id, value);
+    return {id, 0};
+  }
   bool IsF32(int id) {
     auto t = GetTypeAttr(*N(id), "T");
     return t.ok() && *t == DType::kFloat;
@@ -47,11 +70,103 @@ class Remapper {
   // Output 0 of the producer is read by this one consumer only, and nothing else needs
   // the producer by name.
   bool Private(TensorId t) { return t.index == 0 && uses_[t.node] == 1 && !context_.IsPreserved(*N(t.node)); }
-  // A MatMul or NHWC Conv2D that can take an epilogue.
+  // A MatMul or NHWC Conv2D/DepthwiseConv2dNative that can take an epilogue.
   bool IsGemmProducer(TensorId t) {
     const Node* p = N(t.node);
-    if (p->op != "MatMul" && p->op != "Conv2D") return false;
+    if (p->op != "MatMul" && p->op != "Conv2D" && p->op != "DepthwiseConv2dNative") return false;
     return Private(t) && IsF32(t.node) && GetStringAttrOr(*p, "data_format", "NHWC").value_or("") == "NHWC";
+  }
+  // A fused op whose epilogue is its bias alone, which a scale or shift can still join.
+  bool IsBiasOnlyFused(TensorId t) {
+    const Node* f = N(t.node);
+    if (!IsFusedOp(f->op) || !Private(t) || !IsF32(t.node)) return false;
+    const tensorflow::AttrValue* ops = f->FindAttr("fused_ops");
+    return ops != nullptr && ops->list().s_size() == 1 && ops->list().s(0) == "BiasAdd";
+  }
+  // The output channels of a GEMM producer or fused op with constant weights `w`: how many,
+  // and which one weight element i feeds. HWIO's last dim (depthwise HWIM: I * M, the last
+  // two); MatMul's columns, or its rows when transposed.
+  struct Channels {
+    int64_t count = 0;
+    int64_t row_size = 0;  // transposed MatMul's: a channel is a row of the weights
+    int64_t Of(int64_t i) const { return row_size ? i / row_size : i % count; }
+  };
+  static Channels ChannelsOf(const Node& p, const Tensor& w) {
+    const auto& d = w.shape();
+    if (p.op == "MatMul" || p.op == "_FusedMatMul") {
+      if (GetBoolAttrOr(p, "transpose_b", false).value_or(false)) return {d.dim(0), d.dim(1)};
+      return {d.dim(1), 0};
+    }
+    const int r = d.rank();
+    if (p.op == "DepthwiseConv2dNative" || p.op == "_FusedDepthwiseConv2dNative") return {d.dim(r - 2) * d.dim(r - 1), 0};
+    return {d.dim(r - 1), 0};
+  }
+  // A float constant that broadcasts one value per output channel (shape [C], [1, ..., C]
+  // or a scalar) as `channels` values, or nothing.
+  std::optional<std::vector<float>> PerChannel(TensorId c, int64_t channels, int output_rank) {
+    const Tensor* t = Constant(c);
+    if (!t || t->dtype() != DType::kFloat || t->shape().rank() > output_rank) return std::nullopt;
+    for (int i = 0; i + 1 < t->shape().rank(); ++i)
+      if (t->shape().dim(i) != 1) return std::nullopt;
+    if (t->num_elements() == 1) return std::vector<float>(channels, t->data<float>()[0]);
+    if (t->num_elements() != channels) return std::nullopt;
+    return std::vector<float>(t->data<float>(), t->data<float>() + channels);
+  }
+  int OutputRank(int id) {
+    const auto& shapes = a_.info(id).shapes;
+    return shapes.empty() || shapes[0].unknown_rank() ? -1 : shapes[0].rank();
+  }
+
+  // (conv x W + b) * s, s a constant per output channel -> conv x (W s) + b s, a fused
+  // op with a bias (of zeros for a plain conv), which a shift and an activation can join.
+  bool FoldChannelScale(int id) {
+    const Node* n = N(id);
+    if (n->inputs.size() != 2 || !IsF32(id)) return false;
+    for (int side = 0; side < 2; ++side) {
+      const TensorId x = n->inputs[side], c = n->inputs[1 - side];
+      const bool fused = IsBiasOnlyFused(x);
+      if (!fused && !IsGemmProducer(x)) continue;
+      const Node* p = N(x.node);
+      const Tensor* w = Constant(p->inputs[1]);
+      const Tensor* b = fused ? Constant(p->inputs[2]) : nullptr;
+      if (!w || w->dtype() != DType::kFloat || (fused && (!b || b->dtype() != DType::kFloat))) continue;
+      const Channels channel = ChannelsOf(*p, *w);
+      const int64_t channels = channel.count;
+      const auto scale = PerChannel(c, channels, OutputRank(id));
+      if (!scale || (b && b->num_elements() != channels)) continue;
+      auto weights = w->Clone();
+      if (!weights.ok()) return false;
+      for (int64_t i = 0; i < weights->num_elements(); ++i) weights->data<float>()[i] *= (*scale)[channel.Of(i)];
+      Tensor bias = Tensor::Allocate(DType::kFloat, Shape{channels}).value();
+      for (int64_t k = 0; k < channels; ++k) bias.data<float>()[k] = b ? b->data<float>()[k] * (*scale)[k] : 0.0f;
+      Absorb(id, x.node, NewConst(n->name + "/scaled_weights", *weights, n->device),
+             NewConst(n->name + "/scaled_bias", bias, n->device), {"BiasAdd"});
+      return true;
+    }
+    return false;
+  }
+
+  // (conv x W [+ b]) + t, t a constant per output channel -> a fused op with bias b + t.
+  bool FoldChannelShift(int id) {
+    const Node* n = N(id);
+    if (n->inputs.size() != 2 || !IsF32(id)) return false;
+    for (int side = 0; side < 2; ++side) {
+      const TensorId x = n->inputs[side], c = n->inputs[1 - side];
+      const bool fused = IsBiasOnlyFused(x);
+      if (!fused && !IsGemmProducer(x)) continue;
+      const Node* p = N(x.node);
+      const Tensor* w = Constant(p->inputs[1]);
+      const Tensor* b = fused ? Constant(p->inputs[2]) : nullptr;
+      if (!w || (fused && (!b || b->dtype() != DType::kFloat))) continue;
+      const int64_t channels = ChannelsOf(*p, *w).count;
+      const auto shift = PerChannel(c, channels, OutputRank(id));
+      if (!shift || (b && b->num_elements() != channels)) continue;
+      Tensor bias = Tensor::Allocate(DType::kFloat, Shape{channels}).value();
+      for (int64_t k = 0; k < channels; ++k) bias.data<float>()[k] = (b ? b->data<float>()[k] : 0.0f) + (*shift)[k];
+      Absorb(id, x.node, p->inputs[1], NewConst(n->name + "/shifted_bias", bias, n->device), {"BiasAdd"});
+      return true;
+    }
+    return false;
   }
 
   // `id` becomes the fused op of `producer` with inputs (x, weights, bias).
@@ -111,18 +226,15 @@ class Remapper {
       if (ParseInputString(fetch, &parsed) && parsed.node == bn->name && parsed.index > 0) return false;
     }
     const Node* p = N(x.node);
-    const Tensor* w = ConstValue(a_, p->inputs[1]);
+    const Tensor* w = Constant(p->inputs[1]);
     std::vector<const Tensor*> params;
-    for (int i = 1; i < 5; ++i) params.push_back(ConstValue(a_, bn->inputs[i]));
+    for (int i = 1; i < 5; ++i) params.push_back(Constant(bn->inputs[i]));
     if (!w || w->dtype() != DType::kFloat) return false;
     const int64_t channels = params[0] ? params[0]->num_elements() : -1;
     for (const Tensor* t : params)
       if (!t || t->dtype() != DType::kFloat || t->num_elements() != channels) return false;
-    // Where the output channel is in the weights: HWIO's last dim; MatMul's columns (rows
-    // when transposed).
-    const bool rows = p->op == "MatMul" && GetBoolAttrOr(*p, "transpose_b", false).value_or(false);
-    const int64_t w_channels = rows ? w->shape().dim(0) : w->shape().dim(w->shape().rank() - 1);
-    if (w_channels != channels) return false;
+    const Channels channel = ChannelsOf(*p, *w);
+    if (channel.count != channels) return false;
     const float eps = GetFloatAttrOr(*bn, "epsilon", 0.0001f).value_or(0.0001f);
     std::vector<float> scale(channels);
     Tensor bias = Tensor::Allocate(DType::kFloat, Shape{channels}).value();
@@ -132,11 +244,9 @@ class Remapper {
     }
     auto folded = w->Clone();
     if (!folded.ok()) return false;
-    float* fw = folded->data<float>();
-    const int64_t n = folded->num_elements();
-    for (int64_t i = 0; i < n; ++i) fw[i] *= scale[rows ? i / (n / channels) : i % channels];
-    TensorId weights{AddConst(g_, bn->name + "/folded_weights", *folded, bn->device)->id, 0};
-    TensorId b{AddConst(g_, bn->name + "/folded_bias", bias, bn->device)->id, 0};
+    for (int64_t i = 0; i < folded->num_elements(); ++i) folded->data<float>()[i] *= scale[channel.Of(i)];
+    const TensorId weights = NewConst(bn->name + "/folded_weights", *folded, bn->device);
+    const TensorId b = NewConst(bn->name + "/folded_bias", bias, bn->device);
     Absorb(id, x.node, weights, b, {"BiasAdd"});
     return true;
   }
@@ -238,6 +348,7 @@ class Remapper {
   std::vector<int> uses_;
   std::vector<std::vector<OutEdge>> out_edges_;
   std::vector<int> seeds_;
+  std::map<int, Tensor> added_;  // constants added by this sweep
 };
 
 }  // namespace

@@ -222,16 +222,17 @@ class Run {
       return Internal(NodeLabel(node) + ": run-time output types differ from the graph's");
     // 3. The kernel.
     std::vector<Tensor> outputs(info.dtypes.size());
-    std::vector<bool> reusable(inputs.size());
+    std::vector<bool> reusable(inputs.size()), constant(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       // Held by values_ and `inputs` alone, and read by no other node after this one.
       const int s = plan_.output_base[node.inputs[i].node] + node.inputs[i].index;
       reusable[i] = plan_.input_feed[s] < 0 && uses_[s].load(std::memory_order_acquire) == 1 &&
                     inputs[i].buffer() != nullptr && inputs[i].buffer().use_count() == 2;
+      constant[i] = plan_.input_feed[s] < 0 && a_.graph.node(node.inputs[i].node)->op == "Const";
     }
     KernelContext kc{node,       inputs,           ic.output_dtypes, ic.output_shapes,         outputs,
                      options_.allocator, options_.intra_op, info.state.get(), options_.session_options,
-                     options_.tracer, &reusable,           options_.gpu};
+                     options_.tracer, &reusable,           options_.gpu, &constant};
     int64_t start = options_.tracer ? options_.tracer->NowMicros() : 0;
     GJ_RETURN_IF_ERROR(info.op->compute(kc));
     if (options_.tracer) {

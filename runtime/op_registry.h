@@ -67,9 +67,14 @@ struct KernelContext {
   // this node is the tensor's last reader and nothing else holds the buffer. Null: none may.
   const std::vector<bool>* reusable_inputs = nullptr;
   GpuContext* gpu = nullptr;  // the session's GPU, if it has one
+  // Per input, whether it is a session constant (a Const's value, not fed): the same buffer
+  // with the same contents on every run, which a kernel may cache what it derives from
+  // (oneDNN's reordered weights). Null: none is.
+  const std::vector<bool>* constant_inputs = nullptr;
 
   const Tensor& input(int i) const { return inputs[i]; }
   int num_inputs() const { return static_cast<int>(inputs.size()); }
+  bool IsConstantInput(int i) const { return constant_inputs && (*constant_inputs)[i]; }
   // Allocates output i with the inferred dtype and shape.
   StatusOr<Tensor*> AllocateOutput(int i);
   // Output i in the buffer of the first of `candidates` (inputs) that is reusable and has

@@ -247,6 +247,51 @@ TEST_F(Numbers, FusedConvAndFoldedBatchNorm) {
   EXPECT_FALSE(Has(ops, "Conv2D"));
 }
 
+// A batch norm as Keras writes it for inference, x * s + t with s and t constants per
+// channel ([C], [1, 1, 1, C] or a scalar, on either side), after a Conv2D, a depthwise
+// convolution or a conv that already has a bias, folds into a fused convolution with
+// the Relu6 after it. A Mul whose constant varies along another dim, and one whose conv
+// is read elsewhere too, stay.
+TEST_F(Numbers, ChannelScaleAndShiftFoldIntoConvolutions) {
+  GraphBuilder b;
+  b.Placeholder("img", DType::kFloat, {2, 9, 7, 4});
+  auto conv = [&](const std::string& name, const std::string& op, const Shape& filter, int seed) {
+    b.Const(name + "_f", Random(filter, seed));
+    tensorflow::NodeDef* n = b.Op(name, op, {"img", name + "_f"});
+    SetAttrInts(n, "strides", {1, 1, 1, 1});
+    SetAttrString(n, "padding", "SAME");
+    return name;
+  };
+  b.Const("s8", Random(Shape{8}, 20));
+  b.Const("t8", Random(Shape{1, 1, 1, 8}, 21));
+  b.Const("half", MakeFloat(Shape{}, {0.5f}));
+  b.Const("t5", Random(Shape{5}, 22));
+  b.Const("cb", Random(Shape{5}, 23));
+  b.Const("rows", Random(Shape{7, 1}, 24));
+  // Conv2D * s + t -> Relu6.
+  b.Op("relu6", "Relu6", {b.Op("add", "AddV2", {b.Op("mul", "Mul", {conv("c1", "Conv2D", Shape{3, 3, 4, 8}, 1), "s8"})->name(), "t8"})->name()});
+  // t + s * depthwise (channel multiplier 2: 8 channels).
+  b.Op("dw_out", "AddV2", {"t8", b.Op("dw_mul", "Mul", {"s8", conv("dw", "DepthwiseConv2dNative", Shape{3, 3, 4, 2}, 2)})->name()});
+  // (Conv2D + bias) * 0.5 + t.
+  b.Op("biased", "BiasAdd", {conv("c2", "Conv2D", Shape{1, 1, 4, 5}, 3), "cb"});
+  b.Op("biased_out", "AddV2", {b.Op("biased_mul", "Mul", {"biased", "half"})->name(), "t5"});
+  // Not per channel: a [7, 1] constant scales along W.
+  b.Op("by_rows", "Mul", {conv("c3", "Conv2D", Shape{1, 1, 4, 5}, 4), "rows"});
+  // The conv is read twice.
+  conv("c4", "Conv2D", Shape{1, 1, 4, 5}, 5);
+  b.Op("shared_a", "Mul", {"c4", "t5"});
+  b.Op("shared_b", "Relu", {"c4"});
+  const std::vector<std::string> fetches = {"relu6", "dw_out", "biased_out", "by_rows", "shared_a", "shared_b"};
+  auto ops = Compare(b.graph_def(), {{"img", Random(Shape{2, 9, 7, 4}, 10)}}, fetches, 1e-5);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedConv2D"), 2);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedDepthwiseConv2dNative"), 1);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Conv2D"), 2);  // by_rows's and the shared one
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Mul"), 2);
+  EXPECT_FALSE(Has(ops, "Relu6"));
+  EXPECT_FALSE(Has(ops, "AddV2"));
+  EXPECT_FALSE(Has(ops, "BiasAdd"));
+}
+
 // Einsums of a batched GEMM's form become BatchMatMulV2 with the transposes they need
 // (none, or an adjoint operand, where the labels are in order); others stay Einsums.
 TEST_F(Numbers, EinsumAsBatchMatMul) {

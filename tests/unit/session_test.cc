@@ -366,6 +366,66 @@ TEST(Kernels, PadMatchesAnElementLoopInEveryMode) {
   EXPECT_GT(checked, 1000);
 }
 
+// A 3x3 convolution on a 16x16 map (by Winograd's algorithm) and a 1x1 one, each with a
+// constant filter (reordered once, then cached) and with the same filter fed (never
+// cached): against a float64 loop, on a second run, and with another fed filter.
+TEST(Kernels, ConvolutionsMatchAFloat64LoopWithConstantAndFedFilters) {
+  constexpr int64_t N = 2, H = 16, W = 16, C = 32, O = 48;
+  auto random = [](int64_t n, int seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+  };
+  const std::vector<float> x = random(N * H * W * C, 1);
+  for (int64_t k : {3, 1}) {
+    SCOPED_TRACE(std::to_string(k) + "x" + std::to_string(k));
+    const std::vector<float> f1 = random(k * k * C * O, 2), f2 = random(k * k * C * O, 3);
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {N, H, W, C});
+    b.Placeholder("fed", DType::kFloat, {k, k, C, O});
+    b.Const("f", MakeFloat(Shape{k, k, C, O}, f1));
+    for (const char* filter : {"f", "fed"}) {
+      tensorflow::NodeDef* n = b.Op(std::string("y_") + filter, "Conv2D", {"x", filter});
+      testing::SetAttrInts(n, "strides", {1, 1, 1, 1});
+      testing::SetAttrString(n, "padding", "SAME");
+    }
+    auto s = MakeSession(b.graph_def());
+    // SAME padding in float64.
+    auto reference = [&](const std::vector<float>& f) {
+      std::vector<double> y(N * H * W * O, 0.0);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < H; ++i)
+          for (int64_t j = 0; j < W; ++j)
+            for (int64_t di = 0; di < k; ++di)
+              for (int64_t dj = 0; dj < k; ++dj) {
+                const int64_t ii = i + di - (k - 1) / 2, jj = j + dj - (k - 1) / 2;
+                if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
+                for (int64_t c = 0; c < C; ++c)
+                  for (int64_t o = 0; o < O; ++o)
+                    y[((n * H + i) * W + j) * O + o] += double(x[((n * H + ii) * W + jj) * C + c]) * f[((di * k + dj) * C + c) * O + o];
+              }
+      return y;
+    };
+    const std::vector<double> want1 = reference(f1), want2 = reference(f2);
+    for (int run = 0; run < 2; ++run) {
+      const auto& fed = run == 0 ? f1 : f2;
+      const auto& fed_want = run == 0 ? want1 : want2;
+      auto out = RunOrDie(*s, {{"x", MakeFloat(Shape{N, H, W, C}, x)}, {"fed", MakeFloat(Shape{k, k, C, O}, fed)}},
+                          {"y_f", "y_fed"});
+      for (int which = 0; which < 2; ++which) {
+        const std::vector<double> got = Values(out[which]);
+        const std::vector<double>& want = which == 0 ? want1 : fed_want;
+        double worst = 0;
+        for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+        // |y| reaches about 4 sqrt(k^2 C): Winograd's error is about 1e-5 of that.
+        EXPECT_LT(worst, 2e-4 * std::sqrt(double(k * k * C))) << "run " << run << (which ? ", fed filter" : ", constant filter");
+      }
+    }
+  }
+}
+
 TEST(Analysis, EveryUnsupportedOpIsListedAtOnce) {
   GraphBuilder b;
   b.Placeholder("p", DType::kBool);
