@@ -22,9 +22,9 @@ const char* FusedOpFor(const std::string& op) {
 }
 
 // One sweep in dataflow order: a BiasAdd (or an inference FusedBatchNorm) absorbs the
-// MatMul/Conv2D/DepthwiseConv2dNative before it, and so do a Mul and an Add of a constant
-// per output channel (a batch norm as Keras writes it for inference: x * s + t), then an
-// activation absorbs the fused node before it. The node that absorbs keeps its name, so
+// MatMul/Conv2D/DepthwiseConv2dNative before it, a Mul and an Add of a constant per output
+// channel (a batch norm as Keras writes it for inference: x * s + t) the convolution
+// before it, then an activation absorbs the fused node before it. The node that absorbs keeps its name, so
 // fetched names stay.
 class Remapper {
  public:
@@ -76,11 +76,14 @@ class Remapper {
     if (p->op != "MatMul" && p->op != "Conv2D" && p->op != "DepthwiseConv2dNative") return false;
     return Private(t) && IsF32(t.node) && GetStringAttrOr(*p, "data_format", "NHWC").value_or("") == "NHWC";
   }
-  // A fused op whose epilogue is its bias alone, which a scale or shift can still join.
-  bool IsBiasOnlyFused(TensorId t) {
-    const Node* f = N(t.node);
-    if (!IsFusedOp(f->op) || !Private(t) || !IsF32(t.node)) return false;
-    const tensorflow::AttrValue* ops = f->FindAttr("fused_ops");
+  // A convolution, plain or fused with its bias alone, which a per-channel scale or shift
+  // can join (`fused` says which). MatMuls are left alone: the JIT fuses what follows them.
+  bool IsConvProducer(TensorId t, bool* fused) {
+    const Node* p = N(t.node);
+    *fused = p->op == "_FusedConv2D" || p->op == "_FusedDepthwiseConv2dNative";
+    if (!*fused) return p->op != "MatMul" && IsGemmProducer(t);
+    if (!Private(t) || !IsF32(t.node)) return false;
+    const tensorflow::AttrValue* ops = p->FindAttr("fused_ops");
     return ops != nullptr && ops->list().s_size() == 1 && ops->list().s(0) == "BiasAdd";
   }
   // The output channels of a GEMM producer or fused op with constant weights `w`: how many,
@@ -124,8 +127,8 @@ class Remapper {
     if (n->inputs.size() != 2 || !IsF32(id)) return false;
     for (int side = 0; side < 2; ++side) {
       const TensorId x = n->inputs[side], c = n->inputs[1 - side];
-      const bool fused = IsBiasOnlyFused(x);
-      if (!fused && !IsGemmProducer(x)) continue;
+      bool fused = false;
+      if (!IsConvProducer(x, &fused)) continue;
       const Node* p = N(x.node);
       const Tensor* w = Constant(p->inputs[1]);
       const Tensor* b = fused ? Constant(p->inputs[2]) : nullptr;
@@ -152,8 +155,8 @@ class Remapper {
     if (n->inputs.size() != 2 || !IsF32(id)) return false;
     for (int side = 0; side < 2; ++side) {
       const TensorId x = n->inputs[side], c = n->inputs[1 - side];
-      const bool fused = IsBiasOnlyFused(x);
-      if (!fused && !IsGemmProducer(x)) continue;
+      bool fused = false;
+      if (!IsConvProducer(x, &fused)) continue;
       const Node* p = N(x.node);
       const Tensor* w = Constant(p->inputs[1]);
       const Tensor* b = fused ? Constant(p->inputs[2]) : nullptr;

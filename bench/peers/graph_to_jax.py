@@ -10,7 +10,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.scipy.special import erf
+from jax.scipy.special import erf, erfc
 
 
 def _xp(*values):
@@ -55,6 +55,20 @@ def _conv2d(n, x, w):
         raise NotImplementedError("Conv2D: NHWC with SAME or VALID padding only")
     return lax.conv_general_dilated(x, w, window_strides=strides[1:3], padding=a["padding"],
                                     rhs_dilation=dilations[1:3], dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def _depthwise_conv2d(n, x, w):
+    a = n["attrs"]
+    if a.get("data_format", "NHWC") != "NHWC" or a["padding"] not in ("SAME", "VALID"):
+        raise NotImplementedError("DepthwiseConv2dNative: NHWC with SAME or VALID padding only")
+    kh, kw, c, m = w.shape
+    return lax.conv_general_dilated(x, w.reshape(kh, kw, 1, c * m), window_strides=a["strides"][1:3],
+                                    padding=a["padding"], rhs_dilation=a.get("dilations", [1, 1, 1, 1])[1:3],
+                                    dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=c)
+
+
+def _pad(n, x, paddings):
+    return jnp.pad(x, [tuple(p) for p in _static(paddings)])
 
 
 def _max_pool(n, x):
@@ -104,8 +118,10 @@ OPS = {
     "Log": lambda n, x: jnp.log(x),
     "Tanh": lambda n, x: jnp.tanh(x),
     "Erf": lambda n, x: erf(x),
+    "Erfc": lambda n, x: erfc(x),
     "Rsqrt": lambda n, x: lax.rsqrt(x),
     "Relu": lambda n, x: jnp.maximum(x, 0),
+    "Relu6": lambda n, x: jnp.clip(x, 0, 6),
     "Softmax": lambda n, x: jax.nn.softmax(x, axis=-1),
     "Sum": _reduce("sum"),
     "Mean": _reduce("mean"),
@@ -115,6 +131,8 @@ OPS = {
     "BatchMatMulV2": _batch_matmul,
     "Einsum": lambda n, *xs: jnp.einsum(n["attrs"]["equation"], *xs),
     "Conv2D": _conv2d,
+    "DepthwiseConv2dNative": _depthwise_conv2d,
+    "Pad": _pad,
     "MaxPool": _max_pool,
     "Reshape": lambda n, x, shape: _xp(x).reshape(x, tuple(_static(shape))),
     "Transpose": lambda n, x, perm: _xp(x).transpose(x, tuple(_static(perm))),

@@ -2,8 +2,9 @@
 """graphjit against the systems a user would pick instead, on the same work, in one run.
 
 Run it with bench/peers/run.sh (which makes the pinned environment). For each thread
-count (1 and 2) and each work (the bench graphs of bench/graphs and the fixture models
-of tests/data, as TensorFlow wrote them), it times, interleaved:
+count (1 and 2) and each work (the bench graphs of bench/graphs, the fixture models of
+tests/data, and the real models bench/models/make_models.py makes, as TensorFlow wrote
+them), it times, interleaved:
 
   tf            TensorFlow, default (Grappler on, XLA off): a tf.function of the GraphDef
   tf_xla_auto   the same with XLA auto-clustering on the CPU
@@ -48,8 +49,11 @@ RTOL, ATOL = 1e-4, 1e-5
 
 # ---------------------------------------------------------------- the work
 
+REAL_MODELS = ("mobilenet_v2", "resnet50", "bert_encoder")
+
+
 def works(selected):
-    """name -> {"model", "feeds": {name: .npy path}, "fetches": [names]}."""
+    """name -> {"model", "feeds": {name: .npy path}, "fetches": [names], "rtol", "atol"}."""
     out = {}
     manifest = json.load(open(os.path.join(REPO, "bench", "graphs", "manifest.json")))
     data = os.path.join(tempfile.gettempdir(), "graphjit-peers-feeds")
@@ -68,6 +72,14 @@ def works(selected):
         out[model] = {"model": os.path.join(d, m["model"]),
                       "feeds": {k: os.path.join(d, v) for k, v in m["feeds"].items()},
                       "fetches": sorted(m["fetches"])}
+    for model in REAL_MODELS:  # their output only: fetching inner tensors would limit fusion
+        d = os.path.join(REPO, "bench", "models", "out", model)
+        if not os.path.exists(os.path.join(d, "manifest.json")):
+            continue
+        m = json.load(open(os.path.join(d, "manifest.json")))
+        out[model] = {"model": os.path.join(d, m["model"]),
+                      "feeds": {k: os.path.join(d, v) for k, v in m["feeds"].items()},
+                      "fetches": [m["output"]], "rtol": m["tolerance"]["rtol"], "atol": m["tolerance"]["atol"]}
     return {k: v for k, v in out.items() if not selected or k in selected}
 
 
@@ -214,10 +226,11 @@ def feed_args(work):
 
 # ---------------------------------------------------------------- the run
 
-def agree(want, got):
+def agree(work, want, got):
     if len(want) != len(got):
         return False
-    return all(w.shape == g.shape and np.allclose(g, w, rtol=RTOL, atol=ATOL) for w, g in zip(want, got))
+    rtol, atol = work.get("rtol", RTOL), work.get("atol", ATOL)
+    return all(w.shape == g.shape and np.allclose(g, w, rtol=rtol, atol=atol) for w, g in zip(want, got))
 
 
 def run_threads(threads, all_works, rounds, tmp):
@@ -252,7 +265,7 @@ def run_threads(threads, all_works, rounds, tmp):
                     r["iters"] = max(3, int(BATCH_SECONDS * 1e3 / max(a["ms"], 1e-3)))
                 if reference is None:
                     reference = outputs
-                elif not agree(reference, outputs):
+                elif not agree(work, reference, outputs):
                     r["error"] = "outputs differ from TensorFlow's"
                 results[(name, system)] = r
                 print("  %-24s %-13s %s" % (name, system, r.get("error", "agrees")), flush=True)
@@ -367,7 +380,7 @@ def main():
     text = ["# graphjit against TensorFlow, XLA and JAX", "",
             "Written by `bench/peers/run.sh` on %s (%.0f s). Median ms per run of each work; the ratios are "
             "graphjit's time at ON_2 (its whole-model level, as jit_compile and JAX compile a whole function) / the peer's (below 1: graphjit is faster); ON_1 is XLA auto-clustering's level. Every system's outputs were "
-            "checked against TensorFlow's (rtol %g, atol %g) before timing. Rounds: %d, each one batch "
+            "checked against TensorFlow's (rtol %g, atol %g; the real models: their manifests') before timing. Rounds: %d, each one batch "
             "(about %.1f s) of every work on every system, interleaved. Compile ms: XLA auto-clustering and "
             "jit_compile, the first call (tracing and compiles); JAX, lower+compile; graphjit at ON_2, its "
             "compile stages (each graphjit level runs in a process of its own)." % (datetime.date.today().isoformat(), time.time() - started, RTOL, ATOL, a.rounds,

@@ -342,6 +342,96 @@ OpDef ConvOp(const char* name, bool depthwise) {
 }
 
 
+// Conv2DBackpropInput(input_sizes, filter, out_backprop): the gradient of Conv2D with
+// respect to its input, which is also Keras's Conv2DTranspose. Each input element sums
+// the output elements its window positions reached, times the filter tap: a direct loop
+// over output channels, contiguous in both the gradient and the filter.
+template <typename T>
+void ConvBackpropInput(const Tensor& filter, const Tensor& dy, const Window& w, Tensor* dx) {
+  using C = ComputeType<T>;
+  const int64_t N = dx->shape().dim(0), H = dx->shape().dim(1), W = dx->shape().dim(2), Cin = dx->shape().dim(3);
+  const int64_t OH = dy.shape().dim(1), OW = dy.shape().dim(2), O = dy.shape().dim(3);
+  const T* f = filter.data<T>();
+  const T* g = dy.data<T>();
+  T* x = dx->data<T>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t wi = 0; wi < W; ++wi)
+        for (int64_t c = 0; c < Cin; ++c) {
+          C acc = 0;
+          for (int64_t i = 0; i < w.kh; ++i) {
+            const int64_t oh_s = h + w.pt - i * w.dh;  // oh * sh
+            if (oh_s < 0 || oh_s % w.sh != 0 || oh_s / w.sh >= OH) continue;
+            for (int64_t j = 0; j < w.kw; ++j) {
+              const int64_t ow_s = wi + w.pl - j * w.dw;
+              if (ow_s < 0 || ow_s % w.sw != 0 || ow_s / w.sw >= OW) continue;
+              const T* pg = g + ((n * OH + oh_s / w.sh) * OW + ow_s / w.sw) * O;
+              const T* pf = f + ((i * w.kw + j) * Cin + c) * O;
+              for (int64_t o = 0; o < O; ++o) acc += static_cast<C>(pg[o]) * static_cast<C>(pf[o]);
+            }
+          }
+          x[((n * H + h) * W + wi) * Cin + c] = static_cast<T>(acc);
+        }
+}
+
+OpDef ConvBackpropInputOp() {
+  OpDef def;
+  def.name = "Conv2DBackpropInput";
+  def.min_inputs = def.max_inputs = 3;
+  def.value_inputs = {0};
+  // The window of the forward convolution whose input has shape `in` (NHWC) and whose
+  // filter is `f`; checks that it makes an output of `out`'s spatial shape.
+  auto window = [](const InferenceContext& c, const Shape& in, const Shape& f, const Shape& out) -> StatusOr<Window> {
+    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, false));
+    w.kh = f.dim(0);
+    w.kw = f.dim(1);
+    GJ_ASSIGN_OR_RETURN(Shape forward, WindowOutput(c, &w, in, f.dim(3)));
+    if (forward.dim(1) != out.dim(1) || forward.dim(2) != out.dim(2))
+      return c.ShapeError("out_backprop " + out.ToString() + " is not what a convolution of input " + in.ToString() +
+                          " with filter " + f.ToString() + " makes (" + forward.ToString() + ")");
+    return w;
+  };
+  def.infer = [window](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {1, 2}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    GJ_RETURN_IF_ERROR(c.ExpectDType(0, {DType::kInt32, DType::kInt64}));
+    const Shape& f = c.shape(1);
+    const Shape& dy = c.shape(2);
+    if (!f.unknown_rank() && f.rank() != 4) return c.ShapeError("filter must be [KH, KW, in, out], got " + f.ToString());
+    if (!dy.unknown_rank() && dy.rank() != 4) return c.ShapeError("out_backprop must be NHWC (rank 4), got " + dy.ToString());
+    const Tensor* sizes = c.value(0);
+    if (sizes == nullptr) {
+      c.AddOutput(t, Shape{-1, -1, -1, -1});
+      return Status::Ok();
+    }
+    if (sizes->shape().rank() != 1 || sizes->num_elements() != 4)
+      return c.ShapeError("input_sizes must hold 4 values (NHWC), got shape " + sizes->shape().ToString());
+    const Shape in(IntValues(*sizes));
+    for (int i = 0; i < 4; ++i)
+      if (in.dim(i) < 0) return c.ShapeError("input_sizes must be non-negative, got " + in.ToString());
+    GJ_RETURN_IF_ERROR(CheckedNumElements(in.dims()).status());
+    if (!f.unknown_rank() && f.IsFullyDefined() && !dy.unknown_rank() && dy.IsFullyDefined()) {
+      if (f.dim(2) != in.dim(3) || f.dim(3) != dy.dim(3) || dy.dim(0) != in.dim(0))
+        return c.ShapeError("filter " + f.ToString() + " does not connect input " + in.ToString() + " and out_backprop " +
+                            dy.ToString());
+      GJ_RETURN_IF_ERROR(window(c, in, f, dy).status());
+    }
+    c.AddOutput(t, in);
+    return Status::Ok();
+  };
+  def.compute = [window](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * dx, ctx.AllocateOutput(0));
+    if (dx->num_elements() == 0) return Status::Ok();
+    InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
+    GJ_ASSIGN_OR_RETURN(Window w, window(ic, dx->shape(), ctx.input(1).shape(), ctx.input(2).shape()));
+    return VisitTypes<TypeSet::kFloat>(dx->dtype(), [&](auto tag) -> Status {
+      ConvBackpropInput<decltype(tag)>(ctx.input(1), ctx.input(2), w, dx);
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
 // ---- pooling -------------------------------------------------------------------------
 
 template <bool kMax>
@@ -522,6 +612,7 @@ OpDef SparseSoftmaxXentOp() {
 
 const bool kRegistered = RegisterOps({ConvOp("Conv2D", false), ConvOp("DepthwiseConv2dNative", true),
                                       ConvOp("_FusedConv2D", false), ConvOp("_FusedDepthwiseConv2dNative", true),
+                                      ConvBackpropInputOp(),
                                       PoolOp<true>("MaxPool"), PoolOp<false>("AvgPool"), FusedBatchNormOp(),
                                       SparseSoftmaxXentOp()});
 

@@ -1678,6 +1678,54 @@ conv_case("depthwise_conv2d_same_f32", [1, 5, 5, 3], [3, 3, 3, 2], (1, 1, 1, 1),
 conv_case("depthwise_conv2d_valid_stride2_f32", [2, 7, 6, 2], [3, 3, 2, 2], (1, 2, 2, 1),
           "VALID", depthwise=True, note=" (channel multiplier 2)")
 
+def conv2d_backprop_input64(xshape, w, dy, strides, dilations, pads):
+    """Scatters each output gradient back through the filter taps that made it."""
+    w, dy = w.astype(np.float64), dy.astype(np.float64)
+    kh, kw = w.shape[:2]
+    n, h, wd, c = xshape
+    dx = np.zeros((n, h + pads[0][0] + pads[0][1], wd + pads[1][0] + pads[1][1], c))
+    oh, ow = dy.shape[1], dy.shape[2]
+    for i in range(kh):
+        for j in range(kw):
+            r0, c0 = i * dilations[1], j * dilations[2]
+            dx[:, r0: r0 + (oh - 1) * strides[1] + 1: strides[1],
+               c0: c0 + (ow - 1) * strides[2] + 1: strides[2], :] += dy @ w[i, j].T
+    return dx[:, pads[0][0]: pads[0][0] + h, pads[1][0]: pads[1][0] + wd, :]
+
+
+def _conv_backprop_input(xshape, kshape, strides, padding, dilations=(1, 1, 1, 1), explicit=()):
+    def fn(b):
+        pads = _conv_pads(xshape, kshape, strides, dilations, padding, explicit)
+        oh = _out_size(xshape[1], kshape[0], strides[1], dilations[1], pads[0])
+        ow = _out_size(xshape[2], kshape[1], strides[2], dilations[2], pads[1])
+        dyv, wv = normal(b.rng, [xshape[0], oh, ow, kshape[3]]), normal(b.rng, kshape, 0.5)
+        dy = b.ph("dy", dyv)
+        kw = dict(input_sizes=const(np.array(xshape, np.int32), "input_sizes"), filter=const(wv, "filter"),
+                  out_backprop=dy, strides=list(strides), padding=padding, dilations=list(dilations),
+                  data_format="NHWC", name="y")
+        if padding == "EXPLICIT":
+            kw["explicit_paddings"] = list(explicit)
+        tf.raw_ops.Conv2DBackpropInput(**kw)
+        b.fetch("y")
+        b.ref = lambda: {"y": conv2d_backprop_input64(xshape, wv, dyv, strides, dilations, pads)}
+    return fn
+
+
+def conv_backprop_input_case(name, xshape, kshape, strides, padding, dilations=(1, 1, 1, 1), explicit=(),
+                             note=""):
+    simple_case(name, _conv_desc("Conv2DBackpropInput", xshape, kshape, strides, padding, dilations, explicit)
+                .replace(" float32", " float32 input") + note,
+                _conv_backprop_input(xshape, kshape, strides, padding, dilations, explicit), tol=ACCUM)
+
+
+conv_backprop_input_case("conv2d_backprop_input_same_stride2_f32", [2, 6, 7, 3], [3, 3, 3, 4], (1, 2, 2, 1), "SAME",
+                         note=" (Keras's Conv2DTranspose)")
+conv_backprop_input_case("conv2d_backprop_input_valid_f32", [1, 5, 6, 2], [2, 3, 2, 3], (1, 1, 1, 1), "VALID")
+# (TensorFlow's CPU kernel has no dilations.)
+conv_backprop_input_case("conv2d_backprop_input_explicit_f32", [1, 5, 6, 2], [2, 3, 2, 3], (1, 2, 1, 1),
+                         "EXPLICIT", explicit=(0, 0, 1, 2, 2, 0, 0, 0))
+
+
 # ----------------------------- MaxPool / AvgPool ---------------------------
 
 

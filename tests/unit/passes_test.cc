@@ -250,8 +250,8 @@ TEST_F(Numbers, FusedConvAndFoldedBatchNorm) {
 // A batch norm as Keras writes it for inference, x * s + t with s and t constants per
 // channel ([C], [1, 1, 1, C] or a scalar, on either side), after a Conv2D, a depthwise
 // convolution or a conv that already has a bias, folds into a fused convolution with
-// the Relu6 after it. A Mul whose constant varies along another dim, and one whose conv
-// is read elsewhere too, stay.
+// the Relu6 after it. A Mul whose constant varies along another dim, one whose conv is
+// read elsewhere too, and a MatMul's Add stay.
 TEST_F(Numbers, ChannelScaleAndShiftFoldIntoConvolutions) {
   GraphBuilder b;
   b.Placeholder("img", DType::kFloat, {2, 9, 7, 4});
@@ -281,14 +281,20 @@ TEST_F(Numbers, ChannelScaleAndShiftFoldIntoConvolutions) {
   conv("c4", "Conv2D", Shape{1, 1, 4, 5}, 5);
   b.Op("shared_a", "Mul", {"c4", "t5"});
   b.Op("shared_b", "Relu", {"c4"});
-  const std::vector<std::string> fetches = {"relu6", "dw_out", "biased_out", "by_rows", "shared_a", "shared_b"};
-  auto ops = Compare(b.graph_def(), {{"img", Random(Shape{2, 9, 7, 4}, 10)}}, fetches, 1e-5);
+  // A MatMul's Add stays: the JIT fuses what follows a GEMM.
+  b.Placeholder("v", DType::kFloat, {3, 4});
+  b.Const("mw", Random(Shape{4, 5}, 25));
+  b.Op("mm_add", "AddV2", {b.Op("mm", "MatMul", {"v", "mw"})->name(), "t5"});
+  const std::vector<std::string> fetches = {"relu6", "dw_out", "biased_out", "by_rows", "shared_a", "shared_b", "mm_add"};
+  auto ops = Compare(b.graph_def(), {{"img", Random(Shape{2, 9, 7, 4}, 10)}, {"v", Random(Shape{3, 4}, 11)}}, fetches,
+                     1e-5);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedConv2D"), 2);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedDepthwiseConv2dNative"), 1);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "Conv2D"), 2);  // by_rows's and the shared one
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "Mul"), 2);
   EXPECT_FALSE(Has(ops, "Relu6"));
-  EXPECT_FALSE(Has(ops, "AddV2"));
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "AddV2"), 1);  // the MatMul's
+  EXPECT_TRUE(Has(ops, "MatMul"));
   EXPECT_FALSE(Has(ops, "BiasAdd"));
 }
 
