@@ -30,6 +30,14 @@ StatusOr<ExecutionPlan> BuildExecutionPlan(const AnalyzedGraph& a, const std::ve
     plan.input_feed[slot(feeds[i])] = static_cast<int>(i);
   }
 
+  // A node whose every output is fed does not run; a control edge from it holds nothing
+  // up, as in TensorFlow, where a fed node is replaced by its feed.
+  auto fully_fed = [&](int id) {
+    const int outputs = static_cast<int>(a.info(id).dtypes.size());
+    for (int i = 0; i < outputs; ++i)
+      if (plan.input_feed[slot({id, i})] < 0) return false;
+    return outputs > 0;
+  };
   // 1. Nodes needed: backwards from fetches and targets, not through fed tensors.
   std::vector<bool> needed(n, false);
   std::vector<int> stack;
@@ -45,7 +53,8 @@ StatusOr<ExecutionPlan> BuildExecutionPlan(const AnalyzedGraph& a, const std::ve
     needed[id] = true;
     for (TensorId in : g.node(id)->inputs)
       if (plan.input_feed[slot(in)] < 0) stack.push_back(in.node);
-    for (int c : g.node(id)->control_inputs) stack.push_back(c);
+    for (int c : g.node(id)->control_inputs)
+      if (!fully_fed(c)) stack.push_back(c);
   }
 
   // 2. Pending counts, consumer lists and use counts of the needed nodes.
@@ -63,6 +72,7 @@ StatusOr<ExecutionPlan> BuildExecutionPlan(const AnalyzedGraph& a, const std::ve
       plan.consumers[in.node].push_back(id);
     }
     for (int c : node->control_inputs) {
+      if (fully_fed(c)) continue;
       ++plan.initial_pending[id];
       plan.consumers[c].push_back(id);
     }

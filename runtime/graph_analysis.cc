@@ -96,4 +96,22 @@ StatusOr<AnalyzedGraph> AnalyzeGraph(Graph graph, const OpRegistry& registry) {
   return a;
 }
 
+// Resolves "node" / "node:i" in `graph`; a tensor a graph pass moved (e.g. into a
+// cluster's outputs) resolves to its new home.
+StatusOr<TensorId> ResolveTensor(const AnalyzedGraph& graph, const std::string& name) {
+  auto alias = graph.aliases.find(name);
+  if (alias == graph.aliases.end() && name.size() > 2 && name.compare(name.size() - 2, 2, ":0") == 0)
+    alias = graph.aliases.find(name.substr(0, name.size() - 2));
+  if (alias != graph.aliases.end()) return alias->second;
+  ParsedInput parsed;
+  if (!ParseInputString(name, &parsed) || parsed.control) return InvalidArgument("malformed tensor name '" + name + "'");
+  const Node* node = graph.graph.FindNode(parsed.node);
+  if (node == nullptr) return NotFound("no node named '" + std::string(parsed.node) + "' in the graph");
+  int outputs = static_cast<int>(graph.info(node->id).dtypes.size());
+  if (parsed.index >= outputs)
+    return NotFound("node '" + node->name + "' has " + std::to_string(outputs) + " output" + (outputs == 1 ? "" : "s") +
+                    ", so '" + name + "' does not exist");
+  return TensorId{node->id, parsed.index};
+}
+
 }  // namespace graphjit

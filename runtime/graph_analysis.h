@@ -41,4 +41,8 @@ inline DType StaticDType(const AnalyzedGraph& graph, TensorId t) { return graph.
 // Shape mismatches do not fail here: they depend on the feeds and are run-time errors.
 StatusOr<AnalyzedGraph> AnalyzeGraph(Graph graph, const OpRegistry& registry = *OpRegistry::Global());
 
+// Resolves "node" / "node:i" in `graph`; a tensor a graph pass moved (e.g. into a
+// cluster's outputs) resolves to its new home.
+StatusOr<TensorId> ResolveTensor(const AnalyzedGraph& graph, const std::string& name);
+
 }  // namespace graphjit

@@ -6,6 +6,7 @@
 
 #include "ir/device.h"
 #include "ir/graphdef.h"
+#include "runtime/control_flow.h"
 #include "runtime/cuda_device.h"
 #include "runtime/pass_registry.h"
 #include "runtime/placement.h"
@@ -15,6 +16,7 @@ namespace graphjit {
 StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options, const tensorflow::GraphDef& graph_def) {
   // 1. Import and structural checks.
   GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
+  GJ_RETURN_IF_ERROR(FunctionalizeControlFlow(&graph));
   // The session's GPU, if it has one; where each node runs.
   std::unique_ptr<GpuContext> gpu;
   if (HasGpu(options)) {
@@ -48,29 +50,7 @@ Session::Session(const SessionOptions& options, AnalyzedGraph graph)
 
 Session::~Session() = default;
 
-namespace {
-
-// Resolves "node" / "node:i" in `graph`; a tensor a graph pass moved (e.g. into a
-// cluster's outputs) resolves to its new home.
-StatusOr<TensorId> Resolve(const AnalyzedGraph& graph, const std::string& name) {
-  auto alias = graph.aliases.find(name);
-  if (alias == graph.aliases.end() && name.size() > 2 && name.compare(name.size() - 2, 2, ":0") == 0)
-    alias = graph.aliases.find(name.substr(0, name.size() - 2));
-  if (alias != graph.aliases.end()) return alias->second;
-  ParsedInput parsed;
-  if (!ParseInputString(name, &parsed) || parsed.control) return InvalidArgument("malformed tensor name '" + name + "'");
-  const Node* node = graph.graph.FindNode(parsed.node);
-  if (node == nullptr) return NotFound("no node named '" + std::string(parsed.node) + "' in the graph");
-  int outputs = static_cast<int>(graph.info(node->id).dtypes.size());
-  if (parsed.index >= outputs)
-    return NotFound("node '" + node->name + "' has " + std::to_string(outputs) + " output" + (outputs == 1 ? "" : "s") +
-                    ", so '" + name + "' does not exist");
-  return TensorId{node->id, parsed.index};
-}
-
-}  // namespace
-
-StatusOr<TensorId> Session::ResolveTensor(const std::string& name) const { return Resolve(*graph_, name); }
+StatusOr<TensorId> Session::ResolveTensor(const std::string& name) const { return graphjit::ResolveTensor(*graph_, name); }
 
 StatusOr<std::shared_ptr<const Session::Program>> Session::BuildProgram(const std::vector<std::string>& feeds,
                                                                         const std::vector<std::string>& fetches,
@@ -96,11 +76,11 @@ StatusOr<std::shared_ptr<const Session::Program>> Session::BuildProgram(const st
   std::vector<TensorId> feed_ids, fetch_ids;
   std::vector<int> target_ids;
   for (const std::string& name : feeds) {
-    GJ_ASSIGN_OR_RETURN(TensorId id, Resolve(*graph, name));
+    GJ_ASSIGN_OR_RETURN(TensorId id, graphjit::ResolveTensor(*graph, name));
     feed_ids.push_back(id);
   }
   for (const std::string& name : fetches) {
-    GJ_ASSIGN_OR_RETURN(TensorId id, Resolve(*graph, name));
+    GJ_ASSIGN_OR_RETURN(TensorId id, graphjit::ResolveTensor(*graph, name));
     fetch_ids.push_back(id);
   }
   for (const std::string& name : targets) {

@@ -17,6 +17,7 @@ Models (TensorFlow 2.21's Keras 3 writes the graphs):
   resnet50       keras.applications.ResNet50, 64x64x3, 10 classes, batch 4
   bert_encoder   2 encoder blocks (MultiHeadAttention 4 heads of 64, LayerNorm, Dense 1024
                  with Keras's default exact GELU, Dense 256), batch 8, sequence 128, width 256
+  lstm_classifier  LSTM(64) over 32 steps of 16 features, Dense(10) with softmax, batch 8
   mobilenet_v2_small  MobileNetV2 with width 0.35, 32x32x3, batch 2: the test fixture
                  tests/data/mobilenet_v2_small (`make_models.py mobilenet_v2_small --out
                  tests/data`), which the fixture tests check at every depth recorded
@@ -102,6 +103,16 @@ def bert_encoder(rng):
     return model, x
 
 
+def lstm_classifier(rng):
+    x_in = keras.Input(shape=(32, 16), name="x")
+    h = keras.layers.LSTM(64, name="lstm")(x_in)
+    model = keras.Model(x_in, keras.layers.Dense(10, activation="softmax", name="head")(h), name="lstm_classifier")
+    for w in model.weights:
+        if w.path.endswith("bias"):
+            w.assign((rng.standard_normal(w.shape) * 0.1).astype(np.float32))
+    return model, rng.standard_normal((8, 32, 16)).astype(np.float32)
+
+
 def mobilenet_v2_small(rng):
     model = keras.applications.MobileNetV2(weights=None, alpha=0.35, input_shape=(32, 32, 3), classes=10)
     x = rng.standard_normal((2, 32, 32, 3)).astype(np.float32)
@@ -110,7 +121,7 @@ def mobilenet_v2_small(rng):
 
 
 MODELS = {"mobilenet_v2": mobilenet_v2, "resnet50": resnet50, "bert_encoder": bert_encoder,
-          "mobilenet_v2_small": mobilenet_v2_small}
+          "lstm_classifier": lstm_classifier, "mobilenet_v2_small": mobilenet_v2_small}
 # Another float32 implementation (summation order, Winograd, folded batch norms) differs from
 # TensorFlow by a few 1e-6 per layer; ResNet50's 53 layers grow that to a few 1e-4 at its
 # deepest recorded depth (values up to 13): TensorFlow with and without its oneDNN kernels
@@ -129,7 +140,9 @@ def depths(graph_def, output, batch, count=4):
         shape = g.get_tensor_by_name(name + ":0").shape
         return shape.rank is not None and shape.rank >= 2 and shape[0] == batch
 
-    nodes = [n.name for n in graph_def.node if n.op in ACTIVATIONS and n.name != output and batch_sized(n.name)]
+    # (Not inside a while loop: a tensor of one iteration cannot be fetched.)
+    nodes = [n.name for n in graph_def.node
+             if n.op in ACTIVATIONS and n.name != output and "/while/" not in n.name and batch_sized(n.name)]
     picks = [nodes[int(len(nodes) * (k + 1) / (count + 1))] for k in range(count)] if nodes else []
     return picks + [output]
 

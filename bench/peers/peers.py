@@ -49,7 +49,7 @@ RTOL, ATOL = 1e-4, 1e-5
 
 # ---------------------------------------------------------------- the work
 
-REAL_MODELS = ("mobilenet_v2", "resnet50", "bert_encoder")
+REAL_MODELS = ("mobilenet_v2", "resnet50", "bert_encoder", "lstm_classifier")
 
 
 def works(selected):

@@ -19,7 +19,7 @@ if ! cmp -s bench/peers/requirements.txt "$V/requirements.txt"; then
   cp bench/peers/requirements.txt "$V/requirements.txt"
 fi
 # The real models (tens of MB, not in git) are made once, seeded: the same files every time.
-for m in mobilenet_v2 resnet50 bert_encoder; do
+for m in mobilenet_v2 resnet50 bert_encoder lstm_classifier; do
   [ -f bench/models/out/$m/manifest.json ] || "$V/bin/python" bench/models/make_models.py $m
 done
 exec "$V/bin/python" bench/peers/peers.py "$@"

@@ -235,6 +235,18 @@ TEST(Session, WritingIntoAFetchedTensorChangesNothingInTheSession) {
   }
 }
 
+// A control edge from a fed node is satisfied by the feed: the node (a Placeholder, which
+// would fail unfed) does not run.
+TEST(Session, AControlEdgeFromAFedNodeWaitsForNothing) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {2});
+  b.Placeholder("go", DType::kFloat, {});
+  b.Op("y", "Neg", {"x"})->add_input("^go");
+  auto s = MakeSession(b.graph_def());
+  auto out = RunOrDie(*s, {{"x", MakeFloat(Shape{2}, {1, 2})}, {"go", MakeFloat(Shape{}, {0})}}, {"y"});
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{-1, -2}));
+}
+
 TEST(Session, RunTimeErrorsNameTheProblem) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {-1, 3});
@@ -424,6 +436,93 @@ TEST(Kernels, ConvolutionsMatchAFloat64LoopWithConstantAndFedFilters) {
       }
     }
   }
+}
+
+// A while loop as TensorFlow lowers one (Enter, Merge, Switch, LoopCond, NextIteration,
+// Exit): i = 0, x = x0; while i < n: x = x * 2 + c; i += 1, with n and c loop invariants,
+// and a TensorList (made by TensorListReserve) that collects each iteration's x.
+tensorflow::GraphDef CountingLoop(bool x_grows) {
+  GraphBuilder b;
+  auto variant = [](tensorflow::NodeDef* n) { (*n->mutable_attr())["T"].set_type(tensorflow::DT_VARIANT); };
+  b.Placeholder("x0", DType::kFloat, {2});
+  b.Placeholder("n", DType::kInt32, {});
+  b.Const("zero", testing::MakeInt32(Shape{}, {0}));
+  b.Const("one", testing::MakeInt32(Shape{}, {1}));
+  b.Const("two", MakeFloat(Shape{}, {2.0f}));
+  b.Const("c", MakeFloat(Shape{2}, {1.0f, -1.0f}));
+  b.Const("shape", testing::MakeInt32(Shape{1}, {2}));
+  b.Const("rows", testing::MakeInt32(Shape{}, {3}));
+  tensorflow::NodeDef* reserve = b.Op("list", "TensorListReserve", {"shape", "rows"}, DType::kInvalid);
+  testing::SetAttrType(reserve, "element_dtype", DType::kFloat);
+  testing::SetAttrType(reserve, "shape_type", DType::kInt32);
+  auto enter = [&](const std::string& name, const std::string& in, DType t, bool constant) {
+    tensorflow::NodeDef* e = b.Op(name, "Enter", {in}, t);
+    testing::SetAttrString(e, "frame_name", "loop");
+    testing::SetAttrBool(e, "is_constant", constant);
+    return e;
+  };
+  enter("i_enter", "zero", DType::kInt32, false);
+  enter("x_enter", "x0", DType::kFloat, false);
+  variant(enter("l_enter", "list", DType::kInvalid, false));
+  enter("n_enter", "n", DType::kInt32, true);
+  enter("c_enter", "c", DType::kFloat, true);
+  for (const char* v : {"i", "x", "l"}) {
+    const std::string s(v);
+    tensorflow::NodeDef* m = b.Op(s + "_merge", "Merge", {s + "_enter", s + "_next"}, s == "i" ? DType::kInt32 : DType::kFloat);
+    (*m->mutable_attr())["N"].set_i(2);
+    if (s == "l") variant(m);
+  }
+  b.Op("less", "Less", {"i_merge", "n_enter"}, DType::kInt32);
+  b.Op("cond", "LoopCond", {"less"}, DType::kInvalid);
+  for (const char* v : {"i", "x", "l"}) {
+    const std::string s(v);
+    tensorflow::NodeDef* sw = b.Op(s + "_switch", "Switch", {s + "_merge", "cond"}, s == "i" ? DType::kInt32 : DType::kFloat);
+    tensorflow::NodeDef* ex = b.Op(s + "_exit", "Exit", {s + "_switch"}, s == "i" ? DType::kInt32 : DType::kFloat);
+    if (s == "l") variant(sw), variant(ex);
+  }
+  b.Op("i_body", "AddV2", {"i_switch:1", "one"}, DType::kInt32);
+  b.Op("x_twice", "Mul", {"x_switch:1", "two"});
+  if (x_grows) {
+    (*b.Op("x_body", "ConcatV2", {"x_twice", "c_enter", "zero"})->mutable_attr())["N"].set_i(2);
+  } else {
+    b.Op("x_body", "AddV2", {"x_twice", "c_enter"});
+  }
+  tensorflow::NodeDef* set = b.Op("l_body", "TensorListSetItem", {"l_switch:1", "i_switch:1", x_grows ? "x_twice" : "x_body"},
+                                  DType::kInvalid);
+  testing::SetAttrType(set, "element_dtype", DType::kFloat);
+  b.Op("i_next", "NextIteration", {"i_body"}, DType::kInt32);
+  b.Op("x_next", "NextIteration", {"x_body"});
+  variant(b.Op("l_next", "NextIteration", {"l_body"}, DType::kInvalid));
+  tensorflow::NodeDef* stack = b.Op("stacked", "TensorListStack", {"l_exit", "shape"}, DType::kInvalid);
+  testing::SetAttrType(stack, "element_dtype", DType::kFloat);
+  return b.graph_def();
+}
+
+TEST(ControlFlow, AWhileLoopAsTensorFlowLowersItRuns) {
+  auto s = MakeSession(CountingLoop(false));
+  auto out = RunOrDie(*s, {{"x0", MakeFloat(Shape{2}, {1, 0})}, {"n", testing::MakeInt32(Shape{}, {3})}},
+                      {"x_exit", "i_exit", "stacked"});
+  // x: (1, 0) -> (3, -1) -> (7, -3) -> (15, -7).
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{15, -7}));
+  EXPECT_EQ(Values(out[1]), (std::vector<double>{3}));
+  EXPECT_EQ(Values(out[2]), (std::vector<double>{3, -1, 7, -3, 15, -7}));
+  // No iteration: the initial values, and the list's zeros.
+  out = RunOrDie(*s, {{"x0", MakeFloat(Shape{2}, {1, 0})}, {"n", testing::MakeInt32(Shape{}, {0})}}, {"x_exit", "stacked"});
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{1, 0}));
+  EXPECT_EQ(Values(out[1]), (std::vector<double>(6, 0.0)));
+  // Past the list's end: an error naming the index.
+  std::vector<Tensor> outputs;
+  Status st = s->Run({{"x0", MakeFloat(Shape{2}, {1, 0})}, {"n", testing::MakeInt32(Shape{}, {4})}}, {"x_exit"}, {}, &outputs);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("index 3 is outside the list of 3"), std::string::npos) << st.ToString();
+}
+
+TEST(ControlFlow, ALoopVariableThatChangesShapeIsAnError) {
+  auto s = MakeSession(CountingLoop(true));
+  std::vector<Tensor> outputs;
+  Status st = s->Run({{"x0", MakeFloat(Shape{2}, {1, 0})}, {"n", testing::MakeInt32(Shape{}, {2})}}, {"x_exit"}, {}, &outputs);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("loop variable 1 changes from float32[2] to float32[4]"), std::string::npos) << st.ToString();
 }
 
 TEST(Analysis, EveryUnsupportedOpIsListedAtOnce) {

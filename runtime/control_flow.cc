@@ -1,0 +1,391 @@
+#include "runtime/control_flow.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "ir/attr.h"
+#include "ir/graphdef.h"
+#include "runtime/tensor.h"
+
+namespace graphjit {
+
+namespace {
+
+bool IsListOp(const std::string& op) { return op.rfind("TensorList", 0) == 0; }
+
+// The value of a Const node's output, or nothing.
+std::optional<Tensor> ConstOf(const Graph& graph, TensorId t) {
+  const Node* n = graph.node(t.node);
+  const tensorflow::AttrValue* v = n->FindAttr("value");
+  if (n->op != "Const" || t.index != 0 || v == nullptr) return std::nullopt;
+  auto tensor = TensorFromProto(v->tensor());
+  if (!tensor.ok()) return std::nullopt;
+  return std::move(tensor).value();
+}
+
+void SetType(Node* n, const std::string& attr, DType t) {
+  n->attrs[attr].set_type(static_cast<tensorflow::DataType>(t));
+}
+
+Node* AddConstNode(Graph* graph, const std::string& base, const Tensor& value, const std::string& device) {
+  Node* c = graph->AddNode(UniqueName(*graph, base), "Const");
+  c->device = device;
+  SetType(c, "dtype", value.dtype());
+  TensorToProto(value, c->attrs["value"].mutable_tensor());
+  return c;
+}
+
+// ---- TensorLists as dense tensors ----------------------------------------------------
+
+// Rewrites the TensorList ops whose sizes are static; returns the element dtype of each
+// node output that now carries a former list.
+Status LowerTensorLists(Graph* graph) {
+  std::map<int, DType> list_dtype;  // node id -> element dtype of the list it makes
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    Node* n = graph->node(id);
+    if (!IsListOp(n->op)) continue;
+    auto element = GetTypeAttr(*n, "element_dtype");
+    if (!element.ok()) return element.status().WithContext(NodeLabel(*n));
+    const AttrMap internal = InternalAttrs(*n);
+    if (n->op == "TensorListReserve") {
+      // A list of `num_elements` zero tensors of shape `element_shape`.
+      auto shape = ConstOf(*graph, n->inputs[0]);
+      auto count = ConstOf(*graph, n->inputs[1]);
+      if (!shape || !count || count->num_elements() != 1 || shape->shape().rank() != 1) continue;
+      std::vector<int64_t> dims = {count->ValueAsInt(0)};
+      for (int64_t i = 0; i < shape->num_elements(); ++i) dims.push_back(shape->ValueAsInt(i));
+      if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) continue;
+      auto checked = CheckedNumElements(dims);
+      if (!checked.ok()) return checked.status().WithContext(NodeLabel(*n));
+      GJ_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Allocate(*element, Shape(dims)));
+      std::memset(zeros.raw(), 0, zeros.bytes());
+      n->op = "Const";
+      n->inputs.clear();
+      n->attrs = internal;
+      SetType(n, "dtype", *element);
+      TensorToProto(zeros, n->attrs["value"].mutable_tensor());
+    } else if (n->op == "TensorListFromTensor" || n->op == "TensorListStack") {
+      n->op = "Identity";
+      n->inputs.resize(1);
+      n->attrs = internal;
+      SetType(n, "T", *element);
+    } else if (n->op == "TensorListGetItem") {
+      const TensorId axis{AddConstNode(graph, n->name + "/axis", Tensor::Scalar(int32_t{0}), n->device)->id, 0};
+      n = graph->node(id);
+      n->op = "GatherV2";
+      n->inputs = {n->inputs[0], n->inputs[1], axis};
+      n->attrs = internal;
+      SetType(n, "Tparams", *element);
+      SetType(n, "Tindices", DType::kInt32);
+      SetType(n, "Taxis", DType::kInt32);
+    } else if (n->op == "TensorListSetItem") {
+      n->op = "_GraphjitSetRow";
+      n->attrs = internal;
+      SetType(n, "T", *element);
+    } else {
+      continue;
+    }
+    list_dtype[id] = *element;
+  }
+  // The loop ops and Identities that pass a former list on: their T is the element type.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int id = 0; id < graph->num_nodes(); ++id) {
+      Node* n = graph->node(id);
+      const tensorflow::AttrValue* t = n->FindAttr("T");
+      if (t == nullptr || t->type() != tensorflow::DT_VARIANT) continue;
+      for (const TensorId& in : n->inputs) {
+        auto known = list_dtype.find(in.node);
+        if (known == list_dtype.end()) continue;
+        SetType(n, "T", known->second);
+        list_dtype[id] = known->second;
+        changed = true;
+        break;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- while loops -----------------------------------------------------------------------
+
+// One while loop: a frame's nodes, as TensorFlow's lowering writes them.
+struct Loop {
+  std::string frame;
+  std::vector<int> enters, merges, switches, next_iterations, exits;  // per variable (exit -1: none)
+  std::vector<int> invariants;                                       // Enters with is_constant
+  int loop_cond = -1;
+};
+
+// Finds each frame's loop structure; a frame that is not a loop of the expected form is
+// skipped (its ops stay, for the analysis to reject).
+std::vector<Loop> FindLoops(const Graph& graph, const std::vector<std::vector<OutEdge>>& out) {
+  std::map<std::string, Loop> frames;
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    const Node* n = graph.node(id);
+    if (n->op != "Enter") continue;
+    auto frame = GetStringAttr(*n, "frame_name");
+    if (!frame.ok()) continue;
+    Loop& loop = frames[*frame];
+    loop.frame = *frame;
+    if (GetBoolAttrOr(*n, "is_constant", false).value_or(false)) loop.invariants.push_back(id);
+    else loop.enters.push_back(id);
+  }
+  std::vector<Loop> loops;
+  for (auto& [name, loop] : frames) {
+    bool ok = !loop.enters.empty();
+    for (int enter : loop.enters) {
+      int merge = -1, sw = -1, next = -1, exit = -1;
+      for (const OutEdge& e : out[enter])
+        if (e.dst_input >= 0 && graph.node(e.dst)->op == "Merge") merge = e.dst;
+      if (merge < 0 || graph.node(merge)->inputs.size() != 2) {
+        ok = false;
+        break;
+      }
+      for (const TensorId& in : graph.node(merge)->inputs)
+        if (graph.node(in.node)->op == "NextIteration") next = in.node;
+      for (const OutEdge& e : out[merge])
+        if (e.dst_input == 0 && graph.node(e.dst)->op == "Switch") sw = e.dst;
+      if (next < 0 || sw < 0) {
+        ok = false;
+        break;
+      }
+      for (const OutEdge& e : out[sw])
+        if (e.src_output == 0 && e.dst_input >= 0 && graph.node(e.dst)->op == "Exit") exit = e.dst;
+      const int cond = graph.node(sw)->inputs[1].node;
+      if (graph.node(cond)->op != "LoopCond" || (loop.loop_cond >= 0 && loop.loop_cond != cond)) {
+        ok = false;
+        break;
+      }
+      loop.loop_cond = cond;
+      loop.merges.push_back(merge);
+      loop.switches.push_back(sw);
+      loop.next_iterations.push_back(next);
+      loop.exits.push_back(exit);
+    }
+    if (ok) loops.push_back(loop);
+  }
+  return loops;
+}
+
+// A loop's cond or body as a graph of its own: the nodes that `outputs` need, back to the
+// boundary tensors (each becomes the placeholder _arg_i); control edges to nodes outside
+// are dropped. Fails on a path that leaves the frame another way.
+StatusOr<tensorflow::GraphDef> Extract(const Graph& graph, const std::map<std::pair<int, int>, int>& boundary,
+                                       const std::set<int>& boundary_nodes, const std::vector<DType>& arg_types,
+                                       const std::vector<TensorId>& outputs, std::vector<std::string>* output_names,
+                                       std::set<int>* members) {
+  std::vector<int> order, stack;
+  std::set<int> seen;
+  auto visit = [&](int id) {
+    if (!boundary_nodes.count(id) && seen.insert(id).second) stack.push_back(id);
+  };
+  for (const TensorId& t : outputs) {
+    if (!boundary.count({t.node, t.index})) visit(t.node);
+  }
+  while (!stack.empty()) {
+    const int id = stack.back();
+    stack.pop_back();
+    order.push_back(id);
+    const Node* n = graph.node(id);
+    static const std::set<std::string> kLoopOps = {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"};
+    if (kLoopOps.count(n->op))
+      return Unimplemented("while loop: " + NodeLabel(*n) + " inside a loop's cond or body (a nested loop or conditional)");
+    for (const TensorId& in : n->inputs)
+      if (!boundary.count({in.node, in.index})) visit(in.node);
+    for (int c : n->control_inputs) visit(c);
+  }
+  std::sort(order.begin(), order.end());
+  Graph sub;
+  std::map<std::pair<int, int>, TensorId> renamed;  // outer tensor -> sub tensor
+  for (size_t i = 0; i < arg_types.size(); ++i) {
+    Node* arg = sub.AddNode("_arg_" + std::to_string(i), "Placeholder");
+    SetType(arg, "dtype", arg_types[i]);
+  }
+  for (const auto& [tensor, arg] : boundary) renamed[tensor] = {arg, 0};
+  std::map<int, int> new_id;
+  for (int id : order) {
+    const Node* n = graph.node(id);
+    Node* copy = sub.AddNode(n->name, n->op);
+    copy->device = n->device;
+    copy->attrs = n->attrs;
+    copy->passthrough = n->passthrough;
+    new_id[id] = copy->id;
+  }
+  for (int id : order) {
+    const Node* n = graph.node(id);
+    Node* copy = sub.node(new_id[id]);
+    for (const TensorId& in : n->inputs) {
+      auto b = renamed.find({in.node, in.index});
+      if (b == renamed.end() && !new_id.count(in.node))
+        return Unimplemented("while loop: " + NodeLabel(*n) + " reads " + NodeLabel(*graph.node(in.node)) +
+                             " other than through the loop's Switch or Merge");
+      copy->inputs.push_back(b != renamed.end() ? b->second : TensorId{new_id.at(in.node), in.index});
+    }
+    for (int c : n->control_inputs)
+      if (new_id.count(c)) copy->control_inputs.push_back(new_id[c]);
+  }
+  for (const TensorId& t : outputs) {
+    auto b = renamed.find({t.node, t.index});
+    output_names->push_back(sub.TensorName(b != renamed.end() ? b->second : TensorId{new_id.at(t.node), t.index}));
+  }
+  members->insert(order.begin(), order.end());
+  return ExportGraphDef(sub);
+}
+
+DType TypeOf(const Node& n) { return GetTypeAttr(n, "T").value_or(DType::kInvalid); }
+
+Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) {
+  const std::vector<std::vector<OutEdge>> out = graph->ComputeOutEdges();
+  const size_t vars = loop.enters.size();
+  std::vector<DType> types;
+  for (int enter : loop.enters) types.push_back(TypeOf(*graph->node(enter)));
+  for (int inv : loop.invariants) types.push_back(TypeOf(*graph->node(inv)));
+  for (DType t : types)
+    if (t == DType::kInvalid) return Unimplemented("while loop " + loop.frame + ": a loop value of a type graphjit lacks");
+  // The cond reads the Merges; the body the Switches' true outputs; both the invariants.
+  std::map<std::pair<int, int>, int> cond_in, body_in;
+  std::set<int> cond_stop, body_stop;
+  for (size_t i = 0; i < vars; ++i) {
+    cond_in[{loop.merges[i], 0}] = static_cast<int>(i);
+    body_in[{loop.switches[i], 1}] = static_cast<int>(i);
+    cond_stop.insert(loop.merges[i]);
+    body_stop.insert(loop.switches[i]);
+  }
+  for (size_t j = 0; j < loop.invariants.size(); ++j) {
+    cond_in[{loop.invariants[j], 0}] = body_in[{loop.invariants[j], 0}] = static_cast<int>(vars + j);
+    cond_stop.insert(loop.invariants[j]);
+    body_stop.insert(loop.invariants[j]);
+  }
+  // Both stop at every loop op of the frame (their control edges to those are dropped).
+  for (int id : loop.merges) body_stop.insert(id);
+  for (int id : loop.switches) cond_stop.insert(id);
+  for (int id : loop.enters) cond_stop.insert(id), body_stop.insert(id);
+  cond_stop.insert(loop.loop_cond);
+  body_stop.insert(loop.loop_cond);
+  std::vector<std::string> cond_out, body_out;
+  std::set<int> members;
+  GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef cond, Extract(*graph, cond_in, cond_stop, types,
+                                                          {graph->node(loop.loop_cond)->inputs[0]}, &cond_out, &members));
+  std::vector<TensorId> next_values;
+  for (int next : loop.next_iterations) next_values.push_back(graph->node(next)->inputs[0]);
+  GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef body, Extract(*graph, body_in, body_stop, types, next_values, &body_out, &members));
+  // The frame's loop ops go. A node the cond or body holds goes too, unless a node outside
+  // reads it (a constant both use): then it stays, with what it reads, and must not read
+  // the loop.
+  std::set<int> loop_ops;
+  for (const auto* ids : {&loop.enters, &loop.invariants, &loop.merges, &loop.switches, &loop.next_iterations})
+    loop_ops.insert(ids->begin(), ids->end());
+  loop_ops.insert(loop.loop_cond);
+  auto outside = [&](int id) { return !loop_ops.count(id) && !members.count(id); };
+  for (int id : loop_ops)
+    for (const OutEdge& e : out[id])
+      if (e.dst_input >= 0 && outside(e.dst) && std::find(loop.exits.begin(), loop.exits.end(), e.dst) == loop.exits.end())
+        return Unimplemented("while loop " + loop.frame + ": " + NodeLabel(*graph->node(e.dst)) + " reads " +
+                             NodeLabel(*graph->node(id)) + " inside the loop");
+  std::set<int> kept;
+  std::vector<int> stack;
+  for (int id : members)
+    for (const OutEdge& e : out[id])
+      if (e.dst_input >= 0 && outside(e.dst) && kept.insert(id).second) stack.push_back(id);
+  for (const auto* ids : {&loop.enters, &loop.invariants})  // the While node reads what they read
+    for (int id : *ids) {
+      const int in = graph->node(id)->inputs[0].node;
+      if (members.count(in) && kept.insert(in).second) stack.push_back(in);
+    }
+  while (!stack.empty()) {
+    const Node* n = graph->node(stack.back());
+    stack.pop_back();
+    for (const TensorId& in : n->inputs) {
+      if (loop_ops.count(in.node))
+        return Unimplemented("while loop " + loop.frame + ": " + NodeLabel(*n) + " is read outside the loop but reads " +
+                             NodeLabel(*graph->node(in.node)));
+      if (members.count(in.node) && kept.insert(in.node).second) stack.push_back(in.node);
+    }
+  }
+  std::set<int> frame(loop_ops);
+  for (int id : members)
+    if (!kept.count(id)) frame.insert(id);
+  // The While node.
+  Node* w = graph->AddNode(UniqueName(*graph, loop.frame), "_GraphjitWhile");
+  const Node* first = graph->node(loop.enters[0]);
+  w->device = first->device;
+  for (int enter : loop.enters) w->inputs.push_back(graph->node(enter)->inputs[0]);
+  for (int inv : loop.invariants) w->inputs.push_back(graph->node(inv)->inputs[0]);
+  std::set<int> controls;
+  for (const auto* ids : {&loop.enters, &loop.invariants})
+    for (int id : *ids)
+      for (int c : graph->node(id)->control_inputs) controls.insert(c);
+  w->control_inputs.assign(controls.begin(), controls.end());
+  auto* tlist = w->attrs["T"].mutable_list();
+  for (DType t : types) tlist->add_type(static_cast<tensorflow::DataType>(t));
+  w->attrs["num_vars"].set_i(static_cast<int64_t>(vars));
+  w->attrs["frame_name"].set_s(loop.frame);
+  w->attrs["cond"].set_s(cond.SerializeAsString());
+  w->attrs["body"].set_s(body.SerializeAsString());
+  w->attrs["cond_output"].set_s(cond_out[0]);
+  for (const std::string& b : body_out) w->attrs["body_outputs"].mutable_list()->add_s(b);
+  // Each Exit reads its variable's final value; control edges from the loop's nodes to
+  // outside nodes come from the While node.
+  for (size_t i = 0; i < vars; ++i) {
+    if (loop.exits[i] < 0) continue;
+    Node* exit = graph->node(loop.exits[i]);
+    exit->op = "Identity";
+    exit->inputs = {{w->id, static_cast<int>(i)}};
+    exit->control_inputs.clear();
+  }
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    Node* n = graph->node(id);
+    if (frame.count(id)) continue;
+    bool reads_loop = false;
+    for (int& c : n->control_inputs)
+      if (frame.count(c)) c = w->id, reads_loop = true;
+    if (reads_loop) {
+      std::sort(n->control_inputs.begin(), n->control_inputs.end());
+      n->control_inputs.erase(std::unique(n->control_inputs.begin(), n->control_inputs.end()), n->control_inputs.end());
+    }
+  }
+  remove->resize(graph->num_nodes(), false);
+  for (int id : frame) (*remove)[id] = true;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status FunctionalizeControlFlow(Graph* graph) {
+  bool has_lists = false, has_loops = false;
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    has_lists |= IsListOp(graph->node(id)->op);
+    has_loops |= graph->node(id)->op == "Enter";
+  }
+  if (has_lists) GJ_RETURN_IF_ERROR(LowerTensorLists(graph));
+  if (!has_loops) return Status::Ok();
+  const std::vector<Loop> loops = FindLoops(*graph, graph->ComputeOutEdges());
+  std::vector<bool> remove;
+  for (const Loop& loop : loops) {
+    GJ_RETURN_IF_ERROR(Functionalize(graph, loop, &remove));
+  }
+  if (!remove.empty()) {
+    remove.resize(graph->num_nodes(), false);
+    for (int id = 0; id < graph->num_nodes(); ++id) {
+      Node* n = graph->node(id);
+      if (remove[id]) {  // edges between removed nodes go with them
+        n->inputs.clear();
+        n->control_inputs.clear();
+        continue;
+      }
+      for (const TensorId& in : n->inputs)
+        if (remove[in.node]) return Internal(NodeLabel(*n) + " reads " + NodeLabel(*graph->node(in.node)) + ", which a loop took");
+      for (int c : n->control_inputs)
+        if (remove[c]) return Internal(NodeLabel(*n) + " waits for " + NodeLabel(*graph->node(c)) + ", which a loop took");
+    }
+    graph->RemoveNodes(remove);
+  }
+  return Status::Ok();
+}
+
+}  // namespace graphjit

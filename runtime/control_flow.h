@@ -1,0 +1,27 @@
+// TensorFlow's control flow as graphs frozen from a tf.function carry it (Keras's recurrent
+// layers): while loops written with Enter, Merge, Switch, LoopCond, NextIteration and
+// Exit, and the TensorLists their bodies read and write.
+#pragma once
+
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace graphjit {
+
+// Rewrites, before the graph is analyzed:
+//  - each TensorList of a static size as a dense tensor [size, element dims...]:
+//    TensorListReserve a zero Const, TensorListFromTensor and TensorListStack the tensor
+//    itself (Identity), TensorListGetItem a GatherV2 on axis 0, TensorListSetItem the op
+//    _GraphjitSetRow; the types of the loop ops that carry one follow;
+//  - each while loop (one frame of Enter nodes) as one _GraphjitWhile node: its inputs are
+//    the loop variables' initial values, then the loop invariants; its cond and body are
+//    GraphDefs of their own (attrs `cond`, `body`), fed `_arg_0`, `_arg_1`, ... in that
+//    order; its outputs are the variables' final values (each Exit becomes an Identity of
+//    one).
+// What it does not cover (a loop inside a loop, a conditional made of Switch and Merge
+// outside a loop, a TensorList whose size or element shape is only known at run time) it
+// leaves as is, for the analysis to reject by its ops. An error is a graph it understood
+// as a loop but found malformed.
+Status FunctionalizeControlFlow(Graph* graph);
+
+}  // namespace graphjit
