@@ -517,6 +517,21 @@ TEST(ControlFlow, AWhileLoopAsTensorFlowLowersItRuns) {
   EXPECT_NE(st.message().find("index 3 is outside the list of 3"), std::string::npos) << st.ToString();
 }
 
+// A conditional of Switch and Merge outside any loop is not a loop: it stays, and the
+// session rejects it up front, naming its ops.
+TEST(ControlFlow, AConditionalIsRejectedNamingItsOps) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {2});
+  b.Placeholder("p", DType::kBool, {});
+  b.Op("sw", "Switch", {"x", "p"});
+  b.Op("neg", "Neg", {"sw:1"});
+  (*b.Op("merge", "Merge", {"sw:0", "neg"})->mutable_attr())["N"].set_i(2);
+  auto session = Session::Create(SessionOptions{}, b.graph_def());
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("Merge"), std::string::npos) << session.status().ToString();
+  EXPECT_NE(session.status().message().find("Switch"), std::string::npos) << session.status().ToString();
+}
+
 TEST(ControlFlow, ALoopVariableThatChangesShapeIsAnError) {
   auto s = MakeSession(CountingLoop(true));
   std::vector<Tensor> outputs;
