@@ -40,6 +40,7 @@ class Remapper {
     bool changed = false;
     for (int id : a_.topo_order) {
       const std::string& op = g_.node(id)->op;
+      if (op == "Conv2D" || op == "DepthwiseConv2dNative") changed |= FoldPad(id);
       if (op == "BiasAdd") changed |= FuseBiasAdd(id);
       if (op == "Mul") changed |= FoldChannelScale(id);
       if (op == "Add" || op == "AddV2") changed |= FoldChannelShift(id);
@@ -118,6 +119,42 @@ class Remapper {
   int OutputRank(int id) {
     const auto& shapes = a_.info(id).shapes;
     return shapes.empty() || shapes[0].unknown_rank() ? -1 : shapes[0].rank();
+  }
+
+  // Conv(Pad(x)) with zeros padded on H and W only (Keras's ZeroPadding2D before a VALID
+  // convolution, as MobileNetV2 and ResNet50 write their strided ones) -> Conv(x) with
+  // the padding as the convolution's own (EXPLICIT): no padded copy of x.
+  bool FoldPad(int id) {
+    Node* conv = N(id);
+    const TensorId x = conv->inputs[0];
+    const Node* pad = N(x.node);
+    const std::string padding = GetStringAttrOr(*conv, "padding", "").value_or("");
+    if ((pad->op != "Pad" && pad->op != "PadV2") || !Private(x) || !IsF32(id) ||
+        GetStringAttrOr(*conv, "data_format", "NHWC").value_or("") != "NHWC" ||
+        (padding != "VALID" && padding != "EXPLICIT"))
+      return false;
+    if (pad->op == "PadV2") {
+      const Tensor* value = Constant(pad->inputs[2]);
+      if (!value || value->dtype() != DType::kFloat || value->num_elements() != 1 || value->data<float>()[0] != 0.0f)
+        return false;
+    }
+    const Tensor* pads = Constant(pad->inputs[1]);
+    if (!pads || pads->shape() != Shape{4, 2}) return false;
+    std::vector<int64_t> p(8), own(8, 0);
+    for (int i = 0; i < 8; ++i) p[i] = pads->ValueAsInt(i);
+    if (p[0] || p[1] || p[6] || p[7]) return false;  // N or C padded
+    if (padding == "EXPLICIT") {
+      auto e = GetIntListAttr(*conv, "explicit_paddings");
+      if (!e.ok() || e->size() != 8) return false;
+      own = *e;
+    }
+    auto* list = conv->attrs["explicit_paddings"].mutable_list();
+    list->clear_i();
+    for (int i = 0; i < 8; ++i) list->add_i(p[i] + own[i]);
+    conv->attrs["padding"].set_s("EXPLICIT");
+    conv->inputs[0] = pad->inputs[0];
+    seeds_.push_back(x.node);
+    return true;
   }
 
   // (conv x W + b) * s, s a constant per output channel -> conv x (W s) + b s, a fused

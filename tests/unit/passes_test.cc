@@ -298,6 +298,36 @@ TEST_F(Numbers, ChannelScaleAndShiftFoldIntoConvolutions) {
   EXPECT_FALSE(Has(ops, "BiasAdd"));
 }
 
+// A zero Pad of H and W before a VALID or EXPLICIT convolution becomes the convolution's
+// own padding (no padded copy); a Pad of the channels, or with a non-zero value, stays.
+TEST_F(Numbers, ZeroPaddingFoldsIntoConvolutions) {
+  GraphBuilder b;
+  b.Placeholder("img", DType::kFloat, {2, 7, 6, 3});
+  b.Const("hw", testing::MakeInt32(Shape{4, 2}, {0, 0, 1, 2, 0, 1, 0, 0}));
+  b.Const("hw2", testing::MakeInt32(Shape{4, 2}, {0, 0, 2, 0, 1, 1, 0, 0}));
+  b.Const("hwc", testing::MakeInt32(Shape{4, 2}, {0, 0, 1, 1, 1, 1, 0, 1}));
+  b.Const("one", MakeFloat(Shape{}, {1.0f}));
+  b.Op("p1", "Pad", {"img", "hw"});
+  b.Op("p2", "Pad", {"img", "hw2"});
+  b.Op("p3", "PadV2", {"img", "hw", "one"});
+  b.Op("p4", "Pad", {"img", "hwc"});
+  auto conv = [&](const std::string& name, const std::string& op, const std::string& in, const Shape& filter, int seed,
+                  const std::string& padding) {
+    b.Const(name + "_f", Random(filter, seed));
+    tensorflow::NodeDef* n = b.Op(name, op, {in, name + "_f"});
+    SetAttrInts(n, "strides", {1, 2, 2, 1});
+    SetAttrString(n, "padding", padding);
+    if (padding == "EXPLICIT") SetAttrInts(n, "explicit_paddings", {0, 0, 1, 0, 0, 1, 0, 0});
+  };
+  conv("c1", "Conv2D", "p1", Shape{3, 3, 3, 4}, 1, "VALID");
+  conv("c2", "DepthwiseConv2dNative", "p2", Shape{3, 3, 3, 2}, 2, "EXPLICIT");
+  conv("c3", "Conv2D", "p3", Shape{3, 3, 3, 4}, 3, "VALID");
+  conv("c4", "Conv2D", "p4", Shape{3, 3, 4, 4}, 4, "VALID");
+  auto ops = Compare(b.graph_def(), {{"img", Random(Shape{2, 7, 6, 3}, 10)}}, {"c1", "c2", "c3", "c4"});
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Pad"), 1);  // p4's
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "PadV2"), 1);
+}
+
 // Einsums of a batched GEMM's form become BatchMatMulV2 with the transposes they need
 // (none, or an adjoint operand, where the labels are in order); others stay Einsums.
 TEST_F(Numbers, EinsumAsBatchMatMul) {
