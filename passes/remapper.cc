@@ -157,56 +157,66 @@ class Remapper {
     return true;
   }
 
+  // A Mul or Add node `id` of a convolution (plain, or with only its bias) and a float
+  // constant per output channel, in either order: the convolution, its constant weights
+  // and bias (null for a plain one), and the constant's values per channel.
+  struct ChannelOp {
+    TensorId conv;
+    const Tensor* weights = nullptr;
+    const Tensor* bias = nullptr;
+    Channels channels;
+    std::vector<float> values;
+  };
+  std::optional<ChannelOp> MatchChannelOp(int id) {
+    const Node* n = N(id);
+    if (n->inputs.size() != 2 || !IsF32(id)) return std::nullopt;
+    for (int side = 0; side < 2; ++side) {
+      ChannelOp m;
+      m.conv = n->inputs[side];
+      bool fused = false;
+      if (!IsConvProducer(m.conv, &fused)) continue;
+      const Node* p = N(m.conv.node);
+      m.weights = Constant(p->inputs[1]);
+      m.bias = fused ? Constant(p->inputs[2]) : nullptr;
+      if (!m.weights || m.weights->dtype() != DType::kFloat || (fused && (!m.bias || m.bias->dtype() != DType::kFloat)))
+        continue;
+      m.channels = ChannelsOf(*p, *m.weights);
+      auto values = PerChannel(n->inputs[1 - side], m.channels.count, OutputRank(id));
+      if (!values || (m.bias && m.bias->num_elements() != m.channels.count)) continue;
+      m.values = std::move(*values);
+      return m;
+    }
+    return std::nullopt;
+  }
+
   // (conv x W + b) * s, s a constant per output channel -> conv x (W s) + b s, a fused
   // op with a bias (of zeros for a plain conv), which a shift and an activation can join.
   bool FoldChannelScale(int id) {
+    const auto m = MatchChannelOp(id);
+    if (!m) return false;
+    auto weights = m->weights->Clone();
+    if (!weights.ok()) return false;
+    for (int64_t i = 0; i < weights->num_elements(); ++i) weights->data<float>()[i] *= m->values[m->channels.Of(i)];
+    Tensor bias = Tensor::Allocate(DType::kFloat, Shape{m->channels.count}).value();
+    for (int64_t k = 0; k < m->channels.count; ++k)
+      bias.data<float>()[k] = m->bias ? m->bias->data<float>()[k] * m->values[k] : 0.0f;
     const Node* n = N(id);
-    if (n->inputs.size() != 2 || !IsF32(id)) return false;
-    for (int side = 0; side < 2; ++side) {
-      const TensorId x = n->inputs[side], c = n->inputs[1 - side];
-      bool fused = false;
-      if (!IsConvProducer(x, &fused)) continue;
-      const Node* p = N(x.node);
-      const Tensor* w = Constant(p->inputs[1]);
-      const Tensor* b = fused ? Constant(p->inputs[2]) : nullptr;
-      if (!w || w->dtype() != DType::kFloat || (fused && (!b || b->dtype() != DType::kFloat))) continue;
-      const Channels channel = ChannelsOf(*p, *w);
-      const int64_t channels = channel.count;
-      const auto scale = PerChannel(c, channels, OutputRank(id));
-      if (!scale || (b && b->num_elements() != channels)) continue;
-      auto weights = w->Clone();
-      if (!weights.ok()) return false;
-      for (int64_t i = 0; i < weights->num_elements(); ++i) weights->data<float>()[i] *= (*scale)[channel.Of(i)];
-      Tensor bias = Tensor::Allocate(DType::kFloat, Shape{channels}).value();
-      for (int64_t k = 0; k < channels; ++k) bias.data<float>()[k] = b ? b->data<float>()[k] * (*scale)[k] : 0.0f;
-      Absorb(id, x.node, NewConst(n->name + "/scaled_weights", *weights, n->device),
-             NewConst(n->name + "/scaled_bias", bias, n->device), {"BiasAdd"});
-      return true;
-    }
-    return false;
+    Absorb(id, m->conv.node, NewConst(n->name + "/scaled_weights", *weights, n->device),
+           NewConst(n->name + "/scaled_bias", bias, n->device), {"BiasAdd"});
+    return true;
   }
 
   // (conv x W [+ b]) + t, t a constant per output channel -> a fused op with bias b + t.
   bool FoldChannelShift(int id) {
+    const auto m = MatchChannelOp(id);
+    if (!m) return false;
+    Tensor bias = Tensor::Allocate(DType::kFloat, Shape{m->channels.count}).value();
+    for (int64_t k = 0; k < m->channels.count; ++k)
+      bias.data<float>()[k] = (m->bias ? m->bias->data<float>()[k] : 0.0f) + m->values[k];
     const Node* n = N(id);
-    if (n->inputs.size() != 2 || !IsF32(id)) return false;
-    for (int side = 0; side < 2; ++side) {
-      const TensorId x = n->inputs[side], c = n->inputs[1 - side];
-      bool fused = false;
-      if (!IsConvProducer(x, &fused)) continue;
-      const Node* p = N(x.node);
-      const Tensor* w = Constant(p->inputs[1]);
-      const Tensor* b = fused ? Constant(p->inputs[2]) : nullptr;
-      if (!w || (fused && (!b || b->dtype() != DType::kFloat))) continue;
-      const int64_t channels = ChannelsOf(*p, *w).count;
-      const auto shift = PerChannel(c, channels, OutputRank(id));
-      if (!shift || (b && b->num_elements() != channels)) continue;
-      Tensor bias = Tensor::Allocate(DType::kFloat, Shape{channels}).value();
-      for (int64_t k = 0; k < channels; ++k) bias.data<float>()[k] = (b ? b->data<float>()[k] : 0.0f) + (*shift)[k];
-      Absorb(id, x.node, p->inputs[1], NewConst(n->name + "/shifted_bias", bias, n->device), {"BiasAdd"});
-      return true;
-    }
-    return false;
+    Absorb(id, m->conv.node, N(m->conv.node)->inputs[1], NewConst(n->name + "/shifted_bias", bias, n->device),
+           {"BiasAdd"});
+    return true;
   }
 
   // `id` becomes the fused op of `producer` with inputs (x, weights, bias).

@@ -300,4 +300,14 @@ Status Execute(const AnalyzedGraph& graph, const ExecutionPlan& plan, const std:
   return run.Go(outputs);
 }
 
+ExecutorOptions NestedExecutorOptions(const KernelContext& ctx) {
+  ExecutorOptions options;
+  options.intra_op = ctx.intra_op;
+  options.allocator = ctx.allocator;
+  options.session_options = ctx.options;
+  options.tracer = ctx.tracer;
+  options.trace_prefix = ctx.node.name + "/";
+  return options;
+}
+
 }  // namespace graphjit

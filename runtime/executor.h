@@ -40,6 +40,11 @@ struct ExecutorOptions {
   GpuContext* gpu = nullptr;                         // handed to kernels
 };
 
+// The options a kernel runs a graph of its own with (a cluster's body, a loop's cond and
+// body): on the kernel's thread, with its allocator, session options and tracer, each
+// event named after the kernel's node ("<node>/...").
+ExecutorOptions NestedExecutorOptions(const KernelContext& ctx);
+
 // Runs the plan. `feeds` are in plan.feeds order; `outputs` receive plan.fetches.
 Status Execute(const AnalyzedGraph& graph, const ExecutionPlan& plan, const std::vector<Tensor>& feeds,
                const ExecutorOptions& options, std::vector<Tensor>* outputs);

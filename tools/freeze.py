@@ -306,6 +306,22 @@ def freeze(path, signature="serving_default", input_shapes=None, constant_foldin
     return FrozenModel(graph_def, inputs, outputs)
 
 
+def freeze_keras_model(model, input_shape):
+    """Freeze an in-memory Keras model (one input) as a user would: saved as .keras, then
+    frozen from the file with the input's shape set to `input_shape` (batch included).
+    Returns a FrozenModel."""
+    import tempfile
+    try:
+        import keras
+    except ImportError:
+        keras = _import_tf().keras
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.keras")
+        model.save(path)
+        name = _op_name(keras.models.load_model(path, compile=False).inputs[0].name)
+        return freeze(path, input_shapes={name: list(input_shape)})
+
+
 def _dims(shape):
     if shape.rank is None:
         return None

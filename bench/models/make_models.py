@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # reproducible reference values
@@ -161,11 +160,7 @@ def make(name, out_dir):
     keras.utils.set_random_seed(2026)
     rng = np.random.default_rng(2026)
     model, x = MODELS[name](rng)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, name + ".keras")
-        model.save(path)
-        input_name = freeze._op_name(keras.models.load_model(path, compile=False).inputs[0].name)
-        frozen = freeze.freeze(path, input_shapes={input_name: list(x.shape)})
+    frozen = freeze.freeze_keras_model(model, x.shape)
     gd = frozen.graph_def
     feed = freeze.fetch_name(frozen.inputs[0].name)
     output = freeze.fetch_name(frozen.outputs[0].name)

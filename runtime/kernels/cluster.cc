@@ -79,12 +79,7 @@ OpDef JitClusterOp() {
   };
   def.compute = [](KernelContext& ctx) -> Status {
     const auto* body = static_cast<const ClusterBody*>(ctx.state);
-    ExecutorOptions options;
-    options.intra_op = ctx.intra_op;
-    options.allocator = ctx.allocator;
-    options.session_options = ctx.options;
-    options.tracer = ctx.tracer;
-    options.trace_prefix = ctx.node.name + "/";
+    const ExecutorOptions options = NestedExecutorOptions(ctx);
     std::vector<Tensor> outputs;
     GJ_RETURN_IF_ERROR(Execute(body->graph, body->plan, ctx.inputs, options, &outputs));
     for (size_t i = 0; i < outputs.size(); ++i) ctx.ForwardOutput(static_cast<int>(i), std::move(outputs[i]));

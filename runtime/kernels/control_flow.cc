@@ -124,12 +124,7 @@ OpDef WhileOp() {
   };
   def.compute = [](KernelContext& ctx) -> Status {
     const auto* loop = static_cast<const Loop*>(ctx.state);
-    ExecutorOptions options;
-    options.intra_op = ctx.intra_op;
-    options.allocator = ctx.allocator;
-    options.session_options = ctx.options;
-    options.tracer = ctx.tracer;
-    options.trace_prefix = ctx.node.name + "/";
+    const ExecutorOptions options = NestedExecutorOptions(ctx);
     GJ_ASSIGN_OR_RETURN(std::shared_ptr<const Subgraph> body, loop->Body(ctx));
     std::vector<Tensor> values = ctx.inputs;
     for (int64_t iteration = 0;; ++iteration) {
