@@ -1,6 +1,7 @@
 #include "runtime/control_flow.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -41,13 +42,17 @@ Node* AddConstNode(Graph* graph, const std::string& base, const Tensor& value, c
 
 // ---- TensorLists as dense tensors ----------------------------------------------------
 
-// Rewrites the TensorList ops whose sizes are static; returns the element dtype of each
-// node output that now carries a former list.
+// Rewrites the TensorList ops whose sizes are static, and gives the nodes that pass a
+// former list on (T = DT_VARIANT) its element type.
 Status LowerTensorLists(Graph* graph) {
+  static const std::map<std::string, size_t> kInputs = {{"TensorListReserve", 2}, {"TensorListFromTensor", 2},
+                                                        {"TensorListStack", 2},   {"TensorListGetItem", 3},
+                                                        {"TensorListSetItem", 3}};
   std::map<int, DType> list_dtype;  // node id -> element dtype of the list it makes
   for (int id = 0; id < graph->num_nodes(); ++id) {
     Node* n = graph->node(id);
-    if (!IsListOp(n->op)) continue;
+    auto arity = kInputs.find(n->op);
+    if (arity == kInputs.end() || n->inputs.size() != arity->second) continue;  // left for the analysis
     auto element = GetTypeAttr(*n, "element_dtype");
     if (!element.ok()) return element.status().WithContext(NodeLabel(*n));
     const AttrMap internal = InternalAttrs(*n);
@@ -127,7 +132,7 @@ std::vector<Loop> FindLoops(const Graph& graph, const std::vector<std::vector<Ou
   std::map<std::string, Loop> frames;
   for (int id = 0; id < graph.num_nodes(); ++id) {
     const Node* n = graph.node(id);
-    if (n->op != "Enter") continue;
+    if (n->op != "Enter" || n->inputs.size() != 1) continue;
     auto frame = GetStringAttr(*n, "frame_name");
     if (!frame.ok()) continue;
     Loop& loop = frames[*frame];
@@ -149,15 +154,16 @@ std::vector<Loop> FindLoops(const Graph& graph, const std::vector<std::vector<Ou
       for (const TensorId& in : graph.node(merge)->inputs)
         if (graph.node(in.node)->op == "NextIteration") next = in.node;
       for (const OutEdge& e : out[merge])
-        if (e.dst_input == 0 && graph.node(e.dst)->op == "Switch") sw = e.dst;
-      if (next < 0 || sw < 0) {
+        if (e.dst_input == 0 && graph.node(e.dst)->op == "Switch" && graph.node(e.dst)->inputs.size() == 2) sw = e.dst;
+      if (next < 0 || sw < 0 || graph.node(next)->inputs.size() != 1) {
         ok = false;
         break;
       }
       for (const OutEdge& e : out[sw])
         if (e.src_output == 0 && e.dst_input >= 0 && graph.node(e.dst)->op == "Exit") exit = e.dst;
       const int cond = graph.node(sw)->inputs[1].node;
-      if (graph.node(cond)->op != "LoopCond" || (loop.loop_cond >= 0 && loop.loop_cond != cond)) {
+      if (graph.node(cond)->op != "LoopCond" || graph.node(cond)->inputs.size() != 1 ||
+          (loop.loop_cond >= 0 && loop.loop_cond != cond)) {
         ok = false;
         break;
       }
@@ -354,13 +360,131 @@ Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) 
   return Status::Ok();
 }
 
+// ---- functional While ------------------------------------------------------------------
+
+// The flat output index of "node:arg:i", an output of a FunctionDef's node: i, past the
+// outputs of the op's earlier output args (for the ops with several; one arg is the rule).
+StatusOr<int> OutputIndex(const tensorflow::NodeDef& node, const std::string& arg, int i) {
+  static const std::map<std::string, std::vector<std::string>> kArgs = {
+      {"FusedBatchNorm", {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"}},
+      {"FusedBatchNormV2", {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"}},
+      {"FusedBatchNormV3",
+       {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"}},
+      {"SoftmaxCrossEntropyWithLogits", {"loss", "backprop"}},
+      {"SparseSoftmaxCrossEntropyWithLogits", {"loss", "backprop"}},
+      {"TopKV2", {"values", "indices"}},
+      {"Unique", {"y", "idx"}}};
+  auto it = kArgs.find(node.op());
+  if (it == kArgs.end()) return i;
+  const auto& args = it->second;
+  const auto at = std::find(args.begin(), args.end(), arg);
+  if (at == args.end()) return Unimplemented("output '" + arg + "' of " + node.op() + " node '" + node.name() + "'");
+  return static_cast<int>(at - args.begin()) + i;
+}
+
+// A FunctionDef (no calls of other functions) as a GraphDef whose inputs are the
+// placeholders _arg_0, _arg_1, ... and whose outputs, in the signature's order, are
+// returned in `outputs` as GraphDef tensor names.
+StatusOr<tensorflow::GraphDef> FunctionAsGraph(const tensorflow::FunctionDef& f, std::vector<std::string>* outputs) {
+  const std::string what = "function '" + f.signature().name() + "'";
+  tensorflow::GraphDef gd;
+  std::map<std::string, std::string> arg_of;
+  for (int i = 0; i < f.signature().input_arg_size(); ++i) {
+    const auto& arg = f.signature().input_arg(i);
+    if (arg.type() == tensorflow::DT_INVALID) return Unimplemented(what + ": argument '" + arg.name() + "' has no fixed type");
+    tensorflow::NodeDef* p = gd.add_node();
+    p->set_name("_arg_" + std::to_string(i));
+    p->set_op("Placeholder");
+    (*p->mutable_attr())["dtype"].set_type(arg.type());
+    arg_of[arg.name()] = p->name();
+  }
+  std::map<std::string, const tensorflow::NodeDef*> nodes;
+  for (const auto& n : f.node_def()) nodes[n.name()] = &n;
+  // "arg", "node:out:i", "^node" -> the GraphDef's names.
+  auto rename = [&](const std::string& in) -> StatusOr<std::string> {
+    if (!in.empty() && in[0] == '^') return "^" + in.substr(1);
+    const size_t colon = in.find(':');
+    if (colon == std::string::npos) {
+      auto a = arg_of.find(in);
+      if (a == arg_of.end()) return InvalidArgument(what + ": no argument '" + in + "'");
+      return a->second;
+    }
+    const std::string node = in.substr(0, colon), rest = in.substr(colon + 1);
+    const size_t second = rest.find(':');
+    auto n = nodes.find(node);
+    if (n == nodes.end() || second == std::string::npos) return InvalidArgument(what + ": bad input '" + in + "'");
+    int i = 0;
+    const std::string digits = rest.substr(second + 1);
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), i);
+    if (error != std::errc() || end != digits.data() + digits.size() || i < 0)
+      return InvalidArgument(what + ": bad input '" + in + "'");
+    GJ_ASSIGN_OR_RETURN(int index, OutputIndex(*n->second, rest.substr(0, second), i));
+    return index == 0 ? node : node + ":" + std::to_string(index);
+  };
+  for (const auto& n : f.node_def()) {
+    tensorflow::NodeDef* copy = gd.add_node();
+    *copy = n;
+    copy->clear_input();
+    for (const std::string& in : n.input()) {
+      GJ_ASSIGN_OR_RETURN(std::string name, rename(in));
+      copy->add_input(name);
+    }
+  }
+  for (const auto& arg : f.signature().output_arg()) {
+    auto r = f.ret().find(arg.name());
+    if (r == f.ret().end()) return InvalidArgument(what + ": output '" + arg.name() + "' is not returned");
+    GJ_ASSIGN_OR_RETURN(std::string name, rename(r->second));
+    outputs->push_back(name);
+  }
+  return gd;
+}
+
+// A While/StatelessWhile (cond and body functions over all its inputs) as _GraphjitWhile;
+// one whose functions are not in the library stays a While.
+Status FunctionalWhile(Graph* graph, Node* w) {
+  std::map<std::string, const tensorflow::FunctionDef*> functions;
+  for (const auto& f : graph->library().function()) functions[f.signature().name()] = &f;
+  auto function = [&](const char* attr) -> const tensorflow::FunctionDef* {
+    const tensorflow::AttrValue* a = w->FindAttr(attr);
+    return a != nullptr && functions.count(a->func().name()) ? functions[a->func().name()] : nullptr;
+  };
+  const tensorflow::FunctionDef* cond_f = function("cond");
+  const tensorflow::FunctionDef* body_f = function("body");
+  if (cond_f == nullptr || body_f == nullptr) return Status::Ok();  // not a loop it can read: left as is
+  std::vector<std::string> cond_out, body_out;
+  auto cond = FunctionAsGraph(*cond_f, &cond_out);
+  if (!cond.ok()) return cond.status().WithContext(NodeLabel(*w));
+  auto body = FunctionAsGraph(*body_f, &body_out);
+  if (!body.ok()) return body.status().WithContext(NodeLabel(*w));
+  const tensorflow::AttrValue* t = w->FindAttr("T");
+  if (cond_out.size() != 1 || body_out.size() != w->inputs.size() || t == nullptr ||
+      t->list().type_size() != static_cast<int>(w->inputs.size()) ||
+      cond_f->signature().input_arg_size() != t->list().type_size() ||
+      body_f->signature().input_arg_size() != t->list().type_size())
+    return InvalidArgument(NodeLabel(*w) + ": cond must take the loop variables and return one value, and body take "
+                           "and return one per loop variable (attr T lists their types)");
+  const AttrMap internal = InternalAttrs(*w);
+  const tensorflow::AttrValue types = w->attrs["T"];
+  w->op = "_GraphjitWhile";
+  w->attrs = internal;
+  w->attrs["T"] = types;
+  w->attrs["num_vars"].set_i(static_cast<int64_t>(w->inputs.size()));
+  w->attrs["cond"].set_s(cond->SerializeAsString());
+  w->attrs["body"].set_s(body->SerializeAsString());
+  w->attrs["cond_output"].set_s(cond_out[0]);
+  for (const std::string& b : body_out) w->attrs["body_outputs"].mutable_list()->add_s(b);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status FunctionalizeControlFlow(Graph* graph) {
   bool has_lists = false, has_loops = false;
   for (int id = 0; id < graph->num_nodes(); ++id) {
-    has_lists |= IsListOp(graph->node(id)->op);
-    has_loops |= graph->node(id)->op == "Enter";
+    Node* n = graph->node(id);
+    has_lists |= IsListOp(n->op);
+    has_loops |= n->op == "Enter";
+    if (n->op == "While" || n->op == "StatelessWhile") GJ_RETURN_IF_ERROR(FunctionalWhile(graph, n));
   }
   if (has_lists) GJ_RETURN_IF_ERROR(LowerTensorLists(graph));
   if (!has_loops) return Status::Ok();

@@ -13,15 +13,16 @@ namespace graphjit {
 //    TensorListReserve a zero Const, TensorListFromTensor and TensorListStack the tensor
 //    itself (Identity), TensorListGetItem a GatherV2 on axis 0, TensorListSetItem the op
 //    _GraphjitSetRow; the types of the loop ops that carry one follow;
-//  - each while loop (one frame of Enter nodes) as one _GraphjitWhile node: its inputs are
-//    the loop variables' initial values, then the loop invariants; its cond and body are
+//  - each while loop, one frame of Enter nodes or a While/StatelessWhile node with cond and
+//    body functions in the graph's library, as one _GraphjitWhile node: its inputs are the
+//    loop variables' initial values, then the loop invariants; its cond and body are
 //    GraphDefs of their own (attrs `cond`, `body`), fed `_arg_0`, `_arg_1`, ... in that
 //    order; its outputs are the variables' final values (each Exit becomes an Identity of
-//    one).
+//    one; a While node keeps its name).
 // What it does not cover (a loop inside a loop, a conditional made of Switch and Merge
-// outside a loop, a TensorList whose size or element shape is only known at run time) it
-// leaves as is, for the analysis to reject by its ops. An error is a graph it understood
-// as a loop but found malformed.
+// outside a loop or an If, a TensorList whose size or element shape is only known at run
+// time) it leaves as is, for the analysis to reject by its ops. An error is a graph it
+// understood as a loop but found malformed (or a function body it cannot read).
 Status FunctionalizeControlFlow(Graph* graph);
 
 }  // namespace graphjit

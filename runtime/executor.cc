@@ -307,6 +307,7 @@ ExecutorOptions NestedExecutorOptions(const KernelContext& ctx) {
   options.session_options = ctx.options;
   options.tracer = ctx.tracer;
   options.trace_prefix = ctx.node.name + "/";
+  options.gpu = ctx.gpu;
   return options;
 }
 

@@ -41,7 +41,7 @@ struct ExecutorOptions {
 };
 
 // The options a kernel runs a graph of its own with (a cluster's body, a loop's cond and
-// body): on the kernel's thread, with its allocator, session options and tracer, each
+// body): on the kernel's thread, with its allocator, session options, tracer and GPU, each
 // event named after the kernel's node ("<node>/...").
 ExecutorOptions NestedExecutorOptions(const KernelContext& ctx);
 

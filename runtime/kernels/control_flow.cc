@@ -8,14 +8,15 @@
 #include "ir/graphdef.h"
 #include "runtime/executor.h"
 #include "runtime/pass_registry.h"
+#include "runtime/placement.h"
 #include "runtime/kernels/common.h"
 
 namespace graphjit {
 namespace {
 
 // A cond or body graph, analyzed, with its plan from the _arg_i placeholders to its
-// outputs; with session options, after the session's graph passes (the optimizer, the
-// JIT's clustering), as a Run of the session's own graph.
+// outputs; with session options, placed and through the session's graph passes (the
+// optimizer, the JIT's clustering), as a Run of the session's own graph.
 struct Subgraph {
   AnalyzedGraph graph;
   ExecutionPlan plan;
@@ -28,6 +29,7 @@ StatusOr<Subgraph> MakeSubgraph(const tensorflow::GraphDef& gd, const std::strin
   std::vector<std::string> feeds;
   for (size_t i = 0; i < args; ++i) feeds.push_back("_arg_" + std::to_string(i));
   if (options != nullptr) {
+    PlaceNodes(*options, &*graph);  // on the session's device, as its own graph's nodes
     const GraphPassContext context{*options, feeds, outputs, {}};
     for (const GraphPass& pass : PassRegistry::Global()->Passes()) {
       auto r = pass.run(*graph, context);
@@ -168,12 +170,16 @@ OpDef SetRowOp() {
     return Status::Ok();
   };
   def.compute = [](KernelContext& ctx) -> Status {
-    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.ForwardInputOrAllocateOutput({0}, 0));
     const Tensor& list = ctx.input(0);
     const Tensor& item = ctx.input(2);
-    const int64_t rows = list.shape().dim(0), index = ctx.input(1).ValueAsInt(0);
-    if (ctx.input(1).num_elements() != 1 || index < 0 || index >= rows)
+    const auto& dims = list.shape().dims();
+    if (dims.empty() || Shape(std::vector<int64_t>(dims.begin() + 1, dims.end())) != item.shape())
+      return ctx.Error("item " + item.shape().ToString() + " is not a row of " + list.shape().ToString());
+    if (ctx.input(1).num_elements() != 1) return ctx.Error("the index must be a scalar");
+    const int64_t rows = dims[0], index = ctx.input(1).ValueAsInt(0);
+    if (index < 0 || index >= rows)
       return ctx.Error("index " + std::to_string(index) + " is outside the list of " + std::to_string(rows));
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.ForwardInputOrAllocateOutput({0}, 0));
     if (out->raw() != list.raw()) std::memcpy(out->raw(), list.raw(), list.bytes());
     std::memcpy(static_cast<char*>(out->raw()) + index * item.bytes(), item.raw(), item.bytes());
     return Status::Ok();

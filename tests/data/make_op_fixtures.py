@@ -1726,6 +1726,30 @@ conv_backprop_input_case("conv2d_backprop_input_explicit_f32", [1, 5, 6, 2], [2,
                          "EXPLICIT", explicit=(0, 0, 1, 2, 2, 0, 0, 0))
 
 
+# ----------------------------- while loops -----------------------------------
+
+
+def _while_loop(b):
+    """x = x * 0.5 + c, n times: a StatelessWhile whose cond and body are functions."""
+    xv, cv = normal(b.rng, [2, 3]), normal(b.rng, [2, 3])
+    x = b.ph("x", xv)
+    n = b.ph("n", np.int32(4))
+    c = const(cv, "c")
+    _, y = tf.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, v * 0.5 + c), [tf.constant(0), x])
+    tf.identity(y, name="y")
+    b.fetch("y")
+
+    def ref():
+        v = xv.astype(np.float64)
+        for _ in range(4):
+            v = v * 0.5 + cv
+        return {"y": v}
+    b.ref = ref
+
+
+simple_case("while_loop_f32", "tf.while_loop (a StatelessWhile with cond and body functions): x = x * 0.5 + c, "
+            "n = 4 times", _while_loop, tol=ROUND1)
+
 # ----------------------------- MaxPool / AvgPool ---------------------------
 
 

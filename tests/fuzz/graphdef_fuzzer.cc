@@ -1,5 +1,6 @@
 // libFuzzer target: bytes -> GraphDef (binary, and text when the bytes parse as text)
-// -> import -> validation and type/shape inference -> the graph optimizations (which
+// -> import -> control flow made functional (while loops, TensorLists) -> validation and
+// type/shape inference (which prepares loop bodies) -> the graph optimizations (which
 // run kernels on the graph's constants while folding them). Any crash, sanitizer report or
 // allocation beyond the fuzzer's memory limit is a bug: bad input must end in an
 // error status.
@@ -13,6 +14,7 @@
 
 #include "ir/graphdef.h"
 #include "passes/passes.h"
+#include "runtime/control_flow.h"
 #include "runtime/graph_analysis.h"
 
 namespace {
@@ -24,7 +26,7 @@ class Quiet : public google::protobuf::io::ErrorCollector {
 
 void Exercise(const tensorflow::GraphDef& graph_def) {
   auto graph = graphjit::ImportGraphDef(graph_def);
-  if (!graph.ok()) return;
+  if (!graph.ok() || !graphjit::FunctionalizeControlFlow(&*graph).ok()) return;
   if (!graphjit::AnalyzeGraph(graph->Clone()).ok()) return;
   graphjit::PassContext context({}, {}, graphjit::ModelOutputsAndInputs(*graph));
   auto optimized = graphjit::DefaultPipeline(graphjit::SessionOptions()).Run(*graph, context);
