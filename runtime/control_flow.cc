@@ -363,7 +363,9 @@ Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) 
 // ---- functional While ------------------------------------------------------------------
 
 // The flat output index of "node:arg:i", an output of a FunctionDef's node: i, past the
-// outputs of the op's earlier output args (for the ops with several; one arg is the rule).
+// outputs of the op's earlier output args. The table lists every op graphjit runs that has
+// several output args (and a few more); every other op it runs has one, and a body with an
+// op it does not run is rejected when the body is analyzed.
 StatusOr<int> OutputIndex(const tensorflow::NodeDef& node, const std::string& arg, int i) {
   static const std::map<std::string, std::vector<std::string>> kArgs = {
       {"FusedBatchNorm", {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"}},
