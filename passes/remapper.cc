@@ -24,8 +24,8 @@ const char* FusedOpFor(const std::string& op) {
 // One sweep in dataflow order: a BiasAdd (or an inference FusedBatchNorm) absorbs the
 // MatMul/Conv2D/DepthwiseConv2dNative before it, a Mul and an Add of a constant per output
 // channel (a batch norm as Keras writes it for inference: x * s + t) the convolution
-// before it, then an activation absorbs the fused node before it. The node that absorbs keeps its name, so
-// fetched names stay.
+// before it, then an activation absorbs the fused node before it. The node that absorbs
+// keeps its name, so fetched names stay.
 class Remapper {
  public:
   Remapper(Graph& graph, const PassContext& context, const AnalyzedGraph& analysis)

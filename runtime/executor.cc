@@ -61,12 +61,15 @@ StatusOr<ExecutionPlan> BuildExecutionPlan(const AnalyzedGraph& a, const std::ve
   plan.initial_pending.assign(n, 0);
   plan.consumers.assign(n, {});
   plan.initial_uses.assign(plan.num_slots, 0);
+  plan.constant_inputs.assign(n, {});
   for (int id : a.topo_order) {
     if (!needed[id]) continue;
     plan.nodes.push_back(id);
     const Node* node = g.node(id);
     for (TensorId in : node->inputs) {
-      if (plan.input_feed[slot(in)] >= 0) continue;
+      const bool fed = plan.input_feed[slot(in)] >= 0;
+      plan.constant_inputs[id].push_back(!fed && g.node(in.node)->op == "Const");
+      if (fed) continue;
       ++plan.initial_pending[id];
       ++plan.initial_uses[slot(in)];
       plan.consumers[in.node].push_back(id);
@@ -232,17 +235,16 @@ class Run {
       return Internal(NodeLabel(node) + ": run-time output types differ from the graph's");
     // 3. The kernel.
     std::vector<Tensor> outputs(info.dtypes.size());
-    std::vector<bool> reusable(inputs.size()), constant(inputs.size());
+    std::vector<bool> reusable(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       // Held by values_ and `inputs` alone, and read by no other node after this one.
       const int s = plan_.output_base[node.inputs[i].node] + node.inputs[i].index;
       reusable[i] = plan_.input_feed[s] < 0 && uses_[s].load(std::memory_order_acquire) == 1 &&
                     inputs[i].buffer() != nullptr && inputs[i].buffer().use_count() == 2;
-      constant[i] = plan_.input_feed[s] < 0 && a_.graph.node(node.inputs[i].node)->op == "Const";
     }
     KernelContext kc{node,       inputs,           ic.output_dtypes, ic.output_shapes,         outputs,
                      options_.allocator, options_.intra_op, info.state.get(), options_.session_options,
-                     options_.tracer, &reusable,           options_.gpu, &constant};
+                     options_.tracer, &reusable,           options_.gpu, &plan_.constant_inputs[id]};
     int64_t start = options_.tracer ? options_.tracer->NowMicros() : 0;
     GJ_RETURN_IF_ERROR(info.op->compute(kc));
     if (options_.tracer) {

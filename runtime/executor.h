@@ -23,6 +23,8 @@ struct ExecutionPlan {
   std::vector<int> output_base;                     // by node id: first slot of its outputs
   std::vector<int> initial_uses;                    // by slot: consumers reading it (+1 if fetched)
   std::vector<int> input_feed;                      // by slot: feed index or -1
+  // By node id, per input: a Const's value, not fed (KernelContext::constant_inputs).
+  std::vector<std::vector<bool>> constant_inputs;
   int num_slots = 0;
 };
 

@@ -202,8 +202,9 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
                  pad_r = {pad_bottom, w.pr};
     // Winograd (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) kernels) does a 3x3 convolution with
     // 2.25x or 4x fewer multiplications: about twice as fast, with errors of up to about
-    // 1e-5 of the largest output (the direct algorithm's are about 1e-6). Below 8x8 outputs it is not faster: its
-    // tiles are mostly padding, and its transformed filter, 4x the size, is read for few.
+    // 1e-5 of the largest output (the direct algorithm's are about 1e-6). Below 8x8
+    // outputs it is not faster: its tiles are mostly padding, and its transformed filter,
+    // 4x the size, is read for few outputs.
     const bool winograd = !depthwise && w.kh == 3 && w.kw == 3 && w.sh == 1 && w.sw == 1 && w.dh == 1 && w.dw == 1 &&
                           C % 16 == 0 && O % 16 == 0 && oh >= 8 && OW >= 8;
     std::string key = std::to_string(depthwise) + std::to_string(bias != nullptr) + std::to_string(static_cast<int>(act));
