@@ -4,46 +4,24 @@
 // body runs op by op on the caller's threads and allocator, so results are exactly those
 // of the unclustered graph.
 
-#include "ir/graphdef.h"
-#include "runtime/executor.h"
 #include "runtime/kernels/common.h"
+#include "runtime/kernels/subgraph.h"
 
 namespace graphjit {
 namespace {
 
-struct ClusterBody {
-  AnalyzedGraph graph;
-  ExecutionPlan plan;
-};
-
 StatusOr<std::shared_ptr<const void>> PrepareCluster(const Node& node) {
-  GJ_ASSIGN_OR_RETURN(std::string bytes, GetStringAttr(node, "_body"));
+  GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef gd, GraphAttr(node, "_body"));
   GJ_ASSIGN_OR_RETURN(std::vector<DType> tin, GetTypeListAttr(node, "Tin"));
-  tensorflow::GraphDef gd;
-  if (!gd.ParseFromString(bytes)) return InvalidArgument(NodeLabel(node) + ": attr '_body' is not a GraphDef");
-  auto graph = ImportGraphDef(gd);
-  if (!graph.ok()) return graph.status().WithContext(NodeLabel(node) + " body");
-  auto analyzed = AnalyzeGraph(std::move(graph).value());
-  if (!analyzed.ok()) return analyzed.status().WithContext(NodeLabel(node) + " body");
-  auto body = std::make_shared<ClusterBody>();
-  body->graph = std::move(analyzed).value();
-  std::vector<TensorId> feeds, fetches;
-  for (size_t i = 0; i < tin.size(); ++i) {
-    const Node* arg = body->graph.graph.FindNode("_arg_" + std::to_string(i));
-    if (arg == nullptr) return InvalidArgument(NodeLabel(node) + ": body lacks _arg_" + std::to_string(i));
-    feeds.push_back({arg->id, 0});
-  }
+  GJ_ASSIGN_OR_RETURN(std::vector<DType> tout, GetTypeListAttr(node, "Tout"));
   const tensorflow::AttrValue* outs = node.FindAttr("_body_outputs");
   if (outs == nullptr) return InvalidArgument(NodeLabel(node) + ": attr '_body_outputs' is missing");
-  for (const std::string& name : outs->list().s()) {
-    ParsedInput p;
-    const Node* n = ParseInputString(name, &p) ? body->graph.graph.FindNode(p.node) : nullptr;
-    if (n == nullptr || p.index >= static_cast<int>(body->graph.info(n->id).dtypes.size()))
-      return InvalidArgument(NodeLabel(node) + ": body has no tensor '" + name + "'");
-    fetches.push_back({n->id, p.index});
-  }
+  auto body = std::make_shared<Subgraph>();
+  GJ_ASSIGN_OR_RETURN(*body, MakeSubgraph(gd, NodeLabel(node) + " body", tin.size(),
+                                          {outs->list().s().begin(), outs->list().s().end()}));
   // The node's declared types must be what the body takes and makes.
-  GJ_ASSIGN_OR_RETURN(std::vector<DType> tout, GetTypeListAttr(node, "Tout"));
+  const std::vector<TensorId>& feeds = body->plan.feeds;
+  const std::vector<TensorId>& fetches = body->plan.fetches;
   if (tout.size() != fetches.size())
     return InvalidArgument(NodeLabel(node) + ": Tout lists " + std::to_string(tout.size()) + " types for " +
                            std::to_string(fetches.size()) + " body outputs");
@@ -52,10 +30,9 @@ StatusOr<std::shared_ptr<const void>> PrepareCluster(const Node& node) {
       return InvalidArgument(NodeLabel(node) + ": body output " + std::to_string(i) + " does not have type " +
                              DTypeName(tout[i]));
   for (size_t i = 0; i < feeds.size(); ++i)
-    if (body->graph.info(feeds[i].node).dtypes[0] != tin[i])
+    if (body->graph.info(feeds[i].node).dtypes[feeds[i].index] != tin[i])
       return InvalidArgument(NodeLabel(node) + ": body input " + std::to_string(i) + " does not have type " +
                              DTypeName(tin[i]));
-  GJ_ASSIGN_OR_RETURN(body->plan, BuildExecutionPlan(body->graph, feeds, fetches, {}));
   return std::shared_ptr<const void>(body);
 }
 
@@ -78,7 +55,7 @@ OpDef JitClusterOp() {
     return Status::Ok();
   };
   def.compute = [](KernelContext& ctx) -> Status {
-    const auto* body = static_cast<const ClusterBody*>(ctx.state);
+    const auto* body = static_cast<const Subgraph*>(ctx.state);
     const ExecutorOptions options = NestedExecutorOptions(ctx);
     std::vector<Tensor> outputs;
     GJ_RETURN_IF_ERROR(Execute(body->graph, body->plan, ctx.inputs, options, &outputs));

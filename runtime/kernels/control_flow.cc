@@ -5,59 +5,11 @@
 #include <memory>
 #include <mutex>
 
-#include "ir/graphdef.h"
-#include "runtime/executor.h"
-#include "runtime/pass_registry.h"
-#include "runtime/placement.h"
 #include "runtime/kernels/common.h"
+#include "runtime/kernels/subgraph.h"
 
 namespace graphjit {
 namespace {
-
-// A cond or body graph, analyzed, with its plan from the _arg_i placeholders to its
-// outputs; with session options, placed and through the session's graph passes (the
-// optimizer, the JIT's clustering), as a Run of the session's own graph.
-struct Subgraph {
-  AnalyzedGraph graph;
-  ExecutionPlan plan;
-};
-
-StatusOr<Subgraph> MakeSubgraph(const tensorflow::GraphDef& gd, const std::string& what, size_t args,
-                                const std::vector<std::string>& outputs, const SessionOptions* options) {
-  auto graph = ImportGraphDef(gd);
-  if (!graph.ok()) return graph.status().WithContext(what);
-  std::vector<std::string> feeds;
-  for (size_t i = 0; i < args; ++i) feeds.push_back("_arg_" + std::to_string(i));
-  if (options != nullptr) {
-    PlaceNodes(*options, &*graph);  // on the session's device, as its own graph's nodes
-    const GraphPassContext context{*options, feeds, outputs, {}};
-    for (const GraphPass& pass : PassRegistry::Global()->Passes()) {
-      auto r = pass.run(*graph, context);
-      if (!r.ok()) return r.status().WithContext(what + ": graph pass '" + pass.name + "'");
-    }
-  }
-  auto analyzed = AnalyzeGraph(std::move(graph).value());
-  if (!analyzed.ok()) return analyzed.status().WithContext(what);
-  Subgraph sub{std::move(analyzed).value(), {}};
-  std::vector<TensorId> feed_ids, fetch_ids;
-  for (const std::string& name : feeds) {
-    GJ_ASSIGN_OR_RETURN(TensorId id, ResolveTensor(sub.graph, name));
-    feed_ids.push_back(id);
-  }
-  for (const std::string& name : outputs) {
-    GJ_ASSIGN_OR_RETURN(TensorId id, ResolveTensor(sub.graph, name));
-    fetch_ids.push_back(id);
-  }
-  GJ_ASSIGN_OR_RETURN(sub.plan, BuildExecutionPlan(sub.graph, feed_ids, fetch_ids, {}));
-  return sub;
-}
-
-StatusOr<tensorflow::GraphDef> GraphAttr(const Node& node, const std::string& attr) {
-  GJ_ASSIGN_OR_RETURN(std::string bytes, GetStringAttr(node, attr));
-  tensorflow::GraphDef gd;
-  if (!gd.ParseFromString(bytes)) return InvalidArgument(NodeLabel(node) + ": attr '" + attr + "' is not a GraphDef");
-  return gd;
-}
 
 // The cond runs op by op; the body, where the time goes, is optimized and compiled for
 // the session that first runs the loop.
