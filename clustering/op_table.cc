@@ -24,6 +24,7 @@ const std::vector<OpTableEntry>& OpTable() {
       {"AddV2", F::kElementwise, k1}, {"Cast", F::kElementwise, k1}, {"Ceil", F::kElementwise, k1},
       {"DivNoNan", F::kElementwise, k1}, {"Elu", F::kElementwise, k1}, {"Equal", F::kElementwise, k1},
       {"Erf", F::kElementwise, k1}, {"Erfc", F::kElementwise, k1}, {"Exp", F::kElementwise, k1}, {"Floor", F::kElementwise, k1},
+      {"FloorDiv", F::kElementwise, k1}, {"FloorMod", F::kElementwise, k1},
       {"Greater", F::kElementwise, k1}, {"GreaterEqual", F::kElementwise, k1}, {"LeakyRelu", F::kElementwise, k1},
       {"Less", F::kElementwise, k1}, {"LessEqual", F::kElementwise, k1}, {"Log", F::kElementwise, k1},
       {"Log1p", F::kElementwise, k1}, {"LogicalAnd", F::kElementwise, k1}, {"LogicalNot", F::kElementwise, k1},

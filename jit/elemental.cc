@@ -125,6 +125,17 @@ const std::map<std::string, Emit>& FloatOps() {
        }},
       // libm's powf, as the reference kernel calls it (no afn: it would let LLVM rewrite it).
       {"Pow", [](auto& x, auto& w) { return w.Let("math.powf " + x[0] + ", " + x[1] + kArith); }},
+      // Python's // and % on floats, as the reference kernels compute them: floor(x / y),
+      // and fmod(x, y) moved to the divisor's sign.
+      {"FloorDiv", [](auto& x, auto& w) { return Unary("math.floor", Divide(x[0], x[1], w), w); }},
+      {"FloorMod",
+       [](auto& x, auto& w) {
+         const std::string r = w.Let("arith.remf " + x[0] + ", " + x[1] + kArith), zero = F32(w, 0);
+         const std::string signs_differ = w.Let("arith.xori " + Cmp("olt", {r, zero}, w) + ", " +
+                                                Cmp("olt", {x[1], zero}, w) + " : i1");
+         const std::string moved = w.Let("arith.andi " + Cmp("une", {r, zero}, w) + ", " + signs_differ + " : i1");
+         return Select(moved, Binary("arith.addf", {r, x[1]}, w), r, w);
+       }},
       {"Neg", [](auto& x, auto& w) { return w.Let("arith.negf " + x[0] + " : f32"); }},
       {"Abs", [](auto& x, auto& w) { return Unary("math.absf", x[0], w); }},
       {"Exp", [](auto& x, auto& w) { return Exp(x[0], w); }},

@@ -1,8 +1,10 @@
 #include "runtime/control_flow.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -178,17 +180,18 @@ std::vector<Loop> FindLoops(const Graph& graph, const std::vector<std::vector<Ou
   return loops;
 }
 
-// A loop's cond or body as a graph of its own: the nodes that `outputs` need, back to the
-// boundary tensors (each becomes the placeholder _arg_i); control edges to nodes outside
-// are dropped. Fails on a path that leaves the frame another way.
+// A loop's cond or body, or a conditional's branch, as a graph of its own: the nodes that
+// `outputs` need, back to the boundary tensors (each becomes the placeholder _arg_i) and
+// the nodes `outside`; control edges to those are dropped. Fails on a path that leaves
+// the frame another way.
 StatusOr<tensorflow::GraphDef> Extract(const Graph& graph, const std::map<std::pair<int, int>, int>& boundary,
-                                       const std::set<int>& boundary_nodes, const std::vector<DType>& arg_types,
+                                       const std::function<bool(int)>& outside, const std::vector<DType>& arg_types,
                                        const std::vector<TensorId>& outputs, std::vector<std::string>* output_names,
                                        std::set<int>* members) {
   std::vector<int> order, stack;
   std::set<int> seen;
   auto visit = [&](int id) {
-    if (!boundary_nodes.count(id) && seen.insert(id).second) stack.push_back(id);
+    if (!outside(id) && seen.insert(id).second) stack.push_back(id);
   };
   for (const TensorId& t : outputs) {
     if (!boundary.count({t.node, t.index})) visit(t.node);
@@ -200,7 +203,7 @@ StatusOr<tensorflow::GraphDef> Extract(const Graph& graph, const std::map<std::p
     const Node* n = graph.node(id);
     static const std::set<std::string> kLoopOps = {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"};
     if (kLoopOps.count(n->op))
-      return Unimplemented("while loop: " + NodeLabel(*n) + " inside a loop's cond or body (a nested loop or conditional)");
+      return Unimplemented("while loop: " + NodeLabel(*n) + " inside a loop's cond or body (a nested loop)");
     for (const TensorId& in : n->inputs)
       if (!boundary.count({in.node, in.index})) visit(in.node);
     for (int c : n->control_inputs) visit(c);
@@ -275,11 +278,13 @@ Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) 
   body_stop.insert(loop.loop_cond);
   std::vector<std::string> cond_out, body_out;
   std::set<int> members;
-  GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef cond, Extract(*graph, cond_in, cond_stop, types,
+  auto in = [](const std::set<int>& set) { return [&set](int id) { return set.count(id) > 0; }; };
+  GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef cond, Extract(*graph, cond_in, in(cond_stop), types,
                                                           {graph->node(loop.loop_cond)->inputs[0]}, &cond_out, &members));
   std::vector<TensorId> next_values;
   for (int next : loop.next_iterations) next_values.push_back(graph->node(next)->inputs[0]);
-  GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef body, Extract(*graph, body_in, body_stop, types, next_values, &body_out, &members));
+  GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef body,
+                      Extract(*graph, body_in, in(body_stop), types, next_values, &body_out, &members));
   // The frame's loop ops go. A node the cond or body holds goes too, unless a node outside
   // reads it (a constant both use): then it stays, with what it reads, and must not read
   // the loop.
@@ -360,6 +365,169 @@ Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) 
   return Status::Ok();
 }
 
+// ---- conditionals -----------------------------------------------------------------------
+
+// One conditional as TensorFlow writes it (tf.cond in a v1 graph, or an If its lowering
+// made): the Switches on one predicate, the nodes each branch runs (everything forward of
+// the Switches' outputs 0, else, and 1, then, up to the Merges), and the Merges that take
+// the value of the branch that ran.
+struct Cond {
+  TensorId pred;
+  std::vector<int> switches;
+  std::map<int, int> side;    // branch node -> 0 (else) or 1 (then)
+  std::vector<int> merges;
+  std::vector<std::array<TensorId, 2>> values;  // per Merge: what it reads from each side
+  std::vector<int> markers;   // Merges of control edges alone: "the conditional ran"
+};
+
+bool IsLoopOp(const std::string& op) {
+  return op == "Enter" || op == "Exit" || op == "NextIteration" || op == "LoopCond";
+}
+
+// A Const a branch reads without it coming through a Switch: the branch gets a copy.
+bool FreeConst(const Node& n) { return n.op == "Const" && n.inputs.empty() && n.control_inputs.empty(); }
+
+// The conditional of the Switches on `pred`, if it has the form above and holds no other
+// Switch (a conditional inside it is made a node first).
+std::optional<Cond> FindCond(const Graph& graph, const std::vector<std::vector<OutEdge>>& out, TensorId pred,
+                             const std::vector<int>& switches) {
+  Cond c{pred, switches, {}, {}, {}, {}};
+  const std::set<int> own(switches.begin(), switches.end());
+  std::set<int> merges;
+  std::vector<std::pair<int, int>> stack;  // (node, side)
+  for (int s : switches)
+    for (const OutEdge& e : out[s]) {
+      if (e.dst_input < 0) return std::nullopt;  // a control edge from a Switch holds for either side
+      stack.push_back({e.dst, e.src_output});
+    }
+  while (!stack.empty()) {
+    const auto [id, side] = stack.back();
+    stack.pop_back();
+    const Node* n = graph.node(id);
+    if (n->op == "Merge") {
+      merges.insert(id);
+      continue;
+    }
+    if (n->op == "Switch" || IsLoopOp(n->op)) return std::nullopt;
+    const auto [at, fresh] = c.side.emplace(id, side);
+    if (!fresh) {
+      if (at->second != side) return std::nullopt;  // a node of both branches
+      continue;
+    }
+    for (const OutEdge& e : out[id]) stack.push_back({e.dst, side});
+  }
+  auto side_of = [&](TensorId t) {
+    if (own.count(t.node)) return t.index;
+    const auto at = c.side.find(t.node);
+    return at == c.side.end() ? -1 : at->second;
+  };
+  for (const auto& [id, side] : c.side)
+    for (const TensorId& in : graph.node(id)->inputs)
+      if (side_of(in) != side && !FreeConst(*graph.node(in.node))) return std::nullopt;  // reads around the Switches
+  for (int m : merges) {
+    const Node* n = graph.node(m);
+    if (n->inputs.empty()) {
+      for (int from : n->control_inputs)
+        if (!c.side.count(from)) return std::nullopt;
+      c.markers.push_back(m);
+      continue;
+    }
+    if (n->inputs.size() != 2 || side_of(n->inputs[0]) < 0 || side_of(n->inputs[1]) < 0 ||
+        side_of(n->inputs[0]) == side_of(n->inputs[1]))
+      return std::nullopt;
+    for (const OutEdge& e : out[m])
+      if (e.src_output == 1) return std::nullopt;  // value_index: which branch ran
+    c.merges.push_back(m);
+    const int first = side_of(n->inputs[0]);
+    c.values.push_back({n->inputs[first], n->inputs[1 - first]});
+  }
+  if (c.merges.empty() && c.markers.empty()) return std::nullopt;
+  return c;
+}
+
+// The scope the names of a conditional's Switches and Merges share ("cond"), or "cond".
+std::string CondName(const Graph& graph, const Cond& c) {
+  std::string prefix = graph.node(c.switches[0])->name;
+  for (const auto* ids : {&c.switches, &c.merges, &c.markers})
+    for (int id : *ids) {
+      const std::string& name = graph.node(id)->name;
+      prefix.resize(std::mismatch(prefix.begin(), prefix.end(), name.begin(), name.end()).first - prefix.begin());
+    }
+  const size_t slash = prefix.rfind('/');
+  return slash == std::string::npos || slash == 0 ? "cond" : prefix.substr(0, slash);
+}
+
+// Makes the conditional one _GraphjitIf node: its inputs are the predicate and the
+// Switches' values; each Merge becomes an Identity of one of its outputs, each marker a
+// NoOp after it.
+Status FunctionalizeCond(Graph* graph, const Cond& c, std::vector<bool>* remove) {
+  std::vector<TensorId> args;
+  std::vector<DType> types;
+  std::map<std::pair<int, int>, int> boundary[2];
+  for (int s : c.switches) {
+    const Node* sw = graph->node(s);
+    const TensorId value = sw->inputs[0];
+    auto at = std::find(args.begin(), args.end(), value);
+    if (at == args.end()) {
+      if (TypeOf(*sw) == DType::kInvalid) return Unimplemented(NodeLabel(*sw) + ": a value of a type graphjit lacks");
+      args.push_back(value);
+      types.push_back(TypeOf(*sw));
+      at = args.end() - 1;
+    }
+    for (int side = 0; side < 2; ++side) boundary[side][{s, side}] = static_cast<int>(at - args.begin());
+  }
+  std::string branch[2];
+  std::vector<std::string> outputs[2];
+  std::set<int> members;
+  for (int side = 0; side < 2; ++side) {
+    std::vector<TensorId> values;
+    for (const auto& v : c.values) values.push_back(v[side]);
+    auto outside = [&](int id) {
+      const auto at = c.side.find(id);
+      return at == c.side.end() ? !FreeConst(*graph->node(id)) : at->second != side;
+    };
+    GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef gd,
+                        Extract(*graph, boundary[side], outside, types, values, &outputs[side], &members));
+    branch[side] = gd.SerializeAsString();
+  }
+  std::set<int> taken(c.switches.begin(), c.switches.end());
+  for (const auto& [id, side] : c.side) taken.insert(id);
+  std::set<int> controls;
+  for (int id : taken)
+    for (int from : graph->node(id)->control_inputs)
+      if (!taken.count(from)) controls.insert(from);
+  const std::string name = UniqueName(*graph, CondName(*graph, c));
+  Node* f = graph->AddNode(name, "_GraphjitIf");
+  f->device = graph->node(c.switches[0])->device;
+  f->inputs.push_back(c.pred);
+  f->inputs.insert(f->inputs.end(), args.begin(), args.end());
+  f->control_inputs.assign(controls.begin(), controls.end());
+  auto* tout = f->attrs["Tout"].mutable_list();
+  for (int m : c.merges) tout->add_type(static_cast<tensorflow::DataType>(TypeOf(*graph->node(m))));
+  for (int side = 0; side < 2; ++side) {
+    const std::string attr = side == 0 ? "else" : "then";
+    f->attrs[attr].set_s(branch[side]);
+    for (const std::string& o : outputs[side]) f->attrs[attr + "_outputs"].mutable_list()->add_s(o);
+  }
+  for (size_t i = 0; i < c.merges.size(); ++i) {
+    Node* merge = graph->node(c.merges[i]);
+    merge->op = "Identity";
+    merge->attrs = InternalAttrs(*merge);
+    SetType(merge, "T", static_cast<DType>(tout->type(static_cast<int>(i))));
+    merge->inputs = {{f->id, static_cast<int>(i)}};
+    merge->control_inputs.clear();
+  }
+  for (int m : c.markers) {
+    Node* marker = graph->node(m);
+    marker->op = "NoOp";
+    marker->attrs = InternalAttrs(*marker);
+    marker->control_inputs = {f->id};
+  }
+  remove->assign(graph->num_nodes(), false);
+  for (int id : taken) (*remove)[id] = true;
+  return Status::Ok();
+}
+
 // ---- functional While ------------------------------------------------------------------
 
 // The flat output index of "node:arg:i", an output of a FunctionDef's node: i, past the
@@ -384,12 +552,15 @@ StatusOr<int> OutputIndex(const tensorflow::NodeDef& node, const std::string& ar
   return static_cast<int>(at - args.begin()) + i;
 }
 
-// A FunctionDef (no calls of other functions) as a GraphDef whose inputs are the
+// A FunctionDef (no calls of other functions) as a GraphDef, with the library its loops and
+// conditionals name, whose inputs are the
 // placeholders _arg_0, _arg_1, ... and whose outputs, in the signature's order, are
 // returned in `outputs` as GraphDef tensor names.
-StatusOr<tensorflow::GraphDef> FunctionAsGraph(const tensorflow::FunctionDef& f, std::vector<std::string>* outputs) {
+StatusOr<tensorflow::GraphDef> FunctionAsGraph(const tensorflow::FunctionDef& f, const tensorflow::FunctionDefLibrary& library,
+                                               std::vector<std::string>* outputs) {
   const std::string what = "function '" + f.signature().name() + "'";
   tensorflow::GraphDef gd;
+  *gd.mutable_library() = library;  // for the loops and conditionals it holds
   std::map<std::string, std::string> arg_of;
   for (int i = 0; i < f.signature().input_arg_size(); ++i) {
     const auto& arg = f.signature().input_arg(i);
@@ -441,22 +612,25 @@ StatusOr<tensorflow::GraphDef> FunctionAsGraph(const tensorflow::FunctionDef& f,
   return gd;
 }
 
+// The function of the graph's library a node's func attr names, or null.
+const tensorflow::FunctionDef* LibraryFunction(const Graph& graph, const Node& node, const char* attr) {
+  const tensorflow::AttrValue* a = node.FindAttr(attr);
+  if (a == nullptr) return nullptr;
+  for (const auto& f : graph.library().function())
+    if (f.signature().name() == a->func().name()) return &f;
+  return nullptr;
+}
+
 // A While/StatelessWhile (cond and body functions over all its inputs) as _GraphjitWhile;
 // one whose functions are not in the library stays a While.
 Status FunctionalWhile(Graph* graph, Node* w) {
-  std::map<std::string, const tensorflow::FunctionDef*> functions;
-  for (const auto& f : graph->library().function()) functions[f.signature().name()] = &f;
-  auto function = [&](const char* attr) -> const tensorflow::FunctionDef* {
-    const tensorflow::AttrValue* a = w->FindAttr(attr);
-    return a != nullptr && functions.count(a->func().name()) ? functions[a->func().name()] : nullptr;
-  };
-  const tensorflow::FunctionDef* cond_f = function("cond");
-  const tensorflow::FunctionDef* body_f = function("body");
+  const tensorflow::FunctionDef* cond_f = LibraryFunction(*graph, *w, "cond");
+  const tensorflow::FunctionDef* body_f = LibraryFunction(*graph, *w, "body");
   if (cond_f == nullptr || body_f == nullptr) return Status::Ok();  // not a loop it can read: left as is
   std::vector<std::string> cond_out, body_out;
-  auto cond = FunctionAsGraph(*cond_f, &cond_out);
+  auto cond = FunctionAsGraph(*cond_f, graph->library(), &cond_out);
   if (!cond.ok()) return cond.status().WithContext(NodeLabel(*w));
-  auto body = FunctionAsGraph(*body_f, &body_out);
+  auto body = FunctionAsGraph(*body_f, graph->library(), &body_out);
   if (!body.ok()) return body.status().WithContext(NodeLabel(*w));
   const tensorflow::AttrValue* t = w->FindAttr("T");
   if (cond_out.size() != 1 || body_out.size() != w->inputs.size() || t == nullptr ||
@@ -478,6 +652,82 @@ Status FunctionalWhile(Graph* graph, Node* w) {
   return Status::Ok();
 }
 
+// An If/StatelessIf (then_branch and else_branch functions over its inputs after the
+// condition) as _GraphjitIf; one whose functions are not in the library stays an If.
+Status FunctionalIf(Graph* graph, Node* n) {
+  const tensorflow::FunctionDef* f[2] = {LibraryFunction(*graph, *n, "else_branch"),
+                                         LibraryFunction(*graph, *n, "then_branch")};
+  if (f[0] == nullptr || f[1] == nullptr) return Status::Ok();
+  GJ_ASSIGN_OR_RETURN(std::vector<DType> tout, GetTypeListAttr(*n, "Tout"));
+  AttrMap attrs = InternalAttrs(*n);
+  attrs["Tout"] = n->attrs["Tout"];
+  if (const tensorflow::AttrValue* shapes = n->FindAttr("output_shapes")) attrs["output_shapes"] = *shapes;
+  for (int side = 0; side < 2; ++side) {
+    std::vector<std::string> outputs;
+    auto gd = FunctionAsGraph(*f[side], graph->library(), &outputs);
+    if (!gd.ok()) return gd.status().WithContext(NodeLabel(*n));
+    if (outputs.size() != tout.size() || f[side]->signature().input_arg_size() + 1 != static_cast<int>(n->inputs.size()))
+      return InvalidArgument(NodeLabel(*n) + ": each branch must take the inputs after the condition and return one "
+                             "value per type of Tout");
+    const std::string attr = side == 0 ? "else" : "then";
+    attrs[attr].set_s(gd->SerializeAsString());
+    for (const std::string& o : outputs) attrs[attr + "_outputs"].mutable_list()->add_s(o);
+  }
+  n->op = "_GraphjitIf";
+  n->attrs = std::move(attrs);
+  return Status::Ok();
+}
+
+// Drops the nodes a loop or conditional took (marked in `remove`), with the edges between them.
+Status RemoveTaken(Graph* graph, std::vector<bool> remove) {
+  remove.resize(graph->num_nodes(), false);
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    Node* n = graph->node(id);
+    if (remove[id]) {
+      n->inputs.clear();
+      n->control_inputs.clear();
+      continue;
+    }
+    for (const TensorId& in : n->inputs)
+      if (remove[in.node]) return Internal(NodeLabel(*n) + " reads " + NodeLabel(*graph->node(in.node)) + ", which a " +
+                                           "loop or conditional took");
+    for (int c : n->control_inputs)
+      if (remove[c]) return Internal(NodeLabel(*n) + " waits for " + NodeLabel(*graph->node(c)) + ", which a loop or " +
+                                     "conditional took");
+  }
+  graph->RemoveNodes(remove);
+  return Status::Ok();
+}
+
+// Makes one conditional a node, an innermost one (a branch holding no Switch); false if
+// there is none it can.
+StatusOr<bool> FunctionalizeOneCond(Graph* graph) {
+  std::map<std::pair<int, int>, std::vector<int>> by_pred;
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    const Node* n = graph->node(id);
+    if (n->op != "Switch" || n->inputs.size() != 2 || graph->node(n->inputs[1].node)->op == "LoopCond") continue;
+    // tf.cond's own Switch is on the predicate, those of the values it reads on an
+    // Identity of it.
+    TensorId pred = n->inputs[1];
+    for (int steps = 0; steps < graph->num_nodes() && graph->node(pred.node)->op == "Identity" &&
+                        graph->node(pred.node)->inputs.size() == 1;
+         ++steps)
+      pred = graph->node(pred.node)->inputs[0];
+    by_pred[{pred.node, pred.index}].push_back(id);
+  }
+  if (by_pred.empty()) return false;
+  const std::vector<std::vector<OutEdge>> out = graph->ComputeOutEdges();
+  for (const auto& [pred, switches] : by_pred) {
+    const std::optional<Cond> c = FindCond(*graph, out, {pred.first, pred.second}, switches);
+    if (!c) continue;
+    std::vector<bool> remove;
+    GJ_RETURN_IF_ERROR(FunctionalizeCond(graph, *c, &remove));
+    GJ_RETURN_IF_ERROR(RemoveTaken(graph, std::move(remove)));
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Status FunctionalizeControlFlow(Graph* graph) {
@@ -487,30 +737,21 @@ Status FunctionalizeControlFlow(Graph* graph) {
     has_lists |= IsListOp(n->op);
     has_loops |= n->op == "Enter";
     if (n->op == "While" || n->op == "StatelessWhile") GJ_RETURN_IF_ERROR(FunctionalWhile(graph, n));
+    if (n->op == "If" || n->op == "StatelessIf") GJ_RETURN_IF_ERROR(FunctionalIf(graph, n));
   }
   if (has_lists) GJ_RETURN_IF_ERROR(LowerTensorLists(graph));
+  // Conditionals first: a loop's body may hold one.
+  for (;;) {
+    GJ_ASSIGN_OR_RETURN(bool found, FunctionalizeOneCond(graph));
+    if (!found) break;
+  }
   if (!has_loops) return Status::Ok();
   const std::vector<Loop> loops = FindLoops(*graph, graph->ComputeOutEdges());
   std::vector<bool> remove;
   for (const Loop& loop : loops) {
     GJ_RETURN_IF_ERROR(Functionalize(graph, loop, &remove));
   }
-  if (!remove.empty()) {
-    remove.resize(graph->num_nodes(), false);
-    for (int id = 0; id < graph->num_nodes(); ++id) {
-      Node* n = graph->node(id);
-      if (remove[id]) {  // edges between removed nodes go with them
-        n->inputs.clear();
-        n->control_inputs.clear();
-        continue;
-      }
-      for (const TensorId& in : n->inputs)
-        if (remove[in.node]) return Internal(NodeLabel(*n) + " reads " + NodeLabel(*graph->node(in.node)) + ", which a loop took");
-      for (int c : n->control_inputs)
-        if (remove[c]) return Internal(NodeLabel(*n) + " waits for " + NodeLabel(*graph->node(c)) + ", which a loop took");
-    }
-    graph->RemoveNodes(remove);
-  }
+  if (!remove.empty()) GJ_RETURN_IF_ERROR(RemoveTaken(graph, std::move(remove)));
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // TensorFlow's control flow as graphs frozen from a tf.function carry it (Keras's recurrent
-// layers): while loops written with Enter, Merge, Switch, LoopCond, NextIteration and
-// Exit, and the TensorLists their bodies read and write.
+// layers, tf.cond): while loops and conditionals written with Enter, Merge, Switch,
+// LoopCond, NextIteration and Exit or as functional While and If nodes, and the
+// TensorLists loop bodies read and write.
 #pragma once
 
 #include "ir/graph.h"
@@ -13,16 +14,23 @@ namespace graphjit {
 //    TensorListReserve a zero Const, TensorListFromTensor and TensorListStack the tensor
 //    itself (Identity), TensorListGetItem a GatherV2 on axis 0, TensorListSetItem the op
 //    _GraphjitSetRow; the types of the loop ops that carry one follow;
+//  - each conditional, Switches on one predicate with the branches forward of them up to
+//    the Merges, or an If/StatelessIf node with then and else functions in the graph's
+//    library, as one _GraphjitIf node: its inputs are the predicate, then the values the
+//    branches read; its branches are GraphDefs of their own (attrs `then`, `else`), fed
+//    `_arg_0`, `_arg_1`, ... in that order; its outputs are the Merges' values (each Merge
+//    becomes an Identity of one). Inner conditionals go first;
 //  - each while loop, one frame of Enter nodes or a While/StatelessWhile node with cond and
 //    body functions in the graph's library, as one _GraphjitWhile node: its inputs are the
 //    loop variables' initial values, then the loop invariants; its cond and body are
 //    GraphDefs of their own (attrs `cond`, `body`), fed `_arg_0`, `_arg_1`, ... in that
 //    order; its outputs are the variables' final values (each Exit becomes an Identity of
-//    one; a While node keeps its name).
-// What it does not cover (a loop inside a loop, a conditional made of Switch and Merge
-// outside a loop or an If, a TensorList whose size or element shape is only known at run
-// time) it leaves as is, for the analysis to reject by its ops. An error is a graph it
-// understood as a loop but found malformed (or a function body it cannot read).
+//    one; a While node keeps its name). A loop's body may hold conditionals.
+// What it does not cover (a loop inside a loop, a conditional whose Merge's value_index is
+// read or whose branches read around their Switches, a TensorList whose size or element
+// shape is only known at run time) it leaves as is, for the analysis to reject by its ops.
+// An error is a graph it understood as a loop or conditional but found malformed (or a
+// function body it cannot read).
 Status FunctionalizeControlFlow(Graph* graph);
 
 }  // namespace graphjit

@@ -1,5 +1,5 @@
-// _GraphjitWhile, a TensorFlow while loop made one node (runtime/control_flow.h), and
-// _GraphjitSetRow, a TensorList's SetItem on its dense form.
+// _GraphjitWhile and _GraphjitIf, a TensorFlow while loop or conditional made one node
+// (runtime/control_flow.h), and _GraphjitSetRow, a TensorList's SetItem on its dense form.
 
 #include <cstring>
 #include <memory>
@@ -22,39 +22,25 @@ class Loop {
     const tensorflow::AttrValue* outputs = node.FindAttr("body_outputs");
     if (outputs == nullptr || outputs->list().s_size() != vars || vars < 0 || vars > static_cast<int64_t>(types.size()))
       return InvalidArgument(NodeLabel(node) + ": body_outputs must list num_vars tensors");
-    auto loop = std::make_shared<Loop>();
-    loop->vars_ = static_cast<int>(vars);
-    loop->args_ = types.size();
-    loop->body_outputs_.assign(outputs->list().s().begin(), outputs->list().s().end());
     GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef cond, GraphAttr(node, "cond"));
-    GJ_ASSIGN_OR_RETURN(loop->body_def_, GraphAttr(node, "body"));
+    GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef body, GraphAttr(node, "body"));
+    auto loop = std::make_shared<Loop>(static_cast<int>(vars), std::move(body), NodeLabel(node) + " body", types.size(),
+                                       std::vector<std::string>(outputs->list().s().begin(), outputs->list().s().end()));
     GJ_ASSIGN_OR_RETURN(loop->cond_, MakeSubgraph(cond, NodeLabel(node) + " cond", types.size(), {cond_output}, nullptr));
-    // The body as it is, to find its errors now; optimized on the first run.
-    GJ_RETURN_IF_ERROR(MakeSubgraph(loop->body_def_, NodeLabel(node) + " body", loop->args_, loop->body_outputs_, nullptr)
-                           .status());
+    GJ_RETURN_IF_ERROR(loop->body_.Check());
     return std::shared_ptr<const void>(loop);
   }
 
+  Loop(int vars, tensorflow::GraphDef body, std::string what, size_t args, std::vector<std::string> outputs)
+      : vars_(vars), body_(std::move(body), std::move(what), args, std::move(outputs)) {}
   int vars() const { return vars_; }
   const Subgraph& cond() const { return cond_; }
-  StatusOr<std::shared_ptr<const Subgraph>> Body(const KernelContext& ctx) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!body_) {
-      GJ_ASSIGN_OR_RETURN(Subgraph body, MakeSubgraph(body_def_, NodeLabel(ctx.node) + " body", args_, body_outputs_,
-                                                      ctx.options));
-      body_ = std::make_shared<const Subgraph>(std::move(body));
-    }
-    return body_;
-  }
+  const LazySubgraph& body() const { return body_; }
 
  private:
   int vars_ = 0;
-  size_t args_ = 0;
   Subgraph cond_;
-  tensorflow::GraphDef body_def_;
-  std::vector<std::string> body_outputs_;
-  mutable std::mutex mu_;
-  mutable std::shared_ptr<const Subgraph> body_;
+  LazySubgraph body_;
 };
 
 // Runs cond, then body while cond is true: each iteration's variables are the body's
@@ -79,7 +65,7 @@ OpDef WhileOp() {
   def.compute = [](KernelContext& ctx) -> Status {
     const auto* loop = static_cast<const Loop*>(ctx.state);
     const ExecutorOptions options = NestedExecutorOptions(ctx);
-    GJ_ASSIGN_OR_RETURN(std::shared_ptr<const Subgraph> body, loop->Body(ctx));
+    GJ_ASSIGN_OR_RETURN(std::shared_ptr<const Subgraph> body, loop->body().Get(ctx.options));
     std::vector<Tensor> values = ctx.inputs;
     for (int64_t iteration = 0;; ++iteration) {
       std::vector<Tensor> go;
@@ -98,6 +84,77 @@ OpDef WhileOp() {
       }
     }
     for (int i = 0; i < loop->vars(); ++i) ctx.ForwardOutput(i, std::move(values[i]));
+    return Status::Ok();
+  };
+  return def;
+}
+
+// A conditional's two branches, each prepared for the session that first takes it.
+class Branches {
+ public:
+  static StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
+    GJ_ASSIGN_OR_RETURN(std::vector<DType> types, GetTypeListAttr(node, "Tout"));
+    auto branches = std::make_shared<Branches>();
+    for (int b = 0; b < 2; ++b) {
+      const std::string name = b == 0 ? "else" : "then";
+      GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef gd, GraphAttr(node, name));
+      const tensorflow::AttrValue* outputs = node.FindAttr(name + "_outputs");
+      if (outputs == nullptr || outputs->list().s_size() != static_cast<int>(types.size()))
+        return InvalidArgument(NodeLabel(node) + ": " + name + "_outputs must list one tensor per type of Tout");
+      branches->branch_[b] = std::make_unique<LazySubgraph>(
+          std::move(gd), NodeLabel(node) + " " + name + " branch", node.inputs.size() - 1,
+          std::vector<std::string>(outputs->list().s().begin(), outputs->list().s().end()));
+      GJ_RETURN_IF_ERROR(branches->branch_[b]->Check());
+    }
+    return std::shared_ptr<const void>(branches);
+  }
+
+  const LazySubgraph& branch(bool taken) const { return *branch_[taken ? 1 : 0]; }
+
+ private:
+  std::unique_ptr<LazySubgraph> branch_[2];
+};
+
+// TensorFlow's truth of an If's condition: a scalar is true when it is nonzero, any other
+// tensor when it has elements.
+StatusOr<bool> Truth(const KernelContext& ctx, const Tensor& cond) {
+  if (cond.shape().rank() != 0) return cond.num_elements() > 0;
+  if (cond.dtype() == DType::kBool) return cond.data<bool>()[0];
+  if (IsFloatingPoint(cond.dtype())) return cond.ValueAsDouble(0) != 0;
+  if (IsInteger(cond.dtype())) return cond.ValueAsInt(0) != 0;
+  return ctx.Error("a condition of type " + DTypeName(cond.dtype()));
+}
+
+// _GraphjitIf(cond, args...): the then branch's outputs when cond is true, else the else
+// branch's; each branch is fed the args.
+OpDef IfOp() {
+  OpDef def;
+  def.name = "_GraphjitIf";
+  def.min_inputs = 1;
+  def.max_inputs = -1;
+  def.prepare = Branches::Prepare;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(std::vector<DType> types, GetTypeListAttr(c.node, "Tout"));
+    const tensorflow::AttrValue* shapes = c.node.FindAttr("output_shapes");
+    const bool known = shapes != nullptr && shapes->list().shape_size() == static_cast<int>(types.size());
+    for (size_t i = 0; i < types.size(); ++i)
+      c.AddOutput(types[i], known ? ShapeFromProto(shapes->list().shape(static_cast<int>(i))) : Shape::UnknownRank());
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    const auto* branches = static_cast<const Branches*>(ctx.state);
+    GJ_ASSIGN_OR_RETURN(bool taken, Truth(ctx, ctx.input(0)));
+    GJ_ASSIGN_OR_RETURN(std::shared_ptr<const Subgraph> branch, branches->branch(taken).Get(ctx.options));
+    const std::vector<Tensor> args(ctx.inputs.begin() + 1, ctx.inputs.end());
+    std::vector<Tensor> outputs;
+    GJ_RETURN_IF_ERROR(Execute(branch->graph, branch->plan, args, NestedExecutorOptions(ctx), &outputs));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].dtype() != ctx.output_dtypes[i] || !IsCompatible(ctx.output_shapes[i], outputs[i].shape()))
+        return ctx.Error(std::string(taken ? "then" : "else") + " branch's output " + std::to_string(i) + " is " +
+                         DTypeName(outputs[i].dtype()) + outputs[i].shape().ToString() + ", not " +
+                         DTypeName(ctx.output_dtypes[i]) + ctx.output_shapes[i].ToString());
+      ctx.ForwardOutput(static_cast<int>(i), std::move(outputs[i]));
+    }
     return Status::Ok();
   };
   return def;
@@ -139,7 +196,7 @@ OpDef SetRowOp() {
   return def;
 }
 
-const bool kRegistered = RegisterOps({WhileOp(), SetRowOp()});
+const bool kRegistered = RegisterOps({WhileOp(), IfOp(), SetRowOp()});
 
 }  // namespace
 }  // namespace graphjit

@@ -223,6 +223,45 @@ auto MinMax() {
   };
 }
 
+// Python's // and % (FloorDiv, FloorMod): the quotient rounded down, and the remainder
+// with the divisor's sign. Integer division by -1 wraps (no INT_MIN / -1 trap).
+template <bool kMod>
+struct FloorDivMod {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (Eigen::NumTraits<C>::IsInteger) {
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return kMod ? C(0) : static_cast<C>(0 - static_cast<std::make_unsigned_t<C>>(a));
+      }
+      const C r = a % b;
+      const bool adjust = r != 0 && ((r < 0) != (b < 0));
+      if constexpr (kMod) return adjust ? static_cast<C>(r + b) : r;
+      else return static_cast<C>(a / b - (adjust ? 1 : 0));
+    } else {
+      using W = std::conditional_t<std::is_same_v<C, double>, double, float>;
+      const W x = static_cast<W>(a), y = static_cast<W>(b);
+      if constexpr (!kMod) return static_cast<C>(std::floor(x / y));
+      const W r = std::fmod(x, y);
+      return static_cast<C>(r != 0 && ((r < 0) != (y < 0)) ? r + y : r);
+    }
+  }
+};
+
+template <bool kMod>
+OpDef FloorDivModOp() {
+  OpDef def = BinaryOp<TypeSet::kNumeric, false>(kMod ? "FloorMod" : "FloorDiv", 8, [](const auto& x, const auto& y) {
+    return x.binaryExpr(y, FloorDivMod<kMod>());
+  });
+  def.compute = [compute = def.compute](KernelContext& ctx) -> Status {
+    const Tensor& y = ctx.input(1);
+    if (IsInteger(y.dtype()))
+      for (int64_t i = 0; i < y.num_elements(); ++i)
+        if (y.ValueAsInt(i) == 0) return ctx.Error("integer division by zero");
+    return compute(ctx);
+  };
+  return def;
+}
+
 // ---- AddN, Select, BiasAdd, Cast -------------------------------------------------
 
 OpDef AddNOp() {
@@ -515,6 +554,8 @@ std::vector<OpDef> ElementwiseOps() {
   ops.push_back(BinaryOp<TS::kNumeric, false>("Minimum", 1, MinMax<false>()));
   ops.push_back(BinaryOp<TS::kNumeric, false>("SquaredDifference", 1,
                                               [](const auto& x, const auto& y) { return (x - y).square(); }));
+  ops.push_back(FloorDivModOp<false>());
+  ops.push_back(FloorDivModOp<true>());
   ops.push_back(BinaryOp<TS::kFloat, false>("Pow", 16, [](const auto& x, const auto& y) {
     using C = ScalarOf<decltype(x)>;
     return x.binaryExpr(y, [](C a, C b) { return std::pow(a, b); });

@@ -2,6 +2,7 @@
 
 #include "ir/attr.h"
 #include "ir/graphdef.h"
+#include "runtime/control_flow.h"
 #include "runtime/pass_registry.h"
 #include "runtime/placement.h"
 
@@ -9,8 +10,19 @@ namespace graphjit {
 
 StatusOr<Subgraph> MakeSubgraph(const tensorflow::GraphDef& gd, const std::string& what, size_t args,
                                 const std::vector<std::string>& outputs, const SessionOptions* options) {
+  // A branch or body holds graphs of its own; a function that names itself would never end.
+  constexpr int kMaxDepth = 32;
+  thread_local int depth = 0;
+  if (depth >= kMaxDepth)
+    return Unimplemented(what + ": loops and conditionals nested more than " + std::to_string(kMaxDepth) +
+                         " deep (a function that calls itself?)");
+  ++depth;
+  struct Leave {
+    ~Leave() { --depth; }
+  } leave;
   auto graph = ImportGraphDef(gd);
   if (!graph.ok()) return graph.status().WithContext(what);
+  GJ_RETURN_IF_ERROR(FunctionalizeControlFlow(&*graph).WithContext(what));
   std::vector<std::string> feeds;
   for (size_t i = 0; i < args; ++i) feeds.push_back("_arg_" + std::to_string(i));
   if (options != nullptr) {
@@ -37,6 +49,15 @@ StatusOr<Subgraph> MakeSubgraph(const tensorflow::GraphDef& gd, const std::strin
   GJ_RETURN_IF_ERROR(resolve(outputs, &fetch_ids));
   GJ_ASSIGN_OR_RETURN(sub.plan, BuildExecutionPlan(sub.graph, feed_ids, fetch_ids, {}));
   return sub;
+}
+
+StatusOr<std::shared_ptr<const Subgraph>> LazySubgraph::Get(const SessionOptions* options) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!made_) {
+    GJ_ASSIGN_OR_RETURN(Subgraph sub, MakeSubgraph(gd_, what_, args_, outputs_, options));
+    made_ = std::make_shared<const Subgraph>(std::move(sub));
+  }
+  return made_;
 }
 
 StatusOr<tensorflow::GraphDef> GraphAttr(const Node& node, const std::string& attr) {

@@ -1,6 +1,8 @@
 // A graph a kernel runs as part of its work: a cluster's body, a loop's cond and body.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,26 @@ struct Subgraph {
 // optimizer, the JIT's clustering), as a Run of the session's own graph does.
 StatusOr<Subgraph> MakeSubgraph(const tensorflow::GraphDef& gd, const std::string& what, size_t args,
                                 const std::vector<std::string>& outputs, const SessionOptions* options = nullptr);
+
+// A graph a kernel runs on every call (a loop's body, a conditional's branch), prepared
+// for the session that first runs it: placed, optimized and compiled with its options.
+class LazySubgraph {
+ public:
+  LazySubgraph(tensorflow::GraphDef gd, std::string what, size_t args, std::vector<std::string> outputs)
+      : gd_(std::move(gd)), what_(std::move(what)), args_(args), outputs_(std::move(outputs)) {}
+
+  // The graph as it is, analyzed: its errors are known before it first runs.
+  Status Check() const { return MakeSubgraph(gd_, what_, args_, outputs_).status(); }
+  StatusOr<std::shared_ptr<const Subgraph>> Get(const SessionOptions* options) const;
+
+ private:
+  const tensorflow::GraphDef gd_;
+  const std::string what_;
+  const size_t args_;
+  const std::vector<std::string> outputs_;
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const Subgraph> made_;
+};
 
 // The GraphDef in a node's string attr.
 StatusOr<tensorflow::GraphDef> GraphAttr(const Node& node, const std::string& attr);

@@ -142,6 +142,7 @@ class Builder(object):
         self.feeds = collections.OrderedDict()
         self.fetches = []
         self.ref = None  # callable -> {fetch: float64 array}, run after TF
+        self.graph_def = None  # a GraphDef made another way than in the case's graph
 
     def ph(self, name, value, shape="full", dtype=None):
         """Placeholder `name` fed with `value`.
@@ -461,6 +462,26 @@ _I32 = lambda sx, sy, lo=-1000, hi=1000: (
 _I64 = lambda sx, sy, lo, hi: (
     lambda r: (ints(r, sx, lo, hi, np.int64), ints(r, sy, lo, hi, np.int64)))
 binary("add_i32", "Add", _I32([3, 4], [3, 4]), EXACT, ref=False)
+
+
+def _nonzero_divisors(sx, sy, dtype=np.int32):
+    def data(r):
+        y = ints(r, sy, 1, 8, dtype) * np.where(r.rand(*sy) < 0.5, -1, 1).astype(dtype)
+        return ints(r, sx, -30, 30, dtype), y
+    return data
+
+
+binary("floordiv_i32", "FloorDiv", _nonzero_divisors([3, 4], [3, 4]), EXACT, ref=False,
+       desc="FloorDiv (Python's //) of int32 of both signs: rounds toward minus infinity")
+binary("floormod_i32", "FloorMod", _nonzero_divisors([3, 4], [3, 4]), EXACT, ref=False,
+       desc="FloorMod (Python's %) of int32 of both signs: the divisor's sign")
+binary("floormod_broadcast_i64", "FloorMod", _nonzero_divisors([2, 3, 4], [4], np.int64), EXACT, ref=False)
+binary("floordiv_f32", "FloorDiv",
+       _pairs([3, 4], [(7.5, -2.0), (-7.5, 2.0), (1.0, 0.0), (-1.0, 0.0), (0.0, 0.0), (INF, 3.0), (NAN, 1.0)], 5.0),
+       ROUND1, desc="FloorDiv of float32: floor(x / y), with x / 0, inf and NaN")
+binary("floormod_f32", "FloorMod",
+       _pairs([3, 4], [(7.5, -2.0), (-7.5, 2.0), (1.0, 0.0), (INF, 3.0), (3.0, INF), (-3.0, INF), (NAN, 1.0)], 5.0),
+       ROUND1, desc="FloorMod of float32: fmod(x, y) moved to the divisor's sign, with y = 0 and infinities")
 binary("addv2_i32", "AddV2", _I32([3, 1], [1, 4]), EXACT, ref=False)
 binary("sub_i32", "Sub", _I32([2, 3, 4], [4]), EXACT, ref=False)
 binary("mul_i32", "Mul", _I32([3, 4], [3, 4]), EXACT, ref=False)
@@ -1750,6 +1771,94 @@ def _while_loop(b):
 simple_case("while_loop_f32", "tf.while_loop (a StatelessWhile with cond and body functions): x = x * 0.5 + c, "
             "n = 4 times", _while_loop, tol=ROUND1)
 
+# ----------------------------- conditionals ----------------------------------
+
+
+def _conds(p, x, c):
+    """Two conditionals on p and one on not p, the first holding another on sum(x) > 0."""
+    y = tf.cond(p, lambda: tf.cond(tf.reduce_sum(x) > 0, lambda: tf.nn.relu(x) + c, lambda: x - c),
+                lambda: x * 2.0)
+    z = tf.cond(tf.logical_not(p), lambda: tf.abs(x), lambda: tf.tanh(x) * c)
+    return tf.identity(y, name="y"), tf.identity(z, name="z")
+
+
+def _conds_ref(xv, cv, p):
+    x = xv.astype(np.float64)
+    if p:
+        y = np.maximum(x, 0) + cv if x.sum() > 0 else x - cv
+    else:
+        y = x * 2
+    return {"y": y, "z": np.tanh(x) * cv if p else np.abs(x)}
+
+
+def _cond_case(form, p):
+    def fn(b):
+        xv, cv = normal(b.rng, [2, 3]), normal(b.rng, [2, 3])
+        if form == "lowered":
+            @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32, name="x"),
+                                          tf.TensorSpec([], tf.bool, name="p")])
+            def f(x, p):
+                return _conds(p, x, tf.constant(cv))
+            from tensorflow.python.framework.convert_to_constants import (
+                convert_variables_to_constants_v2)
+            b.graph_def = convert_variables_to_constants_v2(f.get_concrete_function()).graph.as_graph_def()
+            b.feeds["x"], b.feeds["p"] = xv, np.bool_(p)
+        else:
+            from tensorflow.python.ops import control_flow_util
+            v2 = control_flow_util.ENABLE_CONTROL_FLOW_V2
+            control_flow_util.ENABLE_CONTROL_FLOW_V2 = form == "functional"
+            try:
+                _conds(b.ph("p", np.bool_(p)), b.ph("x", xv), const(cv, "c"))
+            finally:
+                control_flow_util.ENABLE_CONTROL_FLOW_V2 = v2
+        b.fetch("y", "z")
+        b.ref = lambda: _conds_ref(xv, cv, p)
+    return fn
+
+
+for _form, _desc in [("functional", "StatelessIf nodes with then and else functions (tf.cond)"),
+                     ("v1", "Switch and Merge (tf.cond in a TensorFlow 1 graph)"),
+                     ("lowered", "Switch and Merge as freezing a tf.function lowers its If nodes")]:
+    for _p in (True, False):
+        simple_case("cond_%s_%s_f32" % (_form, "true" if _p else "false"),
+                    "Conditionals as %s: y = p ? (sum(x) > 0 ? relu(x) + c : x - c) : 2x, "
+                    "z = !p ? |x| : tanh(x) * c, p = %s" % (_desc, _p), _cond_case(_form, _p), tol=TRANS)
+
+
+def _cond_in_loop(lowered):
+    def fn(b):
+        xv = normal(b.rng, [2, 3])
+
+        def loop(x, n):
+            body = lambda i, v: (i + 1, tf.cond(tf.equal(i % 2, 0), lambda: v * 0.5, lambda: v + 1.0))
+            return tf.identity(tf.while_loop(lambda i, v: i < n, body, [tf.constant(0), x])[1], name="y")
+        if lowered:
+            @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32, name="x"),
+                                          tf.TensorSpec([], tf.int32, name="n")])
+            def f(x, n):
+                return loop(x, n)
+            from tensorflow.python.framework.convert_to_constants import (
+                convert_variables_to_constants_v2)
+            b.graph_def = convert_variables_to_constants_v2(f.get_concrete_function()).graph.as_graph_def()
+            b.feeds["x"], b.feeds["n"] = xv, np.int32(5)
+        else:
+            loop(b.ph("x", xv), b.ph("n", np.int32(5)))
+        b.fetch("y")
+
+        def ref():
+            v = xv.astype(np.float64)
+            for i in range(5):
+                v = v * 0.5 if i % 2 == 0 else v + 1.0
+            return {"y": v}
+        b.ref = ref
+    return fn
+
+
+simple_case("cond_in_loop_f32", "tf.cond inside tf.while_loop's body (a StatelessIf in a StatelessWhile's body "
+            "function): v = i even ? v * 0.5 : v + 1, 5 times", _cond_in_loop(False), tol=ROUND1)
+simple_case("cond_in_loop_lowered_f32", "tf.cond inside tf.while_loop's body as freezing a tf.function lowers "
+            "them (Switch and Merge inside the loop's frame)", _cond_in_loop(True), tol=ROUND1)
+
 # ----------------------------- MaxPool / AvgPool ---------------------------
 
 
@@ -1956,7 +2065,7 @@ def make_case(case):
     g = tf.Graph()
     with g.as_default():
         case.build(b)
-    graph_def = g.as_graph_def()
+    graph_def = b.graph_def or g.as_graph_def()
     outputs = run_graph_def(graph_def, b.feeds, b.fetches)
     extra = {}
     if b.ref is not None:

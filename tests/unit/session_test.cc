@@ -517,19 +517,83 @@ TEST(ControlFlow, AWhileLoopAsTensorFlowLowersItRuns) {
   EXPECT_NE(st.message().find("index 3 is outside the list of 3"), std::string::npos) << st.ToString();
 }
 
-// A conditional of Switch and Merge outside any loop is not a loop: it stays, and the
-// session rejects it up front, naming its ops.
-TEST(ControlFlow, AConditionalIsRejectedNamingItsOps) {
+// A conditional as tf.cond writes one in a TensorFlow 1 graph: a Switch of the predicate
+// on itself whose then side gates a constant, the value's Switch on an Identity of the
+// predicate; y = p ? -x + c : x.
+tensorflow::GraphDef Conditional(bool read_value_index) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {2});
   b.Placeholder("p", DType::kBool, {});
-  b.Op("sw", "Switch", {"x", "p"});
+  b.Op("pred_id", "Identity", {"p"}, DType::kBool);
+  b.Op("sw_p", "Switch", {"p", "p"}, DType::kBool);
+  b.Op("switch_t", "Identity", {"sw_p:1"}, DType::kBool);
+  b.Const("c", MakeFloat(Shape{2}, {10.0f, 20.0f}));
+  b.graph_def().mutable_node(b.graph_def().node_size() - 1)->add_input("^switch_t");
+  b.Op("sw", "Switch", {"x", "pred_id"});
   b.Op("neg", "Neg", {"sw:1"});
-  (*b.Op("merge", "Merge", {"sw:0", "neg"})->mutable_attr())["N"].set_i(2);
-  auto session = Session::Create(SessionOptions{}, b.graph_def());
+  b.Op("then", "AddV2", {"neg", "c"});
+  (*b.Op("y", "Merge", {"sw:0", "then"})->mutable_attr())["N"].set_i(2);
+  if (read_value_index) b.Op("which", "Identity", {"y:1"}, DType::kInt32);
+  return b.graph_def();
+}
+
+TEST(ControlFlow, AConditionalRunsTheBranchItsPredicateTakes) {
+  auto s = MakeSession(Conditional(false));
+  const Tensor x = MakeFloat(Shape{2}, {1, -2});
+  EXPECT_EQ(Values(RunOrDie(*s, {{"x", x}, {"p", testing::MakeTensor(DType::kBool, Shape{}, {1})}}, {"y"})[0]),
+            (std::vector<double>{9, 22}));
+  EXPECT_EQ(Values(RunOrDie(*s, {{"x", x}, {"p", testing::MakeTensor(DType::kBool, Shape{}, {0})}}, {"y"})[0]),
+            (std::vector<double>{1, -2}));
+}
+
+// A Merge whose value_index is read says which branch ran: that stays TensorFlow's, and
+// the session rejects it up front, naming the ops.
+TEST(ControlFlow, AConditionalWhoseBranchIndexIsReadIsRejectedNamingItsOps) {
+  auto session = Session::Create(SessionOptions{}, Conditional(true));
   ASSERT_FALSE(session.ok());
   EXPECT_NE(session.status().message().find("Merge"), std::string::npos) << session.status().ToString();
   EXPECT_NE(session.status().message().find("Switch"), std::string::npos) << session.status().ToString();
+}
+
+// An If whose branch function holds the same If: its graphs would nest without end; the
+// session fails, saying so, instead of overflowing the stack.
+TEST(ControlFlow, AFunctionThatHoldsItselfIsAnError) {
+  auto make_if = [](tensorflow::NodeDef* n) {
+    testing::SetAttrType(n, "Tcond", DType::kBool);
+    for (const char* attr : {"Tin", "Tout"})
+      (*n->mutable_attr())[attr].mutable_list()->add_type(tensorflow::DT_FLOAT);
+    for (const char* attr : {"then_branch", "else_branch"}) (*n->mutable_attr())[attr].mutable_func()->set_name("f");
+  };
+  GraphBuilder b;
+  b.Placeholder("p", DType::kBool, {});
+  b.Placeholder("x", DType::kFloat, {2});
+  make_if(b.Op("if", "StatelessIf", {"p", "x"}, DType::kInvalid));
+  tensorflow::FunctionDef* f = b.graph_def().mutable_library()->add_function();
+  f->mutable_signature()->set_name("f");
+  auto* in = f->mutable_signature()->add_input_arg();
+  in->set_name("v");
+  in->set_type(tensorflow::DT_FLOAT);
+  auto* out = f->mutable_signature()->add_output_arg();
+  out->set_name("y");
+  out->set_type(tensorflow::DT_FLOAT);
+  tensorflow::NodeDef* c = f->add_node_def();
+  c->set_name("c");
+  c->set_op("Const");
+  testing::SetAttrType(c, "dtype", DType::kBool);
+  auto* value = (*c->mutable_attr())["value"].mutable_tensor();
+  value->set_dtype(tensorflow::DT_BOOL);
+  value->add_bool_val(true);
+  tensorflow::NodeDef* inner = f->add_node_def();
+  inner->set_name("inner");
+  inner->set_op("StatelessIf");
+  inner->add_input("c:output:0");
+  inner->add_input("v");
+  make_if(inner);
+  (*f->mutable_ret())["y"] = "inner:output:0";
+  auto session = Session::Create(SessionOptions{}, b.graph_def());
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("nested more than 32 deep"), std::string::npos)
+      << session.status().ToString();
 }
 
 TEST(ControlFlow, ALoopVariableThatChangesShapeIsAnError) {
@@ -546,7 +610,7 @@ TEST(Analysis, EveryUnsupportedOpIsListedAtOnce) {
   b.Placeholder("x", DType::kFloat);
   b.Op("sw", "Switch", {"x", "p"});
   b.Op("sw2", "Switch", {"x", "p"});
-  b.Op("m", "Merge", {"sw", "sw2:1"});
+  b.Op("m", "Merge", {"sw", "sw2"});  // two values of the same branch: not a conditional
   b.Op("w", "While", {"x"});
   auto s = Session::Create({}, b.graph_def());
   ASSERT_FALSE(s.ok());
