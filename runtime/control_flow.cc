@@ -203,7 +203,8 @@ StatusOr<tensorflow::GraphDef> Extract(const Graph& graph, const std::map<std::p
     const Node* n = graph.node(id);
     static const std::set<std::string> kLoopOps = {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"};
     if (kLoopOps.count(n->op))
-      return Unimplemented("while loop: " + NodeLabel(*n) + " inside a loop's cond or body (a nested loop)");
+      return Unimplemented("while loop: " + NodeLabel(*n) + " inside a loop's cond or body, of a loop or conditional "
+                           "graphjit does not read");
     for (const TensorId& in : n->inputs)
       if (!boundary.count({in.node, in.index})) visit(in.node);
     for (int c : n->control_inputs) visit(c);
@@ -728,6 +729,38 @@ StatusOr<bool> FunctionalizeOneCond(Graph* graph) {
   return false;
 }
 
+// Whether a loop's cond or body holds another loop (its Enter or Exit nodes).
+bool HoldsALoop(const Graph& graph, const Loop& loop) {
+  std::set<int> own = {loop.loop_cond};
+  for (const auto* ids : {&loop.enters, &loop.invariants, &loop.merges, &loop.switches, &loop.next_iterations})
+    own.insert(ids->begin(), ids->end());
+  std::vector<int> stack = {graph.node(loop.loop_cond)->inputs[0].node};
+  for (int next : loop.next_iterations) stack.push_back(graph.node(next)->inputs[0].node);
+  std::set<int> seen;
+  while (!stack.empty()) {
+    const int id = stack.back();
+    stack.pop_back();
+    if (own.count(id) || !seen.insert(id).second) continue;
+    const Node* n = graph.node(id);
+    if (n->op == "Enter" || n->op == "Exit") return true;
+    for (const TensorId& in : n->inputs) stack.push_back(in.node);
+    stack.insert(stack.end(), n->control_inputs.begin(), n->control_inputs.end());
+  }
+  return false;
+}
+
+// Makes one loop a node, an innermost one; false if there is no loop it recognizes. A
+// loop of the expected form it cannot make a node is an error.
+StatusOr<bool> FunctionalizeOneLoop(Graph* graph) {
+  const std::vector<Loop> loops = FindLoops(*graph, graph->ComputeOutEdges());
+  if (loops.empty()) return false;
+  auto inner = std::find_if(loops.begin(), loops.end(), [&](const Loop& l) { return !HoldsALoop(*graph, l); });
+  std::vector<bool> remove;
+  GJ_RETURN_IF_ERROR(Functionalize(graph, inner != loops.end() ? *inner : loops.front(), &remove));
+  GJ_RETURN_IF_ERROR(RemoveTaken(graph, std::move(remove)));
+  return true;
+}
+
 }  // namespace
 
 Status FunctionalizeControlFlow(Graph* graph) {
@@ -740,18 +773,14 @@ Status FunctionalizeControlFlow(Graph* graph) {
     if (n->op == "If" || n->op == "StatelessIf") GJ_RETURN_IF_ERROR(FunctionalIf(graph, n));
   }
   if (has_lists) GJ_RETURN_IF_ERROR(LowerTensorLists(graph));
-  // Conditionals first: a loop's body may hold one.
+  // Inner ones first: a loop's body may hold a conditional or a loop, a branch a loop.
   for (;;) {
-    GJ_ASSIGN_OR_RETURN(bool found, FunctionalizeOneCond(graph));
-    if (!found) break;
+    GJ_ASSIGN_OR_RETURN(bool cond, FunctionalizeOneCond(graph));
+    if (cond) continue;
+    if (!has_loops) break;
+    GJ_ASSIGN_OR_RETURN(bool loop, FunctionalizeOneLoop(graph));
+    if (!loop) break;
   }
-  if (!has_loops) return Status::Ok();
-  const std::vector<Loop> loops = FindLoops(*graph, graph->ComputeOutEdges());
-  std::vector<bool> remove;
-  for (const Loop& loop : loops) {
-    GJ_RETURN_IF_ERROR(Functionalize(graph, loop, &remove));
-  }
-  if (!remove.empty()) GJ_RETURN_IF_ERROR(RemoveTaken(graph, std::move(remove)));
   return Status::Ok();
 }
 

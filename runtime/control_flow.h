@@ -19,16 +19,17 @@ namespace graphjit {
 //    library, as one _GraphjitIf node: its inputs are the predicate, then the values the
 //    branches read; its branches are GraphDefs of their own (attrs `then`, `else`), fed
 //    `_arg_0`, `_arg_1`, ... in that order; its outputs are the Merges' values (each Merge
-//    becomes an Identity of one). Inner conditionals go first;
+//    becomes an Identity of one);
 //  - each while loop, one frame of Enter nodes or a While/StatelessWhile node with cond and
 //    body functions in the graph's library, as one _GraphjitWhile node: its inputs are the
 //    loop variables' initial values, then the loop invariants; its cond and body are
 //    GraphDefs of their own (attrs `cond`, `body`), fed `_arg_0`, `_arg_1`, ... in that
 //    order; its outputs are the variables' final values (each Exit becomes an Identity of
-//    one; a While node keeps its name). A loop's body may hold conditionals.
-// What it does not cover (a loop inside a loop, a conditional whose Merge's value_index is
-// read or whose branches read around their Switches, a TensorList whose size or element
-// shape is only known at run time) it leaves as is, for the analysis to reject by its ops.
+//    one; a While node keeps its name).
+// Inner loops and conditionals go first: a loop's body may hold either, as may a branch.
+// What it does not cover (a conditional whose Merge's value_index is read or whose
+// branches read around their Switches, a TensorList whose size or element shape is only
+// known at run time) it leaves as is, for the analysis to reject by its ops.
 // An error is a graph it understood as a loop or conditional but found malformed (or a
 // function body it cannot read).
 Status FunctionalizeControlFlow(Graph* graph);

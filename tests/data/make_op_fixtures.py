@@ -1859,6 +1859,44 @@ simple_case("cond_in_loop_f32", "tf.cond inside tf.while_loop's body (a Stateles
 simple_case("cond_in_loop_lowered_f32", "tf.cond inside tf.while_loop's body as freezing a tf.function lowers "
             "them (Switch and Merge inside the loop's frame)", _cond_in_loop(True), tol=ROUND1)
 
+def _nested_loops(lowered):
+    def fn(b):
+        xv = normal(b.rng, [2, 3])
+
+        def loops(x, n):
+            def outer_body(i, v):
+                inner = tf.while_loop(lambda j, u: j < i, lambda j, u: (j + 1, u * 0.5 + 1.0), [tf.constant(0), v])
+                return i + 1, inner[1]
+            return tf.identity(tf.while_loop(lambda i, v: i < n, outer_body, [tf.constant(0), x])[1], name="y")
+        if lowered:
+            @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32, name="x"),
+                                          tf.TensorSpec([], tf.int32, name="n")])
+            def f(x, n):
+                return loops(x, n)
+            from tensorflow.python.framework.convert_to_constants import (
+                convert_variables_to_constants_v2)
+            b.graph_def = convert_variables_to_constants_v2(f.get_concrete_function()).graph.as_graph_def()
+            b.feeds["x"], b.feeds["n"] = xv, np.int32(4)
+        else:
+            loops(b.ph("x", xv), b.ph("n", np.int32(4)))
+        b.fetch("y")
+
+        def ref():
+            v = xv.astype(np.float64)
+            for i in range(4):
+                for _ in range(i):
+                    v = v * 0.5 + 1.0
+            return {"y": v}
+        b.ref = ref
+    return fn
+
+
+simple_case("nested_while_f32", "a tf.while_loop in a tf.while_loop's body (a StatelessWhile in a StatelessWhile's "
+            "body function): the inner runs i times in outer iteration i, v = v * 0.5 + 1", _nested_loops(False),
+            tol=ROUND1)
+simple_case("nested_while_lowered_f32", "the same nested loops as freezing a tf.function lowers them (a frame "
+            "inside a frame)", _nested_loops(True), tol=ROUND1)
+
 # ----------------------------- MaxPool / AvgPool ---------------------------
 
 
