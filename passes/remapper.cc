@@ -24,7 +24,8 @@ const char* FusedOpFor(const std::string& op) {
 // One sweep in dataflow order: a BiasAdd (or an inference FusedBatchNorm) absorbs the
 // MatMul/Conv2D/DepthwiseConv2dNative before it, a Mul and an Add of a constant per output
 // channel (a batch norm as Keras writes it for inference: x * s + t) the convolution
-// before it, then an activation absorbs the fused node before it. The node that absorbs
+// before it, an Add of a tensor of its shape (a residual) the fused convolution before
+// it, then an activation absorbs the fused node before it. The node that absorbs
 // keeps its name, so fetched names stay.
 class Remapper {
  public:
@@ -43,7 +44,7 @@ class Remapper {
       if (op == "Conv2D" || op == "DepthwiseConv2dNative") changed |= FoldPad(id);
       if (op == "BiasAdd") changed |= FuseBiasAdd(id);
       if (op == "Mul") changed |= FoldChannelScale(id);
-      if (op == "Add" || op == "AddV2") changed |= FoldChannelShift(id);
+      if (op == "Add" || op == "AddV2") changed |= FoldChannelShift(id) || FuseResidualAdd(id);
       if (op == "FusedBatchNorm" || op == "FusedBatchNormV2" || op == "FusedBatchNormV3") changed |= FoldBatchNorm(id);
       if (op == "Relu" || op == "Relu6" || op == "Elu") changed |= FuseActivation(id);
       if (op == "Einsum") changed |= EinsumAsBatchMatMul(id);
@@ -202,7 +203,7 @@ class Remapper {
       bias.data<float>()[k] = m->bias ? m->bias->data<float>()[k] * m->values[k] : 0.0f;
     const Node* n = N(id);
     Absorb(id, m->conv.node, NewConst(n->name + "/scaled_weights", *weights, n->device),
-           NewConst(n->name + "/scaled_bias", bias, n->device), {"BiasAdd"});
+           {NewConst(n->name + "/scaled_bias", bias, n->device)}, {"BiasAdd"});
     return true;
   }
 
@@ -214,20 +215,20 @@ class Remapper {
     for (int64_t k = 0; k < m->channels.count; ++k)
       bias.data<float>()[k] = (m->bias ? m->bias->data<float>()[k] : 0.0f) + m->values[k];
     const Node* n = N(id);
-    Absorb(id, m->conv.node, N(m->conv.node)->inputs[1], NewConst(n->name + "/shifted_bias", bias, n->device),
+    Absorb(id, m->conv.node, N(m->conv.node)->inputs[1], {NewConst(n->name + "/shifted_bias", bias, n->device)},
            {"BiasAdd"});
     return true;
   }
 
-  // `id` becomes the fused op of `producer` with inputs (x, weights, bias).
-  void Absorb(int id, int producer, TensorId weights, TensorId bias, std::vector<std::string> fused_ops) {
+  // `id` becomes the fused op of `producer` with inputs (x, weights, args...).
+  void Absorb(int id, int producer, TensorId weights, std::vector<TensorId> args, std::vector<std::string> fused_ops) {
     Node* n = N(id);
     const Node* p = N(producer);
     for (const TensorId& in : n->inputs) seeds_.push_back(in.node);
     AttrMap attrs = p->attrs;
     for (const auto& [name, value] : n->attrs)
       if (!name.empty() && name[0] == '_') attrs[name] = value;
-    attrs["num_args"].set_i(1);
+    attrs["num_args"].set_i(static_cast<int64_t>(args.size()));
     attrs["epsilon"].set_f(0.0001f);
     auto* list = attrs["fused_ops"].mutable_list();
     list->clear_s();
@@ -235,7 +236,8 @@ class Remapper {
     std::vector<int> controls = n->control_inputs;
     for (int c : p->control_inputs) controls.push_back(c);
     n->op = IsFusedOp(p->op) ? p->op : FusedOpFor(p->op);
-    n->inputs = {p->inputs[0], weights, bias};
+    n->inputs = {p->inputs[0], weights};
+    n->inputs.insert(n->inputs.end(), args.begin(), args.end());
     n->attrs = std::move(attrs);
     n->control_inputs = std::move(controls);
     seeds_.push_back(producer);
@@ -246,19 +248,48 @@ class Remapper {
     const TensorId x = N(id)->inputs[0];
     if (!IsGemmProducer(x) || !IsF32(id) || GetStringAttrOr(*N(id), "data_format", "NHWC").value_or("") != "NHWC")
       return false;
-    Absorb(id, x.node, N(x.node)->inputs[1], N(id)->inputs[1], {"BiasAdd"});
+    Absorb(id, x.node, N(x.node)->inputs[1], {N(id)->inputs[1]}, {"BiasAdd"});
     return true;
   }
 
-  // Activation(_Fused*[BiasAdd]) -> _Fused*[BiasAdd, Activation].
+  // The fused_ops of a fused node `t` whose output only `id`, an f32 node, reads.
+  std::vector<std::string> PrivateFusedOps(int id, TensorId t) {
+    const Node* f = N(t.node);
+    const tensorflow::AttrValue* ops = f->FindAttr("fused_ops");
+    if (!IsFusedOp(f->op) || !Private(t) || !IsF32(id) || ops == nullptr) return {};
+    return {ops->list().s().begin(), ops->list().s().end()};
+  }
+
+  // Activation(_Fused*[BiasAdd (, Add)]) -> _Fused*[BiasAdd (, Add), Activation].
   bool FuseActivation(int id) {
     const TensorId x = N(id)->inputs[0];
+    std::vector<std::string> ops = PrivateFusedOps(id, x);
+    if (ops != std::vector<std::string>{"BiasAdd"} && ops != std::vector<std::string>{"BiasAdd", "Add"}) return false;
     const Node* f = N(x.node);
-    if (!IsFusedOp(f->op) || !Private(x) || !IsF32(id)) return false;
-    const tensorflow::AttrValue* ops = f->FindAttr("fused_ops");
-    if (ops == nullptr || ops->list().s_size() != 1 || ops->list().s(0) != "BiasAdd") return false;
-    Absorb(id, x.node, f->inputs[1], f->inputs[2], {"BiasAdd", N(id)->op});
+    ops.push_back(N(id)->op);
+    Absorb(id, x.node, f->inputs[1], {f->inputs.begin() + 2, f->inputs.end()}, ops);
     return true;
+  }
+
+  // conv[BiasAdd] + r, r a tensor of the convolution's shape (ResNet's skip connection) ->
+  // _FusedConv2D[BiasAdd, Add] with r its fourth input, which an activation can join.
+  bool FuseResidualAdd(int id) {
+    const Node* n = N(id);
+    if (n->inputs.size() != 2 || id >= a_.graph.num_nodes()) return false;
+    const Shape& shape = a_.info(id).shapes[0];
+    if (!shape.IsFullyDefined()) return false;
+    for (int side = 0; side < 2; ++side) {
+      const TensorId conv = n->inputs[side], residual = n->inputs[1 - side];
+      const std::string& op = N(conv.node)->op;
+      if ((op != "_FusedConv2D" && op != "_FusedDepthwiseConv2dNative") ||
+          PrivateFusedOps(id, conv) != std::vector<std::string>{"BiasAdd"} || residual.node >= a_.graph.num_nodes() ||
+          StaticShape(a_, residual) != shape || StaticShape(a_, conv) != shape)
+        continue;
+      const Node* f = N(conv.node);
+      Absorb(id, conv.node, f->inputs[1], {f->inputs[2], residual}, {"BiasAdd", "Add"});
+      return true;
+    }
+    return false;
   }
 
   // Conv2D/MatMul + FusedBatchNorm(is_training=false): the normalization is a per-channel
@@ -297,7 +328,7 @@ class Remapper {
     for (int64_t i = 0; i < folded->num_elements(); ++i) folded->data<float>()[i] *= scale[channel.Of(i)];
     const TensorId weights = NewConst(bn->name + "/folded_weights", *folded, bn->device);
     const TensorId b = NewConst(bn->name + "/folded_bias", bias, bn->device);
-    Absorb(id, x.node, weights, b, {"BiasAdd"});
+    Absorb(id, x.node, weights, {b}, {"BiasAdd"});
     return true;
   }
 

@@ -4,26 +4,44 @@
 
 namespace graphjit {
 
-StatusOr<Activation> ReadActivation(const Node& node) {
-  const tensorflow::AttrValue* ops = node.FindAttr("fused_ops");
-  if (ops == nullptr || ops->list().s_size() < 1 || ops->list().s(0) != "BiasAdd" || ops->list().s_size() > 2)
-    return Unimplemented(NodeLabel(node) + ": fused_ops must be [BiasAdd] or [BiasAdd, activation]");
-  if (ops->list().s_size() == 1) return Activation::kNone;
-  const std::string& act = ops->list().s(1);
-  if (act == "Relu") return Activation::kRelu;
-  if (act == "Relu6") return Activation::kRelu6;
-  if (act == "Elu") return Activation::kElu;
-  return Unimplemented(NodeLabel(node) + ": fused activation " + act + " is not supported (Relu, Relu6, Elu)");
+StatusOr<Epilogue> ReadEpilogue(const Node& node, bool residual_allowed) {
+  const tensorflow::AttrValue* attr = node.FindAttr("fused_ops");
+  const std::string expected = residual_allowed ? "[BiasAdd], [BiasAdd, Add], then an optional activation"
+                                                : "[BiasAdd] or [BiasAdd, activation]";
+  if (attr == nullptr || attr->list().s_size() < 1 || attr->list().s(0) != "BiasAdd")
+    return Unimplemented(NodeLabel(node) + ": fused_ops must be " + expected);
+  Epilogue e;
+  int next = 1;
+  if (residual_allowed && attr->list().s_size() > 1 && attr->list().s(1) == "Add") e.residual = true, ++next;
+  if (attr->list().s_size() > next + 1) return Unimplemented(NodeLabel(node) + ": fused_ops must be " + expected);
+  if (attr->list().s_size() == next) return e;
+  const std::string& act = attr->list().s(next);
+  if (act == "Relu") e.act = Activation::kRelu;
+  else if (act == "Relu6") e.act = Activation::kRelu6;
+  else if (act == "Elu") e.act = Activation::kElu;
+  else return Unimplemented(NodeLabel(node) + ": fused activation " + act + " is not supported (Relu, Relu6, Elu)");
+  return e;
 }
 
-StatusOr<Activation> InferFusedEpilogue(InferenceContext& c, int bias_input, int64_t channels) {
+StatusOr<Epilogue> InferFusedEpilogue(InferenceContext& c, int bias_input, int64_t channels, bool residual_allowed) {
+  GJ_ASSIGN_OR_RETURN(Epilogue e, ReadEpilogue(c.node, residual_allowed));
   GJ_ASSIGN_OR_RETURN(int64_t num_args, GetIntAttrOr(c.node, "num_args", 1));
-  if (num_args != 1) return Unimplemented(NodeLabel(c.node) + ": num_args must be 1 (a bias)");
-  GJ_ASSIGN_OR_RETURN(Activation act, ReadActivation(c.node));
+  const int args = e.residual ? 2 : 1;
+  if (num_args != args || c.num_inputs() != bias_input + args)
+    return Unimplemented(NodeLabel(c.node) + ": num_args must be " + std::to_string(args) +
+                         (e.residual ? " (a bias and a residual)" : " (a bias)") + " and be the inputs after the operands");
   const Shape& bias = c.shape(bias_input);
   if (!bias.unknown_rank() && (bias.rank() != 1 || (channels >= 0 && bias.dim(0) >= 0 && bias.dim(0) != channels)))
     return c.ShapeError("bias must be a vector of " + std::to_string(channels) + " channels, got " + bias.ToString());
-  return act;
+  if (e.residual) {
+    const Shape& r = c.shape(bias_input + 1);
+    const Shape& out = c.output_shapes[0];
+    bool same = r.unknown_rank() || out.unknown_rank() || r.rank() == out.rank();
+    for (int i = 0; same && !r.unknown_rank() && !out.unknown_rank() && i < r.rank(); ++i)
+      same = r.dim(i) < 0 || out.dim(i) < 0 || r.dim(i) == out.dim(i);
+    if (!same) return c.ShapeError("the residual " + r.ToString() + " is not of the output's shape " + out.ToString());
+  }
+  return e;
 }
 
 const dnnl::engine& OneDnnEngine() {
@@ -53,9 +71,10 @@ std::string OneDnnParallelFor(const KernelContext& ctx, int64_t n, int64_t cost_
   return error;
 }
 
-dnnl::primitive_attr OneDnnAttr(Activation activation) {
+dnnl::primitive_attr OneDnnAttr(Epilogue epilogue) {
   dnnl::post_ops ops;
-  switch (activation) {
+  if (epilogue.residual) ops.append_sum(1.0f);
+  switch (epilogue.act) {
     case Activation::kNone: break;
     case Activation::kRelu: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f); break;
     case Activation::kRelu6: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, 0.0f, 6.0f); break;
@@ -82,7 +101,8 @@ C Activate(C x, Activation activation) {
 
 }  // namespace
 
-Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, Activation activation, Tensor* out) {
+Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, const Tensor* residual, Activation activation,
+                     Tensor* out) {
   const int64_t channels = bias.num_elements();
   if (channels == 0) return Status::Ok();
   const int64_t rows = out->num_elements() / channels;
@@ -91,11 +111,14 @@ Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, Activation ac
     using C = ComputeType<T>;
     T* y = out->data<T>();
     const T* b = bias.data<T>();
+    const T* add = residual ? residual->data<T>() : nullptr;
     ctx.ParallelFor(rows, channels * 4, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r)
         for (int64_t j = 0; j < channels; ++j) {
-          T& v = y[r * channels + j];
-          v = static_cast<T>(Activate<C>(static_cast<C>(v) + static_cast<C>(b[j]), activation));
+          const int64_t i = r * channels + j;
+          C v = static_cast<C>(y[i]) + static_cast<C>(b[j]);
+          if (add) v += static_cast<C>(add[i]);
+          y[i] = static_cast<T>(Activate<C>(v, activation));
         }
     });
     return Status::Ok();

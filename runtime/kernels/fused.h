@@ -17,10 +17,19 @@ namespace graphjit {
 
 enum class Activation { kNone, kRelu, kRelu6, kElu };
 
-// Checks `fused_ops` (["BiasAdd"] or ["BiasAdd", "Relu"|"Relu6"|"Elu"]) and `num_args`
-// (1), and that input `bias_input` is a vector of the output's channels.
-StatusOr<Activation> InferFusedEpilogue(InferenceContext& c, int bias_input, int64_t channels);
-StatusOr<Activation> ReadActivation(const Node& node);
+// What a fused op applies to its product: + bias over the last dimension, then, for a
+// convolution, + a residual tensor of the output's shape (fused_ops [BiasAdd, Add, ...]:
+// ResNet's skip connection), then an optional activation.
+struct Epilogue {
+  bool residual = false;
+  Activation act = Activation::kNone;
+};
+
+// Checks `fused_ops` ([BiasAdd], Add where `residual_allowed`, an optional Relu, Relu6 or
+// Elu) and `num_args` (1, or 2 with Add), that input `bias_input` is a vector of the
+// output's channels, and that the residual, the input after it, has the output's shape.
+StatusOr<Epilogue> InferFusedEpilogue(InferenceContext& c, int bias_input, int64_t channels, bool residual_allowed);
+StatusOr<Epilogue> ReadEpilogue(const Node& node, bool residual_allowed);
 
 // The CPU engine graphjit's oneDNN primitives run on.
 const dnnl::engine& OneDnnEngine();
@@ -59,12 +68,14 @@ class OneDnnPrimitives {
   std::map<std::string, std::unique_ptr<Entry>> entries_;
 };
 
-// Attributes for graphjit's oneDNN primitives: the activation as a post-op (none for
-// kNone), and a scratchpad the caller provides, since oneDNN's own is shared by every
-// execution and kernels run concurrently on the inter-op threads.
-dnnl::primitive_attr OneDnnAttr(Activation activation);
+// Attributes for graphjit's oneDNN primitives: the residual (a sum: the destination must
+// hold it when the primitive runs) and the activation as post-ops, and a scratchpad the
+// caller provides, since oneDNN's own is shared by every execution and kernels run
+// concurrently on the inter-op threads.
+dnnl::primitive_attr OneDnnAttr(Epilogue epilogue);
 
-// out[..., j] = act(out[..., j] + bias[j]), in place.
-Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, Activation activation, Tensor* out);
+// out[..., j] = act(out[..., j] + bias[j] [+ residual[..., j]]), in place.
+Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, const Tensor* residual, Activation activation,
+                     Tensor* out);
 
 }  // namespace graphjit

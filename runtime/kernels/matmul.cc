@@ -200,7 +200,7 @@ Status OneDnnFusedMatMul(const KernelContext& ctx, bool ta, bool tb, int64_t m, 
                             std::to_string(k) + "," + std::to_string(ta) + std::to_string(tb) +
                             std::to_string(static_cast<int>(act));
     const auto& e = primitives->Get(key, [&] {
-      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), OneDnnAttr(act), engine);
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), OneDnnAttr({false, act}), engine);
     });
     dnnl::stream stream(engine);
     memory scratchpad(e.pd.scratchpad_desc(), engine);  // this call's own: runs may overlap
@@ -226,11 +226,12 @@ OpDef FusedMatMulOp() {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1, 2}));
     GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
     GJ_RETURN_IF_ERROR(InferMatMul(c, false, "transpose_a", "transpose_b"));
-    return InferFusedEpilogue(c, 2, c.output_shapes[0].dim(1)).status();
+    return InferFusedEpilogue(c, 2, c.output_shapes[0].dim(1), /*residual_allowed=*/false).status();
   };
   def.compute = [](KernelContext& ctx) -> Status {
     GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
-    GJ_ASSIGN_OR_RETURN(Activation act, ReadActivation(ctx.node));
+    GJ_ASSIGN_OR_RETURN(Epilogue epilogue, ReadEpilogue(ctx.node, /*residual_allowed=*/false));
+    const Activation act = epilogue.act;
     bool ta = GetBoolAttrOr(ctx.node, "transpose_a", false).value();
     bool tb = GetBoolAttrOr(ctx.node, "transpose_b", false).value();
     const Tensor& a = ctx.input(0);
@@ -243,7 +244,7 @@ OpDef FusedMatMulOp() {
       int threads = ctx.intra_op ? ctx.intra_op->num_threads() : 1;
       return Gemm<T>(ctx, threads, ta, tb, m, n, k, a.data<T>(), ctx.input(1).data<T>(), out->data<T>());
     }));
-    return ApplyEpilogue(ctx, ctx.input(2), act, out);
+    return ApplyEpilogue(ctx, ctx.input(2), nullptr, act, out);
   };
   return def;
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -161,12 +162,12 @@ class ReorderedWeights {
   mutable std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> weights_;
 };
 
-// A oneDNN convolution (primitives built once per geometry); `bias` (optional) and
-// `act` are applied as post-ops. It runs in blocks on the intra-op threads (see
+// A oneDNN convolution (primitives built once per geometry); `bias` (optional) and the
+// epilogue are applied as post-ops (a residual must be in `out` already). It runs in blocks on the intra-op threads (see
 // OneDnnParallelFor): blocks of images, or for a single image, blocks of output rows,
 // each with the input rows and the padding it needs.
 Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filter, const Window& w, bool depthwise,
-                  const Tensor* bias, Activation act, Tensor* out) {
+                  const Tensor* bias, Epilogue epilogue, Tensor* out) {
   using dnnl::memory;
   static auto* primitives = new OneDnnPrimitives<dnnl::convolution_forward>();
   const dnnl::engine& engine = OneDnnEngine();
@@ -207,7 +208,8 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
     // 4x the size, is read for few outputs.
     const bool winograd = !depthwise && w.kh == 3 && w.kw == 3 && w.sh == 1 && w.sw == 1 && w.dh == 1 && w.dw == 1 &&
                           C % 16 == 0 && O % 16 == 0 && oh >= 8 && OW >= 8;
-    std::string key = std::to_string(depthwise) + std::to_string(bias != nullptr) + std::to_string(static_cast<int>(act));
+    std::string key = std::to_string(depthwise) + std::to_string(bias != nullptr) + std::to_string(epilogue.residual) +
+                      std::to_string(static_cast<int>(epilogue.act));
     for (const auto* v : {&src_dims, &w_dims, &strides, &dilates, &pad_l, &pad_r})
       for (auto d : *v) key += "," + std::to_string(d);
     const auto& e = primitives->Get(key, [&] {
@@ -218,7 +220,7 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
         auto d = bias ? dnnl::convolution_forward::desc(prop, alg, src_md, w_any, bias_md, dst_md, strides, dilates,
                                                         pad_l, pad_r)
                       : dnnl::convolution_forward::desc(prop, alg, src_md, w_any, dst_md, strides, dilates, pad_l, pad_r);
-        return dnnl::convolution_forward::primitive_desc(d, OneDnnAttr(act), engine);
+        return dnnl::convolution_forward::primitive_desc(d, OneDnnAttr(epilogue), engine);
       };
       if (winograd) {
         try {
@@ -239,7 +241,10 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
       src = memory(e.pd.src_desc(), engine);
       dnnl::reorder(user_src, src).execute(stream, user_src, src);
     }
-    if (e.pd.dst_desc() != dst_nhwc) dst = memory(e.pd.dst_desc(), engine);
+    if (e.pd.dst_desc() != dst_nhwc) {
+      dst = memory(e.pd.dst_desc(), engine);
+      if (epilogue.residual) dnnl::reorder(user_dst, dst).execute(stream, user_dst, dst);  // the sum reads it
+    }
     memory user_w({w_dims, memory::data_type::f32, w_tag}, engine, filter.raw());
     memory weights = user_w;
     if (e.pd.weights_desc() != user_w.get_desc()) {
@@ -298,43 +303,53 @@ Status InferConv(InferenceContext& c, bool depthwise) {
 }
 
 // Conv2D, DepthwiseConv2dNative, and their fused forms _FusedConv2D and
-// _FusedDepthwiseConv2dNative (+ BiasAdd + activation, as TensorFlow's remapper writes
-// them: inputs x, filter, bias).
+// _FusedDepthwiseConv2dNative (+ BiasAdd [+ Add] [+ activation], as TensorFlow's remapper
+// writes them: inputs x, filter, bias [, residual]).
 OpDef ConvOp(const char* name, bool depthwise) {
   OpDef def;
   def.name = name;
   const bool fused = std::string(name).rfind("_Fused", 0) == 0;
-  def.min_inputs = def.max_inputs = fused ? 3 : 2;
+  def.min_inputs = fused ? 3 : 2;
+  def.max_inputs = fused ? 4 : 2;
   def.infer = [depthwise, fused](InferenceContext& c) -> Status {
     GJ_RETURN_IF_ERROR(InferConv(c, depthwise));
     if (fused) {
       GJ_RETURN_IF_ERROR(c.TypeAttrMatching("T", {2}).status());
-      GJ_RETURN_IF_ERROR(InferFusedEpilogue(c, 2, c.output_shapes[0].dim(3)).status());
+      if (c.num_inputs() == 4) GJ_RETURN_IF_ERROR(c.TypeAttrMatching("T", {3}).status());
+      GJ_RETURN_IF_ERROR(InferFusedEpilogue(c, 2, c.output_shapes[0].dim(3), /*residual_allowed=*/true).status());
     }
     return Status::Ok();
   };
   def.compute = [depthwise, fused](KernelContext& ctx) -> Status {
-    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& in = ctx.input(0);
+    const Tensor& filter = ctx.input(1);
+    Epilogue epilogue;
+    if (fused) {
+      GJ_ASSIGN_OR_RETURN(epilogue, ReadEpilogue(ctx.node, /*residual_allowed=*/true));
+    }
+    const Tensor* bias = fused ? &ctx.input(2) : nullptr;
+    const Tensor* residual = epilogue.residual ? &ctx.input(3) : nullptr;
+    const bool onednn = in.dtype() == DType::kFloat && filter.shape().dim(2) > 0;
+    // oneDNN adds the residual where the output is: it starts as (or in) the residual.
+    Tensor* out = nullptr;
+    if (onednn && residual) {
+      GJ_ASSIGN_OR_RETURN(out, ctx.ForwardInputOrAllocateOutput({3}, 0));
+      if (out->raw() != residual->raw()) std::memcpy(out->raw(), residual->raw(), residual->bytes());
+    } else {
+      GJ_ASSIGN_OR_RETURN(out, ctx.AllocateOutput(0));
+    }
     if (out->num_elements() == 0) return Status::Ok();
     InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
     GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(ic, false));
-    const Tensor& in = ctx.input(0);
-    const Tensor& filter = ctx.input(1);
     w.kh = filter.shape().dim(0);
     w.kw = filter.shape().dim(1);
     GJ_RETURN_IF_ERROR(WindowOutput(ic, &w, in.shape(), out->shape().dim(3)).status());
-    Activation act = Activation::kNone;
-    if (fused) {
-      GJ_ASSIGN_OR_RETURN(act, ReadActivation(ctx.node));
-    }
-    const Tensor* bias = fused ? &ctx.input(2) : nullptr;
-    if (in.dtype() == DType::kFloat && filter.shape().dim(2) > 0)
-      return OneDnnConv(ctx, in, filter, w, depthwise, bias, act, out);
+    if (onednn) return OneDnnConv(ctx, in, filter, w, depthwise, bias, epilogue, out);
     GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
       DirectConv<decltype(tag)>(in, filter, w, depthwise, out);
       return Status::Ok();
     }));
-    return fused ? ApplyEpilogue(ctx, *bias, act, out) : Status::Ok();
+    return fused ? ApplyEpilogue(ctx, *bias, residual, epilogue.act, out) : Status::Ok();
   };
   def.prepare = [](const Node&) -> StatusOr<std::shared_ptr<const void>> {
     return std::shared_ptr<const void>(std::make_shared<const ReorderedWeights>());

@@ -298,6 +298,42 @@ TEST_F(Numbers, ChannelScaleAndShiftFoldIntoConvolutions) {
   EXPECT_FALSE(Has(ops, "BiasAdd"));
 }
 
+// An Add of a fused convolution and a tensor of its shape (ResNet's skip connection)
+// becomes the convolution's residual, with the activation after it: on a 3x3 convolution
+// that runs as Winograd (a blocked destination the residual is reordered into), a 1x1 one
+// whose batch norm folded first, and a depthwise one. An Add that broadcasts stays.
+TEST_F(Numbers, ResidualAddsFoldIntoConvolutions) {
+  GraphBuilder b;
+  b.Placeholder("img", DType::kFloat, {2, 9, 9, 16});
+  b.Placeholder("r8", DType::kFloat, {2, 9, 9, 8});
+  b.Placeholder("row8", DType::kFloat, {8});
+  auto conv = [&](const std::string& name, const std::string& op, const Shape& filter, int seed) {
+    b.Const(name + "_f", Random(filter, seed));
+    tensorflow::NodeDef* n = b.Op(name, op, {"img", name + "_f"});
+    SetAttrInts(n, "strides", {1, 1, 1, 1});
+    SetAttrString(n, "padding", "SAME");
+    b.Const(name + "_b", Random(Shape{filter.dim(3) * (op == "Conv2D" ? 1 : filter.dim(2))}, seed + 100));
+    return b.Op(name + "_bias", "BiasAdd", {name, name + "_b"})->name();
+  };
+  b.Op("block", "Relu", {b.Op("sum", "AddV2", {conv("c1", "Conv2D", Shape{3, 3, 16, 16}, 1), "img"})->name()});
+  b.Const("s8", Random(Shape{8}, 20));
+  b.Const("t8", Random(Shape{8}, 21));
+  b.Op("c2_mul", "Mul", {conv("c2", "Conv2D", Shape{1, 1, 16, 8}, 2), "s8"});
+  b.Op("projected", "AddV2", {"r8", b.Op("c2_shift", "AddV2", {"c2_mul", "t8"})->name()});
+  b.Op("dw_block", "Relu6", {b.Op("dw_sum", "AddV2", {"img", conv("dw", "DepthwiseConv2dNative", Shape{3, 3, 16, 1}, 3)})->name()});
+  b.Op("broadcast", "AddV2", {conv("c3", "Conv2D", Shape{1, 1, 16, 8}, 4), "row8"});
+  const std::vector<std::string> fetches = {"block", "projected", "dw_block", "broadcast"};
+  auto ops = Compare(b.graph_def(),
+                     {{"img", Random(Shape{2, 9, 9, 16}, 10)}, {"r8", Random(Shape{2, 9, 9, 8}, 11)},
+                      {"row8", Random(Shape{8}, 12)}},
+                     fetches, 1e-4);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedConv2D"), 3);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedDepthwiseConv2dNative"), 1);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "AddV2"), 1);  // the broadcast one
+  EXPECT_FALSE(Has(ops, "Relu"));
+  EXPECT_FALSE(Has(ops, "Relu6"));
+}
+
 // A zero Pad of H and W before a VALID or EXPLICIT convolution becomes the convolution's
 // own padding (no padded copy); a Pad of the channels, or with a non-zero value, stays.
 TEST_F(Numbers, ZeroPaddingFoldsIntoConvolutions) {
