@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,8 @@
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include <unistd.h>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -60,6 +63,10 @@ namespace {
 constexpr int64_t kSmallGemmMultiplyAdds = 32 * 1024;
 
 std::mutex fault_mu;
+std::pair<std::string, std::string>& InjectedMiscompile() {
+  static auto* miscompile = new std::pair<std::string, std::string>();
+  return *miscompile;
+}
 std::string& InjectedFailure() {
   static auto* reason = new std::string();
   return *reason;
@@ -93,7 +100,7 @@ struct ClusterState {
   // Counters and flags of the runs (kernels run concurrently on a shared state).
   mutable std::atomic<int64_t> runs{0}, compiles{0};
   mutable std::atomic<bool> fell_back{false}, megamorphic{false};
-  mutable std::once_flag warned;
+  mutable std::once_flag warned, numerics_reported;
 
   ~ClusterState();
 };
@@ -190,6 +197,12 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   stage("plan");
   auto module = EmitFusions(body->graph, *plan, backend.schedule());
   if (!module.ok()) return fail(module.status());
+  {
+    std::lock_guard<std::mutex> lock(fault_mu);
+    const auto& [from, to] = InjectedMiscompile();
+    const size_t at = from.empty() ? std::string::npos : module->mlir.find(from);
+    if (at != std::string::npos) module->mlir.replace(at, from.size(), to);
+  }
   dump("02_fusions.mlir", module->mlir);
   stage("emit");
   // 4. The backend: MLIR passes, LLVM, native code or PTX.
@@ -289,6 +302,96 @@ Status RunReference(KernelContext& ctx, const ClusterState& state) {
   return Reference().compute(reference);
 }
 
+// ---- the numerics guard -------------------------------------------------------------
+
+std::atomic<int64_t> numerics_checked{0}, numerics_mismatches{0};
+
+SessionOptions::NumericsCheck NumericsCheckOf(const SessionOptions* options) {
+  if (options && options->jit_check_numerics != SessionOptions::NumericsCheck::kOff) return options->jit_check_numerics;
+  return ProcessOptions().jit_check_numerics;
+}
+
+// Where `got`, a compiled kernel's output, is further from `want`, op by op's, than the
+// JIT's tolerance (jit.h, JitStats): the first such element, described; "" if none.
+std::string FirstMismatch(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape())
+    return "it is " + DTypeName(got.dtype()) + got.shape().ToString() + ", op by op's " + DTypeName(want.dtype()) +
+           want.shape().ToString();
+  const bool exact = !IsFloatingPoint(got.dtype());
+  const double rtol = got.dtype() == DType::kHalf ? 1e-2 : got.dtype() == DType::kBFloat16 ? 3e-2 : 1e-4;
+  double largest = 0;
+  for (int64_t i = 0; !exact && i < want.num_elements(); ++i) {
+    const double w = std::fabs(want.ValueAsDouble(i));
+    if (std::isfinite(w)) largest = std::max(largest, w);
+  }
+  for (int64_t i = 0; i < got.num_elements(); ++i) {
+    bool ok;
+    double a = 0, w = 0, tolerance = 0;
+    if (exact) {
+      ok = got.ValueAsInt(i) == want.ValueAsInt(i);
+    } else {
+      a = got.ValueAsDouble(i), w = want.ValueAsDouble(i);
+      tolerance = rtol * (std::fabs(w) + largest);
+      if (std::isnan(w) || std::isinf(w)) ok = std::isnan(w) ? std::isnan(a) : a == w;
+      else ok = std::isfinite(a) && std::fabs(a - w) <= tolerance;
+    }
+    if (ok) continue;
+    std::string where = "element " + std::to_string(i) + " [";
+    int64_t flat = i;
+    std::vector<int64_t> index(got.shape().rank());
+    for (int d = got.shape().rank() - 1; d >= 0; --d) {
+      index[d] = got.shape().dim(d) ? flat % got.shape().dim(d) : 0;
+      flat = got.shape().dim(d) ? flat / got.shape().dim(d) : 0;
+    }
+    for (size_t d = 0; d < index.size(); ++d) where += (d ? ", " : "") + std::to_string(index[d]);
+    char values[160];
+    if (exact)
+      std::snprintf(values, sizeof values, "]: compiled %lld, op by op %lld", static_cast<long long>(got.ValueAsInt(i)),
+                    static_cast<long long>(want.ValueAsInt(i)));
+    else
+      std::snprintf(values, sizeof values, "]: compiled %.9g, op by op %.9g (tolerance %.3g)", a, w, tolerance);
+    return where + values;
+  }
+  return "";
+}
+
+// The guard: the cluster's outputs (already in ctx.outputs) against its body run op by op
+// on the same inputs. A cluster's first mismatch is reported, naming the output and the
+// element, with its kernel's stages written to a directory (compiled once more, with a
+// dump); under kFail every mismatch is the run's error.
+Status CheckNumerics(KernelContext& ctx, const ClusterState& state, const CompileReporting& report) {
+  std::vector<Tensor> want(ctx.outputs.size());
+  KernelContext reference{ctx.node,      ctx.inputs,   ctx.output_dtypes,      ctx.output_shapes, want,
+                          ctx.allocator, ctx.intra_op, state.body_state.get(), ctx.options,       nullptr};
+  GJ_RETURN_IF_ERROR(Reference().compute(reference));
+  ++numerics_checked;
+  std::string mismatch;
+  for (size_t i = 0; i < want.size() && mismatch.empty(); ++i) {
+    const std::string why = FirstMismatch(ctx.outputs[i], want[i]);
+    if (!why.empty())
+      mismatch = "output " + std::to_string(i) + " ('" + state.outputs[i] + "' of its body), " + why;
+  }
+  if (mismatch.empty()) return Status::Ok();
+  ++numerics_mismatches;
+  const SessionOptions::NumericsCheck check = NumericsCheckOf(ctx.options);
+  std::call_once(state.numerics_reported, [&] {
+    CompileReporting dump = report;
+    const std::string base = ctx.options && !ctx.options->dump_to.empty()
+                                 ? ctx.options->dump_to
+                                 : (std::filesystem::temp_directory_path() / ("graphjit-numerics-" + std::to_string(getpid())))
+                                       .string();
+    dump.dump_dir = base + "/" + state.name;
+    dump.tracer = nullptr;
+    (void)Compile(state, ctx.inputs, dump);
+    std::fprintf(stderr, "graphjit: %s: cluster %s differs from op by op: %s; its kernel's stages are in %s\n",
+                 check == SessionOptions::NumericsCheck::kFail ? "error" : "warning", state.name.c_str(),
+                 mismatch.c_str(), dump.dump_dir.c_str());
+  });
+  if (check == SessionOptions::NumericsCheck::kFail)
+    return ctx.Error("--jit_check_numerics=fail: cluster " + state.name + " differs from op by op: " + mismatch);
+  return Status::Ok();
+}
+
 // A cluster runs on the session's GPU if it has one and the cluster is placed there (see
 // runtime/placement.h), else on the CPU.
 StatusOr<std::shared_ptr<const Backend>> ChooseBackend(const KernelContext& ctx) {
@@ -361,6 +464,7 @@ Status Compute(KernelContext& ctx) {
   }
   Clock::duration in_kernels{0};
   GJ_RETURN_IF_ERROR(static_cast<const ClusterExecutable*>(entry->kernel.get())->Run(ctx, state.name, &in_kernels));
+  if (NumericsCheckOf(options) != SessionOptions::NumericsCheck::kOff) return CheckNumerics(ctx, state, report);
   if (hit) {
     ++hit_calls;
     hit_overhead_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - call_start - in_kernels).count();
@@ -435,6 +539,11 @@ void InjectCompileFailure(const std::string& reason) {
   InjectedFailure() = reason;
 }
 
+void InjectMiscompile(const std::string& from, const std::string& to) {
+  std::lock_guard<std::mutex> lock(fault_mu);
+  InjectedMiscompile() = {from, to};
+}
+
 JitStats GetJitStats() {
   JitStats stats;
   {
@@ -452,20 +561,24 @@ JitStats GetJitStats() {
   stats.compile_ms = cache.compile_ms;
   stats.internal_errors = internal_errors.load();
   stats.gpu_launches = gpu_launches.load();
+  stats.numerics_checked = numerics_checked.load();
+  stats.numerics_mismatches = numerics_mismatches.load();
   if (const int64_t calls = hit_calls.load()) stats.hit_overhead_us = hit_overhead_ns.load() / 1e3 / calls;
   return stats;
 }
 
 std::string JitStatsLine() {
   JitStats s = GetJitStats();
-  char buf[384];
+  char buf[448];
   std::snprintf(buf, sizeof buf,
                 "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f "
-                "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld gpu_launches=%lld",
+                "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld gpu_launches=%lld "
+                "numerics_checked=%lld numerics_mismatches=%lld",
                 s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
                 static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors),
                 static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
-                static_cast<long long>(s.cache_evictions), static_cast<long long>(s.gpu_launches));
+                static_cast<long long>(s.cache_evictions), static_cast<long long>(s.gpu_launches),
+                static_cast<long long>(s.numerics_checked), static_cast<long long>(s.numerics_mismatches));
   return buf;
 }
 

@@ -29,6 +29,9 @@ Status CheckJitTarget(const SessionOptions& options);
 
 // While `reason` is not empty, every compile fails with it: for fault tests.
 void InjectCompileFailure(const std::string& reason);
+// While `from` is not empty, every compile replaces the first `from` in its cluster's MLIR
+// with `to`: a wrong kernel, for the numerics guard's tests.
+void InjectMiscompile(const std::string& from, const std::string& to);
 
 // Counted per cluster: `compiled` clusters ran compiled kernels only; `fallback` ones ran
 // op by op at least once (not compilable, megamorphic). `internal_errors`: compiles that
@@ -46,6 +49,12 @@ struct JitStats {
   // signature, the cache lookup, the buffers), in microseconds.
   double hit_overhead_us = 0;
   int64_t gpu_launches = 0;  // kernels launched on GPUs
+  // The numerics guard (SessionOptions::jit_check_numerics): compiled runs checked against
+  // op by op, and those whose outputs differed beyond the JIT's tolerance: integers and
+  // bools exactly; floats within rtol x (|reference| + the output's largest |reference|),
+  // rtol 1e-4 for float32 and float64, 1e-2 for float16, 3e-2 for bfloat16 (they compute in
+  // float32 and round); NaN exactly where the reference has NaN, and the same infinities.
+  int64_t numerics_checked = 0, numerics_mismatches = 0;
 };
 JitStats GetJitStats();
 
@@ -66,7 +75,7 @@ struct GpuKernelProfile {
 // The profiles recorded since the last call, in launch order.
 std::vector<GpuKernelProfile> TakeGpuProfiles();
 // "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X internal_errors=N
-// cache_kernels=N cache_mb=X cache_evictions=N gpu_launches=N"
+// cache_kernels=N cache_mb=X cache_evictions=N gpu_launches=N numerics_checked=N numerics_mismatches=N"
 std::string JitStatsLine();
 
 }  // namespace graphjit

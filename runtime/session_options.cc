@@ -110,6 +110,12 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       if (value != "sm_80" && value != "sm_90")
         return InvalidArgument("GRAPHJIT_FLAGS: --gpu_arch must be sm_80 or sm_90, got '" + value + "'");
       options->gpu_arch = value;
+    } else if (key == "--jit_check_numerics") {
+      using Check = SessionOptions::NumericsCheck;
+      if (value.empty() || value == "warn") options->jit_check_numerics = Check::kWarn;
+      else if (value == "fail") options->jit_check_numerics = Check::kFail;
+      else if (value == "off") options->jit_check_numerics = Check::kOff;
+      else return InvalidArgument("GRAPHJIT_FLAGS: --jit_check_numerics must be warn, fail or off, got '" + value + "'");
     } else if (key == "--jit_verbose") {
       options->jit_verbose = value.empty() || value == "true" || value == "1";
     } else if (key == "--dump_to") {
@@ -138,7 +144,8 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
     } else {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
-                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_cpu, "
+                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, "
+                             "--jit_cpu, "
                              "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --device, --cuda_driver, --gpu_arch, "
                              "--gpu_ptxas_check)");
     }

@@ -39,6 +39,12 @@ struct SessionOptions {
   bool jit_strict = false;
   // One line on stderr per cluster compiled: its name, ops, kernels and milliseconds.
   bool jit_verbose = false;
+  // The numerics guard: every compiled cluster also runs op by op on the same inputs, and
+  // the outputs are compared within the JIT's tolerance (jit/jit.h). kWarn reports each
+  // cluster's first mismatch (and writes its kernel's stages); kFail also makes every
+  // mismatch the run's error. A session that leaves it off takes GRAPHJIT_FLAGS'.
+  enum class NumericsCheck { kOff, kWarn, kFail };
+  NumericsCheck jit_check_numerics = NumericsCheck::kOff;
   // The CPU the JIT generates code for: an LLVM CPU name (empty: the host, as detected),
   // features on top of it ("+avx512f,-avx512bw"), and the widest vectors its loops use in
   // bits (0: graphjit's default, 512 on AVX-512 CPUs, else 256). A session that leaves
@@ -80,7 +86,8 @@ struct SessionOptions {
 // Applies GRAPHJIT_FLAGS-style flags, as TF_XLA_FLAGS does for TensorFlow:
 // --jit_level=off|on|on_1|on_2, --min_cluster_size=N, --max_cluster_size=N,
 // --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR,
-// --jit_strict, --jit_verbose, --jit_cpu=NAME, --jit_cpu_features=+a,-b,
+// --jit_strict, --jit_verbose, --jit_check_numerics[=warn|fail|off], --jit_cpu=NAME,
+// --jit_cpu_features=+a,-b,
 // --prefer_vector_width=128|256|512, --jit_cache_mb=N, --device=cpu|gpu|gpu-emu,
 // --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check.
 // Unknown flags are an error, so a typo

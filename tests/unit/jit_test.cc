@@ -1045,6 +1045,87 @@ TEST_F(Jit, AFailedCompileRunsOpByOpWithTheSameResults) {
   ExpectMatch(compiled[0], RunAt(b.graph_def(), JitLevel::kOff, {{"x", x2}}, {"s"})[0], 2e-6, "softmax");
 }
 
+// The numerics guard runs each compiled cluster op by op too. A right kernel passes; a
+// wrong one (an addition compiled as a subtraction) is reported once per cluster, naming
+// the cluster, the output, the element and both values, with its kernel's stages written,
+// and under kFail it is the run's error.
+TEST_F(Jit, TheNumericsGuardCatchesAWrongKernel) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 5});
+  b.Const("c", testing::MakeFloat(Shape{5}, {0.75f, -1.25f, 2.5f, 0.125f, -3.0625f}));  // its own signature
+  b.Op("sum", "AddV2", {"x", "c"});
+  b.Op("y", "Tanh", {"sum"});
+  std::mt19937 rng(17);
+  const Tensor x = Stressing(Shape{3, 5}, rng);
+  const std::string dir = (std::filesystem::temp_directory_path() / "graphjit_numerics_test").string();
+  std::filesystem::remove_all(dir);
+  auto session = [&](SessionOptions::NumericsCheck check) {
+    SessionOptions options;
+    options.jit_level = JitLevel::kOn2;
+    options.min_cluster_size = 1;
+    options.jit_check_numerics = check;
+    options.dump_to = dir;
+    return testing::MakeSession(b.graph_def(), options);
+  };
+  std::vector<Tensor> out;
+  JitStats before = GetJitStats();
+  ASSERT_TRUE(session(SessionOptions::NumericsCheck::kFail)->Run({{"x", x}}, {"y"}, {}, &out).ok());
+  EXPECT_EQ(GetJitStats().numerics_checked - before.numerics_checked, 1);
+  EXPECT_EQ(GetJitStats().numerics_mismatches, before.numerics_mismatches);
+
+  // The same graph for another shape: a new signature, compiled wrong.
+  const Tensor x2 = Stressing(Shape{4, 5}, rng);
+  InjectMiscompile("arith.addf", "arith.subf");
+  before = GetJitStats();
+  ::testing::internal::CaptureStderr();
+  auto warn = session(SessionOptions::NumericsCheck::kWarn);
+  Status s = warn->Run({{"x", x2}}, {"y"}, {}, &out);
+  Status again = warn->Run({{"x", x2}}, {"y"}, {}, &out);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  InjectMiscompile("", "");
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(again.ok()) << again.ToString();
+  EXPECT_EQ(GetJitStats().numerics_mismatches - before.numerics_mismatches, 2);
+  EXPECT_NE(err.find("graphjit: warning: cluster "), std::string::npos) << err;
+  EXPECT_NE(err.find("differs from op by op: output 0 ('y' of its body), element 0 [0, 0]: compiled "), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("differs from op by op", err.find("differs from op by op") + 1), std::string::npos)
+      << "reported twice: " << err;
+  // Its stages, the wrong addition among them.
+  bool dumped = false;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.path().filename() != "02_fusions.mlir") continue;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    dumped |= text.find("arith.subf") != std::string::npos;
+  }
+  EXPECT_TRUE(dumped) << "no dump of the wrong kernel under " << dir;
+  // kFail: the cached wrong kernel is now an error.
+  ::testing::internal::CaptureStderr();
+  s = session(SessionOptions::NumericsCheck::kFail)->Run({{"x", x2}}, {"y"}, {}, &out);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(s.message().find("--jit_check_numerics=fail: cluster "), std::string::npos) << s.ToString();
+  std::filesystem::remove_all(dir);
+}
+
+// GRAPHJIT_FLAGS' spellings of the guard.
+TEST(JitFlags, CheckNumerics) {
+  using Check = SessionOptions::NumericsCheck;
+  for (const auto& [flags, want] : std::vector<std::pair<std::string, Check>>{
+           {"--jit_check_numerics", Check::kWarn}, {"--jit_check_numerics=warn", Check::kWarn},
+           {"--jit_check_numerics=fail", Check::kFail}, {"--jit_check_numerics=off", Check::kOff}}) {
+    SessionOptions o;
+    o.jit_check_numerics = Check::kWarn;
+    if (want == Check::kWarn) o.jit_check_numerics = Check::kOff;
+    ASSERT_TRUE(ApplyFlags(flags, &o).ok()) << flags;
+    EXPECT_EQ(o.jit_check_numerics, want) << flags;
+  }
+  SessionOptions o;
+  Status s = ApplyFlags("--jit_check_numerics=maybe", &o);
+  EXPECT_NE(s.message().find("--jit_check_numerics must be warn, fail or off, got 'maybe'"), std::string::npos)
+      << s.ToString();
+}
+
 TEST_F(Jit, MegamorphicClustersRunOpByOp) {
   const tensorflow::GraphDef gd = TanhRelu({-1});
   auto s = SessionAt(gd, JitLevel::kOn1);
