@@ -25,18 +25,33 @@ std::string Shape::ToString() const {
   return s + "]";
 }
 
-StatusOr<int64_t> CheckedNumElements(const std::vector<int64_t>& dims) {
+StatusOr<int64_t> CheckedMul(int64_t a, int64_t b) {
   constexpr int64_t kMax = int64_t{1} << 62;
-  int64_t n = 1;
+  if (a < 0 || b < 0) return InvalidArgument("negative size " + std::to_string(a < 0 ? a : b));
+  if (a != 0 && b > kMax / a)
+    return InvalidArgument("size " + std::to_string(a) + " x " + std::to_string(b) + " is more than 2^62");
+  return a * b;
+}
+
+StatusOr<int64_t> CheckedNumElements(const std::vector<int64_t>& dims) {
   for (int64_t d : dims) {
     if (d < 0) return InvalidArgument("negative dimension " + std::to_string(d));
     if (d == 0) return int64_t{0};
   }
+  int64_t n = 1;
   for (int64_t d : dims) {
-    if (n > kMax / d) return InvalidArgument("shape " + Shape(dims).ToString() + " has too many elements");
-    n *= d;
+    auto product = CheckedMul(n, d);
+    if (!product.ok()) return InvalidArgument("shape " + Shape(dims).ToString() + " has too many elements");
+    n = *product;
   }
   return n;
+}
+
+StatusOr<int64_t> CheckedBytes(const std::vector<int64_t>& dims, int64_t element_size) {
+  GJ_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(dims));
+  auto bytes = CheckedMul(n, element_size);
+  if (!bytes.ok()) return InvalidArgument("shape " + Shape(dims).ToString() + " has too many bytes");
+  return bytes;
 }
 
 bool IsCompatible(const Shape& partial, const Shape& concrete) {

@@ -44,8 +44,14 @@ class Shape {
   bool unknown_rank_ = false;
 };
 
-// Element count of fully known dims, failing (instead of overflowing) past 2^62.
+// Every size graphjit computes by multiplying (element counts, bytes, a dimension times a
+// multiple) goes through these, never through a bare multiplication: the product of
+// non-negative factors, or InvalidArgument past 2^62 (no machine holds that much).
+StatusOr<int64_t> CheckedMul(int64_t a, int64_t b);
+// Element count of fully known dims.
 StatusOr<int64_t> CheckedNumElements(const std::vector<int64_t>& dims);
+// Bytes of fully known dims of `element_size`-byte elements.
+StatusOr<int64_t> CheckedBytes(const std::vector<int64_t>& dims, int64_t element_size);
 // True if a tensor of shape `concrete` may flow where `partial` is declared.
 bool IsCompatible(const Shape& partial, const Shape& concrete);
 // NumPy/TensorFlow broadcasting of two shapes (unknown dims allowed).

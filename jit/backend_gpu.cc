@@ -176,7 +176,9 @@ class GpuExecutable : public ClusterExecutable {
         }
         case FusionPlan::Buffer::Kind::kArgument:
         case FusionPlan::Buffer::Kind::kTemp: {
-          const size_t bytes = static_cast<size_t>(buffer.shape.num_elements()) * DTypeSize(buffer.dtype);
+          GJ_ASSIGN_OR_RETURN(const int64_t checked,
+                              CheckedBytes(buffer.shape.dims(), static_cast<int64_t>(DTypeSize(buffer.dtype))));
+          const size_t bytes = static_cast<size_t>(checked);
           GJ_ASSIGN_OR_RETURN(address[b], cuda_->Allocate(std::max<size_t>(bytes, 1)));
           owned->push_back(address[b]);
           if (buffer.kind == FusionPlan::Buffer::Kind::kArgument && bytes > 0) {
@@ -273,7 +275,8 @@ class GpuExecutable : public ClusterExecutable {
     p.grid = emitted.grid;
     p.block = emitted.block;
     for (int b : emitted.buffers)
-      p.io_bytes += program_.buffers[b].shape.num_elements() * static_cast<int64_t>(DTypeSize(program_.buffers[b].dtype));
+      p.io_bytes += CheckedBytes(program_.buffers[b].shape.dims(), static_cast<int64_t>(DTypeSize(program_.buffers[b].dtype)))
+                        .value_or(0);
     for (int area : emitted.scratch) p.io_bytes += program_.module.scratch[area];
     GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));  // synchronizes
     p.measured_us = ms * 1000.0;

@@ -140,7 +140,8 @@ class Simplifier {
       for (auto [x, zero] : {std::pair{c0, c1}, std::pair{c1, c0}}) {
         const Shape& out = ShapeOf({id, 0});
         if (x && zero && AllEqual(*zero, 0.0) && AllFinite(*x) && out.IsFullyDefined() &&
-            out.num_elements() * static_cast<int64_t>(DTypeSize(x->dtype())) <= context_.max_constant_bytes) {
+            CheckedBytes(out.dims(), static_cast<int64_t>(DTypeSize(x->dtype()))).value_or(INT64_MAX) <=
+                context_.max_constant_bytes) {
           auto zeros = Tensor::Allocate(x->dtype(), out);
           if (!zeros.ok()) return false;
           std::memset(zeros->raw(), 0, zeros->bytes());

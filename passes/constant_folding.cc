@@ -22,10 +22,9 @@ int64_t StaticBytes(const NodeInfo& info) {
   int64_t bytes = 0;
   for (size_t i = 0; i < info.shapes.size(); ++i) {
     if (!info.shapes[i].IsFullyDefined()) continue;
-    auto n = CheckedNumElements(info.shapes[i].dims());
-    const int64_t size = static_cast<int64_t>(DTypeSize(info.dtypes[i]));
-    if (!n.ok() || *n > (INT64_MAX - bytes) / std::max<int64_t>(size, 1)) return INT64_MAX;  // more than there is
-    bytes += *n * size;
+    auto size = CheckedBytes(info.shapes[i].dims(), static_cast<int64_t>(DTypeSize(info.dtypes[i])));
+    if (!size.ok() || *size > INT64_MAX - bytes) return INT64_MAX;  // more than there is
+    bytes += *size;
   }
   return bytes;
 }

@@ -93,17 +93,17 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
     }
     dims.push_back(d);
   }
-  auto n = CheckedNumElements(dims);
-  if (!n.ok()) return bad(n.status().message());
+  auto checked = CheckedBytes(dims, static_cast<int64_t>(DTypeSize(dtype)));
+  if (!checked.ok()) return bad(checked.status().message());
   size_t data_start = header_start + header_len;
-  size_t want = static_cast<size_t>(*n) * DTypeSize(dtype);
+  const size_t want = static_cast<size_t>(*checked);
   if (bytes.size() - data_start != want)
     return bad("expected " + std::to_string(want) + " bytes of data for shape " + Shape(dims).ToString() + ", found " +
                std::to_string(bytes.size() - data_start));
   GJ_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, Shape(dims)));
   if (want) std::memcpy(t.raw(), bytes.data() + data_start, want);
   if (dtype == DType::kBool) {
-    for (int64_t i = 0; i < *n; ++i)
+    for (int64_t i = 0; i < t.num_elements(); ++i)
       if (reinterpret_cast<const uint8_t*>(bytes.data() + data_start)[i] > 1) return bad("bool values must be 0 or 1");
   }
   return t;

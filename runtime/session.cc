@@ -14,6 +14,12 @@
 namespace graphjit {
 
 StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options, const tensorflow::GraphDef& graph_def) {
+  // Each thread of a pool is an OS thread: a count beyond any machine's is a mistake.
+  constexpr int kMaxThreads = 1024;
+  if (options.intra_op_threads > kMaxThreads || options.inter_op_threads > kMaxThreads)
+    return InvalidArgument("intra_op_parallelism_threads and inter_op_parallelism_threads must be at most " +
+                           std::to_string(kMaxThreads) + ", got " + std::to_string(options.intra_op_threads) + " and " +
+                           std::to_string(options.inter_op_threads));
   // 1. Import and structural checks.
   GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
   GJ_RETURN_IF_ERROR(FunctionalizeControlFlow(&graph));

@@ -1,5 +1,7 @@
 #include "runtime/session_options.h"
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 
 #include "ir/graphdef.h"
@@ -76,12 +78,14 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
     pos = end;
     size_t eq = flag.find('=');
     std::string key = flag.substr(0, eq), value = eq == std::string::npos ? "" : flag.substr(eq + 1);
-    auto number = [&](int64_t min, int64_t* out) -> Status {
+    // An integer in [min, max] (max: an int's, for the options that are ints).
+    auto number = [&](int64_t min, int64_t* out, int64_t max = INT32_MAX) -> Status {
       char* end = nullptr;
+      errno = 0;
       long long v = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || v < min)
-        return InvalidArgument("GRAPHJIT_FLAGS: " + key + " must be an integer >= " + std::to_string(min) + ", got '" +
-                               value + "'");
+      if (value.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
+        return InvalidArgument("GRAPHJIT_FLAGS: " + key + " must be an integer from " + std::to_string(min) + " to " +
+                               std::to_string(max) + ", got '" + value + "'");
       *out = v;
       return Status::Ok();
     };
@@ -96,7 +100,7 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       GJ_RETURN_IF_ERROR(number(0, &v));
       options->max_cluster_size = static_cast<int>(v);
     } else if (key == "--clustering_fuel") {
-      GJ_RETURN_IF_ERROR(number(-1, &v));
+      GJ_RETURN_IF_ERROR(number(-1, &v, INT64_MAX));
       options->clustering_fuel = v;
     } else if (key == "--cluster_exclude_ops") {
       options->cluster_exclude_ops = SplitList(value);
@@ -132,7 +136,7 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
         return InvalidArgument("GRAPHJIT_FLAGS: --prefer_vector_width must be 128, 256 or 512, got '" + value + "'");
       options->prefer_vector_width = static_cast<int>(v);
     } else if (key == "--jit_cache_mb") {
-      GJ_RETURN_IF_ERROR(number(1, &options->jit_cache_mb));
+      GJ_RETURN_IF_ERROR(number(1, &options->jit_cache_mb, int64_t{1} << 40));
     } else if (key == "--device") {
       if (value != "cpu" && value != "gpu" && value != "gpu-emu")
         return InvalidArgument("GRAPHJIT_FLAGS: --device must be cpu, gpu or gpu-emu, got '" + value + "'");

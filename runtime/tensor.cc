@@ -11,11 +11,9 @@ namespace graphjit {
 StatusOr<Tensor> Tensor::Allocate(DType dtype, const Shape& shape, Allocator* allocator) {
   if (!IsSupportedDType(dtype)) return Unimplemented("tensors of type " + DTypeName(dtype) + " are not supported");
   if (!shape.IsFullyDefined()) return Internal("allocating a tensor of partial shape " + shape.ToString());
-  GJ_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape.dims()));
-  size_t size = DTypeSize(dtype);
-  if (n > static_cast<int64_t>(SIZE_MAX / 2 / size))
-    return ResourceExhausted("tensor of shape " + shape.ToString() + " is too large");
-  GJ_ASSIGN_OR_RETURN(auto buffer, Buffer::Create(allocator ? allocator : Allocator::Default(), n * size));
+  auto bytes = CheckedBytes(shape.dims(), static_cast<int64_t>(DTypeSize(dtype)));
+  if (!bytes.ok()) return ResourceExhausted("tensor of shape " + shape.ToString() + " is too large");
+  GJ_ASSIGN_OR_RETURN(auto buffer, Buffer::Create(allocator ? allocator : Allocator::Default(), *bytes));
   return Tensor(dtype, shape, std::move(buffer));
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Instrumented builds with clang-19 (called by scripts/test.sh):
 #  1. ASan + UBSan at -O1: the unit, fixture and command-line tests, the fuzz
-#     regression inputs, then libFuzzer on GraphDef import + validation + shape
-#     inference for FUZZ_SECONDS (default 60), seeded with every model in tests/data.
+#     regression inputs, then the libFuzzer targets (tests/fuzz/): GraphDef import,
+#     validation, shape inference and graph passes for FUZZ_SECONDS (default 60), seeded
+#     with tests/data; the .npy reader and the configuration for 15 s each; the whole path
+#     through the JIT for 30 s.
 #  2. TSan: the concurrent Session::Run, thread-pool and JIT kernel-cache tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,17 +36,27 @@ ctest --test-dir build-asan --output-on-failure -j2 --timeout 900
 t1=$(date +%s)
 echo "sanitize.sh: ASan+UBSan build and tests took $((t1 - t0)) s"
 
-corpus=build-asan/fuzz-corpus
-mkdir -p "$corpus"
-find tests/data -name 'model.pb*' -exec cp --backup=numbered {} "$corpus"/ \;
-# The fuzzer's output goes to a log; its end is shown, with the sanitizer's report on a crash.
-if ! build-asan/bin/graphdef_fuzzer -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=20 \
-  -artifact_prefix=build-asan/ "$corpus" > build-asan/fuzz.log 2>&1; then
-  grep -v -E '^#[0-9]+' build-asan/fuzz.log | tail -n 40
-  echo "sanitize.sh: the fuzzer found a crash (build-asan/crash-*): add it to tests/fuzz/regressions/ with the fix"
-  exit 1
-fi
-tail -n 5 build-asan/fuzz.log
+# libFuzzer, each target from its corpus (build-asan/fuzz-corpus/<target>, kept between
+# runs) and its seeds; the output goes to a log whose end is shown, with the sanitizer's
+# report on a crash. A finding goes into tests/fuzz/regressions/<target>/ with its fix.
+fuzz() {  # target seconds seed-dirs...
+  local target=$1 seconds=$2
+  shift 2
+  mkdir -p "build-asan/fuzz-corpus/$target"
+  if ! build-asan/bin/"$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=60 \
+    -artifact_prefix="build-asan/$target-" "build-asan/fuzz-corpus/$target" "$@" > "build-asan/$target.log" 2>&1; then
+    grep -v -E '^#[0-9]+' "build-asan/$target.log" | tail -n 40
+    echo "sanitize.sh: $target found a crash (build-asan/$target-crash-*): add it to tests/fuzz/regressions/$target/ with the fix"
+    exit 1
+  fi
+  echo "$target: $(grep -E '^#[0-9]+' "build-asan/$target.log" | tail -n 1)"
+}
+mkdir -p build-asan/fuzz-seeds
+find tests/data -name 'model.pb*' -exec cp --backup=numbered {} build-asan/fuzz-seeds/ \;
+fuzz graphdef_fuzzer "$FUZZ_SECONDS" build-asan/fuzz-seeds
+fuzz npy_fuzzer 15 tests/data/ops
+fuzz config_fuzzer 15 tests/fuzz/corpus/config_fuzzer
+fuzz jit_path_fuzzer 30 tests/fuzz/corpus/jit_path_fuzzer
 t2=$(date +%s)
 echo "sanitize.sh: fuzzing took $((t2 - t1)) s"
 

@@ -340,10 +340,9 @@ OpDef TileOp() {
     std::vector<int64_t> dims;
     for (int i = 0; i < in.rank(); ++i) {
       if (mult[i] < 0) return c.ShapeError("multiples must be non-negative");
-      int64_t d = -1;
-      if (in.dim(i) >= 0 && __builtin_mul_overflow(in.dim(i), mult[i], &d))
-        return c.ShapeError("tiled dimension " + std::to_string(i) + " overflows");
-      dims.push_back(d);
+      auto d = in.dim(i) >= 0 ? CheckedMul(in.dim(i), mult[i]) : StatusOr<int64_t>(-1);
+      if (!d.ok()) return c.ShapeError("tiled dimension " + std::to_string(i) + ": " + d.status().message());
+      dims.push_back(*d);
     }
     auto n = CheckedNumElements(Shape(dims).IsFullyDefined() ? dims : std::vector<int64_t>{});
     if (!n.ok()) return c.ShapeError(n.status().message());

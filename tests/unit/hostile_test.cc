@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "ir/graphdef.h"
 #include "passes/passes.h"
@@ -96,6 +99,28 @@ TEST(Hostile, TenGigabyteRequestsFailCleanly) {
   EXPECT_FALSE(r.signaled);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("node 'fill' (Fill): cannot allocate 10000000000 bytes"), std::string::npos) << r.err;
+}
+
+// The GraphDef fuzzer's findings (tests/fuzz/regressions/graphdef_fuzzer/: a Pad, a Tile,
+// a Slice, a SplitV whose sizes overflow, ...) end in an error or a run, in every build:
+// graphjit run on each, with the JIT on, exits 0, 1 or 2 with a message, never by a signal.
+TEST(Hostile, FuzzFindingsEndInAnErrorOrARun) {
+  const std::string dir = std::string(GRAPHJIT_TEST_DATA) + "/../fuzz/regressions/graphdef_fuzzer";
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    SCOPED_TRACE(entry.path().filename().string());
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    tensorflow::GraphDef gd;
+    ASSERT_TRUE(gd.ParseFromString(bytes));
+    const std::string path = testing::TempDir() + "/finding.pb";
+    ASSERT_TRUE(WriteGraphDefFile(gd, path).ok());
+    auto r = testing::RunGraphjit("run " + path + " --random-feeds --jit on_2");
+    EXPECT_FALSE(r.signaled) << r.err;
+    EXPECT_TRUE(r.exit_code == 0 || !r.err.empty()) << r.exit_code;
+    ++seen;
+  }
+  EXPECT_GE(seen, 6);
 }
 
 TEST(Hostile, ConstantsThatLie) {

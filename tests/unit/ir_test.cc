@@ -47,6 +47,19 @@ TEST(Shape, ElementCountOverflowIsAnError) {
   EXPECT_FALSE(CheckedNumElements({-2}).ok());
 }
 
+// Bytes overflow where elements do not: 2^61 floats are 2^63 bytes.
+TEST(Shape, ByteCountOverflowIsAnError) {
+  EXPECT_EQ(*CheckedMul(6, 7), 42);
+  EXPECT_EQ(*CheckedMul(0, INT64_MAX), 0);
+  EXPECT_FALSE(CheckedMul(int64_t{1} << 31, int64_t{1} << 32).ok());
+  EXPECT_FALSE(CheckedMul(-1, 2).ok());
+  EXPECT_EQ(*CheckedBytes({2, 3}, 4), 24);
+  EXPECT_TRUE(CheckedNumElements({int64_t{1} << 61}).ok());
+  const auto bytes = CheckedBytes({int64_t{1} << 61}, 4);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_NE(bytes.status().message().find("too many bytes"), std::string::npos) << bytes.status().ToString();
+}
+
 TEST(Device, EquivalentSpellingsNormalise) {
   for (const char* s : {"", "/cpu:0", "/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:0", "/CPU:0"}) {
     auto d = ParseDeviceName(s);
