@@ -398,7 +398,9 @@ std::optional<Cond> FindCond(const Graph& graph, const std::vector<std::vector<O
   std::vector<std::pair<int, int>> stack;  // (node, side)
   for (int s : switches)
     for (const OutEdge& e : out[s]) {
-      if (e.dst_input < 0) return std::nullopt;  // a control edge from a Switch holds for either side
+      // A control edge from a Switch holds for either side; an output past 1 does not
+      // exist (the analysis says so).
+      if (e.dst_input < 0 || e.src_output < 0 || e.src_output > 1) return std::nullopt;
       stack.push_back({e.dst, e.src_output});
     }
   while (!stack.empty()) {

@@ -71,6 +71,9 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
       !FindValue(header, "shape", &shape_text))
     return bad("header lacks descr, fortran_order or shape");
   if (fortran != "False") return bad("Fortran-order arrays are not supported; save with C order");
+  if (descr.size() < 2 || descr.front() != '\'' || descr.back() != '\'') return bad("descr is not a quoted string");
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
+    return bad("shape " + shape_text + " is not a tuple");
   descr = descr.substr(1, descr.size() - 2);  // strip quotes
   DType dtype = DType::kInvalid;
   for (const auto& t : kTypes)

@@ -197,6 +197,9 @@ TEST(Npy, MalformedFilesAreRejected) {
   expect_bad(NpyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (9999999999999999999,), }", data),
              "bad shape");
   expect_bad(NpyBytes(9, "{}", data), "version");
+  // Found by npy_fuzzer: an empty shape value (std::out_of_range from substr), a bare descr.
+  expect_bad(NpyBytes(1, "{'descr': '|b1', 'fortran_order': False, 'shape':,() 2, }", data), "is not a tuple");
+  expect_bad(NpyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': 2, }", data), "is not a tuple");
   std::string truncated = NpyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", data);
   expect_bad(truncated.substr(0, 20), "truncated");
   EXPECT_EQ(ReadNpy("/nonexistent/x.npy").status().code(), Code::kNotFound);
