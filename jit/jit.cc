@@ -4,11 +4,14 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -81,7 +84,7 @@ KernelCache& Cache() {
 }
 
 // What the JIT keeps per `_JitCluster` node.
-struct ClusterState {
+struct ClusterState : std::enable_shared_from_this<ClusterState> {
   std::shared_ptr<const void> body_state;  // the reference kernel's (op by op)
   std::string name;
   // What every signature of this cluster starts with: the compiler, the device and the
@@ -302,6 +305,60 @@ Status RunReference(KernelContext& ctx, const ClusterState& state) {
   return Reference().compute(reference);
 }
 
+// ---- asynchronous compilation ------------------------------------------------------------
+
+std::atomic<int64_t> async_runs{0};
+
+bool AsyncOf(const SessionOptions* options) { return (options && options->jit_async) || ProcessOptions().jit_async; }
+
+// One background thread compiles, in the order asked; the process waits for it at exit
+// (LLVM's globals must outlive a compile).
+class CompileThread {
+ public:
+  static CompileThread& Get() {
+    static auto* thread = new CompileThread();
+    return *thread;
+  }
+  void Start(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { Loop(); }).detach();
+      std::atexit([] { Get().WaitIdle(); });
+    }
+    tasks_.push_back(std::move(task));
+    ++pending_;
+    wake_.notify_one();
+  }
+  void WaitIdle() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [&] { return pending_ == 0; });
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return !tasks_.empty(); });
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0) idle_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable wake_, idle_;
+  std::deque<std::function<void()>> tasks_;
+  int pending_ = 0;
+  bool started_ = false;
+};
+
+void CompileInBackground(std::function<void()> task) { CompileThread::Get().Start(std::move(task)); }
+
 // ---- the numerics guard -------------------------------------------------------------
 
 std::atomic<int64_t> numerics_checked{0}, numerics_mismatches{0};
@@ -439,13 +496,36 @@ Status Compute(KernelContext& ctx) {
   report.tracer = ctx.tracer;
   report.verbose = options && options->jit_verbose;
   bool hit = false;
-  auto entry = Cache().Get(signature, [&] { return Compile(state, ctx.inputs, report); }, &hit);
+  std::shared_ptr<const KernelCache::Entry> entry;
+  if (AsyncOf(options)) {
+    // The compile outlives this call: it holds the cluster's state and its own copies of
+    // the inputs (the executor may reuse their buffers once this kernel returns).
+    std::vector<Tensor> inputs;
+    for (const Tensor& t : ctx.inputs) {
+      GJ_ASSIGN_OR_RETURN(Tensor copy, t.Clone());
+      inputs.push_back(std::move(copy));
+    }
+    CompileReporting background = report;
+    background.tracer = nullptr;
+    entry = Cache().GetIfCompiled(
+        signature,
+        [self = state.shared_from_this(), inputs = std::move(inputs), background] {
+          return Compile(*self, inputs, background);
+        },
+        CompileInBackground, &hit);
+  } else {
+    entry = Cache().Get(signature, [&] { return Compile(state, ctx.inputs, report); }, &hit);
+  }
   if (!hit) {
     // TensorFlow's rule: more than 10 compiles at fewer than 50 runs per compile.
     const int64_t compiles = ++state.compiles;
     if (compiles > 10 && runs < 50 * compiles && !state.megamorphic.exchange(true))
       std::fprintf(stderr, "graphjit: cluster %s is megamorphic (%lld compiles in %lld runs); it runs op by op from now on\n",
                    state.name.c_str(), static_cast<long long>(compiles), static_cast<long long>(runs));
+  }
+  if (!entry) {  // being compiled in the background
+    ++async_runs;
+    return RunReference(ctx, state);
   }
   if (!entry->kernel) {
     const char* what = entry->internal ? "internal compiler error" : "cannot be compiled";
@@ -539,6 +619,8 @@ void InjectCompileFailure(const std::string& reason) {
   InjectedFailure() = reason;
 }
 
+void WaitForBackgroundCompiles() { CompileThread::Get().WaitIdle(); }
+
 void InjectMiscompile(const std::string& from, const std::string& to) {
   std::lock_guard<std::mutex> lock(fault_mu);
   InjectedMiscompile() = {from, to};
@@ -563,6 +645,7 @@ JitStats GetJitStats() {
   stats.gpu_launches = gpu_launches.load();
   stats.numerics_checked = numerics_checked.load();
   stats.numerics_mismatches = numerics_mismatches.load();
+  stats.async_runs = async_runs.load();
   if (const int64_t calls = hit_calls.load()) stats.hit_overhead_us = hit_overhead_ns.load() / 1e3 / calls;
   return stats;
 }
@@ -573,12 +656,13 @@ std::string JitStatsLine() {
   std::snprintf(buf, sizeof buf,
                 "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f "
                 "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld gpu_launches=%lld "
-                "numerics_checked=%lld numerics_mismatches=%lld",
+                "numerics_checked=%lld numerics_mismatches=%lld async_runs=%lld",
                 s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
                 static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors),
                 static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
                 static_cast<long long>(s.cache_evictions), static_cast<long long>(s.gpu_launches),
-                static_cast<long long>(s.numerics_checked), static_cast<long long>(s.numerics_mismatches));
+                static_cast<long long>(s.numerics_checked), static_cast<long long>(s.numerics_mismatches),
+                static_cast<long long>(s.async_runs));
   return buf;
 }
 

@@ -27,6 +27,9 @@ void RegisterJit();
 // CPU, a CPU feature or a vector width the JIT cannot generate code for.
 Status CheckJitTarget(const SessionOptions& options);
 
+// Returns when no background compile (--jit_async) is pending or running.
+void WaitForBackgroundCompiles();
+
 // While `reason` is not empty, every compile fails with it: for fault tests.
 void InjectCompileFailure(const std::string& reason);
 // While `from` is not empty, every compile replaces the first `from` in its cluster's MLIR
@@ -55,6 +58,8 @@ struct JitStats {
   // rtol 1e-4 for float32 and float64, 1e-2 for float16, 3e-2 for bfloat16 (they compute in
   // float32 and round); NaN exactly where the reference has NaN, and the same infinities.
   int64_t numerics_checked = 0, numerics_mismatches = 0;
+  // Runs op by op while their signature compiled in the background (--jit_async).
+  int64_t async_runs = 0;
 };
 JitStats GetJitStats();
 
@@ -75,7 +80,8 @@ struct GpuKernelProfile {
 // The profiles recorded since the last call, in launch order.
 std::vector<GpuKernelProfile> TakeGpuProfiles();
 // "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X internal_errors=N
-// cache_kernels=N cache_mb=X cache_evictions=N gpu_launches=N numerics_checked=N numerics_mismatches=N"
+// cache_kernels=N cache_mb=X cache_evictions=N gpu_launches=N numerics_checked=N numerics_mismatches=N
+// async_runs=N"
 std::string JitStatsLine();
 
 }  // namespace graphjit

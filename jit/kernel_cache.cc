@@ -26,6 +26,31 @@ std::shared_ptr<const KernelCache::Entry> KernelCache::Get(const std::string& ke
   *hit = false;
   slots_[key];  // a placeholder others wait on
   lock.unlock();
+  return CompileAndStore(key, compile);
+}
+
+std::shared_ptr<const KernelCache::Entry> KernelCache::GetIfCompiled(
+    const std::string& key, const CompileFn& compile, const std::function<void(std::function<void()>)>& start,
+    bool* hit) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = slots_.find(key);
+  if (it != slots_.end()) {
+    *hit = true;
+    if (!it->second.entry) return nullptr;  // being compiled
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    ++stats_.hits;
+    return it->second.entry;
+  }
+  ++stats_.misses;
+  *hit = false;
+  slots_[key];
+  lock.unlock();
+  start([this, key, compile] { CompileAndStore(key, compile); });
+  return nullptr;
+}
+
+std::shared_ptr<const KernelCache::Entry> KernelCache::CompileAndStore(const std::string& key,
+                                                                       const CompileFn& compile) {
   auto start = std::chrono::steady_clock::now();
   // A compile that throws is a failed compile: the placeholder must not be left for
   // others to wait on forever.
@@ -39,7 +64,7 @@ std::shared_ptr<const KernelCache::Entry> KernelCache::Get(const std::string& ke
   }
   auto entry = std::make_shared<const Entry>(std::move(made));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  lock.lock();
+  std::unique_lock<std::mutex> lock(mu_);
   ++stats_.compiles;
   stats_.compile_ms += ms;
   if (!entry->kernel) ++stats_.failures;

@@ -38,6 +38,12 @@ class KernelCache {
   // The entry for `key` (the full signature, compared whole): compiled now by `compile`
   // if absent, or waited for if another caller is compiling it. `*hit` tells which.
   std::shared_ptr<const Entry> Get(const std::string& key, const CompileFn& compile, bool* hit);
+  // Asynchronous compilation: the entry for `key` if it is compiled, else null; then,
+  // unless another caller is compiling it, `compile` is handed to `start` (which runs it on
+  // another thread) and the entry is there for a later call. `*hit`: false if this call
+  // started the compile.
+  std::shared_ptr<const Entry> GetIfCompiled(const std::string& key, const CompileFn& compile,
+                                             const std::function<void(std::function<void()>)>& start, bool* hit);
 
   CacheStats stats() const;
 
@@ -47,6 +53,8 @@ class KernelCache {
     std::list<std::string>::iterator lru;
   };
   void EvictLocked();
+  // Runs `compile` for the placeholder slot of `key` and stores what it made.
+  std::shared_ptr<const Entry> CompileAndStore(const std::string& key, const CompileFn& compile);
 
   const size_t max_entries_, max_bytes_;
   mutable std::mutex mu_;

@@ -120,6 +120,8 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       else if (value == "fail") options->jit_check_numerics = Check::kFail;
       else if (value == "off") options->jit_check_numerics = Check::kOff;
       else return InvalidArgument("GRAPHJIT_FLAGS: --jit_check_numerics must be warn, fail or off, got '" + value + "'");
+    } else if (key == "--jit_async") {
+      options->jit_async = value.empty() || value == "true" || value == "1";
     } else if (key == "--jit_verbose") {
       options->jit_verbose = value.empty() || value == "true" || value == "1";
     } else if (key == "--dump_to") {
@@ -148,7 +150,7 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
     } else {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
-                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, "
+                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, --jit_async, "
                              "--jit_cpu, "
                              "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --device, --cuda_driver, --gpu_arch, "
                              "--gpu_ptxas_check)");

@@ -45,6 +45,10 @@ struct SessionOptions {
   // mismatch the run's error. A session that leaves it off takes GRAPHJIT_FLAGS'.
   enum class NumericsCheck { kOff, kWarn, kFail };
   NumericsCheck jit_check_numerics = NumericsCheck::kOff;
+  // Asynchronous compilation (--jit_async): a cluster's new signature runs op by op while
+  // a background thread compiles it; later runs use the kernel. A session that leaves it
+  // off takes GRAPHJIT_FLAGS'.
+  bool jit_async = false;
   // The CPU the JIT generates code for: an LLVM CPU name (empty: the host, as detected),
   // features on top of it ("+avx512f,-avx512bw"), and the widest vectors its loops use in
   // bits (0: graphjit's default, 512 on AVX-512 CPUs, else 256). A session that leaves
@@ -86,7 +90,7 @@ struct SessionOptions {
 // Applies GRAPHJIT_FLAGS-style flags, as TF_XLA_FLAGS does for TensorFlow:
 // --jit_level=off|on|on_1|on_2, --min_cluster_size=N, --max_cluster_size=N,
 // --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR,
-// --jit_strict, --jit_verbose, --jit_check_numerics[=warn|fail|off], --jit_cpu=NAME,
+// --jit_strict, --jit_verbose, --jit_check_numerics[=warn|fail|off], --jit_async, --jit_cpu=NAME,
 // --jit_cpu_features=+a,-b,
 // --prefer_vector_width=128|256|512, --jit_cache_mb=N, --device=cpu|gpu|gpu-emu,
 // --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check.

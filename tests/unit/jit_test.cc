@@ -1108,6 +1108,35 @@ TEST_F(Jit, TheNumericsGuardCatchesAWrongKernel) {
   std::filesystem::remove_all(dir);
 }
 
+// Asynchronous compilation: a new signature's first run goes op by op while the kernel
+// compiles in the background, with the same results; once it is compiled, runs use it.
+TEST_F(Jit, AsyncCompilationRunsOpByOpUntilTheKernelIsReady) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 6});
+  b.Const("c", testing::MakeFloat(Shape{6}, {0.5f, -0.25f, 1.5f, 2.0f, -1.0f, 0.125f}));  // its own signature
+  b.Op("m", "Mul", {"x", "c"});
+  b.Op("y", "Softmax", {"m"});
+  std::mt19937 rng(23);
+  const Tensor x = Stressing(Shape{5, 6}, rng);
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn2;
+  options.min_cluster_size = 1;
+  options.jit_async = true;
+  auto session = testing::MakeSession(b.graph_def(), options);
+  const auto want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"y"});
+  const JitStats before = GetJitStats();
+  auto first = testing::RunOrDie(*session, {{"x", x}}, {"y"});
+  EXPECT_EQ(GetJitStats().async_runs - before.async_runs, 1);
+  ExpectMatch(first[0], want[0], 0, "softmax op by op");  // the same kernels: the same values
+  WaitForBackgroundCompiles();
+  EXPECT_EQ(GetJitStats().cache_misses - before.cache_misses, 1);
+  const JitStats compiled = GetJitStats();
+  auto later = testing::RunOrDie(*session, {{"x", x}}, {"y"});
+  EXPECT_EQ(GetJitStats().async_runs, compiled.async_runs);
+  EXPECT_EQ(GetJitStats().cache_hits - compiled.cache_hits, 1);
+  ExpectMatch(later[0], want[0], 2e-6, "softmax");
+}
+
 // GRAPHJIT_FLAGS' spellings of the guard.
 TEST(JitFlags, CheckNumerics) {
   using Check = SessionOptions::NumericsCheck;
