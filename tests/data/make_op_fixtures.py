@@ -168,6 +168,19 @@ class Builder(object):
     def fetch(self, *names):
         self.fetches.extend(names)
 
+    def graph_of(self, fn, frozen, **feeds):
+        """fn(*placeholders) in the case's graph, one placeholder per feed (in order); or,
+        `frozen`, the tf.function of fn frozen as tools/freeze.py freezes one (its If and
+        While nodes lowered to Switch, Merge and the loop ops) as the case's GraphDef."""
+        if not frozen:
+            return fn(*[self.ph(k, v) for k, v in feeds.items()])
+        from tensorflow.python.framework.convert_to_constants import (
+            convert_variables_to_constants_v2)
+        specs = [tf.TensorSpec(np.shape(v), tf.as_dtype(np.asarray(v).dtype), name=k) for k, v in feeds.items()]
+        concrete = tf.function(fn, input_signature=specs).get_concrete_function()
+        self.graph_def = convert_variables_to_constants_v2(concrete).graph.as_graph_def()
+        self.feeds.update(feeds)
+
 
 def const(value, name, dtype=None):
     return tf.constant(np.asarray(value, dtype) if dtype else value, name=name)
@@ -1794,23 +1807,13 @@ def _conds_ref(xv, cv, p):
 def _cond_case(form, p):
     def fn(b):
         xv, cv = normal(b.rng, [2, 3]), normal(b.rng, [2, 3])
-        if form == "lowered":
-            @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32, name="x"),
-                                          tf.TensorSpec([], tf.bool, name="p")])
-            def f(x, p):
-                return _conds(p, x, tf.constant(cv))
-            from tensorflow.python.framework.convert_to_constants import (
-                convert_variables_to_constants_v2)
-            b.graph_def = convert_variables_to_constants_v2(f.get_concrete_function()).graph.as_graph_def()
-            b.feeds["x"], b.feeds["p"] = xv, np.bool_(p)
-        else:
-            from tensorflow.python.ops import control_flow_util
-            v2 = control_flow_util.ENABLE_CONTROL_FLOW_V2
-            control_flow_util.ENABLE_CONTROL_FLOW_V2 = form == "functional"
-            try:
-                _conds(b.ph("p", np.bool_(p)), b.ph("x", xv), const(cv, "c"))
-            finally:
-                control_flow_util.ENABLE_CONTROL_FLOW_V2 = v2
+        from tensorflow.python.ops import control_flow_util
+        v2 = control_flow_util.ENABLE_CONTROL_FLOW_V2
+        control_flow_util.ENABLE_CONTROL_FLOW_V2 = form != "v1"
+        try:
+            b.graph_of(lambda x, p: _conds(p, x, tf.constant(cv, name="c")), form == "lowered", x=xv, p=np.bool_(p))
+        finally:
+            control_flow_util.ENABLE_CONTROL_FLOW_V2 = v2
         b.fetch("y", "z")
         b.ref = lambda: _conds_ref(xv, cv, p)
     return fn
@@ -1832,17 +1835,7 @@ def _cond_in_loop(lowered):
         def loop(x, n):
             body = lambda i, v: (i + 1, tf.cond(tf.equal(i % 2, 0), lambda: v * 0.5, lambda: v + 1.0))
             return tf.identity(tf.while_loop(lambda i, v: i < n, body, [tf.constant(0), x])[1], name="y")
-        if lowered:
-            @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32, name="x"),
-                                          tf.TensorSpec([], tf.int32, name="n")])
-            def f(x, n):
-                return loop(x, n)
-            from tensorflow.python.framework.convert_to_constants import (
-                convert_variables_to_constants_v2)
-            b.graph_def = convert_variables_to_constants_v2(f.get_concrete_function()).graph.as_graph_def()
-            b.feeds["x"], b.feeds["n"] = xv, np.int32(5)
-        else:
-            loop(b.ph("x", xv), b.ph("n", np.int32(5)))
+        b.graph_of(loop, lowered, x=xv, n=np.int32(5))
         b.fetch("y")
 
         def ref():
@@ -1859,6 +1852,7 @@ simple_case("cond_in_loop_f32", "tf.cond inside tf.while_loop's body (a Stateles
 simple_case("cond_in_loop_lowered_f32", "tf.cond inside tf.while_loop's body as freezing a tf.function lowers "
             "them (Switch and Merge inside the loop's frame)", _cond_in_loop(True), tol=ROUND1)
 
+
 def _nested_loops(lowered):
     def fn(b):
         xv = normal(b.rng, [2, 3])
@@ -1868,17 +1862,7 @@ def _nested_loops(lowered):
                 inner = tf.while_loop(lambda j, u: j < i, lambda j, u: (j + 1, u * 0.5 + 1.0), [tf.constant(0), v])
                 return i + 1, inner[1]
             return tf.identity(tf.while_loop(lambda i, v: i < n, outer_body, [tf.constant(0), x])[1], name="y")
-        if lowered:
-            @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32, name="x"),
-                                          tf.TensorSpec([], tf.int32, name="n")])
-            def f(x, n):
-                return loops(x, n)
-            from tensorflow.python.framework.convert_to_constants import (
-                convert_variables_to_constants_v2)
-            b.graph_def = convert_variables_to_constants_v2(f.get_concrete_function()).graph.as_graph_def()
-            b.feeds["x"], b.feeds["n"] = xv, np.int32(4)
-        else:
-            loops(b.ph("x", xv), b.ph("n", np.int32(4)))
+        b.graph_of(loops, lowered, x=xv, n=np.int32(4))
         b.fetch("y")
 
         def ref():
