@@ -177,6 +177,12 @@ StatusOr<Machine> MakeTargetMachine(const Target& target) {
   auto tm = builder->createTargetMachine();
   if (!tm) return Internal("no code generator for this CPU: " + llvm::toString(tm.takeError()));
   const llvm::MCSubtargetInfo& sti = *(*tm)->getMCSubtargetInfo();
+  // graphjit's kernels are x86-64 code: a CPU or features without 64-bit mode or SSE2 (its
+  // baseline) cannot run them.
+  if (!sti.checkFeatures("+64bit") || !sti.checkFeatures("+sse2"))
+    return InvalidArgument("the CPU '" + (target.cpu.empty() ? std::string("host") : target.cpu) + "'" +
+                           (target.features.empty() ? "" : " with features " + target.features) +
+                           " lacks x86-64's 64-bit mode or SSE2");
   Machine machine;
   for (const llvm::SubtargetFeatureKV& kv : sti.getAllProcessorFeatures()) {
     auto on_host = HostFeatures().find(kv.Key);

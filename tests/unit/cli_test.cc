@@ -306,6 +306,10 @@ TEST(Cli, JitLevelPrecedence) {
   ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--jit_level=bogus"), 2, "--jit_level must be");
   ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--jit_cpu=pentium-9000"), 2, "LLVM does not know the CPU 'pentium-9000'");
   ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--jit_cpu_features=+no-such"), 2, "LLVM does not know the CPU feature");
+  // A 32-bit CPU or features without x86-64's baseline (config_fuzzer's find: they were
+  // internal compiler errors).
+  ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--jit_cpu=pentium4"), 2, "lacks x86-64's 64-bit mode or SSE2");
+  ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--jit_cpu_features=-sse2"), 2, "lacks x86-64's 64-bit mode or SSE2");
   ExpectExit(RunGraphjit(base, "GRAPHJIT_FLAGS=--prefer_vector_width=100"), 2, "must be 128, 256 or 512");
 }
 
