@@ -500,19 +500,18 @@ Status Compute(KernelContext& ctx) {
   if (AsyncOf(options)) {
     // The compile outlives this call: it holds the cluster's state and its own copies of
     // the inputs (the executor may reuse their buffers once this kernel returns).
-    std::vector<Tensor> inputs;
-    for (const Tensor& t : ctx.inputs) {
-      GJ_ASSIGN_OR_RETURN(Tensor copy, t.Clone());
-      inputs.push_back(std::move(copy));
-    }
-    CompileReporting background = report;
-    background.tracer = nullptr;
-    entry = Cache().GetIfCompiled(
-        signature,
-        [self = state.shared_from_this(), inputs = std::move(inputs), background] {
-          return Compile(*self, inputs, background);
-        },
-        CompileInBackground, &hit);
+    auto make_compile = [&]() -> KernelCache::CompileFn {
+      std::vector<Tensor> inputs;
+      for (const Tensor& t : ctx.inputs) inputs.push_back(t.Clone().value_or(Tensor()));
+      CompileReporting background = report;
+      background.tracer = nullptr;
+      return [self = state.shared_from_this(), inputs = std::move(inputs), background] {
+        for (const Tensor& t : inputs)
+          if (!t.valid()) return KernelCache::Entry{nullptr, "no memory for a copy of the inputs", false, 0};
+        return Compile(*self, inputs, background);
+      };
+    };
+    entry = Cache().GetIfCompiled(signature, make_compile, CompileInBackground, &hit);
   } else {
     entry = Cache().Get(signature, [&] { return Compile(state, ctx.inputs, report); }, &hit);
   }

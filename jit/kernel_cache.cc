@@ -30,8 +30,8 @@ std::shared_ptr<const KernelCache::Entry> KernelCache::Get(const std::string& ke
 }
 
 std::shared_ptr<const KernelCache::Entry> KernelCache::GetIfCompiled(
-    const std::string& key, const CompileFn& compile, const std::function<void(std::function<void()>)>& start,
-    bool* hit) {
+    const std::string& key, const std::function<CompileFn()>& make_compile,
+    const std::function<void(std::function<void()>)>& start, bool* hit) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = slots_.find(key);
   if (it != slots_.end()) {
@@ -45,7 +45,7 @@ std::shared_ptr<const KernelCache::Entry> KernelCache::GetIfCompiled(
   *hit = false;
   slots_[key];
   lock.unlock();
-  start([this, key, compile] { CompileAndStore(key, compile); });
+  start([this, key, compile = make_compile()] { CompileAndStore(key, compile); });
   return nullptr;
 }
 

@@ -39,10 +39,10 @@ class KernelCache {
   // if absent, or waited for if another caller is compiling it. `*hit` tells which.
   std::shared_ptr<const Entry> Get(const std::string& key, const CompileFn& compile, bool* hit);
   // Asynchronous compilation: the entry for `key` if it is compiled, else null; then,
-  // unless another caller is compiling it, `compile` is handed to `start` (which runs it on
-  // another thread) and the entry is there for a later call. `*hit`: false if this call
-  // started the compile.
-  std::shared_ptr<const Entry> GetIfCompiled(const std::string& key, const CompileFn& compile,
+  // unless another caller is compiling it, the compile `make_compile` makes (only then) is
+  // handed to `start`, which runs it on another thread, and the entry is there for a later
+  // call. `*hit`: false if this call started the compile.
+  std::shared_ptr<const Entry> GetIfCompiled(const std::string& key, const std::function<CompileFn()>& make_compile,
                                              const std::function<void(std::function<void()>)>& start, bool* hit);
 
   CacheStats stats() const;

@@ -15,6 +15,7 @@ JIT_RUNS=${JIT_RUNS:-1000000}
 targets=("$@")
 ((${#targets[@]})) || targets=(graphdef_fuzzer npy_fuzzer config_fuzzer jit_path_fuzzer)
 [ -x build-asan/bin/graphdef_fuzzer ] || { echo "fuzz_campaign.sh: build-asan is missing: run scripts/sanitize.sh first" >&2; exit 2; }
+commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!tests/fuzz/corpus' || echo "+changes")
 cmake --build build-asan -j2 --target "${targets[@]}" > /dev/null
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 mkdir -p build-asan/fuzz-seeds
@@ -37,7 +38,7 @@ for target in "${targets[@]}"; do
     exit 1
   fi
   done_line=$(grep -E '^Done [0-9]+ runs' "build-asan/$target.campaign.log" | tail -n 1)
-  echo "$(date -u +%F) $(git rev-parse --short HEAD) $target: $done_line in $(( $(date +%s) - start )) s, no findings" | tee -a build-asan/campaign.txt
+  echo "$(date -u +%F) $commit $target: $done_line in $(( $(date +%s) - start )) s, no findings" | tee -a build-asan/campaign.txt
   # The corpus, minimized, seeds CI's runs: what it covers beyond the seeds (and the
   # committed corpus itself). The seeds go into the merge first, so only inputs that add
   # coverage to them are taken; copies of tests/data's files are then left out again.
