@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A long fuzzing campaign over the libFuzzer targets of tests/fuzz/, in the ASan+UBSan
 # build that scripts/sanitize.sh makes (build-asan): each target runs for RUNS inputs
-# (default 10M; the whole path through the JIT: JIT_RUNS, default 1M) from its corpus
+# (default 10M; the whole path through the JIT: JIT_RUNS, default 1M; at most MAX_SECONDS
+# each if set) from its corpus
 # (build-asan/fuzz-corpus/<target>, kept between runs) and its seeds, one target at a time
 # on one core. Then each corpus is minimized (-merge=1) into tests/fuzz/corpus/<target>/,
 # which seeds CI's short runs. Counts go to build-asan/campaign.txt; a finding stops the
@@ -12,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-10000000}
 JIT_RUNS=${JIT_RUNS:-1000000}
+MAX_SECONDS=${MAX_SECONDS:-0}  # per target; 0: no limit (a shorter run reports what it did)
 targets=("$@")
 ((${#targets[@]})) || targets=(graphdef_fuzzer npy_fuzzer config_fuzzer jit_path_fuzzer)
 [ -x build-asan/bin/graphdef_fuzzer ] || { echo "fuzz_campaign.sh: build-asan is missing: run scripts/sanitize.sh first" >&2; exit 2; }
@@ -31,7 +33,7 @@ for target in "${targets[@]}"; do
   corpus=build-asan/fuzz-corpus/$target
   mkdir -p "$corpus" "tests/fuzz/corpus/$target"
   start=$(date +%s)
-  if ! nice build-asan/bin/"$target" -runs="$runs" -rss_limit_mb=3072 -timeout=60 -print_final_stats=1 \
+  if ! nice build-asan/bin/"$target" -runs="$runs" -max_total_time="$MAX_SECONDS" -rss_limit_mb=3072 -timeout=60 -print_final_stats=1 \
     -artifact_prefix="build-asan/$target-" "$corpus" "${seeds[@]}" > "build-asan/$target.campaign.log" 2>&1; then
     grep -v -E '^#[0-9]+' "build-asan/$target.campaign.log" | tail -n 40
     echo "fuzz_campaign.sh: $target found something (build-asan/$target-crash-*)"

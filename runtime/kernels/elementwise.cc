@@ -57,14 +57,14 @@ OpDef UnaryOp(const char* name, int64_t cost, F f) {
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
     GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, S));
+    GJ_RETURN_IF_ERROR(GetFloatAttrOr(c.node, "alpha", 0.2f).status());  // an alpha must be a float
     c.AddOutput(t, c.shape(0));
     return Status::Ok();
   };
   def.compute = [f, cost](KernelContext& ctx) -> Status {
     GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.ForwardInputOrAllocateOutput({0}, 0));
     const Tensor& in = ctx.input(0);
-    float alpha = 0.2f;  // LeakyRelu's default
-    if (const auto* a = ctx.node.FindAttr("alpha")) alpha = a->f();
+    GJ_ASSIGN_OR_RETURN(const float alpha, GetFloatAttrOr(ctx.node, "alpha", 0.2f));  // LeakyRelu's default
     return VisitTypes<S>(in.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       using C = ComputeType<T>;

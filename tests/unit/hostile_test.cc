@@ -101,15 +101,20 @@ TEST(Hostile, TenGigabyteRequestsFailCleanly) {
   EXPECT_NE(r.err.find("node 'fill' (Fill): cannot allocate 10000000000 bytes"), std::string::npos) << r.err;
 }
 
-// The GraphDef fuzzer's findings (tests/fuzz/regressions/graphdef_fuzzer/: a Pad, a Tile,
-// a Slice, a SplitV whose sizes overflow, ...) end in an error or a run, in every build:
-// graphjit run on each, with the JIT on, exits 0, 1 or 2 with a message, never by a signal.
+// The fuzzers' GraphDef findings (tests/fuzz/regressions/graphdef_fuzzer/ and
+// jit_path_fuzzer/: a Pad, a Tile, a Slice, a SplitV whose sizes overflow, a Switch output
+// that does not exist, a LeakyRelu alpha that is not a float, ...) end in an error or a
+// run, in every build: graphjit run on each, with the JIT on, exits 0, 1 or 2 with a
+// message, never by a signal.
 TEST(Hostile, FuzzFindingsEndInAnErrorOrARun) {
-  const std::string dir = std::string(GRAPHJIT_TEST_DATA) + "/../fuzz/regressions/graphdef_fuzzer";
+  const std::string regressions = std::string(GRAPHJIT_TEST_DATA) + "/../fuzz/regressions/";
+  std::vector<std::filesystem::path> findings;
+  for (const char* target : {"graphdef_fuzzer", "jit_path_fuzzer"})
+    for (const auto& entry : std::filesystem::directory_iterator(regressions + target)) findings.push_back(entry.path());
   int seen = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    SCOPED_TRACE(entry.path().filename().string());
-    std::ifstream in(entry.path(), std::ios::binary);
+  for (const auto& finding : findings) {
+    SCOPED_TRACE(finding.string());
+    std::ifstream in(finding, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     tensorflow::GraphDef gd;
     ASSERT_TRUE(gd.ParseFromString(bytes));
@@ -120,7 +125,7 @@ TEST(Hostile, FuzzFindingsEndInAnErrorOrARun) {
     EXPECT_TRUE(r.exit_code == 0 || !r.err.empty()) << r.exit_code;
     ++seen;
   }
-  EXPECT_GE(seen, 6);
+  EXPECT_GE(seen, 9);
 }
 
 TEST(Hostile, ConstantsThatLie) {
