@@ -283,6 +283,7 @@ class Remapper {
       const std::string& op = N(conv.node)->op;
       if ((op != "_FusedConv2D" && op != "_FusedDepthwiseConv2dNative") ||
           PrivateFusedOps(id, conv) != std::vector<std::string>{"BiasAdd"} || residual.node >= a_.graph.num_nodes() ||
+          conv.node >= a_.graph.num_nodes() ||
           StaticShape(a_, residual) != shape || StaticShape(a_, conv) != shape)
         continue;
       const Node* f = N(conv.node);
