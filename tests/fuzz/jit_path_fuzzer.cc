@@ -83,9 +83,14 @@ void Exercise(const tensorflow::GraphDef& gd) {
   SessionOptions off;
   off.jit_level = JitLevel::kOff;
   off.intra_op_threads = off.inter_op_threads = 1;
+  // Tensors bigger than the fuzzer's memory are refused (ResourceExhausted), as in
+  // LLVMFuzzerInitialize.
+  constexpr int64_t kMaxTensorBytes = int64_t{256} << 20;
   auto reference = Session::Create(off, gd);
   std::vector<Tensor> want;
-  if (!reference.ok() || !(*reference)->Run(feeds, fetches, {}, &want).ok()) return;
+  if (!reference.ok()) return;
+  (*reference)->allocator()->set_max_allocation_bytes(kMaxTensorBytes);
+  if (!(*reference)->Run(feeds, fetches, {}, &want).ok()) return;
   SessionOptions on = off;
   on.jit_level = JitLevel::kOn2;
   on.min_cluster_size = 1;
@@ -96,6 +101,7 @@ void Exercise(const tensorflow::GraphDef& gd) {
     std::fprintf(stderr, "jit_path_fuzzer: the session failed with the JIT on only: %s\n", jit.status().ToString().c_str());
     std::abort();
   }
+  (*jit)->allocator()->set_max_allocation_bytes(kMaxTensorBytes);
   std::vector<Tensor> got;
   Status s = (*jit)->Run(feeds, fetches, {}, &got);
   if (GetJitStats().internal_errors != errors) {
