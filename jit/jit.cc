@@ -299,9 +299,10 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
   return std::shared_ptr<const void>(state);
 }
 
-Status RunReference(KernelContext& ctx, const ClusterState& state) {
-  KernelContext reference{ctx.node,    ctx.inputs,   ctx.output_dtypes,      ctx.output_shapes, ctx.outputs,
-                          ctx.allocator, ctx.intra_op, state.body_state.get(), ctx.options,       ctx.tracer};
+// The cluster's body op by op, into `outputs` (default: the node's own).
+Status RunReference(KernelContext& ctx, const ClusterState& state, std::vector<Tensor>* outputs = nullptr) {
+  KernelContext reference{ctx.node,      ctx.inputs,   ctx.output_dtypes,      ctx.output_shapes, outputs ? *outputs : ctx.outputs,
+                          ctx.allocator, ctx.intra_op, state.body_state.get(), ctx.options,       outputs ? nullptr : ctx.tracer};
   return Reference().compute(reference);
 }
 
@@ -418,9 +419,7 @@ std::string FirstMismatch(const Tensor& got, const Tensor& want) {
 // dump); under kFail every mismatch is the run's error.
 Status CheckNumerics(KernelContext& ctx, const ClusterState& state, const CompileReporting& report) {
   std::vector<Tensor> want(ctx.outputs.size());
-  KernelContext reference{ctx.node,      ctx.inputs,   ctx.output_dtypes,      ctx.output_shapes, want,
-                          ctx.allocator, ctx.intra_op, state.body_state.get(), ctx.options,       nullptr};
-  GJ_RETURN_IF_ERROR(Reference().compute(reference));
+  GJ_RETURN_IF_ERROR(RunReference(ctx, state, &want));
   ++numerics_checked;
   std::string mismatch;
   for (size_t i = 0; i < want.size() && mismatch.empty(); ++i) {
