@@ -1,0 +1,201 @@
+// The TensorFlow plugin's graph optimizer (TF_InitGraph) and the C functions the
+// graphjit_tf module calls. Nothing here may fail TensorFlow: an error at load aborts the
+// user's process, so every problem leaves the graph as it was, with one warning.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <optional>
+
+#include "jit/jit.h"
+#include "passes/passes.h"
+#include "python/src/plugin.h"
+#include "python/src/rewrite.h"
+#include "python/src/tensor_properties.pb.h"
+#include "tensorflow/c/experimental/grappler/grappler.h"
+#include "tensorflow/c/tf_buffer.h"
+#include "tensorflow/c/tf_status.h"
+
+#define GRAPHJIT_TF_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace graphjit {
+
+namespace {
+
+std::mutex options_mu;
+std::optional<JitLevel> level_set;  // by graphjit_tf.set_jit_level()
+
+const SessionOptions& FlagOptions() {
+  static const SessionOptions options = [] {
+    SessionOptions o;
+    o.jit_level = JitLevel::kOff;
+    const char* flags = std::getenv("GRAPHJIT_FLAGS");
+    if (flags) {
+      Status s = ApplyFlags(flags, &o);
+      if (!s.ok()) {
+        Warn(s.message() + " (GRAPHJIT_FLAGS ignored)");
+        o = SessionOptions();
+      }
+    }
+    if (o.jit_level == JitLevel::kDefault) o.jit_level = JitLevel::kOff;
+    return o;
+  }();
+  return options;
+}
+
+// TensorFlow's inferred type and shape of every node output.
+TensorFlowGraphFacts ReadFacts(const tensorflow::GraphDef& graph, const TF_GrapplerItem* item) {
+  TensorFlowGraphFacts facts;
+  TF_Status* status = TF_NewStatus();
+  int count = 0;
+  size_t bytes = 0;
+  TF_GetNodesToPreserveListSize(item, &count, &bytes, status);
+  if (TF_GetCode(status) == TF_OK && count > 0) {
+    std::vector<char*> values(count);
+    std::vector<size_t> lengths(count);
+    std::vector<char> storage(bytes);
+    TF_GetNodesToPreserveList(item, values.data(), lengths.data(), count, storage.data(), bytes, status);
+    if (TF_GetCode(status) == TF_OK)
+      for (int i = 0; i < count; ++i) facts.preserve.emplace(values[i], lengths[i]);
+  }
+  TF_GraphProperties* properties = TF_NewGraphProperties(item);
+  TF_InferStatically(properties, /*assume_valid_feeds=*/true, /*aggressive_shape_inference=*/false,
+                     /*include_input_tensor_values=*/false, /*include_output_tensor_values=*/false, status);
+  if (TF_GetCode(status) == TF_OK) {
+    for (const auto& node : graph.node()) {
+      int outputs = 0;
+      TF_GetOutputPropertiesListSize(properties, node.name().c_str(), &outputs, status);
+      if (TF_GetCode(status) != TF_OK || outputs <= 0) continue;
+      std::vector<TF_Buffer*> buffers(outputs);
+      for (auto& b : buffers) b = TF_NewBuffer();
+      TF_GetOutputPropertiesList(properties, node.name().c_str(), buffers.data(), outputs, status);
+      if (TF_GetCode(status) == TF_OK) {
+        auto& out = facts.outputs[node.name()];
+        for (TF_Buffer* b : buffers) {
+          graphjit_tf::TensorProperties p;
+          p.ParseFromArray(b->data, static_cast<int>(b->length));
+          out.push_back({p.dtype(), p.shape()});
+        }
+      }
+      for (TF_Buffer* b : buffers) TF_DeleteBuffer(b);
+    }
+  }
+  TF_DeleteGraphProperties(properties);
+  TF_DeleteStatus(status);
+  return facts;
+}
+
+bool AsksForGraphjit(const tensorflow::GraphDef& graph, const SessionOptions& options) {
+  if (options.jit_level != JitLevel::kOff) return true;
+  for (const auto& node : graph.node()) {
+    auto it = node.attr().find("_XlaCompile");
+    if (it != node.attr().end() && it->second.b()) return true;
+  }
+  return false;
+}
+
+void CopyOut(const std::string& bytes, TF_Buffer* out) {
+  void* data = std::malloc(bytes.size());
+  std::memcpy(data, bytes.data(), bytes.size());
+  out->data = data;
+  out->length = bytes.size();
+  out->data_deallocator = [](void* d, size_t) { std::free(d); };
+}
+
+void Optimize(void*, const TF_Buffer* in, const TF_GrapplerItem* item, TF_Buffer* out, TF_Status* status) {
+  TF_SetStatus(status, TF_OK, "");
+  std::string unchanged(static_cast<const char*>(in->data), in->length);
+  PluginCounters& counters = Counters();
+  ++counters.graphs;
+  try {
+    tensorflow::GraphDef graph;
+    SessionOptions options = PluginOptions();
+    if (!graph.ParseFromString(unchanged)) throw std::runtime_error("the GraphDef does not parse");
+    if (!AsksForGraphjit(graph, options)) return CopyOut(unchanged, out);
+    StatusOr<TensorFlowRewrite> rewrite = ClusterForTensorFlow(ReadFacts(graph, item), options, &graph);
+    if (!rewrite.ok()) throw std::runtime_error(rewrite.status().message());
+    if (!rewrite->skipped.empty()) throw std::runtime_error(rewrite->skipped);
+    if (rewrite->clusters == 0) return CopyOut(unchanged, out);
+    ++counters.graphs_rewritten;
+    counters.clusters += rewrite->clusters;
+    counters.nodes_clustered += rewrite->nodes_clustered;
+    if (options.jit_verbose)
+      Warn("clustered " + std::to_string(rewrite->nodes_clustered) + " nodes into " +
+           std::to_string(rewrite->clusters) + " GraphjitCluster ops");
+    CopyOut(graph.SerializeAsString(), out);
+  } catch (const std::exception& e) {
+    ++counters.graphs_unchanged;
+    Warn(std::string("left a graph to TensorFlow: ") + e.what());
+    CopyOut(unchanged, out);
+  }
+}
+
+}  // namespace
+
+PluginCounters& Counters() {
+  static PluginCounters counters;
+  return counters;
+}
+
+SessionOptions PluginOptions() {
+  SessionOptions options = FlagOptions();
+  std::lock_guard<std::mutex> lock(options_mu);
+  if (level_set) options.jit_level = *level_set;
+  return options;
+}
+
+void InitGraphjit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    RegisterGraphOptimizer();
+    RegisterJit();
+  });
+}
+
+void Warn(const std::string& message) { std::cerr << "graphjit: " << message << std::endl; }
+
+}  // namespace graphjit
+
+using namespace graphjit;
+
+GRAPHJIT_TF_EXPORT void TF_InitGraph(TP_OptimizerRegistrationParams* params, TF_Status* status) {
+  InitGraphjit();
+  params->struct_size = TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE;
+  params->optimizer_configs->struct_size = TP_OPTIMIZER_CONFIGS_STRUCT_SIZE;
+  params->optimizer->struct_size = TP_OPTIMIZER_STRUCT_SIZE;
+  params->optimizer->optimize_func = Optimize;
+  params->device_type = "CPU";
+  TF_SetStatus(status, TF_OK, "");
+}
+
+// For graphjit_tf (through ctypes). 0 on success.
+GRAPHJIT_TF_EXPORT int GraphjitTF_SetJitLevel(const char* level) {
+  JitLevel parsed;
+  if (!level || !ParseJitLevel(level, &parsed)) return -1;
+  std::lock_guard<std::mutex> lock(options_mu);
+  level_set = parsed == JitLevel::kDefault ? JitLevel::kOff : parsed;
+  return 0;
+}
+
+GRAPHJIT_TF_EXPORT const char* GraphjitTF_JitLevel() { return JitLevelName(PluginOptions().jit_level); }
+
+// A JSON object of the plugin's and the JIT's counters; valid until the next call.
+GRAPHJIT_TF_EXPORT const char* GraphjitTF_Stats() {
+  static thread_local std::string text;
+  const PluginCounters& c = Counters();
+  JitStats jit = GetJitStats();
+  text = "{\"graphs\": " + std::to_string(c.graphs) + ", \"graphs_rewritten\": " + std::to_string(c.graphs_rewritten) +
+         ", \"graphs_unchanged\": " + std::to_string(c.graphs_unchanged) +
+         ", \"clusters\": " + std::to_string(c.clusters) + ", \"nodes_clustered\": " + std::to_string(c.nodes_clustered) +
+         ", \"kernels\": " + std::to_string(c.kernels) + ", \"cluster_runs\": " + std::to_string(c.cluster_runs) +
+         ", \"cluster_errors\": " + std::to_string(c.cluster_errors) +
+         ", \"jit_clusters\": " + std::to_string(jit.clusters) + ", \"jit_compiled\": " + std::to_string(jit.compiled) +
+         ", \"jit_fallback\": " + std::to_string(jit.fallback) + ", \"cache_hits\": " + std::to_string(jit.cache_hits) +
+         ", \"cache_misses\": " + std::to_string(jit.cache_misses) + ", \"compile_ms\": " + std::to_string(jit.compile_ms) +
+         "}";
+  return text.c_str();
+}
+
+// graphjit's version and the TensorFlow it was built against: "0.1.0 2.21.0".
+GRAPHJIT_TF_EXPORT const char* GraphjitTF_Version() { return GRAPHJIT_VERSION " " GRAPHJIT_TF_BUILT_WITH; }

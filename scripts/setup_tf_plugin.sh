@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs graphjit as a TensorFlow plugin into a Python environment (VENV, default
+# build-tf/venv, made with TensorFlow and the rest of python/requirements.txt if new):
+#  1. the Debian packages graphjit builds with (scripts/setup.sh --packages) and those the
+#     plugin adds (python3-venv; dpkg-dev for apt-get source);
+#  2. protobuf's Debian source package, of the version of the installed protoc, into
+#     build-deps/protobuf (a deb-src line is added to apt's sources if there is none):
+#     the plugin builds its own hidden protobuf from it;
+#  3. `pip install --no-build-isolation .` (pyproject.toml: CMake through scikit-build-core,
+#     in build-tf/cmake).
+#   scripts/setup_tf_plugin.sh        then: build-tf/venv/bin/python examples/mnist_softmax_xla.py
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-build-tf/venv}
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+scripts/setup.sh --packages python3-venv dpkg-dev
+
+if [ ! -f build-deps/protobuf/CMakeLists.txt ]; then
+  version=$(dpkg-query -W -f='${Version}' libprotobuf-dev)
+  if ! apt-get source --print-uris "protobuf=$version" > /dev/null 2>&1; then
+    echo "setup_tf_plugin: adding Debian's source repositories (deb-src) to apt"
+    sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+      | $SUDO tee /etc/apt/sources.list.d/graphjit-deb-src.sources > /dev/null
+    $SUDO apt-get update -qq
+  fi
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get source -qq "protobuf=$version" > /dev/null 2>&1) \
+    || { echo "setup_tf_plugin: apt-get source protobuf=$version failed" >&2; exit 1; }
+  mkdir -p build-deps
+  rm -rf build-deps/protobuf
+  mv "$tmp"/protobuf-*/ build-deps/protobuf
+  rm -rf "$tmp"
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+fi
+"$VENV/bin/pip" install -q -r python/requirements.txt
+start=$(date +%s)
+"$VENV/bin/pip" install -q --no-build-isolation --force-reinstall --no-deps .
+echo "setup_tf_plugin: the plugin built and installed into $VENV in $(( $(date +%s) - start )) s"
