@@ -36,6 +36,8 @@ const std::vector<OpTableEntry>& OpTable() {
       {"Selu", F::kElementwise, k1}, {"Sigmoid", F::kElementwise, k1}, {"Sign", F::kElementwise, k1},
       {"Softplus", F::kElementwise, k1}, {"Softsign", F::kElementwise, k1}, {"Sqrt", F::kElementwise, k1}, {"Square", F::kElementwise, k1},
       {"SquaredDifference", F::kElementwise, k1}, {"Sub", F::kElementwise, k1}, {"Tanh", F::kElementwise, k1},
+      {"ReluGrad", F::kElementwise, k1}, {"Relu6Grad", F::kElementwise, k1}, {"TanhGrad", F::kElementwise, k1},
+      {"SigmoidGrad", F::kElementwise, k1},
       // Broadcasts.
       {"BiasAdd", F::kBroadcast, k1}, {"BroadcastTo", F::kBroadcast, k1},
       // Reductions and row ops.

@@ -118,6 +118,27 @@ const std::map<std::string, Emit>& FloatOps() {
       {"Div", [](auto& x, auto& w) { return Divide(x[0], x[1], w); }},
       {"Maximum", [](auto& x, auto& w) { return MaxOrMin(true, x[0], x[1], w); }},
       {"Minimum", [](auto& x, auto& w) { return MaxOrMin(false, x[0], x[1], w); }},
+      // Activation gradients as TensorFlow computes them: times 0 or 1, not a select, so a
+      // NaN or infinite gradient stays NaN where the activation is flat.
+      {"ReluGrad",
+       [](auto& x, auto& w) {
+         return Binary("arith.mulf", {x[0], Select(Cmp("ogt", {x[1], F32(w, 0)}, w), F32(w, 1), F32(w, 0), w)}, w);
+       }},
+      {"Relu6Grad",
+       [](auto& x, auto& w) {
+         std::string inside = w.Let("arith.andi " + Cmp("ogt", {x[1], F32(w, 0)}, w) + ", " +
+                                    Cmp("olt", {x[1], F32(w, 6)}, w) + " : i1");
+         return Binary("arith.mulf", {x[0], Select(inside, F32(w, 1), F32(w, 0), w)}, w);
+       }},
+      {"TanhGrad",
+       [](auto& x, auto& w) {
+         return Binary("arith.mulf", {x[1], Binary("arith.subf", {F32(w, 1), Binary("arith.mulf", {x[0], x[0]}, w)}, w)}, w);
+       }},
+      {"SigmoidGrad",
+       [](auto& x, auto& w) {
+         std::string dy_y = Binary("arith.mulf", {x[1], x[0]}, w);
+         return Binary("arith.mulf", {dy_y, Binary("arith.subf", {F32(w, 1), x[0]}, w)}, w);
+       }},
       {"SquaredDifference",
        [](auto& x, auto& w) {
          std::string d = Binary("arith.subf", x, w);

@@ -2,12 +2,14 @@
 // graphjit_tf module calls. Nothing here may fail TensorFlow: an error at load aborts the
 // user's process, so every problem leaves the graph as it was, with one warning.
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <mutex>
 #include <optional>
 
+#include "ir/graphdef.h"
 #include "jit/jit.h"
 #include "passes/passes.h"
 #include "python/src/plugin.h"
@@ -113,13 +115,26 @@ void Optimize(void*, const TF_Buffer* in, const TF_GrapplerItem* item, TF_Buffer
     SessionOptions options = PluginOptions();
     if (!graph.ParseFromString(unchanged)) throw std::runtime_error("the GraphDef does not parse");
     if (!AsksForGraphjit(graph, options)) return CopyOut(unchanged, out);
+    // --dump_to=DIR: each graph as TensorFlow handed it, and as it went back.
+    std::string dump;
+    if (!options.dump_to.empty()) {
+      static std::atomic<int> graphs{0};
+      std::filesystem::create_directories(options.dump_to);
+      dump = options.dump_to + "/tf_graph_" + std::to_string(graphs++);
+      (void)WriteGraphDefFile(graph, dump + "_before.pbtxt");
+    }
     StatusOr<TensorFlowRewrite> rewrite = ClusterForTensorFlow(ReadFacts(graph, item), options, &graph);
+    if (!dump.empty()) (void)WriteGraphDefFile(graph, dump + "_after.pbtxt");
     if (!rewrite.ok()) throw std::runtime_error(rewrite.status().message());
     if (!rewrite->skipped.empty()) throw std::runtime_error(rewrite->skipped);
     if (rewrite->clusters == 0) return CopyOut(unchanged, out);
     ++counters.graphs_rewritten;
     counters.clusters += rewrite->clusters;
     counters.nodes_clustered += rewrite->nodes_clustered;
+    {
+      std::lock_guard<std::mutex> lock(counters.ops_mu);
+      for (const auto& [op, count] : rewrite->ops) counters.ops[op] += count;
+    }
     if (options.jit_verbose)
       Warn("clustered " + std::to_string(rewrite->nodes_clustered) + " nodes into " +
            std::to_string(rewrite->clusters) + " GraphjitCluster ops");
@@ -183,7 +198,12 @@ GRAPHJIT_TF_EXPORT const char* GraphjitTF_JitLevel() { return JitLevelName(Plugi
 // A JSON object of the plugin's and the JIT's counters; valid until the next call.
 GRAPHJIT_TF_EXPORT const char* GraphjitTF_Stats() {
   static thread_local std::string text;
-  const PluginCounters& c = Counters();
+  PluginCounters& c = Counters();
+  std::string ops;
+  {
+    std::lock_guard<std::mutex> lock(c.ops_mu);
+    for (const auto& [op, count] : c.ops) ops += (ops.empty() ? "\"" : ", \"") + op + "\": " + std::to_string(count);
+  }
   JitStats jit = GetJitStats();
   text = "{\"graphs\": " + std::to_string(c.graphs) + ", \"graphs_rewritten\": " + std::to_string(c.graphs_rewritten) +
          ", \"graphs_unchanged\": " + std::to_string(c.graphs_unchanged) +
@@ -193,7 +213,7 @@ GRAPHJIT_TF_EXPORT const char* GraphjitTF_Stats() {
          ", \"jit_clusters\": " + std::to_string(jit.clusters) + ", \"jit_compiled\": " + std::to_string(jit.compiled) +
          ", \"jit_fallback\": " + std::to_string(jit.fallback) + ", \"cache_hits\": " + std::to_string(jit.cache_hits) +
          ", \"cache_misses\": " + std::to_string(jit.cache_misses) + ", \"compile_ms\": " + std::to_string(jit.compile_ms) +
-         "}";
+         ", \"clustered_ops\": {" + ops + "}}";
   return text.c_str();
 }
 

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "runtime/session_options.h"
@@ -19,6 +21,8 @@ struct PluginCounters {
   std::atomic<int64_t> kernels{0};           // GraphjitCluster kernels TensorFlow created
   std::atomic<int64_t> cluster_runs{0};      // ... and their runs
   std::atomic<int64_t> cluster_errors{0};
+  std::mutex ops_mu;
+  std::map<std::string, int64_t> ops;  // clustered nodes, by op
 };
 
 PluginCounters& Counters();

@@ -1,9 +1,12 @@
 #include "python/src/rewrite.h"
 
 #include <algorithm>
+#include <optional>
+#include <regex>
 #include <unordered_map>
 
 #include "clustering/pass.h"
+#include "ir/proto/tensor.pb.h"
 #include "ir/graph.h"
 #include "runtime/graph_analysis.h"
 #include "runtime/op_registry.h"
@@ -57,11 +60,102 @@ void SetTypeList(tensorflow::NodeDef* node, const std::string& attr, const std::
   for (int t : types) list->add_type(static_cast<tensorflow::DataType>(t));
 }
 
+// Constants small enough to copy into a cluster's body (and with no control inputs).
+bool ConstantCopied(const tensorflow::NodeDef& node) {
+  for (const std::string& s : node.input())
+    if (!s.empty() && s[0] == '^') return false;
+  auto value = node.attr().find("value");
+  return value != node.attr().end() && value->second.tensor().ByteSizeLong() <= 4096;
+}
+
+// BiasAddGrad of a known rank is a Sum over every axis but the channels': an op TensorFlow
+// runs too, which clustering takes (with the gradient's producers) into one reduction.
+void LowerBiasAddGrads(const TensorFlowGraphFacts& facts, tensorflow::GraphDef* graph) {
+  std::unordered_map<std::string, int> names;
+  for (int i = 0; i < graph->node_size(); ++i) names[graph->node(i).name()] = i;
+  const int n = graph->node_size();
+  for (int i = 0; i < n; ++i) {
+    tensorflow::NodeDef* node = graph->mutable_node(i);
+    if (node->op() != "BiasAddGrad" || node->input_size() < 1) continue;
+    Input in = ParseInput(node->input(0));
+    auto it = facts.outputs.find(in.node);
+    if (it == facts.outputs.end() || in.index >= static_cast<int>(it->second.size())) continue;
+    const tensorflow::TensorShapeProto& shape = it->second[in.index].shape;
+    const int rank = shape.unknown_rank() ? -1 : shape.dim_size();
+    auto format = node->attr().find("data_format");
+    const bool nchw = format != node->attr().end() && format->second.s() == "NCHW";
+    if (rank < 2 || (nchw && rank < 3)) continue;
+    tensorflow::NodeDef axes;
+    axes.set_name(Fresh(names, node->name() + "/graphjit_axes"));
+    names[axes.name()] = -1;
+    axes.set_op("Const");
+    axes.set_device(node->device());
+    (*axes.mutable_attr())["dtype"].set_type(tensorflow::DT_INT32);
+    tensorflow::TensorProto* value = (*axes.mutable_attr())["value"].mutable_tensor();
+    value->set_dtype(tensorflow::DT_INT32);
+    const int channels = nchw ? 1 : rank - 1;
+    for (int a = 0; a < rank; ++a)
+      if (a != channels) value->add_int_val(a);
+    value->mutable_tensor_shape()->add_dim()->set_size(rank - 1);
+    node->set_op("Sum");
+    node->mutable_attr()->erase("data_format");
+    (*node->mutable_attr())["Tidx"].set_type(tensorflow::DT_INT32);
+    (*node->mutable_attr())["keep_dims"].set_b(false);
+    node->mutable_input()->Add(std::string(axes.name()));
+    // Data inputs come before control inputs.
+    for (int k = node->input_size() - 1; k > 1 && node->input(k - 1)[0] == '^'; --k)
+      node->mutable_input()->SwapElements(k, k - 1);
+    *graph->add_node() = std::move(axes);
+  }
+}
+
+// _UnaryOpsComposition (what TensorFlow's arithmetic optimizer makes of a chain of unary
+// ops) is that chain again: ops clustering takes one by one. The last keeps the name.
+// TensorFlow drops the chain's jit_scope attrs: it gets its input's back.
+void LowerUnaryOpsCompositions(tensorflow::GraphDef* graph) {
+  std::unordered_map<std::string, int> names;
+  for (int i = 0; i < graph->node_size(); ++i) names[graph->node(i).name()] = i;
+  const int n = graph->node_size();
+  for (int i = 0; i < n; ++i) {
+    tensorflow::NodeDef* node = graph->mutable_node(i);
+    auto ops = node->attr().find("op_names");
+    if (node->op() != "_UnaryOpsComposition" || ops == node->attr().end() || ops->second.list().s_size() == 0 ||
+        node->input_size() < 1)
+      continue;
+    std::vector<std::string> chain(ops->second.list().s().begin(), ops->second.list().s().end());
+    std::string input = node->input(0);
+    auto producer = names.find(ParseInput(input).node);
+    if (!node->attr().count("_XlaCompile") && producer != names.end() && producer->second >= 0)
+      for (const char* attr : {"_XlaCompile", "_XlaScope"}) {
+        auto it = graph->node(producer->second).attr().find(attr);
+        if (it != graph->node(producer->second).attr().end()) (*node->mutable_attr())[attr] = it->second;
+      }
+    for (size_t k = 0; k + 1 < chain.size(); ++k) {
+      tensorflow::NodeDef step;
+      step.set_name(Fresh(names, node->name() + "/graphjit_" + std::to_string(k)));
+      names[step.name()] = -1;
+      step.set_op(chain[k]);
+      step.set_device(node->device());
+      step.add_input(input);
+      for (const auto& [name, value] : node->attr())
+        if (name != "op_names") (*step.mutable_attr())[name] = value;
+      input = step.name();
+      *graph->add_node() = std::move(step);
+      node = graph->mutable_node(i);  // add_node may have moved it
+    }
+    node->set_op(chain.back());
+    node->mutable_attr()->erase("op_names");
+    *node->mutable_input(0) = input;
+  }
+}
+
 }  // namespace
 
 StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& facts, const SessionOptions& options,
                                                  tensorflow::GraphDef* graph) {
   TensorFlowRewrite result;
+  LowerBiasAddGrads(facts, graph);
+  LowerUnaryOpsCompositions(graph);
   const int n = graph->node_size();
   std::unordered_map<std::string, int> index;
   for (int i = 0; i < n; ++i) index[graph->node(i).name()] = i;
@@ -80,37 +174,29 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
     return &it->second[in.index];
   };
 
-  // 1. The nodes clustering may see: ops graphjit knows, on the CPU, not TensorFlow's to
-  //    keep, whose inputs from TensorFlow's nodes have a known, non-reference type.
+  // 1. The nodes clustering may see ("known"): ops graphjit knows, on the CPU, not
+  //    TensorFlow's to keep.
+  //    A node TensorFlow must keep (a fetch, a feed) is known only if nothing reads its
+  //    outputs: then an IdentityN of that name takes its place, reading the cluster's outputs.
+  std::vector<bool> read(n, false);
+  for (const auto& node : graph->node())
+    for (const std::string& s : node.input()) {
+      Input in = ParseInput(s);
+      auto it = index.find(in.node);
+      if (!in.control && it != index.end()) read[it->second] = true;
+    }
   std::vector<bool> known(n, false);
   for (int i = 0; i < n; ++i) {
     const auto& node = graph->node(i);
     auto must = node.attr().find("_XlaMustCompile");
-    known[i] = OpRegistry::Global()->Find(node.op()) != nullptr && !facts.preserve.count(node.name()) &&
+    known[i] = OpRegistry::Global()->Find(node.op()) != nullptr && !(facts.preserve.count(node.name()) && read[i]) &&
                OnCpu(node.device()) && !StaysWithTensorFlow(node.op()) &&
                !(must != node.attr().end() && must->second.b());
     for (const std::string& s : node.input())
       if (producer(ParseInput(s)) < 0) known[i] = false;
   }
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int i = 0; i < n; ++i) {
-      if (!known[i]) continue;
-      for (const std::string& s : graph->node(i).input()) {
-        Input in = ParseInput(s);
-        if (in.control || known[producer(in)]) continue;
-        const TensorProperties* p = properties(in);
-        if (!p || p->dtype <= 0 || p->dtype >= 100) {
-          known[i] = false;
-          changed = true;
-          break;
-        }
-      }
-    }
-  }
 
-  // 2. For each of TensorFlow's nodes, the known nodes that reach it through TensorFlow's
-  //    nodes only (its inputs, in topological order).
+  // 2. The nodes in topological order.
   std::vector<std::vector<int>> consumers(n);
   std::vector<int> pending(n, 0);
   for (int i = 0; i < n; ++i)
@@ -128,74 +214,108 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
     result.skipped = "it has a cycle";
     return result;
   }
-  std::vector<std::set<int>> reached_by(n);
-  for (int i : order) {
-    if (known[i]) continue;
-    for (const std::string& s : graph->node(i).input()) {
-      int p = producer(ParseInput(s));
-      if (known[p]) reached_by[i].insert(p);
-      else reached_by[i].insert(reached_by[p].begin(), reached_by[p].end());
-    }
-  }
-
-  // 3. The graph clustering sees: the known nodes, a Placeholder for each output of
-  //    TensorFlow's nodes they read and a NoOp for each such node they wait for, both
-  //    after the known nodes that reach that node.
+  // Steps 3 to 5 run until graphjit's analysis accepts every known node: one it rejects
+  // (an attr or a type it does not take) goes to TensorFlow, and they run again.
+  std::optional<StatusOr<std::pair<AnalyzedGraph, Clustering>>> explained;
   tensorflow::GraphDef visible;
-  *visible.mutable_versions() = graph->versions();
-  *visible.mutable_library() = graph->library();
-  std::unordered_map<std::string, int> taken = index;
   std::map<std::string, std::string> stand_ins;  // "node:i" or "^node" -> its stand-in
-  auto stand_in = [&](const Input& in) -> std::string {
-    std::string key = in.control ? "^" + in.node : in.Tensor();
-    auto [it, added] = stand_ins.emplace(key, "");
-    if (!added) return it->second;
-    tensorflow::NodeDef* node = visible.add_node();
-    node->set_name(Fresh(taken, in.control ? "graphjit_tf/after" : "graphjit_tf/input"));
-    taken[node->name()] = -1;
-    if (in.control) {
-      node->set_op("NoOp");
-    } else {
-      const TensorProperties* p = properties(in);
-      node->set_op("Placeholder");
-      (*node->mutable_attr())["dtype"].set_type(static_cast<tensorflow::DataType>(p->dtype));
-      *(*node->mutable_attr())["shape"].mutable_shape() = p->shape;
+  std::unordered_map<std::string, int> taken;    // node names
+  for (int attempt = 0;; ++attempt) {
+    // 3. Known nodes whose inputs from TensorFlow's nodes have no known type are not.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int i = 0; i < n; ++i) {
+        if (!known[i]) continue;
+        for (const std::string& s : graph->node(i).input()) {
+          Input in = ParseInput(s);
+          if (in.control || known[producer(in)]) continue;
+          const TensorProperties* p = properties(in);
+          if (!p || p->dtype <= 0 || p->dtype >= 100) {
+            known[i] = false;
+            changed = true;
+            break;
+          }
+        }
+      }
     }
-    for (int r : reached_by[producer(in)]) node->add_input("^" + graph->node(r).name());
-    it->second = node->name();
-    return it->second;
-  };
-  for (int i = 0; i < n; ++i) {
-    if (!known[i]) continue;
-    tensorflow::NodeDef* node = visible.add_node();
-    *node = graph->node(i);
-    node->clear_device();
-    for (std::string& s : *node->mutable_input()) {
-      Input in = ParseInput(s);
-      if (!known[producer(in)]) s = in.control ? "^" + stand_in(in) : stand_in(in);
-    }
-  }
 
-  // 4. Clustering, as graphjit's own sessions cluster.
-  auto explained = ExplainClustering(visible, options);
-  if (!explained.ok()) {
-    result.skipped = explained.status().message();
-    return result;
+    // 4. For each of TensorFlow's nodes, the known nodes that reach it through TensorFlow's.
+    std::vector<std::set<int>> reached_by(n);
+    for (int i : order) {
+      if (known[i]) continue;
+      for (const std::string& s : graph->node(i).input()) {
+        int p = producer(ParseInput(s));
+        if (known[p]) reached_by[i].insert(p);
+        else reached_by[i].insert(reached_by[p].begin(), reached_by[p].end());
+      }
+    }
+
+    // 5. The graph clustering sees: the known nodes, a Placeholder for each output of
+    //    TensorFlow's nodes they read and a NoOp for each such node they wait for, both
+    //    after the known nodes that reach that node; then clustering, as graphjit's own
+    //    sessions cluster.
+    visible.Clear();
+    *visible.mutable_versions() = graph->versions();
+    *visible.mutable_library() = graph->library();
+    taken = index;
+    stand_ins.clear();
+    auto stand_in = [&](const Input& in) -> std::string {
+      std::string key = in.control ? "^" + in.node : in.Tensor();
+      auto [it, added] = stand_ins.emplace(key, "");
+      if (!added) return it->second;
+      tensorflow::NodeDef* node = visible.add_node();
+      node->set_name(Fresh(taken, in.control ? "graphjit_tf/after" : "graphjit_tf/input"));
+      taken[node->name()] = -1;
+      if (in.control) {
+        node->set_op("NoOp");
+      } else {
+        const TensorProperties* p = properties(in);
+        node->set_op("Placeholder");
+        (*node->mutable_attr())["dtype"].set_type(static_cast<tensorflow::DataType>(p->dtype));
+        *(*node->mutable_attr())["shape"].mutable_shape() = p->shape;
+      }
+      for (int r : reached_by[producer(in)]) node->add_input("^" + graph->node(r).name());
+      it->second = node->name();
+      return it->second;
+    };
+    for (int i = 0; i < n; ++i) {
+      if (!known[i]) continue;
+      tensorflow::NodeDef* node = visible.add_node();
+      *node = graph->node(i);
+      node->clear_device();
+      for (std::string& s : *node->mutable_input()) {
+        Input in = ParseInput(s);
+        if (!known[producer(in)]) s = in.control ? "^" + stand_in(in) : stand_in(in);
+      }
+    }
+
+    explained = ExplainClustering(visible, options);
+    if (explained->ok()) break;
+    static const std::regex named("node '([^']+)'");
+    std::smatch m;
+    const std::string message = explained->status().message();
+    auto it = std::regex_search(message, m, named) ? index.find(m[1].str()) : index.end();
+    if (it == index.end() || !known[it->second] || attempt == 100) {
+      result.skipped = message;
+      return result;
+    }
+    known[it->second] = false;
   }
-  const AnalyzedGraph& analyzed = explained->first;
-  const Clustering& clustering = explained->second;
+  const AnalyzedGraph& analyzed = (*explained)->first;
+  const Clustering& clustering = (*explained)->second;
   auto dtype_of = [&](const std::string& visible_input) {
     Input in = ParseInput(visible_input);
     const Node* node = analyzed.graph.FindNode(in.node);
     return static_cast<int>(StaticDType(analyzed, TensorId{node->id, in.index}));
   };
 
-  // 5. Each cluster becomes a GraphjitCluster node; its consumers read its outputs.
+  // 6. Each cluster becomes a GraphjitCluster node; its consumers read its outputs.
   std::vector<int> cluster_of(n, -1);
   for (size_t c = 0; c < clustering.clusters.size(); ++c)
     for (int id : clustering.clusters[c]) cluster_of[index.at(analyzed.graph.node(id)->name)] = static_cast<int>(c);
   std::map<std::string, std::string> moved;  // "member:i" -> "cluster:j", "^member" -> "^cluster"
-  std::vector<tensorflow::NodeDef> replacements;
+  std::set<std::string> replaced;            // the clusters' members
+  std::vector<tensorflow::NodeDef> replacements, identities;
   for (size_t c = 0; c < clustering.clusters.size(); ++c) {
     std::set<std::string> members;
     for (int id : clustering.clusters[c]) members.insert(analyzed.graph.node(id)->name);
@@ -204,10 +324,11 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
     *body.mutable_library() = graph->library();
     std::unordered_map<std::string, int> body_taken;
     for (const std::string& m : members) body_taken[m] = 0;
-    std::vector<std::string> args, controls;
+    std::vector<std::string> args, arg_names, controls;
     std::vector<int> arg_types;
-    std::map<std::string, std::string> arg_of;  // "node:i" -> body placeholder
-    std::vector<tensorflow::NodeDef> placeholders;
+    std::map<std::string, std::string> arg_of;    // "node:i" -> body placeholder
+    std::map<std::string, std::string> const_of;  // Const node -> its copy in the body
+    std::vector<tensorflow::NodeDef> outside_nodes;  // the body's Placeholders and constants
     for (int id : clustering.clusters[c]) {
       const tensorflow::NodeDef& original = graph->node(index.at(analyzed.graph.node(id)->name));
       tensorflow::NodeDef* node = body.add_node();
@@ -219,8 +340,21 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
       node->clear_input();
       for (const std::string& s : original.input()) {
         Input in = ParseInput(s);
+        const tensorflow::NodeDef& from = graph->node(producer(in));
         if (members.count(in.node)) {
           node->add_input(s);
+        } else if (!in.control && from.op() == "Const" && ConstantCopied(from)) {
+          // A constant comes along, so the JIT sees its value.
+          auto [it, added] = const_of.emplace(in.node, "");
+          if (added) {
+            it->second = Fresh(body_taken, in.node);
+            body_taken[it->second] = 0;
+            tensorflow::NodeDef& copy = outside_nodes.emplace_back(from);
+            copy.set_name(it->second);
+            copy.clear_device();
+            copy.clear_input();
+          }
+          node->add_input(it->second);
         } else if (in.control) {
           if (std::find(controls.begin(), controls.end(), s) == controls.end()) controls.push_back(s);
         } else {
@@ -233,7 +367,8 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
             if (!known[producer(in)]) visible_input += ":0";
             arg_types.push_back(dtype_of(visible_input));
             args.push_back(in.Tensor());
-            tensorflow::NodeDef& p = placeholders.emplace_back();
+            arg_names.push_back(it->second);
+            tensorflow::NodeDef& p = outside_nodes.emplace_back();
             p.set_name(it->second);
             p.set_op("Placeholder");
             (*p.mutable_attr())["dtype"].set_type(static_cast<tensorflow::DataType>(arg_types.back()));
@@ -242,7 +377,7 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
         }
       }
     }
-    for (auto& p : placeholders) *body.add_node() = std::move(p);
+    for (auto& p : outside_nodes) *body.add_node() = std::move(p);
 
     // The outputs: member tensors read by any node outside the cluster.
     std::vector<std::string> outputs;
@@ -262,6 +397,20 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
         }
       }
     }
+    // ... and every output of a node TensorFlow must keep.
+    std::vector<std::string> kept;
+    for (int id : clustering.clusters[c]) {
+      const std::string& name = analyzed.graph.node(id)->name;
+      if (!facts.preserve.count(name)) continue;
+      kept.push_back(name);
+      for (size_t k = 0; k < analyzed.info(id).dtypes.size(); ++k) {
+        Input out{name, static_cast<int>(k), false};
+        if (output_of.emplace(out.Tensor(), static_cast<int>(outputs.size())).second) {
+          outputs.push_back(out.Tensor());
+          output_types.push_back(dtype_of(out.Tensor()));
+        }
+      }
+    }
     if (outputs.empty() && !waited_for) continue;  // nothing reads it: TensorFlow prunes it
 
     tensorflow::NodeDef& call = replacements.emplace_back();
@@ -275,23 +424,37 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
     SetTypeList(&call, "Tout", output_types);
     (*call.mutable_attr())["body"].set_s(body.SerializeAsString());
     auto* names = (*call.mutable_attr())["inputs"].mutable_list();
-    for (const auto& p : body.node())
-      if (!members.count(p.name())) names->add_s(p.name());
+    for (const std::string& a : arg_names) names->add_s(a);
     names = (*call.mutable_attr())["outputs"].mutable_list();
     for (const std::string& o : outputs) names->add_s(o);
     for (size_t j = 0; j < outputs.size(); ++j) moved[outputs[j]] = call.name() + ":" + std::to_string(j);
-    for (const std::string& m : members) moved["^" + m] = "^" + call.name();
+    for (const std::string& m : members) {
+      replaced.insert(m);
+      if (std::find(kept.begin(), kept.end(), m) == kept.end()) moved["^" + m] = "^" + call.name();
+    }
+    for (const std::string& m : kept) {
+      tensorflow::NodeDef& identity = identities.emplace_back();
+      identity.set_name(m);
+      identity.set_op("IdentityN");
+      identity.set_device(graph->node(index.at(m)).device());
+      std::vector<int> types;
+      for (size_t j = 0; j < outputs.size(); ++j)
+        if (ParseInput(outputs[j]).node == m) {
+          identity.add_input(call.name() + ":" + std::to_string(j));
+          types.push_back(output_types[j]);
+        }
+      SetTypeList(&identity, "T", types);
+    }
     ++result.clusters;
     result.nodes_clustered += static_cast<int>(members.size());
+    for (const std::string& m : members) ++result.ops[graph->node(index.at(m)).op()];
   }
   if (replacements.empty()) return result;
 
-  // 6. The new graph: TensorFlow's nodes and the unclustered ones, reading the clusters'
+  // 7. The new graph: TensorFlow's nodes and the unclustered ones, reading the clusters'
   //    outputs (data inputs before control inputs, each control input once), then the
-  //    GraphjitCluster nodes, whose inputs may themselves be other clusters' outputs.
-  std::set<std::string> replaced;
-  for (const auto& [from, to] : moved)
-    if (from[0] == '^') replaced.insert(from.substr(1));
+  //    GraphjitCluster nodes, whose inputs may themselves be other clusters' outputs, and
+  //    the IdentityN nodes that keep the names TensorFlow must keep.
   auto rewire = [&](tensorflow::NodeDef* node) {
     std::vector<std::string> data, control;
     for (const std::string& s : node->input()) {
@@ -320,6 +483,7 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
     *added = std::move(call);
     rewire(added);
   }
+  for (auto& identity : identities) *rewritten.add_node() = std::move(identity);
   *graph = std::move(rewritten);
   return result;
 }

@@ -37,6 +37,7 @@ struct TensorFlowGraphFacts {
 struct TensorFlowRewrite {
   int clusters = 0;
   int nodes_clustered = 0;
+  std::map<std::string, int> ops;  // of the clustered nodes, by op
   std::string skipped;  // why the graph was left as it is, if it was
 };
 

@@ -554,6 +554,24 @@ std::vector<OpDef> ElementwiseOps() {
   ops.push_back(BinaryOp<TS::kNumeric, false>("Minimum", 1, MinMax<false>()));
   ops.push_back(BinaryOp<TS::kNumeric, false>("SquaredDifference", 1,
                                               [](const auto& x, const auto& y) { return (x - y).square(); }));
+  // Activation gradients, as TensorFlow's kernels compute them (a NaN or infinite gradient
+  // stays NaN where the activation is flat: it is multiplied by 0, not selected away).
+  ops.push_back(BinaryOp<TS::kFloat, false>("ReluGrad", 1, [](const auto& g, const auto& f) {
+    using C = ScalarOf<decltype(g)>;
+    return g * (f > C(0)).template cast<C>();
+  }));
+  ops.push_back(BinaryOp<TS::kFloat, false>("Relu6Grad", 1, [](const auto& g, const auto& f) {
+    using C = ScalarOf<decltype(g)>;
+    return g * ((f > C(0)) && (f < C(6))).template cast<C>();
+  }));
+  ops.push_back(BinaryOp<TS::kFloat, false>("TanhGrad", 2, [](const auto& y, const auto& dy) {
+    using C = ScalarOf<decltype(y)>;
+    return dy * (C(1) - y * y);
+  }));
+  ops.push_back(BinaryOp<TS::kFloat, false>("SigmoidGrad", 2, [](const auto& y, const auto& dy) {
+    using C = ScalarOf<decltype(y)>;
+    return dy * y * (C(1) - y);
+  }));
   ops.push_back(FloorDivModOp<false>());
   ops.push_back(FloorDivModOp<true>());
   ops.push_back(BinaryOp<TS::kFloat, false>("Pow", 16, [](const auto& x, const auto& y) {

@@ -19,7 +19,13 @@ StatusOr<Epilogue> ReadEpilogue(const Node& node, bool residual_allowed) {
   if (act == "Relu") e.act = Activation::kRelu;
   else if (act == "Relu6") e.act = Activation::kRelu6;
   else if (act == "Elu") e.act = Activation::kElu;
-  else return Unimplemented(NodeLabel(node) + ": fused activation " + act + " is not supported (Relu, Relu6, Elu)");
+  else if (act == "Tanh") e.act = Activation::kTanh;
+  else if (act == "Sigmoid") e.act = Activation::kSigmoid;
+  else if (act == "GeluExact") e.act = Activation::kGeluExact;
+  else if (act == "GeluApproximate") e.act = Activation::kGeluApproximate;
+  else
+    return Unimplemented(NodeLabel(node) + ": fused activation " + act +
+                         " is not supported (Relu, Relu6, Elu, Tanh, Sigmoid, GeluExact, GeluApproximate)");
   return e;
 }
 
@@ -79,6 +85,10 @@ dnnl::primitive_attr OneDnnAttr(Epilogue epilogue) {
     case Activation::kRelu: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f); break;
     case Activation::kRelu6: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, 0.0f, 6.0f); break;
     case Activation::kElu: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_elu, 1.0f, 0.0f); break;
+    case Activation::kTanh: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f); break;
+    case Activation::kSigmoid: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f); break;
+    case Activation::kGeluExact: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f); break;
+    case Activation::kGeluApproximate: ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f); break;
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
@@ -95,6 +105,11 @@ C Activate(C x, Activation activation) {
     case Activation::kRelu: return x < C(0) ? C(0) : x;  // NaN stays NaN
     case Activation::kRelu6: return x < C(0) ? C(0) : (x > C(6) ? C(6) : x);
     case Activation::kElu: return x < C(0) ? std::expm1(x) : x;
+    case Activation::kTanh: return std::tanh(x);
+    case Activation::kSigmoid: return C(1) / (C(1) + std::exp(-x));
+    case Activation::kGeluExact: return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2)));
+    case Activation::kGeluApproximate:
+      return C(0.5) * x * (C(1) + std::tanh(C(0.7978845608028654) * (x + C(0.044715) * x * x * x)));
   }
   return x;
 }

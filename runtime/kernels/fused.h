@@ -15,7 +15,7 @@
 
 namespace graphjit {
 
-enum class Activation { kNone, kRelu, kRelu6, kElu };
+enum class Activation { kNone, kRelu, kRelu6, kElu, kTanh, kSigmoid, kGeluExact, kGeluApproximate };
 
 // What a fused op applies to its product: + bias over the last dimension, then, for a
 // convolution, + a residual tensor of the output's shape (fused_ops [BiasAdd, Add, ...]:
@@ -25,8 +25,8 @@ struct Epilogue {
   Activation act = Activation::kNone;
 };
 
-// Checks `fused_ops` ([BiasAdd], Add where `residual_allowed`, an optional Relu, Relu6 or
-// Elu) and `num_args` (1, or 2 with Add), that input `bias_input` is a vector of the
+// Checks `fused_ops` ([BiasAdd], Add where `residual_allowed`, an optional activation: Relu,
+// Relu6, Elu, Tanh, Sigmoid, GeluExact or GeluApproximate, all TensorFlow's remapper makes) and `num_args` (1, or 2 with Add), that input `bias_input` is a vector of the
 // output's channels, and that the residual, the input after it, has the output's shape.
 StatusOr<Epilogue> InferFusedEpilogue(InferenceContext& c, int bias_input, int64_t channels, bool residual_allowed);
 StatusOr<Epilogue> ReadEpilogue(const Node& node, bool residual_allowed);

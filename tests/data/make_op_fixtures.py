@@ -489,6 +489,18 @@ binary("floordiv_i32", "FloorDiv", _nonzero_divisors([3, 4], [3, 4]), EXACT, ref
 binary("floormod_i32", "FloorMod", _nonzero_divisors([3, 4], [3, 4]), EXACT, ref=False,
        desc="FloorMod (Python's %) of int32 of both signs: the divisor's sign")
 binary("floormod_broadcast_i64", "FloorMod", _nonzero_divisors([2, 3, 4], [4], np.int64), EXACT, ref=False)
+# Activation gradients (training graphs): TensorFlow multiplies the gradient by 0 or 1, so a
+# NaN or infinite gradient where the activation is flat stays NaN.
+binary("relu_grad_f32", "ReluGrad",
+       _pairs([3, 5], [(1.0, 0.0), (1.0, -0.0), (INF, -1.0), (NAN, 2.0), (2.0, NAN), (-INF, 3.0)]),
+       IEEE, argnames=("gradients", "features"))
+binary("relu6_grad_f32", "Relu6Grad",
+       _pairs([3, 5], [(1.0, 6.0), (1.0, 5.999), (1.0, 0.0), (INF, 7.0), (NAN, 2.0), (2.0, NAN)], scale=4.0),
+       IEEE, argnames=("gradients", "features"))
+binary("tanh_grad_f32", "TanhGrad",
+       _pairs([3, 5], [(1.0, INF), (-1.0, 2.0), (0.0, NAN), (NAN, 1.0)]), ROUND1, argnames=("y", "dy"))
+binary("sigmoid_grad_f32", "SigmoidGrad",
+       _pairs([3, 5], [(1.0, INF), (0.0, 2.0), (0.5, NAN), (NAN, 1.0)]), ROUND1, argnames=("y", "dy"))
 binary("floordiv_f32", "FloorDiv",
        _pairs([3, 4], [(7.5, -2.0), (-7.5, 2.0), (1.0, 0.0), (-1.0, 0.0), (0.0, 0.0), (INF, 3.0), (NAN, 1.0)], 5.0),
        ROUND1, desc="FloorDiv of float32: floor(x / y), with x / 0, inf and NaN")

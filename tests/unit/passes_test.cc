@@ -11,6 +11,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "ir/graphdef.h"
+#include "jit/jit.h"
 #include "passes/passes.h"
 #include "runtime/pass_registry.h"
 #include "tests/support/test_util.h"
@@ -211,6 +212,44 @@ TEST_F(Numbers, FusedMatMulWithEachActivation) {
       auto ops = Compare(b.graph_def(), {{"x", Random(Shape{7, 13}, 3)}}, {out});
       EXPECT_TRUE(Has(ops, "_FusedMatMul"));
       EXPECT_FALSE(Has(ops, "MatMul"));
+    }
+  }
+}
+
+// TensorFlow's remapper also writes _FusedMatMul with Tanh, Sigmoid and GELU (Keras's Dense
+// activations): each applied to the product plus bias, by the small-GEMM loop and by oneDNN's
+// post-op, op by op and compiled.
+TEST_F(Numbers, FusedMatMulTakesEveryActivationTensorFlowWrites) {
+  const std::map<std::string, double (*)(double)> activations = {
+      {"Tanh", [](double v) { return std::tanh(v); }},
+      {"Sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"GeluExact", [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
+      {"GeluApproximate",
+       [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }}};
+  RegisterJit();
+  for (const auto& [act, f] : activations) {
+    for (int64_t m : {3, 96}) {  // under and over the size oneDNN takes
+      for (JitLevel level : {JitLevel::kOff, JitLevel::kOn2}) {
+        SCOPED_TRACE(act + " m=" + std::to_string(m) + " " + JitLevelName(level));
+        GraphBuilder b;
+        b.Placeholder("x", DType::kFloat, {m, 40});
+        b.Const("w", Random(Shape{40, 24}, 1));
+        b.Const("b", Random(Shape{24}, 2));
+        b.Op("bias", "BiasAdd", {b.Op("mm", "MatMul", {"x", "w"})->name(), "b"});
+        tensorflow::NodeDef* fused = b.Op("fused", "_FusedMatMul", {"x", "w", "b"});
+        SetAttrType(fused, "T", DType::kFloat);
+        testing::SetAttrInt(fused, "num_args", 1);
+        for (const char* op : {"BiasAdd", act.c_str()}) (*fused->mutable_attr())["fused_ops"].mutable_list()->add_s(op);
+        SessionOptions options;
+        options.jit_level = level;
+        auto session = testing::MakeSession(b.graph_def(), options);
+        const int compiled = GetJitStats().compiled;
+        auto out = testing::RunOrDie(*session, {{"x", Random(Shape{m, 40}, 3)}}, {"bias", "fused"});
+        EXPECT_EQ(GetJitStats().compiled > compiled, level == JitLevel::kOn2);
+        auto pre = Values(out[0]), got = Values(out[1]);
+        ASSERT_EQ(got.size(), pre.size());
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], f(pre[i]), 2e-6 + 2e-6 * std::fabs(f(pre[i]))) << i;
+      }
     }
   }
 }
