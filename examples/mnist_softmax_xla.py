@@ -93,6 +93,9 @@ def main():
     print(f"training time: TensorFlow {ref_s:.2f} s, graphjit {s:.2f} s (compile included)")
     print(f"GraphjitCluster ops made: {after['clusters'] - before['clusters']}, runs: "
           f"{after['cluster_runs'] - before['cluster_runs']}, compiles: {after['cache_misses'] - before['cache_misses']}")
+    ops = {op: n - before["clustered_ops"].get(op, 0) for op, n in after["clustered_ops"].items()
+           if n > before["clustered_ops"].get(op, 0)}
+    print("ops in them:", ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(ops.items())))
     print(f"the last step's trace: {args.trace}, GraphjitCluster ops in it: {', '.join(clusters) or 'none'}")
     ok = rel.max() <= 1e-4 and abs(acc - ref_acc) <= 0.005 and clusters
     if not ok:

@@ -55,3 +55,8 @@ for g in softmax_decomposed_1024 layer_norm gelu_exact bias_relu_tanh sum_of_squ
   echo "-- $g"
   $G bench bench/graphs/$g.pb --device gpu-emu --jit off,on --iters 1 2>&1 | sed -n '/^GPU kernels/,$p'
 done
+echo
+echo "== graphjit inside TensorFlow: TensorFlow's MNIST XLA tutorial (softmax regression, 1000 steps of"
+echo "   GradientDescentOptimizer(0.5) in a tf.compat.v1.Session) without and with the plugin at ON_1"
+scripts/setup_tf_plugin.sh
+build-tf/venv/bin/python examples/mnist_softmax_xla.py --trace build/demo/mnist_timeline.json 2>&1 | grep -v -E "^(WARNING: All log|I0000|W0000|To enable the following)"

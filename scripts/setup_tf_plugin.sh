@@ -2,7 +2,8 @@
 # Installs graphjit as a TensorFlow plugin into a Python environment (VENV, default
 # build-tf/venv, made with TensorFlow and the rest of python/requirements.txt if new):
 #  1. the Debian packages graphjit builds with (scripts/setup.sh --packages) and those the
-#     plugin adds (python3-venv; dpkg-dev for apt-get source);
+#     plugin adds (python3-venv, ca-certificates for PyPI, dpkg-dev for apt-get source,
+#     binutils for the tests' nm);
 #  2. protobuf's Debian source package, of the version of the installed protoc, into
 #     build-deps/protobuf (a deb-src line is added to apt's sources if there is none):
 #     the plugin builds its own hidden protobuf from it;
@@ -14,14 +15,17 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-build-tf/venv}
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 
-scripts/setup.sh --packages python3-venv dpkg-dev
+scripts/setup.sh --packages python3-venv dpkg-dev ca-certificates binutils
 
 if [ ! -f build-deps/protobuf/CMakeLists.txt ]; then
   version=$(dpkg-query -W -f='${Version}' libprotobuf-dev)
   if ! apt-get source --print-uris "protobuf=$version" > /dev/null 2>&1; then
     echo "setup_tf_plugin: adding Debian's source repositories (deb-src) to apt"
-    sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+    # The same repositories as the binary packages', in either of apt's formats.
+    cat /etc/apt/sources.list.d/*.sources 2>/dev/null | sed 's/^Types: deb$/Types: deb-src/' \
       | $SUDO tee /etc/apt/sources.list.d/graphjit-deb-src.sources > /dev/null
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | sed -n 's/^deb /deb-src /p' \
+      | $SUDO tee /etc/apt/sources.list.d/graphjit-deb-src.list > /dev/null
     $SUDO apt-get update -qq
   fi
   tmp=$(mktemp -d)
