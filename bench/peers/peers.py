@@ -10,6 +10,8 @@ them), it times, interleaved:
   tf_xla_auto   the same with XLA auto-clustering on the CPU
                 (TF_XLA_FLAGS=--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit)
   tf_jit        the same function with jit_compile=True
+  tf_graphjit   TensorFlow with graphjit's plugin at ON_1 (scripts/setup_tf_plugin.sh's
+                environment, build-tf/venv): what the plugin brings a TensorFlow user
   jax           jax.jit of the same math, op for op (graph_to_jax.py)
   graphjit_off  graphjit with the JIT off, on the GraphDef TensorFlow wrote
   graphjit_on   graphjit with the JIT on (ON_1: XLA auto-clustering's level)
@@ -19,7 +21,9 @@ them), it times, interleaved:
 Every system's outputs are compared with TensorFlow's before anything is timed. Each
 Python system runs in a worker process of its own (pinned to one core for 1 thread);
 graphjit runs as `graphjit bench`, one level per batch (each in a process of its own,
-so each compiles what it runs). A round
+so each compiles what it runs). One more work is TensorFlow's only: a training step of the
+MNIST XLA tutorial (softmax regression, GradientDescent(0.5), as a tf.function with
+variables) on the MNIST fixture's batch. A round
 times one batch of every (work, system); the medians are over all rounds. The results
 go to bench/RESULTS.md.
 """
@@ -40,9 +44,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GRAPHJIT = os.path.join(REPO, "build", "bin", "graphjit")
-SYSTEMS = ["tf", "tf_xla_auto", "tf_jit", "jax", "graphjit_off", "graphjit_on", "graphjit_on_2"]
+SYSTEMS = ["tf", "tf_xla_auto", "tf_jit", "tf_graphjit", "jax", "graphjit_off", "graphjit_on", "graphjit_on_2"]
 RATIO_SYSTEM = "graphjit_on_2"
-WORKER_OF = {"tf": "tf", "tf_jit": "tf", "tf_xla_auto": "tf_xla_auto", "jax": "jax"}
+WORKER_OF = {"tf": "tf", "tf_jit": "tf", "tf_xla_auto": "tf_xla_auto", "tf_graphjit": "tf_graphjit", "jax": "jax"}
+TF_SYSTEMS = ("tf", "tf_xla_auto", "tf_jit", "tf_graphjit")
+# TensorFlow with the plugin installed (scripts/setup_tf_plugin.sh): the same TensorFlow.
+PLUGIN_PYTHON = os.path.join(REPO, "build-tf", "venv", "bin", "python")
 BATCH_SECONDS = 0.2
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -80,7 +87,29 @@ def works(selected):
         out[model] = {"model": os.path.join(d, m["model"]),
                       "feeds": {k: os.path.join(d, v) for k, v in m["feeds"].items()},
                       "fetches": [m["output"]], "rtol": m["tolerance"]["rtol"], "atol": m["tolerance"]["atol"]}
+    d = os.path.join(REPO, "tests", "data", "mnist_softmax")
+    out["mnist_train_step"] = {"train": True, "feeds": {"x": os.path.join(d, "x.npy"), "y": os.path.join(d, "y_.npy")},
+                               "fetches": ["loss"]}
     return {k: v for k, v in out.items() if not selected or k in selected}
+
+
+def mnist_train_step(tf, feeds, jit_compile):
+    """One step of TensorFlow's MNIST XLA tutorial: softmax regression, GradientDescent(0.5).
+    Returns the step (its loss) and its arguments."""
+    x, y = tf.constant(feeds["x"]), tf.constant(feeds["y"])
+    w = tf.Variable(tf.zeros([x.shape[1], y.shape[1]]))
+    b = tf.Variable(tf.zeros([y.shape[1]]))
+
+    @tf.function(jit_compile=jit_compile)
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y, logits=tf.matmul(x, w) + b))
+        dw, db = tape.gradient(loss, [w, b])
+        w.assign_sub(0.5 * dw)
+        b.assign_sub(0.5 * db)
+        return [loss]
+
+    return step, [x, y]
 
 
 def export_for_jax(work, path):
@@ -121,6 +150,9 @@ def worker(kind, threads):
     if kind == "tf_xla_auto":
         os.environ["TF_XLA_FLAGS"] = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if kind == "tf_graphjit":
+        import graphjit_tf
+        graphjit_tf.set_jit_level("on_1")
     loaded = {}  # (work, system) -> (fn, args)
     if kind == "jax":
         import jax
@@ -143,6 +175,13 @@ def worker(kind, threads):
             compiled = fn.lower(*args).compile()
             compile_ms = (time.perf_counter() - t0) * 1e3
             run = lambda: [o.block_until_ready() for o in compiled(*args)]
+        elif work.get("train"):
+            fn, args = mnist_train_step(tf, feeds, req["system"] == "tf_jit")
+            t0 = time.perf_counter()
+            fn(*args)  # the first step (from zeros): the one every system's outputs are compared on
+            compile_ms = (time.perf_counter() - t0) * 1e3
+            fn, args = mnist_train_step(tf, feeds, req["system"] == "tf_jit")
+            run = lambda: fn(*args)
         else:
             gd = tf.compat.v1.GraphDef()
             gd.ParseFromString(open(work["model"], "rb").read())
@@ -190,7 +229,8 @@ def worker(kind, threads):
 
 class Worker:
     def __init__(self, kind, threads):
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", kind, "--threads",
+        python = PLUGIN_PYTHON if kind == "tf_graphjit" else sys.executable
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker", kind, "--threads",
                                       str(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      cwd=HERE)
 
@@ -234,17 +274,21 @@ def agree(work, want, got):
 
 
 def run_threads(threads, all_works, rounds, tmp):
-    workers = {k: Worker(k, threads) for k in ("tf", "tf_xla_auto", "jax")}
+    workers = {k: Worker(k, threads) for k in ("tf", "tf_xla_auto", "tf_graphjit", "jax")}
     results = {}  # (work, system) -> {"ms": [...], "compile_ms", "error"}
     try:
         # 1. Load, check agreement, estimate each batch's size.
         for name, work in all_works.items():
             d = os.path.join(tmp, "%s_t%d" % (name, threads))
             os.makedirs(d, exist_ok=True)
-            export_for_jax(work, os.path.join(d, "graph"))
+            if not work.get("train"):
+                export_for_jax(work, os.path.join(d, "graph"))
             reference = None
             for system in SYSTEMS:
                 r = {"ms": []}
+                if work.get("train") and system not in TF_SYSTEMS:
+                    results[(name, system)] = {"ms": [], "error": "a training step with variables: TensorFlow only"}
+                    continue
                 if system.startswith("graphjit"):
                     out = os.path.join(d, system)
                     graphjit(["run", work["model"], "--jit", jit_level(system), "--threads", str(threads), "--out", out] +
@@ -335,14 +379,16 @@ def machine():
 
 def table(all_works, results, threads):
     peers = ["tf", "tf_xla_auto", "tf_jit", "jax"]
-    head = ("| work | " + " | ".join(SYSTEMS) + " | on_2/tf | on_2/xla_auto | on_2/tf_jit | on_2/jax | compile ms: "
-            "xla_auto / tf_jit / jax / graphjit |")
-    rows = [head, "|" + "---|" * (len(SYSTEMS) + 6)]
+    head = ("| work | " + " | ".join(SYSTEMS) + " | on_2/tf | on_2/xla_auto | on_2/tf_jit | on_2/jax | tf_graphjit/tf "
+            "| compile ms: xla_auto / tf_jit / jax / graphjit |")
+    rows = [head, "|" + "---|" * (len(SYSTEMS) + 7)]
     for name in all_works:
         med = {s: _median(results[(name, s)]["ms"]) if "error" not in results[(name, s)] else None for s in SYSTEMS}
         cells = ["%.3f" % med[s] if med[s] is not None else "—" for s in SYSTEMS]
         on = med[RATIO_SYSTEM]
         ratios = ["%.2f" % (on / med[p]) if on is not None and med[p] else "—" for p in peers]
+        plugin = med["tf_graphjit"]
+        ratios.append("%.2f" % (plugin / med["tf"]) if plugin is not None and med["tf"] else "—")
         comp = [results[(name, s)].get("compile_ms") for s in ("tf_xla_auto", "tf_jit", "jax")]
         comp.append(results[(name, RATIO_SYSTEM)].get("compile_ms"))
         rows.append("| %s | %s | %s | %s |" % (name, " | ".join(cells), " | ".join(ratios),
@@ -379,7 +425,7 @@ def main():
     v = versions()
     text = ["# graphjit against TensorFlow, XLA and JAX", "",
             "Written by `bench/peers/run.sh` on %s (%.0f s). Median ms per run of each work; the ratios are "
-            "graphjit's time at ON_2 (its whole-model level, as jit_compile and JAX compile a whole function) / the peer's (below 1: graphjit is faster); ON_1 is XLA auto-clustering's level. Every system's outputs were "
+            "graphjit's time at ON_2 (its whole-model level, as jit_compile and JAX compile a whole function) / the peer's (below 1: graphjit is faster); ON_1 is XLA auto-clustering's level. tf_graphjit is TensorFlow with graphjit's plugin at ON_1, and tf_graphjit/tf what the plugin brings a TensorFlow user. Every system's outputs were "
             "checked against TensorFlow's (rtol %g, atol %g; the real models: their manifests') before timing. Rounds: %d, each one batch "
             "(about %.1f s) of every work on every system, interleaved. Compile ms: XLA auto-clustering and "
             "jit_compile, the first call (tracing and compiles); JAX, lower+compile; graphjit at ON_2, its "

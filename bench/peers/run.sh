@@ -22,4 +22,6 @@ fi
 for m in mobilenet_v2 resnet50 bert_encoder lstm_classifier; do
   [ -f bench/models/out/$m/manifest.json ] || "$V/bin/python" bench/models/make_models.py $m
 done
+# TensorFlow with graphjit's plugin (tf_graphjit) runs in the plugin's environment.
+scripts/setup_tf_plugin.sh
 exec "$V/bin/python" bench/peers/peers.py "$@"
