@@ -24,7 +24,7 @@ mkdir -p build-asan/fuzz-seeds
 find tests/data -name 'model.pb*' -exec cp --backup=numbered {} build-asan/fuzz-seeds/ \;
 for target in "${targets[@]}"; do
   case $target in
-    graphdef_fuzzer) seeds=(build-asan/fuzz-seeds) runs=$RUNS ;;
+    graphdef_fuzzer) seeds=(tests/fuzz/corpus/graphdef_fuzzer build-asan/fuzz-seeds) runs=$RUNS ;;
     npy_fuzzer) seeds=(tests/data/ops) runs=$RUNS ;;
     config_fuzzer) seeds=(tests/fuzz/corpus/config_fuzzer) runs=$RUNS ;;
     jit_path_fuzzer) seeds=(tests/fuzz/corpus/jit_path_fuzzer build-asan/fuzz-seeds) runs=$JIT_RUNS ;;

@@ -107,16 +107,24 @@ void CopyOut(const std::string& bytes, TF_Buffer* out) {
 
 void Optimize(void*, const TF_Buffer* in, const TF_GrapplerItem* item, TF_Buffer* out, TF_Status* status) {
   TF_SetStatus(status, TF_OK, "");
-  std::string unchanged(static_cast<const char*>(in->data), in->length);
+  const std::string unchanged(static_cast<const char*>(in->data), in->length);
   PluginCounters& counters = Counters();
   ++counters.graphs;
+  const SessionOptions options = PluginOptions();
+  // --dump_to=DIR: each graph as TensorFlow handed it, and as it went back.
+  std::string dump;
+  auto give_back = [&](const std::string& bytes) {
+    if (!dump.empty()) {
+      tensorflow::GraphDef returned;
+      returned.ParseFromString(bytes);
+      (void)WriteGraphDefFile(returned, dump + "_after.pbtxt");
+    }
+    CopyOut(bytes, out);
+  };
   try {
     tensorflow::GraphDef graph;
-    SessionOptions options = PluginOptions();
     if (!graph.ParseFromString(unchanged)) throw std::runtime_error("the GraphDef does not parse");
     if (!AsksForGraphjit(graph, options)) return CopyOut(unchanged, out);
-    // --dump_to=DIR: each graph as TensorFlow handed it, and as it went back.
-    std::string dump;
     if (!options.dump_to.empty()) {
       static std::atomic<int> graphs{0};
       std::filesystem::create_directories(options.dump_to);
@@ -124,10 +132,9 @@ void Optimize(void*, const TF_Buffer* in, const TF_GrapplerItem* item, TF_Buffer
       (void)WriteGraphDefFile(graph, dump + "_before.pbtxt");
     }
     StatusOr<TensorFlowRewrite> rewrite = ClusterForTensorFlow(ReadFacts(graph, item), options, &graph);
-    if (!dump.empty()) (void)WriteGraphDefFile(graph, dump + "_after.pbtxt");
     if (!rewrite.ok()) throw std::runtime_error(rewrite.status().message());
     if (!rewrite->skipped.empty()) throw std::runtime_error(rewrite->skipped);
-    if (rewrite->clusters == 0) return CopyOut(unchanged, out);
+    if (rewrite->clusters == 0) return give_back(unchanged);
     ++counters.graphs_rewritten;
     counters.clusters += rewrite->clusters;
     counters.nodes_clustered += rewrite->nodes_clustered;
@@ -138,11 +145,11 @@ void Optimize(void*, const TF_Buffer* in, const TF_GrapplerItem* item, TF_Buffer
     if (options.jit_verbose)
       Warn("clustered " + std::to_string(rewrite->nodes_clustered) + " nodes into " +
            std::to_string(rewrite->clusters) + " GraphjitCluster ops");
-    CopyOut(graph.SerializeAsString(), out);
+    give_back(graph.SerializeAsString());
   } catch (const std::exception& e) {
     ++counters.graphs_unchanged;
     Warn(std::string("left a graph to TensorFlow: ") + e.what());
-    CopyOut(unchanged, out);
+    give_back(unchanged);
   }
 }
 
