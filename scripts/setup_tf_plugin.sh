@@ -22,10 +22,18 @@ if [ ! -f build-deps/protobuf/CMakeLists.txt ]; then
   if ! apt-get source --print-uris "protobuf=$version" > /dev/null 2>&1; then
     echo "setup_tf_plugin: adding Debian's source repositories (deb-src) to apt"
     # The same repositories as the binary packages', in either of apt's formats.
-    cat /etc/apt/sources.list.d/*.sources 2>/dev/null | sed 's/^Types: deb$/Types: deb-src/' \
-      | $SUDO tee /etc/apt/sources.list.d/graphjit-deb-src.sources > /dev/null
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | sed -n 's/^deb /deb-src /p' \
-      | $SUDO tee /etc/apt/sources.list.d/graphjit-deb-src.list > /dev/null
+    shopt -s nullglob
+    deb822=(/etc/apt/sources.list.d/*.sources)
+    one_line=()
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+      if [ -f "$f" ]; then one_line+=("$f"); fi
+    done
+    if ((${#deb822[@]})); then
+      sed 's/^Types: deb$/Types: deb-src/' "${deb822[@]}" | $SUDO tee /etc/apt/sources.list.d/graphjit-deb-src.sources > /dev/null
+    fi
+    if ((${#one_line[@]})); then
+      sed -n 's/^deb /deb-src /p' "${one_line[@]}" | $SUDO tee /etc/apt/sources.list.d/graphjit-deb-src.list > /dev/null
+    fi
     $SUDO apt-get update -qq
   fi
   tmp=$(mktemp -d)
