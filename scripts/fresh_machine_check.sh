@@ -4,9 +4,12 @@
 # demo command there (set-up with apt-get, build, demo) under chroot, printing how long each
 # step took. With --tests it then runs the README's test command too.
 #
-# The root shares only two things with this machine: the CUDA toolkit (bind-mounted
-# read-only, as every machine of this kind has it) and the ccache directory (so a rebuild
-# of unchanged code is quick). Everything else the build needs must be installed by
+# The root shares only three things with this machine: the CUDA toolkit (bind-mounted
+# read-only, as every machine of this kind has it), the ccache directory (so a rebuild
+# of unchanged code is quick), and the machine's own trust for HTTPS (its extra CA
+# certificates in /usr/local/share/ca-certificates, which the root's ca-certificates
+# package takes in when set-up installs it, and PIP_CERT if set: PyPI is reached through
+# them here). Everything else the build needs must be installed by
 # scripts/setup.sh, or the check fails.
 #
 #   scripts/fresh_machine_check.sh [--tests] [--keep] [--root DIR]
@@ -67,6 +70,8 @@ deb http://deb.debian.org/debian bookworm-updates main
 deb http://deb.debian.org/debian-security bookworm-security main
 EOF
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+mkdir -p "$root/usr/local/share/ca-certificates"
+cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
 
 step "clean clone of HEAD ($(git -C "$repo" rev-parse --short HEAD)) and mounts"
 # The same path as here, so that ccache's entries (keyed by absolute paths) are found.
@@ -81,7 +86,7 @@ mkdir -p "$ccache_dir"
 bind "$ccache_dir" "$root/root/.cache/ccache"
 
 in_root() {
-  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CCACHE_DIR=/root/.cache/ccache \
+  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CCACHE_DIR=/root/.cache/ccache ${PIP_CERT:+PIP_CERT=$PIP_CERT} \
     PATH=/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     bash -c "cd '$repo' && $1"
 }
