@@ -28,7 +28,7 @@ import warnings
 
 import tensorflow as tf
 
-__all__ = ["set_jit_level", "jit_level", "stats", "version", "library_path"]
+__all__ = ["set_jit_level", "jit_level", "set_options", "options", "stats", "version", "library_path"]
 
 
 def library_path():
@@ -41,6 +41,9 @@ _lib = ctypes.CDLL(library_path())
 _lib.GraphjitTF_SetJitLevel.argtypes = [ctypes.c_char_p]
 _lib.GraphjitTF_SetJitLevel.restype = ctypes.c_int
 _lib.GraphjitTF_JitLevel.restype = ctypes.c_char_p
+_lib.GraphjitTF_SetOptions.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+_lib.GraphjitTF_SetOptions.restype = ctypes.c_int
+_lib.GraphjitTF_Options.restype = ctypes.c_char_p
 _lib.GraphjitTF_Stats.restype = ctypes.c_char_p
 _lib.GraphjitTF_Version.restype = ctypes.c_char_p
 
@@ -54,6 +57,21 @@ def set_jit_level(level):
 def jit_level():
     """The JIT level graphs are optimized at: "OFF", "ON_1" or "ON_2"."""
     return _lib.GraphjitTF_JitLevel().decode()
+
+
+def set_options(flags):
+    """Applies GRAPHJIT_FLAGS-style flags to graphs optimized and clusters made from now on,
+    e.g. "--min_cluster_size=4 --cluster_exclude_ops=Tanh --jit_verbose" (see the README's
+    GRAPHJIT_FLAGS). All or nothing: a bad flag raises ValueError and changes nothing."""
+    error = ctypes.create_string_buffer(1024)
+    if _lib.GraphjitTF_SetOptions(str(flags).encode(), error, len(error)) != 0:
+        raise ValueError("graphjit_tf: " + error.value.decode())
+
+
+def options():
+    """The options graphs are optimized with: the JIT level, cluster sizes, excluded ops,
+    dump directory, verbosity, asynchronous compilation, the numerics guard."""
+    return json.loads(_lib.GraphjitTF_Options().decode())
 
 
 def stats():

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
-#include <optional>
+#include <nlohmann/json.hpp>
 
 #include "ir/graphdef.h"
 #include "jit/jit.h"
@@ -25,25 +25,24 @@ namespace graphjit {
 
 namespace {
 
+// The options graphs are optimized and clusters run with: GRAPHJIT_FLAGS when the plugin
+// was loaded, then what graphjit_tf.set_options() and set_jit_level() changed.
 std::mutex options_mu;
-std::optional<JitLevel> level_set;  // by graphjit_tf.set_jit_level()
-
-const SessionOptions& FlagOptions() {
-  static const SessionOptions options = [] {
-    SessionOptions o;
-    o.jit_level = JitLevel::kOff;
+SessionOptions& CurrentOptions() {
+  static SessionOptions* options = [] {
+    auto* o = new SessionOptions();
     const char* flags = std::getenv("GRAPHJIT_FLAGS");
     if (flags) {
-      Status s = ApplyFlags(flags, &o);
+      Status s = ApplyFlags(flags, o);
       if (!s.ok()) {
         Warn(s.message() + " (GRAPHJIT_FLAGS ignored)");
-        o = SessionOptions();
+        *o = SessionOptions();
       }
     }
-    if (o.jit_level == JitLevel::kDefault) o.jit_level = JitLevel::kOff;
+    if (o->jit_level == JitLevel::kDefault) o->jit_level = JitLevel::kOff;
     return o;
   }();
-  return options;
+  return *options;
 }
 
 // TensorFlow's inferred type and shape of every node output.
@@ -161,10 +160,8 @@ PluginCounters& Counters() {
 }
 
 SessionOptions PluginOptions() {
-  SessionOptions options = FlagOptions();
   std::lock_guard<std::mutex> lock(options_mu);
-  if (level_set) options.jit_level = *level_set;
-  return options;
+  return CurrentOptions();
 }
 
 void InitGraphjit() {
@@ -196,8 +193,40 @@ GRAPHJIT_TF_EXPORT int GraphjitTF_SetJitLevel(const char* level) {
   JitLevel parsed;
   if (!level || !ParseJitLevel(level, &parsed)) return -1;
   std::lock_guard<std::mutex> lock(options_mu);
-  level_set = parsed == JitLevel::kDefault ? JitLevel::kOff : parsed;
+  CurrentOptions().jit_level = parsed == JitLevel::kDefault ? JitLevel::kOff : parsed;
   return 0;
+}
+
+// GRAPHJIT_FLAGS-style flags applied to the options from now on; 0 on success, else -1
+// with the error's message in `error` (all or nothing).
+GRAPHJIT_TF_EXPORT int GraphjitTF_SetOptions(const char* flags, char* error, size_t error_size) {
+  std::lock_guard<std::mutex> lock(options_mu);
+  SessionOptions changed = CurrentOptions();
+  Status s = ApplyFlags(flags ? flags : "", &changed);
+  if (!s.ok()) {
+    std::snprintf(error, error_size, "%s", s.message().c_str());
+    return -1;
+  }
+  if (changed.jit_level == JitLevel::kDefault) changed.jit_level = JitLevel::kOff;
+  CurrentOptions() = changed;
+  return 0;
+}
+
+// The options' main fields as a JSON object; valid until the next call.
+GRAPHJIT_TF_EXPORT const char* GraphjitTF_Options() {
+  static thread_local std::string text;
+  const SessionOptions o = PluginOptions();
+  const char* numerics[] = {"off", "warn", "fail"};
+  text = nlohmann::json({{"jit_level", JitLevelName(o.jit_level)},
+                         {"min_cluster_size", o.min_cluster_size},
+                         {"max_cluster_size", o.max_cluster_size},
+                         {"cluster_exclude_ops", o.cluster_exclude_ops},
+                         {"dump_to", o.dump_to},
+                         {"jit_verbose", o.jit_verbose},
+                         {"jit_async", o.jit_async},
+                         {"jit_check_numerics", numerics[static_cast<int>(o.jit_check_numerics)]}})
+             .dump();
+  return text.c_str();
 }
 
 GRAPHJIT_TF_EXPORT const char* GraphjitTF_JitLevel() { return JitLevelName(PluginOptions().jit_level); }
@@ -206,21 +235,26 @@ GRAPHJIT_TF_EXPORT const char* GraphjitTF_JitLevel() { return JitLevelName(Plugi
 GRAPHJIT_TF_EXPORT const char* GraphjitTF_Stats() {
   static thread_local std::string text;
   PluginCounters& c = Counters();
-  std::string ops;
+  JitStats jit = GetJitStats();
+  nlohmann::json stats = {{"graphs", c.graphs.load()},
+                          {"graphs_rewritten", c.graphs_rewritten.load()},
+                          {"graphs_unchanged", c.graphs_unchanged.load()},
+                          {"clusters", c.clusters.load()},
+                          {"nodes_clustered", c.nodes_clustered.load()},
+                          {"kernels", c.kernels.load()},
+                          {"cluster_runs", c.cluster_runs.load()},
+                          {"cluster_errors", c.cluster_errors.load()},
+                          {"jit_clusters", jit.clusters},
+                          {"jit_compiled", jit.compiled},
+                          {"jit_fallback", jit.fallback},
+                          {"cache_hits", jit.cache_hits},
+                          {"cache_misses", jit.cache_misses},
+                          {"compile_ms", jit.compile_ms}};
   {
     std::lock_guard<std::mutex> lock(c.ops_mu);
-    for (const auto& [op, count] : c.ops) ops += (ops.empty() ? "\"" : ", \"") + op + "\": " + std::to_string(count);
+    stats["clustered_ops"] = c.ops;
   }
-  JitStats jit = GetJitStats();
-  text = "{\"graphs\": " + std::to_string(c.graphs) + ", \"graphs_rewritten\": " + std::to_string(c.graphs_rewritten) +
-         ", \"graphs_unchanged\": " + std::to_string(c.graphs_unchanged) +
-         ", \"clusters\": " + std::to_string(c.clusters) + ", \"nodes_clustered\": " + std::to_string(c.nodes_clustered) +
-         ", \"kernels\": " + std::to_string(c.kernels) + ", \"cluster_runs\": " + std::to_string(c.cluster_runs) +
-         ", \"cluster_errors\": " + std::to_string(c.cluster_errors) +
-         ", \"jit_clusters\": " + std::to_string(jit.clusters) + ", \"jit_compiled\": " + std::to_string(jit.compiled) +
-         ", \"jit_fallback\": " + std::to_string(jit.fallback) + ", \"cache_hits\": " + std::to_string(jit.cache_hits) +
-         ", \"cache_misses\": " + std::to_string(jit.cache_misses) + ", \"compile_ms\": " + std::to_string(jit.compile_ms) +
-         ", \"clustered_ops\": {" + ops + "}}";
+  text = stats.dump();
   return text.c_str();
 }
 

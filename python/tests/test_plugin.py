@@ -38,6 +38,29 @@ def test_the_plugin_is_loaded_and_says_what_it_was_built_with():
         graphjit_tf.set_jit_level("fast")
 
 
+def test_options_change_what_is_clustered(jit_level, counted):
+    def chain(x):
+        return tf.nn.softmax(tf.exp(tf.tanh(x) * 2.0) + 1.0)
+
+    x = normal(6, 10)
+    jit_level("on_1")
+    before = graphjit_tf.options()
+    assert before["jit_level"] == "ON_1" and before["cluster_exclude_ops"] == []
+    with pytest.raises(ValueError, match="min_cluster_size"):
+        graphjit_tf.set_options("--min_cluster_size=many")
+    assert graphjit_tf.options() == before  # all or nothing
+    graphjit_tf.set_options("--cluster_exclude_ops=Exp")
+    try:
+        assert graphjit_tf.options()["cluster_exclude_ops"] == ["Exp"]
+        with counted() as c:
+            got = tf.function(chain)(x)
+    finally:
+        graphjit_tf.set_options("--cluster_exclude_ops=")
+    assert c["cluster_runs"] >= 1 and "Exp" not in c.ops and "Softmax" in c.ops, c.ops
+    jit_level("off")
+    assert_close(got, tf.function(chain)(x))
+
+
 def test_tf_function_graphs_give_tensorflows_numbers(jit_level, counted):
     jit_level("off")
     with counted() as off:
