@@ -1,5 +1,7 @@
 #include "runtime/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -20,7 +22,13 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-int ThreadPool::DefaultThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
+// The cores this process may run on (taskset, cgroups' cpusets), as TensorFlow counts them:
+// a process pinned to one core gets one thread, not one per core of the machine.
+int ThreadPool::DefaultThreads() {
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 0) return CPU_COUNT(&cpus);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 std::shared_ptr<ThreadPool> ThreadPool::Shared(Role role, int num_threads) {
   static std::mutex mu;

@@ -40,7 +40,7 @@ class ThreadPool {
   void ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn,
                    bool wake_sleepers = true, bool one_block_per_thread = false);
 
-  // Number of threads the machine offers.
+  // Number of cores this process may run on (its CPU affinity, as taskset or a cpuset set it).
   static int DefaultThreads();
 
   // The process's pool for `role` with `num_threads` threads, alive while someone holds

@@ -1,5 +1,6 @@
 // runtime/: the thread pool and the allocator's block reuse.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +14,23 @@
 
 namespace graphjit {
 namespace {
+
+// A process pinned to one core (taskset -c 0, as benchmarks pin TensorFlow) gets one thread
+// by default, not one per core of the machine.
+TEST(ThreadPool, TheDefaultIsTheCoresTheProcessMayRunOn) {
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  EXPECT_EQ(ThreadPool::DefaultThreads(), CPU_COUNT(&all));
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(ThreadPool::DefaultThreads(), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+}
 
 TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   for (int threads : {1, 2, 4}) {
