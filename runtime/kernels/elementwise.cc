@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <type_traits>
 
 #include <unsupported/Eigen/SpecialFunctions>
 
@@ -540,11 +542,23 @@ std::vector<OpDef> ElementwiseOps() {
   }));
 
   // Binary arithmetic.
-  auto add = [](const auto& x, const auto& y) { return x + y; };
+  // Signed integers wrap, as TensorFlow's kernels do (a C++ signed overflow is undefined).
+  auto wrapping = [](auto op) {
+    return [op](const auto& x, const auto& y) {
+      using C = ScalarOf<decltype(x)>;
+      if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+        using U = std::conditional_t<sizeof(C) <= 4, uint32_t, uint64_t>;
+        return x.binaryExpr(y, [op](C a, C b) { return static_cast<C>(op(static_cast<U>(a), static_cast<U>(b))); });
+      } else {
+        return op(x, y);
+      }
+    };
+  };
+  auto add = wrapping(std::plus<>());
   ops.push_back(BinaryOp<TS::kNumeric, false>("Add", 1, add));
   ops.push_back(BinaryOp<TS::kNumeric, false>("AddV2", 1, add));
-  ops.push_back(BinaryOp<TS::kNumeric, false>("Sub", 1, [](const auto& x, const auto& y) { return x - y; }));
-  ops.push_back(BinaryOp<TS::kNumeric, false>("Mul", 1, [](const auto& x, const auto& y) { return x * y; }));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("Sub", 1, wrapping(std::minus<>())));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("Mul", 1, wrapping(std::multiplies<>())));
   ops.push_back(BinaryOp<TS::kFloat, false>("RealDiv", 4, [](const auto& x, const auto& y) { return x / y; }));
   ops.push_back(BinaryOp<TS::kFloat, false>("DivNoNan", 4, [](const auto& x, const auto& y) {
     using C = ScalarOf<decltype(x)>;
