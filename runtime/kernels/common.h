@@ -1,6 +1,7 @@
 // Helpers shared by the kernel files: compile-time dtype sets and visitors.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -24,6 +25,18 @@ constexpr bool InSet() {
   if constexpr (S == TypeSet::kBool) return std::is_same_v<T, bool>;
   return true;
 }
+
+// Signed integers wrap around, as TensorFlow's kernels do: their arithmetic is done in an
+// unsigned type of at least 32 bits (a C++ signed overflow is undefined; an unsigned one
+// wraps, and converting back is modular).
+template <typename T>
+using WrapType =
+    std::conditional_t<std::is_integral_v<T> && std::is_signed_v<T>, std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>, T>;
+
+template <typename T>
+T WrapAdd(T a, T b) { return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b)); }
+template <typename T>
+T WrapMul(T a, T b) { return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b)); }
 
 bool InSet(DType d, TypeSet s);
 const char* TypeSetName(TypeSet s);

@@ -31,6 +31,20 @@ using ScalarOf = typename std::decay_t<X>::Scalar;
 
 constexpr int64_t kConvertRun = 512;
 
+// f(x, y) on Eigen array expressions, wrapping around for signed integers (see WrapType).
+template <typename F>
+auto Wrapping(F op) {
+  return [op](const auto& x, const auto& y) {
+    using C = ScalarOf<decltype(x)>;
+    if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+      using U = WrapType<C>;
+      return x.binaryExpr(y, [op](C a, C b) { return static_cast<C>(op(static_cast<U>(a), static_cast<U>(b))); });
+    } else {
+      return op(x, y);
+    }
+  };
+}
+
 // ---- unary -------------------------------------------------------------------
 
 // out[0..n) = f(in[0..n)) where f maps an Eigen array expression of ComputeType<T>.
@@ -297,7 +311,7 @@ OpDef AddNOp() {
       ctx.ParallelFor(out->num_elements(), ctx.num_inputs(), [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           C acc = static_cast<C>(ctx.input(0).data<T>()[i]);
-          for (int k = 1; k < ctx.num_inputs(); ++k) acc += static_cast<C>(ctx.input(k).data<T>()[i]);
+          for (int k = 1; k < ctx.num_inputs(); ++k) acc = WrapAdd(acc, static_cast<C>(ctx.input(k).data<T>()[i]));
           out->data<T>()[i] = static_cast<T>(acc);
         }
       });
@@ -395,7 +409,7 @@ OpDef BiasAddOp() {
     return VisitTypes<TypeSet::kNumeric>(v.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       BroadcastBinary<T, T>(ctx, v, v.shape(), bias, Shape(bdims), out, 1,
-                            [](const auto& x, const auto& y) { return x + y; });
+                            Wrapping(std::plus<>()));
       return Status::Ok();
     });
   };
@@ -478,10 +492,19 @@ std::vector<OpDef> ElementwiseOps() {
   // Unary: f(array expression, alpha attr).
   // x * -1, not -x: Eigen 3.4's AVX negation is 0 - x, which makes -(+0) +0 (Neg(+0) must be
   // -0: 1 / Neg(+0) is -Inf).
-  ops.push_back(UnaryOp<TS::kNumeric>("Neg", 1, [](const auto& x, auto) { return x * ScalarOf<decltype(x)>(-1); }));
-  ops.push_back(UnaryOp<TS::kNumeric>("Abs", 1, [](const auto& x, auto) { return x.abs(); }));
+  // Signed integers wrap: Neg and Abs of the most negative value are that value.
+  ops.push_back(UnaryOp<TS::kNumeric>("Neg", 1, [](const auto& x, auto) {
+    return Wrapping(std::multiplies<>())(x, x.Constant(x.size(), ScalarOf<decltype(x)>(-1)));
+  }));
+  ops.push_back(UnaryOp<TS::kNumeric>("Abs", 1, [](const auto& x, auto) {
+    using C = ScalarOf<decltype(x)>;
+    if constexpr (std::is_integral_v<C> && std::is_signed_v<C>)
+      return x.unaryExpr([](C v) { return v < 0 ? WrapMul(v, C(-1)) : v; });
+    else
+      return x.abs();
+  }));
   ops.push_back(UnaryOp<TS::kNumeric>("Sign", 1, [](const auto& x, auto) { return x.sign(); }));
-  ops.push_back(UnaryOp<TS::kNumeric>("Square", 1, [](const auto& x, auto) { return x.square(); }));
+  ops.push_back(UnaryOp<TS::kNumeric>("Square", 1, [](const auto& x, auto) { return Wrapping(std::multiplies<>())(x, x); }));
   ops.push_back(UnaryOp<TS::kNumeric>("Relu", 1, [](const auto& x, auto) { return x.max(ScalarOf<decltype(x)>(0)); }));
   ops.push_back(UnaryOp<TS::kNumeric>("Relu6", 1, [](const auto& x, auto) {
     using C = ScalarOf<decltype(x)>;
@@ -541,24 +564,12 @@ std::vector<OpDef> ElementwiseOps() {
     });
   }));
 
-  // Binary arithmetic.
-  // Signed integers wrap, as TensorFlow's kernels do (a C++ signed overflow is undefined).
-  auto wrapping = [](auto op) {
-    return [op](const auto& x, const auto& y) {
-      using C = ScalarOf<decltype(x)>;
-      if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
-        using U = std::conditional_t<sizeof(C) <= 4, uint32_t, uint64_t>;
-        return x.binaryExpr(y, [op](C a, C b) { return static_cast<C>(op(static_cast<U>(a), static_cast<U>(b))); });
-      } else {
-        return op(x, y);
-      }
-    };
-  };
-  auto add = wrapping(std::plus<>());
+  // Binary arithmetic (signed integers wrap).
+  auto add = Wrapping(std::plus<>());
   ops.push_back(BinaryOp<TS::kNumeric, false>("Add", 1, add));
   ops.push_back(BinaryOp<TS::kNumeric, false>("AddV2", 1, add));
-  ops.push_back(BinaryOp<TS::kNumeric, false>("Sub", 1, wrapping(std::minus<>())));
-  ops.push_back(BinaryOp<TS::kNumeric, false>("Mul", 1, wrapping(std::multiplies<>())));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("Sub", 1, Wrapping(std::minus<>())));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("Mul", 1, Wrapping(std::multiplies<>())));
   ops.push_back(BinaryOp<TS::kFloat, false>("RealDiv", 4, [](const auto& x, const auto& y) { return x / y; }));
   ops.push_back(BinaryOp<TS::kFloat, false>("DivNoNan", 4, [](const auto& x, const auto& y) {
     using C = ScalarOf<decltype(x)>;
@@ -567,7 +578,10 @@ std::vector<OpDef> ElementwiseOps() {
   ops.push_back(BinaryOp<TS::kNumeric, false>("Maximum", 1, MinMax<true>()));
   ops.push_back(BinaryOp<TS::kNumeric, false>("Minimum", 1, MinMax<false>()));
   ops.push_back(BinaryOp<TS::kNumeric, false>("SquaredDifference", 1,
-                                              [](const auto& x, const auto& y) { return (x - y).square(); }));
+                                              [](const auto& x, const auto& y) {
+                                                auto d = Wrapping(std::minus<>())(x, y);
+                                                return Wrapping(std::multiplies<>())(d, d);
+                                              }));
   // Activation gradients, as TensorFlow's kernels compute them (a NaN or infinite gradient
   // stays NaN where the activation is flat: it is multiplied by 0, not selected away).
   ops.push_back(BinaryOp<TS::kFloat, false>("ReluGrad", 1, [](const auto& g, const auto& f) {

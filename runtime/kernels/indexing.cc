@@ -532,6 +532,12 @@ OpDef RangeOp() {
     if (!std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
       return c.ShapeError("start, limit and delta must be finite");
     double n = std::ceil(std::fabs((limit - start) / delta));
+    if (IsInteger(t)) {  // exactly: int64 values near the extremes are not doubles
+      const __int128 a = c.value(0)->ValueAsInt(0), d = c.value(2)->ValueAsInt(0), span = c.value(1)->ValueAsInt(0) - a;
+      if ((d > 0 && span < 0) || (d < 0 && span > 0))
+        return c.ShapeError("requires start <= limit when delta > 0, and start >= limit when delta < 0");
+      n = static_cast<double>((span < 0 ? -span : span) / (d < 0 ? -d : d) + ((span % d) != 0));
+    }
     if (!(n <= 1e12)) return c.ShapeError("range of " + std::to_string(n) + " elements is too large");
     c.AddOutput(t, Shape{static_cast<int64_t>(n)});
     return Status::Ok();
@@ -543,7 +549,7 @@ OpDef RangeOp() {
       using CT = ComputeType<T>;
       CT start = static_cast<CT>(ctx.input(0).data<T>()[0]), delta = static_cast<CT>(ctx.input(2).data<T>()[0]);
       CT v = start;
-      for (int64_t i = 0; i < out->num_elements(); ++i, v += delta) out->data<T>()[i] = static_cast<T>(v);
+      for (int64_t i = 0; i < out->num_elements(); ++i, v = WrapAdd(v, delta)) out->data<T>()[i] = static_cast<T>(v);
       return Status::Ok();
     });
   };

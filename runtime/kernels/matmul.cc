@@ -60,6 +60,11 @@ Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, 
     GJ_RETURN_IF_ERROR(Gemm<float>(ctx, threads, ta, tb, m, n, k, fa.data(), fb.data(), fc.data()));
     for (int64_t i = 0; i < m * n; ++i) c[i] = static_cast<T>(fc[i]);
     return Status::Ok();
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    // int32 and int64 products wrap (see WrapType): computed in the unsigned type of T's size.
+    using U = std::make_unsigned_t<T>;
+    return Gemm<U>(ctx, threads, ta, tb, m, n, k, reinterpret_cast<const U*>(a), reinterpret_cast<const U*>(b),
+                   reinterpret_cast<U*>(c));
   }
   Eigen::Map<const RowMat<T>> A(a, ta ? k : m, ta ? m : k), B(b, tb ? n : k, tb ? k : n);
   Eigen::Map<RowMat<T>> C(c, m, n);

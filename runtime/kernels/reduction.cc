@@ -111,7 +111,12 @@ OpDef ReductionOp(const char* name, TypeSet types) {
     GJ_ASSIGN_OR_RETURN(std::vector<int> axes, ReductionAxes(ic, ctx.input(1), in.shape().rank()));
     return VisitTypes<TypeSet::kNumeric>(in.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
-      using C = ComputeType<T>;
+      using CT = ComputeType<T>;
+      // Sums and products of int32 and int64 wrap (see WrapType): they are reduced as
+      // their unsigned type, which has the same size.
+      constexpr bool kWraps = (R == Reducer::kSum || R == Reducer::kMean || R == Reducer::kProd) &&
+                              std::is_integral_v<CT> && std::is_signed_v<CT> && sizeof(CT) >= 4;
+      using C = std::conditional_t<kWraps, WrapType<CT>, CT>;
       const int64_t n_out = out->num_elements();
       // Work in C: reduce the contiguous blocks of axes from the last block to the first.
       std::vector<int64_t> dims = in.shape().dims();
@@ -119,8 +124,8 @@ OpDef ReductionOp(const char* name, TypeSet types) {
       for (int a : axes) reduced[a] = true;
       std::vector<C> cur;  // the latest partial result
       const C* cur_ptr;
-      if constexpr (std::is_same_v<T, C>) {
-        cur_ptr = in.data<T>();
+      if constexpr (sizeof(T) == sizeof(C) && std::is_integral_v<T> == std::is_integral_v<C>) {
+        cur_ptr = reinterpret_cast<const C*>(in.data<T>());
       } else {
         cur.resize(in.num_elements());
         for (int64_t i = 0; i < in.num_elements(); ++i) cur[i] = static_cast<C>(in.data<T>()[i]);
@@ -149,10 +154,10 @@ OpDef ReductionOp(const char* name, TypeSet types) {
         reduced.erase(reduced.begin() + lo, reduced.begin() + hi + 1);
       }
       for (int64_t i = 0; i < n_out; ++i) {
-        C v = cur_ptr[i];
+        CT v = static_cast<CT>(cur_ptr[i]);
         if constexpr (R == Reducer::kMean) {
-          if (count > 0) v = v / static_cast<C>(count);
-          else if constexpr (std::is_floating_point_v<C>) v = std::numeric_limits<C>::quiet_NaN();
+          if (count > 0) v = v / static_cast<CT>(count);
+          else if constexpr (std::is_floating_point_v<CT>) v = std::numeric_limits<CT>::quiet_NaN();
         }
         out->data<T>()[i] = static_cast<T>(v);
       }

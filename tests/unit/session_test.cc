@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <thread>
@@ -320,6 +321,76 @@ TEST(Session, ConvolutionsOfOneGeometryRunConcurrently) {
     auto got = RunOrDie(*s, {{"img", x}}, fetches);
     for (size_t i = 0; i < fetches.size(); ++i) ASSERT_EQ(Values(got[i]), Values(want[i])) << fetches[i] << " run " << run;
   }
+}
+
+// TensorFlow's integer kernels wrap around; in C++ a signed overflow is undefined (the
+// ASan+UBSan build of this test stops at one). Every kernel that adds or multiplies int32 and
+// int64 values, fed the extremes, against the two's complement result.
+template <typename T>
+void ExpectSignedArithmeticWraps(DType dtype) {
+  using U = std::make_unsigned_t<T>;
+  const T lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  const std::vector<T> x = {hi, lo, lo, hi, 3, -7}, y = {1, -1, lo, hi, hi, lo};
+  auto tensor = [&](const Shape& shape, const std::vector<T>& v) {
+    Tensor t = Tensor::Allocate(dtype, shape).value();
+    std::copy(v.begin(), v.end(), t.template data<T>());
+    return t;
+  };
+  auto wrap = [](U v) { return static_cast<T>(v); };
+  GraphBuilder b;
+  b.Placeholder("x", dtype, {6});
+  b.Placeholder("y", dtype, {6});
+  b.Placeholder("row", dtype, {1, 6});
+  b.Placeholder("col", dtype, {6, 1});
+  b.Const("axis", testing::MakeInt32(Shape{}, {0}));
+  for (const char* op : {"AddV2", "Sub", "Mul", "SquaredDifference"}) b.Op(op, op, {"x", "y"}, dtype);
+  for (const char* op : {"Neg", "Abs", "Square"}) b.Op(op, op, {"x"}, dtype);
+  for (const char* op : {"Sum", "Prod", "Mean"}) b.Op(op, op, {"x", "axis"}, dtype);
+  testing::SetAttrInt(b.Op("AddN", "AddN", {"x", "y", "x"}, dtype), "N", 3);
+  b.Op("MatMul", "MatMul", {"row", "col"}, dtype);
+  b.Op("BiasAdd", "BiasAdd", {"row", "y"}, dtype);
+  b.Const("start", tensor(Shape{}, {static_cast<T>(hi - 3)}));
+  b.Const("limit", tensor(Shape{}, {hi}));
+  b.Const("delta", tensor(Shape{}, {2}));
+  testing::SetAttrType(b.Op("Range", "Range", {"start", "limit", "delta"}), "Tidx", dtype);
+
+  std::map<std::string, std::vector<T>> want;
+  U sum = 0, prod = 1, dot = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const U a = static_cast<U>(x[i]), c = static_cast<U>(y[i]);
+    want["AddV2"].push_back(wrap(a + c));
+    want["Sub"].push_back(wrap(a - c));
+    want["Mul"].push_back(wrap(a * c));
+    want["SquaredDifference"].push_back(wrap((a - c) * (a - c)));
+    want["Neg"].push_back(wrap(U(0) - a));
+    want["Abs"].push_back(x[i] < 0 ? wrap(U(0) - a) : x[i]);
+    want["Square"].push_back(wrap(a * a));
+    want["AddN"].push_back(wrap(a + c + a));
+    want["BiasAdd"].push_back(wrap(a + c));
+    sum += a;
+    prod *= a;
+    dot += a * c;
+  }
+  want["Sum"] = {wrap(sum)};
+  want["Prod"] = {wrap(prod)};
+  want["Mean"] = {static_cast<T>(wrap(sum) / 6)};
+  want["MatMul"] = {wrap(dot)};
+  want["Range"] = {static_cast<T>(hi - 3), static_cast<T>(hi - 1)};
+  std::vector<std::string> fetches;
+  for (const auto& [name, v] : want) fetches.push_back(name);
+  auto s = MakeSession(b.graph_def());
+  auto got = RunOrDie(*s, {{"x", tensor(Shape{6}, x)}, {"y", tensor(Shape{6}, y)}, {"row", tensor(Shape{1, 6}, x)},
+                           {"col", tensor(Shape{6, 1}, y)}},
+                      fetches);
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    const std::vector<T> g(got[i].template data<T>(), got[i].template data<T>() + got[i].num_elements());
+    EXPECT_EQ(g, want[fetches[i]]) << fetches[i];
+  }
+}
+
+TEST(Kernels, SignedIntegerArithmeticWrapsAsTensorFlowsDoes) {
+  ExpectSignedArithmeticWraps<int32_t>(DType::kInt32);
+  ExpectSignedArithmeticWraps<int64_t>(DType::kInt64);
 }
 
 // Pad, PadV2 and MirrorPad copy runs of unpadded trailing dimensions whole: checked
