@@ -76,8 +76,13 @@ class Backend {
   virtual const std::string& target() const = 0;
   // FailedPrecondition: the code cannot run here (e.g. made for another CPU); Unimplemented:
   // the program has what this target does not take; anything else is a compiler bug.
+  // `*code` gets the code as Load takes it back (an x86 object file, PTX or a cubin) when
+  // the program has any.
   virtual StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages,
-                                                               CompileStages* stages) const = 0;
+                                                               CompileStages* stages, std::string* code) const = 0;
+  // The executable of `code` that a Compile of this program made (the disk cache's),
+  // without compiling. InvalidArgument if the code does not load.
+  virtual StatusOr<std::unique_ptr<ClusterExecutable>> Load(ClusterProgram program, const std::string& code) const = 0;
 };
 
 // The CPU backend for a session's options (its CPU, features and vector width, else

@@ -157,15 +157,15 @@ class CpuTarget : public Backend {
   Schedule schedule() const override { return Schedule::kCpu; }
   const std::string& target() const override { return description_; }
 
-  StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages,
-                                                       CompileStages* stages) const override {
+  StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages, CompileStages* stages,
+                                                       std::string* code) const override {
     std::unique_ptr<cpu::Executable> exe;
     if (!program.module.mlir.empty()) {
       cpu::CompileOptions options;
       options.keep_stages = keep_stages;
       options.target = target_;
-      GJ_ASSIGN_OR_RETURN(exe, cpu::Compile(program.module.mlir, options));
-      const cpu::CompileReport& r = exe->report();
+      cpu::CompileReport r;
+      GJ_ASSIGN_OR_RETURN(*code, cpu::CompileToObject(program.module.mlir, options, &r));
       if (keep_stages) {
         for (const auto& [stage, text] : r.mlir_stages) stages->files.emplace_back(stage + ".mlir", text);
         stages->files.emplace_back("llvm_ir.ll", r.llvm_ir);
@@ -173,13 +173,26 @@ class CpuTarget : public Backend {
       }
       stages->mlir_ms = r.mlir_ms;
       stages->codegen_ms = r.llvm_ms;
+      GJ_ASSIGN_OR_RETURN(exe, cpu::Load(*code, target_, std::move(r)));
     }
+    return Make(std::move(program), std::move(exe));
+  }
+
+  StatusOr<std::unique_ptr<ClusterExecutable>> Load(ClusterProgram program, const std::string& code) const override {
+    std::unique_ptr<cpu::Executable> exe;
+    if (!program.module.mlir.empty()) {
+      GJ_ASSIGN_OR_RETURN(exe, cpu::Load(code, target_));
+    }
+    return Make(std::move(program), std::move(exe));
+  }
+
+ private:
+  static StatusOr<std::unique_ptr<ClusterExecutable>> Make(ClusterProgram program, std::unique_ptr<cpu::Executable> exe) {
     auto executable = std::make_unique<CpuExecutable>(std::move(program), std::move(exe));
     GJ_RETURN_IF_ERROR(executable->Init());
     return std::unique_ptr<ClusterExecutable>(std::move(executable));
   }
 
- private:
   const cpu::Target target_;
   const std::string description_;
 };

@@ -313,6 +313,13 @@ class GpuExecutable : public ClusterExecutable {
   std::vector<uint64_t> constants_;  // device memory, per program constant
 };
 
+// The shapes of a library call's arguments (all its buffers but the last, its result).
+std::vector<Shape> ArgumentShapes(const ClusterProgram& program, const EmittedKernel& kernel) {
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i + 1 < kernel.buffers.size(); ++i) shapes.push_back(program.buffers[kernel.buffers[i]].shape);
+  return shapes;
+}
+
 class GpuTarget : public Backend {
  public:
   GpuTarget(std::shared_ptr<CudaDevice> cuda, std::string device, int sm, bool ptxas_check)
@@ -321,25 +328,11 @@ class GpuTarget : public Backend {
   Schedule schedule() const override { return Schedule::kGpu; }
   const std::string& target() const override { return description_; }
 
-  StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages,
-                                                       CompileStages* stages) const override {
-    // The GEMMs, each a cuBLASLt call.
-    std::vector<GemmCall> gemms(program.module.kernels.size());
-    bool calls_library = false;
-    for (size_t k = 0; k < gemms.size(); ++k) {
+  StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages, CompileStages* stages,
+                                                       std::string* code) const override {
+    for (size_t k = 0; k < program.module.kernels.size(); ++k) {  // a GEMM it cannot call is Unimplemented
       const EmittedKernel& kernel = program.module.kernels[k];
-      if (kernel.library_node < 0) continue;
-      std::vector<Shape> inputs;
-      for (size_t i = 0; i + 1 < kernel.buffers.size(); ++i) inputs.push_back(program.buffers[kernel.buffers[i]].shape);
-      GJ_ASSIGN_OR_RETURN(gemms[k], GemmOf(program.calls[k], inputs));
-      calls_library = true;
-    }
-    std::shared_ptr<const nvptx::CublasLt> blas;
-    if (calls_library && cuda_) {
-      auto library = CublasLtLibrary(device_);
-      auto opened = library.ok() ? nvptx::CublasLt::Open(*library) : library.status();
-      if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
-      blas = *opened;
+      if (kernel.library_node >= 0) GJ_RETURN_IF_ERROR(GemmOf(program.calls[k], ArgumentShapes(program, kernel)).status());
     }
     std::string ptx;
     if (!program.module.mlir.empty()) {
@@ -380,15 +373,35 @@ class GpuTarget : public Backend {
     if (!cuda_) return FailedPrecondition("compiled for sm_" + std::to_string(sm_) + " but not run: no GPU driver");
     // A GPU gets a cubin when ptxas is there and the GPU runs sm_XX code as is (same major
     // version, else the driver compiles the PTX for it); the CUDA emulator always gets PTX.
-    std::string module = std::move(ptx);
+    *code = std::move(ptx);
     const CudaDeviceInfo& info = cuda_->info();
     const bool runs_cubin = info.compute_capability_major == sm_ / 10 && info.compute_capability_minor >= sm_ % 10;
-    if (!info.emulated && runs_cubin && !module.empty()) {
-      auto assembled = nvptx::Assemble(module, sm_, /*spills_are_errors=*/false, /*keep_cubin=*/true);
-      if (assembled.ok() && !assembled->cubin.empty()) module = std::move(assembled->cubin);
+    if (!info.emulated && runs_cubin && !code->empty()) {
+      auto assembled = nvptx::Assemble(*code, sm_, /*spills_are_errors=*/false, /*keep_cubin=*/true);
+      if (assembled.ok() && !assembled->cubin.empty()) *code = std::move(assembled->cubin);
     }
-    auto executable =
-        std::make_unique<GpuExecutable>(std::move(program), cuda_, std::move(module), std::move(blas), std::move(gemms));
+    return Load(std::move(program), *code);
+  }
+
+  StatusOr<std::unique_ptr<ClusterExecutable>> Load(ClusterProgram program, const std::string& code) const override {
+    if (!cuda_) return FailedPrecondition("no GPU driver to load sm_" + std::to_string(sm_) + " code");
+    // The GEMMs, each a cuBLASLt call.
+    std::vector<GemmCall> gemms(program.module.kernels.size());
+    bool calls_library = false;
+    for (size_t k = 0; k < gemms.size(); ++k) {
+      const EmittedKernel& kernel = program.module.kernels[k];
+      if (kernel.library_node < 0) continue;
+      GJ_ASSIGN_OR_RETURN(gemms[k], GemmOf(program.calls[k], ArgumentShapes(program, kernel)));
+      calls_library = true;
+    }
+    std::shared_ptr<const nvptx::CublasLt> blas;
+    if (calls_library) {
+      auto library = CublasLtLibrary(device_);
+      auto opened = library.ok() ? nvptx::CublasLt::Open(*library) : library.status();
+      if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
+      blas = *opened;
+    }
+    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, code, std::move(blas), std::move(gemms));
     GJ_RETURN_IF_ERROR(executable->Init());
     return std::unique_ptr<ClusterExecutable>(std::move(executable));
   }

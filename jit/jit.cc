@@ -27,6 +27,7 @@
 #include "jit/backend.h"
 #include "jit/fusion_emitter.h"
 #include "jit/fusion_plan.h"
+#include "jit/disk_cache.h"
 #include "jit/kernel_cache.h"
 #include "jit/specialize.h"
 #include "runtime/op_registry.h"
@@ -39,9 +40,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Part of every signature: what made the code (the target is added per session).
+// Part of every signature: what made the code (the target is added per session). With the
+// binary's build id, which changes with the code, when it has one (see BuildId).
 const std::string& CompilerId() {
-  static const std::string id = std::string("graphjit ") + GRAPHJIT_VERSION + " fusion/2 llvm-19 O3";
+  static const std::string id =
+      (BuildId().empty() ? std::string("graphjit ") + GRAPHJIT_VERSION + " (no build id)" : BuildId()) + " fusion/2 O3";
   return id;
 }
 
@@ -90,6 +93,8 @@ struct ClusterState : std::enable_shared_from_this<ClusterState> {
   // What every signature of this cluster starts with: the compiler, the device and the
   // body in canonical serialization (attr maps in key order), as its interned id.
   std::string signature_prefix;
+  // The same, whole: signatures on disk start with it (ids are the process's own).
+  std::string disk_prefix;
   // The backend the kernels are for, chosen at the first run from the cluster's device and
   // the session's options, and its target's interned id (an error if the options name an
   // unknown CPU).
@@ -144,12 +149,16 @@ void WriteFile(const std::string& path, const std::string& text) {
 // Compiles that failed for a reason other than "not supported".
 std::atomic<int64_t> internal_errors{0};
 
-// Where a compile reports: the dump directory, the run's tracer, --jit_verbose.
+// Where a compile reports: the dump directory, the run's tracer, --jit_verbose; and the
+// disk cache it first looks in (--cache_dir), if any.
 struct CompileReporting {
   std::string dump_dir;
   Tracer* tracer = nullptr;
   bool verbose = false;
+  DiskCache* disk = nullptr;
 };
+
+std::string DiskSignature(const ClusterState& state, const std::vector<Tensor>& inputs);
 
 // The body specialized on the actual inputs, planned, emitted and compiled. Each stage is
 // written to the dump directory and traced as an event.
@@ -208,7 +217,6 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   }
   dump("02_fusions.mlir", module->mlir);
   stage("emit");
-  // 4. The backend: MLIR passes, LLVM, native code or PTX.
   ClusterProgram program;
   for (const EmittedKernel& k : module->kernels) {
     LibraryCall call;
@@ -225,8 +233,33 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   program.buffers = plan->buffers;
   program.constants = plan->constants;
   program.outputs = plan->outputs;
+  auto finish = [&](std::unique_ptr<ClusterExecutable> kernel, const char* how) {
+    entry.bytes = kernel->bytes();
+    if (report.verbose)
+      std::fprintf(stderr, "graphjit: %s %s: %d ops in %zu kernels, %.1f ms%s\n", how, state.name.c_str(), num_ops,
+                   num_kernels, std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
+                   backend.schedule() == Schedule::kGpu ? " (GPU)" : "");
+    entry.kernel = std::shared_ptr<const ClusterExecutable>(std::move(kernel));
+    return entry;
+  };
+  // 4. The disk cache's code for this signature, if it has it and it loads.
+  std::string disk_signature;
+  if (report.disk) {
+    disk_signature = DiskSignature(state, inputs);
+    if (std::optional<std::string> code = report.disk->Load(disk_signature)) {
+      auto loaded = backend.Load(program, *code);
+      if (loaded.ok()) {
+        entry.from_disk = true;
+        stage("load");
+        return finish(std::move(loaded).value(), "loaded from the disk cache");
+      }
+      report.disk->Drop(disk_signature, "its code does not load: " + loaded.status().message());
+    }
+  }
+  // 5. Else the backend: MLIR passes, LLVM, native code or PTX.
   CompileStages stages;
-  auto kernel = backend.Compile(std::move(program), !dir.empty(), &stages);
+  std::string code;
+  auto kernel = backend.Compile(std::move(program), !dir.empty(), &stages, &code);
   int n = 3;  // the stages' files are numbered on from here: "03_math_approximated.mlir", ...
   for (const auto& [file, text] : stages.files) {
     const int i = n++;
@@ -235,13 +268,8 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   if (!kernel.ok()) return fail(kernel.status());
   stage("mlir", stage_start + static_cast<int64_t>(stages.mlir_ms * 1000));
   stage(backend.schedule() == Schedule::kCpu ? "llvm" : "ptx");
-  entry.bytes = (*kernel)->bytes();
-  if (report.verbose)
-    std::fprintf(stderr, "graphjit: compiled %s: %d ops in %zu kernels, %.1f ms%s\n", state.name.c_str(), num_ops,
-                 num_kernels, std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
-                 backend.schedule() == Schedule::kGpu ? " (GPU)" : "");
-  entry.kernel = std::shared_ptr<const ClusterExecutable>(std::move(kernel).value());
-  return entry;
+  if (report.disk) report.disk->Store(disk_signature, code);
+  return finish(std::move(kernel).value(), "compiled");
 }
 
 // Signature prefixes (the compiler, the device, the body) get ids: equal prefixes,
@@ -257,11 +285,8 @@ uint64_t InternPrefix(const std::string& prefix) {
 // The full signature, compared whole by the cache: the prefix's id, the target's, then
 // each input's dtype, rank and dims (their bytes: nothing formatted on a cache hit), and
 // the value of an input that decides shapes.
-std::string Signature(const ClusterState& state, const std::vector<Tensor>& inputs) {
-  std::string key;
-  key.reserve(128);
-  key += state.signature_prefix;
-  key += state.target_key;
+void AppendInputs(const ClusterState& state, const std::vector<Tensor>& inputs, std::string* out) {
+  std::string& key = *out;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     const std::vector<int64_t>& dims = t.shape().dims();
@@ -271,6 +296,22 @@ std::string Signature(const ClusterState& state, const std::vector<Tensor>& inpu
     key.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
     if (state.value_inputs[i]) key.append(static_cast<const char*>(t.raw()), t.bytes());
   }
+}
+
+std::string Signature(const ClusterState& state, const std::vector<Tensor>& inputs) {
+  std::string key;
+  key.reserve(128);
+  key += state.signature_prefix;
+  key += state.target_key;
+  AppendInputs(state, inputs, &key);
+  return key;
+}
+
+// The signature as the disk cache keeps it: the same, with the compiler, the body and the
+// target written out.
+std::string DiskSignature(const ClusterState& state, const std::vector<Tensor>& inputs) {
+  std::string key = state.disk_prefix + "|" + (*state.backend)->target() + (state.fuse ? "" : " unfused") + "|";
+  AppendInputs(state, inputs, &key);
   return key;
 }
 
@@ -290,7 +331,8 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
     coded.SetSerializationDeterministic(true);
     state->body_def.SerializeToCodedStream(&coded);
   }
-  state->signature_prefix = "#" + std::to_string(InternPrefix(CompilerId() + "|" + canonical)) + "|";
+  state->disk_prefix = CompilerId() + "|" + canonical;
+  state->signature_prefix = "#" + std::to_string(InternPrefix(state->disk_prefix)) + "|";
   state->value_inputs = ValueInputs(state->body_def, static_cast<int>(node.inputs.size()));
   std::lock_guard<std::mutex> lock(states_mu);
   auto& states = States();
@@ -438,6 +480,7 @@ Status CheckNumerics(KernelContext& ctx, const ClusterState& state, const Compil
                                        .string();
     dump.dump_dir = base + "/" + state.name;
     dump.tracer = nullptr;
+    dump.disk = nullptr;  // compiled again, for its stages
     (void)Compile(state, ctx.inputs, dump);
     std::fprintf(stderr, "graphjit: %s: cluster %s differs from op by op: %s; its kernel's stages are in %s\n",
                  check == SessionOptions::NumericsCheck::kFail ? "error" : "warning", state.name.c_str(),
@@ -446,6 +489,22 @@ Status CheckNumerics(KernelContext& ctx, const ClusterState& state, const Compil
   if (check == SessionOptions::NumericsCheck::kFail)
     return ctx.Error("--jit_check_numerics=fail: cluster " + state.name + " differs from op by op: " + mismatch);
   return Status::Ok();
+}
+
+// The session's disk cache (else GRAPHJIT_FLAGS'), if it has one and the binary a build id.
+DiskCache* DiskCacheOf(const SessionOptions* options) {
+  const SessionOptions& process = ProcessOptions();
+  const SessionOptions& own = options && !options->cache_dir.empty() ? *options : process;
+  if (own.cache_dir.empty()) return nullptr;
+  if (BuildId().empty()) {
+    static std::once_flag warned;
+    std::call_once(warned, [] {
+      std::fprintf(stderr, "graphjit: warning: --cache_dir is ignored: this binary has no build id to key kernels by\n");
+    });
+    return nullptr;
+  }
+  const int64_t mb = own.cache_max_mb > 0 ? own.cache_max_mb : 1024;
+  return &DiskCacheAt(own.cache_dir, mb << 20);
 }
 
 // A cluster runs on the session's GPU if it has one and the cluster is placed there (see
@@ -494,6 +553,7 @@ Status Compute(KernelContext& ctx) {
   }
   report.tracer = ctx.tracer;
   report.verbose = options && options->jit_verbose;
+  report.disk = DiskCacheOf(options);
   bool hit = false;
   std::shared_ptr<const KernelCache::Entry> entry;
   if (AsyncOf(options)) {
@@ -639,6 +699,12 @@ JitStats GetJitStats() {
   stats.cache_bytes = cache.bytes;
   stats.cache_evictions = cache.evictions;
   stats.compile_ms = cache.compile_ms;
+  stats.compiles = cache.compiles;
+  const DiskCacheStats disk = GetDiskCacheStats();
+  stats.disk_hits = disk.hits;
+  stats.disk_writes = disk.writes;
+  stats.disk_dropped = disk.dropped;
+  stats.disk_evictions = disk.evicted;
   stats.internal_errors = internal_errors.load();
   stats.gpu_launches = gpu_launches.load();
   stats.numerics_checked = numerics_checked.load();
@@ -650,17 +716,20 @@ JitStats GetJitStats() {
 
 std::string JitStatsLine() {
   JitStats s = GetJitStats();
-  char buf[448];
+  char buf[640];
   std::snprintf(buf, sizeof buf,
                 "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f "
                 "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld gpu_launches=%lld "
-                "numerics_checked=%lld numerics_mismatches=%lld async_runs=%lld",
+                "numerics_checked=%lld numerics_mismatches=%lld async_runs=%lld compiles=%lld disk_hits=%lld "
+                "disk_writes=%lld disk_dropped=%lld disk_evictions=%lld",
                 s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
                 static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors),
                 static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
                 static_cast<long long>(s.cache_evictions), static_cast<long long>(s.gpu_launches),
                 static_cast<long long>(s.numerics_checked), static_cast<long long>(s.numerics_mismatches),
-                static_cast<long long>(s.async_runs));
+                static_cast<long long>(s.async_runs), static_cast<long long>(s.compiles),
+                static_cast<long long>(s.disk_hits), static_cast<long long>(s.disk_writes),
+                static_cast<long long>(s.disk_dropped), static_cast<long long>(s.disk_evictions));
   return buf;
 }
 

@@ -47,7 +47,13 @@ struct JitStats {
   // The kernel cache now: its kernels and the bytes they hold (bounded by --jit_cache_mb),
   // and how many it has evicted.
   int64_t cache_entries = 0, cache_bytes = 0, cache_evictions = 0;
+  // Time spent making kernels (compiling them, or loading them from the disk cache), and
+  // how many were compiled: the backend's MLIR passes and code generation ran.
   double compile_ms = 0;
+  int64_t compiles = 0;
+  // The disk cache (--cache_dir): kernels loaded from it, written to it, entries dropped
+  // (corrupt, truncated, foreign or not loading) and evicted (beyond --cache_max_mb).
+  int64_t disk_hits = 0, disk_writes = 0, disk_dropped = 0, disk_evictions = 0;
   // Per cache hit: the time of a compiled cluster's call outside its kernels (the
   // signature, the cache lookup, the buffers), in microseconds.
   double hit_overhead_us = 0;

@@ -65,7 +65,7 @@ std::shared_ptr<const KernelCache::Entry> KernelCache::CompileAndStore(const std
   auto entry = std::make_shared<const Entry>(std::move(made));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::unique_lock<std::mutex> lock(mu_);
-  ++stats_.compiles;
+  if (!entry->from_disk) ++stats_.compiles;
   stats_.compile_ms += ms;
   if (!entry->kernel) ++stats_.failures;
   lru_.push_front(key);

@@ -139,6 +139,11 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       options->prefer_vector_width = static_cast<int>(v);
     } else if (key == "--jit_cache_mb") {
       GJ_RETURN_IF_ERROR(number(1, &options->jit_cache_mb, int64_t{1} << 40));
+    } else if (key == "--cache_dir") {
+      if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --cache_dir needs a directory");
+      options->cache_dir = value;
+    } else if (key == "--cache_max_mb") {
+      GJ_RETURN_IF_ERROR(number(1, &options->cache_max_mb, int64_t{1} << 40));
     } else if (key == "--device") {
       if (value != "cpu" && value != "gpu" && value != "gpu-emu")
         return InvalidArgument("GRAPHJIT_FLAGS: --device must be cpu, gpu or gpu-emu, got '" + value + "'");
@@ -152,7 +157,7 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
                              "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, --jit_async, "
                              "--jit_cpu, "
-                             "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --device, --cuda_driver, --gpu_arch, "
+                             "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --cache_dir, --cache_max_mb, --device, --cuda_driver, --gpu_arch, "
                              "--gpu_ptxas_check)");
     }
   }

@@ -59,6 +59,12 @@ struct SessionOptions {
   // execution engine and constants; least recently used kernels go first. Read from
   // GRAPHJIT_FLAGS only: the cache is the process's, not a session's.
   int64_t jit_cache_mb = 0;
+  // The kernel cache on disk (--cache_dir): compiled kernels kept in this directory for
+  // later processes, keyed by their full signature (with the compiler's build id). A
+  // session that leaves it empty takes GRAPHJIT_FLAGS'. `cache_max_mb` bounds the
+  // directory (0: 1024 MiB; least recently used entries go first).
+  std::string cache_dir;
+  int64_t cache_max_mb = 0;
   // The device clusters are compiled for: "cpu" (empty: the CPU), "gpu" (through the CUDA
   // driver, libcuda.so.1) or "gpu-emu" (the CUDA emulator, cuda_emulator/, which runs
   // the GPU's kernels on the CPU). `cuda_driver` names the driver library to open
@@ -92,7 +98,8 @@ struct SessionOptions {
 // --cluster_exclude_ops=A,B, --clustering_fuel=N, --disable_pass=A,B, --dump_to=DIR,
 // --jit_strict, --jit_verbose, --jit_check_numerics[=warn|fail|off], --jit_async, --jit_cpu=NAME,
 // --jit_cpu_features=+a,-b,
-// --prefer_vector_width=128|256|512, --jit_cache_mb=N, --device=cpu|gpu|gpu-emu,
+// --prefer_vector_width=128|256|512, --jit_cache_mb=N, --cache_dir=DIR, --cache_max_mb=N,
+// --device=cpu|gpu|gpu-emu,
 // --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.

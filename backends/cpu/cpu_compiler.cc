@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "backends/cpu/fast_exp.h"
@@ -13,12 +14,18 @@
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
@@ -29,7 +36,6 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -41,6 +47,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace graphjit::cpu {
@@ -56,6 +63,9 @@ double Millis(Clock::time_point since) {
 // From loops over memrefs to the LLVM dialect, as passes nested in the module's pass
 // manager, in two stages. The loops stay scalar here: LLVM's loop vectorizer turns them
 // into vector code for the host's widest registers.
+// The packed entry point of kernel f is `_mlir_f` (see AddPackedEntryPoints).
+constexpr llvm::StringLiteral kPacked = "_mlir_";
+
 constexpr const char* kToControlFlow = "func.func(convert-linalg-to-loops), lower-affine, convert-scf-to-cf";
 constexpr const char* kToLlvm =
     "convert-math-to-llvm, expand-strided-metadata, finalize-memref-to-llvm, convert-arith-to-llvm, "
@@ -229,7 +239,6 @@ void KeepLongLoopsRolled(llvm::Module& module) {
 // and once in the wrapper; a kernel never inlined is compiled once (the call costs
 // nothing next to a kernel's work).
 void CompileKernelsOnce(llvm::Module& module) {
-  constexpr llvm::StringLiteral kPacked = "_mlir_";
   for (llvm::Function& f : module) {
     if (f.isDeclaration() || !f.getName().starts_with(kPacked)) continue;
     if (llvm::Function* kernel = module.getFunction(f.getName().drop_front(kPacked.size())))
@@ -237,14 +246,39 @@ void CompileKernelsOnce(llvm::Module& module) {
   }
 }
 
-std::string Assembly(llvm::Module& module, llvm::TargetMachine& tm) {
+// The module's code as an object file or assembly text (the module is left as it was).
+std::string Emit(llvm::Module& module, llvm::TargetMachine& tm, llvm::CodeGenFileType type) {
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
   llvm::SmallString<0> text;
   llvm::raw_svector_ostream os(text);
   llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile)) return "(no assembly printer)";
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type))
+    return type == llvm::CodeGenFileType::AssemblyFile ? "(no assembly printer)" : "";
   pm.run(*copy);
   return std::string(text.str());
+}
+
+// For each function f the module defines, `_mlir_f(void** args)`: calls f with *args[i] as
+// its argument i (and stores a result through args[n]), so that a caller needs no C
+// signature per kernel.
+void AddPackedEntryPoints(llvm::Module& module) {
+  std::vector<llvm::Function*> functions;
+  for (llvm::Function& f : module)
+    if (!f.isDeclaration() && f.hasExternalLinkage()) functions.push_back(&f);
+  llvm::LLVMContext& ctx = module.getContext();
+  llvm::Type* ptr = llvm::PointerType::getUnqual(ctx);
+  for (llvm::Function* f : functions) {
+    auto* packed = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false),
+                                          llvm::GlobalValue::ExternalLinkage, kPacked + f->getName(), module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", packed));
+    llvm::Value* args = packed->getArg(0);
+    auto slot = [&](unsigned i) { return b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, args, i)); };
+    std::vector<llvm::Value*> values;
+    for (llvm::Argument& a : f->args()) values.push_back(b.CreateLoad(a.getType(), slot(a.getArgNo())));
+    llvm::CallInst* call = b.CreateCall(f, values);
+    if (!f->getReturnType()->isVoidTy()) b.CreateStore(call, slot(f->arg_size()));
+    b.CreateRetVoid();
+  }
 }
 
 }  // namespace
@@ -273,8 +307,8 @@ class CountingMapper final : public llvm::SectionMemoryManager::MemoryMapper {
 };
 
 struct Executable::Engine {
-  CountingMapper mapper;  // outlives the engine, which releases its pages through it
-  std::unique_ptr<mlir::ExecutionEngine> engine;
+  CountingMapper mapper;  // outlives the JIT, which releases its pages through it
+  std::unique_ptr<llvm::orc::LLJIT> jit;
 };
 
 Executable::Executable(std::unique_ptr<Engine> engine, CompileReport report, std::string not_runnable)
@@ -290,9 +324,9 @@ size_t Executable::bytes() const {
 
 StatusOr<Executable::PackedFunction> Executable::Function(const std::string& name) const {
   if (!not_runnable_.empty()) return FailedPrecondition(not_runnable_);
-  auto fn = engine_->engine->lookupPacked(name);
+  auto fn = engine_->jit->lookup(kPacked.str() + name);
   if (!fn) return NotFound("no function '" + name + "' in the compiled module: " + llvm::toString(fn.takeError()));
-  return *fn;
+  return fn->toPtr<PackedFunction>();
 }
 
 Status Executable::Call(const std::string& function, const std::vector<void*>& buffers) const {
@@ -305,10 +339,11 @@ Status Executable::Call(const std::string& function, const std::vector<void*>& b
   return Status::Ok();
 }
 
-// Compile's work, which may end in an LLVM fatal error.
-StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, const CompileOptions& options) {
+namespace {
+
+// CompileToObject's work, which may end in an LLVM fatal error.
+StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOptions& options, CompileReport* report) {
   auto start = Clock::now();
-  CompileReport report;
   mlir::MLIRContext context(Registry(), mlir::MLIRContext::Threading::DISABLED);
   MlirDiagnostics diagnostics(&context);
 
@@ -322,13 +357,13 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os);
-    report.mlir_stages.emplace_back(stage, std::move(text));
+    report->mlir_stages.emplace_back(stage, std::move(text));
   };
   mlir::RewritePatternSet approximations(&context);
   AddFastExpPattern(approximations);
   mlir::populateMathPolynomialApproximationPatterns(approximations);
   // bf16 <-> f32 as integer operations (round to nearest even, NaN kept): without
-  // AVX512-BF16, LLVM would call compiler-rt's __truncsfbf2, which the JIT cannot resolve.
+  // AVX512-BF16, LLVM would call compiler-rt's __truncsfbf2, which the JIT otherwise cannot resolve.
   mlir::arith::populateExpandBFloat16Patterns(approximations);
   if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(approximations))))
     return Internal("math approximation did not converge: " + diagnostics.text());
@@ -339,73 +374,149 @@ StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string& mlir, con
     if (mlir::failed(pm.run(*module))) return Internal(std::string("lowering to ") + stage + " failed: " + diagnostics.text());
     keep(stage);
   }
-  report.mlir_ms = Millis(start);
+  report->mlir_ms = Millis(start);
 
-  // 3. LLVM: optimize for the host, then generate code in process.
+  // 3. LLVM: optimize for the target, then generate an object file.
   start = Clock::now();
   GJ_ASSIGN_OR_RETURN(Machine target, MakeTargetMachine(options.target));
-  std::unique_ptr<llvm::TargetMachine> tm = std::move(target.tm), asm_tm;
-  if (options.keep_stages) {  // a second machine prints the assembly: the engine's emits the code
-    GJ_ASSIGN_OR_RETURN(Machine for_assembly, MakeTargetMachine(options.target));
-    asm_tm = std::move(for_assembly.tm);
+  llvm::TargetMachine& machine = *target.tm;
+  llvm::LLVMContext llvm_context;
+  std::unique_ptr<llvm::Module> ir = mlir::translateModuleToLLVMIR(*module, llvm_context);
+  if (!ir) return Internal("translation to LLVM IR failed: " + diagnostics.text());
+  ir->setDataLayout(machine.createDataLayout());
+  ir->setTargetTriple(machine.getTargetTriple().str());
+  AddPackedEntryPoints(*ir);
+  for (llvm::Function& f : *ir) {
+    if (f.isDeclaration()) continue;
+    f.addFnAttr("target-cpu", machine.getTargetCPU());
+    f.addFnAttr("target-features", machine.getTargetFeatureString());
+    f.addFnAttr("prefer-vector-width", std::to_string(target.vector_width));
   }
-  // The engine takes `tm` over; it lives as long as the engine.
-  llvm::TargetMachine* machine = tm.get();
-  auto optimize = mlir::makeOptimizingTransformer(options.llvm_opt_level, 0, machine);
-  // ExecutionEngineOptions::transformer is a function_ref: this must outlive create().
-  auto transform = [&](llvm::Module* m) -> llvm::Error {
-    for (llvm::Function& f : *m) {
-      if (f.isDeclaration()) continue;
-      f.addFnAttr("target-cpu", machine->getTargetCPU());
-      f.addFnAttr("target-features", machine->getTargetFeatureString());
-      f.addFnAttr("prefer-vector-width", std::to_string(target.vector_width));
-    }
-    CompileKernelsOnce(*m);
-    KeepLongLoopsRolled(*m);
-    if (llvm::Error e = optimize(m)) return e;
-    if (options.keep_stages) {
-      llvm::raw_string_ostream os(report.llvm_ir);
-      m->print(os, nullptr);
-      report.assembly = Assembly(*m, *asm_tm);
-    }
-    return llvm::Error::success();
-  };
-  auto holder = std::make_unique<Executable::Engine>();
-  mlir::ExecutionEngineOptions engine_options;
-  engine_options.sectionMemoryMapper = &holder->mapper;
-  engine_options.transformer = transform;
-  engine_options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  engine_options.enableGDBNotificationListener = false;
-  engine_options.enablePerfNotificationListener = false;
-  std::string any_function;
-  for (auto f : module->getOps<mlir::LLVM::LLVMFuncOp>())
-    if (!f.isExternal()) any_function = f.getName().str();
-  auto engine = mlir::ExecutionEngine::create(*module, engine_options, std::move(tm));
-  if (!engine) return Internal("code generation failed: " + llvm::toString(engine.takeError()) + diagnostics.text());
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    symbols[interner("__truncsfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&TruncSfBf2), llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
-  // The engine generates the module's code at its first lookup: done here, so that an LLVM
-  // fatal error happens inside Compile, which abandons the half-built engine (destroying
-  // it would abort) and returns the error.
-  if (!any_function.empty()) {
-    auto found = (*engine)->lookup(any_function);
-    if (!found) return Internal("code generation failed: " + llvm::toString(found.takeError()));
+  CompileKernelsOnce(*ir);
+  KeepLongLoopsRolled(*ir);
+  if (llvm::Error e = mlir::makeOptimizingTransformer(options.llvm_opt_level, 0, &machine)(ir.get()))
+    return Internal("LLVM optimization failed: " + llvm::toString(std::move(e)));
+  if (options.keep_stages) {
+    llvm::raw_string_ostream os(report->llvm_ir);
+    ir->print(os, nullptr);
+    report->assembly = Emit(*ir, machine, llvm::CodeGenFileType::AssemblyFile);
   }
-  report.llvm_ms = Millis(start);
-  holder->engine = std::move(*engine);
+  std::string object = Emit(*ir, machine, llvm::CodeGenFileType::ObjectFile);
+  if (object.empty()) return Internal("the target machine cannot emit object files");
+  report->llvm_ms = Millis(start);
+  return object;
+}
+
+// A JIT that only links object files: it never compiles IR.
+class NoIrCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
+ public:
+  NoIrCompiler() : IRCompiler({}) {}
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module&) override {
+    return llvm::make_error<llvm::StringError>("graphjit's JIT links object files only", llvm::inconvertibleErrorCode());
+  }
+};
+
+// Load's work, which may end in an LLVM fatal error: the object linked into `engine`.
+Status LoadObject(const std::string& object, Executable::Engine* engine) {
+  // The host as LLJIT needs it, made once (each is a target machine's worth of work).
+  static const auto* host = [] {
+    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!builder) return static_cast<std::pair<llvm::orc::JITTargetMachineBuilder, llvm::DataLayout>*>(nullptr);
+    auto layout = builder->getDefaultDataLayoutForTarget();
+    if (!layout) return static_cast<std::pair<llvm::orc::JITTargetMachineBuilder, llvm::DataLayout>*>(nullptr);
+    return new std::pair<llvm::orc::JITTargetMachineBuilder, llvm::DataLayout>(*builder, *layout);
+  }();
+  if (host == nullptr) return Internal("cannot describe the host CPU to the JIT");
+  CountingMapper* mapper = &engine->mapper;
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(host->first)
+                 .setDataLayout(host->second)
+                 .setCompileFunctionCreator([](llvm::orc::JITTargetMachineBuilder)
+                                                -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                   return std::make_unique<NoIrCompiler>();
+                 })
+                 .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+                 .setLinkProcessSymbolsByDefault(false)
+                 .setObjectLinkingLayerCreator([mapper](llvm::orc::ExecutionSession& session, const llvm::Triple&) {
+                   return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                       session, [mapper]() { return std::make_unique<llvm::SectionMemoryManager>(mapper); });
+                 })
+                 .create();
+  if (!jit) return Internal("cannot create a JIT: " + llvm::toString(jit.takeError()));
+  llvm::orc::JITDylib& lib = (*jit)->getMainJITDylib();
+  // The C library (memcpy, memset, ...), and __truncsfbf2.
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+  if (!process) return Internal("cannot resolve the process's symbols: " + llvm::toString(process.takeError()));
+  lib.addGenerator(std::move(*process));
+  llvm::orc::SymbolMap symbols;
+  symbols[(*jit)->mangleAndIntern("__truncsfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&TruncSfBf2),
+                                                       llvm::JITSymbolFlags::Exported};
+  if (llvm::Error e = lib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
+    return Internal("cannot define the runtime's symbols: " + llvm::toString(std::move(e)));
+  auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "kernels.o"));
+  if (!file) return InvalidArgument("not an object file: " + llvm::toString(file.takeError()));
+  if (llvm::Error e = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, "kernels.o")))
+    return InvalidArgument("not an object file for this JIT: " + llvm::toString(std::move(e)));
+  // The object is linked at its first lookup: done here, so that a broken object fails Load.
+  for (const llvm::object::SymbolRef& symbol : (*file)->symbols()) {
+    auto name = symbol.getName();
+    auto flags = symbol.getFlags();
+    if (!name || !flags || !(*flags & llvm::object::SymbolRef::SF_Global) || (*flags & llvm::object::SymbolRef::SF_Undefined) ||
+        !name->starts_with(kPacked))
+      continue;
+    auto found = (*jit)->lookup(*name);
+    if (!found) return InvalidArgument("the object does not link: " + llvm::toString(found.takeError()));
+    break;
+  }
+  engine->jit = std::move(*jit);
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::string> CompileToObject(const std::string& mlir, const CompileOptions& options, CompileReport* report) {
+  InitializeOnce();
+  StatusOr<std::string> result = Internal("not compiled");
+  GJ_RETURN_IF_ERROR(RunRecoverably([&] { result = CompileModule(mlir, options, report); }));
+  return result;
+}
+
+// The features code for `target` needs that the host lacks (MakeTargetMachine's `missing`),
+// worked out once per target.
+static StatusOr<std::string> MissingFeatures(const Target& target) {
+  static std::mutex mu;
+  static auto* known = new std::map<std::string, std::string>();
+  const std::string key = target.cpu + "|" + target.features + "|" + std::to_string(target.prefer_vector_width);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = known->find(key);
+    if (it != known->end()) return it->second;
+  }
+  GJ_ASSIGN_OR_RETURN(Machine machine, MakeTargetMachine(target));
+  std::lock_guard<std::mutex> lock(mu);
+  return known->emplace(key, machine.missing).first->second;
+}
+
+StatusOr<std::unique_ptr<Executable>> Load(const std::string& object, const Target& target, CompileReport report) {
+  InitializeOnce();
+  GJ_ASSIGN_OR_RETURN(const std::string missing, MissingFeatures(target));
+  auto engine = std::make_unique<Executable::Engine>();
+  Status loaded = Internal("not loaded");
+  Status recovered = RunRecoverably([&] { loaded = LoadObject(object, engine.get()); });
+  if (!recovered.ok()) {
+    (void)engine.release();  // abandoned: destroying a half-built JIT would abort
+    return recovered;
+  }
+  GJ_RETURN_IF_ERROR(loaded);
   std::string not_runnable;
-  if (!target.missing.empty()) not_runnable = "the code is for a CPU with " + target.missing + ", which this CPU lacks";
-  return std::unique_ptr<Executable>(new Executable(std::move(holder), std::move(report), std::move(not_runnable)));
+  if (!missing.empty()) not_runnable = "the code is for a CPU with " + missing + ", which this CPU lacks";
+  return std::unique_ptr<Executable>(new Executable(std::move(engine), std::move(report), std::move(not_runnable)));
 }
 
 StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const CompileOptions& options) {
-  InitializeOnce();
-  StatusOr<std::unique_ptr<Executable>> result = Internal("not compiled");
-  GJ_RETURN_IF_ERROR(RunRecoverably([&] { result = CompileModule(mlir, options); }));
-  return result;
+  CompileReport report;
+  GJ_ASSIGN_OR_RETURN(std::string object, CompileToObject(mlir, options, &report));
+  return Load(object, options.target, std::move(report));
 }
 
 StatusOr<std::string> DescribeTarget(const Target& target) {
@@ -426,5 +537,7 @@ StatusOr<std::string> DescribeTarget(const Target& target) {
 }
 
 std::string HostCpu() { return DescribeTarget().value(); }
+
+std::string LlvmVersion() { return LLVM_VERSION_STRING; }
 
 }  // namespace graphjit::cpu

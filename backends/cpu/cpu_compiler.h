@@ -58,26 +58,36 @@ class Executable {
   // such function; the caller guarantees the buffers' sizes.
   Status Call(const std::string& function, const std::vector<void*>& buffers) const;
   const CompileReport& report() const { return report_; }
-  // The memory this holds: the pages of its code and data, its execution engine's heap
+  // The memory this holds: the pages of its code and data, its JIT's heap
   // (kEngineHeapBytes) and the report.
   size_t bytes() const;
-  // The heap an execution engine of a small module holds besides its code (the JIT session,
-  // its symbol tables, the target machine): measured with LLVM 19 on x86-64, see
+  // The heap the JIT a small module is linked in holds besides its code (its session,
+  // symbol tables and memory manager): measured with LLVM 19 on x86-64, see
   // tests/unit/cpu_backend_test.cc (CpuBackend.AnExecutableCountsWhatItHolds).
-  static constexpr size_t kEngineHeapBytes = 640 << 10;
+  static constexpr size_t kEngineHeapBytes = 28 << 10;
+
+  struct Engine;  // the JIT the code is linked in (opaque)
 
  private:
-  friend StatusOr<std::unique_ptr<Executable>> CompileModule(const std::string&, const CompileOptions&);
-  struct Engine;
+  friend StatusOr<std::unique_ptr<Executable>> Load(const std::string&, const Target&, CompileReport);
   Executable(std::unique_ptr<Engine> engine, CompileReport report, std::string not_runnable);
   std::unique_ptr<Engine> engine_;
   CompileReport report_;
   std::string not_runnable_;  // why the host cannot run this code; empty if it can
 };
 
-// InvalidArgument if the text does not parse or verify; Internal if lowering or code
-// generation fails (with MLIR's diagnostics in the message), or if LLVM fails fatally
-// (report_fatal_error, e.g. an instruction it cannot select: the process goes on).
+// The module's code: a relocatable object file for options.target, which Load links into
+// this process (and the kernel cache keeps on disk). InvalidArgument if the text does not
+// parse or verify; Internal if lowering or code generation fails (with MLIR's diagnostics
+// in the message), or if LLVM fails fatally (report_fatal_error, e.g. an instruction it
+// cannot select: the process goes on). `report` gets what each stage made and its time.
+StatusOr<std::string> CompileToObject(const std::string& mlir, const CompileOptions& options, CompileReport* report);
+
+// The code of an object CompileToObject made for `target`, linked in process. InvalidArgument
+// if it is not such an object or does not link.
+StatusOr<std::unique_ptr<Executable>> Load(const std::string& object, const Target& target, CompileReport report = {});
+
+// CompileToObject, then Load.
 StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const CompileOptions& options = {});
 
 // The CPU as code generation targets it ("znver4 +avx2,+avx512f,... vw=512"), the host's
@@ -85,5 +95,6 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
 // or feature LLVM does not know, or a vector width other than 0, 128, 256, 512.
 StatusOr<std::string> DescribeTarget(const Target& target = {});
 std::string HostCpu();  // DescribeTarget of the host
+std::string LlvmVersion();  // of the LLVM that generates the code ("19.1.7")
 
 }  // namespace graphjit::cpu

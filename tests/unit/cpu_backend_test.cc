@@ -258,6 +258,31 @@ TEST(CpuBackend, ReportsBadInput) {
   EXPECT_EQ(missing.code(), Code::kNotFound);
 }
 
+// The object file a compile makes is what the disk cache keeps: loaded again (as another
+// process would), it computes what the compile's own executable does. What is not such an
+// object does not load.
+TEST(CpuBackend, AnObjectFileLoadsWithoutCompiling) {
+  cpu::CompileReport report;
+  auto object = cpu::CompileToObject(kBiasReluTanh, {}, &report);
+  ASSERT_TRUE(object.ok()) << object.status().ToString();
+  EXPECT_EQ(object->substr(0, 4), "\x7f" "ELF");
+  auto compiled = cpu::Load(*object, {});
+  auto loaded = cpu::Load(*object, {});
+  ASSERT_TRUE(compiled.ok() && loaded.ok()) << loaded.status().ToString();
+  std::vector<float> x(37 * 19), b(19, 0.25f), want(x.size()), got(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) - 6.5f;
+  ASSERT_TRUE((*compiled)->Call("bias_relu_tanh", {x.data(), b.data(), want.data()}).ok());
+  ASSERT_TRUE((*loaded)->Call("bias_relu_tanh", {x.data(), b.data(), got.data()}).ok());
+  EXPECT_EQ(got, want);
+  EXPECT_GT(want[12], 0.99f);
+
+  for (const std::string& bad : {std::string(), std::string("not an object"), object->substr(0, object->size() / 2)}) {
+    auto no = cpu::Load(bad, {});
+    ASSERT_FALSE(no.ok());
+    EXPECT_EQ(no.status().code(), Code::kInvalidArgument) << no.status().ToString();
+  }
+}
+
 // An NVPTX intrinsic in CPU code: x86 instruction selection cannot select it, which LLVM
 // reports with report_fatal_error. The compile fails with LLVM's message; the process goes
 // on, and compiles again.
