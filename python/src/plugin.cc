@@ -224,6 +224,7 @@ GRAPHJIT_TF_EXPORT const char* GraphjitTF_Options() {
                          {"dump_to", o.dump_to},
                          {"jit_verbose", o.jit_verbose},
                          {"jit_async", o.jit_async},
+                         {"cache_dir", o.cache_dir},
                          {"jit_check_numerics", numerics[static_cast<int>(o.jit_check_numerics)]}})
              .dump();
   return text.c_str();
@@ -249,7 +250,11 @@ GRAPHJIT_TF_EXPORT const char* GraphjitTF_Stats() {
                           {"jit_fallback", jit.fallback},
                           {"cache_hits", jit.cache_hits},
                           {"cache_misses", jit.cache_misses},
-                          {"compile_ms", jit.compile_ms}};
+                          {"compile_ms", jit.compile_ms},
+                          {"compiles", jit.compiles},
+                          {"disk_hits", jit.disk_hits},
+                          {"disk_writes", jit.disk_writes},
+                          {"disk_dropped", jit.disk_dropped}};
   {
     std::lock_guard<std::mutex> lock(c.ops_mu);
     stats["clustered_ops"] = c.ops;

@@ -283,3 +283,29 @@ print(*y.numpy().tolist(), graphjit_tf.stats()["cluster_runs"])
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd="/")
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["0.0", "0.0", "0.0", "0.0", "1"]
+
+
+def test_a_second_process_loads_its_kernels_from_the_disk_cache(tmp_path):
+    script = f"""
+import sys
+sys.path = [p for p in sys.path if p]
+import numpy as np
+import tensorflow as tf
+import graphjit_tf
+graphjit_tf.set_options("--jit_level=on_1 --cache_dir={tmp_path}")
+f = tf.function(lambda x: tf.nn.softmax(tf.tanh(x * 2.0 + 1.0)))
+y = f(tf.constant(np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)))
+s = graphjit_tf.stats()
+print(s["cluster_runs"], s["compiles"], s["disk_hits"], s["disk_writes"], *y.numpy().ravel().tolist())
+"""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd="/")
+            for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    first, second = (r.stdout.split() for r in runs)
+    assert first[0] == second[0] == "1"  # one GraphjitCluster run
+    assert int(first[1]) > 0 and first[2] == "0" and first[3] == first[1]  # compiled and written
+    assert second[1] == "0" and second[2] == first[1] and second[3] == "0"  # loaded, nothing compiled
+    assert second[4:] == first[4:]
+    assert len(list(tmp_path.glob("*.gjk"))) == int(first[1])

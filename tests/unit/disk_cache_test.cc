@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "jit/disk_cache.h"
+#include "jit/jit.h"
 #include "tests/support/test_util.h"
 
 namespace graphjit {
@@ -103,6 +104,26 @@ TEST(DiskCache, TheBuildIdNamesThisBinary) {
   EXPECT_TRUE(std::regex_search(id, std::regex(" build [0-9a-f]{40} llvm 19\\."))) << id;
 }
 
+// A session's own cache_dir (the C++ API): a compile there writes its entry.
+TEST(DiskCache, ASessionOptionNamesTheDirectory) {
+  RegisterJit();
+  const std::string dir = testing::TempDir() + "/cache";
+  testing::GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {3, 37});  // a shape no other test of this process compiles
+  b.Op("relu", "Relu", {"x"});
+  b.Op("y", "Tanh", {"relu"});
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn2;
+  options.cache_dir = dir;
+  auto session = testing::MakeSession(b.graph_def(), options);
+  const JitStats before = GetJitStats();
+  testing::RunOrDie(*session, {{"x", testing::MakeFloat(Shape{3, 37}, std::vector<float>(111, 0.5f))}}, {"y"});
+  const JitStats after = GetJitStats();
+  EXPECT_EQ(after.compiles - before.compiles, 1);
+  EXPECT_EQ(after.disk_writes - before.disk_writes, 1);
+  EXPECT_EQ(Entries(dir).size(), 1u);
+}
+
 // ---- processes --------------------------------------------------------------------------
 
 std::string Transformer() {
@@ -143,6 +164,25 @@ TEST(DiskCacheCli, ASecondProcessCompilesNothing) {
   ASSERT_EQ(other.exit_code, 0) << other.err;
   EXPECT_EQ(Stat(other, "compiles"), 7);
   EXPECT_EQ(Stat(other, "disk_hits"), 0);
+}
+
+// On the GPU (here the CUDA emulator) the entry is the module's PTX: the second process
+// loads it into the driver without compiling.
+TEST(DiskCacheCli, GpuCodeIsKeptToo) {
+  const std::string dir = testing::TempDir();
+  const std::string flags = "GRAPHJIT_FLAGS='--cache_dir=" + dir + "/cache --device=gpu-emu'";
+  auto first = RunGraphjit(Transformer() + " --out " + dir + "/first", flags);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_GT(Stat(first, "gpu_launches"), 0);
+  EXPECT_EQ(Stat(first, "disk_writes"), Stat(first, "compiles"));
+  const std::vector<std::string> entries = Entries(dir + "/cache");
+  ASSERT_FALSE(entries.empty());
+  EXPECT_NE(Slurp(entries[0]).find(".target sm_"), std::string::npos);
+  auto second = RunGraphjit(Transformer() + " --out " + dir + "/second", flags);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(Stat(second, "compiles"), 0);
+  EXPECT_EQ(Stat(second, "disk_hits"), static_cast<int64_t>(entries.size()));
+  EXPECT_EQ(Slurp(dir + "/second/Identity.npy"), Slurp(dir + "/first/Identity.npy"));
 }
 
 // Every entry damaged one way: each is dropped with one warning, compiled again and
