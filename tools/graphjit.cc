@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "jit/jit.h"
+#include "tools/aot_command.h"
 #include "tools/bench_command.h"
 #include "tools/clusters_command.h"
 #include "tools/compare_command.h"
@@ -39,6 +40,8 @@ int main(int argc, char** argv) {
   graphjit::AddDumpCommand(app, &dump_args);
   graphjit::DevicesArgs devices_args;
   graphjit::AddDevicesCommand(app, &devices_args);
+  graphjit::AotArgs aot_args;
+  graphjit::AddAotCommand(app, &aot_args);
 
   try {
     app.parse(argc, argv);
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("bench")) return graphjit::BenchCommand(bench_args);
   if (app.got_subcommand("dump")) return graphjit::DumpCommand(dump_args);
   if (app.got_subcommand("devices")) return graphjit::DevicesCommand(devices_args);
+  if (app.got_subcommand("aot")) return graphjit::AotCommand(aot_args);
   // `graphjit help` or no subcommand: the top-level help (for the latter, on stderr).
   const bool asked = app.got_subcommand("help");
   app.clear();

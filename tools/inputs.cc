@@ -89,6 +89,13 @@ Status AddRandomFeeds(const InputArgs& a, const Session& session, std::vector<st
 
 }  // namespace
 
+StatusOr<std::pair<std::string, Shape>> ParseShapeFlag(const std::string& s) {
+  std::string name, dims;
+  if (!SplitAssignment(s, &name, &dims)) return InvalidArgument("--shape expects NAME=d0,d1,..., got '" + s + "'");
+  GJ_ASSIGN_OR_RETURN(std::vector<int64_t> v, ParseDims(s, dims));
+  return std::make_pair(name, Shape(v));
+}
+
 void AddInputOptions(CLI::App* command, InputArgs* a, bool always_random) {
   command->add_option("--feed", a->feeds, "NAME=FILE.npy: a value for a placeholder or any tensor")->take_all();
   command->add_option("--fetch", a->fetches, "Tensor to fetch (node or node:i); default: every node without consumers");

@@ -31,6 +31,9 @@ struct Inputs {
 
 // InvalidArgument (bad input) for an unreadable feed, a bad --shape, a placeholder left
 // without a shape, or a fetch that names no tensor.
+// "NAME=d0,d1,..." (or NAME=scalar) as a --shape flag writes it.
+StatusOr<std::pair<std::string, Shape>> ParseShapeFlag(const std::string& flag);
+
 StatusOr<Inputs> PrepareInputs(const InputArgs& args, const Session& session, const tensorflow::GraphDef& model);
 
 }  // namespace graphjit

@@ -148,7 +148,7 @@ struct Machine {
   std::string missing;   // the features its code needs that the host lacks
 };
 
-StatusOr<Machine> MakeTargetMachine(const Target& target) {
+StatusOr<Machine> MakeTargetMachine(const Target& target, bool position_independent = false) {
   if (!ValidVectorWidth(target.prefer_vector_width))
     return InvalidArgument("the preferred vector width must be 128, 256 or 512 bits, got " +
                            std::to_string(target.prefer_vector_width));
@@ -184,6 +184,10 @@ StatusOr<Machine> MakeTargetMachine(const Target& target) {
   // lives in a register (a select or a phi of bf16), where it would make Relu of a bf16
   // subnormal 0; without them, it rounds as __truncsfbf2 does.
   for (const char* f : {"-avx512bf16", "-avxneconvert"}) builder->getFeatures().AddFeature(f);
+  if (position_independent) {
+    builder->setRelocationModel(llvm::Reloc::PIC_);
+    builder->setCodeModel(llvm::CodeModel::Small);
+  }
   auto tm = builder->createTargetMachine();
   if (!tm) return Internal("no code generator for this CPU: " + llvm::toString(tm.takeError()));
   const llvm::MCSubtargetInfo& sti = *(*tm)->getMCSubtargetInfo();
@@ -243,6 +247,23 @@ void CompileKernelsOnce(llvm::Module& module) {
     if (f.isDeclaration() || !f.getName().starts_with(kPacked)) continue;
     if (llvm::Function* kernel = module.getFunction(f.getName().drop_front(kPacked.size())))
       kernel->addFnAttr(llvm::Attribute::NoInline);
+  }
+}
+
+// Ahead-of-time code (CompileOptions::ahead_of_time): the packed entry points renamed
+// `<prefix><function>`, everything else local, and the data as constant symbols.
+void ExportForLinker(llvm::Module& module, const CompileOptions& options) {
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    if (f.getName().starts_with(kPacked)) f.setName(options.symbol_prefix + f.getName().drop_front(kPacked.size()).str());
+    else f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+  llvm::LLVMContext& ctx = module.getContext();
+  for (const auto& [name, bytes] : options.data) {
+    llvm::Constant* init = llvm::ConstantDataArray::getRaw(bytes, bytes.size(), llvm::Type::getInt8Ty(ctx));
+    auto* global = new llvm::GlobalVariable(module, init->getType(), /*isConstant=*/true,
+                                            llvm::GlobalValue::ExternalLinkage, init, options.symbol_prefix + name);
+    global->setAlignment(llvm::Align(64));
   }
 }
 
@@ -378,7 +399,7 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
 
   // 3. LLVM: optimize for the target, then generate an object file.
   start = Clock::now();
-  GJ_ASSIGN_OR_RETURN(Machine target, MakeTargetMachine(options.target));
+  GJ_ASSIGN_OR_RETURN(Machine target, MakeTargetMachine(options.target, options.ahead_of_time));
   llvm::TargetMachine& machine = *target.tm;
   llvm::LLVMContext llvm_context;
   std::unique_ptr<llvm::Module> ir = mlir::translateModuleToLLVMIR(*module, llvm_context);
@@ -401,6 +422,7 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
     ir->print(os, nullptr);
     report->assembly = Emit(*ir, machine, llvm::CodeGenFileType::AssemblyFile);
   }
+  if (options.ahead_of_time) ExportForLinker(*ir, options);
   std::string object = Emit(*ir, machine, llvm::CodeGenFileType::ObjectFile);
   if (object.empty()) return Internal("the target machine cannot emit object files");
   report->llvm_ms = Millis(start);

@@ -30,6 +30,13 @@ struct CompileOptions {
   int llvm_opt_level = 3;
   bool keep_stages = false;  // keep the lowered MLIR, the LLVM IR and the assembly
   Target target;
+  // Ahead of time (graphjit aot): position-independent code for the system linker, whose
+  // packed entry points are `<symbol_prefix><function>` (the module's own functions become
+  // local), with `data` as read-only symbols `<symbol_prefix><name>` (64-byte aligned).
+  // Not for Load.
+  bool ahead_of_time = false;
+  std::string symbol_prefix;
+  std::vector<std::pair<std::string, std::string>> data;
 };
 
 // What each stage produced (filled with CompileOptions::keep_stages), and its cost.

@@ -1,0 +1,317 @@
+#include "jit/aot.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "backends/cpu/cpu_compiler.h"
+#include "ir/attr.h"
+#include "jit/fusion_emitter.h"
+#include "jit/fusion_plan.h"
+#include "jit/specialize.h"
+#include "runtime/session.h"
+
+namespace graphjit {
+
+namespace {
+
+bool IsIdentifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// A tensor name as a C++ identifier: "dense/BiasAdd:0" -> "dense_BiasAdd_0".
+std::string IdentifierOf(const std::string& name) {
+  std::string id;
+  for (char c : name) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) id = "t_" + id;
+  return id;
+}
+
+const char* CType(DType t) {
+  switch (t) {
+    case DType::kFloat: return "float";
+    case DType::kDouble: return "double";
+    case DType::kInt32: return "int32_t";
+    case DType::kInt64: return "int64_t";
+    case DType::kInt16: return "int16_t";
+    case DType::kInt8: return "int8_t";
+    case DType::kUInt8: return "uint8_t";
+    case DType::kBool: return "bool";
+    default: return "uint16_t";  // float16 and bfloat16, as their bits
+  }
+}
+
+struct Tensor2 {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
+std::string ShapeList(const Shape& s) {
+  std::string out;
+  for (int i = 0; i < s.rank(); ++i) out += (i ? ", " : "") + std::to_string(s.dim(i));
+  return out;
+}
+
+}  // namespace
+
+StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const std::vector<AotFeed>& feeds,
+                                      const std::vector<std::string>& fetches, const AotOptions& options) {
+  if (!IsIdentifier(options.class_name)) return InvalidArgument("the class name '" + options.class_name + "' is not a C++ identifier");
+  if (fetches.empty()) return InvalidArgument("nothing to compile: give the tensors to compute with --fetch");
+
+  // 1. The feeds' shapes, written into their placeholders so the graph passes see them.
+  tensorflow::GraphDef gd = graph;
+  std::vector<std::string> feed_names;
+  for (const AotFeed& feed : feeds) {
+    auto it = std::find_if(gd.mutable_node()->begin(), gd.mutable_node()->end(),
+                           [&](const tensorflow::NodeDef& n) { return n.name() == feed.name; });
+    if (it == gd.mutable_node()->end() || it->op() != "Placeholder")
+      return InvalidArgument("--shape " + feed.name + ": the graph has no Placeholder '" + feed.name + "'");
+    if (!feed.shape.IsFullyDefined()) return InvalidArgument("--shape " + feed.name + ": every dimension must be known");
+    ShapeToProto(feed.shape, (*it->mutable_attr())["shape"].mutable_shape());
+    feed_names.push_back(feed.name);
+  }
+
+  // 2. The graph passes and clustering at ON_2: one cluster, with feeds and constants around it.
+  SessionOptions session_options;
+  session_options.jit_level = JitLevel::kOn2;
+  session_options.min_cluster_size = 1;
+  GJ_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(session_options, gd));
+  GJ_ASSIGN_OR_RETURN(std::shared_ptr<const AnalyzedGraph> optimized, session->OptimizedGraph(feed_names, fetches));
+  const Graph& g = optimized->graph;
+  // What the fetches need (the graph passes may leave other nodes in the graph).
+  std::vector<TensorId> fetched;
+  for (const std::string& fetch : fetches) {  // as the session resolves them
+    GJ_ASSIGN_OR_RETURN(TensorId in_model, session->ResolveTensor(fetch));
+    GJ_ASSIGN_OR_RETURN(TensorId t, ResolveTensor(*optimized, session->graph().graph.TensorName(in_model)));
+    fetched.push_back(t);
+  }
+  std::vector<bool> needed(g.num_nodes(), false);
+  std::vector<int> stack;
+  for (const TensorId& t : fetched) stack.push_back(t.node);
+  while (!stack.empty()) {
+    const int id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = true;
+    const Node* n = g.node(id);
+    if (n->op == "Placeholder") continue;
+    for (const TensorId& in : n->inputs) stack.push_back(in.node);
+    for (int c : n->control_inputs) stack.push_back(c);
+  }
+  const Node* cluster = nullptr;
+  int clusters = 0;
+  std::vector<std::string> left;
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    const Node* n = g.node(id);
+    if (!needed[id] || n->op == "Placeholder" || n->op == "Const" || n->op == "NoOp") continue;
+    if (n->op == "_JitCluster") {
+      ++clusters;
+      cluster = n;
+    } else {
+      left.push_back(n->name + " (" + n->op + ")");
+    }
+  }
+  if (!left.empty()) {
+    std::string list;
+    for (const std::string& l : left) list += "\n  " + l;
+    return FailedPrecondition(std::to_string(left.size()) + " op" + (left.size() == 1 ? "" : "s") +
+                              " between the feeds and the fetches cannot be compiled (`graphjit clusters MODEL --jit on_2` says why):" +
+                              list);
+  }
+  if (clusters != 1)
+    return FailedPrecondition(clusters == 0 ? "nothing between the feeds and the fetches to compile"
+                                            : "the graph compiles as " + std::to_string(clusters) +
+                                                  " clusters; graphjit aot compiles graphs that are one");
+
+  // 3. The cluster's inputs: feeds (arguments) or constants.
+  std::vector<Tensor> inputs;
+  std::vector<int> feed_of;  // per cluster input: its feed, or -1 for a constant
+  std::vector<Tensor2> arguments(feeds.size());
+  for (const TensorId& in : cluster->inputs) {
+    const Node* src = g.node(in.node);
+    if (src->op == "Const") {
+      const tensorflow::AttrValue* value = src->FindAttr("value");
+      if (value == nullptr) return InvalidArgument(NodeLabel(*src) + " has no value");
+      GJ_ASSIGN_OR_RETURN(Tensor constant, TensorFromProto(value->tensor()));
+      inputs.push_back(std::move(constant));
+      feed_of.push_back(-1);
+      continue;
+    }
+    auto feed = std::find(feed_names.begin(), feed_names.end(), src->name);
+    if (src->op != "Placeholder" || feed == feed_names.end())
+      return InvalidArgument("the compiled graph reads '" + src->name + "' (" + src->op + "), which is not fed: give --shape " +
+                             src->name + "=...");
+    const int f = static_cast<int>(feed - feed_names.begin());
+    GJ_ASSIGN_OR_RETURN(DType dtype, GetTypeAttr(*src, "dtype"));
+    GJ_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Allocate(dtype, feeds[f].shape));
+    arguments[f] = {feeds[f].name, dtype, feeds[f].shape};
+    inputs.push_back(std::move(zeros));
+    feed_of.push_back(f);
+  }
+  for (size_t f = 0; f < feeds.size(); ++f)
+    if (arguments[f].name.empty()) return InvalidArgument("--shape " + feeds[f].name + ": the fetches do not read it");
+
+  // 4. Specialize, plan and emit as the JIT does, every GEMM as loops.
+  GJ_ASSIGN_OR_RETURN(std::string body_bytes, GetStringAttr(*cluster, "_body"));
+  tensorflow::GraphDef body;
+  if (!body.ParseFromString(body_bytes)) return Internal("the cluster's body does not parse");
+  std::vector<std::string> body_outputs;
+  for (const std::string& s : cluster->FindAttr("_body_outputs")->list().s()) body_outputs.push_back(s);
+  ExpandSoftmax(&body, &body_outputs);
+  MarkRowShifts(&body, body_outputs);
+  const std::vector<bool> value_inputs = ValueInputs(body, static_cast<int>(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (value_inputs[i] && feed_of[i] >= 0)
+      return FailedPrecondition("feed '" + feeds[feed_of[i]].name +
+                                "' decides a shape or an axis: compiled ahead of time, it must be a constant");
+  GJ_ASSIGN_OR_RETURN(SpecializedBody specialized, Specialize(body, body_outputs, inputs, value_inputs));
+  GJ_RETURN_IF_ERROR(ExpandSmallGemms(&specialized.graph, std::numeric_limits<int64_t>::max()).status());
+  GJ_ASSIGN_OR_RETURN(FusionPlan plan, PlanFusions(specialized.graph, specialized.args, specialized.outputs));
+  GJ_ASSIGN_OR_RETURN(EmittedModule module, EmitFusions(specialized.graph, plan, Schedule::kCpu));
+  for (const EmittedKernel& k : module.kernels)
+    if (k.library_node >= 0)
+      return FailedPrecondition("'" + specialized.graph.graph.node(k.library_node)->name + "' (" +
+                                specialized.graph.graph.node(k.library_node)->op +
+                                ") is a library call, which code compiled ahead of time cannot make");
+
+  // 5. The fetches: outputs of the cluster.
+  std::vector<Tensor2> results;
+  std::vector<int> result_buffer;
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    const std::string& fetch = fetches[i];
+    const TensorId t = fetched[i];
+    if (t.node != cluster->id)
+      return FailedPrecondition("--fetch " + fetch + " is not computed by the compiled graph (it is a feed or a constant)");
+    const int b = plan.outputs[t.index];
+    results.push_back({fetch, plan.buffers[b].dtype, plan.buffers[b].shape});
+    result_buffer.push_back(b);
+  }
+
+  // 6. The buffers as the runtime holds them; constant inputs become constants.
+  const std::string prefix = "graphjit_aot_" + options.class_name + "_";
+  std::vector<std::pair<std::string, std::string>> data;
+  auto add_constant = [&](const Tensor& t) {
+    data.emplace_back("constant_" + std::to_string(data.size()), std::string(static_cast<const char*>(t.raw()), t.bytes()));
+    return static_cast<int>(data.size()) - 1;
+  };
+  std::ostringstream buffers;
+  for (const FusionPlan::Buffer& b : plan.buffers) {
+    const int64_t bytes = b.shape.num_elements() * static_cast<int64_t>(DTypeSize(b.dtype));
+    std::string kind;
+    int source = b.source;
+    switch (b.kind) {
+      case FusionPlan::Buffer::Kind::kArgument:
+        if (feed_of[b.source] >= 0) {
+          kind = "kArgument";
+          source = feed_of[b.source];
+        } else {
+          kind = "kConstant";
+          source = add_constant(inputs[b.source]);
+        }
+        break;
+      case FusionPlan::Buffer::Kind::kConstant:
+        kind = "kConstant";
+        source = add_constant(plan.constants[b.source]);
+        break;
+      case FusionPlan::Buffer::Kind::kTemp: kind = "kTemp"; break;
+      case FusionPlan::Buffer::Kind::kView: kind = "kView"; break;
+    }
+    buffers << "        {graphjit_aot::Buffer::" << kind << ", " << bytes << ", " << source << "},\n";
+  }
+
+  // 7. The object: the kernels and the constants.
+  cpu::CompileOptions compile;
+  compile.ahead_of_time = true;
+  compile.symbol_prefix = prefix;
+  compile.data = data;
+  compile.target.cpu = options.cpu;
+  compile.target.features = options.features;
+  cpu::CompileReport report;
+  AotModel model;
+  GJ_ASSIGN_OR_RETURN(model.object, cpu::CompileToObject(module.mlir.empty() ? "module {}" : module.mlir, compile, &report));
+
+  // 8. The header.
+  std::ostringstream h, declarations, kernels, kernel_buffers, constants;
+  int first = 0;
+  for (const EmittedKernel& k : module.kernels) {
+    declarations << "void " << prefix << k.function << "(void** args);\n";
+    kernels << "        {" << prefix << k.function << ", " << k.rows << ", " << first << ", " << k.buffers.size() << "},\n";
+    for (int b : k.buffers) kernel_buffers << b << ", ";
+    first += static_cast<int>(k.buffers.size());
+  }
+  for (const auto& [name, bytes] : data) {
+    declarations << "extern const unsigned char " << prefix << name << "[];\n";
+    constants << prefix << name << ", ";
+  }
+  std::set<std::string> used;
+  auto accessor = [&](const std::string& kind, const std::string& name) {
+    std::string id = kind + "_" + IdentifierOf(name);
+    while (!used.insert(id).second) id += "_";
+    return id;
+  };
+  auto describe = [](const Tensor2& t) { return t.name + ": " + DTypeName(t.dtype) + " " + t.shape.ToString(); };
+  const std::string& c = options.class_name;
+  h << "// " << c << ".h: generated by `graphjit aot` (graphjit " << GRAPHJIT_VERSION << "); do not edit.\n"
+    << "// Link with " << c << ".o (its kernels and constants) and graphjit's AOT runtime\n"
+    << "// (aot/graphjit_aot.cc); no LLVM, MLIR or graphjit library is needed.\n//\n";
+  for (const Tensor2& a : arguments) h << "// argument " << describe(a) << "\n";
+  for (const Tensor2& r : results) h << "// result   " << describe(r) << "\n";
+  h << "#pragma once\n\n#include <cstdint>\n\n#include \"graphjit_aot.h\"\n\nextern \"C\" {\n"
+    << declarations.str() << "}\n\n"
+    << "class " << c << " {\n public:\n  " << c << "() : runner_(TheProgram()) {}\n\n"
+    << "  static constexpr int kNumArguments = " << arguments.size() << ", kNumResults = " << results.size() << ";\n\n";
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Tensor2& a = arguments[i];
+    h << "  // " << describe(a) << "\n  " << CType(a.dtype) << "* " << accessor("arg", a.name) << "() { return static_cast<"
+      << CType(a.dtype) << "*>(runner_.argument(" << i << ")); }\n";
+  }
+  h << "\n  // Runs the model on the arguments; the results hold its outputs.\n  void Run() { runner_.Run(); }\n\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Tensor2& r = results[i];
+    h << "  // " << describe(r) << "\n  const " << CType(r.dtype) << "* " << accessor("result", r.name)
+      << "() const { return static_cast<const " << CType(r.dtype) << "*>(runner_.result(" << i << ")); }\n";
+  }
+  auto table = [&](const std::string& what, const std::vector<Tensor2>& ts) {
+    h << "  static const char* " << what << "_name(int i) {\n    static const char* names[] = {";
+    for (const Tensor2& t : ts) h << "\"" << t.name << "\", ";
+    h << "nullptr};\n    return names[i];\n  }\n";
+    h << "  static const char* " << what << "_dtype(int i) {\n    static const char* dtypes[] = {";
+    for (const Tensor2& t : ts) h << "\"" << DTypeName(t.dtype) << "\", ";
+    h << "nullptr};\n    return dtypes[i];\n  }\n";
+    h << "  // Its dims, -1 terminated.\n  static const int64_t* " << what << "_shape(int i) {\n";
+    for (size_t i = 0; i < ts.size(); ++i) h << "    static const int64_t s" << i << "[] = {" << ShapeList(ts[i].shape) << (ts[i].shape.rank() ? ", " : "") << "-1};\n";
+    h << "    static const int64_t* shapes[] = {";
+    for (size_t i = 0; i < ts.size(); ++i) h << "s" << i << ", ";
+    h << "nullptr};\n    return shapes[i];\n  }\n";
+  };
+  h << "\n  // By position (in the order of `graphjit aot`'s --shape and --fetch flags).\n"
+    << "  void* argument_data(int i) { return runner_.argument(i); }\n"
+    << "  int64_t argument_bytes(int i) const { return runner_.argument_bytes(i); }\n"
+    << "  const void* result_data(int i) const { return runner_.result(i); }\n"
+    << "  int64_t result_bytes(int i) const { return runner_.result_bytes(i); }\n";
+  table("argument", arguments);
+  table("result", results);
+  h << "\n private:\n  static const graphjit_aot::Program& TheProgram() {\n"
+    << "    static const graphjit_aot::Buffer buffers[] = {\n" << buffers.str() << "    };\n"
+    << "    static const graphjit_aot::Kernel kernels[] = {\n" << kernels.str() << "        {nullptr, 0, 0, 0}};\n"
+    << "    static const int kernel_buffers[] = {" << kernel_buffers.str() << "0};\n"
+    << "    static const void* const constants[] = {" << constants.str() << "nullptr};\n"
+    << "    static const int64_t argument_bytes[] = {";
+  for (const Tensor2& a : arguments) h << a.shape.num_elements() * static_cast<int64_t>(DTypeSize(a.dtype)) << ", ";
+  h << "0};\n    static const int results[] = {";
+  for (int b : result_buffer) h << b << ", ";
+  h << "0};\n    static const graphjit_aot::Program program = {buffers, " << plan.buffers.size() << ", kernels, "
+    << module.kernels.size() << ", kernel_buffers, constants, argument_bytes, " << arguments.size() << ", results, "
+    << results.size() << "};\n    return program;\n  }\n\n  graphjit_aot::Runner runner_;\n};\n";
+  model.header = h.str();
+  return model;
+}
+
+}  // namespace graphjit
