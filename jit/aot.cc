@@ -74,6 +74,10 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
     if (it == gd.mutable_node()->end() || it->op() != "Placeholder")
       return InvalidArgument("--shape " + feed.name + ": the graph has no Placeholder '" + feed.name + "'");
     if (!feed.shape.IsFullyDefined()) return InvalidArgument("--shape " + feed.name + ": every dimension must be known");
+    auto declared = it->attr().find("shape");
+    if (declared != it->attr().end() && !IsCompatible(ShapeFromProto(declared->second.shape()), feed.shape))
+      return InvalidArgument("--shape " + feed.name + "=" + feed.shape.ToString() + " does not match the placeholder's " +
+                             ShapeFromProto(declared->second.shape()).ToString());
     ShapeToProto(feed.shape, (*it->mutable_attr())["shape"].mutable_shape());
     feed_names.push_back(feed.name);
   }
@@ -164,6 +168,7 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
   if (!body.ParseFromString(body_bytes)) return Internal("the cluster's body does not parse");
   std::vector<std::string> body_outputs;
   for (const std::string& s : cluster->FindAttr("_body_outputs")->list().s()) body_outputs.push_back(s);
+  GJ_RETURN_IF_ERROR(UnfuseMatMuls(&body));
   ExpandSoftmax(&body, &body_outputs);
   MarkRowShifts(&body, body_outputs);
   const std::vector<bool> value_inputs = ValueInputs(body, static_cast<int>(inputs.size()));

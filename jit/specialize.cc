@@ -235,6 +235,51 @@ StatusOr<SpecializedBody> Specialize(const tensorflow::GraphDef& body, const std
   return result;
 }
 
+Status UnfuseMatMuls(tensorflow::GraphDef* body) {
+  const int n = body->node_size();
+  for (int i = 0; i < n; ++i) {
+    if (body->node(i).op() != "_FusedMatMul") continue;
+    const tensorflow::NodeDef fused = body->node(i);
+    const auto& attrs = fused.attr();
+    std::vector<std::string> ops;
+    if (attrs.count("fused_ops"))
+      for (const std::string& op : attrs.at("fused_ops").list().s()) ops.push_back(op);
+    const bool known = ops.size() == 2 && (ops[1] == "Relu" || ops[1] == "Relu6" || ops[1] == "Elu" ||
+                                           ops[1] == "Tanh" || ops[1] == "Sigmoid");
+    if (ops.empty() || ops[0] != "BiasAdd" || (ops.size() > 1 && !known) || fused.input_size() < 3 ||
+        (attrs.count("num_args") && attrs.at("num_args").i() != 1))
+      return Unimplemented("'" + fused.name() + "' (_FusedMatMul) with fused_ops [" +
+                           [&] {
+                             std::string list;
+                             for (const std::string& op : ops) list += (list.empty() ? "" : ", ") + op;
+                             return list;
+                           }() +
+                           "]: only BiasAdd with Relu, Relu6, Elu, Tanh or Sigmoid is taken apart");
+    auto make = [&](tensorflow::NodeDef* node, const std::string& name, const std::string& op, std::vector<std::string> inputs) {
+      node->Clear();
+      node->set_name(name);
+      node->set_op(op);
+      node->set_device(fused.device());
+      for (const std::string& in : inputs) node->add_input(in);
+      (*node->mutable_attr())["T"] = attrs.at("T");
+      return name;
+    };
+    // The last op keeps the fused node's name (and its place): its readers read it.
+    std::string product = make(body->add_node(), fused.name() + "/matmul", "MatMul", {fused.input(0), fused.input(1)});
+    for (const char* t : {"transpose_a", "transpose_b"})
+      if (attrs.count(t)) (*body->mutable_node(body->node_size() - 1)->mutable_attr())[t] = attrs.at(t);
+    for (int k = 3; k < fused.input_size(); ++k)  // control inputs
+      body->mutable_node(body->node_size() - 1)->add_input(fused.input(k));
+    if (ops.size() == 1) {
+      make(body->mutable_node(i), fused.name(), "BiasAdd", {product, fused.input(2)});
+    } else {
+      const std::string biased = make(body->add_node(), fused.name() + "/bias", "BiasAdd", {product, fused.input(2)});
+      make(body->mutable_node(i), fused.name(), ops[1], {biased});
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<bool> ExpandSmallGemms(AnalyzedGraph* body, int64_t max_multiply_adds) {
   Graph& graph = body->graph;
   bool changed = false;

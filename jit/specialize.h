@@ -31,6 +31,12 @@ void MarkRowShifts(tensorflow::GraphDef* body, const std::vector<std::string>& o
 // or a permutation (then it is part of the signature).
 std::vector<bool> ValueInputs(const tensorflow::GraphDef& body, int num_inputs);
 
+// Rewrites each _FusedMatMul (TensorFlow's remapper's MatMul + BiasAdd [+ activation]) as
+// the MatMul, BiasAdd and activation it fuses, the last keeping its name, so that the GEMM
+// can be expanded as loops (ExpandSmallGemms) with its epilogue fused after it. Activations
+// other than Relu, Relu6, Elu, Tanh and Sigmoid are Unimplemented.
+Status UnfuseMatMuls(tensorflow::GraphDef* body);
+
 // Rewrites each MatMul and BatchMatMulV2 (float32, static shapes) of at most
 // `max_multiply_adds` as the reduction it is: Sum over k of a[..., i, k, 1] * b[..., 1, k, j],
 // with a transposed operand read through a Transpose, so that the fusion planner makes it a
