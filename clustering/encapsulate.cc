@@ -21,7 +21,8 @@ bool IsSmallConstant(const AnalyzedGraph& a, int id) {
 
 }  // namespace
 
-StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, Graph* graph) {
+StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, Graph* graph,
+                                   const std::set<TensorId>& fetched) {
   if (c.clusters.empty()) return false;
   const Graph& g = a.graph;
   auto consumers = g.ComputeOutEdges();
@@ -56,26 +57,23 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
       for (int ctl : n->control_inputs)
         if (!in_cluster.count(ctl)) control_inputs.insert(ctl);
     }
-    // 2. Outputs: member tensors read outside the cluster, and outputs of graph sinks.
+    // 2. Outputs: member tensors read outside the cluster, fetched, or of graph sinks.
     std::vector<TensorId> outputs;
     std::map<TensorId, int> output_index;
+    auto add_output = [&](const TensorId& t) {
+      if (output_index.count(t)) return;
+      output_index[t] = static_cast<int>(outputs.size());
+      outputs.push_back(t);
+    };
     for (int id : members) {
       bool has_data_consumer = false;
       for (const OutEdge& e : consumers[id]) {
         if (e.dst_input < 0) continue;
         has_data_consumer = true;
-        TensorId t{id, e.src_output};
-        if (!in_cluster.count(e.dst) && !output_index.count(t)) {
-          output_index[t] = static_cast<int>(outputs.size());
-          outputs.push_back(t);
-        }
+        if (!in_cluster.count(e.dst)) add_output({id, e.src_output});
       }
-      if (!has_data_consumer)
-        for (int i = 0; i < static_cast<int>(a.info(id).dtypes.size()); ++i)
-          if (!output_index.count({id, i})) {
-            output_index[{id, i}] = static_cast<int>(outputs.size());
-            outputs.push_back({id, i});
-          }
+      for (int i = 0; i < static_cast<int>(a.info(id).dtypes.size()); ++i)
+        if (!has_data_consumer || fetched.count({id, i})) add_output({id, i});
     }
 
     // 3. The body: placeholders for the inputs, then copies of the members.

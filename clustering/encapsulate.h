@@ -2,16 +2,20 @@
 // a GraphDef) holds the cluster's nodes; consumers outside read the cluster's outputs.
 //
 // The original nodes stay in the graph, marked with `_jit_cluster`, but nothing reads
-// them: they run only if a fetch names an internal tensor of a cluster (which then is
-// recomputed op by op, with the same result). A fetch or feed of a tensor that became a
-// cluster output resolves to that output through the node's `_aliases` attr.
+// them: a fetched tensor of a member is an output of its cluster (and `fetched` names
+// them), so they run only if a later run fetches an internal tensor of a cluster (which
+// then is recomputed op by op, with the same result). A fetch or feed of a tensor that
+// became a cluster output resolves to that output through the node's `_aliases` attr.
 #pragma once
+
+#include <set>
 
 #include "clustering/find_clusters.h"
 
 namespace graphjit {
 
 // Rewrites `graph` (whose analysis is `analyzed`). Returns whether anything changed.
-StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& analyzed, const Clustering& clustering, Graph* graph);
+StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& analyzed, const Clustering& clustering, Graph* graph,
+                                   const std::set<TensorId>& fetched = {});
 
 }  // namespace graphjit

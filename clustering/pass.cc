@@ -36,7 +36,13 @@ void RegisterClusteringPass(const CompilabilityOracle* oracle) {
            if (ParseInputString(feed, &parsed)) options.fed_nodes.emplace_back(parsed.node);
          }
          Clustering clustering = FindClusters(analyzed, options, *chosen);
-         return EncapsulateClusters(analyzed, clustering, &graph);
+         std::set<TensorId> fetched;
+         for (const std::string& fetch : context.fetches) {
+           ParsedInput parsed;
+           const Node* n = ParseInputString(fetch, &parsed) ? analyzed.graph.FindNode(parsed.node) : nullptr;
+           if (n != nullptr) fetched.insert({n->id, parsed.index});
+         }
+         return EncapsulateClusters(analyzed, clustering, &graph, fetched);
        }});
 }
 

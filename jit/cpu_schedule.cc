@@ -75,7 +75,7 @@ Status KernelEmitter::Rows(const std::vector<int64_t>& dims, EmittedKernel* kern
 bool KernelEmitter::Inline(TensorId v) const {
   auto it = p_.buffer_of.find(v);
   if (it != p_.buffer_of.end() && (p_.buffers[it->second].kind != FusionPlan::Buffer::Kind::kTemp ||
-                                   p_.buffers[it->second].fusion != f_))
+                                   p_.buffers[it->second].fusion < f_))
     return false;
   auto kind = ClassifyNode(g_, v.node);
   return kind.ok() && (*kind == NodeKind::kElementwise || *kind == NodeKind::kSizeOneReshape);

@@ -134,19 +134,21 @@ class Planner {
 
   void Visit(TensorId v, bool remapped, Reach* r, std::set<std::pair<TensorId, bool>>* seen) {
     if (!seen->insert({v, remapped}).second) return;
+    const NodeKind kind = kind_[v.node];
+    // A reduction is read from its fusion whether or not it is also stored (an output):
+    // its own fusion reads it at the row.
+    if (kind == NodeKind::kReduction) {
+      (remapped ? r->remapped_heroes : r->heroes).insert(v.node);
+      return;
+    }
     auto it = p_.buffer_of.find(v);
     if (it != p_.buffer_of.end()) {
       const FusionPlan::Buffer& b = p_.buffers[Base(it->second)];
       if (b.kind == FusionPlan::Buffer::Kind::kTemp) r->fusions.insert(b.fusion);
       return;
     }
-    const NodeKind kind = kind_[v.node];
     if (kind == NodeKind::kConstant) {
       if (g_.constants[v.node].num_elements() != 1) ConstantBuffer(v.node);
-      return;
-    }
-    if (kind == NodeKind::kReduction) {
-      (remapped ? r->remapped_heroes : r->heroes).insert(v.node);
       return;
     }
     const Node& n = *g_.graph.node(v.node);

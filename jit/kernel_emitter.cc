@@ -582,7 +582,9 @@ std::optional<std::pair<TensorId, double>> KernelEmitter::ScaledArgument(const N
 StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
   if (auto it = p_.buffer_of.find(v); it != p_.buffer_of.end()) {
     const FusionPlan::Buffer& b = p_.buffers[it->second];
-    if (b.kind != FusionPlan::Buffer::Kind::kTemp || b.fusion != f_) return Load(it->second, index);
+    // A value an earlier fusion stored is loaded; one this fusion or a later one stores
+    // (a cluster output also read inside, stored after the fusions that read it) is computed.
+    if (b.kind != FusionPlan::Buffer::Kind::kTemp || b.fusion < f_) return Load(it->second, index);
   }
   const Node& n = *g_.graph.node(v.node);
   const Shape& shape = g_.info(v.node).shapes[v.index];

@@ -189,6 +189,31 @@ TEST_F(Jit, RandomElementwiseGraphsMatchTheReferenceKernels) {
   EXPECT_GE(after.compiled - before.compiled, graphs);
 }
 
+// A value the cluster outputs (read outside it, here by CheckNumerics, which the JIT does
+// not compile) and that a row reduction inside reads through a concatenation: its buffer
+// is stored by a kernel before the reduction's, which loads it. (It was stored after: the
+// log-softmax read the buffer before it was written.)
+TEST_F(Jit, AnOutputIsStoredBeforeAKernelReadsIt) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {16, 7});
+  b.Op("square", "Mul", {"x", "x"});
+  tensorflow::NodeDef* concat = b.Op("concat", "ConcatV2", {"square", "square", b.Const("axis", testing::MakeInt32(Shape{}, {0}))});
+  testing::SetAttrInt(concat, "N", 2);
+  testing::SetAttrType(concat, "Tidx", DType::kInt32);
+  b.Op("log_softmax", "LogSoftmax", {"concat"});
+  b.Op("result", "Tanh", {"log_softmax"});
+  testing::SetAttrString(b.Op("outside", "CheckNumerics", {"square"}), "message", "square");
+  std::vector<float> x(16 * 7);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 23) * 0.25f - 2.5f;
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", testing::MakeFloat(Shape{16, 7}, x)}};
+  const JitStats before = GetJitStats();
+  const auto got = RunAt(b.graph_def(), JitLevel::kOn1, feeds, {"result", "outside"});
+  EXPECT_GT(GetJitStats().compiled, before.compiled);
+  const auto want = RunAt(b.graph_def(), JitLevel::kOff, feeds, {"result", "outside"});
+  ExpectMatch(got[0], want[0], 1e-5, "result");
+  ExpectMatch(got[1], want[1], 0, "outside");
+}
+
 // Random graphs of reductions (any axes, keep_dims or not), softmax and log-softmax,
 // transposes, reshapes, ExpandDims and concatenations between elementwise ops: each
 // cluster is planned into loop, row and reduce fusions, and must match op by op.
