@@ -13,7 +13,7 @@ D=$SRC/tests/data
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-"$G" aot "$D/mnist_softmax/model.pb" --shape x=8,784 --shape y_=8,10 --fetch y --fetch xent -o "$WORK/gen" --class Mnist
+"$G" aot "$D/mnist_softmax/model.pb" --shape x=8,784 --shape y_=8,10 --fetch y --fetch xent --fetch cross_entropy -o "$WORK/gen" --class Mnist
 "$G" aot "$D/keras_mlp/model.pb" --shape input=4,20 --fetch Identity -o "$WORK/gen" --class KerasMlp
 "$G" aot "$D/transformer_block/model.pb" --shape x=2,16,32 --fetch Identity -o "$WORK/gen" --class Transformer
 cmake -S "$SRC/examples/aot" -B "$WORK/build" -DGRAPHJIT_AOT_DIR="$WORK/gen" "-DGRAPHJIT_AOT_CLASSES=Mnist;KerasMlp;Transformer" > /dev/null
@@ -22,8 +22,8 @@ mkdir -p "$WORK"/{aot,run}_{mnist,mlp,transformer}
 
 M=$D/mnist_softmax
 "$WORK/build/aot_Mnist" x="$M/x.npy" y_="$M/y_.npy" "$WORK/aot_mnist"
-"$G" run "$M/model.pb" --feed x="$M/x.npy" --feed y_="$M/y_.npy" --fetch y --fetch xent --jit on_2 --out "$WORK/run_mnist" > /dev/null
-for f in y xent; do
+"$G" run "$M/model.pb" --feed x="$M/x.npy" --feed y_="$M/y_.npy" --fetch y --fetch xent --fetch cross_entropy --jit on_2 --out "$WORK/run_mnist" > /dev/null
+for f in y xent cross_entropy; do
   "$G" compare "$WORK/aot_mnist/$f.npy" "$WORK/run_mnist/$f.npy" --rtol 1e-5 --atol 1e-6
   "$G" compare "$WORK/aot_mnist/$f.npy" "$M/out_$f.npy" --rtol 1e-5 --atol 1e-6
 done
