@@ -25,7 +25,7 @@ find tests/data -name 'model.pb*' -exec cp --backup=numbered {} build-asan/fuzz-
 for target in "${targets[@]}"; do
   case $target in
     graphdef_fuzzer) seeds=(tests/fuzz/corpus/graphdef_fuzzer build-asan/fuzz-seeds) runs=$RUNS ;;
-    npy_fuzzer) seeds=(tests/data/ops) runs=$RUNS ;;
+    npy_fuzzer) seeds=(tests/fuzz/corpus/npy_fuzzer tests/data/ops) runs=$RUNS ;;
     config_fuzzer) seeds=(tests/fuzz/corpus/config_fuzzer) runs=$RUNS ;;
     jit_path_fuzzer) seeds=(tests/fuzz/corpus/jit_path_fuzzer build-asan/fuzz-seeds) runs=$JIT_RUNS ;;
     *) echo "fuzz_campaign.sh: unknown target $target" >&2; exit 2 ;;

@@ -54,7 +54,7 @@ fuzz() {  # target seconds seed-dirs...
 mkdir -p build-asan/fuzz-seeds
 find tests/data -name 'model.pb*' -exec cp --backup=numbered {} build-asan/fuzz-seeds/ \;
 fuzz graphdef_fuzzer "$FUZZ_SECONDS" tests/fuzz/corpus/graphdef_fuzzer build-asan/fuzz-seeds
-fuzz npy_fuzzer 15 tests/data/ops
+fuzz npy_fuzzer 15 tests/fuzz/corpus/npy_fuzzer tests/data/ops
 fuzz config_fuzzer 15 tests/fuzz/corpus/config_fuzzer
 fuzz jit_path_fuzzer 30 tests/fuzz/corpus/jit_path_fuzzer
 t2=$(date +%s)
