@@ -51,6 +51,11 @@ struct TensorSpec {
   Shape shape;
 };
 
+// A buffer's bytes, checked: a shape inference gave it.
+StatusOr<int64_t> BytesOf(DType dtype, const Shape& shape) {
+  return CheckedBytes(shape.dims(), static_cast<int64_t>(DTypeSize(dtype)));
+}
+
 std::string ShapeList(const Shape& s) {
   std::string out;
   for (int i = 0; i < s.rank(); ++i) out += (i ? ", " : "") + std::to_string(s.dim(i));
@@ -207,7 +212,7 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
   };
   std::ostringstream buffers;
   for (const FusionPlan::Buffer& b : plan.buffers) {
-    const int64_t bytes = b.shape.num_elements() * static_cast<int64_t>(DTypeSize(b.dtype));
+    GJ_ASSIGN_OR_RETURN(const int64_t bytes, BytesOf(b.dtype, b.shape));
     std::string kind;
     int source = b.source;
     switch (b.kind) {
@@ -308,7 +313,7 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
     << "    static const int kernel_buffers[] = {" << kernel_buffers.str() << "0};\n"
     << "    static const void* const constants[] = {" << constants.str() << "nullptr};\n"
     << "    static const int64_t argument_bytes[] = {";
-  for (const TensorSpec& a : arguments) h << a.shape.num_elements() * static_cast<int64_t>(DTypeSize(a.dtype)) << ", ";
+  for (const TensorSpec& a : arguments) h << BytesOf(a.dtype, a.shape).value() << ", ";  // allocated above
   h << "0};\n    static const int results[] = {";
   for (int b : result_buffer) h << b << ", ";
   h << "0};\n    static const graphjit_aot::Program program = {buffers, " << plan.buffers.size() << ", kernels, "

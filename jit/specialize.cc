@@ -247,14 +247,12 @@ Status UnfuseMatMuls(tensorflow::GraphDef* body) {
     const bool known = ops.size() == 2 && (ops[1] == "Relu" || ops[1] == "Relu6" || ops[1] == "Elu" ||
                                            ops[1] == "Tanh" || ops[1] == "Sigmoid");
     if (ops.empty() || ops[0] != "BiasAdd" || (ops.size() > 1 && !known) || fused.input_size() < 3 ||
-        (attrs.count("num_args") && attrs.at("num_args").i() != 1))
-      return Unimplemented("'" + fused.name() + "' (_FusedMatMul) with fused_ops [" +
-                           [&] {
-                             std::string list;
-                             for (const std::string& op : ops) list += (list.empty() ? "" : ", ") + op;
-                             return list;
-                           }() +
+        (attrs.count("num_args") && attrs.at("num_args").i() != 1)) {
+      std::string list;
+      for (const std::string& op : ops) list += (list.empty() ? "" : ", ") + op;
+      return Unimplemented("'" + fused.name() + "' (_FusedMatMul) with fused_ops [" + list +
                            "]: only BiasAdd with Relu, Relu6, Elu, Tanh or Sigmoid is taken apart");
+    }
     auto make = [&](tensorflow::NodeDef* node, const std::string& name, const std::string& op, std::vector<std::string> inputs) {
       node->Clear();
       node->set_name(name);
@@ -262,19 +260,18 @@ Status UnfuseMatMuls(tensorflow::GraphDef* body) {
       node->set_device(fused.device());
       for (const std::string& in : inputs) node->add_input(in);
       (*node->mutable_attr())["T"] = attrs.at("T");
-      return name;
+      return node;
     };
     // The last op keeps the fused node's name (and its place): its readers read it.
-    std::string product = make(body->add_node(), fused.name() + "/matmul", "MatMul", {fused.input(0), fused.input(1)});
+    tensorflow::NodeDef* matmul = make(body->add_node(), fused.name() + "/matmul", "MatMul", {fused.input(0), fused.input(1)});
     for (const char* t : {"transpose_a", "transpose_b"})
-      if (attrs.count(t)) (*body->mutable_node(body->node_size() - 1)->mutable_attr())[t] = attrs.at(t);
-    for (int k = 3; k < fused.input_size(); ++k)  // control inputs
-      body->mutable_node(body->node_size() - 1)->add_input(fused.input(k));
+      if (attrs.count(t)) (*matmul->mutable_attr())[t] = attrs.at(t);
+    for (int k = 3; k < fused.input_size(); ++k) matmul->add_input(fused.input(k));  // control inputs
     if (ops.size() == 1) {
-      make(body->mutable_node(i), fused.name(), "BiasAdd", {product, fused.input(2)});
+      make(body->mutable_node(i), fused.name(), "BiasAdd", {matmul->name(), fused.input(2)});
     } else {
-      const std::string biased = make(body->add_node(), fused.name() + "/bias", "BiasAdd", {product, fused.input(2)});
-      make(body->mutable_node(i), fused.name(), ops[1], {biased});
+      const tensorflow::NodeDef* biased = make(body->add_node(), fused.name() + "/bias", "BiasAdd", {matmul->name(), fused.input(2)});
+      make(body->mutable_node(i), fused.name(), ops[1], {biased->name()});
     }
   }
   return Status::Ok();
