@@ -58,21 +58,37 @@ struct CompileStages {
   double codegen_ms = 0;  // LLVM and code generation
 };
 
+// What a program's code claims to be, one line each: every output (its buffer, dtype,
+// shape), every kernel (entry point, launch, buffers), every buffer (kind, dtype, shape) and
+// the module (a hash of its MLIR). Programs of one signature have one interface; the disk
+// cache keeps it with the code and a load compares it with the program it is loaded for.
+std::string Interface(const ClusterProgram& program);
+
+// Ok if `program` takes ctx's inputs (count, dtypes, sizes) and makes the outputs ctx
+// expects (count, dtypes, shapes); else an internal error naming the first that differs.
+Status CheckCall(const ClusterProgram& program, const KernelContext& ctx);
+
 class ClusterExecutable {
  public:
+  explicit ClusterExecutable(ClusterProgram program) : program_(std::move(program)) {}
   virtual ~ClusterExecutable() = default;
+  // What it was compiled from: its buffers, kernels and outputs.
+  const ClusterProgram& program() const { return program_; }
   // Runs the body on ctx's inputs and forwards its outputs to ctx. When traced, each kernel
   // is an event "<name>/fusion_<k>". Adds the time spent in kernels to *in_kernels.
   virtual Status Run(KernelContext& ctx, const std::string& name, std::chrono::steady_clock::duration* in_kernels) const = 0;
   // The memory this holds (code, constants), for the cache's bound.
   virtual size_t bytes() const = 0;
+
+ protected:
+  const ClusterProgram program_;
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Schedule schedule() const = 0;
-  // The target as signatures include it: "cpu znver4 +avx2,... vw=512", "nvptx sm_90 <driver>".
+  // The target as signatures include it: "cpu znver4 +avx2,... vw=512", "nvptx sm_90 <driver> cc 9.0".
   virtual const std::string& target() const = 0;
   // FailedPrecondition: the code cannot run here (e.g. made for another CPU); Unimplemented:
   // the program has what this target does not take; anything else is a compiler bug.

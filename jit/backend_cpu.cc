@@ -23,7 +23,7 @@ class CpuExecutable : public ClusterExecutable {
     const LibraryCall* call = nullptr;
   };
 
-  CpuExecutable(ClusterProgram program, std::unique_ptr<cpu::Executable> exe) : program_(std::move(program)), exe_(std::move(exe)) {}
+  CpuExecutable(ClusterProgram program, std::unique_ptr<cpu::Executable> exe) : ClusterExecutable(std::move(program)), exe_(std::move(exe)) {}
 
   Status Init() {
     for (size_t k = 0; k < program_.module.kernels.size(); ++k) {
@@ -146,7 +146,6 @@ class CpuExecutable : public ClusterExecutable {
     return Status::Ok();
   }
 
-  const ClusterProgram program_;
   const std::unique_ptr<cpu::Executable> exe_;
   std::vector<Kernel> kernels_;
 };

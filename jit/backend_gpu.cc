@@ -94,7 +94,7 @@ class GpuExecutable : public ClusterExecutable {
   // `module`: PTX, or a cubin for the device.
   GpuExecutable(ClusterProgram program, std::shared_ptr<CudaDevice> cuda, std::string module,
                 std::shared_ptr<const nvptx::CublasLt> blas, std::vector<GemmCall> gemms)
-      : program_(std::move(program)), cuda_(std::move(cuda)), module_(std::move(module)), blas_(std::move(blas)),
+      : ClusterExecutable(std::move(program)), cuda_(std::move(cuda)), module_(std::move(module)), blas_(std::move(blas)),
         gemms_(std::move(gemms)) {}
 
   ~GpuExecutable() override {
@@ -304,7 +304,6 @@ class GpuExecutable : public ClusterExecutable {
     return Status::Ok();
   }
 
-  const ClusterProgram program_;
   const std::shared_ptr<CudaDevice> cuda_;
   const std::string module_;
   const std::shared_ptr<const nvptx::CublasLt> blas_;  // for GEMMs
@@ -324,9 +323,19 @@ class GpuTarget : public Backend {
  public:
   GpuTarget(std::shared_ptr<CudaDevice> cuda, std::string device, int sm, bool ptxas_check)
       : cuda_(std::move(cuda)), device_(std::move(device)), sm_(sm), ptxas_check_(ptxas_check),
-        description_("nvptx sm_" + std::to_string(sm) + " " + (cuda_ ? cuda_->info().library : "(compile only)")) {}
+        description_(Describe(cuda_.get(), sm)) {}
   Schedule schedule() const override { return Schedule::kGpu; }
   const std::string& target() const override { return description_; }
+
+  // The code's target and what decides its form: the driver (the emulator takes PTX) and the
+  // device's compute capability (a GPU of sm_XX's major version gets a cubin, others PTX).
+  static std::string Describe(const CudaDevice* cuda, int sm) {
+    std::string text = "nvptx sm_" + std::to_string(sm);
+    if (!cuda) return text + " (compile only)";
+    const CudaDeviceInfo& info = cuda->info();
+    return text + " " + info.library + " cc " + std::to_string(info.compute_capability_major) + "." +
+           std::to_string(info.compute_capability_minor) + (info.emulated ? " emulated" : "");
+  }
 
   StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages, CompileStages* stages,
                                                        std::string* code) const override {

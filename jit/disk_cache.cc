@@ -26,15 +26,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[4] = {'G', 'J', 'K', 'C'};
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;  // 2: with the code's interface
 constexpr const char* kSuffix = ".gjk";
 
 std::atomic<int64_t> hits{0}, misses{0}, writes{0}, dropped{0}, evicted{0};
-
-uint64_t Fnv1a(const char* data, size_t n, uint64_t h = 14695981039346656037ull) {
-  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
-  return h;
-}
 
 void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
 
@@ -46,8 +41,22 @@ bool GetU64(const std::string& in, size_t* at, uint64_t* v) {
   return true;
 }
 
-// The entry's code if `bytes` is a whole entry of `signature`, else why not.
-std::optional<std::string> Parse(const std::string& bytes, const std::string& signature, std::string* why) {
+// Reads a u64 size and that many bytes at *at into *out, advancing *at; false past the end.
+bool GetBytes(const std::string& in, size_t* at, std::string* out) {
+  uint64_t size = 0;
+  if (!GetU64(in, at, &size) || in.size() - *at < size) return false;
+  out->assign(in, *at, size);
+  *at += size;
+  return true;
+}
+
+void PutBytes(std::string* out, const std::string& bytes) {
+  PutU64(out, bytes.size());
+  *out += bytes;
+}
+
+// The entry if `bytes` is a whole entry of `signature`, else why not.
+std::optional<DiskEntry> Parse(const std::string& bytes, const std::string& signature, std::string* why) {
   if (bytes.size() < sizeof kMagic + sizeof kFormat || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     *why = "not a graphjit cache entry";
     return std::nullopt;
@@ -59,20 +68,15 @@ std::optional<std::string> Parse(const std::string& bytes, const std::string& si
     return std::nullopt;
   }
   size_t at = sizeof kMagic + sizeof kFormat;
-  uint64_t signature_size = 0, code_size = 0, checksum = 0;
-  if (!GetU64(bytes, &at, &signature_size) || bytes.size() - at < signature_size) {
+  std::string stored_signature;
+  DiskEntry entry;
+  if (!GetBytes(bytes, &at, &stored_signature) || !GetBytes(bytes, &at, &entry.interface) ||
+      !GetBytes(bytes, &at, &entry.code)) {
     *why = "truncated";
     return std::nullopt;
   }
-  const size_t signature_at = at;
-  at += signature_size;
-  if (!GetU64(bytes, &at, &code_size) || bytes.size() - at < code_size) {
-    *why = "truncated";
-    return std::nullopt;
-  }
-  const size_t code_at = at;
-  at += code_size;
   const size_t summed = at;
+  uint64_t checksum = 0;
   if (!GetU64(bytes, &at, &checksum) || at != bytes.size()) {
     *why = at < bytes.size() ? "longer than its contents" : "truncated";
     return std::nullopt;
@@ -81,11 +85,11 @@ std::optional<std::string> Parse(const std::string& bytes, const std::string& si
     *why = "its checksum does not match (corrupt)";
     return std::nullopt;
   }
-  if (bytes.compare(signature_at, signature_size, signature) != 0) {
+  if (stored_signature != signature) {
     *why = "it holds another signature";
     return std::nullopt;
   }
-  return bytes.substr(code_at, code_size);
+  return entry;
 }
 
 // The GNU build id note of the loaded object that contains `address`, in hex.
@@ -135,6 +139,11 @@ std::string BuildIdOf(const void* address) {
 
 }  // namespace
 
+uint64_t Fnv1a(const char* data, size_t n, uint64_t h) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
+  return h;
+}
+
 const std::string& BuildId() {
   static const std::string id = [] {
     const std::string build = BuildIdOf(reinterpret_cast<const void*>(&BuildIdOf));
@@ -155,7 +164,7 @@ std::string DiskCache::PathOf(const std::string& signature) const {
   return dir_ + "/" + name + kSuffix;
 }
 
-std::optional<std::string> DiskCache::Load(const std::string& signature) {
+std::optional<DiskEntry> DiskCache::Load(const std::string& signature, const Check& check) {
   const std::string path = PathOf(signature);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -164,24 +173,24 @@ std::optional<std::string> DiskCache::Load(const std::string& signature) {
   }
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string why;
-  std::optional<std::string> code = Parse(bytes, signature, &why);
-  if (!code) {
+  std::optional<DiskEntry> entry = Parse(bytes, signature, &why);
+  if (entry && check) why = check(*entry);
+  if (!entry || !why.empty()) {
     DropFile(path, why);
     ++misses;
     return std::nullopt;
   }
   utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // used now: last in line for eviction
   ++hits;
-  return code;
+  return entry;
 }
 
-void DiskCache::Store(const std::string& signature, const std::string& code) {
+void DiskCache::Store(const std::string& signature, const DiskEntry& entry) {
   std::string bytes(kMagic, sizeof kMagic);
   bytes.append(reinterpret_cast<const char*>(&kFormat), sizeof kFormat);
-  PutU64(&bytes, signature.size());
-  bytes += signature;
-  PutU64(&bytes, code.size());
-  bytes += code;
+  PutBytes(&bytes, signature);
+  PutBytes(&bytes, entry.interface);
+  PutBytes(&bytes, entry.code);
   PutU64(&bytes, Fnv1a(bytes.data(), bytes.size()));
   // A name no other writer uses (process, thread, a count), renamed into place when whole.
   static std::atomic<uint64_t> count{0};
@@ -206,8 +215,6 @@ void DiskCache::Store(const std::string& signature, const std::string& code) {
   ++writes;
   Evict();
 }
-
-void DiskCache::Drop(const std::string& signature, const std::string& why) { DropFile(PathOf(signature), why); }
 
 void DiskCache::DropFile(const std::string& path, const std::string& why) {
   std::fprintf(stderr, "graphjit: warning: dropped %s from the kernel cache: %s; compiling again\n", path.c_str(), why.c_str());

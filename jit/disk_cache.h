@@ -12,11 +12,19 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 
 namespace graphjit {
+
+// What an entry holds: the code and what the code claims to be (the program's
+// Interface, jit/backend.h), which a load compares with the program it is loaded for.
+struct DiskEntry {
+  std::string interface;
+  std::string code;
+};
 
 struct DiskCacheStats {
   int64_t hits = 0, misses = 0, writes = 0, dropped = 0, evicted = 0;
@@ -27,13 +35,14 @@ class DiskCache {
   // Entries of `dir` (created if need be), up to `max_bytes` in all.
   DiskCache(std::string dir, int64_t max_bytes);
 
-  // The code stored for `signature`, or nullopt if there is none (or it was dropped).
-  std::optional<std::string> Load(const std::string& signature);
-  // Stores `code` for `signature`, then evicts beyond the bound. A failure to write is a
+  // Why an entry may not be used (empty: it may), asked of every entry read whole.
+  using Check = std::function<std::string(const DiskEntry&)>;
+  // The entry stored for `signature` if there is one and `check` takes it, else nullopt (an
+  // entry it refuses is dropped with a warning giving its reason, like a corrupt one).
+  std::optional<DiskEntry> Load(const std::string& signature, const Check& check = nullptr);
+  // Stores `entry` for `signature`, then evicts beyond the bound. A failure to write is a
   // warning (the cache is an optimization), once per directory.
-  void Store(const std::string& signature, const std::string& code);
-  // Removes the entry of `signature` with a warning: its code did not load.
-  void Drop(const std::string& signature, const std::string& why);
+  void Store(const std::string& signature, const DiskEntry& entry);
 
   const std::string& dir() const { return dir_; }
   // The file an entry of `signature` is kept in.
@@ -57,5 +66,8 @@ DiskCacheStats GetDiskCacheStats();
 // build id of the binary the JIT is linked into (it changes with any change to the code),
 // and LLVM's version. Empty if the binary has no build id: then nothing is kept on disk.
 const std::string& BuildId();
+
+// The 64-bit FNV-1a hash of n bytes: entries' file names and checksums, interfaces' module.
+uint64_t Fnv1a(const char* data, size_t n, uint64_t h = 14695981039346656037ull);
 
 }  // namespace graphjit

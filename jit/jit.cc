@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -90,8 +91,9 @@ KernelCache& Cache() {
 struct ClusterState : std::enable_shared_from_this<ClusterState> {
   std::shared_ptr<const void> body_state;  // the reference kernel's (op by op)
   std::string name;
-  // What every signature of this cluster starts with: the compiler, the device and the
-  // body in canonical serialization (attr maps in key order), as its interned id.
+  // What every signature of this cluster starts with: the compiler, the body in canonical
+  // serialization (attr maps in key order) and which of its tensors are the outputs, in
+  // order (one body with other outputs is other code), as its interned id.
   std::string signature_prefix;
   // The same, whole: signatures on disk start with it (ids are the process's own).
   std::string disk_prefix;
@@ -159,6 +161,19 @@ struct CompileReporting {
 };
 
 std::string DiskSignature(const ClusterState& state, const std::vector<Tensor>& inputs);
+
+// The first line in which two interfaces differ, as "the code's '...', the cluster's '...'";
+// empty if they are the same.
+std::string FirstDifference(const std::string& stored, const std::string& wanted) {
+  std::istringstream code(stored), cluster(wanted);
+  for (std::string a, b;;) {
+    const bool more_code = static_cast<bool>(std::getline(code, a));
+    const bool more_cluster = static_cast<bool>(std::getline(cluster, b));
+    if (!more_code && !more_cluster) return "";
+    if (!more_code || !more_cluster || a != b)
+      return "the code's '" + (more_code ? a : "(nothing)") + "', the cluster's '" + (more_cluster ? b : "(nothing)") + "'";
+  }
+}
 
 // The body specialized on the actual inputs, planned, emitted and compiled. Each stage is
 // written to the dump directory and traced as an event.
@@ -242,18 +257,25 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
     entry.kernel = std::shared_ptr<const ClusterExecutable>(std::move(kernel));
     return entry;
   };
-  // 4. The disk cache's code for this signature, if it has it and it loads.
-  std::string disk_signature;
+  // 4. The disk cache's code for this signature, if it has it, it is the code of this
+  // program (its interface says so) and it loads.
+  std::string disk_signature, interface;
   if (report.disk) {
     disk_signature = DiskSignature(state, inputs);
-    if (std::optional<std::string> code = report.disk->Load(disk_signature)) {
-      auto loaded = backend.Load(program, *code);
-      if (loaded.ok()) {
-        entry.from_disk = true;
-        stage("load");
-        return finish(std::move(loaded).value(), "loaded from the disk cache");
-      }
-      report.disk->Drop(disk_signature, "its code does not load: " + loaded.status().message());
+    interface = Interface(program);
+    std::unique_ptr<ClusterExecutable> loaded;
+    report.disk->Load(disk_signature, [&](const DiskEntry& stored) -> std::string {
+      if (std::string differs = FirstDifference(stored.interface, interface); !differs.empty())
+        return "its code is not this cluster's: " + differs;
+      auto executable = backend.Load(program, stored.code);
+      if (!executable.ok()) return "its code does not load: " + executable.status().message();
+      loaded = std::move(executable).value();
+      return "";
+    });
+    if (loaded) {
+      entry.from_disk = true;
+      stage("load");
+      return finish(std::move(loaded), "loaded from the disk cache");
     }
   }
   // 5. Else the backend: MLIR passes, LLVM, native code or PTX.
@@ -268,7 +290,7 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   if (!kernel.ok()) return fail(kernel.status());
   stage("mlir", stage_start + static_cast<int64_t>(stages.mlir_ms * 1000));
   stage(backend.schedule() == Schedule::kCpu ? "llvm" : "ptx");
-  if (report.disk) report.disk->Store(disk_signature, code);
+  if (report.disk) report.disk->Store(disk_signature, {interface, code});
   return finish(std::move(kernel).value(), "compiled");
 }
 
@@ -331,7 +353,8 @@ StatusOr<std::shared_ptr<const void>> Prepare(const Node& node) {
     coded.SetSerializationDeterministic(true);
     state->body_def.SerializeToCodedStream(&coded);
   }
-  state->disk_prefix = CompilerId() + "|" + canonical;
+  state->disk_prefix = CompilerId() + "|" + canonical + "|outputs";
+  for (const std::string& output : state->outputs) state->disk_prefix += " " + std::to_string(output.size()) + ":" + output;
   state->signature_prefix = "#" + std::to_string(InternPrefix(state->disk_prefix)) + "|";
   state->value_inputs = ValueInputs(state->body_def, static_cast<int>(node.inputs.size()));
   std::lock_guard<std::mutex> lock(states_mu);
@@ -545,8 +568,7 @@ Status Compute(KernelContext& ctx) {
   if (options && !options->dump_to.empty()) {
     // One folder per cluster and signature: two graphs' cluster_0, or one cluster at two
     // shapes, never share one. The suffix is an FNV-1a hash of the signature.
-    uint64_t hash = 14695981039346656037ull;
-    for (unsigned char c : signature) hash = (hash ^ c) * 1099511628211ull;
+    const uint64_t hash = Fnv1a(signature.data(), signature.size());
     char suffix[16];
     std::snprintf(suffix, sizeof suffix, "-%08x", static_cast<unsigned>(hash ^ (hash >> 32)));
     report.dump_dir = options->dump_to + "/" + state.name + suffix;
@@ -600,8 +622,23 @@ Status Compute(KernelContext& ctx) {
     state.fell_back = true;
     return RunReference(ctx, state);
   }
+  const auto& kernel = *static_cast<const ClusterExecutable*>(entry->kernel.get());
+  // A kernel runs only on a call it was made for: another cluster's would read and write
+  // past the call's tensors. (A signature that leaves out what the code depends on is a
+  // compiler bug.)
+  if (Status fits = CheckCall(kernel.program(), ctx); !fits.ok()) {
+    ++internal_errors;
+    if (options && options->jit_strict)
+      return ctx.Error("cluster " + state.name + ": internal compiler error (--jit_strict): " + fits.message());
+    std::call_once(state.warned, [&] {
+      std::fprintf(stderr, "graphjit: error: internal compiler error in cluster %s (it runs op by op): its cached kernel does not fit it: %s\n",
+                   state.name.c_str(), fits.message().c_str());
+    });
+    state.fell_back = true;
+    return RunReference(ctx, state);
+  }
   Clock::duration in_kernels{0};
-  GJ_RETURN_IF_ERROR(static_cast<const ClusterExecutable*>(entry->kernel.get())->Run(ctx, state.name, &in_kernels));
+  GJ_RETURN_IF_ERROR(kernel.Run(ctx, state.name, &in_kernels));
   if (NumericsCheckOf(options) != SessionOptions::NumericsCheck::kOff) return CheckNumerics(ctx, state, report);
   if (hit) {
     ++hit_calls;

@@ -2,13 +2,17 @@
 // directory's entries on their own, then whole processes of the command line sharing one.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <thread>
 
 #include "jit/disk_cache.h"
+#include "ir/graphdef.h"
 #include "jit/jit.h"
+#include "runtime/npy.h"
 #include "tests/support/test_util.h"
 
 namespace graphjit {
@@ -40,12 +44,17 @@ TEST(DiskCache, WhatIsStoredLoadsInAnotherInstance) {
   {
     DiskCache cache(dir, 1 << 20);
     EXPECT_FALSE(cache.Load("sig-a").has_value());
-    cache.Store("sig-a", std::string("code\0with nul", 13));
-    cache.Store("sig-b", "");
+    cache.Store("sig-a", {"interface a\n", std::string("code\0with nul", 13)});
+    cache.Store("sig-b", {"", ""});
   }
   DiskCache again(dir, 1 << 20);
-  EXPECT_EQ(again.Load("sig-a"), std::string("code\0with nul", 13));
-  EXPECT_EQ(again.Load("sig-b"), std::string());
+  const std::optional<DiskEntry> a = again.Load("sig-a"), b = again.Load("sig-b");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->interface, "interface a\n");
+  EXPECT_EQ(a->code, std::string("code\0with nul", 13));
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->interface, "");
+  EXPECT_EQ(b->code, "");
   EXPECT_FALSE(again.Load("sig-c").has_value());
   EXPECT_EQ(Entries(dir).size(), 2u);  // no temporary files left
 }
@@ -54,7 +63,7 @@ TEST(DiskCache, WhatIsStoredLoadsInAnotherInstance) {
 TEST(DiskCache, CorruptTruncatedAndForeignEntriesAreDropped) {
   const std::string dir = testing::TempDir() + "/cache";
   DiskCache cache(dir, 1 << 20);
-  const std::string code(1000, 'x');
+  const DiskEntry code{"kernel 0 fusion_0\n", std::string(1000, 'x')};
   const std::map<std::string, std::function<std::string(std::string)>> damage = {
       {"a flipped byte", [](std::string b) { b[b.size() / 2] ^= 1; return b; }},
       {"truncated", [](std::string b) { return b.substr(0, b.size() - 9); }},
@@ -78,12 +87,12 @@ TEST(DiskCache, CorruptTruncatedAndForeignEntriesAreDropped) {
   cache.Store("other", code);
   fs::copy_file(cache.PathOf("other"), cache.PathOf("sig"), fs::copy_options::overwrite_existing);
   EXPECT_FALSE(cache.Load("sig").has_value());
-  EXPECT_EQ(cache.Load("other"), code);
+  EXPECT_EQ(cache.Load("other")->code, code.code);
 }
 
 TEST(DiskCache, TheLeastRecentlyUsedEntriesGoFirstBeyondTheBound) {
   const std::string dir = testing::TempDir() + "/cache";
-  const std::string code(3000, 'c');
+  const DiskEntry code{"", std::string(3000, 'c')};
   DiskCache cache(dir, 10000);  // three entries fit, four do not
   const auto past = fs::file_time_type::clock::now() - std::chrono::hours(1);
   for (int i = 0; i < 3; ++i) {
@@ -215,6 +224,123 @@ TEST(DiskCacheCli, DamagedEntriesAreCompiledAgain) {
   auto after = RunGraphjit(Transformer(), flags);
   EXPECT_EQ(Stat(after, "disk_hits"), 7) << after.err;
   EXPECT_EQ(Stat(after, "compiles"), 0);
+}
+
+// x -> Neg (n) -> Tanh (t) -> Relu (r), and its input x = [1, -2, 3, -4], in `dir`.
+std::string NegTanhRelu(const std::string& dir) {
+  testing::GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {4});
+  b.Op("n", "Neg", {"x"});
+  b.Op("t", "Tanh", {"n"});
+  b.Op("r", "Relu", {"t"});
+  EXPECT_TRUE(WriteGraphDefFile(b.graph_def(), dir + "/g.pbtxt").ok());
+  EXPECT_TRUE(WriteNpy(dir + "/x.npy", testing::MakeFloat(Shape{4}, {1, -2, 3, -4})).ok());
+  return "run " + dir + "/g.pbtxt --feed x=" + dir + "/x.npy --jit on --stats";
+}
+
+// Fetch's values as written by `--out dir`.
+std::vector<double> Values(const std::string& dir, const std::string& fetch) {
+  auto t = ReadNpy(dir + "/" + fetch + ".npy");
+  EXPECT_TRUE(t.ok()) << dir << "/" << fetch;
+  std::vector<double> v;
+  for (int64_t i = 0; t.ok() && i < t->num_elements(); ++i) v.push_back(t->ValueAsDouble(i));
+  return v;
+}
+
+void ExpectNegTanhRelu(const std::string& out, const std::vector<std::string>& fetches) {
+  const std::vector<double> x = {1, -2, 3, -4};
+  for (const std::string& f : fetches) {
+    const std::vector<double> got = Values(out, f);
+    ASSERT_EQ(got.size(), 4u) << f;
+    for (int i = 0; i < 4; ++i) {
+      const double want = f == "n" ? -x[i] : f == "t" ? std::tanh(-x[i]) : std::max(std::tanh(-x[i]), 0.0);
+      EXPECT_NEAR(got[i], want, 2e-6) << out << ": " << f << " element " << i;
+    }
+  }
+}
+
+// One cluster body with other outputs, in three processes sharing one cache: each set of
+// outputs is its own entry, and every fetch has its own values (the entry of the body
+// fetched for n and r gave t the values of n).
+TEST(DiskCacheCli, ClustersOfOneBodyWithOtherOutputsAreOtherEntries) {
+  const std::string dir = testing::TempDir();
+  const std::string run = NegTanhRelu(dir);
+  const std::string flags = "GRAPHJIT_FLAGS=--cache_dir=" + dir + "/cache";
+  const std::vector<std::vector<std::string>> fetch_sets = {{"r"}, {"n", "r"}, {"t", "r"}};
+  for (int round = 0; round < 2; ++round) {  // the second round loads every entry
+    for (size_t k = 0; k < fetch_sets.size(); ++k) {
+      std::string args = run + " --out " + dir + "/out" + std::to_string(round) + std::to_string(k);
+      for (const std::string& f : fetch_sets[k]) args += " --fetch " + f;
+      auto r = RunGraphjit(args, flags);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+      EXPECT_EQ(Stat(r, round == 0 ? "compiles" : "disk_hits"), 1);
+      EXPECT_EQ(Stat(r, "disk_dropped"), 0);
+      ExpectNegTanhRelu(dir + "/out" + std::to_string(round) + std::to_string(k), fetch_sets[k]);
+    }
+  }
+  EXPECT_EQ(Entries(dir + "/cache").size(), 3u);
+}
+
+// An entry's parts: its signature, interface and code (the format of jit/disk_cache.cc).
+struct EntryParts {
+  std::string head, signature, interface, code;
+};
+EntryParts Split(const std::string& bytes) {
+  EntryParts parts;
+  size_t at = 8;  // magic, format
+  parts.head = bytes.substr(0, at);
+  for (std::string* field : {&parts.signature, &parts.interface, &parts.code}) {
+    uint64_t size = 0;
+    std::memcpy(&size, bytes.data() + at, sizeof size);
+    *field = bytes.substr(at + 8, size);
+    at += 8 + size;
+  }
+  return parts;
+}
+std::string Join(const EntryParts& parts) {
+  std::string bytes = parts.head;
+  for (const std::string* field : {&parts.signature, &parts.interface, &parts.code}) {
+    const uint64_t size = field->size();
+    bytes.append(reinterpret_cast<const char*>(&size), sizeof size);
+    bytes += *field;
+  }
+  const uint64_t checksum = Fnv1a(bytes.data(), bytes.size());
+  bytes.append(reinterpret_cast<const char*>(&checksum), sizeof checksum);
+  return bytes;
+}
+
+// A whole, well-formed entry under the right signature whose code is another cluster's (as
+// a signature that leaves out what the code depends on would make): its interface tells,
+// and it is dropped with a warning, never run.
+TEST(DiskCacheCli, AnEntryWhoseCodeIsNotItsClustersIsDropped) {
+  const std::string dir = testing::TempDir();
+  const std::string run = NegTanhRelu(dir);
+  const std::string flags = "GRAPHJIT_FLAGS=--cache_dir=" + dir + "/cache";
+  ASSERT_EQ(RunGraphjit(run + " --fetch r", flags).exit_code, 0);
+  const std::string r_only = Entries(dir + "/cache").at(0);
+  ASSERT_EQ(RunGraphjit(run + " --fetch t --fetch r", flags).exit_code, 0);
+  std::string t_and_r;
+  for (const std::string& path : Entries(dir + "/cache"))
+    if (path != r_only) t_and_r = path;
+  ASSERT_FALSE(t_and_r.empty());
+  // The (t, r) entry with the (r) entry's interface and code.
+  EntryParts forged = Split(Slurp(t_and_r));
+  const EntryParts other = Split(Slurp(r_only));
+  ASSERT_NE(forged.signature, other.signature);
+  EXPECT_NE(forged.interface.find("output 1 "), std::string::npos) << forged.interface;
+  EXPECT_EQ(other.interface.find("output 1 "), std::string::npos) << other.interface;
+  forged.interface = other.interface;
+  forged.code = other.code;
+  Spit(t_and_r, Join(forged));
+  auto r = RunGraphjit(run + " --fetch t --fetch r --out " + dir + "/out", flags);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("from the kernel cache: its code is not this cluster's: the code's '"), std::string::npos) << r.err;
+  EXPECT_EQ(Stat(r, "disk_dropped"), 1);
+  EXPECT_EQ(Stat(r, "disk_hits"), 0);
+  EXPECT_EQ(Stat(r, "compiles"), 1);
+  EXPECT_EQ(Stat(r, "disk_writes"), 1);
+  ExpectNegTanhRelu(dir + "/out", {"t", "r"});
 }
 
 // Two processes filling one empty directory at once: both run, nothing is torn, and a

@@ -939,6 +939,38 @@ TEST_F(Jit, TheCacheCompilesOncePerSignature) {
   EXPECT_EQ(GetJitStats().cache_misses - before.cache_misses, 2);
 }
 
+// One body, three sets of outputs: x -> Neg (n) -> Tanh (t) -> Relu (r), fetching r, then n
+// and r, then t and r. Each fetch set makes a cluster of the same body with other outputs,
+// which is other code: each compiles its own kernel and gives its own values (a signature
+// without the outputs handed the first kernel to the others: t came out as n).
+TEST_F(Jit, ClustersOfOneBodyWithOtherOutputsAreOtherKernels) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {4});
+  b.Op("n", "Neg", {"x"});
+  b.Op("t", "Tanh", {"n"});
+  b.Op("r", "Relu", {"t"});
+  const std::vector<float> x = {1, -2, 3, -4};
+  const std::vector<std::vector<std::string>> fetch_sets = {{"r"}, {"n", "r"}, {"t", "r"}, {"n", "t", "r"}};
+  for (int round = 0; round < 2; ++round) {  // the second round meets every kernel in the cache
+    for (const auto& fetches : fetch_sets) {
+      const JitStats before = GetJitStats();
+      const auto got = RunAt(b.graph_def(), JitLevel::kOn1, {{"x", testing::MakeFloat(Shape{4}, x)}}, fetches);
+      const JitStats after = GetJitStats();
+      EXPECT_EQ(after.internal_errors, before.internal_errors);
+      EXPECT_EQ(after.fallback, before.fallback);
+      EXPECT_EQ(after.cache_misses - before.cache_misses, round == 0 ? 1 : 0);
+      for (size_t f = 0; f < fetches.size(); ++f) {
+        for (int i = 0; i < 4; ++i) {
+          const float n = -x[i], t = std::tanh(n);
+          const float want = fetches[f] == "n" ? n : fetches[f] == "t" ? t : std::max(t, 0.0f);
+          EXPECT_NEAR(got[f].ValueAsDouble(i), want, 2e-6) << "round " << round << ", fetch " << fetches[f] << " of "
+                                                           << fetches.size() << ", element " << i;
+        }
+      }
+    }
+  }
+}
+
 // Shape values (Keras's Tensordot: Shape -> GatherV2 -> Prod -> Pack -> Reshape's shape,
 // with an unknown batch dim) are clustered and computed when the cluster is specialized:
 // the whole graph is one cluster, compiled without falling back, right at every batch size.
