@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "jit/jit.h"
+#include "runtime/build_info.h"
 #include "tools/aot_command.h"
 #include "tools/bench_command.h"
 #include "tools/clusters_command.h"
@@ -22,7 +23,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app("graphjit: runs TensorFlow graphs, and compiles their fusible parts", "graphjit");
-  app.set_version_flag("--version", std::string("graphjit ") + GRAPHJIT_VERSION);
+  app.set_version_flag("--version", std::string("graphjit ") + GRAPHJIT_VERSION + " (reference kernels for " + graphjit::KernelsIsa() + ")");
   app.require_subcommand(0, 1);
   app.add_subcommand("help", "Show this help");
 

@@ -1,6 +1,22 @@
 #include "runtime/kernels/common.h"
 
+#include "runtime/build_info.h"
+
 namespace graphjit {
+
+const char* KernelsIsa() {
+#if defined(__AVX512F__)
+  return "x86-64-v4 (AVX-512)";
+#elif defined(__AVX2__)
+  return "x86-64-v3 (AVX2)";
+#elif defined(__SSE4_2__)
+  return "x86-64-v2 (SSE4.2)";
+#elif defined(__x86_64__)
+  return "x86-64 (SSE2)";
+#else
+  return "not x86-64";
+#endif
+}
 
 bool InSet(DType d, TypeSet s) {
   switch (s) {

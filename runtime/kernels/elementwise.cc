@@ -535,10 +535,10 @@ std::vector<OpDef> ElementwiseOps() {
     using C = ScalarOf<decltype(x)>;
     return x / (x.abs() + C(1));
   }));
-  ops.push_back(UnaryOp<TS::kFloat>("Floor", 1, [](const auto& x, auto) { return x.floor(); }));
-  ops.push_back(UnaryOp<TS::kFloat>("Ceil", 1, [](const auto& x, auto) { return x.ceil(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Floor", 1, [](const auto& x, auto) { return IeeeRound<Rounding::kFloor>(x); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Ceil", 1, [](const auto& x, auto) { return IeeeRound<Rounding::kCeil>(x); }));
   // TensorFlow's Round rounds half to even, as rint does.
-  ops.push_back(UnaryOp<TS::kFloat>("Round", 1, [](const auto& x, auto) { return x.rint(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Round", 1, [](const auto& x, auto) { return IeeeRound<Rounding::kNearestEven>(x); }));
   ops.push_back(UnaryOp<TS::kFloat>("LeakyRelu", 1, [](const auto& x, auto alpha) {
     using C = ScalarOf<decltype(x)>;
     return (x > C(0)).select(x, x * alpha);

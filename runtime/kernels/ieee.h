@@ -81,6 +81,34 @@ struct IeeeMinMax {
   }
 };
 
+// Floor, Ceil and Round (to nearest, ties to even, as rint) with IEEE's signed zeros: the
+// result has x's sign, so ceil(-0.5) = -0 and rint(-0.25) = -0. Eigen 3.4's packets on a CPU
+// without SSE4.1's round instruction (a baseline x86-64 build) give +0 there: the sign bit
+// of x is put back (a no-op wherever the packets are right). f16 and bf16 round in float.
+enum class Rounding { kFloor, kCeil, kNearestEven };
+template <typename C, Rounding kMode>
+struct IeeeRoundOp {
+  C operator()(const C& x) const {
+    const float f = static_cast<float>(x);
+    if constexpr (std::is_same_v<C, double>) {
+      return std::copysign(kMode == Rounding::kFloor ? std::floor(x) : kMode == Rounding::kCeil ? std::ceil(x) : std::rint(x), x);
+    } else {
+      return C(std::copysign(kMode == Rounding::kFloor ? std::floor(f) : kMode == Rounding::kCeil ? std::ceil(f) : std::rint(f), f));
+    }
+  }
+  template <typename P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    const P r = kMode == Rounding::kFloor ? pfloor(x) : kMode == Rounding::kCeil ? pceil(x) : print(x);
+    return por(r, pand(x, pset1<P>(C(-0.0))));
+  }
+};
+
+template <Rounding kMode, typename A>
+auto IeeeRound(const A& x) {
+  return x.unaryExpr(IeeeRoundOp<typename A::Scalar, kMode>());
+}
+
 // The maximum (minimum) of a non-empty row, as IEEE maximum (minimum) folds it: Eigen's
 // NaN-propagating maxCoeff, then the sign of a zero result: +0 if the row has a +0, for
 // the maximum (-0 if it has a -0, for the minimum).
@@ -104,6 +132,10 @@ struct functor_traits<graphjit::ZeroBelowNormalOp> {
 template <typename C>
 struct functor_traits<graphjit::ExpOp<C>> {
   enum { Cost = 20, PacketAccess = std::is_same_v<C, float> || std::is_same_v<C, double> };
+};
+template <typename C, graphjit::Rounding kMode>
+struct functor_traits<graphjit::IeeeRoundOp<C, kMode>> {
+  enum { Cost = 2, PacketAccess = std::is_same_v<C, float> || std::is_same_v<C, double> };
 };
 template <typename C, bool kMax>
 struct functor_traits<graphjit::IeeeMinMax<C, kMax>> {

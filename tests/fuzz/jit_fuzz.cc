@@ -16,11 +16,17 @@
 // Integers are kept from overflowing (the reference kernels' signed overflow is undefined).
 //
 //   jit_fuzz [--seed S] [--graphs N] [--minutes M] [--graph K] [--verbose] [--dump DIR]
-//            [--known FILE] [--device gpu-emu]
+//            [--known FILE] [--device gpu-emu] [--kernels ISA]
 // --device runs the JIT's side on a GPU (gpu-emu: the CUDA emulator), every GPU module also
 // assembled by ptxas for sm_80 and sm_90 without spills.
+// --kernels: the reference kernels loaded must be built for ISA (KernelsIsa(), e.g.
+// "x86-64 (SSE2)"), else exit status 2: a check that LD_LIBRARY_PATH put the portable ones in place.
 // --known lists open findings ("SEED GRAPH why", one per line): they are reported but do not
 // fail the run; one that no longer disagrees does, until it is taken off the list.
+// One graph in four repeats the body of one of the 500 before it with other outputs (other
+// values fetched, in another order), so a long run in one process meets cluster bodies it
+// has compiled with other outputs; kernel caches must tell them apart. Such a finding may
+// need the graphs before it: `--seed S --graphs K+1` replays the run up to it.
 // Graph K of seed S is the same on every run: `--seed S --graph K --verbose` prints it, and
 // `--dump DIR` writes it (graph.pbtxt, one .npy per input, and for graphs without 16-bit
 // floats the graphjit command that runs it) and its compiled clusters' stages.
@@ -44,6 +50,7 @@
 #include "ir/graphdef.h"
 #include "jit/jit.h"
 #include "passes/passes.h"
+#include "runtime/build_info.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 #include "tests/support/test_util.h"
@@ -102,10 +109,30 @@ class Generator {
     for (const Value& v : fetched) Fetch(v);
   }
 
+  // More fetches of values as they are (an exact one compared bit for bit, any other after
+  // a tanh on the host), one in five values, then all fetches in an order `rng` picks. They
+  // add no node: the graph's clusters keep their bodies and get other outputs.
+  void PickOutputs(std::mt19937_64& rng) {
+    for (const Value& v : values_) {
+      if (rng() % 5 || std::find(fetches.begin(), fetches.end(), v.name) != fetches.end()) continue;
+      fetches.push_back(v.name);
+      fetch_exact.push_back(v.exact || !IsFloat(v.dtype));
+      fetch_reordered.push_back(v.reordered);
+      fetch_tanh_on_host.push_back(!fetch_exact.back());
+    }
+    for (size_t i = fetches.size(); i > 1; --i) {
+      const size_t j = rng() % i;
+      std::swap(fetches[i - 1], fetches[j]);
+      std::vector<bool>::swap(fetch_exact[i - 1], fetch_exact[j]);
+      std::vector<bool>::swap(fetch_reordered[i - 1], fetch_reordered[j]);
+      std::vector<bool>::swap(fetch_tanh_on_host[i - 1], fetch_tanh_on_host[j]);
+    }
+  }
+
   GraphBuilder b;
   std::vector<std::pair<std::string, Tensor>> feeds;
   std::vector<std::string> fetches;
-  std::vector<bool> fetch_exact, fetch_reordered;
+  std::vector<bool> fetch_exact, fetch_reordered, fetch_tanh_on_host;
   std::string ops;  // what the graph does, for reports
   bool uses_f16 = false, uses_bf16 = false;
 
@@ -429,6 +456,7 @@ class Generator {
   // Fetches v: as it is if exact, else squashed into (-1, 1) by a tanh in f32.
   void Fetch(const Value& v) {
     fetch_reordered.push_back(v.reordered);
+    fetch_tanh_on_host.push_back(false);
     if (v.exact || !IsFloat(v.dtype)) {
       fetches.push_back(v.name);
       fetch_exact.push_back(true);
@@ -452,8 +480,9 @@ class Generator {
   int next_ = 0;
 };
 
-// Why `got` differs from `want`; empty if they agree.
-std::string Compare(const Tensor& got, const Tensor& want, bool exact, bool reordered, double tolerance) {
+// Why `got` differs from `want`; empty if they agree. `tanh_on_host`: floats compared after
+// a tanh (in double).
+std::string Compare(const Tensor& got, const Tensor& want, bool exact, bool reordered, bool tanh_on_host, double tolerance) {
   if (got.dtype() != want.dtype() || got.shape() != want.shape())
     return "got " + std::string(DTypeName(got.dtype())) + got.shape().ToString() + ", want " + DTypeName(want.dtype()) +
            want.shape().ToString();
@@ -462,7 +491,8 @@ std::string Compare(const Tensor& got, const Tensor& want, bool exact, bool reor
     if (!IsFloat(got.dtype())) {
       ok = got.ValueAsInt(i) == want.ValueAsInt(i);
     } else {
-      const double a = got.ValueAsDouble(i), w = want.ValueAsDouble(i);
+      double a = got.ValueAsDouble(i), w = want.ValueAsDouble(i);
+      if (tanh_on_host) a = std::tanh(a), w = std::tanh(w);
       ok = (std::isnan(a) && std::isnan(w)) || a == w || (!exact && std::fabs(a - w) <= tolerance) ||
            (reordered && (std::isnan(a) || std::isnan(w)));
     }
@@ -481,13 +511,23 @@ struct Outcome {
   std::string what;
 };
 
+// Graph K of seed S: a graph made for it, or, one in four, the graph of an earlier J (among
+// the 500 before) again: one body the process has compiled, with other outputs in another
+// order (caches must tell them apart). Either way with more fetches (PickOutputs).
 Outcome RunOne(uint64_t seed, int64_t index, bool verbose, const std::string& dump, const std::string& device) {
-  Generator g(seed * 1000003 + static_cast<uint64_t>(index));
+  std::mt19937_64 pick(seed * 1000003 + static_cast<uint64_t>(index) + 0x5bd1e995);
+  int64_t body = index;
+  if (index > 0 && pick() % 4 == 0) body = index - 1 - static_cast<int64_t>(pick() % std::min<uint64_t>(index, 500));
+  Generator g(seed * 1000003 + static_cast<uint64_t>(body));
   g.Make();
+  g.PickOutputs(pick);
+  if (body != index) g.ops = "(graph " + std::to_string(body) + "'s body) " + g.ops;
   if (verbose) {
     std::string text;
     google::protobuf::TextFormat::PrintToString(g.b.graph_def(), &text);
-    std::printf("graph %lld: %s\n%s", static_cast<long long>(index), g.ops.c_str(), text.c_str());
+    std::printf("graph %lld: %s\nfetches:", static_cast<long long>(index), g.ops.c_str());
+    for (const std::string& f : g.fetches) std::printf(" %s", f.c_str());
+    std::printf("\n%s", text.c_str());
   }
   if (!dump.empty()) {
     std::filesystem::create_directories(dump);
@@ -525,7 +565,7 @@ Outcome RunOne(uint64_t seed, int64_t index, bool verbose, const std::string& du
   const std::string ops = g.ops;
   const double tolerance = g.uses_bf16 ? 3e-2 : g.uses_f16 ? 1e-2 : 1e-4;
   for (size_t i = 0; i < g.fetches.size(); ++i) {
-    std::string why = Compare(got[i], want[i], g.fetch_exact[i], g.fetch_reordered[i], tolerance);
+    std::string why = Compare(got[i], want[i], g.fetch_exact[i], g.fetch_reordered[i], g.fetch_tanh_on_host[i], tolerance);
     if (!why.empty()) return {false, false, "fetch " + g.fetches[i] + (g.fetch_exact[i] ? " (exact)" : "") + ": " + why + "; ops: " + ops};
   }
   return {};
@@ -536,7 +576,7 @@ int Main(int argc, char** argv) {
   int64_t graphs = 1000, only = -1;
   double minutes = 0;
   bool verbose = false;
-  std::string dump, known_file, device;
+  std::string dump, known_file, device, kernels;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -554,9 +594,10 @@ int Main(int argc, char** argv) {
     else if (a == "--dump") dump = next();
     else if (a == "--known") known_file = next();
     else if (a == "--device") device = next();
+    else if (a == "--kernels") kernels = next();
     else {
       std::fprintf(stderr, "usage: jit_fuzz [--seed S] [--graphs N] [--minutes M] [--graph K] [--verbose] [--dump DIR] "
-                           "[--known FILE] [--device gpu-emu]\n");
+                           "[--known FILE] [--device gpu-emu] [--kernels ISA]\n");
       return 2;
     }
   }
@@ -577,6 +618,10 @@ int Main(int argc, char** argv) {
       }
       known.insert({s, k});
     }
+  }
+  if (!kernels.empty() && kernels != KernelsIsa()) {
+    std::fprintf(stderr, "jit_fuzz: the reference kernels loaded are built for %s, not %s\n", KernelsIsa(), kernels.c_str());
+    return 2;
   }
   RegisterGraphOptimizer();
   RegisterJit();
@@ -612,9 +657,9 @@ int Main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  std::printf("jit_fuzz: seed %llu: %lld graphs (%lld not valid for the reference kernels, skipped), %lld findings"
-              " (and %lld known), %.1f min\n",
-              static_cast<unsigned long long>(seed), static_cast<long long>(ran), static_cast<long long>(skipped),
+  std::printf("jit_fuzz: seed %llu: %lld graphs in one process (%lld not valid for the reference kernels, skipped; "
+              "reference kernels for %s), %lld findings (and %lld known), %.1f min\n",
+              static_cast<unsigned long long>(seed), static_cast<long long>(ran), static_cast<long long>(skipped), KernelsIsa(),
               static_cast<long long>(findings), static_cast<long long>(known_findings), elapsed_min());
   return findings ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "runtime/build_info.h"
 #include "runtime/pass_registry.h"
 #include "runtime/session.h"
 #include "tests/support/test_util.h"
@@ -391,6 +392,32 @@ void ExpectSignedArithmeticWraps(DType dtype) {
 TEST(Kernels, SignedIntegerArithmeticWrapsAsTensorFlowsDoes) {
   ExpectSignedArithmeticWraps<int32_t>(DType::kInt32);
   ExpectSignedArithmeticWraps<int64_t>(DType::kInt64);
+}
+
+// Floor, Ceil and Round give IEEE's signed zeros (ceil(-0.5) = -0, rint(-0.25) = -0), in the
+// vector body and the scalar tail, whatever CPU the kernels were built for (ctest runs this
+// with the baseline x86-64 build of them too, whose Eigen packets made those zeros +0).
+TEST(Kernels, RoundingKeepsTheSignOfAZero) {
+  const std::vector<double> x = {-0.5, -0.25, -0.0, 0.0, 0.25, 0.5, -0.75, 0.75, -1.5, 1.5, 2.5,
+                                 -2.5, -0.1,  0.1,  -0.9, 0.9, -3.5, -0.5, -1e-30, 1e-30, -7.25};  // 21: vectors and a tail
+  for (DType dtype : {DType::kFloat, DType::kDouble, DType::kHalf}) {
+    for (const std::string op : {"Floor", "Ceil", "Round"}) {
+      GraphBuilder b;
+      b.Placeholder("x", dtype, {static_cast<int64_t>(x.size())});
+      b.Op("y", op, {"x"}, dtype);
+      auto s = MakeSession(b.graph_def());
+      const Tensor in = testing::MakeTensor(dtype, Shape{static_cast<int64_t>(x.size())}, x);
+      const Tensor y = RunOrDie(*s, {{"x", in}}, {"y"})[0];
+      for (int64_t i = 0; i < in.num_elements(); ++i) {
+        const double v = in.ValueAsDouble(i);
+        const double want = op == "Floor" ? std::floor(v) : op == "Ceil" ? std::ceil(v) : std::rint(v);
+        const double got = y.ValueAsDouble(i);
+        EXPECT_TRUE(got == want && std::signbit(got) == std::signbit(want))
+            << op << " " << DTypeName(dtype) << " of " << v << ": " << got << ", not " << want << " (kernels for "
+            << KernelsIsa() << ")";
+      }
+    }
+  }
 }
 
 // Pad, PadV2 and MirrorPad copy runs of unpadded trailing dimensions whole: checked
