@@ -1,6 +1,6 @@
 // "Can this be compiled?": the question clustering asks and the JIT answers (jit/ passes
 // its oracle to RegisterClusteringPass). Without the JIT, DeclaredCompilability takes
-// every op of the op table: such clusters run op by op.
+// every op the op traits say is compiled (runtime/op_traits.h): such clusters run op by op.
 #pragma once
 
 #include <string>

@@ -8,21 +8,12 @@
 
 namespace graphjit {
 
-namespace {
-
-// A constant of at most this many elements, read by a cluster, is copied into its body.
-constexpr int64_t kCopiedConstantElements = 16;
-
-bool IsSmallConstant(const AnalyzedGraph& a, int id) {
-  const Node& n = *a.graph.node(id);
-  return n.op == "Const" && n.control_inputs.empty() && a.info(id).shapes[0].IsFullyDefined() &&
-         a.info(id).shapes[0].num_elements() <= kCopiedConstantElements;
-}
-
-}  // namespace
-
 StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, Graph* graph,
-                                   const std::set<TensorId>& fetched) {
+                                   const std::set<TensorId>& fetched, const EncapsulationPolicy& policy) {
+  auto copied_constant = [&](int id) {
+    const Node& n = *a.graph.node(id);
+    return n.op == "Const" && policy.CopiesConstant(a.info(id).shapes[0], !n.control_inputs.empty());
+  };
   if (c.clusters.empty()) return false;
   const Graph& g = a.graph;
   auto consumers = g.ComputeOutEdges();
@@ -47,7 +38,7 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
       const Node* n = g.node(id);
       for (const TensorId& t : n->inputs) {
         if (in_cluster.count(t.node)) continue;
-        if (IsSmallConstant(a, t.node)) {
+        if (copied_constant(t.node)) {
           copied.insert(t.node);
         } else if (!input_index.count(t)) {
           input_index[t] = static_cast<int>(inputs.size());

@@ -14,8 +14,20 @@
 
 namespace graphjit {
 
+// Which constants a cluster's body holds: the one rule of both hosts, graphjit's sessions
+// and the TensorFlow plugin. A constant it copies is seen by the compiler, which
+// specializes on its value (axes, shapes, GELU's 1 / sqrt 2); any other (a weight) is an
+// input of the cluster, computed once and kept where the cluster runs.
+struct EncapsulationPolicy {
+  int64_t max_copied_constant_elements = 16;
+  // Whether a Const node with this value's shape (and with control inputs or not) is copied.
+  bool CopiesConstant(const Shape& shape, bool has_control_inputs) const {
+    return !has_control_inputs && shape.IsFullyDefined() && shape.num_elements() <= max_copied_constant_elements;
+  }
+};
+
 // Rewrites `graph` (whose analysis is `analyzed`). Returns whether anything changed.
 StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& analyzed, const Clustering& clustering, Graph* graph,
-                                   const std::set<TensorId>& fetched = {});
+                                   const std::set<TensorId>& fetched = {}, const EncapsulationPolicy& policy = {});
 
 }  // namespace graphjit

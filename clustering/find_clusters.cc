@@ -7,8 +7,8 @@
 
 #include "ir/attr.h"
 #include "ir/device.h"
-#include "clustering/op_table.h"
 #include "runtime/op_registry.h"
+#include "runtime/op_traits.h"
 
 namespace graphjit {
 
@@ -40,11 +40,6 @@ ClusteringOptions ClusteringOptions::FromSession(const SessionOptions& o) {
 }
 
 namespace {
-
-bool IsNotAnOp(const std::string& op) {
-  return op == "Placeholder" || op == "PlaceholderWithDefault" || op == "Const" || op == "NoOp" ||
-         op == "_JitCluster";
-}
 
 // The contracted graph: one vertex per cluster (named by a representative node), kept in
 // a topological order that is repaired after each contraction (Pearce-Kelly).
@@ -167,13 +162,13 @@ std::vector<bool> ShapeValues(const AnalyzedGraph& a, const std::vector<std::vec
   for (int id : a.topo_order) {
     const Node& n = *g.node(id);
     bool all = n.op != "Placeholder" && !a.info(id).op->stateful;
-    if (n.op != "Shape" && n.op != "Size" && n.op != "Rank")
+    if (TraitsOf(n.op).pattern != OpPattern::kShapeOnly)
       for (const TensorId& in : n.inputs) all = all && from_shapes[in.node];
     from_shapes[id] = all;
   }
   for (auto it = a.topo_order.rbegin(); it != a.topo_order.rend(); ++it) {
     const int id = *it;
-    if (!from_shapes[id] || IsNotAnOp(g.node(id)->op) || a.info(id).dtypes.size() != 1) continue;
+    if (!from_shapes[id] || TraitsOf(g.node(id)->op).not_an_op() || a.info(id).dtypes.size() != 1) continue;
     bool read = false, only_as_values = true;
     for (const OutEdge& e : consumers[id]) {
       if (e.dst_input < 0) continue;
@@ -216,15 +211,15 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
     NodeDecision& d = result.nodes[id];
     auto device = ParseDeviceName(node.device);
     const DeviceName dev = device.ok() ? *device : DeviceName();
-    const bool xla_device = dev.type == "XLA_CPU" || dev.type == "XLA_GPU";
+    const bool xla_device = dev.IsXla();
     // On a GPU every op the JIT compiles runs as a GPU kernel (else it runs on the CPU),
     // whatever the level: the level says whether they are fused (see jit/jit.h).
-    const bool gpu = dev.type == "GPU";
+    const bool gpu = dev.IsGpu() && !xla_device;
     const tensorflow::AttrValue* compile = node.FindAttr("_XlaCompile");
     const bool attr_true = compile && compile->value_case() == tensorflow::AttrValue::kB && compile->b();
     const bool attr_false = compile && compile->value_case() == tensorflow::AttrValue::kB && !compile->b();
-    const OpTableEntry* entry = FindOpEntry(node.op);
-    if (IsNotAnOp(node.op)) {
+    const OpTraits& traits = TraitsOf(node.op);
+    if (traits.not_an_op()) {
       d = {-1, Reason::kNotAnOp, node.op};
       continue;
     }
@@ -250,8 +245,8 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
         d = {-1, Reason::kNotCompilable, "JIT level OFF and no _XlaCompile=true"};
         continue;
       }
-      if (entry && static_cast<int>(entry->min_level) > static_cast<int>(options.level)) {
-        d = {-1, Reason::kNotCompilable, node.op + " is clustered from ON_2"};
+      if (traits.compiled() && static_cast<int>(traits.jit_level) > static_cast<int>(options.level)) {
+        d = {-1, Reason::kNotCompilable, node.op + " is clustered from " + JitLevelName(traits.jit_level)};
         continue;
       }
     }
@@ -281,10 +276,8 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
   ContractionGraph cg(a);
   std::vector<int> size(n, 0);
   for (int id = 0; id < n; ++id) {
-    const OpTableEntry* e = FindOpEntry(g.node(id)->op);
-    size[id] = (cand[id].ok && !cand[id].shape_value && (e == nullptr || e->counts)) ? 1 : 0;
-    // Softmax and LogSoftmax are five ops in one (max, sub, exp, sum, div): a kernel alone.
-    if (size[id] && e != nullptr && e->family == OpFamily::kSoftmax) size[id] = 2;
+    // Views weigh nothing; a softmax, five ops in one (max, sub, exp, sum, div), is a kernel alone.
+    size[id] = cand[id].ok && !cand[id].shape_value ? TraitsOf(g.node(id)->op).weight : 0;
   }
   std::vector<int> members(n, 1);
   int64_t fuel = options.fuel;

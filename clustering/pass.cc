@@ -46,6 +46,26 @@ void RegisterClusteringPass(const CompilabilityOracle* oracle) {
        }});
 }
 
+std::string WhyNotAnalyzable(const tensorflow::NodeDef& node, const std::vector<tensorflow::NodeDef>& producers) {
+  tensorflow::GraphDef alone;
+  tensorflow::NodeDef copy = node;
+  copy.clear_input();
+  copy.clear_device();
+  for (size_t i = 0; i < producers.size(); ++i) {
+    tensorflow::NodeDef* p = alone.add_node();
+    *p = producers[i];
+    p->set_name(node.name() + "/graphjit_input_" + std::to_string(i));
+    p->clear_input();
+    p->clear_device();
+    copy.add_input(p->name());
+  }
+  *alone.add_node() = std::move(copy);
+  auto graph = ImportGraphDef(alone);
+  if (!graph.ok()) return graph.status().message();
+  auto analyzed = AnalyzeGraph(std::move(graph).value());
+  return analyzed.ok() ? "" : analyzed.status().message();
+}
+
 StatusOr<std::pair<AnalyzedGraph, Clustering>> ExplainClustering(const tensorflow::GraphDef& graph_def,
                                                                  const SessionOptions& options) {
   GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));

@@ -1,4 +1,5 @@
-// The CUDA driver API of cuda.h, for one emulated H100 SXM whose kernels run on the CPU.
+// The CUDA driver API of cuda.h, for one emulated GPU whose kernels run on the CPU: an H100
+// SXM, or the device CUEMU_DEVICE names (h100, a100).
 // Defining the functions under cuda.h's names gives them its versioned symbols
 // (cuMemAlloc -> cuMemAlloc_v2, ...), so programs linked against the toolkit's stub
 // libcuda.so run on this library unchanged.
@@ -36,9 +37,25 @@ namespace {
 
 constexpr int kDriverVersion = 13000;
 constexpr int kSharedDefault = 48 * 1024;
-constexpr int kSharedOptIn = 232448;  // 227 KB
 constexpr int kRegistersPerBlock = 65536;
-constexpr const char* kArch = "sm_90";
+
+// What distinguishes the devices the emulator can be, as their drivers report them.
+struct DeviceModel {
+  const char* key;  // CUEMU_DEVICE's value
+  const char* name;
+  int major, minor;
+  const char* arch;  // what ptxas assembles PTX for
+  int multiprocessors;
+  int shared_optin;   // per block, opted in
+  int shared_per_sm;
+  int l2_bytes;
+  int clock_khz, memory_clock_khz;
+};
+constexpr DeviceModel kDevices[] = {
+    {"h100", "NVIDIA H100 SXM (graphjit CUDA emulator)", 9, 0, "sm_90", 132, 232448, 233472, 50 << 20, 1980000, 2619000},
+    {"a100", "NVIDIA A100-SXM4-40GB (graphjit CUDA emulator)", 8, 0, "sm_80", 108, 166912, 167936, 40 << 20, 1410000,
+     1215000},
+};
 
 struct Stream;
 struct Context;
@@ -114,6 +131,7 @@ struct Driver {
   CUemuCounters last_counters{};
   bool quiet = false;
   uint64_t max_warp_instructions = 0;
+  const DeviceModel* device = &kDevices[0];
 };
 
 Driver& D() {
@@ -311,6 +329,16 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
   std::lock_guard lock(D().mu);
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) {
+    if (const char* env = std::getenv("CUEMU_DEVICE")) {
+      D().device = nullptr;
+      for (const DeviceModel& m : kDevices)
+        if (std::string(env) == m.key) D().device = &m;
+      if (!D().device) {
+        D().device = &kDevices[0];
+        Report("CUEMU_DEVICE='" + std::string(env) + "' is not a device the emulator can be (h100, a100)");
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
     uint64_t mb = 4096;
     if (const char* env = std::getenv("CUEMU_MEMORY_MB")) mb = std::strtoull(env, nullptr, 10);
     D().memory = std::make_unique<DeviceMemory>(mb << 20);
@@ -348,7 +376,7 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  std::snprintf(name, len, "NVIDIA H100 SXM (graphjit CUDA emulator)");
+  std::snprintf(name, len, "%s", D().device->name);
   return CUDA_SUCCESS;
 }
 
@@ -364,8 +392,8 @@ CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice dev)
   if (!major || !minor) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *major = 9;
-  *minor = 0;
+  *major = D().device->major;
+  *minor = D().device->minor;
   return CUDA_SUCCESS;
 }
 
@@ -374,7 +402,8 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
   if (attribute <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
-  switch (attribute) {  // an H100 SXM5
+  const DeviceModel& m = *D().device;
+  switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *value = 1024; break;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *value = 1024; break;
@@ -383,24 +412,24 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *value = 65535; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = 65535; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = kSharedDefault; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = kSharedOptIn; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = m.shared_optin; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = m.shared_per_sm; break;
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
     case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = 65536; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
     case CU_DEVICE_ATTRIBUTE_MAX_PITCH: *value = 2147483647; break;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *value = kRegistersPerBlock; break;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *value = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1980000; break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = 2619000; break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = m.clock_khz; break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = m.memory_clock_khz; break;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 5120; break;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 * 1024 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = m.l2_bytes; break;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *value = 512; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = m.multiprocessors; break;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 32; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = m.major; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = m.minor; break;
     case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: *value = 1; break;
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 3; break;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *value = 1; break;
@@ -588,9 +617,10 @@ CUresult LoadModule(CUmodule* out, const void* image, char* error_log, size_t er
   }
   const std::string ptx(static_cast<const char*>(image));
   // 1. ptxas, as the driver's own PTX compiler would.
-  // sm_90a PTX (arch-specific features) is assembled for sm_90a, which this device is.
-  const bool arch_specific = ptx.find(".target sm_90a") != std::string::npos;
-  PtxasResult ptxas = RunPtxas(ptx, arch_specific ? "sm_90a" : kArch);
+  // sm_90a PTX (arch-specific features) is assembled for sm_90a, which an H100 is.
+  const std::string arch = D().device->arch;
+  const bool arch_specific = arch == "sm_90" && ptx.find(".target sm_90a") != std::string::npos;
+  PtxasResult ptxas = RunPtxas(ptx, arch_specific ? "sm_90a" : arch);
   if (ptxas.ran && !ptxas.accepted) {
     Report("ptxas rejected the module:\n" + ptxas.log);
     WriteLog(ptxas.log, error_log, error_size);
@@ -609,6 +639,12 @@ CUresult LoadModule(CUmodule* out, const void* image, char* error_log, size_t er
     Report("PTX ISA " + std::to_string(m->module.ptx_major) + "." + std::to_string(m->module.ptx_minor) +
            " is newer than this driver (9.0)");
     return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+  }
+  // A module for a newer GPU than this one does not load (ptxas, when it ran, said so too).
+  const int target = m->module.target.rfind("sm_", 0) == 0 ? std::atoi(m->module.target.c_str() + 3) : 0;
+  if (target > D().device->major * 10 + D().device->minor) {
+    Report("the module targets " + m->module.target + "; this device is " + D().device->arch);
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
   // 3. Module-scope variables get device memory.
   for (const GlobalVar& g : m->module.globals) {
@@ -734,7 +770,7 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attribute
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   switch (attribute) {
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-      if (value < 0 || value + f->kernel->static_shared_bytes > kSharedOptIn) return CUDA_ERROR_INVALID_VALUE;
+      if (value < 0 || value + f->kernel->static_shared_bytes > D().device->shared_optin) return CUDA_ERROR_INVALID_VALUE;
       f->max_dynamic_shared = value;
       return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
@@ -1149,8 +1185,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
     return invalid(std::to_string(shared_bytes) + " bytes of dynamic shared memory exceed the kernel's " +
                    std::to_string(f->max_dynamic_shared) +
                    " (above 48 KB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))");
-  if (k.static_shared_bytes + static_cast<uint64_t>(shared_bytes) > kSharedOptIn)
-    return invalid("static and dynamic shared memory exceed 227 KB");
+  if (k.static_shared_bytes + static_cast<uint64_t>(shared_bytes) > static_cast<uint64_t>(D().device->shared_optin))
+    return invalid("static and dynamic shared memory exceed the device's " + std::to_string(D().device->shared_optin / 1024) +
+                   " KB");
   if (shared_bytes == 0 && k.static_shared_bytes > kSharedDefault)
     return invalid("more than 48 KB of static shared memory");
   // 2. The parameters, copied now (the caller may reuse its buffers when this returns).
@@ -1177,6 +1214,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
   launch->grid[0] = gx, launch->grid[1] = gy, launch->grid[2] = gz;
   launch->block[0] = bx, launch->block[1] = by, launch->block[2] = bz;
   launch->dynamic_shared = shared_bytes;
+  launch->multiprocessors = D().device->multiprocessors;
   launch->params = std::move(params);
   launch->order = D().order;
   launch->seed = D().seed;

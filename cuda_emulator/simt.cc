@@ -289,7 +289,7 @@ Fault Executor::Run() {
       s[kLaneid * 32 + lane] = lane;
       s[kWarpid * 32 + lane] = i;
       s[kNwarpid * 32 + lane] = 64;
-      s[kNsmid * 32 + lane] = 132;
+      s[kNsmid * 32 + lane] = l_.multiprocessors;
       s[kGridid * 32 + lane] = 1;
       s[kLanemaskEq * 32 + lane] = 1u << lane;
       s[kLanemaskLe * 32 + lane] = lane == 31 ? ~0u : (2u << lane) - 1;
@@ -323,7 +323,7 @@ bool Executor::RunBlock(unsigned bx, unsigned by, unsigned bz) {
     std::fill(s + kCtaidX * 32, s + kCtaidX * 32 + 32, bx);
     std::fill(s + kCtaidY * 32, s + kCtaidY * 32 + 32, by);
     std::fill(s + kCtaidZ * 32, s + kCtaidZ * 32 + 32, bz);
-    std::fill(s + kSmid * 32, s + kSmid * 32 + 32, linear % 132);
+    std::fill(s + kSmid * 32, s + kSmid * 32 + 32, linear % l_.multiprocessors);
   }
   for (size_t i = 0; i < warps_.size(); ++i) warp_order_[i] = static_cast<int>(i);
   for (;;) {

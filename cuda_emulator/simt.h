@@ -64,6 +64,7 @@ struct Launch {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned dynamic_shared = 0;
+  unsigned multiprocessors = 132;  // the device's: %nsmid, and %smid's range
   std::vector<uint8_t> params;  // kernel->param_bytes
   ThreadOrder order = ThreadOrder::kForward;
   uint64_t seed = 0;

@@ -22,6 +22,22 @@ std::string Upper(std::string_view s) {
 
 }  // namespace
 
+StatusOr<DeviceKind> ParseDeviceKind(std::string_view name) {
+  if (name.empty() || name == "cpu") return DeviceKind::kCpu;
+  if (name == "gpu") return DeviceKind::kGpu;
+  if (name == "gpu-emu") return DeviceKind::kGpuEmu;
+  return InvalidArgument("the device must be cpu, gpu or gpu-emu, got '" + std::string(name) + "'");
+}
+
+const char* DeviceKindName(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu: return "cpu";
+    case DeviceKind::kGpu: return "gpu";
+    case DeviceKind::kGpuEmu: return "gpu-emu";
+  }
+  return "?";
+}
+
 StatusOr<DeviceName> ParseDeviceName(std::string_view device) {
   DeviceName out;
   auto bad = [&](const std::string& why) {

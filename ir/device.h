@@ -14,7 +14,19 @@ struct DeviceName {
   int index = 0;
   std::string ToString() const { return "/device:" + type + ":" + std::to_string(index); }
   bool operator==(const DeviceName&) const = default;
+  // A CPU or a GPU, named by TensorFlow (CPU, GPU) or by XLA (XLA_CPU, XLA_GPU: a device
+  // that asks for compilation).
+  bool IsCpu() const { return type == "CPU" || type == "XLA_CPU"; }
+  bool IsGpu() const { return type == "GPU" || type == "XLA_GPU"; }
+  bool IsXla() const { return type == "XLA_CPU" || type == "XLA_GPU"; }
 };
+
+// The device a session runs its compiled clusters on: the CPU, a GPU through its CUDA
+// driver, or the CUDA emulator (a GPU's kernels run on the CPU).
+enum class DeviceKind { kCpu, kGpu, kGpuEmu };
+// "cpu" (or ""), "gpu", "gpu-emu"; InvalidArgument for anything else.
+StatusOr<DeviceKind> ParseDeviceKind(std::string_view name);
+const char* DeviceKindName(DeviceKind kind);  // "cpu", "gpu", "gpu-emu"
 
 // Parses a TensorFlow device string. An empty string, or one without a device part,
 // is the default device CPU:0; only the local job/replica/task are accepted.

@@ -7,11 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "backends/cpu/cpu_compiler.h"
 #include "ir/attr.h"
-#include "jit/fusion_emitter.h"
-#include "jit/fusion_plan.h"
-#include "jit/specialize.h"
+#include "jit/pipeline.h"
 #include "runtime/session.h"
 
 namespace graphjit {
@@ -166,28 +163,30 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
   for (size_t f = 0; f < feeds.size(); ++f)
     if (arguments[f].name.empty()) return InvalidArgument("--shape " + feeds[f].name + ": the fetches do not read it");
 
-  // 4. Specialize, plan and emit as the JIT does, every GEMM as loops.
+  // 4. Specialize, plan and emit as the JIT does (jit/pipeline.h), every GEMM as loops, for
+  // the CPU's backend.
   GJ_ASSIGN_OR_RETURN(std::string body_bytes, GetStringAttr(*cluster, "_body"));
   tensorflow::GraphDef body;
   if (!body.ParseFromString(body_bytes)) return Internal("the cluster's body does not parse");
   std::vector<std::string> body_outputs;
   for (const std::string& s : cluster->FindAttr("_body_outputs")->list().s()) body_outputs.push_back(s);
-  GJ_RETURN_IF_ERROR(UnfuseMatMuls(&body));
-  ExpandSoftmax(&body, &body_outputs);
-  MarkRowShifts(&body, body_outputs);
-  const std::vector<bool> value_inputs = ValueInputs(body, static_cast<int>(inputs.size()));
+  GJ_ASSIGN_OR_RETURN(PreparedBody prepared, PrepareBody(std::move(body), std::move(body_outputs),
+                                                         static_cast<int>(inputs.size()), /*unfuse_matmuls=*/true));
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (value_inputs[i] && feed_of[i] >= 0)
+    if (prepared.value_inputs[i] && feed_of[i] >= 0)
       return FailedPrecondition("feed '" + feeds[feed_of[i]].name +
                                 "' decides a shape or an axis: compiled ahead of time, it must be a constant");
-  GJ_ASSIGN_OR_RETURN(SpecializedBody specialized, Specialize(body, body_outputs, inputs, value_inputs));
-  GJ_RETURN_IF_ERROR(ExpandSmallGemms(&specialized.graph, std::numeric_limits<int64_t>::max()).status());
-  GJ_ASSIGN_OR_RETURN(FusionPlan plan, PlanFusions(specialized.graph, specialized.args, specialized.outputs));
-  GJ_ASSIGN_OR_RETURN(EmittedModule module, EmitFusions(specialized.graph, plan, Schedule::kCpu));
-  for (const EmittedKernel& k : module.kernels)
-    if (k.library_node >= 0)
-      return FailedPrecondition("'" + specialized.graph.graph.node(k.library_node)->name + "' (" +
-                                specialized.graph.graph.node(k.library_node)->op +
+  SessionOptions target;
+  target.jit_cpu = options.cpu;
+  target.jit_cpu_features = options.features;
+  GJ_ASSIGN_OR_RETURN(std::shared_ptr<const Backend> backend, CpuBackend(&target, target));
+  PipelineOptions pipeline;
+  pipeline.small_gemm_multiply_adds = std::numeric_limits<int64_t>::max();
+  GJ_ASSIGN_OR_RETURN(ClusterProgram program, BuildProgram(prepared, inputs, backend->description(), pipeline));
+  const EmittedModule& module = program.module;
+  for (size_t k = 0; k < module.kernels.size(); ++k)
+    if (module.kernels[k].library_node >= 0)
+      return FailedPrecondition("'" + program.calls[k].node->name + "' (" + program.calls[k].node->op +
                                 ") is a library call, which code compiled ahead of time cannot make");
 
   // 5. The fetches: outputs of the cluster.
@@ -198,8 +197,8 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
     const TensorId t = fetched[i];
     if (t.node != cluster->id)
       return FailedPrecondition("--fetch " + fetch + " is not computed by the compiled graph (it is a feed or a constant)");
-    const int b = plan.outputs[t.index];
-    results.push_back({fetch, plan.buffers[b].dtype, plan.buffers[b].shape});
+    const int b = program.outputs[t.index];
+    results.push_back({fetch, program.buffers[b].dtype, program.buffers[b].shape});
     result_buffer.push_back(b);
   }
 
@@ -211,7 +210,7 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
     return static_cast<int>(data.size()) - 1;
   };
   std::ostringstream buffers;
-  for (const FusionPlan::Buffer& b : plan.buffers) {
+  for (const FusionPlan::Buffer& b : program.buffers) {
     GJ_ASSIGN_OR_RETURN(const int64_t bytes, BytesOf(b.dtype, b.shape));
     std::string kind;
     int source = b.source;
@@ -227,7 +226,7 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
         break;
       case FusionPlan::Buffer::Kind::kConstant:
         kind = "kConstant";
-        source = add_constant(plan.constants[b.source]);
+        source = add_constant(program.constants[b.source]);
         break;
       case FusionPlan::Buffer::Kind::kTemp: kind = "kTemp"; break;
       case FusionPlan::Buffer::Kind::kView: kind = "kView"; break;
@@ -236,15 +235,8 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
   }
 
   // 7. The object: the kernels and the constants.
-  cpu::CompileOptions compile;
-  compile.ahead_of_time = true;
-  compile.symbol_prefix = prefix;
-  compile.data = data;
-  compile.target.cpu = options.cpu;
-  compile.target.features = options.features;
-  cpu::CompileReport report;
   AotModel model;
-  GJ_ASSIGN_OR_RETURN(model.object, cpu::CompileToObject(module.mlir.empty() ? "module {}" : module.mlir, compile, &report));
+  GJ_ASSIGN_OR_RETURN(model.object, backend->CompileObject(program, prefix, data));
 
   // 8. The header.
   std::ostringstream h, declarations, kernels, kernel_buffers, constants;
@@ -316,7 +308,7 @@ StatusOr<AotModel> CompileAheadOfTime(const tensorflow::GraphDef& graph, const s
   for (const TensorSpec& a : arguments) h << BytesOf(a.dtype, a.shape).value() << ", ";  // allocated above
   h << "0};\n    static const int results[] = {";
   for (int b : result_buffer) h << b << ", ";
-  h << "0};\n    static const graphjit_aot::Program program = {buffers, " << plan.buffers.size() << ", kernels, "
+  h << "0};\n    static const graphjit_aot::Program program = {buffers, " << program.buffers.size() << ", kernels, "
     << module.kernels.size() << ", kernel_buffers, constants, argument_bytes, " << arguments.size() << ", results, "
     << results.size() << "};\n    return program;\n  }\n\n  graphjit_aot::Runner runner_;\n};\n";
   model.header = h.str();

@@ -72,4 +72,14 @@ Status CheckCall(const ClusterProgram& program, const KernelContext& ctx) {
   return Status::Ok();
 }
 
+std::string TargetDescription::CodeDecidingFacts() const {
+  char text[160];
+  if (schedule == Schedule::kGpu)
+    std::snprintf(text, sizeof text, "%d SMs x %d blocks, warp %d, %d threads", gpu.multiprocessors,
+                  gpu.max_blocks_per_multiprocessor, gpu.warp_size, gpu.max_threads_per_block);
+  else
+    std::snprintf(text, sizeof text, "%d-bit vectors", cpu.vector_bits);
+  return text;
+}
+
 }  // namespace graphjit

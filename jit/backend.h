@@ -25,12 +25,14 @@ namespace graphjit {
 
 struct SessionOptions;
 
-// Kernels launched on GPUs, counted for JitStats; profiles for TakeGpuProfiles.
-void CountGpuLaunches(int64_t launches);
-void RecordGpuProfile(GpuKernelProfile profile);
-
-// GRAPHJIT_FLAGS, which apply to every session of the process (as XLA_FLAGS do).
-const SessionOptions& ProcessOptions();
+// Where executables report what they run: the JIT that made them counts the kernels
+// launched on GPUs (JitStats) and keeps their profiles (TakeGpuProfiles).
+class RunRecorder {
+ public:
+  virtual ~RunRecorder() = default;
+  virtual void CountGpuLaunches(int64_t launches) = 0;
+  virtual void RecordGpuProfile(GpuKernelProfile profile) = 0;
+};
 
 // A library call of a cluster (a GEMM): its node and what the op's kernel needs.
 struct LibraryCall {
@@ -87,8 +89,11 @@ class ClusterExecutable {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual Schedule schedule() const = 0;
-  // The target as signatures include it: "cpu znver4 +avx2,... vw=512", "nvptx sm_90 <driver> cc 9.0".
+  // The device as the schedules size code for it.
+  virtual const TargetDescription& description() const = 0;
+  Schedule schedule() const { return description().schedule; }
+  // The target as signatures include it: "cpu znver4 +avx2,... vw=512", "nvptx sm_90 <driver>
+  // cc 9.0, 132 SMs x 32 blocks, warp 32, 1024 threads".
   virtual const std::string& target() const = 0;
   // FailedPrecondition: the code cannot run here (e.g. made for another CPU); Unimplemented:
   // the program has what this target does not take; anything else is a compiler bug.
@@ -99,15 +104,29 @@ class Backend {
   // The executable of `code` that a Compile of this program made (the disk cache's),
   // without compiling. InvalidArgument if the code does not load.
   virtual StatusOr<std::unique_ptr<ClusterExecutable>> Load(ClusterProgram program, const std::string& code) const = 0;
+  // Ahead of time (graphjit aot): the program's kernels as a position-independent object
+  // file, their entry points `<symbol_prefix><function>`, with `data` as read-only symbols
+  // `<symbol_prefix><name>`. Unimplemented where the target has no such form.
+  virtual StatusOr<std::string> CompileObject(const ClusterProgram& program, const std::string& symbol_prefix,
+                                              const std::vector<std::pair<std::string, std::string>>& data) const {
+    return Unimplemented("code compiled ahead of time is for the CPU only");
+  }
 };
 
-// The CPU backend for a session's options (its CPU, features and vector width, else
-// GRAPHJIT_FLAGS', else the host's). InvalidArgument for a CPU or feature LLVM does not know.
-StatusOr<std::shared_ptr<const Backend>> CpuBackend(const SessionOptions* options);
+// The CPU backend for a session's options (its CPU, features and vector width, else the
+// process's, GRAPHJIT_FLAGS', else the host's). InvalidArgument for a CPU or feature LLVM
+// does not know.
+StatusOr<std::shared_ptr<const Backend>> CpuBackend(const SessionOptions* options, const SessionOptions& process);
+
+// Empty if the GPU backend takes `node` (its GEMMs are cuBLASLt's: float32, with its
+// epilogues), else why not; what every target takes is graphjit::WhyNotCompilable's.
+std::string WhyNotCompilableOnGpu(const Node& node, const std::vector<DType>& input_types);
 
 // The GPU backend of a session's device: PTX for sm_90 if the device has compute
 // capability 9.0 or above, else sm_80, or as the options' gpu_arch says (else
-// GRAPHJIT_FLAGS'). FailedPrecondition if the device cannot run that code.
-StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const SessionOptions* options);
+// the process's). FailedPrecondition if the device cannot run that code. Its executables
+// report to `recorder`.
+StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const SessionOptions* options,
+                                                    const SessionOptions& process, RunRecorder* recorder);
 
 }  // namespace graphjit

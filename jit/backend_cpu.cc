@@ -1,11 +1,14 @@
 // The CPU backend: the emitted functions compiled by backends/cpu for the session's CPU,
 // each kernel's rows split across the intra-op threads, library calls run by the op's CPU
 // kernel, buffers in host memory.
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "backends/cpu/cpu_compiler.h"
 #include "jit/backend.h"
 #include "runtime/session_options.h"
+#include "runtime/thread_pool.h"
 #include "runtime/trace.h"
 
 namespace graphjit {
@@ -152,8 +155,9 @@ class CpuExecutable : public ClusterExecutable {
 
 class CpuTarget : public Backend {
  public:
-  CpuTarget(cpu::Target target, std::string description) : target_(std::move(target)), description_("cpu " + description) {}
-  Schedule schedule() const override { return Schedule::kCpu; }
+  CpuTarget(cpu::Target target, std::string description, TargetDescription device)
+      : target_(std::move(target)), description_("cpu " + description), device_(std::move(device)) {}
+  const TargetDescription& description() const override { return device_; }
   const std::string& target() const override { return description_; }
 
   StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages, CompileStages* stages,
@@ -185,6 +189,17 @@ class CpuTarget : public Backend {
     return Make(std::move(program), std::move(exe));
   }
 
+  StatusOr<std::string> CompileObject(const ClusterProgram& program, const std::string& symbol_prefix,
+                                      const std::vector<std::pair<std::string, std::string>>& data) const override {
+    cpu::CompileOptions options;
+    options.ahead_of_time = true;
+    options.symbol_prefix = symbol_prefix;
+    options.data = data;
+    options.target = target_;
+    cpu::CompileReport report;
+    return cpu::CompileToObject(program.module.mlir.empty() ? "module {}" : program.module.mlir, options, &report);
+  }
+
  private:
   static StatusOr<std::unique_ptr<ClusterExecutable>> Make(ClusterProgram program, std::unique_ptr<cpu::Executable> exe) {
     auto executable = std::make_unique<CpuExecutable>(std::move(program), std::move(exe));
@@ -194,20 +209,34 @@ class CpuTarget : public Backend {
 
   const cpu::Target target_;
   const std::string description_;
+  const TargetDescription device_;
 };
+
+// The host's caches, as the C library reads them (0 where it does not know).
+int64_t CacheBytes(int name) {
+  const long bytes = sysconf(name);
+  return bytes > 0 ? bytes : 0;
+}
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const Backend>> CpuBackend(const SessionOptions* options) {
-  // The session's CPU if it names one, else GRAPHJIT_FLAGS', else the host.
-  const SessionOptions& process = ProcessOptions();
+StatusOr<std::shared_ptr<const Backend>> CpuBackend(const SessionOptions* options, const SessionOptions& process) {
+  // The session's CPU if it names one, else the process's (GRAPHJIT_FLAGS'), else the host.
   const SessionOptions& own = options && (!options->jit_cpu.empty() || !options->jit_cpu_features.empty()) ? *options : process;
   cpu::Target target;
   target.cpu = own.jit_cpu;
   target.features = own.jit_cpu_features;
   target.prefer_vector_width = options && options->prefer_vector_width ? options->prefer_vector_width : process.prefer_vector_width;
   GJ_ASSIGN_OR_RETURN(std::string description, cpu::DescribeTarget(target));
-  return std::shared_ptr<const Backend>(std::make_shared<CpuTarget>(std::move(target), std::move(description)));
+  TargetDescription device;
+  device.schedule = Schedule::kCpu;
+  GJ_ASSIGN_OR_RETURN(device.cpu.vector_bits, cpu::VectorWidth(target));
+  device.cpu.cores = ThreadPool::DefaultThreads();
+  device.cpu.l1d_bytes = CacheBytes(_SC_LEVEL1_DCACHE_SIZE);
+  device.cpu.l2_bytes = CacheBytes(_SC_LEVEL2_CACHE_SIZE);
+  device.cpu.l3_bytes = CacheBytes(_SC_LEVEL3_CACHE_SIZE);
+  return std::shared_ptr<const Backend>(
+      std::make_shared<CpuTarget>(std::move(target), std::move(description), std::move(device)));
 }
 
 }  // namespace graphjit

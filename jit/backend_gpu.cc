@@ -21,11 +21,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A library call's GEMMs (MatMul, BatchMatMul(V2), _FusedMatMul with [BiasAdd] or [BiasAdd,
+// A library call's GEMMs (MatMul, BatchMatMulV2, _FusedMatMul with [BiasAdd] or [BiasAdd,
 // Relu]) on float32; `inputs` are its operands' shapes. One strided-batch GEMM when each
 // operand is one matrix per output matrix or one for all, else one GEMM per output matrix
 // at the offsets TensorFlow's batch broadcasting gives (`offsets`: a, b and d, in elements).
 // Unimplemented for anything else.
+// cuBLASLt's epilogue for a GEMM node: none for MatMul and BatchMatMulV2; bias, or bias
+// and ReLU, for a _FusedMatMul; Unimplemented for what cuBLASLt does not fuse.
+StatusOr<nvptx::Gemm::Epilogue> EpilogueOf(const Node& node) {
+  const tensorflow::AttrValue* fused = node.FindAttr("fused_ops");
+  if (fused == nullptr) return nvptx::Gemm::Epilogue::kNone;
+  const auto& ops = fused->list().s();
+  const bool bias = ops.size() >= 1 && ops[0] == "BiasAdd";
+  if (bias && ops.size() == 1) return nvptx::Gemm::Epilogue::kBias;
+  if (bias && ops.size() == 2 && ops[1] == "Relu") return nvptx::Gemm::Epilogue::kReluBias;
+  return Unimplemented("cuBLASLt's epilogues on the GPU are BiasAdd and BiasAdd + Relu");
+}
+
 struct GemmCall {
   nvptx::Gemm gemm;
   std::vector<std::array<int64_t, 3>> offsets = {{0, 0, 0}};
@@ -36,7 +48,7 @@ StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inp
     if (t != DType::kFloat) return Unimplemented(NodeLabel(node) + ": GPU GEMMs are float32 only");
   GemmCall c;
   nvptx::Gemm& g = c.gemm;
-  const bool batched = node.op == "BatchMatMulV2" || node.op == "BatchMatMul";
+  const bool batched = node.op == "BatchMatMulV2";
   GJ_ASSIGN_OR_RETURN(g.transpose_a, GetBoolAttrOr(node, batched ? "adj_x" : "transpose_a", false));
   GJ_ASSIGN_OR_RETURN(g.transpose_b, GetBoolAttrOr(node, batched ? "adj_y" : "transpose_b", false));
   const Shape& a = inputs[0];
@@ -78,14 +90,9 @@ StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inp
     for (int64_t i = 0; i < batch; ++i)
       c.offsets.push_back({matrix_of(a, i) * a_size, matrix_of(b, i) * b_size, i * g.m * g.n});
   }
-  if (node.op == "_FusedMatMul") {
-    std::vector<std::string> ops;
-    if (const auto* fused = node.FindAttr("fused_ops"))
-      for (const std::string& op : fused->list().s()) ops.push_back(op);
-    if (ops == std::vector<std::string>{"BiasAdd"}) g.epilogue = nvptx::Gemm::Epilogue::kBias;
-    else if (ops == std::vector<std::string>{"BiasAdd", "Relu"}) g.epilogue = nvptx::Gemm::Epilogue::kReluBias;
-    else return Unimplemented(NodeLabel(node) + ": a fused GEMM epilogue cuBLASLt is not given (only BiasAdd, Relu)");
-  }
+  auto epilogue = EpilogueOf(node);
+  if (!epilogue.ok()) return Unimplemented(NodeLabel(node) + ": " + epilogue.status().message());
+  g.epilogue = *epilogue;
   return c;
 }
 
@@ -93,9 +100,9 @@ class GpuExecutable : public ClusterExecutable {
  public:
   // `module`: PTX, or a cubin for the device.
   GpuExecutable(ClusterProgram program, std::shared_ptr<CudaDevice> cuda, std::string module,
-                std::shared_ptr<const nvptx::CublasLt> blas, std::vector<GemmCall> gemms)
+                std::shared_ptr<const nvptx::CublasLt> blas, std::vector<GemmCall> gemms, RunRecorder* recorder)
       : ClusterExecutable(std::move(program)), cuda_(std::move(cuda)), module_(std::move(module)), blas_(std::move(blas)),
-        gemms_(std::move(gemms)) {}
+        gemms_(std::move(gemms)), recorder_(recorder) {}
 
   ~GpuExecutable() override {
     for (uint64_t address : constants_) cuda_->Free(address);
@@ -231,7 +238,7 @@ class GpuExecutable : public ClusterExecutable {
                                            pointers.back() + kElement * d, stream.handle()));
         return Status::Ok();
       }));
-      CountGpuLaunches(1);
+      recorder_->CountGpuLaunches(1);
       if (profile) {
         GJ_ASSIGN_OR_RETURN(after, stream.Record());
         GJ_RETURN_IF_ERROR(Profile(name, k, stream, before, after));
@@ -287,7 +294,7 @@ class GpuExecutable : public ClusterExecutable {
       p.moved_bytes = p.requested_bytes = p.io_bytes;
       p.request_sectors = (p.io_bytes + 31) / 32;
       p.float_ops = 2 * g.m * g.n * g.k * g.batch * static_cast<int64_t>(gemms_[k].offsets.size());
-      RecordGpuProfile(std::move(p));
+      recorder_->RecordGpuProfile(std::move(p));
       return Status::Ok();
     }
     auto counters = cuda_->LastLaunchCounters();
@@ -300,7 +307,7 @@ class GpuExecutable : public ClusterExecutable {
       p.registers = counters->registers;
       p.spill_bytes = counters->spill_bytes;
     }
-    RecordGpuProfile(std::move(p));
+    recorder_->RecordGpuProfile(std::move(p));
     return Status::Ok();
   }
 
@@ -308,6 +315,7 @@ class GpuExecutable : public ClusterExecutable {
   const std::string module_;
   const std::shared_ptr<const nvptx::CublasLt> blas_;  // for GEMMs
   const std::vector<GemmCall> gemms_;                  // per kernel (GEMMs only)
+  RunRecorder* const recorder_;
   std::vector<CudaDevice::Kernel> kernels_;
   std::vector<uint64_t> constants_;  // device memory, per program constant
 };
@@ -321,20 +329,38 @@ std::vector<Shape> ArgumentShapes(const ClusterProgram& program, const EmittedKe
 
 class GpuTarget : public Backend {
  public:
-  GpuTarget(std::shared_ptr<CudaDevice> cuda, std::string device, int sm, bool ptxas_check)
-      : cuda_(std::move(cuda)), device_(std::move(device)), sm_(sm), ptxas_check_(ptxas_check),
-        description_(Describe(cuda_.get(), sm)) {}
-  Schedule schedule() const override { return Schedule::kGpu; }
-  const std::string& target() const override { return description_; }
+  GpuTarget(std::shared_ptr<CudaDevice> cuda, DeviceKind device, int sm, bool ptxas_check, RunRecorder* recorder)
+      : cuda_(std::move(cuda)), device_(device), sm_(sm), ptxas_check_(ptxas_check), recorder_(recorder),
+        description_(DescriptionOf(cuda_ ? cuda_->info() : NominalCudaDevice(sm))),
+        target_(Describe(cuda_.get(), sm, description_)) {}
+  const TargetDescription& description() const override { return description_; }
+  const std::string& target() const override { return target_; }
 
-  // The code's target and what decides its form: the driver (the emulator takes PTX) and the
-  // device's compute capability (a GPU of sm_XX's major version gets a cubin, others PTX).
-  static std::string Describe(const CudaDevice* cuda, int sm) {
+  static TargetDescription DescriptionOf(const CudaDeviceInfo& info) {
+    TargetDescription d;
+    d.schedule = Schedule::kGpu;
+    d.gpu.compute_capability = info.compute_capability_major * 10 + info.compute_capability_minor;
+    d.gpu.multiprocessors = info.multiprocessors;
+    d.gpu.warp_size = info.warp_size;
+    d.gpu.max_threads_per_block = info.max_threads_per_block;
+    d.gpu.max_blocks_per_multiprocessor = info.max_blocks_per_multiprocessor;
+    d.gpu.shared_memory_per_block = info.shared_memory_per_block;
+    d.gpu.shared_memory_per_block_optin = info.shared_memory_per_block_optin;
+    d.gpu.registers_per_block = info.registers_per_block;
+    d.gpu.l2_bytes = info.l2_cache_bytes;
+    return d;
+  }
+
+  // The code's target and what decides its form: the driver (the emulator takes PTX), the
+  // device's compute capability (a GPU of sm_XX's major version gets a cubin, others PTX)
+  // and the limits the grids are sized by.
+  static std::string Describe(const CudaDevice* cuda, int sm, const TargetDescription& d) {
     std::string text = "nvptx sm_" + std::to_string(sm);
-    if (!cuda) return text + " (compile only)";
+    if (!cuda) return text + " (compile only), " + d.CodeDecidingFacts();
     const CudaDeviceInfo& info = cuda->info();
     return text + " " + info.library + " cc " + std::to_string(info.compute_capability_major) + "." +
-           std::to_string(info.compute_capability_minor) + (info.emulated ? " emulated" : "");
+           std::to_string(info.compute_capability_minor) + (info.emulated ? " emulated" : "") + ", " +
+           d.CodeDecidingFacts();
   }
 
   StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages, CompileStages* stages,
@@ -410,27 +436,37 @@ class GpuTarget : public Backend {
       if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
       blas = *opened;
     }
-    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, code, std::move(blas), std::move(gemms));
+    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, code, std::move(blas), std::move(gemms), recorder_);
     GJ_RETURN_IF_ERROR(executable->Init());
     return std::unique_ptr<ClusterExecutable>(std::move(executable));
   }
 
  private:
   const std::shared_ptr<CudaDevice> cuda_;
-  const std::string device_;  // "gpu" or "gpu-emu"
+  const DeviceKind device_;  // kGpu or kGpuEmu
   const int sm_;
   const bool ptxas_check_;
-  const std::string description_;
+  RunRecorder* const recorder_;
+  const TargetDescription description_;
+  const std::string target_;
 };
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const SessionOptions* options) {
-  const SessionOptions& process = ProcessOptions();
+std::string WhyNotCompilableOnGpu(const Node& node, const std::vector<DType>& input_types) {
+  if (!IsLibraryOp(node.op)) return "";
+  for (DType t : input_types)
+    if (t != DType::kFloat) return "GEMMs on the GPU (cuBLASLt) are float32 only";
+  auto epilogue = EpilogueOf(node);
+  return epilogue.ok() ? "" : epilogue.status().message();
+}
+
+StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const SessionOptions* options,
+                                                    const SessionOptions& process, RunRecorder* recorder) {
   const std::string arch = options && !options->gpu_arch.empty() ? options->gpu_arch : process.gpu_arch;
   const bool check = (options && options->gpu_ptxas_check) || process.gpu_ptxas_check;
   if (!gpu.cuda)
-    return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(nullptr, gpu.device, arch == "sm_80" ? 80 : 90, check));
+    return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(nullptr, gpu.device, arch == "sm_80" ? 80 : 90, check, recorder));
   const CudaDeviceInfo& info = gpu.cuda->info();
   int sm = info.compute_capability_major >= 9 ? 90 : 80;
   if (!arch.empty()) sm = arch == "sm_80" ? 80 : 90;
@@ -438,7 +474,7 @@ StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const
     return FailedPrecondition("the GPU (" + info.name + ", compute capability " + std::to_string(info.compute_capability_major) +
                               "." + std::to_string(info.compute_capability_minor) + ") cannot run sm_" + std::to_string(sm) +
                               " code; graphjit generates code for sm_80 and sm_90");
-  return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, gpu.device, sm, check));
+  return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, gpu.device, sm, check, recorder));
 }
 
 }  // namespace graphjit

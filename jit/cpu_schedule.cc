@@ -6,6 +6,7 @@
 
 #include "jit/elemental.h"
 #include "jit/kernel_emitter.h"
+#include "runtime/op_traits.h"
 
 namespace graphjit::emitter {
 
@@ -85,7 +86,7 @@ bool KernelEmitter::Inline(TensorId v) const {
 bool KernelEmitter::Collect(TensorId v, std::map<TensorId, bool>* out) const {
   if (!Inline(v)) return false;
   if (auto it = out->find(v); it != out->end()) return it->second;
-  bool expensive = IsExpensiveElemental(g_.graph.node(v.node)->op);
+  bool expensive = TraitsOf(g_.graph.node(v.node)->op).expensive;
   for (const TensorId& in : g_.graph.node(v.node)->inputs) expensive |= Collect(in, out);
   if (Full(v)) (*out)[v] = expensive;
   return expensive;
@@ -151,7 +152,7 @@ Status KernelEmitter::ReduceAll(int r) {
   const Shape& in = fusion_.space;
   const std::vector<int64_t>& out_dims = p_.buffers[out].shape.dims();
   Index index;
-  if (n.op == "ArgMax" || n.op == "ArgMin") {  // per output element, a loop along the axis
+  if (IsArgReduction(n.op)) {  // per output element, a loop along the axis
     const int axis = axes.axes[0];
     return Nest(out_dims, 0, index, [&](const Index& at) -> Status {
       Index along;
@@ -188,7 +189,7 @@ Status KernelEmitter::ReduceAll(int r) {
     Store(out, to, Let(Innermost(), reducer.combine + " " + acc.name + ", " + v.name + " : " + type, type));
     return Status::Ok();
   }));
-  if (n.op != "Mean") return Status::Ok();
+  if (TraitsOf(n.op).reducer != OpReducer::kMean) return Status::Ok();
   if (type != "f32" && count == 0) return Status::Ok();  // an integer mean of nothing stays 0
   return Nest(out_dims, 0, index, [&](const Index& at) {
     const Value sum = Load(out, at, Innermost());

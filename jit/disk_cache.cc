@@ -29,7 +29,6 @@ constexpr char kMagic[4] = {'G', 'J', 'K', 'C'};
 constexpr uint32_t kFormat = 2;  // 2: with the code's interface
 constexpr const char* kSuffix = ".gjk";
 
-std::atomic<int64_t> hits{0}, misses{0}, writes{0}, dropped{0}, evicted{0};
 
 void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
 
@@ -168,7 +167,7 @@ std::optional<DiskEntry> DiskCache::Load(const std::string& signature, const Che
   const std::string path = PathOf(signature);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    ++misses;
+    ++misses_;
     return std::nullopt;
   }
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -177,11 +176,11 @@ std::optional<DiskEntry> DiskCache::Load(const std::string& signature, const Che
   if (entry && check) why = check(*entry);
   if (!entry || !why.empty()) {
     DropFile(path, why);
-    ++misses;
+    ++misses_;
     return std::nullopt;
   }
   utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // used now: last in line for eviction
-  ++hits;
+  ++hits_;
   return entry;
 }
 
@@ -212,14 +211,14 @@ void DiskCache::Store(const std::string& signature, const DiskEntry& entry) {
     });
     return;
   }
-  ++writes;
+  ++writes_;
   Evict();
 }
 
 void DiskCache::DropFile(const std::string& path, const std::string& why) {
   std::fprintf(stderr, "graphjit: warning: dropped %s from the kernel cache: %s; compiling again\n", path.c_str(), why.c_str());
   std::remove(path.c_str());
-  ++dropped;
+  ++dropped_;
 }
 
 void DiskCache::Evict() {
@@ -253,20 +252,11 @@ void DiskCache::Evict() {
   for (const File& f : files) {
     if (total <= max_bytes_) break;
     std::error_code remove_ec;
-    if (fs::remove(f.path, remove_ec)) ++evicted;
+    if (fs::remove(f.path, remove_ec)) ++evicted_;
     total -= static_cast<int64_t>(f.bytes);
   }
 }
 
-DiskCache& DiskCacheAt(const std::string& dir, int64_t max_bytes) {
-  static std::mutex mu;
-  static auto* caches = new std::map<std::string, std::unique_ptr<DiskCache>>();
-  std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<DiskCache>& cache = (*caches)[dir];
-  if (!cache) cache = std::make_unique<DiskCache>(dir, max_bytes);
-  return *cache;
-}
-
-DiskCacheStats GetDiskCacheStats() { return {hits, misses, writes, dropped, evicted}; }
+DiskCacheStats DiskCache::stats() const { return {hits_, misses_, writes_, dropped_, evicted_}; }
 
 }  // namespace graphjit

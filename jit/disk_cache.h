@@ -11,6 +11,7 @@
 // go first.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -45,6 +46,8 @@ class DiskCache {
   void Store(const std::string& signature, const DiskEntry& entry);
 
   const std::string& dir() const { return dir_; }
+  // What this cache did in this process.
+  DiskCacheStats stats() const;
   // The file an entry of `signature` is kept in.
   std::string PathOf(const std::string& signature) const;
 
@@ -56,11 +59,8 @@ class DiskCache {
   const int64_t max_bytes_;
   std::mutex mu_;  // Evict, one at a time in this process
   std::once_flag write_warning_;
+  std::atomic<int64_t> hits_{0}, misses_{0}, writes_{0}, dropped_{0}, evicted_{0};
 };
-
-// The process's disk cache of `dir` (one per directory; the first call's bound holds).
-DiskCache& DiskCacheAt(const std::string& dir, int64_t max_bytes);
-DiskCacheStats GetDiskCacheStats();
 
 // What identifies the compiler in every signature on disk: graphjit's version, the GNU
 // build id of the binary the JIT is linked into (it changes with any change to the code),

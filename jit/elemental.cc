@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
-#include <set>
 #include <vector>
 
 #include "ir/attr.h"
@@ -18,8 +18,6 @@ namespace {
 // subnormal d); never nnan/ninf.
 constexpr const char* kArith = " : f32";
 constexpr const char* kMath = " fastmath<afn> : f32";
-
-using Emit = std::string (*)(const std::vector<std::string>& x, MlirWriter& w);
 
 std::string F32(MlirWriter& w, double v) {
   char buf[64];
@@ -107,132 +105,7 @@ std::string Erfc(const std::string& x, MlirWriter& w) {
   return ZeroBelowNormal(Select(negative, Binary("arith.subf", {F32(w, 2), v}, w), v, w), w);
 }
 
-const std::map<std::string, Emit>& FloatOps() {
-  static const std::map<std::string, Emit> ops = {
-      {"Add", [](auto& x, auto& w) { return Binary("arith.addf", x, w); }},
-      {"AddV2", [](auto& x, auto& w) { return Binary("arith.addf", x, w); }},
-      {"BiasAdd", [](auto& x, auto& w) { return Binary("arith.addf", x, w); }},
-      {"Sub", [](auto& x, auto& w) { return Binary("arith.subf", x, w); }},
-      {"Mul", [](auto& x, auto& w) { return Binary("arith.mulf", x, w); }},
-      {"RealDiv", [](auto& x, auto& w) { return Divide(x[0], x[1], w); }},
-      {"Div", [](auto& x, auto& w) { return Divide(x[0], x[1], w); }},
-      {"Maximum", [](auto& x, auto& w) { return MaxOrMin(true, x[0], x[1], w); }},
-      {"Minimum", [](auto& x, auto& w) { return MaxOrMin(false, x[0], x[1], w); }},
-      // Activation gradients as TensorFlow computes them: times 0 or 1, not a select, so a
-      // NaN or infinite gradient stays NaN where the activation is flat.
-      {"ReluGrad",
-       [](auto& x, auto& w) {
-         return Binary("arith.mulf", {x[0], Select(Cmp("ogt", {x[1], F32(w, 0)}, w), F32(w, 1), F32(w, 0), w)}, w);
-       }},
-      {"Relu6Grad",
-       [](auto& x, auto& w) {
-         std::string inside = w.Let("arith.andi " + Cmp("ogt", {x[1], F32(w, 0)}, w) + ", " +
-                                    Cmp("olt", {x[1], F32(w, 6)}, w) + " : i1");
-         return Binary("arith.mulf", {x[0], Select(inside, F32(w, 1), F32(w, 0), w)}, w);
-       }},
-      {"TanhGrad",
-       [](auto& x, auto& w) {
-         return Binary("arith.mulf", {x[1], Binary("arith.subf", {F32(w, 1), Binary("arith.mulf", {x[0], x[0]}, w)}, w)}, w);
-       }},
-      {"SigmoidGrad",
-       [](auto& x, auto& w) {
-         std::string dy_y = Binary("arith.mulf", {x[1], x[0]}, w);
-         return Binary("arith.mulf", {dy_y, Binary("arith.subf", {F32(w, 1), x[0]}, w)}, w);
-       }},
-      {"SquaredDifference",
-       [](auto& x, auto& w) {
-         std::string d = Binary("arith.subf", x, w);
-         return Binary("arith.mulf", {d, d}, w);
-       }},
-      // libm's powf, as the reference kernel calls it (no afn: it would let LLVM rewrite it).
-      {"Pow", [](auto& x, auto& w) { return w.Let("math.powf " + x[0] + ", " + x[1] + kArith); }},
-      // Python's // and % on floats, as the reference kernels compute them: floor(x / y),
-      // and fmod(x, y) moved to the divisor's sign.
-      {"FloorDiv", [](auto& x, auto& w) { return Unary("math.floor", Divide(x[0], x[1], w), w); }},
-      {"FloorMod",
-       [](auto& x, auto& w) {
-         const std::string r = w.Let("arith.remf " + x[0] + ", " + x[1] + kArith), zero = F32(w, 0);
-         const std::string signs_differ = w.Let("arith.xori " + Cmp("olt", {r, zero}, w) + ", " +
-                                                Cmp("olt", {x[1], zero}, w) + " : i1");
-         const std::string moved = w.Let("arith.andi " + Cmp("une", {r, zero}, w) + ", " + signs_differ + " : i1");
-         return Select(moved, Binary("arith.addf", {r, x[1]}, w), r, w);
-       }},
-      {"Neg", [](auto& x, auto& w) { return w.Let("arith.negf " + x[0] + " : f32"); }},
-      {"Abs", [](auto& x, auto& w) { return Unary("math.absf", x[0], w); }},
-      {"Exp", [](auto& x, auto& w) { return Exp(x[0], w); }},
-      {"Log", [](auto& x, auto& w) { return Unary("math.log", x[0], w); }},
-      {"Log1p", [](auto& x, auto& w) { return Unary("math.log1p", x[0], w); }},
-      {"Tanh", [](auto& x, auto& w) { return Unary("math.tanh", x[0], w); }},
-      {"Erf", [](auto& x, auto& w) { return ScaledErf(x[0], 1, w); }},
-      {"Erfc", [](auto& x, auto& w) { return Erfc(x[0], w); }},
-      {"Sqrt", [](auto& x, auto& w) { return Unary("math.sqrt", x[0], w); }},
-      // 1 / sqrt(x), not math.rsqrt, which LLVM makes an estimate and a Newton step: that
-      // gives NaN for 0 and Inf (0 * Inf), where rsqrt is Inf and 0.
-      {"Rsqrt", [](auto& x, auto& w) { return Divide(F32(w, 1), Unary("math.sqrt", x[0], w), w); }},
-      {"Floor", [](auto& x, auto& w) { return Unary("math.floor", x[0], w); }},
-      {"Ceil", [](auto& x, auto& w) { return Unary("math.ceil", x[0], w); }},
-      {"Square", [](auto& x, auto& w) { return Binary("arith.mulf", {x[0], x[0]}, w); }},
-      {"Reciprocal", [](auto& x, auto& w) { return Divide(F32(w, 1), x[0], w); }},
-      {"Sigmoid",
-       [](auto& x, auto& w) {
-         // exp(-x) unzeroed: a tiny one makes 1 / (1 + e) exactly 1 either way.
-         std::string e = Unary("math.exp", w.Let("arith.negf " + x[0] + " : f32"), w);
-         return ZeroBelowNormal(Binary("arith.divf", {F32(w, 1), Binary("arith.addf", {F32(w, 1), e}, w)}, w), w);
-       }},
-      {"Relu", [](auto& x, auto& w) { return Relu(x[0], w); }},
-      {"Relu6",
-       [](auto& x, auto& w) {
-         std::string r = Relu(x[0], w), six = F32(w, 6);
-         return Select(w.Let("arith.cmpf ogt, " + r + ", " + six + " : f32"), six, r, w);
-       }},
-      {"Elu",
-       [](auto& x, auto& w) {
-         std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
-         return Select(neg, ExpMinusOne(x[0], w), x[0], w);
-       }},
-      {"Round", [](auto& x, auto& w) { return Unary("math.roundeven", x[0], w); }},  // half to even, as TF
-      {"Sign",
-       [](auto& x, auto& w) {  // +-1; NaN stays NaN, and both zeros give +0 (x + 0), as the reference
-         std::string zero = F32(w, 0);
-         std::string as_is = Binary("arith.addf", {x[0], zero}, w);
-         std::string neg = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + zero + " : f32"), F32(w, -1), as_is, w);
-         return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + zero + " : f32"), F32(w, 1), neg, w);
-       }},
-      {"Selu",
-       [](auto& x, auto& w) {
-         std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
-         std::string below = Binary("arith.mulf", {ExpMinusOne(x[0], w), F32(w, 1.7580993408473768599402175208123)}, w);
-         return Select(neg, below, Binary("arith.mulf", {x[0], F32(w, 1.0507009873554804934193349852946)}, w), w);
-       }},
-      {"Softplus",
-       [](auto& x, auto& w) {  // as TensorFlow: x above -t, exp(x) below t, log1p(exp(x)) between
-         const double t = std::log(1.1920928955078125e-07) + 2;
-         std::string e = Exp(x[0], w);
-         std::string between = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, t) + " : f32"), e,
-                                      Unary("math.log1p", e, w), w);
-         return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + F32(w, -t) + " : f32"), x[0], between, w);
-       }},
-      {"Softsign",  // x / (1 + |x|), as TensorFlow computes it (NaN for +-Inf)
-       [](auto& x, auto& w) { return Divide(x[0], Binary("arith.addf", {F32(w, 1), Unary("math.absf", x[0], w)}, w), w); }},
-      {"DivNoNan",
-       [](auto& x, auto& w) {
-         std::string zero = F32(w, 0);
-         return Select(w.Let("arith.cmpf oeq, " + x[1] + ", " + zero + " : f32"), zero, Divide(x[0], x[1], w), w);
-       }},
-      {"Greater", [](auto& x, auto& w) { return Cmp("ogt", x, w); }},
-      {"GreaterEqual", [](auto& x, auto& w) { return Cmp("oge", x, w); }},
-      {"Less", [](auto& x, auto& w) { return Cmp("olt", x, w); }},
-      {"LessEqual", [](auto& x, auto& w) { return Cmp("ole", x, w); }},
-      {"Equal", [](auto& x, auto& w) { return Cmp("oeq", x, w); }},
-      {"NotEqual", [](auto& x, auto& w) { return Cmp("une", x, w); }},
-  };
-  return ops;
-}
-
-// Integer ops on i32 or i64 (`t`), as the reference kernels compute them: two's
-// complement, wrapping on overflow (Abs and Neg of the minimum give the minimum).
-using IntEmit = std::string (*)(const std::vector<std::string>& x, const std::string& t, MlirWriter& w);
-
+// On integers of type `t` (i32, i64).
 std::string IntConst(MlirWriter& w, int64_t v, const std::string& t) {
   return w.Let("arith.constant " + std::to_string(v) + " : " + t);
 }
@@ -245,50 +118,6 @@ std::string IntSelect(const std::string& c, const std::string& a, const std::str
 }
 std::string IntCmp(const char* pred, const std::string& a, const std::string& b, const std::string& t, MlirWriter& w) {
   return w.Let(std::string("arith.cmpi ") + pred + ", " + a + ", " + b + " : " + t);
-}
-
-const std::map<std::string, IntEmit>& IntOps() {
-  static const std::map<std::string, IntEmit> ops = {
-      {"Add", [](auto& x, auto& t, auto& w) { return IntBinary("arith.addi", x[0], x[1], t, w); }},
-      {"AddV2", [](auto& x, auto& t, auto& w) { return IntBinary("arith.addi", x[0], x[1], t, w); }},
-      {"BiasAdd", [](auto& x, auto& t, auto& w) { return IntBinary("arith.addi", x[0], x[1], t, w); }},
-      {"AddN",
-       [](auto& x, auto& t, auto& w) {
-         std::string sum = x[0];
-         for (size_t i = 1; i < x.size(); ++i) sum = IntBinary("arith.addi", sum, x[i], t, w);
-         return sum;
-       }},
-      {"Sub", [](auto& x, auto& t, auto& w) { return IntBinary("arith.subi", x[0], x[1], t, w); }},
-      {"Mul", [](auto& x, auto& t, auto& w) { return IntBinary("arith.muli", x[0], x[1], t, w); }},
-      {"Square", [](auto& x, auto& t, auto& w) { return IntBinary("arith.muli", x[0], x[0], t, w); }},
-      {"SquaredDifference",
-       [](auto& x, auto& t, auto& w) {
-         std::string d = IntBinary("arith.subi", x[0], x[1], t, w);
-         return IntBinary("arith.muli", d, d, t, w);
-       }},
-      {"Maximum", [](auto& x, auto& t, auto& w) { return IntBinary("arith.maxsi", x[0], x[1], t, w); }},
-      {"Minimum", [](auto& x, auto& t, auto& w) { return IntBinary("arith.minsi", x[0], x[1], t, w); }},
-      {"Neg", [](auto& x, auto& t, auto& w) { return IntBinary("arith.subi", IntConst(w, 0, t), x[0], t, w); }},
-      {"Abs", [](auto& x, auto& t, auto& w) { return w.Let("math.absi " + x[0] + " : " + t); }},
-      {"Sign",
-       [](auto& x, auto& t, auto& w) {
-         std::string zero = IntConst(w, 0, t);
-         std::string neg = IntSelect(IntCmp("slt", x[0], zero, t, w), IntConst(w, -1, t), zero, t, w);
-         return IntSelect(IntCmp("sgt", x[0], zero, t, w), IntConst(w, 1, t), neg, t, w);
-       }},
-      {"Relu", [](auto& x, auto& t, auto& w) { return IntBinary("arith.maxsi", x[0], IntConst(w, 0, t), t, w); }},
-      {"Relu6",
-       [](auto& x, auto& t, auto& w) {
-         return IntBinary("arith.minsi", IntBinary("arith.maxsi", x[0], IntConst(w, 0, t), t, w), IntConst(w, 6, t), t, w);
-       }},
-      {"Greater", [](auto& x, auto& t, auto& w) { return IntCmp("sgt", x[0], x[1], t, w); }},
-      {"GreaterEqual", [](auto& x, auto& t, auto& w) { return IntCmp("sge", x[0], x[1], t, w); }},
-      {"Less", [](auto& x, auto& t, auto& w) { return IntCmp("slt", x[0], x[1], t, w); }},
-      {"LessEqual", [](auto& x, auto& t, auto& w) { return IntCmp("sle", x[0], x[1], t, w); }},
-      {"Equal", [](auto& x, auto& t, auto& w) { return IntCmp("eq", x[0], x[1], t, w); }},
-      {"NotEqual", [](auto& x, auto& t, auto& w) { return IntCmp("ne", x[0], x[1], t, w); }},
-  };
-  return ops;
 }
 
 bool IsInt(const std::string& t) { return t == "i32" || t == "i64"; }
@@ -327,17 +156,233 @@ std::string EmitCast(const std::string& x, const std::string& from, DType to_dty
   return v;
 }
 
-// Ops the elemental emitter takes on operands of any computed type.
-bool AnyType(const std::string& op) {
-  static const std::set<std::string> ops = {"Identity", "Snapshot", "StopGradient", "BroadcastTo", "Cast",
-                                            "Select",   "SelectV2", "LogicalAnd",   "LogicalOr",   "LogicalNot"};
-  return ops.count(op) > 0;
+// How the elemental emitter computes one op: on f32 operands (`f`), on i32 or i64 ones
+// (`i`, also on i1 where `bools`), or, for the ops that read their attrs or take operands
+// of any computed type, from the node (`any`).
+struct Lowering {
+  using Float = std::function<std::string(const std::vector<std::string>& x, MlirWriter& w)>;
+  using Int = std::function<std::string(const std::vector<std::string>& x, const std::string& t, MlirWriter& w)>;
+  using Any = std::function<StatusOr<std::string>(const Node& n, const std::vector<std::string>& x,
+                                                  const std::vector<std::string>& types, MlirWriter& w)>;
+  Lowering(Float f, Int i = nullptr, bool bools = false) : f(std::move(f)), i(std::move(i)), bools(bools) {}
+  explicit Lowering(Any any) : any(std::move(any)) {}
+  Float f;
+  Int i;
+  Any any;
+  bool bools = false;
+};
+
+Lowering::Float FloatBinary(const char* op) {
+  return [op](const auto& x, MlirWriter& w) { return Binary(op, x, w); };
+}
+Lowering::Float FloatUnary(const char* op) {
+  return [op](const auto& x, MlirWriter& w) { return Unary(op, x[0], w); };
+}
+Lowering::Float FloatCmp(const char* pred) {
+  return [pred](const auto& x, MlirWriter& w) { return Cmp(pred, x, w); };
+}
+Lowering::Int IntBinaryOf(const char* op) {
+  return [op](const auto& x, const std::string& t, MlirWriter& w) { return IntBinary(op, x[0], x[1], t, w); };
+}
+Lowering::Int IntCmpOf(const char* pred) {
+  return [pred](const auto& x, const std::string& t, MlirWriter& w) { return IntCmp(pred, x[0], x[1], t, w); };
+}
+// The operand itself (BroadcastTo: the broadcast is in the operand's index, as for every
+// elementwise op).
+StatusOr<std::string> AsIs(const Node&, const std::vector<std::string>& x, const std::vector<std::string>&, MlirWriter&) {
+  return x[0];
+}
+std::string SumAll(const char* add, const std::vector<std::string>& x, const std::string& t, MlirWriter& w) {
+  std::string sum = x[0];
+  for (size_t i = 1; i < x.size(); ++i) sum = IntBinary(add, sum, x[i], t, w);
+  return sum;
 }
 
-// The exp- and log-based ops: what is approximate and what is expensive have them in common.
-bool IsTranscendental(const std::string& op) {
-  static const std::set<std::string> ops = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Erf", "Erfc", "Elu"};
-  return ops.count(op) > 0;
+StatusOr<std::string> SelectOf(const Node&, const std::vector<std::string>& x, const std::vector<std::string>& types,
+                               MlirWriter& w) {
+  return IntSelect(x[0], x[1], x[2], types[1], w);
+}
+Lowering::Any LogicalOf(const char* op) {
+  return [op](const Node&, const auto& x, const auto&, MlirWriter& w) -> StatusOr<std::string> {
+    return w.Let(std::string(op) + " " + x[0] + ", " + x[1] + " : i1");
+  };
+}
+
+// Every op the elemental emitter computes, as the reference kernels compute it. Floats
+// are computed in f32; integers wrap on overflow in two's complement (Abs and Neg of the
+// minimum give the minimum).
+const std::map<std::string, Lowering, std::less<>>& Lowerings() {
+  static const std::map<std::string, Lowering, std::less<>> ops = {
+      {"Add", {FloatBinary("arith.addf"), IntBinaryOf("arith.addi")}},
+      {"AddV2", {FloatBinary("arith.addf"), IntBinaryOf("arith.addi")}},
+      {"BiasAdd", {FloatBinary("arith.addf"), IntBinaryOf("arith.addi")}},
+      {"AddN",
+       {[](const auto& x, MlirWriter& w) { return SumAll("arith.addf", x, "f32", w); },
+        [](const auto& x, const std::string& t, MlirWriter& w) { return SumAll("arith.addi", x, t, w); }}},
+      {"Sub", {FloatBinary("arith.subf"), IntBinaryOf("arith.subi")}},
+      {"Mul", {FloatBinary("arith.mulf"), IntBinaryOf("arith.muli")}},
+      {"RealDiv", {[](const auto& x, MlirWriter& w) { return Divide(x[0], x[1], w); }}},
+      {"Maximum",
+       {[](const auto& x, MlirWriter& w) { return MaxOrMin(true, x[0], x[1], w); }, IntBinaryOf("arith.maxsi")}},
+      {"Minimum",
+       {[](const auto& x, MlirWriter& w) { return MaxOrMin(false, x[0], x[1], w); }, IntBinaryOf("arith.minsi")}},
+      // Activation gradients as TensorFlow computes them: times 0 or 1, not a select, so a
+      // NaN or infinite gradient stays NaN where the activation is flat.
+      {"ReluGrad",
+       {[](const auto& x, MlirWriter& w) {
+         return Binary("arith.mulf", {x[0], Select(Cmp("ogt", {x[1], F32(w, 0)}, w), F32(w, 1), F32(w, 0), w)}, w);
+       }}},
+      {"Relu6Grad",
+       {[](const auto& x, MlirWriter& w) {
+         std::string inside = w.Let("arith.andi " + Cmp("ogt", {x[1], F32(w, 0)}, w) + ", " +
+                                    Cmp("olt", {x[1], F32(w, 6)}, w) + " : i1");
+         return Binary("arith.mulf", {x[0], Select(inside, F32(w, 1), F32(w, 0), w)}, w);
+       }}},
+      {"TanhGrad",
+       {[](const auto& x, MlirWriter& w) {
+         return Binary("arith.mulf", {x[1], Binary("arith.subf", {F32(w, 1), Binary("arith.mulf", {x[0], x[0]}, w)}, w)}, w);
+       }}},
+      {"SigmoidGrad",
+       {[](const auto& x, MlirWriter& w) {
+         std::string dy_y = Binary("arith.mulf", {x[1], x[0]}, w);
+         return Binary("arith.mulf", {dy_y, Binary("arith.subf", {F32(w, 1), x[0]}, w)}, w);
+       }}},
+      {"SquaredDifference",
+       {[](const auto& x, MlirWriter& w) {
+          std::string d = Binary("arith.subf", x, w);
+          return Binary("arith.mulf", {d, d}, w);
+        },
+        [](const auto& x, const std::string& t, MlirWriter& w) {
+          std::string d = IntBinary("arith.subi", x[0], x[1], t, w);
+          return IntBinary("arith.muli", d, d, t, w);
+        }}},
+      // libm's powf, as the reference kernel calls it (no afn: it would let LLVM rewrite it).
+      {"Pow", {[](const auto& x, MlirWriter& w) { return w.Let("math.powf " + x[0] + ", " + x[1] + kArith); }}},
+      // Python's // and % on floats, as the reference kernels compute them: floor(x / y),
+      // and fmod(x, y) moved to the divisor's sign.
+      {"FloorDiv", {[](const auto& x, MlirWriter& w) { return Unary("math.floor", Divide(x[0], x[1], w), w); }}},
+      {"FloorMod",
+       {[](const auto& x, MlirWriter& w) {
+         const std::string r = w.Let("arith.remf " + x[0] + ", " + x[1] + kArith), zero = F32(w, 0);
+         const std::string signs_differ = w.Let("arith.xori " + Cmp("olt", {r, zero}, w) + ", " +
+                                                Cmp("olt", {x[1], zero}, w) + " : i1");
+         const std::string moved = w.Let("arith.andi " + Cmp("une", {r, zero}, w) + ", " + signs_differ + " : i1");
+         return Select(moved, Binary("arith.addf", {r, x[1]}, w), r, w);
+       }}},
+      {"Neg",
+       {[](const auto& x, MlirWriter& w) { return w.Let("arith.negf " + x[0] + " : f32"); },
+        [](const auto& x, const std::string& t, MlirWriter& w) {
+          return IntBinary("arith.subi", IntConst(w, 0, t), x[0], t, w);
+        }}},
+      {"Abs",
+       {FloatUnary("math.absf"),
+        [](const auto& x, const std::string& t, MlirWriter& w) { return w.Let("math.absi " + x[0] + " : " + t); }}},
+      {"Exp", {[](const auto& x, MlirWriter& w) { return Exp(x[0], w); }}},
+      {"Log", {FloatUnary("math.log")}},
+      {"Log1p", {FloatUnary("math.log1p")}},
+      {"Tanh", {FloatUnary("math.tanh")}},
+      {"Erf", {[](const auto& x, MlirWriter& w) { return ScaledErf(x[0], 1, w); }}},
+      {"Erfc", {[](const auto& x, MlirWriter& w) { return Erfc(x[0], w); }}},
+      {"Sqrt", {FloatUnary("math.sqrt")}},
+      // 1 / sqrt(x), not math.rsqrt, which LLVM makes an estimate and a Newton step: that
+      // gives NaN for 0 and Inf (0 * Inf), where rsqrt is Inf and 0.
+      {"Rsqrt", {[](const auto& x, MlirWriter& w) { return Divide(F32(w, 1), Unary("math.sqrt", x[0], w), w); }}},
+      {"Floor", {FloatUnary("math.floor")}},
+      {"Ceil", {FloatUnary("math.ceil")}},
+      {"Round", {FloatUnary("math.roundeven")}},  // half to even, as TF
+      {"Square",
+       {[](const auto& x, MlirWriter& w) { return Binary("arith.mulf", {x[0], x[0]}, w); },
+        [](const auto& x, const std::string& t, MlirWriter& w) { return IntBinary("arith.muli", x[0], x[0], t, w); }}},
+      {"Reciprocal", {[](const auto& x, MlirWriter& w) { return Divide(F32(w, 1), x[0], w); }}},
+      {"Sigmoid",
+       {[](const auto& x, MlirWriter& w) {
+         // exp(-x) unzeroed: a tiny one makes 1 / (1 + e) exactly 1 either way.
+         std::string e = Unary("math.exp", w.Let("arith.negf " + x[0] + " : f32"), w);
+         return ZeroBelowNormal(Binary("arith.divf", {F32(w, 1), Binary("arith.addf", {F32(w, 1), e}, w)}, w), w);
+       }}},
+      {"Relu",
+       {[](const auto& x, MlirWriter& w) { return Relu(x[0], w); },
+        [](const auto& x, const std::string& t, MlirWriter& w) {
+          return IntBinary("arith.maxsi", x[0], IntConst(w, 0, t), t, w);
+        }}},
+      {"Relu6",
+       {[](const auto& x, MlirWriter& w) {
+          std::string r = Relu(x[0], w), six = F32(w, 6);
+          return Select(w.Let("arith.cmpf ogt, " + r + ", " + six + " : f32"), six, r, w);
+        },
+        [](const auto& x, const std::string& t, MlirWriter& w) {
+          return IntBinary("arith.minsi", IntBinary("arith.maxsi", x[0], IntConst(w, 0, t), t, w), IntConst(w, 6, t), t, w);
+        }}},
+      {"Elu",
+       {[](const auto& x, MlirWriter& w) {
+         std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
+         return Select(neg, ExpMinusOne(x[0], w), x[0], w);
+       }}},
+      {"Sign",
+       {[](const auto& x, MlirWriter& w) {  // +-1; NaN stays NaN, and both zeros give +0 (x + 0), as the reference
+          std::string zero = F32(w, 0);
+          std::string as_is = Binary("arith.addf", {x[0], zero}, w);
+          std::string neg = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + zero + " : f32"), F32(w, -1), as_is, w);
+          return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + zero + " : f32"), F32(w, 1), neg, w);
+        },
+        [](const auto& x, const std::string& t, MlirWriter& w) {
+          std::string zero = IntConst(w, 0, t);
+          std::string neg = IntSelect(IntCmp("slt", x[0], zero, t, w), IntConst(w, -1, t), zero, t, w);
+          return IntSelect(IntCmp("sgt", x[0], zero, t, w), IntConst(w, 1, t), neg, t, w);
+        }}},
+      {"Selu",
+       {[](const auto& x, MlirWriter& w) {
+         std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
+         std::string below = Binary("arith.mulf", {ExpMinusOne(x[0], w), F32(w, 1.7580993408473768599402175208123)}, w);
+         return Select(neg, below, Binary("arith.mulf", {x[0], F32(w, 1.0507009873554804934193349852946)}, w), w);
+       }}},
+      {"Softplus",
+       {[](const auto& x, MlirWriter& w) {  // as TensorFlow: x above -t, exp(x) below t, log1p(exp(x)) between
+         const double t = std::log(1.1920928955078125e-07) + 2;
+         std::string e = Exp(x[0], w);
+         std::string between = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, t) + " : f32"), e,
+                                      Unary("math.log1p", e, w), w);
+         return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + F32(w, -t) + " : f32"), x[0], between, w);
+       }}},
+      {"Softsign",  // x / (1 + |x|), as TensorFlow computes it (NaN for +-Inf)
+       {[](const auto& x, MlirWriter& w) {
+         return Divide(x[0], Binary("arith.addf", {F32(w, 1), Unary("math.absf", x[0], w)}, w), w);
+       }}},
+      {"DivNoNan",
+       {[](const auto& x, MlirWriter& w) {
+         std::string zero = F32(w, 0);
+         return Select(w.Let("arith.cmpf oeq, " + x[1] + ", " + zero + " : f32"), zero, Divide(x[0], x[1], w), w);
+       }}},
+      {"LeakyRelu",
+       Lowering([](const Node& n, const auto& x, const auto& types, MlirWriter& w) -> StatusOr<std::string> {
+          if (types[0] != "f32") return Unimplemented(NodeLabel(n) + ": LeakyRelu of " + types[0] + " is not compiled");
+          GJ_ASSIGN_OR_RETURN(float alpha, GetFloatAttrOr(n, "alpha", 0.2f));
+          std::string positive = w.Let("arith.cmpf ogt, " + x[0] + ", " + F32(w, 0) + " : f32");
+          return Select(positive, x[0], Binary("arith.mulf", {x[0], F32(w, alpha)}, w), w);
+        })},
+      {"Greater", {FloatCmp("ogt"), IntCmpOf("sgt")}},
+      {"GreaterEqual", {FloatCmp("oge"), IntCmpOf("sge")}},
+      {"Less", {FloatCmp("olt"), IntCmpOf("slt")}},
+      {"LessEqual", {FloatCmp("ole"), IntCmpOf("sle")}},
+      {"Equal", {FloatCmp("oeq"), IntCmpOf("eq"), /*bools=*/true}},
+      {"NotEqual", {FloatCmp("une"), IntCmpOf("ne"), /*bools=*/true}},
+      // On operands of any computed type.
+      {"Identity", Lowering(AsIs)},
+      {"StopGradient", Lowering(AsIs)},
+      {"BroadcastTo", Lowering(AsIs)},
+      {"Cast", Lowering([](const Node& n, const auto& x, const auto& types, MlirWriter& w) -> StatusOr<std::string> {
+         GJ_ASSIGN_OR_RETURN(DType to, GetTypeAttr(n, "DstT"));
+         return EmitCast(x[0], types[0], to, w);
+       })},
+      {"Select", Lowering(SelectOf)},
+      {"SelectV2", Lowering(SelectOf)},
+      {"LogicalAnd", Lowering(LogicalOf("arith.andi"))},
+      {"LogicalOr", Lowering(LogicalOf("arith.ori"))},
+      {"LogicalNot", Lowering([](const Node&, const auto& x, const auto&, MlirWriter& w) -> StatusOr<std::string> {
+         return w.Let("arith.xori " + x[0] + ", " + w.Let("arith.constant true") + " : i1");
+       })},
+  };
+  return ops;
 }
 
 }  // namespace
@@ -383,58 +428,31 @@ std::string ElementType(DType dtype) {
   }
 }
 
-bool IsElementalOp(const std::string& op) {
-  return FloatOps().count(op) || AnyType(op) || op == "AddN" || op == "LeakyRelu";
-}
+bool IsElementalOp(const std::string& op) { return Lowerings().count(op) > 0; }
 
-bool IsApproximateElemental(const std::string& op) {
-  return IsTranscendental(op) || op == "Selu" || op == "Softplus";
-}
-
-bool IsExpensiveElemental(const std::string& op) {
-  static const std::set<std::string> ops = {"Pow", "Sqrt", "Rsqrt", "RealDiv", "Div", "Reciprocal"};
-  return IsTranscendental(op) || ops.count(op) > 0;
+std::vector<std::string> ElementalOps() {
+  std::vector<std::string> ops;
+  for (const auto& [op, lowering] : Lowerings()) ops.push_back(op);
+  return ops;
 }
 
 std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types) {
-  if (!IsElementalOp(op)) return "the elemental emitter does not take " + op;
-  if (AnyType(op)) return "";
+  auto it = Lowerings().find(op);
+  if (it == Lowerings().end()) return "the elemental emitter does not take " + op;
+  const Lowering& l = it->second;
+  if (l.any) return "";
   for (const std::string& t : types)
     if (t != types[0]) return op + " of " + types[0] + " and " + t;
-  if (types[0] == "i1" && (op == "Equal" || op == "NotEqual")) return "";
-  if (IsInt(types[0])) return IntOps().count(op) ? "" : op + " of " + types[0] + " is not compiled";
-  if (types[0] != "f32") return op + " of " + types[0] + " is not compiled";
-  return "";
+  const bool taken = types[0] == "f32" ? bool(l.f) : types[0] == "i1" ? l.bools : IsInt(types[0]) && bool(l.i);
+  return taken ? "" : op + " of " + types[0] + " is not compiled";
 }
 
 StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::string>& operands,
                                     const std::vector<std::string>& types, MlirWriter& w) {
-  const std::string& op = node.op;
-  if (std::string why = WhyNotElemental(op, types); !why.empty()) return Unimplemented(NodeLabel(node) + ": " + why);
-  // BroadcastTo: the broadcast is in the operand's index, as for every elementwise op.
-  if (op == "Identity" || op == "Snapshot" || op == "StopGradient" || op == "BroadcastTo") return operands[0];
-  if (op == "Cast") {
-    GJ_ASSIGN_OR_RETURN(DType to, GetTypeAttr(node, "DstT"));
-    return EmitCast(operands[0], types[0], to, w);
-  }
-  if (op == "Select" || op == "SelectV2") return IntSelect(operands[0], operands[1], operands[2], types[1], w);
-  if (op == "LogicalAnd" || op == "LogicalOr")
-    return w.Let(std::string(op == "LogicalAnd" ? "arith.andi " : "arith.ori ") + operands[0] + ", " + operands[1] +
-                 " : i1");
-  if (op == "LogicalNot") return w.Let("arith.xori " + operands[0] + ", " + w.Let("arith.constant true") + " : i1");
-  if (types[0] == "i1") return IntCmp(op == "Equal" ? "eq" : "ne", operands[0], operands[1], "i1", w);
-  if (IsInt(types[0])) return IntOps().at(op)(operands, types[0], w);
-  if (op == "AddN") {
-    std::string sum = operands[0];
-    for (size_t i = 1; i < operands.size(); ++i) sum = Binary("arith.addf", {sum, operands[i]}, w);
-    return sum;
-  }
-  if (op == "LeakyRelu") {
-    GJ_ASSIGN_OR_RETURN(float alpha, GetFloatAttrOr(node, "alpha", 0.2f));
-    std::string positive = w.Let("arith.cmpf ogt, " + operands[0] + ", " + F32(w, 0) + " : f32");
-    return Select(positive, operands[0], Binary("arith.mulf", {operands[0], F32(w, alpha)}, w), w);
-  }
-  return FloatOps().at(op)(operands, w);
+  if (std::string why = WhyNotElemental(node.op, types); !why.empty()) return Unimplemented(NodeLabel(node) + ": " + why);
+  const Lowering& l = Lowerings().find(node.op)->second;
+  if (l.any) return l.any(node, operands, types, w);
+  return types[0] == "f32" ? l.f(operands, w) : l.i(operands, types[0], w);
 }
 
 }  // namespace graphjit

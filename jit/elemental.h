@@ -36,14 +36,11 @@ class MlirWriter {
 // for bool; empty if the elemental emitter does not take it.
 std::string ElementType(DType dtype);
 
-// Whether `op` is one the elemental emitter computes (for some element types).
+// Whether `op` is one the elemental emitter computes (for some element types). Whether
+// it is expensive or approximate is the op's trait (runtime/op_traits.h).
 bool IsElementalOp(const std::string& op);
-// Whether its computation has a transcendental function or a division in it: worth
-// keeping rather than computing twice.
-bool IsExpensiveElemental(const std::string& op);
-// Whether it is computed by a polynomial approximation, not as the reference kernels
-// compute it.
-bool IsApproximateElemental(const std::string& op);
+// Every op it computes, in name order.
+std::vector<std::string> ElementalOps();
 // Empty if EmitElemental takes `op` on data operands of these computed types (ElementType),
 // else why not.
 std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types);

@@ -30,7 +30,8 @@ std::string Anonymous(const std::string& function, const EmittedKernel& kernel) 
 
 }  // namespace
 
-StatusOr<EmittedModule> EmitFusions(const AnalyzedGraph& body, const FusionPlan& plan, Schedule schedule) {
+StatusOr<EmittedModule> EmitFusions(const AnalyzedGraph& body, const FusionPlan& plan, const TargetDescription& target) {
+  const Schedule schedule = target.schedule;
   EmittedModule module;
   std::string functions;
   std::map<std::string, std::string> first_with_code;  // CPU: a kernel's Anonymous code -> its function
@@ -45,7 +46,7 @@ StatusOr<EmittedModule> EmitFusions(const AnalyzedGraph& body, const FusionPlan&
       module.kernels.push_back(std::move(kernel));
       continue;
     }
-    GJ_ASSIGN_OR_RETURN(std::string function, emitter::KernelEmitter(body, plan, static_cast<int>(f)).Emit(schedule, &module));
+    GJ_ASSIGN_OR_RETURN(std::string function, emitter::KernelEmitter(body, plan, static_cast<int>(f), target).Emit(&module));
     if (schedule == Schedule::kCpu) {
       // A kernel with the same code as an earlier one (over other buffers: a transformer's
       // Q, K and V projections, its two layer norms) calls the earlier one's function,

@@ -16,10 +16,9 @@
 #include <vector>
 
 #include "jit/fusion_plan.h"
+#include "jit/target.h"
 
 namespace graphjit {
-
-enum class Schedule { kCpu, kGpu };
 
 struct EmittedKernel {
   std::string function;      // a library call: its fusion's name (no function is emitted)
@@ -39,6 +38,7 @@ struct EmittedModule {
   int num_ops = 0;                     // elementwise op instances emitted
 };
 
-StatusOr<EmittedModule> EmitFusions(const AnalyzedGraph& body, const FusionPlan& plan, Schedule schedule);
+// The plan's kernels for `target` (its schedule, and on a GPU its grid limits).
+StatusOr<EmittedModule> EmitFusions(const AnalyzedGraph& body, const FusionPlan& plan, const TargetDescription& target);
 
 }  // namespace graphjit

@@ -6,19 +6,27 @@
 #include "ir/attr.h"
 #include "jit/elemental.h"
 #include "runtime/op_registry.h"
+#include "runtime/op_traits.h"
 
 namespace graphjit {
 
 bool IsLibraryOp(const std::string& op) {
-  return op == "MatMul" || op == "BatchMatMulV2" || op == "BatchMatMul" || op == "_FusedMatMul";
+  const OpTraits& t = TraitsOf(op);
+  return t.pattern == OpPattern::kGemm && t.compiled();
+}
+
+bool IsArgReduction(const std::string& op) {
+  const OpReducer r = TraitsOf(op).reducer;
+  return r == OpReducer::kArgMax || r == OpReducer::kArgMin;
 }
 
 namespace {
 
-bool IsReduction(const std::string& op) {
-  return op == "Sum" || op == "Mean" || op == "Max" || op == "Min" || op == "Prod" || op == "ArgMax" ||
-         op == "ArgMin";
-}
+bool IsReduction(const std::string& op) { return TraitsOf(op).pattern == OpPattern::kReduction; }
+
+// Reshape, ExpandDims, Squeeze: a view of the input, or a size-1 reshape (computed inline).
+// (Identity and StopGradient, views too, are elemental: the operand as it is.)
+bool IsReshape(const Node& n) { return TraitsOf(n.op).pattern == OpPattern::kView && !IsElementalOp(n.op); }
 
 std::vector<int64_t> NonUnitDims(const Shape& s) {
   std::vector<int64_t> dims;
@@ -263,7 +271,7 @@ class Planner {
   bool Expensive(TensorId v) const {
     if (!ComputedInline(kind_[v.node]) || p_.buffer_of.count(v)) return false;
     const Node& n = *g_.graph.node(v.node);
-    if (IsExpensiveElemental(n.op)) return true;
+    if (TraitsOf(n.op).expensive) return true;
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (IsDataInput(n, static_cast<int>(i)) && Expensive(n.inputs[i])) return true;
     return false;
@@ -340,7 +348,9 @@ bool IsDataInput(const Node& node, int i) {
 }
 
 std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_types, const std::vector<DType>& output_types) {
-  if (n.op == "Const" || n.op == "Placeholder") return "";
+  const OpTraits& traits = TraitsOf(n.op);
+  if (traits.pattern == OpPattern::kSource) return "";
+  if (!traits.compiled()) return "the JIT does not compile " + n.op;
   for (DType t : output_types)
     if (ElementType(t).empty()) return "computes " + DTypeName(t);
   std::vector<std::string> types;
@@ -350,18 +360,14 @@ std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_type
     if (types.back().empty()) return "reads " + DTypeName(input_types[i]);
   }
   if (IsElementalOp(n.op)) return WhyNotElemental(n.op, types);
-  // Softmax, LogSoftmax and the cross-entropy: specialization writes them as the
-  // reductions they are.
-  if (n.op == "Reshape" || n.op == "ExpandDims" || n.op == "Squeeze" || n.op == "Transpose" || n.op == "ConcatV2" ||
-      IsReduction(n.op) || IsLibraryOp(n.op) || n.op == "Softmax" || n.op == "LogSoftmax" ||
-      n.op == "SoftmaxCrossEntropyWithLogits")
-    return "";
-  return "the JIT does not compile " + n.op;
+  // Views, transposes and concatenations, reductions, GEMMs (library calls or loops), and
+  // the row ops, which specialization writes as the reductions they are.
+  return "";
 }
 
 std::vector<int> ReadDims(const Node& n, int i, const Shape& in, const Shape& out) {
   std::vector<int> dims(in.rank(), -1);
-  if (n.op == "Reshape" || n.op == "ExpandDims" || n.op == "Squeeze") {
+  if (IsReshape(n)) {
     // A size-1 reshape: the non-unit dims, in order.
     int next = 0;
     for (int d = 0; d < in.rank(); ++d) {
@@ -399,7 +405,7 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
   if (std::string why = WhyNotCompilable(n, input_types, body.info(id).dtypes); !why.empty())
     return Unimplemented(NodeLabel(n) + ": " + why);
   if (IsElementalOp(n.op)) return NodeKind::kElementwise;
-  if (n.op == "Reshape" || n.op == "ExpandDims" || n.op == "Squeeze")
+  if (IsReshape(n))
     return NonUnitDims(StaticShape(body, n.inputs[0])) == NonUnitDims(StaticShape(body, {id, 0}))
                ? NodeKind::kSizeOneReshape
                : NodeKind::kView;

@@ -33,6 +33,8 @@ enum class NodeKind {
 std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_types, const std::vector<DType>& output_types);
 // Whether `op` is run as a library call (a GEMM).
 bool IsLibraryOp(const std::string& op);
+// Whether `op` is ArgMax or ArgMin: a reduction to an index.
+bool IsArgReduction(const std::string& op);
 // The node's kind; Unimplemented (with the reason) for what no emitter takes.
 StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id);
 // The value a computed node reads at input `i` element by element (not axes or shapes).

@@ -22,23 +22,22 @@
 
 #include "jit/elemental.h"
 #include "jit/kernel_emitter.h"
+#include "runtime/op_traits.h"
 
 namespace graphjit::emitter {
 
 namespace {
 
-constexpr int64_t kWarp = 32;
 constexpr int64_t kBlock = 256;
 // From this many output elements on, a reduction's threads take whole outputs.
 constexpr int64_t kManyOutputs = 1024;
 // A reduction in two phases: each first-phase thread folds at least kMinPerPart elements,
-// and there are up to kPartialUnits of them (about 500 per SM of an H100). It is chosen
-// when it gives each output at least kPhasesGain times the threads one kernel would.
+// and there are up to kPartialUnits of them (their partial results: 256 KB of scratch for
+// f32). It is chosen when it gives each output at least kPhasesGain times the threads one
+// kernel would.
 constexpr int64_t kMinPerPart = 32;
 constexpr int64_t kPartialUnits = 65536;
 constexpr int64_t kPhasesGain = 4;
-// A grid-stride loop's grid is at most this many blocks: 32 per SM of an H100 (132 SMs).
-constexpr int64_t kMaxBlocks = 132 * 32;
 // A row thread keeps up to this many of its elements in registers.
 constexpr int64_t kMaxHeld = 8;
 constexpr int64_t kRowsPerWarpBlock = 4;
@@ -50,18 +49,20 @@ int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 // output in the first.
 int64_t PartsPerOutput(int64_t outputs, int64_t count) { return std::min(count / kMinPerPart, kPartialUnits / outputs); }
 
-// `units` of work, a thread each, in blocks of at most `block` threads.
-void Launch1D(int64_t units, int64_t block, EmittedKernel* kernel) {
-  kernel->block = std::min(block, std::max<int64_t>(kWarp, RoundUp(units, kWarp)));
-  kernel->grid = std::min(CeilDiv(units, kernel->block), kMaxBlocks);
+// `units` of work, a thread each, in blocks of at most `block` threads. A grid-stride
+// loop's grid is at most the blocks the device holds at once (every SM full).
+void Launch1D(int64_t units, int64_t block, const GpuDescription& gpu, EmittedKernel* kernel) {
+  const int64_t warp = gpu.warp_size;
+  kernel->block = std::min(block, std::max<int64_t>(warp, RoundUp(units, warp)));
+  const int64_t resident = int64_t{gpu.multiprocessors} * gpu.max_blocks_per_multiprocessor;
+  kernel->grid = std::min(CeilDiv(units, kernel->block), resident);
 }
 
 // Whether a row of `fusion` can be split across threads: its reductions combine partial
 // results of 32-bit values (floats are computed in f32).
 bool SplitsAcrossThreads(const AnalyzedGraph& g, const FusionPlan::Fusion& fusion) {
   for (int r : fusion.reductions) {
-    const std::string& op = g.graph.node(r)->op;
-    if (op != "Sum" && op != "Mean" && op != "Max" && op != "Min" && op != "Prod") return false;
+    if (IsArgReduction(g.graph.node(r)->op)) return false;
     const std::string type = ElementType(g.info(r).dtypes[0]);
     if (type != "f32" && type != "i32") return false;
   }
@@ -174,7 +175,7 @@ Status KernelEmitter::GpuLoop(EmittedKernel* kernel) {
 
 Status KernelEmitter::GridStride(int64_t units, int64_t block, EmittedKernel* kernel,
                                  const std::function<Status(const Value&)>& body) {
-  Launch1D(units, block, kernel);
+  Launch1D(units, block, target_.gpu, kernel);
   if (units == 0) {
     kernel->grid = 0;
     return Status::Ok();
@@ -231,8 +232,8 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
     });
   }
   // T threads per row: a warp for short rows (several rows per block), else a block.
-  const bool warp_per_row = cols <= kWarp * kMaxHeld;
-  const int64_t threads = warp_per_row ? kWarp : std::min<int64_t>(1024, std::max<int64_t>(64, RoundUp(CeilDiv(cols, kMaxHeld), kWarp)));
+  const bool warp_per_row = cols <= warp_ * kMaxHeld;
+  const int64_t threads = warp_per_row ? warp_ : std::min<int64_t>(target_.gpu.max_threads_per_block, std::max<int64_t>(64, RoundUp(CeilDiv(cols, kMaxHeld), warp_)));
   if (const int64_t parts = PartsPerOutput(rows, cols); parts >= kPhasesGain * threads)
     return GpuRowsInPhases(full, per_row, row_dims, reduced, parts, module, functions);
   const int64_t rows_per_block = warp_per_row ? kRowsPerWarpBlock : 1;
@@ -240,8 +241,8 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
   kernel->grid = CeilDiv(rows, rows_per_block);
   Value lane = tid_, row = bid_;
   if (warp_per_row) {
-    lane = Let(0, "arith.remui " + tid_.name + ", " + IndexConst(kWarp).name + " : index", "index");
-    const Value warp = Let(0, "arith.divui " + tid_.name + ", " + IndexConst(kWarp).name + " : index", "index");
+    lane = Let(0, "arith.remui " + tid_.name + ", " + IndexConst(warp_).name + " : index", "index");
+    const Value warp = Let(0, "arith.divui " + tid_.name + ", " + IndexConst(warp_).name + " : index", "index");
     const Value first = Let(0, "arith.muli " + bid_.name + ", " + IndexConst(rows_per_block).name + " : index", "index");
     row = Let(0, "arith.addi " + first.name + ", " + warp.name + " : index", "index");
   }
@@ -386,8 +387,8 @@ Status KernelEmitter::GpuRowsInPhases(const std::vector<TensorId>& full, const s
 
 std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads) {
   // 1. Within each warp: a butterfly, after which every lane holds the warp's result.
-  const Value width = IntConst(kWarp, "i32");
-  for (int64_t offset = kWarp / 2; offset >= 1; offset /= 2) {
+  const Value width = IntConst(warp_, "i32");
+  for (int64_t offset = warp_ / 2; offset >= 1; offset /= 2) {
     const Value o = IntConst(offset, "i32");
     for (size_t i = 0; i < accs.size(); ++i) {
       const std::string name = Fresh("%v");
@@ -396,24 +397,24 @@ std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Va
       accs[i] = Combine(f, i, accs[i], {name + "#0", Innermost(), accs[i].type});
     }
   }
-  if (threads <= kWarp) return accs;
+  if (threads <= warp_) return accs;
   // 2. Across warps: each warp's first lane writes its result to shared memory; after a
   // barrier every thread folds them, in order.
-  const Value lane = Let(0, "arith.remui " + tid_.name + ", " + IndexConst(kWarp).name + " : index", "index");
-  const Value warp = Let(0, "arith.divui " + tid_.name + ", " + IndexConst(kWarp).name + " : index", "index");
+  const Value lane = Let(0, "arith.remui " + tid_.name + ", " + IndexConst(warp_).name + " : index", "index");
+  const Value warp = Let(0, "arith.divui " + tid_.name + ", " + IndexConst(warp_).name + " : index", "index");
   const Value first = Let(0, "arith.cmpi eq, " + lane.name + ", " + IndexConst(0).name + " : index", "i1");
   std::vector<std::string> arrays, types;
   std::string stores;
   for (const Value& acc : accs) {
     arrays.push_back("%ws" + std::to_string(workgroup_.size()));
-    types.push_back("memref<" + std::to_string(kWarp) + "x" + acc.type + ", #gpu.address_space<workgroup>>");
+    types.push_back("memref<" + std::to_string(warp_) + "x" + acc.type + ", #gpu.address_space<workgroup>>");
     workgroup_.push_back(arrays.back() + " : " + types.back());
     stores += "memref.store " + acc.name + ", " + arrays.back() + "[" + warp.name + "] : " + types.back() + "\n";
   }
   code_[Innermost()] += "scf.if " + first.name + " {\n" + stores + "}\ngpu.barrier\n";
   for (size_t i = 0; i < accs.size(); ++i) {
     Value acc;
-    for (int64_t w = 0; w < threads / kWarp; ++w) {
+    for (int64_t w = 0; w < threads / warp_; ++w) {
       const Value v = Let(Innermost(), "memref.load " + arrays[i] + "[" + IndexConst(w).name + "] : " + types[i], accs[i].type);
       acc = w == 0 ? v : Combine(f, i, acc, v);
     }
@@ -436,9 +437,9 @@ Status KernelEmitter::GpuReduce(EmittedKernel* kernel, EmittedModule* module, st
     reduced.push_back(fusion_.space.dim(a));
     count *= fusion_.space.dim(a);
   }
-  const bool arg = n.op == "ArgMax" || n.op == "ArgMin";
+  const bool arg = IsArgReduction(n.op);
   if (outputs == 0) return Status::Ok();
-  const bool splits = !arg && count >= kWarp && SplitsAcrossThreads(g_, fusion_);
+  const bool splits = !arg && count >= warp_ && SplitsAcrossThreads(g_, fusion_);
   const bool many = outputs >= kManyOutputs;
   if (const int64_t parts = PartsPerOutput(outputs, count); splits && parts >= kPhasesGain * (many ? 1 : kBlock)) {
     return ReduceInTwoPhases(
@@ -468,7 +469,7 @@ Status KernelEmitter::GpuReduce(EmittedKernel* kernel, EmittedModule* module, st
     });
   }
   // A block per output element: its threads fold strided elements, then combine.
-  const int64_t threads = std::min<int64_t>(kBlock, RoundUp(count, kWarp));
+  const int64_t threads = std::min<int64_t>(kBlock, RoundUp(count, warp_));
   kernel->block = threads;
   kernel->grid = outputs;
   const Index at = Delinearize(bid_, out_dims);
@@ -539,7 +540,7 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
       return store(output, f.finish(accs));
     }));
   } else {
-    const int64_t threads = std::min<int64_t>(kBlock, RoundUp(parts, kWarp));
+    const int64_t threads = std::min<int64_t>(kBlock, RoundUp(parts, warp_));
     kernel.block = threads;
     kernel.grid = outputs;
     GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, fold(bid_, tid_, threads));

@@ -8,6 +8,7 @@
 #include "ir/attr.h"
 #include "jit/elemental.h"
 #include "jit/specialize.h"
+#include "runtime/op_traits.h"
 
 namespace graphjit::emitter {
 
@@ -51,16 +52,17 @@ std::string Names(const Index& index) {
 
 Reducer ReducerOf(const std::string& op, const std::string& t) {
   const bool f = t == "f32";
-  if (op == "Max") return {f ? "arith.maximumf" : "arith.maxsi", Reducer::kLowest};
-  if (op == "Min") return {f ? "arith.minimumf" : "arith.minsi", Reducer::kHighest};
-  if (op == "Prod") return {f ? "arith.mulf" : "arith.muli", Reducer::kOne};
-  return {f ? "arith.addf" : "arith.addi", Reducer::kZero};  // Sum, Mean
+  switch (TraitsOf(op).reducer) {
+    case OpReducer::kMax: return {f ? "arith.maximumf" : "arith.maxsi", Reducer::kLowest};
+    case OpReducer::kMin: return {f ? "arith.minimumf" : "arith.minsi", Reducer::kHighest};
+    case OpReducer::kProd: return {f ? "arith.mulf" : "arith.muli", Reducer::kOne};
+    default: return {f ? "arith.addf" : "arith.addi", Reducer::kZero};  // Sum, Mean
+  }
 }
 
-StatusOr<std::string> KernelEmitter::Emit(Schedule schedule, EmittedModule* module) {
-  schedule_ = schedule;
+StatusOr<std::string> KernelEmitter::Emit(EmittedModule* module) {
   std::string functions;
-  if (schedule == Schedule::kCpu) {
+  if (schedule_ == Schedule::kCpu) {
     StartFunction();  // the GPU schedules start each of their kernels themselves
     EmittedKernel kernel;
     GJ_ASSIGN_OR_RETURN(functions, EmitCpu(&kernel));
@@ -296,7 +298,7 @@ Status KernelEmitter::StoreRoots(const std::vector<TensorId>& roots, const Index
 // --- Reductions.
 Status KernelEmitter::ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count) {
   const Node& n = *g_.graph.node(r);
-  if (n.op == "ArgMax" || n.op == "ArgMin") {
+  if (IsArgReduction(n.op)) {
     Index index = row_;
     GJ_ASSIGN_OR_RETURN(reduced_[r], ArgMaxOrMin(r, reduced.back(), index, [&](const Value& i) {
       Index at = row_;
@@ -327,9 +329,10 @@ KernelEmitter::Folding KernelEmitter::FoldingOf(const Node& n, const std::string
   Folding f;
   const Reducer reducer = ReducerOf(n.op, type);
   const bool is_float = type == "f32";
-  const bool max = n.op == "Max";
+  const OpReducer kind = TraitsOf(n.op).reducer;
+  const bool max = kind == OpReducer::kMax;
   const tensorflow::AttrValue* shift = n.FindAttr(kRowShiftAttr);
-  const bool min_max = is_float && (max || n.op == "Min");
+  const bool min_max = is_float && (max || kind == OpReducer::kMin);
   const bool ordered = min_max && !(shift && shift->b());
   std::string fastmath = is_float && reassoc ? "reassoc" : "";
   if (min_max) fastmath += fastmath.empty() ? "nnan,nsz" : ",nnan,nsz";
@@ -350,7 +353,8 @@ KernelEmitter::Folding KernelEmitter::FoldingOf(const Node& n, const std::string
   };
   f.combine = {reducer.combine + " %0, %1" + flags};
   if (ordered) f.combine.insert(f.combine.end(), {"arith.maxui %0, %1 : i32", "arith.minui %0, %1 : i32"});
-  f.finish = [this, &n, type, count, ordered, max, is_float](const std::vector<Value>& accs) {
+  const bool mean = kind == OpReducer::kMean;
+  f.finish = [this, type, count, ordered, max, is_float, mean](const std::vector<Value>& accs) {
     Value acc = accs[0];
     if (ordered) {
       const int d = acc.depth;
@@ -362,9 +366,9 @@ KernelEmitter::Folding KernelEmitter::FoldingOf(const Node& n, const std::string
       acc = Let(d, "arith.select " + zero.name + ", " + signed_zero.name + ", " + acc.name + " : f32", "f32");
       acc = Let(d, "arith.select " + nan.name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
     }
-    if (n.op == "Mean" && is_float)
+    if (mean && is_float)
       acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
-    if (n.op == "Mean" && !is_float && count > 0)
+    if (mean && !is_float && count > 0)
       acc = Let(acc.depth, "arith.divsi " + acc.name + ", " + IntConst(count, type).name + " : " + type, type);
     return acc;
   };
@@ -461,7 +465,7 @@ Status KernelEmitter::StorePerRow(const std::vector<TensorId>& per_row) {
 // position `i` on the axis.
 StatusOr<Value> KernelEmitter::ArgMaxOrMin(int id, int64_t size, Index& index, const std::function<Index(const Value&)>& at) {
   const Node& n = *g_.graph.node(id);
-  const bool max = n.op == "ArgMax";
+  const bool max = TraitsOf(n.op).reducer == OpReducer::kArgMax;
   const std::string value_type = ElementType(StaticDType(g_, n.inputs[0]));
   const std::string out_type = ElementType(g_.info(id).dtypes[0]);
   const bool f = value_type == "f32";
@@ -505,9 +509,10 @@ bool KernelEmitter::IsApproximate(TensorId v) {
   if (auto it = approximate_.find(v.node); it != approximate_.end()) return it->second;
   const Node& n = *g_.graph.node(v.node);
   bool approximate = false;
-  if (IsApproximateElemental(n.op) || IsLibraryOp(n.op)) {
+  const OpTraits& traits = TraitsOf(n.op);
+  if (traits.approximate || IsLibraryOp(n.op)) {
     approximate = true;
-  } else if (n.op == "Sum" || n.op == "Mean" || n.op == "Prod") {
+  } else if (traits.reducer == OpReducer::kSum || traits.reducer == OpReducer::kMean || traits.reducer == OpReducer::kProd) {
     approximate = ElementType(g_.info(v.node).dtypes[0]) == "f32";
   } else if (n.op != "Placeholder" && n.op != "Const") {
     for (size_t i = 0; i < n.inputs.size(); ++i)
@@ -526,7 +531,7 @@ bool KernelEmitter::MayRoundDivision(TensorId v) {
   if (consumers_.empty()) consumers_ = g_.graph.ComputeOutEdges();
   const std::vector<OutEdge>& uses = consumers_[v.node];
   return !uses.empty() && std::all_of(uses.begin(), uses.end(), [&](const OutEdge& e) {
-    return e.dst_input >= 0 && IsApproximateElemental(g_.graph.node(e.dst)->op);
+    return e.dst_input >= 0 && TraitsOf(g_.graph.node(e.dst)->op).approximate;
   });
 }
 
@@ -557,7 +562,7 @@ std::string KernelEmitter::DivideByInvariant(const Value& x, const Value& d, Mli
 std::optional<std::pair<TensorId, double>> KernelEmitter::ScaledArgument(const Node& erf) {
   const TensorId arg = erf.inputs[0];
   const Node& m = *g_.graph.node(arg.node);
-  const bool mul = m.op == "Mul", div = m.op == "RealDiv" || m.op == "Div";
+  const bool mul = m.op == "Mul", div = m.op == "RealDiv";
   if ((!mul && !div) || g_.info(arg.node).dtypes[0] != DType::kFloat) return std::nullopt;
   auto constant = [&](int i) -> std::optional<double> {
     auto kind = ClassifyNode(g_, m.inputs[i].node);
@@ -622,7 +627,7 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
       std::string result;
       if (scaled) {
         result = ScaledErf(x[0].name, scaled->second, w);
-      } else if ((n.op == "RealDiv" || n.op == "Div") && types[0] == "f32" && x[1].depth < x[0].depth && MayRoundDivision(v)) {
+      } else if (n.op == "RealDiv" && types[0] == "f32" && x[1].depth < x[0].depth && MayRoundDivision(v)) {
         result = DivideByInvariant(x[0], x[1], w);
       } else {
         GJ_ASSIGN_OR_RETURN(result, EmitElemental(n, operands, types, w));

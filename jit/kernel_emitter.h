@@ -50,12 +50,13 @@ Reducer ReducerOf(const std::string& op, const std::string& t);
 // defined, so what does not change along a loop is computed before it.
 class KernelEmitter {
  public:
-  KernelEmitter(const AnalyzedGraph& g, const FusionPlan& p, int f) : g_(g), p_(p), f_(f), fusion_(p.fusions[f]) {}
+  KernelEmitter(const AnalyzedGraph& g, const FusionPlan& p, int f, const TargetDescription& target)
+      : g_(g), p_(p), f_(f), fusion_(p.fusions[f]), target_(target), schedule_(target.schedule), warp_(target.gpu.warp_size) {}
 
   // The fusion's kernels (one, or on a GPU two for a reduction in two phases) as functions
-  // of `schedule`'s form: their text; appended to `module`: each kernel's name, buffers
+  // of the target's schedule: their text; appended to `module`: each kernel's name, buffers
   // and launch, the scratch areas they share, and the elementwise ops written.
-  StatusOr<std::string> Emit(Schedule schedule, EmittedModule* module);
+  StatusOr<std::string> Emit(EmittedModule* module);
 
  private:
   // The schedules (jit/cpu_schedule.cc, jit/gpu_schedule.cc).
@@ -271,7 +272,9 @@ class KernelEmitter {
   std::vector<int> params_;
   std::map<int, Value> reduced_;
   Index row_;
-  Schedule schedule_ = Schedule::kCpu;
+  const TargetDescription& target_;
+  const Schedule schedule_;
+  const int64_t warp_;  // GPU: threads per warp
   std::map<std::string, Value> linear_;  // GPU: index (Names) -> its linear index, in the fusion's shape
   Value tid_, bid_;                     // GPU: the thread's index in its block, the block's
   // Loads at this depth whose index is defined before `offset` (in scope `depth`, or named

@@ -10,13 +10,11 @@
 #include "ir/graphdef.h"
 #include "runtime/executor.h"
 #include "runtime/op_registry.h"
+#include "runtime/op_traits.h"
 
 namespace graphjit {
 
 namespace {
-
-// Ops whose outputs depend on their input's shape only.
-bool ShapeOnly(const std::string& op) { return op == "Shape" || op == "ShapeN" || op == "Size" || op == "Rank"; }
 
 // The nodes whose values decide shapes: what the shape operands read, transitively.
 std::set<int> NodesDecidingShapes(const Graph& graph) {
@@ -34,7 +32,7 @@ std::set<int> NodesDecidingShapes(const Graph& graph) {
     work.pop_back();
     if (!needed.insert(id).second) continue;
     const Node& n = *graph.node(id);
-    if (ShapeOnly(n.op)) continue;
+    if (TraitsOf(n.op).pattern == OpPattern::kShapeOnly) continue;  // reads a shape, not data
     for (const TensorId& in : n.inputs) work.push_back(in.node);
   }
   return needed;
@@ -54,9 +52,10 @@ void MakeConst(Node* node, const Tensor& value) {
 void ExpandSoftmax(tensorflow::GraphDef* body, std::vector<std::string>* outputs) {
   const int n = body->node_size();
   for (int i = 0; i < n; ++i) {
-    const std::string& op = body->node(i).op();
-    const bool cross_entropy = op == "SoftmaxCrossEntropyWithLogits";
-    if (op != "Softmax" && op != "LogSoftmax" && !cross_entropy) continue;
+    const OpTraits& traits = TraitsOf(body->node(i).op());
+    if (traits.pattern != OpPattern::kRowOp || !traits.compiled()) continue;
+    const bool cross_entropy = body->node(i).op() == "SoftmaxCrossEntropyWithLogits";
+    const bool log = body->node(i).op() == "LogSoftmax";
     const tensorflow::NodeDef original = body->node(i);
     const std::string& name = original.name();
     auto add = [&](const std::string& suffix, const std::string& op, const std::vector<std::string>& inputs) {
@@ -74,13 +73,14 @@ void ExpandSoftmax(tensorflow::GraphDef* body, std::vector<std::string>* outputs
         return node->name();
       }
       (*node->mutable_attr())["T"] = original.attr().at("T");
-      if (op == "Max" || op == "Sum") {
+      const OpReducer reducer = TraitsOf(op).reducer;
+      if (reducer != OpReducer::kNone) {
         (*node->mutable_attr())["keep_dims"].set_b(true);
         (*node->mutable_attr())["Tidx"].set_type(tensorflow::DT_INT32);
       }
       // The max only shifts the row before exp, and the sum of exps then carries a NaN of
       // the row to every output: it needs no IEEE order of NaNs and signed zeros.
-      if (op == "Max") (*node->mutable_attr())[kRowShiftAttr].set_b(true);
+      if (reducer == OpReducer::kMax) (*node->mutable_attr())[kRowShiftAttr].set_b(true);
       return node->name();
     };
     if (!original.attr().count("T") || original.input_size() < (cross_entropy ? 2 : 1)) continue;
@@ -115,7 +115,6 @@ void ExpandSoftmax(tensorflow::GraphDef* body, std::vector<std::string>* outputs
         for (std::string& out : *outputs)
           if (out == name + ":1") out = backprop;
     } else {
-      const bool log = last->op() == "LogSoftmax";
       // exp * (1 / sum): one division per row. The sum is in [1, row length], so the
       // reciprocal neither overflows nor underflows, and the product is within an ulp of
       // exp / sum.

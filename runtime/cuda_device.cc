@@ -268,9 +268,9 @@ Status CudaDevice::Stream::Synchronize() {
 
 #endif  // GRAPHJIT_HAVE_CUDA_H
 
-StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(const std::string& device, const std::string& cuda_driver) {
+StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(DeviceKind device, const std::string& cuda_driver) {
   auto gpu = std::make_unique<GpuContext>();
-  gpu->device = device.empty() || device == "cpu" ? "gpu" : device;
+  gpu->device = device == DeviceKind::kCpu ? DeviceKind::kGpu : device;
   GJ_ASSIGN_OR_RETURN(gpu->library, CudaDriverLibrary(gpu->device, cuda_driver));
   GJ_ASSIGN_OR_RETURN(gpu->cuda, CudaDevice::Get(gpu->library));
   GJ_ASSIGN_OR_RETURN(gpu->stream, gpu->cuda->NewStream());

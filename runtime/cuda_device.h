@@ -101,15 +101,15 @@ class CudaDevice {
 // copies and launches (`mu`). Without `cuda` (SessionOptions::gpu_compile_only and no
 // driver), kernels are compiled for it but not run.
 struct GpuContext {
-  std::string device;   // "gpu" or "gpu-emu"
+  DeviceKind device = DeviceKind::kGpu;  // kGpu or kGpuEmu
   std::string library;  // the driver library it was opened with
   std::shared_ptr<CudaDevice> cuda;
   std::unique_ptr<CudaDevice::Stream> stream;
   std::mutex mu;
 
-  // The device named by a session's `device` ("gpu", "gpu-emu") and `cuda_driver` options
-  // (see CudaDriverLibrary), with a new stream; errors say what is missing.
-  static StatusOr<std::unique_ptr<GpuContext>> Open(const std::string& device, const std::string& cuda_driver);
+  // The device named by a session's `device` (a GPU, or the emulator) and `cuda_driver`
+  // options (see CudaDriverLibrary), with a new stream; errors say what is missing.
+  static StatusOr<std::unique_ptr<GpuContext>> Open(DeviceKind device, const std::string& cuda_driver);
 };
 
 }  // namespace graphjit

@@ -60,6 +60,16 @@ StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Open(const std::string& librar
   attribute(&info.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   attribute(&info.compute_capability_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   attribute(&info.compute_capability_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  attribute(&info.warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev);
+  attribute(&info.max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev);
+  attribute(&info.max_blocks_per_multiprocessor, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, dev);
+  attribute(&info.shared_memory_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, dev);
+  attribute(&info.shared_memory_per_block_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+  attribute(&info.registers_per_block, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, dev);
+  attribute(&info.l2_cache_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+  if (info.warp_size <= 0 || info.max_threads_per_block <= 0 || info.multiprocessors <= 0 ||
+      info.max_blocks_per_multiprocessor <= 0)
+    return InvalidArgument(library + " describes device 0 without a warp size, a block size or SMs");
   total(&memory, dev);
   info.total_memory = memory;
   info.emulated = driver->Symbol("cuemuGetLastLaunchCounters") != nullptr;
@@ -73,29 +83,46 @@ CudaDriver::~CudaDriver() {
 
 void* CudaDriver::Symbol(const char* name) const { return dlsym(handle_, name); }
 
-StatusOr<std::string> CudaDriverLibrary(const std::string& device, const std::string& cuda_driver) {
+StatusOr<std::string> CudaDriverLibrary(DeviceKind device, const std::string& cuda_driver) {
   if (!cuda_driver.empty()) return cuda_driver;
-  if (device == "gpu") return std::string("libcuda.so.1");
-  if (device == "gpu-emu") {
+  if (device == DeviceKind::kGpu) return std::string("libcuda.so.1");
+  if (device == DeviceKind::kGpuEmu) {
 #ifdef GRAPHJIT_CUDA_EMULATOR
     return std::string(GRAPHJIT_CUDA_EMULATOR);
 #else
     return NotFound("this build of graphjit has no CUDA emulator (the CUDA toolkit's cuda.h was not found)");
 #endif
   }
-  return InvalidArgument("no CUDA driver for device '" + device + "'");
+  return InvalidArgument(std::string("no CUDA driver for device '") + DeviceKindName(device) + "'");
 }
 
-StatusOr<std::string> CublasLtLibrary(const std::string& device) {
-  if (device == "gpu") return std::string("libcublasLt.so.13");
-  if (device == "gpu-emu") {
+StatusOr<std::string> CublasLtLibrary(DeviceKind device) {
+  if (device == DeviceKind::kGpu) return std::string("libcublasLt.so.13");
+  if (device == DeviceKind::kGpuEmu) {
 #ifdef GRAPHJIT_CUBLASLT_EMULATOR
     return std::string(GRAPHJIT_CUBLASLT_EMULATOR);
 #else
     return NotFound("this build of graphjit has no cuBLASLt stand-in for the CUDA emulator (no cublasLt.h)");
 #endif
   }
-  return InvalidArgument("no cuBLASLt for device '" + device + "'");
+  return InvalidArgument(std::string("no cuBLASLt for device '") + DeviceKindName(device) + "'");
+}
+
+CudaDeviceInfo NominalCudaDevice(int sm) {
+  CudaDeviceInfo info;
+  const bool hopper = sm >= 90;
+  info.name = hopper ? "NVIDIA H100 SXM (nominal)" : "NVIDIA A100 (nominal)";
+  info.compute_capability_major = sm / 10;
+  info.compute_capability_minor = sm % 10;
+  info.multiprocessors = hopper ? 132 : 108;
+  info.warp_size = 32;
+  info.max_threads_per_block = 1024;
+  info.max_blocks_per_multiprocessor = 32;
+  info.shared_memory_per_block = 48 << 10;
+  info.shared_memory_per_block_optin = hopper ? 227 << 10 : 163 << 10;
+  info.registers_per_block = 65536;
+  info.l2_cache_bytes = hopper ? 50 << 20 : 40 << 20;
+  return info;
 }
 
 std::string DescribeCudaDevice(const CudaDeviceInfo& info) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "ir/device.h"
 #include "ir/status.h"
 
 namespace graphjit {
@@ -20,7 +21,20 @@ struct CudaDeviceInfo {
   int multiprocessors = 0;
   uint64_t total_memory = 0;
   bool emulated = false;  // the CUDA emulator, not a GPU
+  // The limits code is sized by (the driver's device attributes).
+  int warp_size = 0;
+  int max_threads_per_block = 0;
+  int max_blocks_per_multiprocessor = 0;
+  int shared_memory_per_block = 0;        // bytes, without opting in
+  int shared_memory_per_block_optin = 0;  // bytes, the most a kernel may opt in to
+  int registers_per_block = 0;
+  int l2_cache_bytes = 0;
 };
+
+// The device a session that compiles without a GPU (SessionOptions::gpu_compile_only)
+// generates code for: an A100 (108 SMs) for sm_80, an H100 SXM (132 SMs) for sm_90, as
+// their drivers describe them.
+CudaDeviceInfo NominalCudaDevice(int sm);
 
 class CudaDriver {
  public:
@@ -40,13 +54,13 @@ class CudaDriver {
   CudaDeviceInfo device_;
 };
 
-// The driver library for a device: "gpu" -> libcuda.so.1 (or `cuda_driver` if given),
-// "gpu-emu" -> the CUDA emulator built with graphjit.
-StatusOr<std::string> CudaDriverLibrary(const std::string& device, const std::string& cuda_driver);
+// The driver library for a device: a GPU's libcuda.so.1 (or `cuda_driver` if given), the
+// CUDA emulator built with graphjit for kGpuEmu.
+StatusOr<std::string> CudaDriverLibrary(DeviceKind device, const std::string& cuda_driver);
 
-// The cuBLASLt library for a device: "gpu" -> libcublasLt.so.13, "gpu-emu" -> the CUDA
-// emulator's stand-in built with graphjit.
-StatusOr<std::string> CublasLtLibrary(const std::string& device);
+// The cuBLASLt library for a device: a GPU's libcublasLt.so.13, the CUDA emulator's
+// stand-in built with graphjit for kGpuEmu.
+StatusOr<std::string> CublasLtLibrary(DeviceKind device);
 
 // "NVIDIA H100 SXM (graphjit CUDA emulator), sm_90, 132 SMs, 4096 MiB, driver 13.0 (path)".
 std::string DescribeCudaDevice(const CudaDeviceInfo& info);

@@ -9,7 +9,7 @@
 namespace graphjit {
 
 bool HasGpu(const SessionOptions& options) {
-  return options.device == "gpu" || options.device == "gpu-emu" || !options.cuda_driver.empty();
+  return options.device != DeviceKind::kCpu || !options.cuda_driver.empty();
 }
 
 bool PlaceNodes(const SessionOptions& options, Graph* graph) {
@@ -26,13 +26,13 @@ bool PlaceNodes(const SessionOptions& options, Graph* graph) {
       continue;
     }
     auto device = ParseDeviceName(node->device);
-    if (gpu || !device.ok() || (device->type != "GPU" && device->type != "XLA_GPU")) continue;
+    if (gpu || !device.ok() || !device->IsGpu()) continue;
     static std::once_flag warned;
     std::call_once(warned, [&] {
       std::fprintf(stderr, "graphjit: warning: no GPU in this session (see --device); nodes placed on %s run on the CPU\n",
                    device->ToString().c_str());
     });
-    if (device->type == "GPU") {  // XLA_GPU stays: it asks for compilation (for the CPU here)
+    if (!device->IsXla()) {  // XLA_GPU stays: it asks for compilation (for the CPU here)
       node->device.clear();
       changed = true;
     }

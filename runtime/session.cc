@@ -8,6 +8,7 @@
 #include "ir/graphdef.h"
 #include "runtime/control_flow.h"
 #include "runtime/cuda_device.h"
+#include "runtime/op_traits.h"
 #include "runtime/pass_registry.h"
 #include "runtime/placement.h"
 
@@ -102,13 +103,13 @@ StatusOr<std::shared_ptr<const Session::Program>> Session::BuildProgram(const st
       for (int id : plan.nodes) {
         const Node* n = graph->graph.node(id);
         auto device = ParseDeviceName(n->device);
-        if (device.ok() && device->type == "GPU" && n->op != "_JitCluster" && n->op != "Placeholder" && n->op != "Const" && n->op != "NoOp")
+        if (device.ok() && device->IsGpu() && !device->IsXla() && !TraitsOf(n->op).not_an_op())
           ++ops[n->op];
       }
       if (ops.empty()) return;
       std::string list;
       for (const auto& [op, count] : ops) list += (list.empty() ? "" : ", ") + op + (count > 1 ? " x" + std::to_string(count) : "");
-      std::fprintf(stderr, "graphjit: on %s, ops the JIT does not compile run on the CPU: %s\n", gpu_->device.c_str(), list.c_str());
+      std::fprintf(stderr, "graphjit: on %s, ops the JIT does not compile run on the CPU: %s\n", DeviceKindName(gpu_->device), list.c_str());
     });
   }
   return std::make_shared<const Program>(Program{std::move(graph), std::move(plan)});

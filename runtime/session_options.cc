@@ -145,13 +145,14 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
     } else if (key == "--cache_max_mb") {
       GJ_RETURN_IF_ERROR(number(1, &options->cache_max_mb, int64_t{1} << 40));
     } else if (key == "--device") {
-      if (value != "cpu" && value != "gpu" && value != "gpu-emu")
+      auto kind = ParseDeviceKind(value);
+      if (!kind.ok() || value.empty())
         return InvalidArgument("GRAPHJIT_FLAGS: --device must be cpu, gpu or gpu-emu, got '" + value + "'");
-      options->device = value;
+      options->device = *kind;
     } else if (key == "--cuda_driver") {
       if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --cuda_driver needs the path of a CUDA driver library");
       options->cuda_driver = value;
-      if (options->device.empty() || options->device == "cpu") options->device = "gpu";
+      if (options->device == DeviceKind::kCpu) options->device = DeviceKind::kGpu;
     } else {
       return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
                              "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/device.h"
 #include "ir/proto/config.pb.h"
 #include "ir/status.h"
 
@@ -65,11 +66,10 @@ struct SessionOptions {
   // directory (0: 1024 MiB; least recently used entries go first).
   std::string cache_dir;
   int64_t cache_max_mb = 0;
-  // The device clusters are compiled for: "cpu" (empty: the CPU), "gpu" (through the CUDA
-  // driver, libcuda.so.1) or "gpu-emu" (the CUDA emulator, cuda_emulator/, which runs
-  // the GPU's kernels on the CPU). `cuda_driver` names the driver library to open
-  // instead, and implies "gpu".
-  std::string device;
+  // The device clusters are compiled for: the CPU, a GPU (through the CUDA driver,
+  // libcuda.so.1) or the CUDA emulator (cuda_emulator/, which runs the GPU's kernels on
+  // the CPU). `cuda_driver` names the driver library to open instead, and implies kGpu.
+  DeviceKind device = DeviceKind::kCpu;
   std::string cuda_driver;
   // The GPU code is generated for: "sm_80" or "sm_90"; empty: the device's (sm_90 for a
   // compute capability of 9.0 and above, else sm_80).

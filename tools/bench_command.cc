@@ -135,11 +135,11 @@ class StreamCopy {
 // The GPU kernels of each configuration: how many, the bytes they move against reading
 // their inputs and writing their outputs once, coalescing, registers and spills, and an
 // H100's predicted time (and the measured one on a GPU).
-void PrintGpuTable(const std::string& device, const std::vector<Config>& configs, nlohmann::json* json) {
-  const bool emulated = device == "gpu-emu";
+void PrintGpuTable(DeviceKind device, const std::vector<Config>& configs, nlohmann::json* json) {
+  const bool emulated = device == DeviceKind::kGpuEmu;
   std::printf("\nGPU kernels per run on %s%s; predicted for an H100 SXM: per kernel the larger of bytes / 3.35 TB/s "
               "and flops / 67 TFLOP/s (over its share of the 132 SMs when its grid has fewer blocks), plus 3 us per launch\n",
-              device.c_str(), emulated ? " (the CUDA emulator: nothing ran on a GPU)" : "");
+              DeviceKindName(device), emulated ? " (the CUDA emulator: nothing ran on a GPU)" : "");
   std::printf("%-5s %7s %8s %10s %14s %11s %11s %7s %8s %14s %12s\n", "jit", "threads", "kernels", "MB moved",
               "moved/io max", "coalescing", "regs max", "spills", "MFLOP", "predicted us", "measured us");
   for (const Config& c : configs) {
@@ -179,8 +179,9 @@ int BenchCommand(const BenchArgs& a) {
   // 1. The configurations, each a session on the same model.
   auto loaded = LoadSessionOptions(a.config, "");
   if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
-  if (!a.device.empty()) loaded->device = a.device;
-  if (Status s = OpenSessionDevice(*loaded); !s.ok()) return Fail(kExitBadInput, "--device " + loaded->device + ": " + s.message());
+  if (!a.device.empty()) loaded->device = ParseDeviceKind(a.device).value();  // checked by the parser
+  if (Status s = OpenSessionDevice(*loaded); !s.ok())
+    return Fail(kExitBadInput, std::string("--device ") + DeviceKindName(loaded->device) + ": " + s.message());
   auto graph_def = ReadGraphDefFile(a.model);
   if (!graph_def.ok()) return Fail(kExitBadInput, graph_def.status().message());
   std::vector<int> thread_counts;
@@ -239,7 +240,7 @@ int BenchCommand(const BenchArgs& a) {
 
   // On a GPU, one more run of each configuration, each kernel followed by a synchronize and
   // recorded: what it moved and computed (counted by the CUDA emulator), or its time (a GPU).
-  const bool gpu = loaded->device == "gpu" || loaded->device == "gpu-emu";
+  const bool gpu = loaded->device != DeviceKind::kCpu;
   if (gpu) {
     for (Config& c : configs) {
       SessionOptions options = c.session->options();

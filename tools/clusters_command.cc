@@ -5,10 +5,11 @@
 #include <fstream>
 
 #include "clustering/explain.h"
-#include "clustering/op_table.h"
 #include "clustering/pass.h"
 #include "ir/graphdef.h"
 #include "passes/passes.h"
+#include "runtime/op_registry.h"
+#include "runtime/op_traits.h"
 #include "tools/options.h"
 
 namespace graphjit {
@@ -22,7 +23,7 @@ void AddClustersCommand(CLI::App& app, ClustersArgs* a) {
   c->add_option("--dot", a->dot, "Write Graphviz DOT with each cluster as a coloured subgraph");
   c->add_option("--json", a->json, "Write the decisions as JSON");
   c->add_flag("--no-optimize", a->no_optimize, "Show the raw graph (no graph optimizations run first)");
-  c->add_flag("--list-ops", a->list_ops, "Print the op table: family and lowest clustering level of each op");
+  c->add_flag("--list-ops", a->list_ops, "Print every registered op with its traits: pattern, lowest clustering level (off: never compiled), weight");
 }
 
 namespace {
@@ -39,9 +40,17 @@ Status WriteText(const std::string& path, const std::string& text) {
 
 int ClustersCommand(const ClustersArgs& a) {
   if (a.list_ops) {
-    std::printf("%-16s %-14s %-6s %s\n", "op", "family", "level", "counts towards min size");
-    for (const auto& e : OpTable())
-      std::printf("%-16s %-14s %-6s %s\n", e.op, OpFamilyName(e.family), JitLevelName(e.min_level), e.counts ? "yes" : "no");
+    // weight: towards --min_cluster_size; expensive: kept rather than computed twice;
+    // approximate: compiled as a polynomial fit.
+    std::printf("%-36s %-14s %-7s %-6s %s\n", "op", "pattern", "level", "weight", "notes");
+    for (const std::string& op : OpRegistry::Global()->OpNames()) {
+      const OpTraits& t = TraitsOf(op);
+      std::string notes = OpReducerName(t.reducer);
+      if (t.expensive) notes += notes.empty() ? "expensive" : " expensive";
+      if (t.approximate) notes += notes.empty() ? "approximate" : " approximate";
+      std::printf("%-36s %-14s %-7s %-6d %s\n", op.c_str(), OpPatternName(t.pattern),
+                  t.compiled() ? JitLevelName(t.jit_level) : "off", t.weight, notes.c_str());
+    }
     return 0;
   }
   if (a.model.empty()) return Fail(kExitBadInput, "clusters: a model is required (or --list-ops)");

@@ -35,10 +35,11 @@ int DevicesCommand(const DevicesArgs& a) {
   if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
   if (a.device.empty() || a.device == "cpu")
     std::printf("cpu: %s, %u hardware threads\n", CpuName().c_str(), std::thread::hardware_concurrency());
-  for (const char* device : {"gpu", "gpu-emu"}) {
+  for (DeviceKind kind : {DeviceKind::kGpu, DeviceKind::kGpuEmu}) {
+    const char* device = DeviceKindName(kind);
     if (!a.device.empty() && a.device != device) continue;
     // GRAPHJIT_FLAGS' --cuda_driver names the library of the "gpu" device.
-    auto library = CudaDriverLibrary(device, device == std::string("gpu") ? loaded->cuda_driver : "");
+    auto library = CudaDriverLibrary(kind, kind == DeviceKind::kGpu ? loaded->cuda_driver : "");
     if (!library.ok()) {
       std::printf("%s: unavailable: %s\n", device, library.status().message().c_str());
       continue;
@@ -51,12 +52,12 @@ int DevicesCommand(const DevicesArgs& a) {
 }
 
 Status OpenSessionDevice(const SessionOptions& options) {
-  if (options.device.empty() || options.device == "cpu") return Status::Ok();
+  if (options.device == DeviceKind::kCpu) return Status::Ok();
   auto library = CudaDriverLibrary(options.device, options.cuda_driver);
   if (!library.ok()) return library.status();
   auto device = CudaDevice::Get(*library);
   if (!device.ok()) return device.status();
-  std::fprintf(stderr, "graphjit: device %s: %s\n", options.device.c_str(), DescribeCudaDevice((*device)->info()).c_str());
+  std::fprintf(stderr, "graphjit: device %s: %s\n", DeviceKindName(options.device), DescribeCudaDevice((*device)->info()).c_str());
   return Status::Ok();
 }
 

@@ -27,7 +27,7 @@ int DumpCommand(const DumpArgs& a) {
   auto options = LoadSessionOptions(a.config, a.jit);
   if (!options.ok()) return Fail(kExitBadInput, options.status().message());
   options->dump_to = a.to;
-  if (!a.device.empty()) options->device = a.device;
+  if (!a.device.empty()) options->device = ParseDeviceKind(a.device).value();  // checked by the parser
   if (!a.gpu_arch.empty()) options->gpu_arch = a.gpu_arch;
   options->gpu_compile_only = true;
   auto graph_def = ReadGraphDefFile(a.model);

@@ -83,8 +83,9 @@ int RunCommand(const RunArgs& a) {
   SessionOptions options = *loaded;
   if (a.threads > 0) options.intra_op_threads = options.inter_op_threads = a.threads;
   if (a.optimize || a.no_optimize) options.rewrite_options.set_disable_meta_optimizer(a.no_optimize);
-  if (!a.device.empty()) options.device = a.device;
-  if (Status s = OpenSessionDevice(options); !s.ok()) return Fail(kExitBadInput, "--device " + options.device + ": " + s.message());
+  if (!a.device.empty()) options.device = ParseDeviceKind(a.device).value();  // checked by the parser
+  if (Status s = OpenSessionDevice(options); !s.ok())
+    return Fail(kExitBadInput, std::string("--device ") + DeviceKindName(options.device) + ": " + s.message());
 
 
   // 2. The model.

@@ -560,6 +560,12 @@ StatusOr<std::string> DescribeTarget(const Target& target) {
 
 std::string HostCpu() { return DescribeTarget().value(); }
 
+StatusOr<int> VectorWidth(const Target& target) {
+  InitializeOnce();
+  GJ_ASSIGN_OR_RETURN(Machine machine, MakeTargetMachine(target));
+  return machine.vector_width;
+}
+
 std::string LlvmVersion() { return LLVM_VERSION_STRING; }
 
 }  // namespace graphjit::cpu

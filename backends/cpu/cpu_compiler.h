@@ -102,6 +102,8 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
 // or feature LLVM does not know, or a vector width other than 0, 128, 256, 512.
 StatusOr<std::string> DescribeTarget(const Target& target = {});
 std::string HostCpu();  // DescribeTarget of the host
+// The widest vectors the code for `target` uses, in bits.
+StatusOr<int> VectorWidth(const Target& target = {});
 std::string LlvmVersion();  // of the LLVM that generates the code ("19.1.7")
 
 }  // namespace graphjit::cpu

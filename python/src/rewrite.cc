@@ -1,13 +1,13 @@
 #include "python/src/rewrite.h"
 
 #include <algorithm>
-#include <optional>
-#include <regex>
 #include <unordered_map>
 
+#include "clustering/encapsulate.h"
 #include "clustering/pass.h"
-#include "ir/proto/tensor.pb.h"
+#include "ir/attr.h"
 #include "ir/graph.h"
+#include "ir/proto/tensor.pb.h"
 #include "runtime/graph_analysis.h"
 #include "runtime/op_registry.h"
 
@@ -21,12 +21,6 @@ bool IsV1ControlFlow(const std::string& op) {
                                             "LoopCond", "RefEnter", "RefExit",       "RefSwitch", "RefMerge",
                                             "RefNextIteration"};
   return ops.count(op) > 0;
-}
-
-// Ops graphjit runs too, but whose state belongs to TensorFlow (its seeds, its outputs).
-bool StaysWithTensorFlow(const std::string& op) {
-  return op.find("Random") != std::string::npos || op.find("Variable") != std::string::npos || op == "Assert" ||
-         op == "Print" || op == "PrintV2";
 }
 
 bool OnCpu(const std::string& device) {
@@ -60,12 +54,14 @@ void SetTypeList(tensorflow::NodeDef* node, const std::string& attr, const std::
   for (int t : types) list->add_type(static_cast<tensorflow::DataType>(t));
 }
 
-// Constants small enough to copy into a cluster's body (and with no control inputs).
+// Whether a cluster's body holds a copy of the constant `node`, by graphjit's own rule.
 bool ConstantCopied(const tensorflow::NodeDef& node) {
-  for (const std::string& s : node.input())
-    if (!s.empty() && s[0] == '^') return false;
+  if (node.op() != "Const") return false;
+  bool control = false;
+  for (const std::string& s : node.input()) control = control || (!s.empty() && s[0] == '^');
   auto value = node.attr().find("value");
-  return value != node.attr().end() && value->second.tensor().ByteSizeLong() <= 4096;
+  return value != node.attr().end() &&
+         EncapsulationPolicy().CopiesConstant(ShapeFromProto(value->second.tensor().tensor_shape()), control);
 }
 
 // BiasAddGrad of a known rank is a Sum over every axis but the channels': an op TensorFlow
@@ -189,9 +185,10 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
   for (int i = 0; i < n; ++i) {
     const auto& node = graph->node(i);
     auto must = node.attr().find("_XlaMustCompile");
-    known[i] = OpRegistry::Global()->Find(node.op()) != nullptr && !(facts.preserve.count(node.name()) && read[i]) &&
-               OnCpu(node.device()) && !StaysWithTensorFlow(node.op()) &&
-               !(must != node.attr().end() && must->second.b());
+    // A stateful op's state (seeds, variables, what it prints) is TensorFlow's.
+    const OpDef* def = OpRegistry::Global()->Find(node.op());
+    known[i] = def != nullptr && !def->stateful && !(facts.preserve.count(node.name()) && read[i]) &&
+               OnCpu(node.device()) && !(must != node.attr().end() && must->second.b());
     for (const std::string& s : node.input())
       if (producer(ParseInput(s)) < 0) known[i] = false;
   }
@@ -214,95 +211,105 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
     result.skipped = "it has a cycle";
     return result;
   }
-  // Steps 3 to 5 run until graphjit's analysis accepts every known node: one it rejects
-  // (an attr or a type it does not take) goes to TensorFlow, and they run again.
-  std::optional<StatusOr<std::pair<AnalyzedGraph, Clustering>>> explained;
-  tensorflow::GraphDef visible;
-  std::map<std::string, std::string> stand_ins;  // "node:i" or "^node" -> its stand-in
-  std::unordered_map<std::string, int> taken;    // node names
-  for (int attempt = 0;; ++attempt) {
-    // 3. Known nodes whose inputs from TensorFlow's nodes have no known type are not.
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (int i = 0; i < n; ++i) {
-        if (!known[i]) continue;
-        for (const std::string& s : graph->node(i).input()) {
-          Input in = ParseInput(s);
-          if (in.control || known[producer(in)]) continue;
-          const TensorProperties* p = properties(in);
-          if (!p || p->dtype <= 0 || p->dtype >= 100) {
-            known[i] = false;
-            changed = true;
-            break;
-          }
+  // 3. Each known node alone, on its inputs as TensorFlow typed them (a constant as itself):
+  //    one graphjit's analysis refuses (a type or an attr its op does not take) stays
+  //    TensorFlow's. Then known nodes whose inputs from TensorFlow's nodes have no known
+  //    type are not.
+  for (int i = 0; i < n; ++i) {
+    if (!known[i]) continue;
+    std::vector<tensorflow::NodeDef> producers;
+    for (const std::string& s : graph->node(i).input()) {
+      Input in = ParseInput(s);
+      if (in.control) continue;
+      const tensorflow::NodeDef& from = graph->node(producer(in));
+      const TensorProperties* p = properties(in);
+      tensorflow::NodeDef& input = producers.emplace_back();
+      if (from.op() == "Const" && in.index == 0) {
+        input = from;
+      } else if (p && p->dtype > 0 && p->dtype < 100) {
+        input.set_op("Placeholder");
+        (*input.mutable_attr())["dtype"].set_type(static_cast<tensorflow::DataType>(p->dtype));
+        *(*input.mutable_attr())["shape"].mutable_shape() = p->shape;
+      } else {
+        known[i] = false;  // an input of no known type
+        break;
+      }
+    }
+    if (known[i] && !WhyNotAnalyzable(graph->node(i), producers).empty()) known[i] = false;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 0; i < n; ++i) {
+      if (!known[i]) continue;
+      for (const std::string& s : graph->node(i).input()) {
+        Input in = ParseInput(s);
+        if (in.control || known[producer(in)]) continue;
+        const TensorProperties* p = properties(in);
+        if (!p || p->dtype <= 0 || p->dtype >= 100) {
+          known[i] = false;
+          changed = true;
+          break;
         }
       }
     }
-
-    // 4. For each of TensorFlow's nodes, the known nodes that reach it through TensorFlow's.
-    std::vector<std::set<int>> reached_by(n);
-    for (int i : order) {
-      if (known[i]) continue;
-      for (const std::string& s : graph->node(i).input()) {
-        int p = producer(ParseInput(s));
-        if (known[p]) reached_by[i].insert(p);
-        else reached_by[i].insert(reached_by[p].begin(), reached_by[p].end());
-      }
-    }
-
-    // 5. The graph clustering sees: the known nodes, a Placeholder for each output of
-    //    TensorFlow's nodes they read and a NoOp for each such node they wait for, both
-    //    after the known nodes that reach that node; then clustering, as graphjit's own
-    //    sessions cluster.
-    visible.Clear();
-    *visible.mutable_versions() = graph->versions();
-    *visible.mutable_library() = graph->library();
-    taken = index;
-    stand_ins.clear();
-    auto stand_in = [&](const Input& in) -> std::string {
-      std::string key = in.control ? "^" + in.node : in.Tensor();
-      auto [it, added] = stand_ins.emplace(key, "");
-      if (!added) return it->second;
-      tensorflow::NodeDef* node = visible.add_node();
-      node->set_name(Fresh(taken, in.control ? "graphjit_tf/after" : "graphjit_tf/input"));
-      taken[node->name()] = -1;
-      if (in.control) {
-        node->set_op("NoOp");
-      } else {
-        const TensorProperties* p = properties(in);
-        node->set_op("Placeholder");
-        (*node->mutable_attr())["dtype"].set_type(static_cast<tensorflow::DataType>(p->dtype));
-        *(*node->mutable_attr())["shape"].mutable_shape() = p->shape;
-      }
-      for (int r : reached_by[producer(in)]) node->add_input("^" + graph->node(r).name());
-      it->second = node->name();
-      return it->second;
-    };
-    for (int i = 0; i < n; ++i) {
-      if (!known[i]) continue;
-      tensorflow::NodeDef* node = visible.add_node();
-      *node = graph->node(i);
-      node->clear_device();
-      for (std::string& s : *node->mutable_input()) {
-        Input in = ParseInput(s);
-        if (!known[producer(in)]) s = in.control ? "^" + stand_in(in) : stand_in(in);
-      }
-    }
-
-    explained = ExplainClustering(visible, options);
-    if (explained->ok()) break;
-    static const std::regex named("node '([^']+)'");
-    std::smatch m;
-    const std::string message = explained->status().message();
-    auto it = std::regex_search(message, m, named) ? index.find(m[1].str()) : index.end();
-    if (it == index.end() || !known[it->second] || attempt == 100) {
-      result.skipped = message;
-      return result;
-    }
-    known[it->second] = false;
   }
-  const AnalyzedGraph& analyzed = (*explained)->first;
-  const Clustering& clustering = (*explained)->second;
+
+  // 4. For each of TensorFlow's nodes, the known nodes that reach it through TensorFlow's.
+  std::vector<std::set<int>> reached_by(n);
+  for (int i : order) {
+    if (known[i]) continue;
+    for (const std::string& s : graph->node(i).input()) {
+      int p = producer(ParseInput(s));
+      if (known[p]) reached_by[i].insert(p);
+      else reached_by[i].insert(reached_by[p].begin(), reached_by[p].end());
+    }
+  }
+
+  // 5. The graph clustering sees: the known nodes, a Placeholder for each output of
+  //    TensorFlow's nodes they read and a NoOp for each such node they wait for, both
+  //    after the known nodes that reach that node; then clustering, as graphjit's own
+  //    sessions cluster.
+  tensorflow::GraphDef visible;
+  *visible.mutable_versions() = graph->versions();
+  *visible.mutable_library() = graph->library();
+  std::unordered_map<std::string, int> taken = index;  // node names
+  std::map<std::string, std::string> stand_ins;       // "node:i" or "^node" -> its stand-in
+  auto stand_in = [&](const Input& in) -> std::string {
+    std::string key = in.control ? "^" + in.node : in.Tensor();
+    auto [it, added] = stand_ins.emplace(key, "");
+    if (!added) return it->second;
+    tensorflow::NodeDef* node = visible.add_node();
+    node->set_name(Fresh(taken, in.control ? "graphjit_tf/after" : "graphjit_tf/input"));
+    taken[node->name()] = -1;
+    if (in.control) {
+      node->set_op("NoOp");
+    } else {
+      const TensorProperties* p = properties(in);
+      node->set_op("Placeholder");
+      (*node->mutable_attr())["dtype"].set_type(static_cast<tensorflow::DataType>(p->dtype));
+      *(*node->mutable_attr())["shape"].mutable_shape() = p->shape;
+    }
+    for (int r : reached_by[producer(in)]) node->add_input("^" + graph->node(r).name());
+    it->second = node->name();
+    return it->second;
+  };
+  for (int i = 0; i < n; ++i) {
+    if (!known[i]) continue;
+    tensorflow::NodeDef* node = visible.add_node();
+    *node = graph->node(i);
+    node->clear_device();
+    for (std::string& s : *node->mutable_input()) {
+      Input in = ParseInput(s);
+      if (!known[producer(in)]) s = in.control ? "^" + stand_in(in) : stand_in(in);
+    }
+  }
+  auto explained = ExplainClustering(visible, options);
+  if (!explained.ok()) {
+    result.skipped = explained.status().message();
+    return result;
+  }
+  const AnalyzedGraph& analyzed = explained->first;
+  const Clustering& clustering = explained->second;
   auto dtype_of = [&](const std::string& visible_input) {
     Input in = ParseInput(visible_input);
     const Node* node = analyzed.graph.FindNode(in.node);
@@ -343,7 +350,7 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
         const tensorflow::NodeDef& from = graph->node(producer(in));
         if (members.count(in.node)) {
           node->add_input(s);
-        } else if (!in.control && from.op() == "Const" && ConstantCopied(from)) {
+        } else if (!in.control && ConstantCopied(from)) {
           // A constant comes along, so the JIT sees its value.
           auto [it, added] = const_of.emplace(in.node, "");
           if (added) {

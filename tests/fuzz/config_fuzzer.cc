@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!graphjit::CheckJitTarget(options).ok()) return 0;
   options.dump_to.clear();  // no files from fuzz inputs
   options.cache_dir.clear();
-  options.device.clear();   // the CPU: a GPU's driver is not the configuration's parser
+  options.device = graphjit::DeviceKind::kCpu;  // the CPU: a GPU's driver is not the configuration's parser
   options.cuda_driver.clear();
   auto session = graphjit::Session::Create(options, SmallGraph());
   if (!session.ok()) return 0;

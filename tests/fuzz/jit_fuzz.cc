@@ -548,7 +548,7 @@ Outcome RunOne(uint64_t seed, int64_t index, bool verbose, const std::string& du
     options.intra_op_threads = options.inter_op_threads = 1;
     if (level != JitLevel::kOff) {
       options.dump_to = dump;
-      options.device = device;
+      options.device = ParseDeviceKind(device).value();
       options.gpu_ptxas_check = !device.empty();
     }
     auto session = Session::Create(options, g.b.graph_def());
@@ -601,6 +601,10 @@ int Main(int argc, char** argv) {
                            "[--known FILE] [--device gpu-emu] [--kernels ISA]\n");
       return 2;
     }
+  }
+  if (auto kind = ParseDeviceKind(device); !kind.ok()) {
+    std::fprintf(stderr, "jit_fuzz: --device: %s\n", kind.status().message().c_str());
+    return 2;
   }
   std::set<std::pair<uint64_t, int64_t>> known;
   if (!known_file.empty()) {

@@ -16,7 +16,7 @@ namespace graphjit::testing {
 
 bool HaveCudaEmulator() {
   static const bool have = [] {
-    auto library = CudaDriverLibrary("gpu-emu", "");
+    auto library = CudaDriverLibrary(DeviceKind::kGpuEmu, "");
     return library.ok() && CudaDriver::Open(*library).ok();
   }();
   return have;

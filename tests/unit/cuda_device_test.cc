@@ -45,7 +45,7 @@ DONE:
 )";
 
 std::shared_ptr<CudaDevice> Emulator() {
-  auto library = CudaDriverLibrary("gpu-emu", "");
+  auto library = CudaDriverLibrary(DeviceKind::kGpuEmu, "");
   if (!library.ok()) return nullptr;
   auto device = CudaDevice::Get(*library);
   return device.ok() ? *device : nullptr;

@@ -72,7 +72,7 @@ TEST(DiskCache, CorruptTruncatedAndForeignEntriesAreDropped) {
       {"foreign", [](std::string b) { return std::string(b.size(), 'z'); }},
       {"another format", [](std::string b) { b[4] = 9; return b; }},
   };
-  const int64_t dropped = GetDiskCacheStats().dropped;
+  const int64_t dropped = cache.stats().dropped;
   for (const auto& [what, f] : damage) {
     SCOPED_TRACE(what);
     cache.Store("sig", code);
@@ -81,7 +81,7 @@ TEST(DiskCache, CorruptTruncatedAndForeignEntriesAreDropped) {
     EXPECT_FALSE(cache.Load("sig").has_value());
     EXPECT_FALSE(fs::exists(path));
   }
-  EXPECT_EQ(GetDiskCacheStats().dropped - dropped, static_cast<int64_t>(damage.size()));
+  EXPECT_EQ(cache.stats().dropped - dropped, static_cast<int64_t>(damage.size()));
   // A whole entry of another signature in this one's file (a hash collision, or a file
   // copied in): not this signature's code.
   cache.Store("other", code);

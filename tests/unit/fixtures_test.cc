@@ -115,7 +115,7 @@ std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, 
   options.rewrite_options.set_disable_meta_optimizer(!optimize);
   options.jit_level = jit;
   options.min_cluster_size = min_cluster_size;
-  options.device = device;
+  options.device = ParseDeviceKind(device).value();
   options.gpu_ptxas_check = !device.empty();
   auto session = Session::Create(options, *gd);
   EXPECT_TRUE(session.ok()) << session.status().ToString();

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -33,7 +34,7 @@ class GpuJit : public ::testing::Test {
 
 SessionOptions OnGpu(JitLevel level) {
   SessionOptions options;
-  options.device = "gpu-emu";
+  options.device = DeviceKind::kGpuEmu;
   options.gpu_ptxas_check = true;
   options.jit_level = level;
   options.min_cluster_size = 1;
@@ -135,6 +136,44 @@ TEST_F(GpuJit, OffRunsEachOpAsItsOwnKernel) {
   EXPECT_EQ(on.launches, 2);
 }
 
+// Grids are sized from the device (its SMs and blocks per SM), not for one GPU: a loop
+// over more elements than the device's resident threads takes exactly the blocks it holds
+// at once. ctest runs this on the emulator as an H100 (132 SMs) and as an A100
+// (CUEMU_DEVICE=a100: 108 SMs, sm_80 code, which the emulator then requires).
+TEST_F(GpuJit, GridsFollowTheDevicesSmCount) {
+  auto driver = CudaDriver::Open(CudaDriverLibrary(DeviceKind::kGpuEmu, "").value());
+  ASSERT_TRUE(driver.ok()) << driver.status().message();
+  const CudaDeviceInfo& device = (*driver)->device();
+  const char* model = std::getenv("CUEMU_DEVICE");
+  if (model && std::string(model) == "a100") {
+    EXPECT_EQ(device.multiprocessors, 108);
+    EXPECT_EQ(device.compute_capability_major, 8);
+  } else {
+    EXPECT_EQ(device.multiprocessors, 132);
+  }
+  const int64_t resident = int64_t{device.multiprocessors} * device.max_blocks_per_multiprocessor;
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1});
+  b.Op("t", "Tanh", {"x"});
+  b.Op("y", "Mul", {"t", "x"});
+  SessionOptions options = OnGpu(JitLevel::kOn2);
+  options.gpu_profile = true;
+  const int64_t n = 4 * 256 * (resident + 100) + 3;  // 4 elements a thread: more threads than resident
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000) / 250 - 2;
+  (void)TakeGpuProfiles();
+  const JitStats before = GetJitStats();
+  const std::vector<Tensor> y =
+      testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), {{"x", testing::MakeFloat(Shape({n}), values)}}, {"y"});
+  const JitStats after = GetJitStats();
+  EXPECT_EQ(after.fallback, before.fallback);
+  const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0].grid, resident) << profiles[0].name;
+  for (int64_t i : {int64_t{0}, n / 2, n - 1})
+    EXPECT_NEAR(y[0].data<float>()[i], std::tanh(values[i]) * values[i], 1e-6) << i;
+}
+
 // Loops: 4-wide when the last dim allows it, else one element per thread; broadcasts.
 TEST_F(GpuJit, LoopsMatchTheReference) {
   for (int64_t cols : {8, 7, 1}) {
@@ -206,7 +245,7 @@ TEST_F(GpuJit, ReductionsMatchTheReference) {
 // Float reductions combine in a fixed order: runs give the same bits, whatever order the
 // threads of a block run in.
 TEST_F(GpuJit, FloatReductionsAreReproducible) {
-  auto library = CudaDriverLibrary("gpu-emu", "");
+  auto library = CudaDriverLibrary(DeviceKind::kGpuEmu, "");
   ASSERT_TRUE(library.ok());
   void* emulator = dlopen(library->c_str(), RTLD_NOW | RTLD_NOLOAD);
   auto set_order = emulator ? reinterpret_cast<decltype(&cuemuSetThreadOrder)>(dlsym(emulator, "cuemuSetThreadOrder")) : nullptr;

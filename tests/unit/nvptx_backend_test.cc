@@ -160,7 +160,7 @@ TEST(NvptxBackend, BadInputIsAClearError) {
 // any driver), computes what the CPU computes.
 TEST(NvptxBackend, PtxRunsOnTheCudaEmulator) {
   REQUIRE_CUDA_TOOLKIT();
-  auto library = CudaDriverLibrary("gpu-emu", "");
+  auto library = CudaDriverLibrary(DeviceKind::kGpuEmu, "");
   ASSERT_TRUE(library.ok()) << library.status().message();
   auto driver = CudaDriver::Open(*library);
   ASSERT_TRUE(driver.ok()) << driver.status().message();

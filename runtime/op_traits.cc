@@ -1,0 +1,133 @@
+#include "runtime/op_traits.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace graphjit {
+
+namespace {
+
+using P = OpPattern;
+using R = OpReducer;
+constexpr JitLevel kOn1 = JitLevel::kOn1, kOn2 = JitLevel::kOn2, kNever = JitLevel::kOff;
+
+// Elementwise ops, clustered from ON_1; `cost`: 0 cheap, 1 expensive, 2 expensive and
+// approximate (exp- and log-based: computed by polynomials), 3 approximate only.
+OpTraitsEntry Elementwise(const char* op, int cost = 0) {
+  OpTraits t{P::kElementwise, kOn1};
+  t.expensive = cost == 1 || cost == 2;
+  t.approximate = cost >= 2;
+  return {op, t};
+}
+OpTraitsEntry Of(const char* op, OpPattern pattern, JitLevel level, int weight = 1) {
+  OpTraits t{pattern, level};
+  t.weight = weight;
+  return {op, t};
+}
+OpTraitsEntry Reduction(const char* op, OpReducer reducer) {
+  OpTraits t{P::kReduction, kOn1, reducer};
+  return {op, t};
+}
+
+std::vector<OpTraitsEntry> MakeTable() {
+  std::vector<OpTraitsEntry> table = {
+      // Elementwise: arithmetic, comparisons, logic, activations and their gradients.
+      Elementwise("Abs"), Elementwise("Add"), Elementwise("AddN"), Elementwise("AddV2"), Elementwise("Cast"),
+      Elementwise("Ceil"), Elementwise("DivNoNan"), Elementwise("Elu", 2), Elementwise("Equal"),
+      Elementwise("Erf", 2), Elementwise("Erfc", 2), Elementwise("Exp", 2), Elementwise("Floor"),
+      Elementwise("FloorDiv"), Elementwise("FloorMod"), Elementwise("Greater"), Elementwise("GreaterEqual"),
+      Elementwise("LeakyRelu"), Elementwise("Less"), Elementwise("LessEqual"), Elementwise("Log", 2),
+      Elementwise("Log1p", 2), Elementwise("LogicalAnd"), Elementwise("LogicalNot"), Elementwise("LogicalOr"),
+      Elementwise("Maximum"), Elementwise("Minimum"), Elementwise("Mul"), Elementwise("Neg"),
+      Elementwise("NotEqual"), Elementwise("Pow", 1), Elementwise("RealDiv", 1), Elementwise("Reciprocal", 1),
+      Elementwise("Relu"), Elementwise("Relu6"), Elementwise("Relu6Grad"), Elementwise("ReluGrad"),
+      Elementwise("Round"), Elementwise("Rsqrt", 1), Elementwise("Select"), Elementwise("SelectV2"),
+      Elementwise("Selu", 3), Elementwise("Sigmoid", 2), Elementwise("SigmoidGrad"), Elementwise("Sign"),
+      Elementwise("Softplus", 3), Elementwise("Softsign"), Elementwise("Sqrt", 1), Elementwise("Square"),
+      Elementwise("SquaredDifference"), Elementwise("Sub"), Elementwise("Tanh", 2), Elementwise("TanhGrad"),
+      Of("ZerosLike", P::kElementwise, kNever), Of("OnesLike", P::kElementwise, kNever),
+      Of("CheckNumerics", P::kElementwise, kNever),
+      // Broadcasts.
+      Of("BiasAdd", P::kBroadcast, kOn1), Of("BroadcastTo", P::kBroadcast, kOn1),
+      // Reductions, and the row ops made of them.
+      Reduction("Sum", R::kSum), Reduction("Mean", R::kMean), Reduction("Max", R::kMax), Reduction("Min", R::kMin),
+      Reduction("Prod", R::kProd), Reduction("ArgMax", R::kArgMax), Reduction("ArgMin", R::kArgMin),
+      Of("Softmax", P::kRowOp, kOn1, 2), Of("LogSoftmax", P::kRowOp, kOn1, 2),
+      Of("SoftmaxCrossEntropyWithLogits", P::kRowOp, kOn1, 2),
+      Of("SparseSoftmaxCrossEntropyWithLogits", P::kRowOp, kNever, 2),
+      // Views: free inside a fused kernel, so they do not count towards the size.
+      Of("Reshape", P::kView, kOn1, 0), Of("ExpandDims", P::kView, kOn1, 0), Of("Squeeze", P::kView, kOn1, 0),
+      Of("Identity", P::kView, kOn1, 0), Of("StopGradient", P::kView, kOn1, 0), Of("IdentityN", P::kView, kNever, 0),
+      // Data movement.
+      Of("Transpose", P::kDataMovement, kOn1), Of("ConcatV2", P::kDataMovement, kOn1),
+      Of("Pack", P::kDataMovement, kNever), Of("Unpack", P::kDataMovement, kNever),
+      Of("Slice", P::kDataMovement, kNever), Of("StridedSlice", P::kDataMovement, kNever),
+      Of("Split", P::kDataMovement, kNever), Of("SplitV", P::kDataMovement, kNever),
+      Of("Tile", P::kDataMovement, kNever), Of("Pad", P::kDataMovement, kNever),
+      Of("PadV2", P::kDataMovement, kNever), Of("MirrorPad", P::kDataMovement, kNever),
+      Of("GatherV2", P::kDataMovement, kNever), Of("OneHot", P::kDataMovement, kNever),
+      Of("Where", P::kDataMovement, kNever),
+      // Shapes.
+      Of("Shape", P::kShapeOnly, kNever), Of("Size", P::kShapeOnly, kNever), Of("Rank", P::kShapeOnly, kNever),
+      // GEMMs: fusion heroes, only when clustering aggressively; convolutions.
+      Of("MatMul", P::kGemm, kOn2), Of("BatchMatMulV2", P::kGemm, kOn2), Of("_FusedMatMul", P::kGemm, kOn2),
+      Of("Einsum", P::kGemm, kNever),
+      Of("Conv2D", P::kConv, kNever), Of("DepthwiseConv2dNative", P::kConv, kNever),
+      Of("_FusedConv2D", P::kConv, kNever), Of("_FusedDepthwiseConv2dNative", P::kConv, kNever),
+      Of("Conv2DBackpropInput", P::kConv, kNever),
+      // No computation, control flow, clusters.
+      Of("Const", P::kSource, kNever), Of("Placeholder", P::kSource, kNever),
+      Of("PlaceholderWithDefault", P::kSource, kNever), Of("NoOp", P::kSource, kNever),
+      Of("_GraphjitWhile", P::kControl, kNever), Of("_GraphjitIf", P::kControl, kNever),
+      Of("_JitCluster", P::kCluster, kNever),
+  };
+  std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return std::strcmp(a.op, b.op) < 0; });
+  return table;
+}
+
+const std::vector<OpTraitsEntry>& Table() {
+  static const std::vector<OpTraitsEntry> table = MakeTable();
+  return table;
+}
+
+}  // namespace
+
+const OpTraits& TraitsOf(std::string_view op) {
+  static const OpTraits kDefault;
+  const auto& table = Table();
+  auto it = std::lower_bound(table.begin(), table.end(), op,
+                             [](const OpTraitsEntry& e, std::string_view name) { return e.op < name; });
+  return it != table.end() && it->op == op ? it->traits : kDefault;
+}
+
+const OpTraitsEntry* OpTraitsTable(int* size) {
+  *size = static_cast<int>(Table().size());
+  return Table().data();
+}
+
+const char* OpPatternName(OpPattern pattern) {
+  switch (pattern) {
+    case OpPattern::kOther: return "other";
+    case OpPattern::kSource: return "source";
+    case OpPattern::kElementwise: return "elementwise";
+    case OpPattern::kBroadcast: return "broadcast";
+    case OpPattern::kReduction: return "reduction";
+    case OpPattern::kRowOp: return "row-op";
+    case OpPattern::kGemm: return "gemm";
+    case OpPattern::kConv: return "conv";
+    case OpPattern::kView: return "view";
+    case OpPattern::kDataMovement: return "data-movement";
+    case OpPattern::kShapeOnly: return "shape-only";
+    case OpPattern::kControl: return "control";
+    case OpPattern::kCluster: return "cluster";
+  }
+  return "?";
+}
+
+const char* OpReducerName(OpReducer reducer) {
+  static const char* kNames[] = {"", "sum", "mean", "max", "min", "prod", "argmax", "argmin"};
+  return kNames[static_cast<int>(reducer)];
+}
+
+}  // namespace graphjit
