@@ -1,13 +1,14 @@
-// The JIT's targets behind one interface (internal to jit/). jit.cc specializes, plans
-// and emits a cluster body once per signature; a Backend compiles what the emitters made
-// into a ClusterExecutable, which runs the body's kernels on a call's inputs:
+// The JIT's targets behind one interface (internal to jit/). The pipeline (jit/pipeline.h)
+// specializes, plans and emits a cluster body once per signature for a backend's target
+// description (jit/target.h, read from its device); the Backend compiles what the
+// emitters made into a ClusterExecutable, which runs the body's kernels on a call's inputs:
 //  - cpu (jit/backend_cpu.cc): x86 code through backends/cpu, run in-process, each kernel's
 //    rows split across the intra-op threads; library calls run the op's CPU kernel;
 //  - gpu (jit/backend_gpu.cc): PTX through backends/nvptx, loaded and launched through the
 //    CUDA driver (or the emulator) on the session's stream; inputs are copied to the
 //    device and outputs back.
-// The backend's target (the CPU and its features, the GPU's compute capability and driver)
-// is part of every signature.
+// The backend's target (the CPU and its features, the GPU's compute capability, driver and
+// the limits its grids are sized by) is part of every signature.
 #pragma once
 
 #include <chrono>

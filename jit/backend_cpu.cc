@@ -227,10 +227,9 @@ StatusOr<std::shared_ptr<const Backend>> CpuBackend(const SessionOptions* option
   target.cpu = own.jit_cpu;
   target.features = own.jit_cpu_features;
   target.prefer_vector_width = options && options->prefer_vector_width ? options->prefer_vector_width : process.prefer_vector_width;
-  GJ_ASSIGN_OR_RETURN(std::string description, cpu::DescribeTarget(target));
   TargetDescription device;
   device.schedule = Schedule::kCpu;
-  GJ_ASSIGN_OR_RETURN(device.cpu.vector_bits, cpu::VectorWidth(target));
+  GJ_ASSIGN_OR_RETURN(std::string description, cpu::DescribeTarget(target, &device.cpu.vector_bits));
   device.cpu.cores = ThreadPool::DefaultThreads();
   device.cpu.l1d_bytes = CacheBytes(_SC_LEVEL1_DCACHE_SIZE);
   device.cpu.l2_bytes = CacheBytes(_SC_LEVEL2_CACHE_SIZE);

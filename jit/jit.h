@@ -4,8 +4,9 @@
 //
 // At a `_JitCluster` node the kernel computes the signature of the call (the body, the
 // input dtypes and shapes, the target: the CPU and its features, or the GPU's compute
-// capability and driver, the compiler's version and options), finds or compiles its kernel
-// in one process-wide cache, and launches it (jit/backend.h). A cluster placed on a GPU runs
+// capability, driver and limits, the compiler's version and options), finds or compiles
+// its kernel in the process's Jit (jit/jit_instance.h: its kernel cache), and launches it
+// (jit/backend.h). A cluster placed on a GPU runs
 // there when the session has one; with the JIT level off, each of its ops is a kernel of
 // its own (the unfused baseline). A body the emitters do not take yet runs op by op, with
 // one warning per cluster saying why.

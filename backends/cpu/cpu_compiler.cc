@@ -541,9 +541,10 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
   return Load(object, options.target, std::move(report));
 }
 
-StatusOr<std::string> DescribeTarget(const Target& target) {
+StatusOr<std::string> DescribeTarget(const Target& target, int* vector_width) {
   InitializeOnce();
   GJ_ASSIGN_OR_RETURN(Machine machine, MakeTargetMachine(target));
+  if (vector_width) *vector_width = machine.vector_width;
   std::string text;
   if (target.cpu.empty()) {
     std::vector<std::string> on;
@@ -559,12 +560,6 @@ StatusOr<std::string> DescribeTarget(const Target& target) {
 }
 
 std::string HostCpu() { return DescribeTarget().value(); }
-
-StatusOr<int> VectorWidth(const Target& target) {
-  InitializeOnce();
-  GJ_ASSIGN_OR_RETURN(Machine machine, MakeTargetMachine(target));
-  return machine.vector_width;
-}
 
 std::string LlvmVersion() { return LLVM_VERSION_STRING; }
 

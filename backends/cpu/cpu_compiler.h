@@ -100,10 +100,9 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
 // The CPU as code generation targets it ("znver4 +avx2,+avx512f,... vw=512"), the host's
 // detected at run time: part of every kernel cache key. InvalidArgument for a CPU name
 // or feature LLVM does not know, or a vector width other than 0, 128, 256, 512.
-StatusOr<std::string> DescribeTarget(const Target& target = {});
+// `*vector_width`, if given, gets the widest vectors the code uses, in bits.
+StatusOr<std::string> DescribeTarget(const Target& target = {}, int* vector_width = nullptr);
 std::string HostCpu();  // DescribeTarget of the host
-// The widest vectors the code for `target` uses, in bits.
-StatusOr<int> VectorWidth(const Target& target = {});
 std::string LlvmVersion();  // of the LLVM that generates the code ("19.1.7")
 
 }  // namespace graphjit::cpu

@@ -49,21 +49,6 @@ std::string Fresh(const std::unordered_map<std::string, int>& taken, const std::
   return name;
 }
 
-void SetTypeList(tensorflow::NodeDef* node, const std::string& attr, const std::vector<int>& types) {
-  auto* list = (*node->mutable_attr())[attr].mutable_list();
-  for (int t : types) list->add_type(static_cast<tensorflow::DataType>(t));
-}
-
-// Whether a cluster's body holds a copy of the constant `node`, by graphjit's own rule.
-bool ConstantCopied(const tensorflow::NodeDef& node) {
-  if (node.op() != "Const") return false;
-  bool control = false;
-  for (const std::string& s : node.input()) control = control || (!s.empty() && s[0] == '^');
-  auto value = node.attr().find("value");
-  return value != node.attr().end() &&
-         EncapsulationPolicy().CopiesConstant(ShapeFromProto(value->second.tensor().tensor_shape()), control);
-}
-
 // BiasAddGrad of a known rank is a Sum over every axis but the channels': an op TensorFlow
 // runs too, which clustering takes (with the gradient's producers) into one reduction.
 void LowerBiasAddGrads(const TensorFlowGraphFacts& facts, tensorflow::GraphDef* graph) {
@@ -107,8 +92,9 @@ void LowerBiasAddGrads(const TensorFlowGraphFacts& facts, tensorflow::GraphDef* 
 
 // _UnaryOpsComposition (what TensorFlow's arithmetic optimizer makes of a chain of unary
 // ops) is that chain again: ops clustering takes one by one. The last keeps the name.
-// TensorFlow drops the chain's jit_scope attrs: it gets its input's back.
-void LowerUnaryOpsCompositions(tensorflow::GraphDef* graph) {
+// TensorFlow drops the chain's jit_scope attrs: it gets its input's back. Each step's
+// output is typed as the composition's (unary ops keep the dtype and the shape).
+void LowerUnaryOpsCompositions(TensorFlowGraphFacts* facts, tensorflow::GraphDef* graph) {
   std::unordered_map<std::string, int> names;
   for (int i = 0; i < graph->node_size(); ++i) names[graph->node(i).name()] = i;
   const int n = graph->node_size();
@@ -136,6 +122,8 @@ void LowerUnaryOpsCompositions(tensorflow::GraphDef* graph) {
       for (const auto& [name, value] : node->attr())
         if (name != "op_names") (*step.mutable_attr())[name] = value;
       input = step.name();
+      if (auto typed = facts->outputs.find(node->name()); typed != facts->outputs.end())
+        facts->outputs[step.name()] = typed->second;
       *graph->add_node() = std::move(step);
       node = graph->mutable_node(i);  // add_node may have moved it
     }
@@ -147,11 +135,12 @@ void LowerUnaryOpsCompositions(tensorflow::GraphDef* graph) {
 
 }  // namespace
 
-StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& facts, const SessionOptions& options,
-                                                 tensorflow::GraphDef* graph) {
+StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& tensorflow_facts,
+                                                 const SessionOptions& options, tensorflow::GraphDef* graph) {
   TensorFlowRewrite result;
+  TensorFlowGraphFacts facts = tensorflow_facts;  // with the nodes lowered below
   LowerBiasAddGrads(facts, graph);
-  LowerUnaryOpsCompositions(graph);
+  LowerUnaryOpsCompositions(&facts, graph);
   const int n = graph->node_size();
   std::unordered_map<std::string, int> index;
   for (int i = 0; i < n; ++i) index[graph->node(i).name()] = i;
@@ -310,147 +299,112 @@ StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& fac
   }
   const AnalyzedGraph& analyzed = explained->first;
   const Clustering& clustering = explained->second;
-  auto dtype_of = [&](const std::string& visible_input) {
-    Input in = ParseInput(visible_input);
-    const Node* node = analyzed.graph.FindNode(in.node);
-    return static_cast<int>(StaticDType(analyzed, TensorId{node->id, in.index}));
-  };
 
-  // 6. Each cluster becomes a GraphjitCluster node; its consumers read its outputs.
+  // 6. Each cluster encapsulated as graphjit's own sessions encapsulate it (one rule for
+  //    what its body holds), its outputs the member tensors read outside it, TensorFlow's
+  //    nodes included, and every output of a node TensorFlow must keep; then each
+  //    _JitCluster becomes a GraphjitCluster node of TensorFlow's graph.
   std::vector<int> cluster_of(n, -1);
   for (size_t c = 0; c < clustering.clusters.size(); ++c)
     for (int id : clustering.clusters[c]) cluster_of[index.at(analyzed.graph.node(id)->name)] = static_cast<int>(c);
+  std::set<TensorId> fetched;
+  std::vector<bool> read_outside(clustering.clusters.size(), false);  // or waited for
+  for (int i = 0; i < n; ++i)
+    for (const std::string& s : graph->node(i).input()) {
+      Input in = ParseInput(s);
+      const int from = producer(in);
+      if (cluster_of[from] < 0 || cluster_of[from] == cluster_of[i]) continue;
+      read_outside[cluster_of[from]] = true;
+      if (!in.control && !known[i]) fetched.insert({analyzed.graph.FindNode(in.node)->id, in.index});
+    }
+  for (size_t c = 0; c < clustering.clusters.size(); ++c)
+    for (int id : clustering.clusters[c]) {
+      if (!facts.preserve.count(analyzed.graph.node(id)->name)) continue;
+      read_outside[c] = true;
+      for (size_t k = 0; k < analyzed.info(id).dtypes.size(); ++k) fetched.insert({id, static_cast<int>(k)});
+    }
+  Graph encapsulated = analyzed.graph.Clone();
+  if (Status s = EncapsulateClusters(analyzed, clustering, &encapsulated, fetched).status(); !s.ok()) {
+    result.skipped = s.message();
+    return result;
+  }
+  std::map<std::string, std::string> original;  // a stand-in's tensor or "^node" -> TensorFlow's
+  for (const auto& [tensor, stand] : stand_ins) original[tensor[0] == '^' ? "^" + stand : stand + ":0"] = tensor;
+  std::map<int, std::string> call_of;        // cluster node (in `encapsulated`) -> its GraphjitCluster
   std::map<std::string, std::string> moved;  // "member:i" -> "cluster:j", "^member" -> "^cluster"
   std::set<std::string> replaced;            // the clusters' members
   std::vector<tensorflow::NodeDef> replacements, identities;
-  for (size_t c = 0; c < clustering.clusters.size(); ++c) {
+  auto tensorflow_name = [&](TensorId t, bool control) {
+    const Node& from = *encapsulated.node(t.node);
+    if (auto it = call_of.find(t.node); it != call_of.end())
+      return control ? "^" + it->second : it->second + ":" + std::to_string(t.index);
+    const std::string name = control ? "^" + from.name : from.name + ":" + std::to_string(t.index);
+    auto it = original.find(name);
+    return it == original.end() ? name : it->second;
+  };
+  int cluster = -1;
+  for (int id = 0; id < encapsulated.num_nodes(); ++id) {
+    const Node& cn = *encapsulated.node(id);
+    if (cn.op != "_JitCluster") continue;
+    ++cluster;
+    if (!read_outside[cluster]) continue;  // nothing reads it: TensorFlow prunes it
     std::set<std::string> members;
-    for (int id : clustering.clusters[c]) members.insert(analyzed.graph.node(id)->name);
+    for (int m : clustering.clusters[cluster]) members.insert(analyzed.graph.node(m)->name);
     tensorflow::GraphDef body;
-    *body.mutable_versions() = graph->versions();
+    if (!body.ParseFromString(cn.FindAttr("_body")->s())) {
+      result.skipped = "cluster " + cn.name + " has no body";
+      return result;
+    }
     *body.mutable_library() = graph->library();
-    std::unordered_map<std::string, int> body_taken;
-    for (const std::string& m : members) body_taken[m] = 0;
-    std::vector<std::string> args, arg_names, controls;
-    std::vector<int> arg_types;
-    std::map<std::string, std::string> arg_of;    // "node:i" -> body placeholder
-    std::map<std::string, std::string> const_of;  // Const node -> its copy in the body
-    std::vector<tensorflow::NodeDef> outside_nodes;  // the body's Placeholders and constants
-    for (int id : clustering.clusters[c]) {
-      const tensorflow::NodeDef& original = graph->node(index.at(analyzed.graph.node(id)->name));
-      tensorflow::NodeDef* node = body.add_node();
-      *node = original;
-      node->clear_device();
-      node->mutable_attr()->erase("_class");
-      (*node->mutable_attr())["_XlaCompile"].set_b(true);
-      (*node->mutable_attr())["_XlaScope"].set_s("graphjit_tf");
-      node->clear_input();
-      for (const std::string& s : original.input()) {
-        Input in = ParseInput(s);
-        const tensorflow::NodeDef& from = graph->node(producer(in));
-        if (members.count(in.node)) {
-          node->add_input(s);
-        } else if (!in.control && ConstantCopied(from)) {
-          // A constant comes along, so the JIT sees its value.
-          auto [it, added] = const_of.emplace(in.node, "");
-          if (added) {
-            it->second = Fresh(body_taken, in.node);
-            body_taken[it->second] = 0;
-            tensorflow::NodeDef& copy = outside_nodes.emplace_back(from);
-            copy.set_name(it->second);
-            copy.clear_device();
-            copy.clear_input();
-          }
-          node->add_input(it->second);
-        } else if (in.control) {
-          if (std::find(controls.begin(), controls.end(), s) == controls.end()) controls.push_back(s);
-        } else {
-          auto [it, added] = arg_of.emplace(in.Tensor(), "");
-          if (added) {
-            it->second = Fresh(body_taken, "graphjit_arg_" + std::to_string(args.size()));
-            body_taken[it->second] = 0;
-            // The input's type as clustering saw it (through its stand-in, if TensorFlow's).
-            std::string visible_input = known[producer(in)] ? in.Tensor() : stand_ins.at(in.Tensor());
-            if (!known[producer(in)]) visible_input += ":0";
-            arg_types.push_back(dtype_of(visible_input));
-            args.push_back(in.Tensor());
-            arg_names.push_back(it->second);
-            tensorflow::NodeDef& p = outside_nodes.emplace_back();
-            p.set_name(it->second);
-            p.set_op("Placeholder");
-            (*p.mutable_attr())["dtype"].set_type(static_cast<tensorflow::DataType>(arg_types.back()));
-          }
-          node->add_input(it->second);
-        }
+    std::vector<std::string> args;
+    for (tensorflow::NodeDef& node : *body.mutable_node()) {
+      node.clear_device();
+      if (node.op() == "Placeholder" && node.name().rfind("_arg_", 0) == 0) {
+        node.mutable_attr()->erase("shape");  // TensorFlow's tensors, whatever graphjit inferred
+        args.push_back(node.name());
+        continue;
       }
+      node.mutable_attr()->erase("_class");
+      (*node.mutable_attr())["_XlaCompile"].set_b(true);
+      (*node.mutable_attr())["_XlaScope"].set_s("graphjit_tf");
     }
-    for (auto& p : outside_nodes) *body.add_node() = std::move(p);
-
-    // The outputs: member tensors read by any node outside the cluster.
-    std::vector<std::string> outputs;
-    std::vector<int> output_types;
-    std::map<std::string, int> output_of;
-    bool waited_for = false;
-    for (int i = 0; i < n; ++i) {
-      if (cluster_of[i] == static_cast<int>(c)) continue;
-      for (const std::string& s : graph->node(i).input()) {
-        Input in = ParseInput(s);
-        if (!members.count(in.node)) continue;
-        if (in.control) {
-          waited_for = true;
-        } else if (output_of.emplace(in.Tensor(), static_cast<int>(outputs.size())).second) {
-          outputs.push_back(in.Tensor());
-          output_types.push_back(dtype_of(in.Tensor()));
-        }
-      }
-    }
-    // ... and every output of a node TensorFlow must keep.
-    std::vector<std::string> kept;
-    for (int id : clustering.clusters[c]) {
-      const std::string& name = analyzed.graph.node(id)->name;
-      if (!facts.preserve.count(name)) continue;
-      kept.push_back(name);
-      for (size_t k = 0; k < analyzed.info(id).dtypes.size(); ++k) {
-        Input out{name, static_cast<int>(k), false};
-        if (output_of.emplace(out.Tensor(), static_cast<int>(outputs.size())).second) {
-          outputs.push_back(out.Tensor());
-          output_types.push_back(dtype_of(out.Tensor()));
-        }
-      }
-    }
-    if (outputs.empty() && !waited_for) continue;  // nothing reads it: TensorFlow prunes it
-
     tensorflow::NodeDef& call = replacements.emplace_back();
-    call.set_name(Fresh(taken, "graphjit_cluster_" + std::to_string(c)));
+    call.set_name(Fresh(taken, "graphjit_cluster_" + std::to_string(cluster)));
     taken[call.name()] = -1;
     call.set_op(kClusterOp);
     call.set_device(graph->node(index.at(*members.begin())).device());
-    for (const std::string& a : args) call.add_input(a);
-    for (const std::string& s : controls) call.add_input(s);
-    SetTypeList(&call, "Tin", arg_types);
-    SetTypeList(&call, "Tout", output_types);
+    for (const TensorId& t : cn.inputs) call.add_input(tensorflow_name(t, false));
+    for (int c : cn.control_inputs) call.add_input(tensorflow_name({c, 0}, true));
+    (*call.mutable_attr())["Tin"] = *cn.FindAttr("Tin");
+    (*call.mutable_attr())["Tout"] = *cn.FindAttr("Tout");
     (*call.mutable_attr())["body"].set_s(body.SerializeAsString());
     auto* names = (*call.mutable_attr())["inputs"].mutable_list();
-    for (const std::string& a : arg_names) names->add_s(a);
-    names = (*call.mutable_attr())["outputs"].mutable_list();
-    for (const std::string& o : outputs) names->add_s(o);
+    for (const std::string& a : args) names->add_s(a);
+    std::vector<std::string> outputs;  // "member:i"
+    for (const std::string& o : cn.FindAttr("_body_outputs")->list().s()) {
+      Input out = ParseInput(o);
+      outputs.push_back(out.Tensor());
+      (*call.mutable_attr())["outputs"].mutable_list()->add_s(o);
+    }
+    call_of[id] = call.name();
     for (size_t j = 0; j < outputs.size(); ++j) moved[outputs[j]] = call.name() + ":" + std::to_string(j);
     for (const std::string& m : members) {
       replaced.insert(m);
-      if (std::find(kept.begin(), kept.end(), m) == kept.end()) moved["^" + m] = "^" + call.name();
-    }
-    for (const std::string& m : kept) {
-      tensorflow::NodeDef& identity = identities.emplace_back();
-      identity.set_name(m);
-      identity.set_op("IdentityN");
-      identity.set_device(graph->node(index.at(m)).device());
-      std::vector<int> types;
-      for (size_t j = 0; j < outputs.size(); ++j)
-        if (ParseInput(outputs[j]).node == m) {
-          identity.add_input(call.name() + ":" + std::to_string(j));
-          types.push_back(output_types[j]);
-        }
-      SetTypeList(&identity, "T", types);
+      if (facts.preserve.count(m)) {
+        // An IdentityN of the member's name keeps it, reading the cluster's outputs.
+        tensorflow::NodeDef& identity = identities.emplace_back();
+        identity.set_name(m);
+        identity.set_op("IdentityN");
+        identity.set_device(graph->node(index.at(m)).device());
+        auto* types = (*identity.mutable_attr())["T"].mutable_list();
+        for (size_t j = 0; j < outputs.size(); ++j)
+          if (ParseInput(outputs[j]).node == m) {
+            identity.add_input(call.name() + ":" + std::to_string(j));
+            types->add_type(cn.FindAttr("Tout")->list().type(static_cast<int>(j)));
+          }
+      } else {
+        moved["^" + m] = "^" + call.name();
+      }
     }
     ++result.clusters;
     result.nodes_clustered += static_cast<int>(members.size());
