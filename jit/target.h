@@ -35,7 +35,7 @@ struct TargetDescription {
   CpuDescription cpu;  // kCpu
 
   // What the code depends on, for the target string: "108 SMs x 32 blocks, warp 32, 1024
-  // threads, 163 KB shared" or "512-bit vectors, L2 1024 KB".
+  // threads" (the grids' limits) or "512-bit vectors".
   std::string CodeDecidingFacts() const;
 };
 
