@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <vector>
 
 #ifdef GRAPHJIT_HAVE_CUDA_H
 #include <cuda.h>
@@ -83,12 +85,44 @@ CudaDriver::~CudaDriver() {
 
 void* CudaDriver::Symbol(const char* name) const { return dlsym(handle_, name); }
 
+namespace {
+
+// A library that ships with graphjit (the CUDA emulator and its cuBLASLt stand-in), by its
+// path under lib/: found from the file that holds this code, wherever graphjit was
+// unpacked or built. That file is lib/libgraphjit_runtime.so in a build tree (lib-portable/
+// for the baseline build), or bin/graphjit where the runtime is linked in (a release).
+StatusOr<std::string> ShippedLibrary(const std::string& under_lib) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> folders;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&ShippedLibrary), &info) != 0 && info.dli_fname) {
+    std::error_code error;
+    const fs::path own = fs::weakly_canonical(info.dli_fname, error);
+    if (!error) folders.push_back(own.parent_path());
+  }
+  std::error_code error;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", error);  // dli_fname of a program may be relative
+  if (!error) folders.push_back(exe.parent_path());
+  std::string tried;
+  for (const fs::path& folder : folders) {
+    for (const fs::path& lib : {folder, folder.parent_path() / "lib"}) {
+      const fs::path candidate = lib / under_lib;
+      if (fs::exists(candidate, error)) return candidate.string();
+      tried += (tried.empty() ? "" : ", ") + candidate.string();
+    }
+  }
+  return NotFound("graphjit's " + under_lib + " is not where it belongs (looked at " + tried +
+                  "): a release keeps it in lib/ beside bin/");
+}
+
+}  // namespace
+
 StatusOr<std::string> CudaDriverLibrary(DeviceKind device, const std::string& cuda_driver) {
   if (!cuda_driver.empty()) return cuda_driver;
   if (device == DeviceKind::kGpu) return std::string("libcuda.so.1");
   if (device == DeviceKind::kGpuEmu) {
-#ifdef GRAPHJIT_CUDA_EMULATOR
-    return std::string(GRAPHJIT_CUDA_EMULATOR);
+#ifdef GRAPHJIT_HAVE_CUDA_EMULATOR
+    return ShippedLibrary("cuda_emulator/libcuda.so.1");
 #else
     return NotFound("this build of graphjit has no CUDA emulator (the CUDA toolkit's cuda.h was not found)");
 #endif
@@ -99,8 +133,8 @@ StatusOr<std::string> CudaDriverLibrary(DeviceKind device, const std::string& cu
 StatusOr<std::string> CublasLtLibrary(DeviceKind device) {
   if (device == DeviceKind::kGpu) return std::string("libcublasLt.so.13");
   if (device == DeviceKind::kGpuEmu) {
-#ifdef GRAPHJIT_CUBLASLT_EMULATOR
-    return std::string(GRAPHJIT_CUBLASLT_EMULATOR);
+#ifdef GRAPHJIT_HAVE_CUBLASLT_EMULATOR
+    return ShippedLibrary("cuda_emulator/libcublasLt.so.13");
 #else
     return NotFound("this build of graphjit has no cuBLASLt stand-in for the CUDA emulator (no cublasLt.h)");
 #endif

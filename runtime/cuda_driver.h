@@ -55,11 +55,11 @@ class CudaDriver {
 };
 
 // The driver library for a device: a GPU's libcuda.so.1 (or `cuda_driver` if given), the
-// CUDA emulator built with graphjit for kGpuEmu.
+// CUDA emulator that ships with graphjit (lib/cuda_emulator/libcuda.so.1) for kGpuEmu.
 StatusOr<std::string> CudaDriverLibrary(DeviceKind device, const std::string& cuda_driver);
 
 // The cuBLASLt library for a device: a GPU's libcublasLt.so.13, the CUDA emulator's
-// stand-in built with graphjit for kGpuEmu.
+// stand-in (lib/cuda_emulator/libcublasLt.so.13) for kGpuEmu.
 StatusOr<std::string> CublasLtLibrary(DeviceKind device);
 
 // "NVIDIA H100 SXM (graphjit CUDA emulator), sm_90, 132 SMs, 4096 MiB, driver 13.0 (path)".

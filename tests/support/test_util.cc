@@ -22,6 +22,31 @@ bool HaveCudaEmulator() {
   return have;
 }
 
+DeviceKind TestGpu() {
+  static const DeviceKind device = [] {
+    const char* name = std::getenv("GRAPHJIT_TEST_DEVICE");
+    if (!name || !*name) return DeviceKind::kGpuEmu;
+    auto kind = ParseDeviceKind(name);
+    if (!kind.ok() || (*kind != DeviceKind::kGpu && *kind != DeviceKind::kGpuEmu)) {
+      std::fprintf(stderr, "GRAPHJIT_TEST_DEVICE must be gpu-emu or gpu, got '%s'\n", name);
+      std::exit(2);
+    }
+    return *kind;
+  }();
+  return device;
+}
+
+const char* TestGpuName() { return DeviceKindName(TestGpu()); }
+
+bool HaveTestGpu() {
+  if (TestGpu() == DeviceKind::kGpuEmu) return HaveCudaEmulator();
+  static const bool have = [] {
+    auto library = CudaDriverLibrary(DeviceKind::kGpu, "");
+    return library.ok() && CudaDriver::Open(*library).ok();
+  }();
+  return have;
+}
+
 void SetAttrType(tensorflow::NodeDef* n, const std::string& attr, DType t) {
   (*n->mutable_attr())[attr].set_type(static_cast<tensorflow::DataType>(t));
 }
@@ -135,7 +160,7 @@ std::string OnlyFolder(const std::string& dir, const std::string& prefix) {
 CommandResult RunGraphjit(const std::string& args, const std::string& env) {
   std::string dir = TempDir();
   std::string out = dir + "/stdout", err = dir + "/stderr";
-  std::string cmd = env + " " + std::string(GRAPHJIT_BINARY) + " " + args + " >" + out + " 2>" + err;
+  std::string cmd = env + " " + GraphjitBinary() + " " + args + " >" + out + " 2>" + err;
   int status = std::system(cmd.c_str());
   CommandResult r;
   if (WIFEXITED(status)) {
@@ -150,6 +175,19 @@ CommandResult RunGraphjit(const std::string& args, const std::string& env) {
   return r;
 }
 
-std::string TestData(const std::string& relative) { return std::string(GRAPHJIT_TEST_DATA) + "/" + relative; }
+namespace {
+const char* TestRoot() {
+  const char* root = std::getenv("GRAPHJIT_TEST_ROOT");
+  return root && *root ? root : nullptr;
+}
+}  // namespace
+
+std::string SourcePath(const std::string& relative) {
+  return std::string(TestRoot() ? TestRoot() : GRAPHJIT_SOURCE_DIR) + "/" + relative;
+}
+
+std::string GraphjitBinary() { return TestRoot() ? std::string(TestRoot()) + "/bin/graphjit" : GRAPHJIT_BINARY; }
+
+std::string TestData(const std::string& relative) { return SourcePath("tests/data/" + relative); }
 
 }  // namespace graphjit::testing

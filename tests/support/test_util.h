@@ -22,6 +22,14 @@ namespace graphjit::testing {
 // Whether this build has the CUDA emulator (--device gpu-emu) and it opens.
 bool HaveCudaEmulator();
 
+// The GPU that the GPU suites (fixtures on a GPU, GPU JIT, GPU traces) run on, from
+// GRAPHJIT_TEST_DEVICE: gpu-emu (the default: the CUDA emulator) or gpu (the machine's
+// GPU, through its libcuda.so.1), so that the same suites check real hardware.
+DeviceKind TestGpu();
+const char* TestGpuName();  // "gpu-emu" or "gpu"
+// Whether that GPU opens.
+bool HaveTestGpu();
+
 // Skips a test without the CUDA emulator; under CI=true (where the build has it) fails.
 #define REQUIRE_CUDA_EMULATOR()                                                                          \
   do {                                                                                                   \
@@ -30,6 +38,17 @@ bool HaveCudaEmulator();
       if (ci && std::string(ci) == "true") FAIL() << "no CUDA emulator in this build";                   \
       GTEST_SKIP() << "no CUDA emulator (no CUDA toolkit)";                                              \
     }                                                                                                    \
+  } while (0)
+
+// Skips a test without the GPU of GRAPHJIT_TEST_DEVICE; fails where that GPU was asked for
+// (gpu) or the build must have it (gpu-emu under CI=true).
+#define REQUIRE_TEST_GPU()                                                                                   \
+  do {                                                                                                       \
+    if (::graphjit::testing::TestGpu() != ::graphjit::DeviceKind::kGpuEmu) {                                 \
+      if (!::graphjit::testing::HaveTestGpu()) FAIL() << "GRAPHJIT_TEST_DEVICE=gpu, but no GPU opens";      \
+    } else {                                                                                                 \
+      REQUIRE_CUDA_EMULATOR();                                                                               \
+    }                                                                                                        \
   } while (0)
 
 // A GraphDef under construction. Each method adds one node and returns its name.
@@ -73,7 +92,12 @@ struct CommandResult {
 };
 CommandResult RunGraphjit(const std::string& args, const std::string& env = "");
 
-std::string TestData(const std::string& relative);  // path under tests/data
+// Where the tests find graphjit's files: the source tree and the build's binary, unless
+// GRAPHJIT_TEST_ROOT names another folder laid out the same way (an unpacked release with
+// its tests: tests/data, tests/unit/*.txt, tests/fuzz/ and bin/graphjit).
+std::string SourcePath(const std::string& relative);
+std::string GraphjitBinary();
+std::string TestData(const std::string& relative);  // SourcePath("tests/data/" + relative)
 std::string TempDir();                              // a fresh directory for this test
 // The one folder in `dir` whose name starts with `prefix` (a cluster's dump folder,
 // "<cluster>-<signature hash>"); empty, with a test failure, unless there is exactly one.

@@ -58,7 +58,7 @@ TEST(JitScope, MarksTheNodesCreatedInsideIt) {
 }
 
 TEST(JitScope, ReadmeExampleRuns) {
-  std::string binary = std::string(GRAPHJIT_BINARY);
+  std::string binary = testing::GraphjitBinary();
   binary = binary.substr(0, binary.rfind('/')) + "/jit_scope_example";
   FILE* p = popen(binary.c_str(), "r");
   ASSERT_NE(p, nullptr);

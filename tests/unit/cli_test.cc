@@ -185,9 +185,9 @@ TEST(Cli, TraceShowsEachCompileStageAndEachFusedKernel) {
 // kernel (a GEMM as a cuBLASLt call) and each output's copy back, in order, timed by the
 // stream's events, within the cluster's call on the host's row.
 TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
-  REQUIRE_CUDA_EMULATOR();
+  REQUIRE_TEST_GPU();
   std::string path = testing::TempDir() + "/gpu_trace.json";
-  auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --device gpu-emu --jit on --trace " + path);
+  auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --device " + testing::TestGpuName() + " --jit on --trace " + path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
   std::vector<nlohmann::json> stream;

@@ -38,7 +38,7 @@ std::map<std::string, std::string> ReadList(const std::string& path) {
 // The Keras layers graphjit cannot run yet, each with the ops it lacks:
 // tests/unit/keras_layers_unsupported.txt.
 const std::map<std::string, std::string>& UnsupportedKerasLayers() {
-  static const auto* list = new std::map<std::string, std::string>(ReadList(GRAPHJIT_UNSUPPORTED_KERAS_LAYERS));
+  static const auto* list = new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/unit/keras_layers_unsupported.txt")));
   return *list;
 }
 
@@ -48,7 +48,7 @@ std::string NameOf(const std::string& manifest) { return fs::path(manifest).pare
 // Every fixture but the Keras layers graphjit cannot run yet.
 std::vector<std::string> Manifests() {
   std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(GRAPHJIT_TEST_DATA)) {
+  for (const auto& e : fs::recursive_directory_iterator(testing::SourcePath("tests/data"))) {
     const std::string m = e.path().string();
     if (e.path().filename() != "manifest.json") continue;
     if (FolderOf(m) == "keras_layers" && UnsupportedKerasLayers().count(NameOf(m))) continue;
@@ -59,7 +59,7 @@ std::vector<std::string> Manifests() {
 }
 
 std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string rel = fs::relative(fs::path(info.param).parent_path(), GRAPHJIT_TEST_DATA).string();
+  std::string rel = fs::relative(fs::path(info.param).parent_path(), testing::SourcePath("tests/data")).string();
   for (char& c : rel)
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   return rel;
@@ -102,7 +102,7 @@ Case Load(const std::string& manifest_path) {
 
 // Runs the fixture's model with the given threads, with or without graph optimizations,
 // at a JIT level (clustering single ops too with `min_cluster_size` 1), on a device ("gpu-emu":
-// the CUDA emulator, every GPU module also checked by ptxas for sm_80 and sm_90).
+// the CUDA emulator, every GPU module also checked by ptxas for sm_80 and sm_90; "gpu").
 std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, int threads, bool optimize,
                                JitLevel jit = JitLevel::kOff, int min_cluster_size = 2, const std::string& device = "") {
   fs::path dir = fs::path(manifest_path).parent_path();
@@ -187,7 +187,7 @@ INSTANTIATE_TEST_SUITE_P(TensorFlow, Fixture, ::testing::ValuesIn(Manifests()), 
 
 // The op fixtures the JIT does not compile, each with why: tests/unit/jit_uncompiled_ops.txt.
 // The list may only shrink: a case on it that compiles fails until it is taken off.
-std::map<std::string, std::string> UncompiledOps() { return ReadList(GRAPHJIT_UNCOMPILED_OPS); }
+std::map<std::string, std::string> UncompiledOps() { return ReadList(testing::SourcePath("tests/unit/jit_uncompiled_ops.txt")); }
 
 std::vector<std::string> ManifestsIn(const std::string& folder, bool in) {
   std::vector<std::string> out;
@@ -218,15 +218,16 @@ TEST_P(OpFixture, CompilesAloneAndMatchesTensorFlow) {
                            << listed->second << ")";
 }
 
-// The same on the GPU (the CUDA emulator): it matches TensorFlow, and every op the JIT
-// compiles runs as at least one GPU kernel (GEMMs: a cuBLASLt call).
-TEST_P(OpFixture, RunsOnTheEmulatedGpu) {
-  REQUIRE_CUDA_EMULATOR();
+// The same on the GPU (GRAPHJIT_TEST_DEVICE's: the CUDA emulator unless it says gpu): it
+// matches TensorFlow, and every op the JIT compiles runs as at least one GPU kernel (GEMMs:
+// a cuBLASLt call).
+TEST_P(OpFixture, RunsOnTheGpu) {
+  REQUIRE_TEST_GPU();
   static const std::map<std::string, std::string> uncompiled = UncompiledOps();
   const std::string name = fs::path(GetParam()).parent_path().filename().string();
   Case c = Load(GetParam());
   const JitStats before = GetJitStats();
-  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 1, "gpu-emu"), c.expected, "TensorFlow");
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 1, testing::TestGpuName()), c.expected, "TensorFlow");
   const JitStats after = GetJitStats();
   EXPECT_EQ(after.internal_errors, before.internal_errors);
   if (uncompiled.count(name)) return;
@@ -238,15 +239,15 @@ INSTANTIATE_TEST_SUITE_P(TensorFlow, OpFixture, ::testing::ValuesIn(OpManifests(
 
 class ModelFixture : public Fixture {};
 
-// Every model fixture and Keras layer on the GPU (the CUDA emulator) at both JIT levels
+// Every model fixture and Keras layer on the GPU (GRAPHJIT_TEST_DEVICE's) at both JIT levels
 // matches TensorFlow; each model runs GPU kernels (a single layer may have nothing the JIT
 // compiles: a _FusedConv2D or a Reshape alone).
-TEST_P(ModelFixture, RunsOnTheEmulatedGpu) {
-  REQUIRE_CUDA_EMULATOR();
+TEST_P(ModelFixture, RunsOnTheGpu) {
+  REQUIRE_TEST_GPU();
   Case c = Load(GetParam());
   const JitStats before = GetJitStats();
-  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn1, 2, "gpu-emu"), c.expected, "TensorFlow");
-  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 2, "gpu-emu"), c.expected, "TensorFlow");
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn1, 2, testing::TestGpuName()), c.expected, "TensorFlow");
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 2, testing::TestGpuName()), c.expected, "TensorFlow");
   EXPECT_EQ(GetJitStats().internal_errors, before.internal_errors);
   if (FolderOf(GetParam()) != "keras_layers") EXPECT_GT(GetJitStats().gpu_launches, before.gpu_launches);
 }
@@ -258,7 +259,7 @@ INSTANTIATE_TEST_SUITE_P(TensorFlow, ModelFixture, ::testing::ValuesIn(Manifests
 TEST(Fixtures, UnsupportedKerasLayersAreRejectedNamingTheirOps) {
   for (const auto& [name, why] : UnsupportedKerasLayers()) {
     SCOPED_TRACE(name);
-    const fs::path dir = fs::path(GRAPHJIT_TEST_DATA) / "keras_layers" / name;
+    const fs::path dir = fs::path(testing::TestData("keras_layers")) / name;
     ASSERT_TRUE(fs::exists(dir / "model.pb")) << "no fixture " << dir;
     auto gd = ReadGraphDefFile((dir / "model.pb").string());
     ASSERT_TRUE(gd.ok()) << gd.status().ToString();

@@ -29,12 +29,12 @@ class GpuJit : public ::testing::Test {
     RegisterGraphOptimizer();
     RegisterJit();
   }
-  void SetUp() override { REQUIRE_CUDA_EMULATOR(); }
+  void SetUp() override { REQUIRE_TEST_GPU(); }
 };
 
 SessionOptions OnGpu(JitLevel level) {
   SessionOptions options;
-  options.device = DeviceKind::kGpuEmu;
+  options.device = testing::TestGpu();
   options.gpu_ptxas_check = true;
   options.jit_level = level;
   options.min_cluster_size = 1;
@@ -141,11 +141,13 @@ TEST_F(GpuJit, OffRunsEachOpAsItsOwnKernel) {
 // at once. ctest runs this on the emulator as an H100 (132 SMs) and as an A100
 // (CUEMU_DEVICE=a100: 108 SMs, sm_80 code, which the emulator then requires).
 TEST_F(GpuJit, GridsFollowTheDevicesSmCount) {
-  auto driver = CudaDriver::Open(CudaDriverLibrary(DeviceKind::kGpuEmu, "").value());
+  auto driver = CudaDriver::Open(CudaDriverLibrary(testing::TestGpu(), "").value());
   ASSERT_TRUE(driver.ok()) << driver.status().message();
   const CudaDeviceInfo& device = (*driver)->device();
   const char* model = std::getenv("CUEMU_DEVICE");
-  if (model && std::string(model) == "a100") {
+  if (!device.emulated) {
+    // A real GPU: its own SMs, whatever they are.
+  } else if (model && std::string(model) == "a100") {
     EXPECT_EQ(device.multiprocessors, 108);
     EXPECT_EQ(device.compute_capability_major, 8);
   } else {
@@ -243,12 +245,10 @@ TEST_F(GpuJit, ReductionsMatchTheReference) {
 }
 
 // Float reductions combine in a fixed order: runs give the same bits, whatever order the
-// threads of a block run in.
+// threads of a block run in (the emulator runs them in the orders below; a real GPU in its own).
 TEST_F(GpuJit, FloatReductionsAreReproducible) {
-  auto library = CudaDriverLibrary(DeviceKind::kGpuEmu, "");
+  auto library = CudaDriverLibrary(testing::TestGpu(), "");
   ASSERT_TRUE(library.ok());
-  void* emulator = dlopen(library->c_str(), RTLD_NOW | RTLD_NOLOAD);
-  auto set_order = emulator ? reinterpret_cast<decltype(&cuemuSetThreadOrder)>(dlsym(emulator, "cuemuSetThreadOrder")) : nullptr;
   const Tensor x = Random(Shape({4, 100000}), 5);
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {4, 100000});
@@ -262,10 +262,13 @@ TEST_F(GpuJit, FloatReductionsAreReproducible) {
   b.Op("z", "Neg", {"column_sums"});
   auto session = testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2));
   const std::vector<Tensor> first = testing::RunOrDie(*session, {{"x", x}}, {"y", "z"});
-  ASSERT_NE(set_order, nullptr) << "the emulator is loaded by the first run";
+  void* driver = dlopen(library->c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(driver, nullptr) << "the driver is loaded by the first run";
+  auto set_order = reinterpret_cast<decltype(&cuemuSetThreadOrder)>(dlsym(driver, "cuemuSetThreadOrder"));
+  if (testing::TestGpu() == DeviceKind::kGpuEmu) ASSERT_NE(set_order, nullptr);
   for (const auto& [order, seed] : std::vector<std::pair<CUemuThreadOrder, unsigned long long>>{
            {CUEMU_ORDER_REVERSE, 0}, {CUEMU_ORDER_SHUFFLE, 7}, {CUEMU_ORDER_SHUFFLE, 8}, {CUEMU_ORDER_FORWARD, 0}}) {
-    ASSERT_EQ(set_order(order, seed), CUDA_SUCCESS);
+    if (set_order) ASSERT_EQ(set_order(order, seed), CUDA_SUCCESS);
     const std::vector<Tensor> again = testing::RunOrDie(*session, {{"x", x}}, {"y", "z"});
     for (size_t i = 0; i < first.size(); ++i)
       EXPECT_EQ(std::memcmp(first[i].raw(), again[i].raw(), first[i].bytes()), 0) << "order " << order << " seed " << seed;

@@ -107,7 +107,7 @@ TEST(Hostile, TenGigabyteRequestsFailCleanly) {
 // run, in every build: graphjit run on each, with the JIT on, exits 0, 1 or 2 with a
 // message, never by a signal.
 TEST(Hostile, FuzzFindingsEndInAnErrorOrARun) {
-  const std::string regressions = std::string(GRAPHJIT_TEST_DATA) + "/../fuzz/regressions/";
+  const std::string regressions = testing::SourcePath("tests/fuzz/regressions/");
   std::vector<std::filesystem::path> findings;
   for (const char* target : {"graphdef_fuzzer", "jit_path_fuzzer"})
     for (const auto& entry : std::filesystem::directory_iterator(regressions + target)) findings.push_back(entry.path());

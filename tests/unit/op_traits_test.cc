@@ -14,6 +14,7 @@
 #include "jit/fusion_plan.h"
 #include "runtime/op_registry.h"
 #include "runtime/op_traits.h"
+#include "tests/support/test_util.h"
 
 namespace graphjit {
 namespace {
@@ -92,7 +93,7 @@ std::set<std::string> OpsNamedIn(const std::string& folder) {
   static const std::regex named(
       R"re((?:\bop\b|\bop\(\)|->op|\.op|ops\[\d\])\s*[!=]=\s*"(\w+)"|set_op\("(\w+)"\)|AddNode\([^;]*?,\s*"(\w+)"\)|add\("\w+",\s*"(\w+)"|^\s*\{"(\w+)",\s*(?:\{|Lowering\())re");
   std::set<std::string> ops;
-  for (const auto& entry : fs::recursive_directory_iterator(fs::path(GRAPHJIT_SOURCE_DIR) / folder)) {
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(testing::SourcePath(folder)))) {
     const std::string ext = entry.path().extension().string();
     if (ext != ".cc" && ext != ".h") continue;
     std::ifstream in(entry.path());
@@ -125,7 +126,7 @@ TEST(OpTraits, EveryOpTheCompilerNamesIsRegistered) {
 int QuotedOpNames(const std::string& folder, std::string* where) {
   static const std::regex quoted(R"re("(\w+)")re");
   int count = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(fs::path(GRAPHJIT_SOURCE_DIR) / folder)) {
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(testing::SourcePath(folder)))) {
     const std::string ext = entry.path().extension().string();
     if (ext != ".cc" && ext != ".h") continue;
     std::ifstream in(entry.path());
