@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds graphjit and runs the whole test suite (ctest), then the sanitizer builds and the
+# Builds graphjit and runs the whole test suite (ctest), the TensorFlow plugin's tests, the
+# release's checks (built, unpacked elsewhere, run there), then the sanitizer builds and the
 # fuzzer (scripts/sanitize.sh), printing how long each stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,17 @@ scripts/setup_tf_plugin.sh
 TF_CPP_MIN_LOG_LEVEL=2 build-tf/venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 t3=$(date +%s)
 echo "test.sh: the TensorFlow plugin (build and tests) took $((t3 - t2)) s"
-scripts/sanitize.sh
+# The release (scripts/release.sh), unpacked elsewhere and run there: every fixture on the
+# CPU, then the GPU check against the CUDA emulator (fixtures, bench graphs, fixture models).
+scripts/release.sh
+unpacked=$(mktemp -d)
+tar -C "$unpacked" -xJf dist/graphjit-*-linux-x86_64.tar.xz
+released=$(echo "$unpacked"/graphjit-*/bin/graphjit)
+python3 scripts/check_fixtures.py --graphjit "$released" --device cpu --jit on_2 --jobs 2 tests/data
+scripts/gpu_check.sh --device gpu-emu --graphjit "$released" --out build-release/gpu-check
+rm -rf "$unpacked"
 t4=$(date +%s)
-echo "test.sh: sanitizers and fuzzing took $((t4 - t3)) s (total $((t4 - t0)) s)"
+echo "test.sh: the release (build, package, checks unpacked) took $((t4 - t3)) s"
+scripts/sanitize.sh
+t5=$(date +%s)
+echo "test.sh: sanitizers and fuzzing took $((t5 - t4)) s (total $((t5 - t0)) s)"

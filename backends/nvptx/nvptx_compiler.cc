@@ -53,9 +53,11 @@ using Clock = std::chrono::steady_clock;
 void InitializeOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
-    llvm::InitializeAllTargets();
-    llvm::InitializeAllTargetMCs();
-    llvm::InitializeAllAsmPrinters();
+    // NVPTX only: the host's target is the CPU backend's (a release links in only what is used).
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
     mlir::registerAllPasses();
   });
 }

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# graphjit on a GPU in one go, from an unpacked release with its tests (scripts/release.sh
+# --tests: both archives unpacked into one folder) or from a build tree:
+#  1. `graphjit devices`
+#  2. every TensorFlow fixture (tests/data) at on_2 on the device, against TensorFlow's outputs
+#  3. the GPU test suites (fixtures, GPU JIT, GPU trace) with GRAPHJIT_TEST_DEVICE=<device>
+#  4. compute-sanitizer memcheck and racecheck on the fixture models, fused (hardware only)
+#  5. `graphjit bench --jit off,on` on the bench graphs and the fixture models: each fused
+#     kernel's measured time next to the performance model's prediction
+#  6. ncu's DRAM throughput of each fused kernel of the bench graphs (hardware with ncu only)
+# It writes OUT/summary.md (and each step's log beside it) and exits non-zero on any
+# mismatch, test failure or sanitizer error. With --device gpu-emu (the CUDA emulator, as in
+# CI) it skips what needs hardware and says so.
+#   scripts/gpu_check.sh [--device gpu|gpu-emu] [--out DIR] [--graphjit BIN]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+device=gpu
+out=gpu-check
+graphjit=""
+while (($#)); do
+  case $1 in
+    --device) device=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --graphjit) graphjit=$2; shift 2 ;;
+    *) echo "usage: scripts/gpu_check.sh [--device gpu|gpu-emu] [--out DIR] [--graphjit BIN]" >&2; exit 2 ;;
+  esac
+done
+[[ $device == gpu || $device == gpu-emu ]] || { echo "gpu_check: --device is gpu or gpu-emu" >&2; exit 2; }
+# graphjit: a release's bin/graphjit, else a build tree's; the test binaries beside it.
+if [ -z "$graphjit" ]; then
+  graphjit=$root/bin/graphjit
+  [ -x "$graphjit" ] || graphjit=$root/build/bin/graphjit
+fi
+[ -x "$graphjit" ] || { echo "gpu_check: no graphjit at $graphjit" >&2; exit 2; }
+bin=$(cd "$(dirname "$graphjit")" && pwd)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+summary=$out/summary.md
+failed=0
+start=$(date +%s)
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export PATH=$PATH:$CUDA_HOME/bin
+if [ "$device" = gpu ] && [ -d "$CUDA_HOME/lib64" ]; then  # cuBLASLt from the toolkit
+  export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA_HOME/lib64
+fi
+hardware() { [ "$device" = gpu ]; }
+
+{
+  echo "# graphjit GPU check ($device), $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "- graphjit: \`$("$graphjit" --version 2>&1)\` ($graphjit)"
+  echo "- host: $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+} > "$summary"
+
+step() {  # name: runs the rest, logs to OUT/<name>.log, records the outcome and time
+  local name=$1
+  shift
+  local t0=$(date +%s)
+  echo "gpu_check: $name ..."
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  local took=$(( $(date +%s) - t0 ))
+  if ((rc == 0)); then
+    echo "- **$name**: ok ($took s)" >> "$summary"
+  else
+    echo "- **$name**: FAILED, exit $rc ($took s); the end of $name.log:" >> "$summary"
+    { echo '```'; tail -n 25 "$out/$name.log"; echo '```'; } >> "$summary"
+    failed=1
+  fi
+  echo "gpu_check: $name: exit $rc ($took s)"
+}
+skip() { echo "- **$1**: skipped: $2" >> "$summary"; echo "gpu_check: $1: skipped: $2"; }
+
+# 1. The device as graphjit sees it.
+step devices "$graphjit" devices --device "$device"
+sed -n 's/^/    /p' "$out/devices.log" >> "$summary"
+
+# 2. Every fixture, fused at on_2 (single ops too), on the device.
+jobs=$(nproc)
+[ "$device" = gpu ] && jobs=4  # one GPU: a few processes at a time
+step fixtures python3 "$root/scripts/check_fixtures.py" --graphjit "$graphjit" --device "$device" --jit on_2 \
+  --jobs "$jobs" "$root/tests/data"
+tail -n 1 "$out/fixtures.log" | sed 's/^/    /' >> "$summary"
+
+# 3. The GPU suites of the tests.
+if [ -x "$bin/fixtures_test" ] && [ -x "$bin/gpu_jit_test" ] && [ -x "$bin/cli_test" ]; then
+  suites() {
+    local root_env=()  # a release: its tree (a build tree's tests know their paths)
+    [ "$bin" = "$root/bin" ] && root_env=(GRAPHJIT_TEST_ROOT="$root")
+    env "${root_env[@]}" GRAPHJIT_TEST_DEVICE="$device" "$bin/gpu_jit_test" &&
+      env "${root_env[@]}" GRAPHJIT_TEST_DEVICE="$device" "$bin/fixtures_test" --gtest_filter='*RunsOnTheGpu*' &&
+      env "${root_env[@]}" GRAPHJIT_TEST_DEVICE="$device" "$bin/cli_test" --gtest_filter='*Gpu*'
+  }
+  step tests suites
+  grep -E '^\[  (PASSED|FAILED)' "$out/tests.log" | sed 's/^/    /' >> "$summary"
+else
+  skip tests "no test binaries beside $graphjit (scripts/release.sh --tests)"
+fi
+
+# 4. compute-sanitizer on the fixture models, fused.
+models=(mnist_softmax keras_mlp small_cnn transformer_block mobilenet_v2_small)
+feeds_of() {  # model folder -> its fixture's feeds as graphjit options, one per line
+  python3 -c "import json, sys; m = json.load(open(sys.argv[1] + '/manifest.json'))
+for name, file in m['feeds'].items(): print('--feed'); print(name + '=' + sys.argv[1] + '/' + file)" "$1"
+}
+if hardware && command -v compute-sanitizer > /dev/null; then
+  sanitize() {
+    local tool=$1 model status=0
+    for model in "${models[@]}"; do
+      local dir=$root/tests/data/$model feeds
+      mapfile -t feeds < <(feeds_of "$dir")
+      echo "== $model ($tool)"
+      compute-sanitizer --tool "$tool" --error-exitcode 1 "$graphjit" run "$dir/model.pb" "${feeds[@]}" \
+        --device gpu --jit on_2 > "$out/sanitizer-$tool-$model.txt" 2>&1 || status=1
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|error" "$out/sanitizer-$tool-$model.txt" | tail -n 2
+    done
+    return $status
+  }
+  step memcheck sanitize memcheck
+  step racecheck sanitize racecheck
+else
+  skip compute-sanitizer "needs a GPU and compute-sanitizer"
+fi
+
+# 5. Fused against unfused on the device, the model's prediction beside the measurement.
+bench_all() {
+  local graph status=0 name feeds
+  for graph in "$root"/bench/graphs/*.pb "${models[@]/#/$root/tests/data/}"; do
+    feeds=()
+    if [ -d "$graph" ]; then  # a fixture model, with its feeds
+      name=$(basename "$graph")
+      mapfile -t feeds < <(feeds_of "$graph")
+      graph=$graph/model.pb
+    else
+      name=$(basename "$graph" .pb)
+    fi
+    echo "== $name"
+    "$graphjit" bench "$graph" "${feeds[@]}" --device "$device" --jit off,on --iters "$iters" \
+      --json "$out/bench-$name.json" || status=1
+  done
+  return $status
+}
+iters=20
+hardware || iters=2  # the emulator runs kernels on the CPU, slowly
+step bench bench_all
+python3 - "$out" "$device" >> "$summary" << 'EOF'
+import glob, json, os, sys
+rows = []
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "bench-*.json"))):
+    doc = json.load(open(path))
+    by_jit = {c["jit"]: c for c in doc["configs"]}
+    off, on = by_jit.get("off"), by_jit.get("on")
+    if not off or not on:
+        continue
+    gpu = on.get("gpu", {})
+    measured = gpu.get("measured_us")
+    rows.append((os.path.basename(path)[6:-5], off["median_ms"], on["median_ms"], gpu.get("predicted_us") or 0,
+                 "-" if measured is None else f"{measured:.1f}"))
+print("\n| graph | off ms | on ms | off/on | kernels predicted us | kernels measured us |")
+print("| --- | --- | --- | --- | --- | --- |")
+for name, off, on, predicted, measured in rows:
+    print(f"| {name} | {off:.3f} | {on:.3f} | {off / on:.2f} | {predicted:.1f} | {measured} |")
+print("\n(measured: the kernels' own event times on the device; the emulator has none)")
+if sys.argv[2] == "gpu-emu":
+    print("(on gpu-emu the times are the emulator's, work on the CPU: they say nothing of a GPU's speed)")
+EOF
+
+# 6. DRAM throughput of each fused kernel.
+if hardware && command -v ncu > /dev/null; then
+  ncu_all() {
+    local graph
+    for graph in "$root"/bench/graphs/*.pb; do
+      echo "== $(basename "$graph" .pb)"
+      ncu --csv --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+        "$graphjit" run "$graph" --random-feeds --device gpu --jit on --repeat 2 2>/dev/null | grep -E '^"' || return 1
+    done
+  }
+  step ncu ncu_all
+else
+  skip ncu "needs a GPU and ncu"
+fi
+
+echo "- total: $(( $(date +%s) - start )) s; $( ((failed)) && echo FAILED || echo all passed)" >> "$summary"
+echo "gpu_check: $summary"
+cat "$summary"
+exit $failed

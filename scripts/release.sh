@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Builds graphjit's release for x86-64 Linux into dist/ (in build-release/):
+#   dist/graphjit-<version>-linux-x86_64.tar.xz, one folder graphjit-<version>/ with
+#     bin/graphjit                 the command line
+#     lib/libgraphjit.so           graphjit with LLVM, MLIR and protobuf linked in
+#     lib/libdnnl.so.*, ...        the shared libraries it still needs (oneDNN, OpenMP, OpenCL's loader)
+#     lib/cuda_emulator/           the CUDA emulator and its cuBLASLt stand-in (--device gpu-emu)
+#     README.md, licenses/         graphjit's README and the licenses of what is bundled
+# Unpacked anywhere it needs only glibc and libstdc++ (and libgcc_s). Nothing is compiled
+# for this machine's CPU (no -march): the reference kernels are baseline x86-64, and the JIT
+# compiles for the CPU it runs on. The archive must stay within 40 MB.
+# With --tests, also dist/graphjit-<version>-tests-linux-x86_64.tar.xz, to unpack over the
+# first: the GPU suites' test binaries in bin/ (fixtures_test, gpu_jit_test, cli_test,
+# jit_fuzz), the fixtures (tests/data), the bench graphs and scripts/gpu_check.sh, which
+# runs them on a GPU machine (see the README).
+#   scripts/release.sh [--tests]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MAX_MB=40
+tests=OFF
+case ${1:-} in
+  "") ;;
+  --tests) tests=ON ;;
+  *) echo "usage: scripts/release.sh [--tests]" >&2; exit 2 ;;
+esac
+test_binaries=(fixtures_test gpu_jit_test cli_test jit_fuzz)
+
+scripts/setup.sh --packages dpkg-dev xz-utils file
+scripts/fetch_protobuf_source.sh
+
+start=$(date +%s)
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAPHJIT_RELEASE=ON -DGRAPHJIT_BUILD_TESTS=$tests \
+  > build-release.configure.log 2>&1 || { cat build-release.configure.log; exit 1; }
+rm -f build-release.configure.log
+targets=(graphjit cuda_emulator cublaslt_emulator)
+[ "$tests" = ON ] && targets+=("${test_binaries[@]}")
+cmake --build build-release -j2 --target "${targets[@]}"
+echo "release: built in $(( $(date +%s) - start )) s"
+
+version=$(sed -n 's/^project(graphjit VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+name=graphjit-$version
+stage=build-release/stage/$name
+rm -rf build-release/stage
+mkdir -p "$stage/bin" "$stage/lib/cuda_emulator" "$stage/licenses"
+strip -o "$stage/bin/graphjit" build-release/bin/graphjit
+strip -o "$stage/lib/libgraphjit.so" build-release/lib/libgraphjit.so
+for f in build-release/lib/cuda_emulator/libcuda.so.1 build-release/lib/cuda_emulator/libcublasLt.so.13; do
+  strip -o "$stage/lib/cuda_emulator/$(basename "$f")" "$(readlink -f "$f")"
+done
+
+# Every library the binary loads that is not glibc's, libstdc++ or libgcc_s goes into lib/
+# under its soname, with its package's license.
+system='^(linux-vdso|ld-linux-x86-64|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so'
+stage_abs=$(readlink -f "$stage")
+needed() {  # "soname path" of each library that the binary (or an emulator library) loads from outside the folder
+  for f in "$stage/bin/graphjit" "$stage"/lib/cuda_emulator/*; do ldd "$f"; done |
+    awk '$2 == "=>" {print $1, $3}' | sort -u | while read -r soname path; do
+      [[ $soname =~ $system ]] || [[ $(readlink -f "$path") == "$stage_abs"/* ]] || echo "$soname $path"
+    done
+}
+needed | while read -r soname path; do  # ldd lists what the binary loads, its libraries' libraries too
+  [ -f "$path" ] || { echo "release: $soname is not found ($path)" >&2; exit 1; }
+  strip -o "$stage/lib/$soname" "$(readlink -f "$path")"
+  package=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+  [ -z "$package" ] && package=$(dpkg -S "$path" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+  if [ -n "$package" ]; then cp "/usr/share/doc/$package/copyright" "$stage/licenses/$package.txt"; fi
+done
+# What is linked in: LLVM and MLIR (Debian's llvm-19 and mlir-19), protobuf (built from its
+# source), and the header-only Eigen, CLI11 and nlohmann/json.
+for package in libllvm19 libmlir-19 libeigen3-dev libcli11-dev nlohmann-json3-dev; do
+  cp "/usr/share/doc/$package/copyright" "$stage/licenses/$package.txt"
+done
+cp build-deps/protobuf/LICENSE "$stage/licenses/protobuf.txt"
+cp README.md "$stage/"
+
+# Nothing outside the folder but the system's own libraries.
+outside=$(needed)
+if [ -n "$outside" ]; then
+  echo "release: these libraries would come from outside the archive:" $outside >&2
+  exit 1
+fi
+
+mkdir -p dist
+archive=dist/$name-linux-x86_64.tar.xz
+tar -C build-release/stage --owner=0 --group=0 -cf - "$name" | xz -T2 -6 > "$archive"  # -9: 4% smaller, 3x the time
+bytes=$(stat -c %s "$archive")
+echo "release: $archive, $(( bytes / 1000 / 1000 )) MB ($(du -sh "$stage" | cut -f1) unpacked)"
+if (( bytes > MAX_MB * 1000 * 1000 )); then
+  echo "release: the archive is over $MAX_MB MB" >&2
+  exit 1
+fi
+
+if [ "$tests" = ON ]; then
+  tests_stage=build-release/stage-tests/$name
+  rm -rf build-release/stage-tests
+  mkdir -p "$tests_stage/bin" "$tests_stage/tests/unit" "$tests_stage/tests/fuzz" "$tests_stage/bench" "$tests_stage/scripts"
+  for t in "${test_binaries[@]}"; do strip -o "$tests_stage/bin/$t" "build-release/bin/$t"; done
+  cp -r tests/data "$tests_stage/tests/"
+  cp tests/unit/*.txt "$tests_stage/tests/unit/"
+  cp tests/fuzz/jit_fuzz_known.txt "$tests_stage/tests/fuzz/"
+  cp -r bench/graphs "$tests_stage/bench/"
+  cp scripts/gpu_check.sh scripts/check_fixtures.py "$tests_stage/scripts/"
+  tests_archive=dist/$name-tests-linux-x86_64.tar.xz
+  tar -C build-release/stage-tests --owner=0 --group=0 -cf - "$name" | xz -T2 -6 > "$tests_archive"
+  echo "release: $tests_archive, $(( $(stat -c %s "$tests_archive") / 1024 / 1024 )) MB: unpack it over the release, then $name/scripts/gpu_check.sh"
+fi
