@@ -25,7 +25,7 @@ case ${1:-} in
 esac
 test_binaries=(fixtures_test gpu_jit_test cli_test jit_fuzz)
 
-scripts/setup.sh --packages dpkg-dev xz-utils file
+scripts/setup.sh --packages dpkg-dev xz-utils
 scripts/fetch_protobuf_source.sh
 
 start=$(date +%s)

@@ -17,14 +17,16 @@ scripts/setup_tf_plugin.sh
 TF_CPP_MIN_LOG_LEVEL=2 build-tf/venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 t3=$(date +%s)
 echo "test.sh: the TensorFlow plugin (build and tests) took $((t3 - t2)) s"
-# The release (scripts/release.sh), unpacked elsewhere and run there: every fixture on the
-# CPU, then the GPU check against the CUDA emulator (fixtures, bench graphs, fixture models).
-scripts/release.sh
+# The release with its tests (scripts/release.sh --tests), unpacked elsewhere and run there
+# as on a machine without graphjit's build: every fixture on the CPU, then its own
+# scripts/gpu_check.sh against the CUDA emulator (fixtures, the GPU suites, bench graphs).
+scripts/release.sh --tests
 unpacked=$(mktemp -d)
-tar -C "$unpacked" -xJf dist/graphjit-*-linux-x86_64.tar.xz
-released=$(echo "$unpacked"/graphjit-*/bin/graphjit)
-python3 scripts/check_fixtures.py --graphjit "$released" --device cpu --jit on_2 --jobs 2 tests/data
-scripts/gpu_check.sh --device gpu-emu --graphjit "$released" --out build-release/gpu-check
+for archive in dist/graphjit-*-linux-x86_64.tar.xz; do tar -C "$unpacked" -xJf "$archive"; done
+release=$(echo "$unpacked"/graphjit-*)
+python3 "$release/scripts/check_fixtures.py" --graphjit "$release/bin/graphjit" --device cpu --jit on_2 --jobs 2 \
+  "$release/tests/data"
+"$release/scripts/gpu_check.sh" --device gpu-emu --out build-release/gpu-check
 rm -rf "$unpacked"
 t4=$(date +%s)
 echo "test.sh: the release (build, package, checks unpacked) took $((t4 - t3)) s"
