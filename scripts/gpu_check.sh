@@ -2,7 +2,8 @@
 # graphjit on a GPU in one go, from an unpacked release with its tests (scripts/release.sh
 # --tests: both archives unpacked into one folder) or from a build tree:
 #  1. `graphjit devices`
-#  2. every TensorFlow fixture (tests/data) at on_2 on the device, against TensorFlow's outputs
+#  2. every TensorFlow fixture (tests/data) at on_2 on the device, against TensorFlow's outputs,
+#     and the bench graphs against op by op on the CPU
 #  3. the GPU test suites (fixtures, GPU JIT, GPU trace) with GRAPHJIT_TEST_DEVICE=<device>
 #  4. compute-sanitizer memcheck and racecheck on the fixture models, fused (hardware only)
 #  5. `graphjit bench --jit off,on` on the bench graphs and the fixture models: each fused
@@ -75,11 +76,12 @@ skip() { echo "- **$1**: skipped: $2" >> "$summary"; echo "gpu_check: $1: skippe
 step devices "$graphjit" devices --device "$device"
 sed -n 's/^/    /p' "$out/devices.log" >> "$summary"
 
-# 2. Every fixture, fused at on_2 (single ops too), on the device.
+# 2. Every fixture, fused at on_2 (single ops too), on the device; the bench graphs against
+#    op by op on the CPU.
 jobs=$(nproc)
 [ "$device" = gpu ] && jobs=4  # one GPU: a few processes at a time
 step fixtures python3 "$root/scripts/check_fixtures.py" --graphjit "$graphjit" --device "$device" --jit on_2 \
-  --jobs "$jobs" "$root/tests/data"
+  --jobs "$jobs" "$root/tests/data" "$root"/bench/graphs/*.pb
 tail -n 1 "$out/fixtures.log" | sed 's/^/    /' >> "$summary"
 
 # 3. The GPU suites of the tests.
