@@ -1,7 +1,7 @@
-# protobuf for the TensorFlow plugin: Debian's protobuf 3.21 source package (fetched by
-# scripts/setup_tf_plugin.sh with `apt-get source protobuf`), built here static,
-# position-independent and hidden (Debian's libprotobuf.a is not built for a shared
-# object, and TensorFlow exports a protobuf of its own). Sources are generated with
+# protobuf for the TensorFlow plugin and the release: Debian's protobuf 3.21 source package
+# (fetched by scripts/fetch_protobuf_source.sh with `apt-get source protobuf`), built here
+# static and position-independent (Debian's libprotobuf.a is not built for a shared
+# object), hidden in the plugin (TensorFlow exports a protobuf of its own). Sources are generated with
 # Debian's protoc of the same version.
 set(GRAPHJIT_PROTOBUF_SOURCE "${PROJECT_SOURCE_DIR}/build-deps/protobuf" CACHE PATH
     "protobuf's source tree (apt-get source protobuf)")
