@@ -6,7 +6,8 @@
 #     and the bench graphs against op by op on the CPU
 #  3. the GPU test suites (fixtures, GPU JIT, GPU trace) with GRAPHJIT_TEST_DEVICE=<device>
 #  4. compute-sanitizer memcheck and racecheck on the fixture models, fused (hardware only)
-#  5. `graphjit bench --jit off,on` on the bench graphs and the fixture models: each fused
+#  5. `graphjit bench --jit off,on` on the bench graphs, the fixture models and the real
+#     models where they are (bench/models/out, or a release's bench/models): each fused
 #     kernel's measured time next to the performance model's prediction
 #  6. ncu's DRAM throughput of each fused kernel of the bench graphs (hardware with ncu only)
 # It writes OUT/summary.md (and each step's log beside it) and exits non-zero on any
@@ -76,12 +77,19 @@ skip() { echo "- **$1**: skipped: $2" >> "$summary"; echo "gpu_check: $1: skippe
 step devices "$graphjit" devices --device "$device"
 sed -n 's/^/    /p' "$out/devices.log" >> "$summary"
 
+# The real models, where they were made (bench/models/make_models.py) and carried: each has
+# a manifest as the fixtures do.
+real_models=()
+for dir in "$root"/bench/models/out/*/ "$root"/bench/models/*/; do
+  [ -f "$dir/manifest.json" ] && real_models+=("${dir%/}")
+done
+
 # 2. Every fixture, fused at on_2 (single ops too), on the device; the bench graphs against
 #    op by op on the CPU.
 jobs=$(nproc)
 [ "$device" = gpu ] && jobs=4  # one GPU: a few processes at a time
 step fixtures python3 "$root/scripts/check_fixtures.py" --graphjit "$graphjit" --device "$device" --jit on_2 \
-  --jobs "$jobs" "$root/tests/data" "$root"/bench/graphs/*.pb
+  --jobs "$jobs" "$root/tests/data" "${real_models[@]}" "$root"/bench/graphs/*.pb
 tail -n 1 "$out/fixtures.log" | sed 's/^/    /' >> "$summary"
 
 # 3. The GPU suites of the tests.
@@ -127,7 +135,7 @@ fi
 # 5. Fused against unfused on the device, the model's prediction beside the measurement.
 bench_all() {
   local graph status=0 name feeds
-  for graph in "$root"/bench/graphs/*.pb "${models[@]/#/$root/tests/data/}"; do
+  for graph in "$root"/bench/graphs/*.pb "${models[@]/#/$root/tests/data/}" "${real_models[@]}"; do
     feeds=()
     if [ -d "$graph" ]; then  # a fixture model, with its feeds
       name=$(basename "$graph")

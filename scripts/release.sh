@@ -11,8 +11,9 @@
 # compiles for the CPU it runs on. The archive must stay within 40 MB.
 # With --tests, also dist/graphjit-<version>-tests-linux-x86_64.tar.xz, to unpack over the
 # first: the GPU suites' test binaries in bin/ (fixtures_test, gpu_jit_test, cli_test,
-# jit_fuzz), the fixtures (tests/data), the bench graphs and scripts/gpu_check.sh, which
-# runs them on a GPU machine (see the README).
+# jit_fuzz), the fixtures (tests/data), the bench graphs, the real models where
+# bench/models/make_models.py made them (MobileNetV2, the BERT-like encoder, the LSTM) and
+# scripts/gpu_check.sh, which runs them on a GPU machine (see the README).
 #   scripts/release.sh [--tests]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -99,6 +100,14 @@ if [ "$tests" = ON ]; then
   cp tests/unit/*.txt "$tests_stage/tests/unit/"
   cp tests/fuzz/jit_fuzz_known.txt "$tests_stage/tests/fuzz/"
   cp -r bench/graphs "$tests_stage/bench/"
+  # The real models that fit (bench/models/make_models.py's, where they were made): a GPU
+  # machine may have no TensorFlow to make them. ResNet50 (94 MB) does not fit.
+  for model in mobilenet_v2 bert_encoder lstm_classifier; do
+    if [ -f "bench/models/out/$model/manifest.json" ]; then
+      mkdir -p "$tests_stage/bench/models"
+      cp -r "bench/models/out/$model" "$tests_stage/bench/models/"
+    fi
+  done
   cp scripts/gpu_check.sh scripts/check_fixtures.py "$tests_stage/scripts/"
   tests_archive=dist/$name-tests-linux-x86_64.tar.xz
   tar -C build-release/stage-tests --owner=0 --group=0 -cf - "$name" | xz -T2 -6 > "$tests_archive"
