@@ -94,13 +94,12 @@ tail -n 1 "$out/fixtures.log" | sed 's/^/    /' >> "$summary"
 
 # 3. The GPU suites of the tests.
 if [ -x "$bin/fixtures_test" ] && [ -x "$bin/gpu_jit_test" ] && [ -x "$bin/cli_test" ]; then
-  suites() {
-    local root_env=()  # a release: its tree (a build tree's tests know their paths)
-    [ "$bin" = "$root/bin" ] && root_env=(GRAPHJIT_TEST_ROOT="$root")
-    env "${root_env[@]}" GRAPHJIT_TEST_DEVICE="$device" "$bin/gpu_jit_test" &&
-      env "${root_env[@]}" GRAPHJIT_TEST_DEVICE="$device" "$bin/fixtures_test" --gtest_filter='*RunsOnTheGpu*' &&
-      env "${root_env[@]}" GRAPHJIT_TEST_DEVICE="$device" "$bin/cli_test" --gtest_filter='*Gpu*'
-  }
+  suites() (
+    export GRAPHJIT_TEST_DEVICE=$device
+    # A release's tests find its tree so; a build tree's know their paths.
+    if [ "$bin" = "$root/bin" ]; then export GRAPHJIT_TEST_ROOT=$root; fi
+    "$bin/gpu_jit_test" && "$bin/fixtures_test" --gtest_filter='*RunsOnTheGpu*' && "$bin/cli_test" --gtest_filter='*Gpu*'
+  )
   step tests suites
   grep -E '^\[  (PASSED|FAILED)' "$out/tests.log" | sed 's/^/    /' >> "$summary"
 else

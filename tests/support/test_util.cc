@@ -14,11 +14,15 @@
 
 namespace graphjit::testing {
 
+namespace {
+bool DriverOpens(DeviceKind device) {
+  auto library = CudaDriverLibrary(device, "");
+  return library.ok() && CudaDriver::Open(*library).ok();
+}
+}  // namespace
+
 bool HaveCudaEmulator() {
-  static const bool have = [] {
-    auto library = CudaDriverLibrary(DeviceKind::kGpuEmu, "");
-    return library.ok() && CudaDriver::Open(*library).ok();
-  }();
+  static const bool have = DriverOpens(DeviceKind::kGpuEmu);
   return have;
 }
 
@@ -39,11 +43,7 @@ DeviceKind TestGpu() {
 const char* TestGpuName() { return DeviceKindName(TestGpu()); }
 
 bool HaveTestGpu() {
-  if (TestGpu() == DeviceKind::kGpuEmu) return HaveCudaEmulator();
-  static const bool have = [] {
-    auto library = CudaDriverLibrary(DeviceKind::kGpu, "");
-    return library.ok() && CudaDriver::Open(*library).ok();
-  }();
+  static const bool have = DriverOpens(TestGpu());
   return have;
 }
 
