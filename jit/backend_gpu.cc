@@ -1,10 +1,15 @@
 // The GPU backend: the emitted gpu.module compiled by backends/nvptx to PTX for the
 // device's compute capability, loaded through the CUDA driver (the driver, or the CUDA
 // emulator, compiles the PTX for the device), and launched on the session's stream. A call
-// copies its inputs to device memory (from the device's caching allocator), runs the
-// kernels in order, and copies its outputs back; constants are copied once, at compile time.
+// takes its inputs where they are: on the device (another cluster's outputs), a session
+// constant's copy there (made at its first use and kept with it), or copied in for this
+// call (a feed, a CPU op's output); it runs the kernels in order and leaves its outputs on
+// the device, for the executor to copy to the host only where something there reads them.
+// The body's own constants are copied once, at compile time.
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <map>
 #include <mutex>
 
 #include "backends/nvptx/cublaslt.h"
@@ -181,18 +186,33 @@ class GpuExecutable : public ClusterExecutable {
           GJ_ASSIGN_OR_RETURN(address[b], resolve(buffer.source));
           break;
         }
-        case FusionPlan::Buffer::Kind::kArgument:
+        case FusionPlan::Buffer::Kind::kArgument: {
+          const Tensor& input = ctx.inputs[buffer.source];
+          if (input.bytes() == 0) {
+            GJ_ASSIGN_OR_RETURN(address[b], cuda_->Allocate(1));
+            owned->push_back(address[b]);
+            break;
+          }
+          std::shared_ptr<DeviceMemory> memory = input.buffer()->DeviceCopy(cuda_.get());
+          if (!memory) {
+            if (OnDeviceOnly(input)) return Internal("an input on another device than the cluster's");
+            // On the host: copied once and kept with its buffer, for every later reader on
+            // this device (a session constant's for the session, a feed's or a CPU op's
+            // output's for the run; buffers never change once written).
+            const size_t bytes = input.buffer()->size();
+            GJ_ASSIGN_OR_RETURN(memory, DeviceMemory::Allocate(cuda_, bytes));
+            GJ_RETURN_IF_ERROR(traced(name + "/copy_in_" + std::to_string(buffer.source), "HtoD", bytes,
+                                      [&] { return stream.CopyToDevice(memory->address(), input.raw(), bytes); }));
+            input.buffer()->AddDeviceCopy(memory);
+          }
+          address[b] = memory->address();
+          break;
+        }
         case FusionPlan::Buffer::Kind::kTemp: {
           GJ_ASSIGN_OR_RETURN(const int64_t checked,
                               CheckedBytes(buffer.shape.dims(), static_cast<int64_t>(DTypeSize(buffer.dtype))));
-          const size_t bytes = static_cast<size_t>(checked);
-          GJ_ASSIGN_OR_RETURN(address[b], cuda_->Allocate(std::max<size_t>(bytes, 1)));
+          GJ_ASSIGN_OR_RETURN(address[b], cuda_->Allocate(std::max<size_t>(static_cast<size_t>(checked), 1)));
           owned->push_back(address[b]);
-          if (buffer.kind == FusionPlan::Buffer::Kind::kArgument && bytes > 0) {
-            const Tensor& input = ctx.inputs[buffer.source];
-            GJ_RETURN_IF_ERROR(traced(name + "/copy_in_" + std::to_string(buffer.source), "HtoD", bytes,
-                                      [&] { return stream.CopyToDevice(address[b], input.raw(), bytes); }));
-          }
           break;
         }
       }
@@ -244,7 +264,9 @@ class GpuExecutable : public ClusterExecutable {
         GJ_RETURN_IF_ERROR(Profile(name, k, stream, before, after));
       }
     }
-    // 3. The outputs: copied back (an input or a constant passed through is the host's).
+    // 3. The outputs, left on the device (an input or a constant passed through is the
+    // caller's tensor).
+    std::map<uint64_t, std::shared_ptr<DeviceMemory>> kept;  // temporaries handed out, by address
     for (size_t i = 0; i < program_.outputs.size(); ++i) {
       const int b = program_.outputs[i];
       const FusionPlan::Buffer* buffer = &program_.buffers[b];
@@ -256,12 +278,22 @@ class GpuExecutable : public ClusterExecutable {
         ctx.ForwardOutput(static_cast<int>(i), host.Reshaped(program_.buffers[b].shape));
         continue;
       }
+      const DType dtype = program_.buffers[b].dtype;
+      const Shape& shape = program_.buffers[b].shape;
+      if (shape.num_elements() == 0) {
+        GJ_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(dtype, shape, ctx.allocator));
+        ctx.ForwardOutput(static_cast<int>(i), std::move(out));
+        continue;
+      }
       GJ_ASSIGN_OR_RETURN(uint64_t a, resolve(b));
-      GJ_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(program_.buffers[b].dtype, program_.buffers[b].shape, ctx.allocator));
-      if (out.bytes() > 0)
-        GJ_RETURN_IF_ERROR(traced(name + "/copy_out_" + std::to_string(i), "DtoH", static_cast<int64_t>(out.bytes()),
-                                  [&] { return stream.CopyToHost(out.raw(), a, out.bytes()); }));
-      ctx.ForwardOutput(static_cast<int>(i), std::move(out));
+      std::shared_ptr<DeviceMemory>& memory = kept[a];
+      if (!memory) {  // this call's temporary, from now on the output's
+        owned->erase(std::find(owned->begin(), owned->end(), a));
+        memory = std::make_shared<DeviceMemory>(cuda_, a);
+      }
+      const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+      ctx.ForwardOutput(static_cast<int>(i),
+                        Tensor(dtype, shape, Buffer::OnDevice(memory, bytes, ctx.allocator ? ctx.allocator : Allocator::Default())));
     }
     GJ_RETURN_IF_ERROR(stream.Synchronize());
     for (const Span& span : spans) {

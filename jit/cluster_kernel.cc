@@ -16,6 +16,8 @@
 #include "ir/attr.h"
 #include "ir/device.h"
 #include "jit/pipeline.h"
+#include "runtime/cuda_device.h"
+#include "runtime/placement.h"
 #include "runtime/session_options.h"
 #include "runtime/trace.h"
 
@@ -315,6 +317,9 @@ std::string FirstMismatch(const Tensor& got, const Tensor& want) {
 Status CheckNumerics(KernelContext& ctx, const ClusterState& state, const CompileReporting& report) {
   std::vector<Tensor> want(ctx.outputs.size());
   GJ_RETURN_IF_ERROR(RunReference(ctx, state, &want));
+  for (size_t i = 0; i < ctx.outputs.size(); ++i)
+    if (OnDeviceOnly(ctx.outputs[i]))
+      GJ_RETURN_IF_ERROR(ctx.gpu->CopyToHost(ctx.outputs[i], nullptr, state.name + "/output_" + std::to_string(i)));
   ++state.jit->numerics_checked;
   std::string mismatch;
   for (size_t i = 0; i < want.size() && mismatch.empty(); ++i) {
@@ -347,8 +352,7 @@ Status CheckNumerics(KernelContext& ctx, const ClusterState& state, const Compil
 // A cluster runs on the session's GPU if it has one and the cluster is placed there (see
 // runtime/placement.h), else on the CPU.
 StatusOr<std::shared_ptr<const Backend>> ChooseBackend(const KernelContext& ctx, Jit& jit) {
-  auto device = ParseDeviceName(ctx.node.device);
-  if (ctx.gpu && device.ok() && device->IsGpu()) return GpuBackend(*ctx.gpu, ctx.options, jit.process_options(), &jit);
+  if (ctx.gpu && PlacedOnGpu(ctx.node)) return GpuBackend(*ctx.gpu, ctx.options, jit.process_options(), &jit);
   return CpuBackend(ctx.options, jit.process_options());
 }
 
@@ -373,6 +377,12 @@ Status Compute(KernelContext& ctx) {
       state.target_key = "#" + std::to_string(jit.Intern((*state.backend)->target() + (state.fuse ? "" : " unfused"))) + "|";
   });
   if (!state.backend.ok()) return ctx.Error(state.backend.status().message());
+  // Inputs a GPU kernel made are on the device alone: the signature reads the values that
+  // decide shapes, and a compile in the background copies every input.
+  const bool async = AsyncOf(jit, options);
+  for (size_t i = 0; i < ctx.inputs.size(); ++i)
+    if (OnDeviceOnly(ctx.inputs[i]) && (state.body.value_inputs[i] || async))
+      GJ_RETURN_IF_ERROR(ctx.gpu->CopyToHost(ctx.inputs[i], ctx.tracer, state.name + "/input_" + std::to_string(i) + "/to_host"));
   CompileReporting report;
   const std::string signature = Signature(state, ctx.inputs);
   if (options && !options->dump_to.empty()) {
@@ -388,7 +398,7 @@ Status Compute(KernelContext& ctx) {
   report.disk = jit.DiskCacheFor(options);
   bool hit = false;
   std::shared_ptr<const KernelCache::Entry> entry;
-  if (AsyncOf(jit, options)) {
+  if (async) {
     // The compile outlives this call: it holds the cluster's state and its own copies of
     // the inputs (the executor may reuse their buffers once this kernel returns).
     auto make_compile = [&]() -> KernelCache::CompileFn {

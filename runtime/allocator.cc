@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "runtime/cuda_device.h"
+
 namespace graphjit {
 
 size_t Allocator::RoundedSize(size_t bytes) {
@@ -71,6 +73,50 @@ StatusOr<std::shared_ptr<Buffer>> Buffer::Create(Allocator* allocator, size_t by
   return std::shared_ptr<Buffer>(new Buffer(allocator->weak_from_this().lock(), allocator, p, bytes));
 }
 
-Buffer::~Buffer() { allocator_->Deallocate(data_, size_); }
+std::shared_ptr<Buffer> Buffer::OnDevice(std::shared_ptr<DeviceMemory> memory, size_t bytes, Allocator* allocator) {
+  std::shared_ptr<Buffer> buffer(new Buffer(allocator->weak_from_this().lock(), allocator, nullptr, bytes));
+  buffer->device_.push_back(std::move(memory));
+  return buffer;
+}
+
+std::shared_ptr<Buffer> Buffer::Alias(std::shared_ptr<Buffer> buffer) {
+  std::shared_ptr<Buffer> alias(new Buffer(nullptr, nullptr, buffer->data(), buffer->size()));
+  alias->aliased_ = std::move(buffer);
+  return alias;
+}
+
+Buffer::~Buffer() {
+  void* p = data_.load(std::memory_order_relaxed);
+  if (p && allocator_) allocator_->Deallocate(p, size_);
+}
+
+std::shared_ptr<DeviceMemory> Buffer::DeviceCopy(const void* device) const {
+  std::lock_guard<std::mutex> lock(device_mu_);
+  for (const auto& memory : device_)
+    if (memory->device() == device) return memory;
+  return nullptr;
+}
+
+bool Buffer::HasDeviceCopy() const {
+  std::lock_guard<std::mutex> lock(device_mu_);
+  return !device_.empty();
+}
+
+void Buffer::AddDeviceCopy(std::shared_ptr<DeviceMemory> memory) {
+  std::lock_guard<std::mutex> lock(device_mu_);
+  device_.push_back(std::move(memory));
+}
+
+Status Buffer::FillHostOnce(const std::function<Status(void* host)>& copy) {
+  std::lock_guard<std::mutex> lock(fill_mu_);
+  if (data_.load(std::memory_order_relaxed)) return Status::Ok();
+  GJ_ASSIGN_OR_RETURN(void* p, allocator_->Allocate(size_));
+  if (Status s = copy(p); !s.ok()) {
+    allocator_->Deallocate(p, size_);
+    return s;
+  }
+  data_.store(p, std::memory_order_release);
+  return Status::Ok();
+}
 
 }  // namespace graphjit

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,24 +62,52 @@ class Allocator : public std::enable_shared_from_this<Allocator> {
   std::atomic<int64_t> count_{0};
 };
 
+class DeviceMemory;  // runtime/cuda_device.h
+
 // A block of tensor memory; freed (back to its allocator) with its last reference.
+// Its bytes may also be on a GPU: a GPU kernel's output lives there alone until a CPU op
+// or a fetch needs it (then data() is nullptr until FillHostOnce), and a session constant
+// read by a GPU kernel keeps its copy on the device. A buffer's bytes never change once
+// written, so both sides stay equal.
 class Buffer {
  public:
   static StatusOr<std::shared_ptr<Buffer>> Create(Allocator* allocator, size_t bytes);
+  // A buffer of `bytes` whose bytes are in `memory` alone; host memory for them comes from
+  // `allocator` when FillHostOnce asks for it.
+  static std::shared_ptr<Buffer> OnDevice(std::shared_ptr<DeviceMemory> memory, size_t bytes, Allocator* allocator);
+  // The host bytes of `buffer` under another buffer, with device copies of its own: a
+  // run's view of a fed tensor, whose copies on a device must not outlive the run (the
+  // caller may change the bytes before the next).
+  static std::shared_ptr<Buffer> Alias(std::shared_ptr<Buffer> buffer);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-  void* data() const { return data_; }
+  void* data() const { return data_.load(std::memory_order_acquire); }
   size_t size() const { return size_; }
+
+  // The buffer's bytes on `device` (a CudaDevice), if it has them there.
+  std::shared_ptr<DeviceMemory> DeviceCopy(const void* device) const;
+  bool HasDeviceCopy() const;
+  // Keeps `memory`, which holds the host bytes on its device, for later readers there.
+  void AddDeviceCopy(std::shared_ptr<DeviceMemory> memory);
+  // Host memory for a buffer that has none yet, filled by `copy` (once: concurrent callers
+  // wait for the first, and a failed copy leaves the buffer as it was).
+  Status FillHostOnce(const std::function<Status(void* host)>& copy);
 
  private:
   Buffer(std::shared_ptr<Allocator> owner, Allocator* a, void* d, size_t s)
       : owner_(std::move(owner)), allocator_(a), data_(d), size_(s) {}
   std::shared_ptr<Allocator> owner_;  // set when the allocator is shared-owned
-  Allocator* allocator_;
-  void* data_;
+  Allocator* allocator_;              // null for an alias
+  std::shared_ptr<Buffer> aliased_;   // an alias's buffer
+  std::atomic<void*> data_;
   size_t size_;
+  // Two locks: a copy to the host holds fill_mu_ and then takes the stream's lock; a cluster
+  // holds the stream's lock and then takes device_mu_.
+  std::mutex fill_mu_;
+  mutable std::mutex device_mu_;
+  std::vector<std::shared_ptr<DeviceMemory>> device_;  // per device, at most one
 };
 
 }  // namespace graphjit

@@ -2,6 +2,9 @@
 
 #include <bit>
 
+#include "runtime/tensor.h"
+#include "runtime/trace.h"
+
 #ifdef GRAPHJIT_HAVE_CUDA_H
 #include <cuda.h>
 
@@ -195,12 +198,16 @@ CudaDevice::Stream::~Stream() {
 
 Status CudaDevice::Stream::CopyToDevice(uint64_t device, const void* host, size_t bytes) {
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  h2d_bytes_ += static_cast<int64_t>(bytes);
+  ++h2d_copies_;
   return device_->Check(device_->api_->cuMemcpyHtoDAsync(device, host, bytes, static_cast<CUstream>(stream_)),
                         "cuMemcpyHtoDAsync");
 }
 
 Status CudaDevice::Stream::CopyToHost(void* host, uint64_t device, size_t bytes) {
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  d2h_bytes_ += static_cast<int64_t>(bytes);
+  ++d2h_copies_;
   GJ_RETURN_IF_ERROR(device_->Check(
       device_->api_->cuMemcpyDtoHAsync(host, device, bytes, static_cast<CUstream>(stream_)), "cuMemcpyDtoHAsync"));
   return Synchronize();  // the host reads it next
@@ -267,6 +274,37 @@ Status CudaDevice::Stream::Synchronize() {
 }
 
 #endif  // GRAPHJIT_HAVE_CUDA_H
+
+std::string TransferCounts::ToString() const {
+  return "h2d_bytes=" + std::to_string(h2d_bytes) + " d2h_bytes=" + std::to_string(d2h_bytes) +
+         " h2d_copies=" + std::to_string(h2d_copies) + " d2h_copies=" + std::to_string(d2h_copies);
+}
+
+TransferCounts CudaDevice::Stream::transfers() const {
+  return {h2d_bytes_.load(), d2h_bytes_.load(), h2d_copies_.load(), d2h_copies_.load()};
+}
+
+StatusOr<std::shared_ptr<DeviceMemory>> DeviceMemory::Allocate(std::shared_ptr<CudaDevice> device, size_t bytes) {
+  GJ_ASSIGN_OR_RETURN(uint64_t address, device->Allocate(std::max<size_t>(bytes, 1)));
+  return std::make_shared<DeviceMemory>(std::move(device), address);
+}
+
+bool OnDeviceOnly(const Tensor& t) { return t.buffer() != nullptr && t.buffer()->data() == nullptr; }
+
+Status GpuContext::CopyToHost(const Tensor& t, Tracer* tracer, const std::string& trace_name) {
+  if (!OnDeviceOnly(t)) return Status::Ok();
+  std::shared_ptr<DeviceMemory> memory = cuda ? t.buffer()->DeviceCopy(cuda.get()) : nullptr;
+  if (!memory) return Internal("a tensor on another device than the session's GPU");
+  const int64_t start = tracer ? tracer->NowMicros() : 0;
+  const size_t bytes = t.buffer()->size();
+  GJ_RETURN_IF_ERROR(t.buffer()->FillHostOnce([&](void* host) {
+    std::lock_guard<std::mutex> lock(mu);
+    return stream->CopyToHost(host, memory->address(), bytes);
+  }));
+  if (tracer)
+    tracer->Add({trace_name, "DtoH", start, tracer->NowMicros() - start, CurrentThreadId(), static_cast<int64_t>(bytes)});
+  return Status::Ok();
+}
 
 StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(DeviceKind device, const std::string& cuda_driver) {
   auto gpu = std::make_unique<GpuContext>();

@@ -4,6 +4,7 @@
 // No CUDA header is visible here: device memory is a uint64_t address, handles are opaque.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -16,6 +17,19 @@
 #include "runtime/cuda_driver.h"
 
 namespace graphjit {
+
+class Allocator;
+class Tensor;
+class Tracer;
+
+// Copies between the host and a device, each way: bytes and calls.
+struct TransferCounts {
+  int64_t h2d_bytes = 0, d2h_bytes = 0, h2d_copies = 0, d2h_copies = 0;
+  TransferCounts operator-(const TransferCounts& o) const {
+    return {h2d_bytes - o.h2d_bytes, d2h_bytes - o.d2h_bytes, h2d_copies - o.h2d_copies, d2h_copies - o.d2h_copies};
+  }
+  std::string ToString() const;  // "h2d_bytes=N d2h_bytes=N h2d_copies=N d2h_copies=N"
+};
 
 class CudaDevice {
  public:
@@ -72,6 +86,8 @@ class CudaDevice {
     void ClearPoints();
     void* handle() const { return stream_; }  // the CUstream, for libraries (cuBLASLt)
     Status Synchronize();
+    // The copies queued on this stream since it was made.
+    TransferCounts transfers() const;
 
    private:
     friend class CudaDevice;
@@ -79,6 +95,7 @@ class CudaDevice {
     CudaDevice* device_;
     void* stream_ = nullptr;             // CUstream
     std::vector<void*> events_;          // CUevent, by Record's index
+    std::atomic<int64_t> h2d_bytes_{0}, d2h_bytes_{0}, h2d_copies_{0}, d2h_copies_{0};
   };
   StatusOr<std::unique_ptr<Stream>> NewStream();
 
@@ -97,9 +114,31 @@ class CudaDevice {
   std::map<std::string, void*> modules_;          // PTX text -> CUmodule
 };
 
+// Memory of a CudaDevice, given back to its allocator with the last reference: a tensor's
+// bytes on the device (held by its Buffer, runtime/allocator.h).
+class DeviceMemory {
+ public:
+  static StatusOr<std::shared_ptr<DeviceMemory>> Allocate(std::shared_ptr<CudaDevice> device, size_t bytes);
+  // Takes over `address`, from device->Allocate.
+  DeviceMemory(std::shared_ptr<CudaDevice> device, uint64_t address) : device_(std::move(device)), address_(address) {}
+  ~DeviceMemory() { device_->Free(address_); }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  const CudaDevice* device() const { return device_.get(); }
+  uint64_t address() const { return address_; }
+
+ private:
+  const std::shared_ptr<CudaDevice> device_;
+  const uint64_t address_;
+};
+
 // A session's GPU: the device and the session's stream, on which one cluster at a time
 // copies and launches (`mu`). Without `cuda` (SessionOptions::gpu_compile_only and no
 // driver), kernels are compiled for it but not run.
+//
+// Tensors made on the GPU stay there (their Buffer holds the DeviceMemory, and no host
+// bytes) until something on the host reads them: then CopyToHost gives the buffer its
+// host bytes, once, for every later reader.
 struct GpuContext {
   DeviceKind device = DeviceKind::kGpu;  // kGpu or kGpuEmu
   std::string library;  // the driver library it was opened with
@@ -110,6 +149,15 @@ struct GpuContext {
   // The device named by a session's `device` (a GPU, or the emulator) and `cuda_driver`
   // options (see CudaDriverLibrary), with a new stream; errors say what is missing.
   static StatusOr<std::unique_ptr<GpuContext>> Open(DeviceKind device, const std::string& cuda_driver);
+
+  // Gives `t` its bytes on the host if it has them on the device alone (one copy, kept with
+  // its buffer); traced as `trace_name` ("DtoH") when `tracer` is set. Takes `mu`.
+  Status CopyToHost(const Tensor& t, Tracer* tracer, const std::string& trace_name);
+  // The copies on the session's stream so far.
+  TransferCounts transfers() const { return stream ? stream->transfers() : TransferCounts{}; }
 };
+
+// Whether `t`'s bytes are on the device alone (a GPU kernel's output not yet read on the host).
+bool OnDeviceOnly(const Tensor& t);
 
 }  // namespace graphjit

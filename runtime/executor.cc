@@ -4,6 +4,10 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "runtime/cuda_device.h"
+#include "runtime/op_traits.h"
+#include "runtime/placement.h"
+
 namespace graphjit {
 
 StatusOr<ExecutionPlan> BuildExecutionPlan(const AnalyzedGraph& a, const std::vector<TensorId>& feeds,
@@ -86,11 +90,30 @@ StatusOr<ExecutionPlan> BuildExecutionPlan(const AnalyzedGraph& a, const std::ve
 
 namespace {
 
+// Whether `node` reads input i's bytes on the host, when that tensor is on the GPU alone.
+// A cluster placed on the session's GPU takes its inputs where they are, a view (Reshape,
+// Identity, ...) passes its data on as it is, and a shape-only op reads shapes.
+bool ReadsOnHost(const Node& node, const OpDef& op, int i, bool session_has_gpu) {
+  switch (TraitsOf(node.op).pattern) {
+    case OpPattern::kCluster: return !(session_has_gpu && PlacedOnGpu(node));
+    case OpPattern::kShapeOnly: return false;
+    case OpPattern::kView: return op.IsValueInput(i, static_cast<int>(node.inputs.size()));
+    default: return true;
+  }
+}
+
 class Run {
  public:
   Run(const AnalyzedGraph& a, const ExecutionPlan& p, const std::vector<Tensor>& feeds, const ExecutorOptions& o)
       : a_(a), plan_(p), feeds_(feeds), options_(o), values_(p.num_slots), uses_(p.num_slots),
         pending_(a.graph.num_nodes()) {
+    // With a GPU, the nodes read each fed tensor under an alias of its buffer, which holds
+    // its copy on the device (made once, for every cluster that reads it) for this run alone.
+    if (o.gpu) {
+      for (const Tensor& t : feeds)
+        aliased_feeds_.push_back(t.raw() ? Tensor(t.dtype(), t.shape(), Buffer::Alias(t.buffer())) : t);
+      node_feeds_ = &aliased_feeds_;
+    }
     for (int i = 0; i < p.num_slots; ++i) uses_[i].store(p.initial_uses[i], std::memory_order_relaxed);
     for (int id = 0; id < a.graph.num_nodes(); ++id) pending_[id].store(p.initial_pending[id], std::memory_order_relaxed);
     remaining_ = static_cast<int>(p.nodes.size());
@@ -114,9 +137,16 @@ class Run {
     for (TensorId t : plan_.fetches) outputs->push_back(ValueOf(t));
     // A fetched buffer that something besides this run holds (a Const's value, a compiled
     // kernel's constant, a fed tensor) is handed out as a copy: writing into a fetched
-    // tensor must not change the session.
-    for (Tensor& out : *outputs) {
+    // tensor must not change the session. So is one with device memory (its bytes copied
+    // to the host once): a fetch holds host memory alone.
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      Tensor& out = (*outputs)[i];
       if (out.buffer() == nullptr) continue;
+      if (out.buffer()->HasDeviceCopy()) {
+        GJ_RETURN_IF_ERROR(ToHost(out, "fetch_" + std::to_string(i)));
+        GJ_ASSIGN_OR_RETURN(out, out.Clone(options_.allocator));
+        continue;
+      }
       long held = 0;
       for (const Tensor& t : *outputs) held += t.buffer() == out.buffer();
       if (out.buffer().use_count() <= held + 1) continue;  // the outputs and its own slot: the common case
@@ -136,6 +166,13 @@ class Run {
   // cores (a 1024x1024 layer norm at 2 threads was 0.96x of 1 thread that way).
   // Otherwise a thread of this run picks it up when its current chain ends.
   static constexpr int64_t kHandOffBytes = 256 * 1024;
+
+  // Gives a tensor on the GPU alone its bytes on the host (once, for every reader).
+  Status ToHost(const Tensor& t, const std::string& what) {
+    if (!OnDeviceOnly(t)) return Status::Ok();
+    if (options_.gpu == nullptr) return Internal("a tensor on a GPU in a run without one");
+    return options_.gpu->CopyToHost(t, options_.tracer, options_.trace_prefix + what + "/to_host");
+  }
 
   int64_t FedBytes() const {
     int64_t bytes = 0;
@@ -162,10 +199,12 @@ class Run {
     return bytes;
   }
 
-  // A tensor's value in this run: its feed, or what its node computed.
-  const Tensor& ValueOf(TensorId t) const {
+  // A tensor's value in this run: its feed (as the nodes read it, or as fed), or what its
+  // node computed.
+  const Tensor& ValueOf(TensorId t, bool for_a_node = false) const {
     const int s = plan_.output_base[t.node] + t.index;
-    return plan_.input_feed[s] >= 0 ? feeds_[plan_.input_feed[s]] : values_[s];
+    if (plan_.input_feed[s] < 0) return values_[s];
+    return (for_a_node ? *node_feeds_ : feeds_)[plan_.input_feed[s]];
   }
 
   // Runs `id`, then whatever became ready: one right away, the others scheduled; and
@@ -218,7 +257,10 @@ class Run {
     std::vector<Tensor> inputs;
     inputs.reserve(node.inputs.size());
     InferenceContext ic{node, {}, {}, {}, {}, {}};
-    for (TensorId in : node.inputs) inputs.push_back(ValueOf(in));
+    for (TensorId in : node.inputs) inputs.push_back(ValueOf(in, /*for_a_node=*/true));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (OnDeviceOnly(inputs[i]) && ReadsOnHost(node, *info.op, static_cast<int>(i), options_.gpu != nullptr))
+        GJ_RETURN_IF_ERROR(ToHost(inputs[i], node.name + "/input_" + std::to_string(i)));
     ic.input_dtypes.reserve(inputs.size());
     ic.input_shapes.reserve(inputs.size());
     ic.input_values.reserve(inputs.size());
@@ -227,7 +269,7 @@ class Run {
     for (const Tensor& t : inputs) {
       ic.input_dtypes.push_back(t.dtype());
       ic.input_shapes.push_back(t.shape());
-      ic.input_values.push_back(&t);
+      ic.input_values.push_back(OnDeviceOnly(t) ? nullptr : &t);
     }
     // 2. Output types and shapes for these inputs.
     GJ_RETURN_IF_ERROR(info.op->infer(ic));
@@ -237,10 +279,12 @@ class Run {
     std::vector<Tensor> outputs(info.dtypes.size());
     std::vector<bool> reusable(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
-      // Held by values_ and `inputs` alone, and read by no other node after this one.
+      // Held by values_ and `inputs` alone, read by no other node after this one, and with
+      // no copy on a device that writing it would leave behind.
       const int s = plan_.output_base[node.inputs[i].node] + node.inputs[i].index;
       reusable[i] = plan_.input_feed[s] < 0 && uses_[s].load(std::memory_order_acquire) == 1 &&
-                    inputs[i].buffer() != nullptr && inputs[i].buffer().use_count() == 2;
+                    inputs[i].buffer() != nullptr && inputs[i].buffer().use_count() == 2 &&
+                    !inputs[i].buffer()->HasDeviceCopy();
     }
     KernelContext kc{node,       inputs,           ic.output_dtypes, ic.output_shapes,         outputs,
                      options_.allocator, options_.intra_op, info.state.get(), options_.session_options,
@@ -280,6 +324,8 @@ class Run {
   const ExecutionPlan& plan_;
   const std::vector<Tensor>& feeds_;
   const ExecutorOptions& options_;
+  std::vector<Tensor> aliased_feeds_;
+  const std::vector<Tensor>* node_feeds_ = &feeds_;  // what the nodes read: feeds_ or aliased_feeds_
   std::vector<Tensor> values_;
   std::vector<std::atomic<int>> uses_;
   std::vector<std::atomic<int>> pending_;

@@ -12,6 +12,11 @@ bool HasGpu(const SessionOptions& options) {
   return options.device != DeviceKind::kCpu || !options.cuda_driver.empty();
 }
 
+bool PlacedOnGpu(const Node& node) {
+  auto device = ParseDeviceName(node.device);
+  return device.ok() && device->IsGpu();
+}
+
 bool PlaceNodes(const SessionOptions& options, Graph* graph) {
   const bool gpu = HasGpu(options);
   bool changed = false;

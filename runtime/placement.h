@@ -6,7 +6,7 @@
 //    process says so once on stderr;
 //  - nodes placed on the CPU or XLA_CPU stay where they are.
 // On the GPU, what the JIT compiles runs as GPU kernels; every other op runs on the CPU
-// (soft placement: the JIT's clusters copy their inputs to the device and outputs back).
+// (soft placement: a tensor a cluster made on the GPU is copied to the host for it, once).
 #pragma once
 
 #include "ir/graph.h"
@@ -20,5 +20,8 @@ bool HasGpu(const SessionOptions& options);
 
 // Returns whether it changed any node's device.
 bool PlaceNodes(const SessionOptions& options, Graph* graph);
+
+// Whether the node is placed on a GPU (it runs there if the session has one).
+bool PlacedOnGpu(const Node& node);
 
 }  // namespace graphjit

@@ -193,7 +193,18 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   eo.tracer = run_options.tracer;
   eo.session_options = &options_;
   eo.gpu = gpu_.get();
-  return Execute(*program->graph, program->plan, feed_values, eo, outputs);
+  const TransferCounts before = gpu_ ? gpu_->transfers() : TransferCounts{};
+  Status s = Execute(*program->graph, program->plan, feed_values, eo, outputs);
+  if (gpu_) {
+    std::lock_guard<std::mutex> lock(transfers_mu_);
+    last_run_transfers_ = gpu_->transfers() - before;
+  }
+  return s;
+}
+
+TransferCounts Session::LastRunTransfers() const {
+  std::lock_guard<std::mutex> lock(transfers_mu_);
+  return last_run_transfers_;
 }
 
 }  // namespace graphjit

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/proto/graph.pb.h"
+#include "runtime/cuda_device.h"
 #include "runtime/executor.h"
 #include "runtime/session_options.h"
 
@@ -40,6 +41,10 @@ class Session {
   Status Run(const RunOptions& run_options, const std::vector<std::pair<std::string, Tensor>>& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs);
+
+  // The copies between the host and the session's GPU in the last run (of concurrent
+  // runs, their sum over the last one's time); zeros without a GPU.
+  TransferCounts LastRunTransfers() const;
 
   // The graph as the model wrote it (analyzed, before any graph pass).
   const AnalyzedGraph& graph() const { return *graph_; }
@@ -76,6 +81,8 @@ class Session {
   std::shared_ptr<ThreadPool> intra_op_;
   std::unique_ptr<GpuContext> gpu_;  // with --device gpu|gpu-emu
   mutable std::once_flag soft_placement_said_;
+  mutable std::mutex transfers_mu_;
+  TransferCounts last_run_transfers_;
   std::mutex programs_mu_;
   std::map<std::string, std::shared_ptr<const Program>> programs_;
 };

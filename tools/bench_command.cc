@@ -98,6 +98,7 @@ struct Config {
   std::string name;
   int threads = 1;
   GpuSummary gpu;
+  TransferCounts copies;  // of a run after the first (the second)
   std::unique_ptr<Session> session;
   std::vector<double> ms, stream;
   double compile_ms = 0;
@@ -133,23 +134,28 @@ class StreamCopy {
 };
 
 // The GPU kernels of each configuration: how many, the bytes they move against reading
-// their inputs and writing their outputs once, coalescing, registers and spills, and an
-// H100's predicted time (and the measured one on a GPU).
+// their inputs and writing their outputs once, coalescing, registers and spills, an H100's
+// predicted time (and the measured one on a GPU), and the copies between the host and the
+// device in a run.
 void PrintGpuTable(DeviceKind device, const std::vector<Config>& configs, nlohmann::json* json) {
   const bool emulated = device == DeviceKind::kGpuEmu;
   std::printf("\nGPU kernels per run on %s%s; predicted for an H100 SXM: per kernel the larger of bytes / 3.35 TB/s "
               "and flops / 67 TFLOP/s (over its share of the 132 SMs when its grid has fewer blocks), plus 3 us per launch\n",
               DeviceKindName(device), emulated ? " (the CUDA emulator: nothing ran on a GPU)" : "");
-  std::printf("%-5s %7s %8s %10s %14s %11s %11s %7s %8s %14s %12s\n", "jit", "threads", "kernels", "MB moved",
-              "moved/io max", "coalescing", "regs max", "spills", "MFLOP", "predicted us", "measured us");
+  std::printf("%-5s %7s %8s %10s %14s %11s %11s %7s %8s %14s %12s %16s %16s\n", "jit", "threads", "kernels", "MB moved",
+              "moved/io max", "coalescing", "regs max", "spills", "MFLOP", "predicted us", "measured us", "copies in (MB)",
+              "copies out (MB)");
   for (const Config& c : configs) {
     const GpuSummary& g = c.gpu;
     const double coalescing = g.request_sectors ? g.requested / (32.0 * g.request_sectors) : 1;
     char measured[32] = "-";
     if (!emulated) std::snprintf(measured, sizeof measured, "%.1f", g.measured_us);
-    std::printf("%-5s %7d %8d %10.2f %14.3f %5.1f%% (%2.0f) %11d %7d %8.2f %14.1f %12s\n", c.name.c_str(), c.threads,
-                g.kernels, g.moved / 1e6, g.worst_moved_ratio, 100 * coalescing, 100 * g.worst_coalescing, g.registers,
-                g.spill_bytes, g.flops / 1e6, g.predicted_us, measured);
+    char in[32], out[32];
+    std::snprintf(in, sizeof in, "%lld (%.3f)", static_cast<long long>(c.copies.h2d_copies), c.copies.h2d_bytes / 1e6);
+    std::snprintf(out, sizeof out, "%lld (%.3f)", static_cast<long long>(c.copies.d2h_copies), c.copies.d2h_bytes / 1e6);
+    std::printf("%-5s %7d %8d %10.2f %14.3f %5.1f%% (%2.0f) %11d %7d %8.2f %14.1f %12s %16s %16s\n", c.name.c_str(),
+                c.threads, g.kernels, g.moved / 1e6, g.worst_moved_ratio, 100 * coalescing, 100 * g.worst_coalescing,
+                g.registers, g.spill_bytes, g.flops / 1e6, g.predicted_us, measured, in, out);
     for (auto& j : (*json)["configs"])
       if (j["jit"] == c.name && j["threads"] == c.threads)
         j["gpu"] = {{"device", device},         {"kernels", g.kernels},
@@ -158,7 +164,9 @@ void PrintGpuTable(DeviceKind device, const std::vector<Config>& configs, nlohma
                     {"coalescing", coalescing}, {"worst_coalescing", g.worst_coalescing},
                     {"max_registers", g.registers}, {"spill_bytes", g.spill_bytes},
                     {"flops", g.flops},         {"predicted_us", g.predicted_us},
-                    {"measured_us", emulated ? nlohmann::json() : nlohmann::json(g.measured_us)}};
+                    {"measured_us", emulated ? nlohmann::json() : nlohmann::json(g.measured_us)},
+                    {"h2d_bytes", c.copies.h2d_bytes}, {"h2d_copies", c.copies.h2d_copies},
+                    {"d2h_bytes", c.copies.d2h_bytes}, {"d2h_copies", c.copies.d2h_copies}};
   }
   if (!configs.empty() && !configs[0].gpu.counted)
     std::printf("(no counters on a GPU: bytes moved are the kernels' inputs and outputs, flops 0)\n");
@@ -235,6 +243,7 @@ int BenchCommand(const BenchArgs& a) {
         }
       }
       if (run == 0) c.compiles = static_cast<int>(compiled.size());
+      if (run == 1) c.copies = c.session->LastRunTransfers();
     }
   }
 

@@ -27,7 +27,7 @@ namespace {
 
 constexpr int kChain = 4;
 constexpr int kOutputSets = 1 << (kChain - 1);  // subsets of the ops before the last
-constexpr int kBodies = 2500;                   // kBodies * kOutputSets distinct clusters
+constexpr int kBodies = 1000;                   // kBodies * kOutputSets distinct clusters
 
 const char* const kOps[] = {"Neg", "Abs", "Relu", "Relu6", "Square", "Floor", "Ceil", "Sign"};
 
@@ -42,7 +42,7 @@ float Apply(const std::string& op, float x) {
   return x > 0 ? 1.0f : x < 0 ? -1.0f : x;  // Sign (of a zero: the zero)
 }
 
-TEST(JitSignatures, TwentyThousandClustersOfSharedBodiesAllRight) {
+TEST(JitSignatures, EightThousandClustersOfSharedBodiesAllRight) {
   RegisterJit();
   SessionOptions options;
   options.jit_level = JitLevel::kOn2;

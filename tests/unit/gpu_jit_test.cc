@@ -1,8 +1,10 @@
 // The JIT's GPU backend on the CUDA emulator: every schedule (loops with and without 4-wide
 // accesses, a warp or a block per row, rows held in registers or looped over, column and
 // full reductions by thread or by block, the thread-per-row fallback) against the reference
-// kernels; the unfused baseline; placement; reproducible float reductions. Every module
-// is also assembled by ptxas for sm_80 and sm_90 without spills (gpu_ptxas_check).
+// kernels; the unfused baseline; placement; reproducible float reductions; what is copied
+// between the host and the device (weights once per session, tensors kept on the device
+// between clusters). Every module is also assembled by ptxas for sm_80 and sm_90 without
+// spills (gpu_ptxas_check).
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
@@ -11,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "cuda_emulator/cuemu.h"
 #include "jit/jit.h"
@@ -306,6 +309,134 @@ TEST_F(GpuJit, AtLevelOffOpsPinnedToTheCpuAreNotCompiled) {
   ExpectClose(r.gpu[0], r.reference[0], 2e-6, "y");
   EXPECT_EQ(r.launches, 1);
   EXPECT_EQ(GetJitStats().compiled, before.compiled + 1) << "only the GPU's Tanh";
+}
+
+// ---- What crosses between the host and the device ----
+
+// A dense layer and a softmax over a weight and a bias: the weights are copied to the
+// device at a session's first run alone, the feed at every run, the result back once.
+TEST_F(GpuJit, WeightsAreCopiedOncePerSession) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 64});
+  const Tensor w = Random(Shape({64, 32}), 11), bias = Random(Shape({32}), 12);
+  b.Const("w", w);
+  b.Const("bias", bias);
+  b.Op("mm", "MatMul", {"x", "w"});
+  b.Op("biased", "BiasAdd", {"mm", "bias"});
+  b.Op("y", "Softmax", {"biased"});
+  const Tensor x = Random(Shape({8, 64}), 13);
+  const int64_t y_bytes = 8 * 32 * sizeof(float);
+  SessionOptions cpu;
+  cpu.jit_level = JitLevel::kOff;
+  const Tensor want = testing::RunOrDie(*testing::MakeSession(b.graph_def(), cpu), {{"x", x}}, {"y"})[0];
+  for (int session = 0; session < 2; ++session) {
+    auto s = testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2));
+    for (int run = 0; run < 3; ++run) {
+      SCOPED_TRACE("session " + std::to_string(session) + ", run " + std::to_string(run));
+      ExpectClose(testing::RunOrDie(*s, {{"x", x}}, {"y"})[0], want, 1e-5, "y");
+      const TransferCounts t = s->LastRunTransfers();
+      const int64_t weights = run == 0 ? static_cast<int64_t>(w.bytes() + bias.bytes()) : 0;
+      EXPECT_EQ(t.h2d_bytes, static_cast<int64_t>(x.bytes()) + weights);
+      EXPECT_EQ(t.h2d_copies, run == 0 ? 3 : 1);
+      EXPECT_EQ(t.d2h_bytes, y_bytes);
+      EXPECT_EQ(t.d2h_copies, 1);
+    }
+  }
+}
+
+// Two clusters with ops on the CPU between them: a = exp(x) on the GPU is read by two CPU
+// ops (GatherV2 and Tile: copied to the host once, for both) and by the second cluster
+// (taken on the device, with no copy), which also reads the gather's output (copied in)
+// and the feed (copied in once for both clusters, and again at the next run: the caller may
+// have changed it in place).
+TEST_F(GpuJit, TensorsStayOnTheDeviceUntilTheHostReadsThem) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {8, 16});
+  b.Const("index", testing::MakeInt32({8}, {3, 1, 0, 7, 2, 6, 4, 5}));
+  b.Const("axis", testing::MakeInt32({}, {0}));
+  b.Const("multiples", testing::MakeInt32({2}, {1, 2}));
+  b.Op("a", "Exp", {"x"});
+  auto* gather = b.Op("g", "GatherV2", {"a", "index", "axis"}, DType::kInvalid);
+  testing::SetAttrType(gather, "Tparams", DType::kFloat);
+  testing::SetAttrType(gather, "Tindices", DType::kInt32);
+  testing::SetAttrType(gather, "Taxis", DType::kInt32);
+  auto* tile = b.Op("t", "Tile", {"a", "multiples"});
+  testing::SetAttrType(tile, "Tmultiples", DType::kInt32);
+  b.Op("tanh", "Tanh", {"a"});
+  b.Op("sum", "Add", {"tanh", "g"});
+  b.Op("y", "Add", {"sum", "x"});
+  const Tensor x = Random(Shape({8, 16}), 14);
+  const JitStats before = GetJitStats();
+  auto s = testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2));
+  SessionOptions cpu;
+  cpu.jit_level = JitLevel::kOff;
+  auto reference = testing::MakeSession(b.graph_def(), cpu);
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    if (run == 1) x.data<float>()[5] += 1.0f;  // the same tensor, changed in place
+    const std::vector<Tensor> got = testing::RunOrDie(*s, {{"x", x}}, {"y", "t"});
+    const std::vector<Tensor> want = testing::RunOrDie(*reference, {{"x", x}}, {"y", "t"});
+    ExpectClose(got[0], want[0], 2e-6, "y");
+    ExpectClose(got[1], want[1], 2e-6, "t");
+    EXPECT_EQ(GetJitStats().clusters - before.clusters, 2);
+    EXPECT_EQ(GetJitStats().fallback, before.fallback);
+    const TransferCounts t = s->LastRunTransfers();
+    const int64_t bytes = 8 * 16 * sizeof(float);
+    EXPECT_EQ(t.h2d_copies, 2) << "x and g in";
+    EXPECT_EQ(t.h2d_bytes, 2 * bytes);
+    EXPECT_EQ(t.d2h_copies, 2) << "a once (for the gather and the tile), y fetched";
+    EXPECT_EQ(t.d2h_bytes, 2 * bytes);
+  }
+}
+
+// The same graph from four threads at once, with two inter-op threads per run: the CPU ops
+// that read `a` may copy it to the host at the same time (one of them does), while
+// clusters of other runs read their tensors on the device.
+TEST_F(GpuJit, ConcurrentRunsShareTheDeviceSafely) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {8, 16});
+  b.Const("index", testing::MakeInt32({8}, {7, 6, 5, 4, 3, 2, 1, 0}));
+  b.Const("axis", testing::MakeInt32({}, {0}));
+  b.Const("w", Random(Shape({16, 16}), 15));
+  b.Op("a", "Exp", {"x"});
+  auto* gather = b.Op("g", "GatherV2", {"a", "index", "axis"}, DType::kInvalid);
+  testing::SetAttrType(gather, "Tparams", DType::kFloat);
+  testing::SetAttrType(gather, "Tindices", DType::kInt32);
+  testing::SetAttrType(gather, "Taxis", DType::kInt32);
+  b.Const("multiples", testing::MakeInt32({2}, {1, 1}));
+  auto* tile = b.Op("t", "Tile", {"a", "multiples"});
+  testing::SetAttrType(tile, "Tmultiples", DType::kInt32);
+  b.Op("mm", "MatMul", {"a", "w"});
+  b.Op("sum", "Add", {"mm", "g"});
+  b.Op("y", "Add", {"sum", "t"});
+  SessionOptions options = OnGpu(JitLevel::kOn2);
+  options.inter_op_threads = 2;
+  auto s = testing::MakeSession(b.graph_def(), options);
+  SessionOptions cpu;
+  cpu.jit_level = JitLevel::kOff;
+  auto reference = testing::MakeSession(b.graph_def(), cpu);
+  std::vector<Tensor> inputs, want;
+  for (int i = 0; i < 4; ++i) {
+    inputs.push_back(Random(Shape({8, 16}), 20 + i));
+    want.push_back(testing::RunOrDie(*reference, {{"x", inputs[i]}}, {"y"})[0]);
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::vector<Tensor>> got(4);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int run = 0; run < 10; ++run) {
+        std::vector<Tensor> out;
+        Status status = s->Run({{"x", inputs[(t + run) % 4]}}, {"y"}, {}, &out);
+        if (!status.ok() || run == 9) got[t] = status.ok() ? out : std::vector<Tensor>{};
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < 4; ++t) {
+    ASSERT_EQ(got[t].size(), 1u) << "thread " << t;
+    // exp(x) reaches thousands: the GEMM's sums, in cuBLASLt's order and in the CPU's, differ
+    // in their last bits (a race would differ everywhere).
+    ExpectClose(got[t][0], want[(t + 9) % 4], 1e-4, "y of thread " + std::to_string(t), 1e-2);
+  }
 }
 
 }  // namespace
