@@ -1,11 +1,12 @@
 // The GPU backend: the emitted gpu.module compiled by backends/nvptx to PTX for the
 // device's compute capability, loaded through the CUDA driver (the driver, or the CUDA
 // emulator, compiles the PTX for the device), and launched on the session's stream. A call
-// takes its inputs where they are: on the device (another cluster's outputs), a session
-// constant's copy there (made at its first use and kept with it), or copied in for this
-// call (a feed, a CPU op's output); it runs the kernels in order and leaves its outputs on
-// the device, for the executor to copy to the host only where something there reads them.
-// The body's own constants are copied once, at compile time.
+// takes its inputs where they are: on the device (another cluster's outputs), or on the
+// host, copied to the device at their first reader and kept with their buffer for the next
+// (a session constant for the session, a feed or a CPU op's output for the run); it runs
+// the kernels in order and leaves its outputs on the device, for the executor to copy to the
+// host only where something there reads them. The body's own constants are copied once, at
+// compile time.
 #include <algorithm>
 #include <array>
 #include <cstdio>
