@@ -66,9 +66,9 @@ class DeviceMemory;  // runtime/cuda_device.h
 
 // A block of tensor memory; freed (back to its allocator) with its last reference.
 // Its bytes may also be on a GPU: a GPU kernel's output lives there alone until a CPU op
-// or a fetch needs it (then data() is nullptr until FillHostOnce), and a session constant
-// read by a GPU kernel keeps its copy on the device. A buffer's bytes never change once
-// written, so both sides stay equal.
+// or a fetch needs it (then data() is nullptr until FillHostOnce), and a host buffer a GPU
+// kernel read keeps its copy on the device. A buffer's bytes never change once written (the
+// executor writes no output into a buffer with a device copy), so both sides stay equal.
 class Buffer {
  public:
   static StatusOr<std::shared_ptr<Buffer>> Create(Allocator* allocator, size_t bytes);

@@ -18,7 +18,6 @@
 
 namespace graphjit {
 
-class Allocator;
 class Tensor;
 class Tracer;
 
