@@ -14,7 +14,6 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "ir/attr.h"
-#include "ir/device.h"
 #include "jit/pipeline.h"
 #include "runtime/cuda_device.h"
 #include "runtime/placement.h"
