@@ -208,6 +208,15 @@ Lowering::Any LogicalOf(const char* op) {
   };
 }
 
+// ZerosLike and OnesLike: `c` of the result's type.
+Lowering::Any ConstantLike(int c) {
+  return [c](const Node&, const auto&, const auto& types, MlirWriter& w) -> StatusOr<std::string> {
+    if (types[0] == "f32") return F32(w, c);
+    if (types[0] == "i1") return w.Let(c ? "arith.constant true" : "arith.constant false");
+    return IntConst(w, c, types[0]);
+  };
+}
+
 // Every op the elemental emitter computes, as the reference kernels compute it. Floats
 // are computed in f32; integers wrap on overflow in two's complement (Abs and Neg of the
 // minimum give the minimum).
@@ -374,6 +383,8 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
          GJ_ASSIGN_OR_RETURN(DType to, GetTypeAttr(n, "DstT"));
          return EmitCast(x[0], types[0], to, w);
        })},
+      {"ZerosLike", Lowering(ConstantLike(0))},
+      {"OnesLike", Lowering(ConstantLike(1))},
       {"Select", Lowering(SelectOf)},
       {"SelectV2", Lowering(SelectOf)},
       {"LogicalAnd", Lowering(LogicalOf("arith.andi"))},

@@ -55,7 +55,7 @@ bool KeepsRows(const std::vector<int>& dims, const Shape& in, const Shape& out) 
 // A value the kernel that reads it computes element by element (unless it is stored).
 bool ComputedInline(NodeKind kind) {
   return kind == NodeKind::kElementwise || kind == NodeKind::kSizeOneReshape || kind == NodeKind::kTranspose ||
-         kind == NodeKind::kConcat;
+         kind == NodeKind::kConcat || kind == NodeKind::kIndexed;
 }
 
 class Planner {
@@ -160,7 +160,7 @@ class Planner {
       return;
     }
     const Node& n = *g_.graph.node(v.node);
-    const bool remaps = remapped || kind == NodeKind::kTranspose || kind == NodeKind::kConcat;
+    const bool remaps = remapped || kind == NodeKind::kTranspose || kind == NodeKind::kConcat || kind == NodeKind::kIndexed;
     const bool reads_by_dims = kind == NodeKind::kElementwise || kind == NodeKind::kSizeOneReshape;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (!IsDataInput(n, static_cast<int>(i))) continue;
@@ -411,6 +411,9 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
                : NodeKind::kView;
   if (n.op == "Transpose") return NodeKind::kTranspose;
   if (n.op == "ConcatV2") return NodeKind::kConcat;
+  // The rest of the data movement (Slice, Pad, Tile, Pack, Split, OneHot, ...) and Fill.
+  const OpPattern pattern = TraitsOf(n.op).pattern;
+  if (pattern == OpPattern::kDataMovement || pattern == OpPattern::kBroadcast) return NodeKind::kIndexed;
   if (IsReduction(n.op)) {
     // Over no axis (an empty axes list, as tf.reduce_sum(x, axis=[]) writes it): x itself.
     // (ArgMax and ArgMin take one axis, a scalar.)

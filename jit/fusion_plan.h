@@ -24,8 +24,11 @@
 namespace graphjit {
 
 // How a fusion emitter sees a body node.
+// kIndexed: an element of the node's result is one element of a data input, read at an index
+// computed from the result's index (the data movement ops of runtime/op_traits.cc, and
+// Fill), or a constant (a pad's value, OneHot's on and off values).
 enum class NodeKind {
-  kConstant, kArgument, kElementwise, kSizeOneReshape, kView, kTranspose, kConcat, kReduction, kLibrary
+  kConstant, kArgument, kElementwise, kSizeOneReshape, kView, kTranspose, kConcat, kIndexed, kReduction, kLibrary
 };
 
 // Empty if the emitters take `n` with these input and output dtypes (the fact clustering

@@ -8,6 +8,7 @@
 #include "ir/attr.h"
 #include "jit/elemental.h"
 #include "jit/specialize.h"
+#include "runtime/kernels/indexing.h"
 #include "runtime/op_traits.h"
 
 namespace graphjit::emitter {
@@ -650,8 +651,16 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
     case NodeKind::kConcat: {
       int64_t axis = g_.constants[n.inputs.back().node].ValueAsInt(0);
       if (axis < 0) axis += shape.rank();
-      return Concat(n, index, static_cast<int>(axis), 0, 0);
+      std::vector<int64_t> ends;
+      for (size_t k = 0; k + 1 < n.inputs.size(); ++k)
+        ends.push_back((ends.empty() ? 0 : ends.back()) + ShapeOf(n.inputs[k]).dim(static_cast<int>(axis)));
+      return Pieces(index, static_cast<int>(axis), ends, [&](size_t k, const Value& local) {
+        Index at = index;
+        at[axis] = local;
+        return Get(n.inputs[k], at);
+      });
     }
+    case NodeKind::kIndexed: return Indexed(v, index);
     default: return Internal("no value for " + g_.graph.TensorName(v) + " in fusion_" + std::to_string(f_));
   }
 }
@@ -673,22 +682,15 @@ Index KernelEmitter::ReadAt(const std::vector<int>& dims, const Index& index, co
   return to;
 }
 
-// ConcatV2 operands k.. at `index`, the k-th starting at `offset` along `axis`: a chain
-// of branches. Nothing an operand loads is hoisted out of its branch.
-StatusOr<Value> KernelEmitter::Concat(const Node& n, const Index& index, int axis, size_t k, int64_t offset) {
-  const TensorId in = n.inputs[k];
-  Index shifted = index;
-  if (offset) shifted[axis] = Let(index[axis].depth, "arith.subi " + index[axis].name + ", " + IndexConst(offset).name + " : index", "index");
-  if (k + 2 == n.inputs.size()) return Get(in, shifted);
-  const int64_t end = offset + g_.info(in.node).shapes[in.index].dim(axis);
-  const Value cond = Let(index[axis].depth, "arith.cmpi ult, " + index[axis].name + ", " + IndexConst(end).name + " : index", "i1");
+StatusOr<Value> KernelEmitter::Branch(const Value& cond, const std::function<StatusOr<Value>()>& then,
+                                      const std::function<StatusOr<Value>()>& otherwise) {
   const int at = Innermost(), saved_floor = floor_;
   std::string branches[2];
   Value yielded[2];
   for (int b = 0; b < 2; ++b) {
     OpenScope();
     floor_ = Innermost();
-    auto v = b == 0 ? Get(in, shifted) : Concat(n, index, axis, k + 1, end);
+    auto v = b == 0 ? then() : otherwise();
     floor_ = saved_floor;
     branches[b] = CloseScope();
     if (!v.ok()) return v.status();
@@ -699,6 +701,138 @@ StatusOr<Value> KernelEmitter::Concat(const Node& n, const Index& index, int axi
                yielded[0].name + " : " + result.type + "\n} else {\n" + branches[1] + "scf.yield " + yielded[1].name +
                " : " + result.type + "\n}\n";
   return result;
+}
+
+StatusOr<Value> KernelEmitter::Pieces(const Index& index, int axis, const std::vector<int64_t>& ends, const Piece& piece,
+                                      size_t k) {
+  const int64_t start = k == 0 ? 0 : ends[k - 1];
+  const Value local = start ? IndexArith("arith.subi", index[axis], IndexConst(start)) : index[axis];
+  if (k + 1 == ends.size()) return piece(k, local);
+  return Branch(IndexCmp("ult", index[axis], IndexConst(ends[k])), [&] { return piece(k, local); },
+                [&] { return Pieces(index, axis, ends, piece, k + 1); });
+}
+
+Value KernelEmitter::IndexArith(const char* op, const Value& a, const Value& b) {
+  return Let(std::max(a.depth, b.depth), std::string(op) + " " + a.name + ", " + b.name + " : index", "index");
+}
+
+Value KernelEmitter::IndexCmp(const char* pred, const Value& a, const Value& b) {
+  return Let(std::max(a.depth, b.depth), std::string("arith.cmpi ") + pred + ", " + a.name + ", " + b.name + " : index", "i1");
+}
+
+StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
+  const Node& n = *g_.graph.node(v.node);
+  const std::string& op = n.op;
+  const Shape& out = ShapeOf(v);
+  const TensorId data = n.inputs[op == "Split" || op == "Fill" ? 1 : 0];
+  const Shape& in = ShapeOf(data);
+  auto ints = [&](int i) {
+    const Tensor& t = g_.constants[n.inputs[i].node];
+    std::vector<int64_t> values(t.num_elements());
+    for (int64_t k = 0; k < t.num_elements(); ++k) values[k] = t.ValueAsInt(k);
+    return values;
+  };
+  auto plus = [&](const Value& i, int64_t c) { return c ? IndexArith("arith.addi", i, IndexConst(c)) : i; };
+  auto select = [&](const Value& cond, const Value& a, const Value& b) {
+    return Let(std::max({cond.depth, a.depth, b.depth}),
+               "arith.select " + cond.name + ", " + a.name + ", " + b.name + " : " + a.type, a.type);
+  };
+  Index at = index;
+  if (op == "Fill") return Get(data, {});
+  if (op == "Slice") {
+    const std::vector<int64_t> begin = ints(1);
+    for (int d = 0; d < in.rank(); ++d) at[d] = plus(index[d], begin[d]);
+    return Get(data, at);
+  }
+  if (op == "StridedSlice") {
+    const InferenceContext c{n, {}, {}, {}, {}, {}};
+    GJ_ASSIGN_OR_RETURN(std::vector<SliceDim> dims, ResolveStridedSlice(c, in, ints(1), ints(2), ints(3)));
+    at.assign(in.rank(), IndexConst(0));
+    size_t k = 0;  // the result's dim
+    for (const SliceDim& s : dims) {
+      const Value* i = s.keep ? &index[k++] : nullptr;
+      if (s.in_dim < 0) continue;
+      if (!i || s.size == 1) {
+        at[s.in_dim] = IndexConst(s.begin);
+      } else {
+        at[s.in_dim] = plus(s.stride == 1 ? *i : IndexArith("arith.muli", *i, IndexConst(s.stride)), s.begin);
+      }
+    }
+    return Get(data, at);
+  }
+  if (op == "Tile") {
+    for (int d = 0; d < in.rank(); ++d)
+      at[d] = in.dim(d) == 1     ? IndexConst(0)
+              : in.dim(d) == out.dim(d) ? index[d]
+                                        : IndexArith("arith.remui", index[d], IndexConst(in.dim(d)));
+    return Get(data, at);
+  }
+  if (op == "MirrorPad") {
+    // REFLECT repeats no edge element, SYMMETRIC repeats it: before the start, j -> -j - 1 +
+    // reflect; past the end (size n), j -> 2n - 1 - reflect - j.
+    GJ_ASSIGN_OR_RETURN(std::string mode, GetStringAttr(n, "mode"));
+    const int64_t reflect = mode == "REFLECT" ? 1 : 0;
+    const std::vector<int64_t> pads = ints(1);
+    for (int d = 0; d < in.rank(); ++d) {
+      Value j = pads[2 * d] ? IndexArith("arith.subi", index[d], IndexConst(pads[2 * d])) : index[d];
+      if (pads[2 * d])
+        j = select(IndexCmp("slt", j, IndexConst(0)), IndexArith("arith.subi", IndexConst(reflect - 1), j), j);
+      if (pads[2 * d + 1])
+        j = select(IndexCmp("sge", j, IndexConst(in.dim(d))),
+                   IndexArith("arith.subi", IndexConst(2 * in.dim(d) - 1 - reflect), j), j);
+      at[d] = j;
+    }
+    return Get(data, at);
+  }
+  if (op == "Pad" || op == "PadV2") {
+    const std::vector<int64_t> pads = ints(1);
+    std::optional<Value> inside;
+    for (int d = 0; d < in.rank(); ++d) {
+      if (!pads[2 * d] && !pads[2 * d + 1]) continue;
+      at[d] = pads[2 * d] ? IndexArith("arith.subi", index[d], IndexConst(pads[2 * d])) : index[d];
+      const Value ok = IndexCmp("ult", at[d], IndexConst(in.dim(d)));  // before the start, at[d] wraps around
+      inside = !inside ? ok : Let(std::max(inside->depth, ok.depth), "arith.andi " + inside->name + ", " + ok.name + " : i1", "i1");
+    }
+    if (!inside) return Get(data, at);
+    return Branch(*inside, [&] { return Get(data, at); }, [&]() -> StatusOr<Value> {
+      if (op == "PadV2") return Get(n.inputs[2], {});
+      const std::string type = ElementType(g_.info(v.node).dtypes[0]);
+      if (type == "f32") return FloatConst(0);
+      if (type == "i1") return Let(0, "arith.constant false", "i1");
+      return IntConst(0, type);
+    });
+  }
+  if (op == "Pack" || op == "Unpack") {
+    GJ_ASSIGN_OR_RETURN(int64_t axis, GetIntAttrOr(n, "axis", 0));
+    if (op == "Unpack") {
+      at.insert(at.begin() + (axis < 0 ? axis + in.rank() : axis), IndexConst(v.index));
+      return Get(data, at);
+    }
+    const int a = static_cast<int>(axis < 0 ? axis + out.rank() : axis);
+    std::vector<int64_t> ends(n.inputs.size());
+    for (size_t k = 0; k < ends.size(); ++k) ends[k] = static_cast<int64_t>(k) + 1;
+    at.erase(at.begin() + a);
+    return Pieces(index, a, ends, [&](size_t k, const Value&) { return Get(n.inputs[k], at); });
+  }
+  if (op == "Split" || op == "SplitV") {
+    int64_t axis = ints(op == "Split" ? 0 : 2)[0];
+    if (axis < 0) axis += out.rank();
+    int64_t offset = 0;  // the outputs before this one, along the axis
+    for (int k = 0; k < v.index; ++k) offset += g_.info(v.node).shapes[k].dim(static_cast<int>(axis));
+    at[axis] = plus(index[axis], offset);
+    return Get(data, at);
+  }
+  if (op == "OneHot") {
+    GJ_ASSIGN_OR_RETURN(int64_t axis, GetIntAttrOr(n, "axis", -1));
+    const int a = static_cast<int>(axis == -1 ? out.rank() - 1 : axis);
+    at.erase(at.begin() + a);
+    GJ_ASSIGN_OR_RETURN(const Value x, Get(data, at));
+    const Value i = Let(x.depth, "arith.index_cast " + x.name + " : " + x.type + " to index", "index");
+    GJ_ASSIGN_OR_RETURN(const Value on, Get(n.inputs[2], {}));
+    GJ_ASSIGN_OR_RETURN(const Value off, Get(n.inputs[3], {}));
+    return select(IndexCmp("eq", i, index[a]), on, off);
+  }
+  return Internal(NodeLabel(n) + " is not an indexed op");
 }
 
 }  // namespace graphjit::emitter

@@ -209,9 +209,19 @@ class KernelEmitter {
   // The index of an input of shape `in` read through `dims` (see ReadDims) at `index`.
   Index ReadAt(const std::vector<int>& dims, const Index& index, const Shape& in);
 
-  // ConcatV2 operands k.. at `index`, the k-th starting at `offset` along `axis`: a chain
-  // of branches. Nothing an operand loads is hoisted out of its branch.
-  StatusOr<Value> Concat(const Node& n, const Index& index, int axis, size_t k, int64_t offset);
+  // `cond` ? then() : otherwise(), each computed inside its branch: nothing either loads is
+  // hoisted out of it.
+  StatusOr<Value> Branch(const Value& cond, const std::function<StatusOr<Value>()>& then,
+                         const std::function<StatusOr<Value>()>& otherwise);
+  // Pieces laid end to end along `axis` (piece k ends at ends[k]): piece(k, local), local the
+  // index along the axis within piece k, for the piece `index` falls in (a chain of branches).
+  using Piece = std::function<StatusOr<Value>(size_t k, const Value& local)>;
+  StatusOr<Value> Pieces(const Index& index, int axis, const std::vector<int64_t>& ends, const Piece& piece, size_t k = 0);
+  // a <op> b on indices ("arith.addi", ...), and the comparison `pred` of two indices.
+  Value IndexArith(const char* op, const Value& a, const Value& b);
+  Value IndexCmp(const char* pred, const Value& a, const Value& b);
+  // A kIndexed node's element at `index`.
+  StatusOr<Value> Indexed(TensorId v, const Index& index);
 
   // --- GPU (jit/gpu_schedule.cc).
   Status GpuLoop(EmittedKernel* kernel);

@@ -46,10 +46,10 @@ std::vector<OpTraitsEntry> MakeTable() {
       Elementwise("Selu", 3), Elementwise("Sigmoid", 2), Elementwise("SigmoidGrad"), Elementwise("Sign"),
       Elementwise("Softplus", 3), Elementwise("Softsign"), Elementwise("Sqrt", 1), Elementwise("Square"),
       Elementwise("SquaredDifference"), Elementwise("Sub"), Elementwise("Tanh", 2), Elementwise("TanhGrad"),
-      Of("ZerosLike", P::kElementwise, kNever), Of("OnesLike", P::kElementwise, kNever),
+      Of("ZerosLike", P::kElementwise, kOn1), Of("OnesLike", P::kElementwise, kOn1),
       Of("CheckNumerics", P::kElementwise, kNever),
       // Broadcasts.
-      Of("BiasAdd", P::kBroadcast, kOn1), Of("BroadcastTo", P::kBroadcast, kOn1),
+      Of("BiasAdd", P::kBroadcast, kOn1), Of("BroadcastTo", P::kBroadcast, kOn1), Of("Fill", P::kBroadcast, kOn1),
       // Reductions, and the row ops made of them.
       Reduction("Sum", R::kSum), Reduction("Mean", R::kMean), Reduction("Max", R::kMax), Reduction("Min", R::kMin),
       Reduction("Prod", R::kProd), Reduction("ArgMax", R::kArgMax), Reduction("ArgMin", R::kArgMin),
@@ -61,12 +61,12 @@ std::vector<OpTraitsEntry> MakeTable() {
       Of("Identity", P::kView, kOn1, 0), Of("StopGradient", P::kView, kOn1, 0), Of("IdentityN", P::kView, kNever, 0),
       // Data movement.
       Of("Transpose", P::kDataMovement, kOn1), Of("ConcatV2", P::kDataMovement, kOn1),
-      Of("Pack", P::kDataMovement, kNever), Of("Unpack", P::kDataMovement, kNever),
-      Of("Slice", P::kDataMovement, kNever), Of("StridedSlice", P::kDataMovement, kNever),
-      Of("Split", P::kDataMovement, kNever), Of("SplitV", P::kDataMovement, kNever),
-      Of("Tile", P::kDataMovement, kNever), Of("Pad", P::kDataMovement, kNever),
-      Of("PadV2", P::kDataMovement, kNever), Of("MirrorPad", P::kDataMovement, kNever),
-      Of("GatherV2", P::kDataMovement, kNever), Of("OneHot", P::kDataMovement, kNever),
+      Of("Pack", P::kDataMovement, kOn1), Of("Unpack", P::kDataMovement, kOn1),
+      Of("Slice", P::kDataMovement, kOn1), Of("StridedSlice", P::kDataMovement, kOn1),
+      Of("Split", P::kDataMovement, kOn1), Of("SplitV", P::kDataMovement, kOn1),
+      Of("Tile", P::kDataMovement, kOn1), Of("Pad", P::kDataMovement, kOn1),
+      Of("PadV2", P::kDataMovement, kOn1), Of("MirrorPad", P::kDataMovement, kOn1),
+      Of("GatherV2", P::kDataMovement, kNever), Of("OneHot", P::kDataMovement, kOn1),
       Of("Where", P::kDataMovement, kNever),
       // Shapes.
       Of("Shape", P::kShapeOnly, kNever), Of("Size", P::kShapeOnly, kNever), Of("Rank", P::kShapeOnly, kNever),

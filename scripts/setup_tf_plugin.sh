@@ -7,7 +7,7 @@
 #  2. protobuf's Debian source package into build-deps/protobuf
 #     (scripts/fetch_protobuf_source.sh): the plugin builds its own hidden protobuf from it;
 #  3. `pip install --no-build-isolation .` (pyproject.toml: CMake through scikit-build-core,
-#     in build-tf/cmake).
+#     in the release's build folder, build-release, whose objects scripts/release.sh reuses).
 #   scripts/setup_tf_plugin.sh        then: build-tf/venv/bin/python examples/mnist_softmax_xla.py
 set -euo pipefail
 cd "$(dirname "$0")/.."

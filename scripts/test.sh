@@ -17,15 +17,19 @@ scripts/setup_tf_plugin.sh
 TF_CPP_MIN_LOG_LEVEL=2 build-tf/venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 t3=$(date +%s)
 echo "test.sh: the TensorFlow plugin (build and tests) took $((t3 - t2)) s"
-# The release with its tests (scripts/release.sh --tests), unpacked elsewhere and run there
-# as on a machine without graphjit's build: every fixture and bench graph on the CPU, then its own
-# scripts/gpu_check.sh against the CUDA emulator (fixtures, the GPU suites, bench graphs).
+# The release with its tests (scripts/release.sh --tests; built in the plugin's build folder,
+# so only what the plugin does not share is compiled), unpacked elsewhere and run there as on
+# a machine without graphjit's build: every fixture and bench graph on the CPU, a fuzz seed
+# of the JIT against its reference kernels (built for a baseline x86-64 CPU: their answers
+# must be the native build's), then its own scripts/gpu_check.sh against the CUDA emulator
+# (fixtures, the GPU suites, bench graphs).
 scripts/release.sh --tests
 unpacked=$(mktemp -d)
 for archive in dist/graphjit-*-linux-x86_64.tar.xz; do tar -C "$unpacked" -xJf "$archive"; done
 release=$(echo "$unpacked"/graphjit-*)
 python3 "$release/scripts/check_fixtures.py" --graphjit "$release/bin/graphjit" --device cpu --jit on_2 --jobs 2 \
   "$release/tests/data" "$release"/bench/graphs/*.pb
+"$release/bin/jit_fuzz" --seed 20261127 --graphs 500 --kernels "x86-64 (SSE2)" --known tests/fuzz/jit_fuzz_known.txt
 "$release/scripts/gpu_check.sh" --device gpu-emu --out build-release/gpu-check
 rm -rf "$unpacked"
 t4=$(date +%s)

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "runtime/kernels/common.h"
+#include "runtime/kernels/indexing.h"
 
 namespace graphjit {
 
@@ -30,6 +31,92 @@ void CopyBlock(const Tensor& in, const std::vector<int64_t>& begin, Tensor* out)
     std::memcpy(static_cast<char*>(out->raw()) + r * inner * elem, static_cast<const char*>(in.raw()) + off * elem,
                 inner * elem);
   }
+}
+
+StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, const Shape& in,
+                                                    const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+                                                    const std::vector<int64_t>& strides) {
+  auto mask = [&](const char* name) { return GetIntAttrOr(c.node, name, 0); };
+  GJ_ASSIGN_OR_RETURN(int64_t begin_mask, mask("begin_mask"));
+  GJ_ASSIGN_OR_RETURN(int64_t end_mask, mask("end_mask"));
+  GJ_ASSIGN_OR_RETURN(int64_t ellipsis_mask, mask("ellipsis_mask"));
+  GJ_ASSIGN_OR_RETURN(int64_t new_axis_mask, mask("new_axis_mask"));
+  GJ_ASSIGN_OR_RETURN(int64_t shrink_mask, mask("shrink_axis_mask"));
+  const int m = static_cast<int>(begin.size());
+  if (static_cast<int>(end.size()) != m || static_cast<int>(strides.size()) != m)
+    return c.ShapeError("begin, end and strides must have the same length");
+  if (__builtin_popcountll(static_cast<uint64_t>(ellipsis_mask)) > 1) return c.ShapeError("more than one ellipsis");
+  const int rank = in.rank();
+  int consumed = 0;  // input dims named by entries other than ellipsis/new axis
+  for (int i = 0; i < m; ++i)
+    if (!((ellipsis_mask >> i) & 1) && !((new_axis_mask >> i) & 1)) ++consumed;
+  if (consumed > rank) return c.ShapeError("slice spec names " + std::to_string(consumed) + " dims of a rank " + std::to_string(rank) + " input");
+  std::vector<SliceDim> dims;
+  int in_dim = 0;
+  bool saw_ellipsis = false;
+  auto full = [&](int d) {
+    SliceDim s;
+    s.in_dim = d;
+    s.size = in.dim(d);
+    dims.push_back(s);
+  };
+  for (int i = 0; i < m; ++i) {
+    if ((ellipsis_mask >> i) & 1) {
+      saw_ellipsis = true;
+      for (int k = 0; k < rank - consumed; ++k) full(in_dim++);
+      continue;
+    }
+    if ((new_axis_mask >> i) & 1) {
+      SliceDim s;
+      s.size = 1;
+      dims.push_back(s);
+      continue;
+    }
+    SliceDim s;
+    s.in_dim = in_dim++;
+    const int64_t d = in.dim(s.in_dim);
+    const int64_t st = strides[i];
+    if (st == 0) return c.ShapeError("stride " + std::to_string(i) + " is zero");
+    if (st == std::numeric_limits<int64_t>::min()) return c.ShapeError("stride " + std::to_string(i) + " is out of range");
+    if ((shrink_mask >> i) & 1) {
+      int64_t b = begin[i];
+      if (d >= 0) {
+        if (b < 0) b += d;
+        if (b < 0 || b >= d)
+          return c.ShapeError("index " + std::to_string(begin[i]) + " is out of bounds for dimension " +
+                              std::to_string(s.in_dim) + " of size " + std::to_string(d));
+      }
+      s.begin = b;
+      s.size = 1;
+      s.keep = false;
+      dims.push_back(s);
+      continue;
+    }
+    s.stride = st;
+    if (d < 0) {
+      s.size = -1;
+      dims.push_back(s);
+      continue;
+    }
+    auto canonical = [&](int64_t v, bool masked, bool is_begin) {
+      if (masked) {
+        if (is_begin) return st > 0 ? int64_t{0} : d - 1;
+        return st > 0 ? d : int64_t{-1};
+      }
+      if (v < 0) v += d;
+      return st > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1);
+    };
+    int64_t b = canonical(begin[i], (begin_mask >> i) & 1, true);
+    int64_t e = canonical(end[i], (end_mask >> i) & 1, false);
+    int64_t span = st > 0 ? e - b : b - e;
+    int64_t ast = st > 0 ? st : -st;
+    s.begin = b;
+    s.size = span <= 0 ? 0 : 1 + (span - 1) / ast;
+    dims.push_back(s);
+  }
+  if (!saw_ellipsis)
+    while (in_dim < rank) full(in_dim++);
+  return dims;
 }
 
 namespace {
@@ -163,99 +250,6 @@ OpDef SplitOp(bool v) {
 }
 
 // ---- StridedSlice --------------------------------------------------------------------
-
-struct SliceDim {
-  int64_t begin = 0, stride = 1, size = 0;
-  int in_dim = -1;      // input dimension walked, -1 for a new axis
-  bool keep = true;     // false for shrunk dims
-};
-
-// Resolves TensorFlow's sparse slice spec (with masks) against the input shape.
-StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, const Shape& in,
-                                                    const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
-                                                    const std::vector<int64_t>& strides) {
-  auto mask = [&](const char* name) { return GetIntAttrOr(c.node, name, 0); };
-  GJ_ASSIGN_OR_RETURN(int64_t begin_mask, mask("begin_mask"));
-  GJ_ASSIGN_OR_RETURN(int64_t end_mask, mask("end_mask"));
-  GJ_ASSIGN_OR_RETURN(int64_t ellipsis_mask, mask("ellipsis_mask"));
-  GJ_ASSIGN_OR_RETURN(int64_t new_axis_mask, mask("new_axis_mask"));
-  GJ_ASSIGN_OR_RETURN(int64_t shrink_mask, mask("shrink_axis_mask"));
-  const int m = static_cast<int>(begin.size());
-  if (static_cast<int>(end.size()) != m || static_cast<int>(strides.size()) != m)
-    return c.ShapeError("begin, end and strides must have the same length");
-  if (__builtin_popcountll(static_cast<uint64_t>(ellipsis_mask)) > 1) return c.ShapeError("more than one ellipsis");
-  const int rank = in.rank();
-  int consumed = 0;  // input dims named by entries other than ellipsis/new axis
-  for (int i = 0; i < m; ++i)
-    if (!((ellipsis_mask >> i) & 1) && !((new_axis_mask >> i) & 1)) ++consumed;
-  if (consumed > rank) return c.ShapeError("slice spec names " + std::to_string(consumed) + " dims of a rank " + std::to_string(rank) + " input");
-  std::vector<SliceDim> dims;
-  int in_dim = 0;
-  bool saw_ellipsis = false;
-  auto full = [&](int d) {
-    SliceDim s;
-    s.in_dim = d;
-    s.size = in.dim(d);
-    dims.push_back(s);
-  };
-  for (int i = 0; i < m; ++i) {
-    if ((ellipsis_mask >> i) & 1) {
-      saw_ellipsis = true;
-      for (int k = 0; k < rank - consumed; ++k) full(in_dim++);
-      continue;
-    }
-    if ((new_axis_mask >> i) & 1) {
-      SliceDim s;
-      s.size = 1;
-      dims.push_back(s);
-      continue;
-    }
-    SliceDim s;
-    s.in_dim = in_dim++;
-    const int64_t d = in.dim(s.in_dim);
-    const int64_t st = strides[i];
-    if (st == 0) return c.ShapeError("stride " + std::to_string(i) + " is zero");
-    if (st == std::numeric_limits<int64_t>::min()) return c.ShapeError("stride " + std::to_string(i) + " is out of range");
-    if ((shrink_mask >> i) & 1) {
-      int64_t b = begin[i];
-      if (d >= 0) {
-        if (b < 0) b += d;
-        if (b < 0 || b >= d)
-          return c.ShapeError("index " + std::to_string(begin[i]) + " is out of bounds for dimension " +
-                              std::to_string(s.in_dim) + " of size " + std::to_string(d));
-      }
-      s.begin = b;
-      s.size = 1;
-      s.keep = false;
-      dims.push_back(s);
-      continue;
-    }
-    s.stride = st;
-    if (d < 0) {
-      s.size = -1;
-      dims.push_back(s);
-      continue;
-    }
-    auto canonical = [&](int64_t v, bool masked, bool is_begin) {
-      if (masked) {
-        if (is_begin) return st > 0 ? int64_t{0} : d - 1;
-        return st > 0 ? d : int64_t{-1};
-      }
-      if (v < 0) v += d;
-      return st > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1);
-    };
-    int64_t b = canonical(begin[i], (begin_mask >> i) & 1, true);
-    int64_t e = canonical(end[i], (end_mask >> i) & 1, false);
-    int64_t span = st > 0 ? e - b : b - e;
-    int64_t ast = st > 0 ? st : -st;
-    s.begin = b;
-    s.size = span <= 0 ? 0 : 1 + (span - 1) / ast;
-    dims.push_back(s);
-  }
-  if (!saw_ellipsis)
-    while (in_dim < rank) full(in_dim++);
-  return dims;
-}
 
 OpDef StridedSliceOp() {
   OpDef def;
