@@ -209,7 +209,7 @@ class Generator {
       case 5: return Cast(v);
       case 6: return Select(v);
       case 7: return Compare(v);
-      case 8: return Move(v);
+      case 8: return Pick(2) ? Move(v) : Glue(v);
       default:
         if (v.dtype == DType::kFloat && r > 0 && Pick(2)) {
           Value out = Node(Pick(2) ? "Softmax" : "LogSoftmax", {v.name}, v.dtype, v.dims, false);
@@ -450,6 +450,158 @@ class Generator {
         out.dims.insert(out.dims.begin(), 3);
         testing::SetAttrType(b.Op(out.name, "BroadcastTo", {v.name, IntConst(out.dims)}, v.dtype), "Tidx", DType::kInt32);
         ops += "BroadcastTo ";
+        return out;
+      }
+    }
+  }
+
+  // The glue compiled as indexed reads: Slice, StridedSlice, Pad/PadV2/MirrorPad, Tile,
+  // Pack, Split/Unpack (one output), OneHot.
+  Value Glue(const Value& v) {
+    const int r = static_cast<int>(v.dims.size());
+    if (Count(v.dims) == 0) return {};
+    Value out = v;
+    out.name = Fresh("glue");
+    switch (Pick(7)) {
+      case 0: {  // Slice: a block, its size -1 (to the end) at times
+        if (r == 0) return {};
+        std::vector<int64_t> begin(r), size(r);
+        for (int d = 0; d < r; ++d) {
+          begin[d] = Pick(static_cast<int>(v.dims[d]));
+          out.dims[d] = 1 + Pick(static_cast<int>(v.dims[d] - begin[d]));
+          size[d] = Pick(4) == 0 ? -1 : out.dims[d];
+          if (size[d] == -1) out.dims[d] = v.dims[d] - begin[d];
+        }
+        testing::SetAttrType(b.Op(out.name, "Slice", {v.name, IntConst(begin), IntConst(size)}, v.dtype), "Index", DType::kInt32);
+        ops += "Slice ";
+        return out;
+      }
+      case 1: {  // StridedSlice: strides of +-1 and +-2, masked ends, a dim shrunk at times
+        if (r == 0) return {};
+        std::vector<int64_t> begin(r), end(r), strides(r), dims;
+        int64_t begin_mask = 0, end_mask = 0, shrink = 0;
+        for (int d = 0; d < r; ++d) {
+          const int64_t n = v.dims[d];
+          if (Pick(6) == 0) {  // shrunk: one index, negative counts from the end
+            shrink |= int64_t{1} << d;
+            begin[d] = Pick(static_cast<int>(2 * n)) - n;
+            end[d] = begin[d] + 1;
+            strides[d] = 1;
+            continue;
+          }
+          static const int64_t kStrides[] = {1, 1, 2, -1, -2};
+          const int64_t st = strides[d] = kStrides[Pick(5)];
+          begin[d] = Pick(static_cast<int>(2 * n + 3)) - n - 1;  // some out of range: clamped
+          end[d] = Pick(static_cast<int>(2 * n + 3)) - n - 1;
+          if (Pick(4) == 0) begin_mask |= int64_t{1} << d;
+          if (Pick(4) == 0) end_mask |= int64_t{1} << d;
+          auto canonical = [&](int64_t x, bool masked, bool is_begin) {
+            if (masked) return is_begin ? (st > 0 ? 0 : n - 1) : (st > 0 ? n : -1);
+            if (x < 0) x += n;
+            return st > 0 ? std::clamp<int64_t>(x, 0, n) : std::clamp<int64_t>(x, -1, n - 1);
+          };
+          const int64_t from = canonical(begin[d], (begin_mask >> d) & 1, true);
+          const int64_t to = canonical(end[d], (end_mask >> d) & 1, false);
+          const int64_t span = st > 0 ? to - from : from - to;
+          dims.push_back(span <= 0 ? 0 : 1 + (span - 1) / std::abs(st));
+          if (dims.back() == 0) return {};
+        }
+        out.dims = dims;
+        tensorflow::NodeDef* n =
+            b.Op(out.name, "StridedSlice", {v.name, IntConst(begin), IntConst(end), IntConst(strides)}, v.dtype);
+        testing::SetAttrType(n, "Index", DType::kInt32);
+        testing::SetAttrInt(n, "begin_mask", begin_mask);
+        testing::SetAttrInt(n, "end_mask", end_mask);
+        testing::SetAttrInt(n, "shrink_axis_mask", shrink);
+        ops += "StridedSlice ";
+        return out;
+      }
+      case 2: {  // Pad (zeros), PadV2 (a fed value), MirrorPad (REFLECT: pads below the dim; SYMMETRIC: up to it)
+        if (r == 0 || Count(v.dims) * 4 > 4096) return {};
+        const int kind = Pick(4);
+        const bool reflect = Pick(2);
+        std::vector<int32_t> pads(2 * r);
+        for (int d = 0; d < r; ++d) {
+          for (int side = 0; side < 2; ++side) {
+            int limit = 3;
+            if (kind >= 2) limit = static_cast<int>(std::min<int64_t>(2, reflect ? v.dims[d] - 1 : v.dims[d])) + 1;
+            pads[2 * d + side] = Pick(limit);
+          }
+          out.dims[d] += pads[2 * d] + pads[2 * d + 1];
+        }
+        const std::string paddings = b.Const(Fresh("pads"), testing::MakeInt32(Shape{r, 2}, pads));
+        tensorflow::NodeDef* n;
+        if (kind == 0) {
+          n = b.Op(out.name, "Pad", {v.name, paddings}, v.dtype);
+        } else if (kind == 1) {
+          Value value = Input(v.dtype, {});
+          out.exact = v.exact && value.exact;
+          out.bound = std::max(v.bound, value.bound);
+          n = b.Op(out.name, "PadV2", {v.name, paddings, value.name}, v.dtype);
+        } else {
+          n = b.Op(out.name, "MirrorPad", {v.name, paddings}, v.dtype);
+          testing::SetAttrString(n, "mode", reflect ? "REFLECT" : "SYMMETRIC");
+        }
+        testing::SetAttrType(n, "Tpaddings", DType::kInt32);
+        ops += n->op() + " ";
+        return out;
+      }
+      case 3: {  // Tile
+        std::vector<int64_t> multiples(r);
+        for (int d = 0; d < r; ++d) out.dims[d] *= multiples[d] = 1 + Pick(3);
+        if (Count(out.dims) > 4096) return {};
+        testing::SetAttrType(b.Op(out.name, "Tile", {v.name, IntConst(multiples)}, v.dtype), "Tmultiples", DType::kInt32);
+        ops += "Tile ";
+        return out;
+      }
+      case 4: {  // Pack with itself or another input, on a new axis anywhere (negative at times)
+        const int axis = Pick(r + 1);
+        Value other = Pick(2) ? v : Input(v.dtype, v.dims);
+        out.dims.insert(out.dims.begin() + axis, 2);
+        out.exact = v.exact && other.exact;
+        out.bound = std::max(v.bound, other.bound);
+        tensorflow::NodeDef* n = b.Op(out.name, "Pack", {v.name, other.name}, v.dtype);
+        testing::SetAttrInt(n, "N", 2);
+        testing::SetAttrInt(n, "axis", Pick(2) ? axis : axis - r - 1);
+        ops += "Pack ";
+        return out;
+      }
+      case 5: {  // Split into equal parts or Unpack, one output read
+        if (r == 0) return {};
+        const int axis = Pick(r);
+        const int64_t n = v.dims[axis];
+        tensorflow::NodeDef* node;
+        int64_t parts;
+        if (Pick(2) && n > 1) {
+          node = b.Op(out.name, "Unpack", {v.name}, v.dtype);
+          parts = n;
+          testing::SetAttrInt(node, "num", n);
+          testing::SetAttrInt(node, "axis", axis);
+          out.dims.erase(out.dims.begin() + axis);
+        } else {
+          parts = n % 3 == 0 ? 3 : n % 2 == 0 ? 2 : 1;
+          node = b.Op(out.name, "Split", {IntConst({axis}, true), v.name}, v.dtype);
+          testing::SetAttrInt(node, "num_split", parts);
+          out.dims[axis] = n / parts;
+        }
+        ops += node->op() + " ";
+        const int64_t k = Pick(static_cast<int>(parts));
+        if (k) out.name += ":" + std::to_string(k);
+        return out;
+      }
+      default: {  // OneHot of integer indices (out of range ones give `off`), on any axis
+        if (!IsInt(v.dtype) || Count(v.dims) * 5 > 4096) return {};
+        const int axis = Pick(r + 1);
+        Value on = Input(DType::kFloat, {}), off = Input(DType::kFloat, {});
+        out.dtype = DType::kFloat;
+        out.dims.insert(out.dims.begin() + axis, 5);
+        out.exact = on.exact && off.exact;
+        out.bound = 0;
+        out.reordered = false;
+        tensorflow::NodeDef* n = b.Op(out.name, "OneHot", {v.name, IntConst({5}, true), on.name, off.name}, DType::kFloat);
+        testing::SetAttrType(n, "TI", v.dtype);
+        testing::SetAttrInt(n, "axis", axis == r ? -1 : axis);
+        ops += "OneHot ";
         return out;
       }
     }
