@@ -294,8 +294,10 @@ class Planner {
       if (rank > 0 && perm.ValueAsInt(rank - 1) != rank - 1) return MakeRoot(v);
     }
     if (broadcast && Expensive(v)) {
-      // Below its reshapes and transposes: the value itself.
-      while (kind_[v.node] != NodeKind::kElementwise) v = g_.graph.node(v.node)->inputs[0];
+      // Below its reshapes and transposes: the value itself (an elementwise op, or the
+      // glue of an indexed read, whose data need not be its input 0).
+      while (kind_[v.node] == NodeKind::kSizeOneReshape || kind_[v.node] == NodeKind::kTranspose)
+        v = g_.graph.node(v.node)->inputs[0];
       return MakeRoot(v);
     }
     for (size_t i = 0; i < n.inputs.size(); ++i)

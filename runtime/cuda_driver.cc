@@ -89,9 +89,8 @@ namespace {
 
 // A library that ships with graphjit (the CUDA emulator and its cuBLASLt stand-in), by its
 // path under lib/: found from the file that holds this code, wherever graphjit was
-// unpacked or built. That file is lib/libgraphjit_runtime.so in a build tree (lib-portable/
-// for the baseline build: ../lib), lib/libgraphjit.so in a release, or a program that
-// links the runtime in (its ../lib).
+// unpacked or built. That file is lib/libgraphjit_runtime.so in a build tree,
+// lib/libgraphjit.so in a release, or a program that links the runtime in (its ../lib).
 StatusOr<std::string> ShippedLibrary(const std::string& under_lib) {
   namespace fs = std::filesystem;
   std::vector<fs::path> folders;

@@ -30,7 +30,8 @@ scripts/setup.sh --packages dpkg-dev xz-utils
 scripts/fetch_protobuf_source.sh
 
 start=$(date +%s)
-cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAPHJIT_RELEASE=ON -DGRAPHJIT_BUILD_TESTS=$tests \
+# (The TensorFlow plugin, built in the same folder by `pip install .`, shares its objects.)
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAPHJIT_RELEASE=ON -DGRAPHJIT_TF_PLUGIN=OFF -DGRAPHJIT_BUILD_TESTS=$tests \
   > build-release.configure.log 2>&1 || { cat build-release.configure.log; exit 1; }
 rm -f build-release.configure.log
 targets=(graphjit cuda_emulator cublaslt_emulator)
