@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instrumented builds with clang-19 (called by scripts/test.sh):
-#  1. ASan + UBSan (at -O0, but runtime/ and the CUDA emulator at -O1): the unit, fixture and command-line tests, the fuzz
+#  1. ASan + UBSan at -O1 (the tests and tools at -O0): the unit, fixture and command-line tests, the fuzz
 #     regression inputs, then the libFuzzer targets (tests/fuzz/): GraphDef import,
 #     validation, shape inference and graph passes for FUZZ_SECONDS (default 60), seeded
 #     with tests/data; the .npy reader and the configuration for 15 s each; the whole path
