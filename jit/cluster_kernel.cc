@@ -273,12 +273,13 @@ std::string FirstMismatch(const Tensor& got, const Tensor& want) {
            want.shape().ToString();
   const bool exact = !IsFloatingPoint(got.dtype());
   const double rtol = got.dtype() == DType::kHalf ? 1e-2 : got.dtype() == DType::kBFloat16 ? 3e-2 : 1e-4;
+  const int64_t n = got.num_elements();
   double largest = 0;
-  for (int64_t i = 0; !exact && i < want.num_elements(); ++i) {
+  for (int64_t i = 0; !exact && i < n; ++i) {
     const double w = std::fabs(want.ValueAsDouble(i));
     if (std::isfinite(w)) largest = std::max(largest, w);
   }
-  for (int64_t i = 0; i < got.num_elements(); ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     bool ok;
     double a = 0, w = 0, tolerance = 0;
     if (exact) {

@@ -13,18 +13,21 @@
 # It writes OUT/summary.md (and each step's log beside it) and exits non-zero on any
 # mismatch, test failure or sanitizer error. With --device gpu-emu (the CUDA emulator, as in
 # CI) it skips what needs hardware and says so.
-#   scripts/gpu_check.sh [--device gpu|gpu-emu] [--out DIR] [--graphjit BIN]
+#   scripts/gpu_check.sh [--device gpu|gpu-emu] [--out DIR] [--graphjit BIN] [--no-bench]
+# (--no-bench: without step 5, as the test command runs it on gpu-emu, where the demo benches.)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 device=gpu
 out=gpu-check
 graphjit=""
+bench=1
 while (($#)); do
   case $1 in
     --device) device=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --graphjit) graphjit=$2; shift 2 ;;
-    *) echo "usage: scripts/gpu_check.sh [--device gpu|gpu-emu] [--out DIR] [--graphjit BIN]" >&2; exit 2 ;;
+    --no-bench) bench=0; shift ;;
+    *) echo "usage: scripts/gpu_check.sh [--device gpu|gpu-emu] [--out DIR] [--graphjit BIN] [--no-bench]" >&2; exit 2 ;;
   esac
 done
 [[ $device == gpu || $device == gpu-emu ]] || { echo "gpu_check: --device is gpu or gpu-emu" >&2; exit 2; }
@@ -149,6 +152,7 @@ bench_all() {
   done
   return $status
 }
+if ((bench)); then
 iters=20
 hardware || iters=2  # the emulator runs kernels on the CPU, slowly
 step bench bench_all
@@ -173,6 +177,9 @@ print("\n(measured: the kernels' own event times on the device; the emulator has
 if sys.argv[2] == "gpu-emu":
     print("(on gpu-emu the times are the emulator's, work on the CPU: they say nothing of a GPU's speed)")
 EOF
+else
+  skip bench "--no-bench"
+fi
 
 # 6. DRAM throughput of each fused kernel.
 if hardware && command -v ncu > /dev/null; then

@@ -22,7 +22,7 @@ echo "test.sh: the TensorFlow plugin (build and tests) took $((t3 - t2)) s"
 # a machine without graphjit's build: every fixture and bench graph on the CPU, a fuzz seed
 # of the JIT against its reference kernels (built for a baseline x86-64 CPU: their answers
 # must be the native build's), then its own scripts/gpu_check.sh against the CUDA emulator
-# (fixtures, the GPU suites, bench graphs).
+# (fixtures and the GPU suites; the demo benches on gpu-emu).
 scripts/release.sh --tests
 unpacked=$(mktemp -d)
 for archive in dist/graphjit-*-linux-x86_64.tar.xz; do tar -C "$unpacked" -xJf "$archive"; done
@@ -30,7 +30,7 @@ release=$(echo "$unpacked"/graphjit-*)
 python3 "$release/scripts/check_fixtures.py" --graphjit "$release/bin/graphjit" --device cpu --jit on_2 --jobs 2 \
   "$release/tests/data" "$release"/bench/graphs/*.pb
 "$release/bin/jit_fuzz" --seed 20261127 --graphs 500 --kernels "x86-64 (SSE2)" --known tests/fuzz/jit_fuzz_known.txt
-"$release/scripts/gpu_check.sh" --device gpu-emu --out build-release/gpu-check
+"$release/scripts/gpu_check.sh" --device gpu-emu --out build-release/gpu-check --no-bench
 rm -rf "$unpacked"
 t4=$(date +%s)
 echo "test.sh: the release (build, package, checks unpacked) took $((t4 - t3)) s"
