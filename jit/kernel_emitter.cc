@@ -8,6 +8,7 @@
 #include "ir/attr.h"
 #include "jit/elemental.h"
 #include "jit/specialize.h"
+#include "runtime/kernels/common.h"
 #include "runtime/kernels/indexing.h"
 #include "runtime/op_traits.h"
 
@@ -726,12 +727,7 @@ StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
   const Shape& out = ShapeOf(v);
   const TensorId data = n.inputs[op == "Split" || op == "Fill" ? 1 : 0];
   const Shape& in = ShapeOf(data);
-  auto ints = [&](int i) {
-    const Tensor& t = g_.constants[n.inputs[i].node];
-    std::vector<int64_t> values(t.num_elements());
-    for (int64_t k = 0; k < t.num_elements(); ++k) values[k] = t.ValueAsInt(k);
-    return values;
-  };
+  auto ints = [&](int i) { return IntValues(g_.constants[n.inputs[i].node]); };
   auto plus = [&](const Value& i, int64_t c) { return c ? IndexArith("arith.addi", i, IndexConst(c)) : i; };
   auto select = [&](const Value& cond, const Value& a, const Value& b) {
     return Let(std::max({cond.depth, a.depth, b.depth}),
