@@ -160,6 +160,7 @@ class GpuExecutable : public ClusterExecutable {
       std::string name, op;
       int from, to;
       int64_t bytes;
+      std::string host_memory;
     };
     std::vector<Span> spans;
     int origin = -1;
@@ -167,12 +168,13 @@ class GpuExecutable : public ClusterExecutable {
       stream.ClearPoints();
       GJ_ASSIGN_OR_RETURN(origin, stream.Record());
     }
-    auto traced = [&](const std::string& event, const std::string& op, int64_t bytes, const std::function<Status()>& work) -> Status {
+    auto traced = [&](const std::string& event, const std::string& op, int64_t bytes, const std::function<Status()>& work,
+                      std::string host_memory = "") -> Status {
       if (!tracer) return work();
       GJ_ASSIGN_OR_RETURN(int from, stream.Record());
       GJ_RETURN_IF_ERROR(work());
       GJ_ASSIGN_OR_RETURN(int to, stream.Record());
-      spans.push_back({event, op, from, to, bytes});
+      spans.push_back({event, op, from, to, bytes, std::move(host_memory)});
       return Status::Ok();
     };
     // 1. The buffers: inputs copied in, constants, views, temporaries.
@@ -203,7 +205,8 @@ class GpuExecutable : public ClusterExecutable {
             const size_t bytes = input.buffer()->size();
             GJ_ASSIGN_OR_RETURN(memory, DeviceMemory::Allocate(cuda_, bytes));
             GJ_RETURN_IF_ERROR(traced(name + "/copy_in_" + std::to_string(buffer.source), "HtoD", bytes,
-                                      [&] { return stream.CopyToDevice(memory->address(), input.raw(), bytes); }));
+                                      [&] { return stream.CopyToDevice(memory->address(), input.raw(), bytes); },
+                                      cuda_->HostMemoryKind(input.raw(), bytes)));
             input.buffer()->AddDeviceCopy(memory);
           }
           address[b] = memory->address();
@@ -294,14 +297,14 @@ class GpuExecutable : public ClusterExecutable {
       }
       const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
       ctx.ForwardOutput(static_cast<int>(i),
-                        Tensor(dtype, shape, Buffer::OnDevice(memory, bytes, ctx.allocator ? ctx.allocator : Allocator::Default())));
+                        Tensor(dtype, shape, Buffer::OnDevice(memory, bytes, cuda_->host_allocator())));
     }
     GJ_RETURN_IF_ERROR(stream.Synchronize());
     for (const Span& span : spans) {
       GJ_ASSIGN_OR_RETURN(float begin, stream.ElapsedMillis(origin, span.from));
       GJ_ASSIGN_OR_RETURN(float end, stream.ElapsedMillis(origin, span.to));
       tracer->Add({span.name, span.op, host_start + static_cast<int64_t>(begin * 1000),
-                   static_cast<int64_t>((end - begin) * 1000), kGpuStreamRow, span.bytes});
+                   static_cast<int64_t>((end - begin) * 1000), kGpuStreamRow, span.bytes, span.host_memory});
     }
     if (tracer || profile) stream.ClearPoints();
     return Status::Ok();

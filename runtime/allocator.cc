@@ -16,7 +16,7 @@ size_t Allocator::RoundedSize(size_t bytes) {
 
 Allocator::~Allocator() {
   for (auto& [size, blocks] : cache_)
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) Release(p);
 }
 
 StatusOr<void*> Allocator::Allocate(size_t bytes) {
@@ -35,7 +35,7 @@ StatusOr<void*> Allocator::Allocate(size_t bytes) {
       cached_bytes_ -= static_cast<int64_t>(rounded);
     }
   }
-  if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) p = backing_.allocate ? backing_.allocate(rounded) : std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) return ResourceExhausted("out of memory allocating " + std::to_string(bytes) + " bytes");
   int64_t now = in_use_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
   int64_t peak = peak_.load();
@@ -56,7 +56,7 @@ void Allocator::Deallocate(void* ptr, size_t bytes) {
       return;
     }
   }
-  std::free(ptr);
+  Release(ptr);
 }
 
 AllocatorStats Allocator::stats() const { return {in_use_.load(), peak_.load(), count_.load()}; }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,6 +36,14 @@ class Allocator : public std::enable_shared_from_this<Allocator> {
   // the OS; at most max_cached_bytes of released blocks are kept for reuse.
   explicit Allocator(int64_t max_allocation_bytes = int64_t{8} << 30, int64_t max_cached_bytes = int64_t{256} << 20)
       : max_allocation_bytes_(max_allocation_bytes), max_cached_bytes_(max_cached_bytes) {}
+  // Where blocks come from and go back to, instead of aligned_alloc and free (a GPU's
+  // page-locked host memory, say); `allocate` returns memory aligned to kAlignment, or null.
+  struct Backing {
+    std::function<void*(size_t)> allocate;
+    std::function<void(void*)> free;
+  };
+  Allocator(Backing backing, int64_t max_allocation_bytes, int64_t max_cached_bytes)
+      : max_allocation_bytes_(max_allocation_bytes), max_cached_bytes_(max_cached_bytes), backing_(std::move(backing)) {}
   ~Allocator();
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
@@ -51,9 +60,11 @@ class Allocator : public std::enable_shared_from_this<Allocator> {
 
  private:
   static size_t RoundedSize(size_t bytes);
+  void Release(void* p) { backing_.free ? backing_.free(p) : std::free(p); }
 
   std::atomic<int64_t> max_allocation_bytes_;
   int64_t max_cached_bytes_;
+  Backing backing_;
   std::mutex cache_mu_;
   std::map<size_t, std::vector<void*>> cache_;  // rounded size -> free blocks
   int64_t cached_bytes_ = 0;

@@ -1,7 +1,10 @@
 #include "runtime/cuda_device.h"
 
 #include <bit>
+#include <cstdlib>
+#include <cstring>
 
+#include "runtime/allocator.h"
 #include "runtime/tensor.h"
 #include "runtime/trace.h"
 
@@ -29,6 +32,7 @@ Status CudaDevice::MakeCurrent() const { return NoCuda(); }
 void CudaDevice::Free(uint64_t) {}
 size_t CudaDevice::bytes_in_use() const { return 0; }
 size_t CudaDevice::bytes_cached() const { return 0; }
+bool CudaDevice::IsPinned(const void*, size_t) const { return false; }
 StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string&, const std::string&) { return NoCuda(); }
 StatusOr<std::unique_ptr<CudaDevice::Stream>> CudaDevice::NewStream() { return NoCuda(); }
 StatusOr<CudaDevice::LaunchCounters> CudaDevice::LastLaunchCounters() const { return NoCuda(); }
@@ -49,6 +53,8 @@ Status CudaDevice::Stream::Synchronize() { return NoCuda(); }
   X(cuCtxSetCurrent, "cuCtxSetCurrent")                                                     \
   X(cuMemAlloc, "cuMemAlloc_v2")                                                            \
   X(cuMemFree, "cuMemFree_v2")                                                              \
+  X(cuMemHostAlloc, "cuMemHostAlloc")                                                       \
+  X(cuMemFreeHost, "cuMemFreeHost")                                                         \
   X(cuModuleLoadData, "cuModuleLoadData")                                                   \
   X(cuModuleGetFunction, "cuModuleGetFunction")                                             \
   X(cuStreamCreate, "cuStreamCreate")                                                       \
@@ -92,6 +98,11 @@ StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string& library
   CUcontext context = nullptr;
   GJ_RETURN_IF_ERROR(device->Check(api.cuDevicePrimaryCtxRetain(&context, 0), "cuDevicePrimaryCtxRetain"));
   device->context_ = context;
+  // (The device is never destroyed: see below.)
+  CudaDevice* d = device.get();
+  device->host_allocator_ = std::make_shared<Allocator>(
+      Allocator::Backing{[d](size_t bytes) { return d->AllocateHost(bytes); }, [d](void* p) { d->FreeHost(p); }},
+      int64_t{8} << 30, int64_t{256} << 20);
   devices->emplace(library, device);
   return device;
 }
@@ -151,6 +162,38 @@ void CudaDevice::Free(uint64_t address) {
   live_.erase(it);
 }
 
+void* CudaDevice::AllocateHost(size_t bytes) {
+  void* p = nullptr;
+  if (MakeCurrent().ok() && api_->cuMemHostAlloc(&p, bytes, 0) == CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pinned_[static_cast<const char*>(p)] = bytes;
+    return p;
+  }
+  return std::aligned_alloc(Allocator::kAlignment, bytes);  // the driver would not lock more
+}
+
+void CudaDevice::FreeHost(void* p) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pinned_.find(static_cast<const char*>(p));
+    if (it == pinned_.end()) {
+      std::free(p);
+      return;
+    }
+    pinned_.erase(it);
+  }
+  if (MakeCurrent().ok()) api_->cuMemFreeHost(p);
+}
+
+bool CudaDevice::IsPinned(const void* host, size_t bytes) const {
+  const char* p = static_cast<const char*>(host);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pinned_.upper_bound(p);
+  if (it == pinned_.begin()) return false;
+  --it;
+  return p + bytes <= it->first + it->second;
+}
+
 size_t CudaDevice::bytes_in_use() const {
   std::lock_guard<std::mutex> lock(mu_);
   return in_use_;
@@ -191,6 +234,7 @@ StatusOr<std::unique_ptr<CudaDevice::Stream>> CudaDevice::NewStream() {
 
 CudaDevice::Stream::~Stream() {
   if (!stream_) return;
+  (void)Synchronize();  // (the staging goes back once its copies are done)
   (void)device_->MakeCurrent();
   for (void* e : events_) device_->api_->cuEventDestroy(static_cast<CUevent>(e));
   device_->api_->cuStreamDestroy(static_cast<CUstream>(stream_));
@@ -200,8 +244,21 @@ Status CudaDevice::Stream::CopyToDevice(uint64_t device, const void* host, size_
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
   h2d_bytes_ += static_cast<int64_t>(bytes);
   ++h2d_copies_;
-  return device_->Check(device_->api_->cuMemcpyHtoDAsync(device, host, bytes, static_cast<CUstream>(stream_)),
-                        "cuMemcpyHtoDAsync");
+  auto copy = [&](uint64_t to, const void* from, size_t n) {
+    return device_->Check(device_->api_->cuMemcpyHtoDAsync(to, from, n, static_cast<CUstream>(stream_)),
+                          "cuMemcpyHtoDAsync");
+  };
+  if (bytes < kStagedCopyBytes || device_->IsPinned(host, bytes)) return copy(device, host, bytes);
+  GJ_ASSIGN_OR_RETURN(void* staging, device_->host_allocator_->Allocate(bytes));
+  staged_.emplace_back(staging, bytes);
+  // Chunks, so the copy of one overlaps the memcpy of the next.
+  constexpr size_t kChunk = size_t{256} << 10;
+  for (size_t at = 0; at < bytes; at += kChunk) {
+    const size_t n = std::min(kChunk, bytes - at);
+    std::memcpy(static_cast<char*>(staging) + at, static_cast<const char*>(host) + at, n);
+    GJ_RETURN_IF_ERROR(copy(device + at, static_cast<char*>(staging) + at, n));
+  }
+  return Status::Ok();
 }
 
 Status CudaDevice::Stream::CopyToHost(void* host, uint64_t device, size_t bytes) {
@@ -270,10 +327,18 @@ void CudaDevice::Stream::ClearPoints() {
 
 Status CudaDevice::Stream::Synchronize() {
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
-  return device_->Check(device_->api_->cuStreamSynchronize(static_cast<CUstream>(stream_)), "cuStreamSynchronize");
+  GJ_RETURN_IF_ERROR(
+      device_->Check(device_->api_->cuStreamSynchronize(static_cast<CUstream>(stream_)), "cuStreamSynchronize"));
+  for (auto [staging, bytes] : staged_) device_->host_allocator_->Deallocate(staging, bytes);
+  staged_.clear();
+  return Status::Ok();
 }
 
 #endif  // GRAPHJIT_HAVE_CUDA_H
+
+const char* CudaDevice::HostMemoryKind(const void* host, size_t bytes) const {
+  return IsPinned(host, bytes) ? "pinned" : bytes >= Stream::kStagedCopyBytes ? "staged" : "pageable";
+}
 
 std::string TransferCounts::ToString() const {
   return "h2d_bytes=" + std::to_string(h2d_bytes) + " d2h_bytes=" + std::to_string(d2h_bytes) +
@@ -302,7 +367,8 @@ Status GpuContext::CopyToHost(const Tensor& t, Tracer* tracer, const std::string
     return stream->CopyToHost(host, memory->address(), bytes);
   }));
   if (tracer)
-    tracer->Add({trace_name, "DtoH", start, tracer->NowMicros() - start, CurrentThreadId(), static_cast<int64_t>(bytes)});
+    tracer->Add({trace_name, "DtoH", start, tracer->NowMicros() - start, CurrentThreadId(), static_cast<int64_t>(bytes),
+                 cuda->IsPinned(t.buffer()->data(), bytes) ? "pinned" : "pageable"});
   return Status::Ok();
 }
 

@@ -18,6 +18,7 @@
 
 namespace graphjit {
 
+class Allocator;
 class Tensor;
 class Tracer;
 
@@ -51,6 +52,16 @@ class CudaDevice {
   size_t bytes_in_use() const;
   size_t bytes_cached() const;
 
+  // Host memory for tensors that cross to or from the device: page-locked (cuMemHostAlloc),
+  // so copies run at the bus's speed and asynchronously, where the driver grants it, else
+  // ordinary memory. Its blocks are cached for reuse as an Allocator's are.
+  Allocator* host_allocator() const { return host_allocator_.get(); }
+  // Whether [host, host + bytes) lies in page-locked memory of this device's host allocator.
+  bool IsPinned(const void* host, size_t bytes) const;
+  // How a copy of [host, host + bytes) goes, for traces: "pinned", "staged" (pageable memory
+  // through page-locked staging) or "pageable" (a small copy, left to the driver).
+  const char* HostMemoryKind(const void* host, size_t bytes) const;
+
   // A kernel of a module: PTX text or a cubin for the device (each image is loaded once).
   struct Kernel {
     void* function = nullptr;  // CUfunction
@@ -73,7 +84,13 @@ class CudaDevice {
   class Stream {
    public:
     ~Stream();
+    // Queues the copy. Pageable host memory of kStagedCopyBytes or more is copied through
+    // page-locked staging memory in chunks (the driver's own path for pageable memory is a
+    // synchronous copy at a fraction of the bus's speed); the staging is reused once the
+    // stream is synchronized. Page-locked memory must stay unchanged until then.
+    static constexpr size_t kStagedCopyBytes = size_t{64} << 10;
     Status CopyToDevice(uint64_t device, const void* host, size_t bytes);
+    // Copies and waits for the stream.
     Status CopyToHost(void* host, uint64_t device, size_t bytes);
     // `args` point at the arguments' values, in the kernel's parameter order.
     Status Launch(const Kernel& kernel, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
@@ -94,6 +111,7 @@ class CudaDevice {
     CudaDevice* device_;
     void* stream_ = nullptr;             // CUstream
     std::vector<void*> events_;          // CUevent, by Record's index
+    std::vector<std::pair<void*, size_t>> staged_;  // staging of queued copies, from host_allocator()
     std::atomic<int64_t> h2d_bytes_{0}, d2h_bytes_{0}, h2d_copies_{0}, d2h_copies_{0};
   };
   StatusOr<std::unique_ptr<Stream>> NewStream();
@@ -102,6 +120,8 @@ class CudaDevice {
   struct Api;
   CudaDevice() = default;
   Status Check(int result, const char* call) const;
+  void* AllocateHost(size_t bytes);  // host_allocator()'s backing
+  void FreeHost(void* p);
 
   std::unique_ptr<CudaDriver> driver_;
   std::unique_ptr<Api> api_;
@@ -111,6 +131,8 @@ class CudaDevice {
   std::map<uint64_t, size_t> live_;               // address -> size class
   size_t cached_ = 0, in_use_ = 0;
   std::map<std::string, void*> modules_;          // PTX text -> CUmodule
+  std::map<const char*, size_t> pinned_;          // page-locked host blocks: start -> bytes
+  std::shared_ptr<Allocator> host_allocator_;
 };
 
 // Memory of a CudaDevice, given back to its allocator with the last reference: a tensor's

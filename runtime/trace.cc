@@ -27,6 +27,8 @@ Status Tracer::WriteChromeTrace(const std::string& path) const {
   std::set<int> rows;
   for (const TraceEvent& e : this->events()) {
     rows.insert(e.tid);
+    nlohmann::json args = {{"op", e.op}, {"bytes", e.bytes}};
+    if (!e.host_memory.empty()) args["host_memory"] = e.host_memory;
     events.push_back({{"name", e.name},
                       {"cat", "kernel"},
                       {"ph", "X"},
@@ -34,7 +36,7 @@ Status Tracer::WriteChromeTrace(const std::string& path) const {
                       {"dur", e.duration_us},
                       {"pid", 0},
                       {"tid", e.tid},
-                      {"args", {{"op", e.op}, {"bytes", e.bytes}}}});
+                      {"args", args}});
   }
   for (int row : rows)
     events.push_back({{"name", "thread_name"},

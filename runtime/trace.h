@@ -19,6 +19,7 @@ struct TraceEvent {
   int64_t duration_us = 0;
   int tid = 0;        // the row: a host thread (CurrentThreadId) or kGpuStreamRow
   int64_t bytes = 0;  // read and written by a kernel, or copied; 0 for other events
+  std::string host_memory{};  // a copy's host side: "pinned", "staged" or "pageable"
 };
 
 // The row of what ran on a GPU stream (kernels, library calls, copies), timed by the
@@ -31,7 +32,7 @@ class Tracer {
   int64_t NowMicros() const;
   void Add(TraceEvent event);
   std::vector<TraceEvent> events() const;
-  // {"traceEvents": [{"name", "cat", "ph": "X", "ts", "dur", "pid", "tid", "args": {"op", "bytes"}}, ...,
+  // {"traceEvents": [{"name", "cat", "ph": "X", "ts", "dur", "pid", "tid", "args": {"op", "bytes", "host_memory" of a copy}}, ...,
   // and per row its name: {"ph": "M", "name": "thread_name", "tid", "args": {"name"}}]}
   Status WriteChromeTrace(const std::string& path) const;
 

@@ -184,7 +184,8 @@ TEST(Cli, TraceShowsEachCompileStageAndEachFusedKernel) {
 // On a GPU the trace has a row for the stream: each input's copy to the device, then each
 // kernel (a GEMM as a cuBLASLt call), in order, timed by the stream's events, within the
 // cluster's call on the host's row. The outputs stay on the device: a fetched one is
-// copied to the host by the run, on the host's row.
+// copied to the host by the run, on the host's row, into page-locked memory. Each copy
+// says how its host memory went.
 TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
   REQUIRE_TEST_GPU();
   std::string path = testing::TempDir() + "/gpu_trace.json";
@@ -214,8 +215,10 @@ TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
     const std::string name = e["name"], op = e["args"]["op"];
     ASSERT_TRUE(phase.count(op)) << e.dump();
     ops.insert(op);
-    if (op == "HtoD" || op == "DtoH") {
-      EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << e.dump();
+    if (op == "HtoD") {  // the feeds are ordinary memory: small ones left to the driver, large ones staged
+      const int64_t bytes = e["args"]["bytes"];
+      EXPECT_GT(bytes, 0) << e.dump();
+      EXPECT_EQ(e["args"]["host_memory"], bytes >= 65536 ? "staged" : "pageable") << e.dump();
     }
     const std::string cluster = name.substr(0, name.find('/'));
     EXPECT_GE(phase.at(op), last_phase[cluster]) << name;
@@ -235,6 +238,7 @@ TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
     if (e["args"]["op"] == "DtoH") {
       EXPECT_EQ(name.rfind("fetch_", 0), 0u) << name;
       EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << name;
+      EXPECT_EQ(e["args"]["host_memory"], "pinned") << name;  // into page-locked memory
       ++fetched;
     }
   EXPECT_GE(fetched, 1);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/allocator.h"
 #include "runtime/cuda_device.h"
 
 namespace graphjit {
@@ -112,6 +113,51 @@ TEST(CudaDevice, KernelsRunOnAStream) {
   EXPECT_GE(*ms, 0.0f);
   device->Free(da);
   device->Free(dout);
+}
+
+// Pageable host memory is copied through page-locked staging: the copy takes the bytes as
+// they were at the call (the emulator runs queued copies at the next synchronization, so
+// an unstaged copy would see the later writes), and a staging block is not reused by the
+// next copy before the stream is synchronized.
+TEST(CudaDevice, PageableCopiesAreStagedThroughPinnedMemory) {
+  REQUIRE_EMULATOR(device);
+  auto stream = device->NewStream();
+  ASSERT_TRUE(stream.ok()) << stream.status().message();
+  const size_t n = (size_t{3} << 20) / 4 + 17;  // 3 MiB and a bit: chunks and a remainder
+  std::vector<float> a(n), b(n), out(n);
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<float>(i), b[i] = -static_cast<float>(i);
+  const std::vector<float> a0 = a, b0 = b;
+  EXPECT_FALSE(device->IsPinned(a.data(), 4 * n));
+  EXPECT_STREQ(device->HostMemoryKind(a.data(), 4 * n), "staged");
+  EXPECT_STREQ(device->HostMemoryKind(a.data(), 64), "pageable");
+  Allocator& pinned = *device->host_allocator();
+  const int64_t pinned_in_use = pinned.stats().bytes_in_use;
+  uint64_t da = *device->Allocate(4 * n), db = *device->Allocate(4 * n);
+  ASSERT_TRUE((*stream)->CopyToDevice(da, a.data(), 4 * n).ok());
+  std::fill(a.begin(), a.end(), 7.0f);  // the caller may reuse its memory at once
+  ASSERT_TRUE((*stream)->CopyToDevice(db, b.data(), 4 * n).ok());
+  EXPECT_EQ(pinned.stats().bytes_in_use, pinned_in_use + static_cast<int64_t>(8 * n));  // two staging blocks
+  ASSERT_TRUE((*stream)->CopyToHost(out.data(), da, 4 * n).ok());
+  EXPECT_EQ(out, a0);
+  ASSERT_TRUE((*stream)->CopyToHost(out.data(), db, 4 * n).ok());
+  EXPECT_EQ(out, b0);
+  EXPECT_EQ(pinned.stats().bytes_in_use, pinned_in_use);  // given back at the synchronization
+  // Page-locked memory is copied from directly, when the stream runs the copy.
+  auto host = pinned.Allocate(4 * n);
+  ASSERT_TRUE(host.ok());
+  float* p = static_cast<float*>(*host);
+  EXPECT_TRUE(device->IsPinned(p, 4 * n));
+  EXPECT_FALSE(device->IsPinned(p + 1, 4 * n + 4096 * 64));  // past the block's end
+  EXPECT_STREQ(device->HostMemoryKind(p, 4 * n), "pinned");
+  std::copy(b0.begin(), b0.end(), p);
+  const int64_t allocations = pinned.stats().num_allocations;
+  ASSERT_TRUE((*stream)->CopyToDevice(da, p, 4 * n).ok());
+  EXPECT_EQ(pinned.stats().num_allocations, allocations);  // no staging
+  ASSERT_TRUE((*stream)->CopyToHost(out.data(), da, 4 * n).ok());
+  EXPECT_EQ(out, b0);
+  pinned.Deallocate(p, 4 * n);
+  device->Free(da);
+  device->Free(db);
 }
 
 TEST(CudaDevice, ErrorsNameTheCallAndTheDevice) {
