@@ -100,10 +100,12 @@ KernelCache::Entry Compile(const ClusterState& state, const std::vector<Tensor>&
   Jit& jit = *state.jit;
   KernelCache::Entry entry;
   // Unimplemented: the cluster is not supported (yet); FailedPrecondition: the code is for
-  // a CPU this one is not (--jit_cpu). Anything else is a compiler bug.
+  // a CPU this one is not (--jit_cpu); ResourceExhausted: its constants do not fit in the
+  // device's memory. Anything else is a compiler bug.
   auto fail = [&](const Status& s) {
     entry.failure = s.message();
-    entry.internal = s.code() != Code::kUnimplemented && s.code() != Code::kFailedPrecondition;
+    entry.out_of_memory = s.code() == Code::kResourceExhausted;
+    entry.internal = s.code() != Code::kUnimplemented && s.code() != Code::kFailedPrecondition && !entry.out_of_memory;
     if (entry.internal) ++jit.internal_errors;
     return entry;
   };
@@ -428,6 +430,7 @@ Status Compute(KernelContext& ctx) {
     ++jit.async_runs;
     return RunReference(ctx, state);
   }
+  if (!entry->kernel && entry->out_of_memory) return ctx.Error("cluster " + state.name + ": " + entry->failure);
   if (!entry->kernel) {
     const char* what = entry->internal ? "internal compiler error" : "cannot be compiled";
     if (options && options->jit_strict)

@@ -29,6 +29,7 @@ class KernelCache {
     std::shared_ptr<const void> kernel;  // null when compiling failed
     std::string failure;
     bool internal = false;  // the failure is a compiler bug, not an unsupported cluster
+    bool out_of_memory = false;  // the device's memory ran out loading it: its runs fail
     size_t bytes = 0;
     bool from_disk = false;  // loaded, not compiled (not counted as a compile)
   };

@@ -32,6 +32,7 @@ Status CudaDevice::MakeCurrent() const { return NoCuda(); }
 void CudaDevice::Free(uint64_t) {}
 size_t CudaDevice::bytes_in_use() const { return 0; }
 size_t CudaDevice::bytes_cached() const { return 0; }
+size_t CudaDevice::LimitMemory(size_t) { return 0; }
 bool CudaDevice::IsPinned(const void*, size_t) const { return false; }
 StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string&, const std::string&) { return NoCuda(); }
 StatusOr<std::unique_ptr<CudaDevice::Stream>> CudaDevice::NewStream() { return NoCuda(); }
@@ -122,6 +123,12 @@ Status CudaDevice::MakeCurrent() const {
   return Check(api_->cuCtxSetCurrent(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
 }
 
+size_t CudaDevice::LimitMemory(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!limit_set_) limit_ = bytes, limit_set_ = true;
+  return limit_;
+}
+
 StatusOr<uint64_t> CudaDevice::Allocate(size_t bytes) {
   const size_t size = SizeClass(bytes);
   std::lock_guard<std::mutex> lock(mu_);
@@ -134,18 +141,29 @@ StatusOr<uint64_t> CudaDevice::Allocate(size_t bytes) {
     return address;
   }
   GJ_RETURN_IF_ERROR(MakeCurrent());
-  CUdeviceptr address = 0;
-  CUresult r = api_->cuMemAlloc(&address, size);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY && cached_ > 0) {  // give the cache back, then try again
+  auto release_cache = [&] {
     for (auto& [cls, blocks] : free_)
       for (uint64_t block : blocks) api_->cuMemFree(block);
     free_.clear();
     cached_ = 0;
+  };
+  auto out_of_memory = [&](const std::string& why) {
+    return ResourceExhausted("out of device memory on " + info().name + ": " + std::to_string(bytes) +
+                             " bytes asked for, " + std::to_string(in_use_) + " bytes in use" + why);
+  };
+  if (limit_ && in_use_ + cached_ + size > limit_) {
+    release_cache();
+    if (in_use_ + size > limit_)
+      return out_of_memory(", the process's limit is " + std::to_string(limit_) +
+                           " bytes (gpu_options.per_process_gpu_memory_fraction)");
+  }
+  CUdeviceptr address = 0;
+  CUresult r = api_->cuMemAlloc(&address, size);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && cached_ > 0) {  // give the cache back, then try again
+    release_cache();
     r = api_->cuMemAlloc(&address, size);
   }
-  if (r == CUDA_ERROR_OUT_OF_MEMORY)
-    return ResourceExhausted("out of device memory on " + info().name + ": " + std::to_string(bytes) + " bytes (" +
-                             std::to_string(in_use_) + " in use)");
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) return out_of_memory("");
   GJ_RETURN_IF_ERROR(Check(r, "cuMemAlloc"));
   in_use_ += size;
   live_[address] = size;
@@ -372,11 +390,14 @@ Status GpuContext::CopyToHost(const Tensor& t, Tracer* tracer, const std::string
   return Status::Ok();
 }
 
-StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(DeviceKind device, const std::string& cuda_driver) {
+StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(DeviceKind device, const std::string& cuda_driver,
+                                                       double memory_fraction) {
   auto gpu = std::make_unique<GpuContext>();
   gpu->device = device == DeviceKind::kCpu ? DeviceKind::kGpu : device;
   GJ_ASSIGN_OR_RETURN(gpu->library, CudaDriverLibrary(gpu->device, cuda_driver));
   GJ_ASSIGN_OR_RETURN(gpu->cuda, CudaDevice::Get(gpu->library));
+  if (memory_fraction > 0)
+    gpu->cuda->LimitMemory(static_cast<size_t>(memory_fraction * static_cast<double>(gpu->cuda->info().total_memory)));
   GJ_ASSIGN_OR_RETURN(gpu->stream, gpu->cuda->NewStream());
   return gpu;
 }

@@ -47,10 +47,16 @@ class CudaDevice {
   // on a stream and reused by later work of that stream (stream order); work on another
   // stream must synchronize first. When memory runs out, the cache is given back and the
   // allocation tried again.
+  // With a memory limit, the blocks in use and cached stay within it: the cache is given
+  // back first, then the allocation fails (ResourceExhausted).
   StatusOr<uint64_t> Allocate(size_t bytes);
   void Free(uint64_t address);
   size_t bytes_in_use() const;
   size_t bytes_cached() const;
+  // Bounds the memory the allocator holds, for the process, once (TensorFlow's
+  // per_process_gpu_memory_fraction: its first GPU session sets it); 0 leaves it unbounded.
+  // Later calls leave the first limit in place. Returns the limit in force (0: none).
+  size_t LimitMemory(size_t bytes);
 
   // Host memory for tensors that cross to or from the device: page-locked (cuMemHostAlloc),
   // so copies run at the bus's speed and asynchronously, where the driver grants it, else
@@ -130,6 +136,8 @@ class CudaDevice {
   std::map<size_t, std::vector<uint64_t>> free_;  // size class -> cached blocks
   std::map<uint64_t, size_t> live_;               // address -> size class
   size_t cached_ = 0, in_use_ = 0;
+  size_t limit_ = 0;                              // 0: none
+  bool limit_set_ = false;
   std::map<std::string, void*> modules_;          // PTX text -> CUmodule
   std::map<const char*, size_t> pinned_;          // page-locked host blocks: start -> bytes
   std::shared_ptr<Allocator> host_allocator_;
@@ -169,7 +177,10 @@ struct GpuContext {
 
   // The device named by a session's `device` (a GPU, or the emulator) and `cuda_driver`
   // options (see CudaDriverLibrary), with a new stream; errors say what is missing.
-  static StatusOr<std::unique_ptr<GpuContext>> Open(DeviceKind device, const std::string& cuda_driver);
+  // `memory_fraction` (in (0, 1]) bounds the device's memory for the process, if no session
+  // did before.
+  static StatusOr<std::unique_ptr<GpuContext>> Open(DeviceKind device, const std::string& cuda_driver,
+                                                    double memory_fraction = 0);
 
   // Gives `t` its bytes on the host if it has them on the device alone (one copy, kept with
   // its buffer); traced as `trace_name` ("DtoH") when `tracer` is set. Takes `mu`.

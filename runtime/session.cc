@@ -27,7 +27,10 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options
   // The session's GPU, if it has one; where each node runs.
   std::unique_ptr<GpuContext> gpu;
   if (HasGpu(options)) {
-    auto opened = GpuContext::Open(options.device, options.cuda_driver);
+    if (!(options.gpu_memory_fraction >= 0 && options.gpu_memory_fraction <= 1))
+      return InvalidArgument("gpu_options.per_process_gpu_memory_fraction must be between 0 and 1, got " +
+                             std::to_string(options.gpu_memory_fraction));
+    auto opened = GpuContext::Open(options.device, options.cuda_driver, options.gpu_memory_fraction);
     if (opened.ok()) {
       gpu = std::move(opened).value();
     } else if (options.gpu_compile_only) {

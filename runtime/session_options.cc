@@ -35,6 +35,8 @@ SessionOptions SessionOptions::FromConfigProto(const tensorflow::ConfigProto& co
   o.jit_level = static_cast<JitLevel>(opt.global_jit_level());
   o.cpu_global_jit = opt.cpu_global_jit();
   o.rewrite_options = config.graph_options().rewrite_options();
+  o.gpu_memory_fraction = config.gpu_options().per_process_gpu_memory_fraction();
+  o.gpu_allow_growth = config.gpu_options().allow_growth();
   return o;
 }
 
@@ -52,6 +54,8 @@ tensorflow::ConfigProto SessionOptions::ToConfigProto() const {
   opt->set_global_jit_level(static_cast<tensorflow::OptimizerOptions::GlobalJitLevel>(jit_level));
   opt->set_cpu_global_jit(cpu_global_jit);
   *c.mutable_graph_options()->mutable_rewrite_options() = rewrite_options;
+  c.mutable_gpu_options()->set_per_process_gpu_memory_fraction(gpu_memory_fraction);
+  c.mutable_gpu_options()->set_allow_growth(gpu_allow_growth);
   return c;
 }
 

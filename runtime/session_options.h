@@ -86,6 +86,13 @@ struct SessionOptions {
   // emulator counted, or its time on a GPU): see jit/jit.h's TakeGpuProfiles. For
   // `graphjit bench`.
   bool gpu_profile = false;
+  // TensorFlow's gpu_options: the share of the GPU's memory the process may hold (0: all
+  // of it; at most 1), counting the blocks its allocator keeps for reuse. As in
+  // TensorFlow, the first session to open the GPU sets it for the process. graphjit's
+  // allocator always grows as needed (allow_growth is read and kept, and a false one
+  // reserves nothing up front).
+  double gpu_memory_fraction = 0;
+  bool gpu_allow_growth = false;
 
   static SessionOptions FromConfigProto(const tensorflow::ConfigProto& config);
   // Reads a text-format ConfigProto.

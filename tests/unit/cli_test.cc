@@ -244,6 +244,26 @@ TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
   EXPECT_GE(fetched, 1);
 }
 
+// TensorFlow's gpu_options.per_process_gpu_memory_fraction bounds the device's memory:
+// running out of it is a clear error, not a crash; a fraction outside [0, 1] is refused.
+TEST(Cli, GpuMemoryFractionBoundsTheDeviceAllocator) {
+  REQUIRE_TEST_GPU();
+  const std::string config = testing::TempDir() + "/gpu_config.pbtxt";
+  auto run = [&](const std::string& fraction) {
+    std::ofstream(config) << "gpu_options { per_process_gpu_memory_fraction: " << fraction << " allow_growth: true }";
+    return RunGraphjit("run " + Mnist() + MnistFeeds() + " --device " + testing::TestGpuName() + " --jit on --config " + config);
+  };
+  auto roomy = run("0.5");
+  EXPECT_EQ(roomy.exit_code, 0) << roomy.err;
+  auto tight = run("1e-8");  // 43 bytes on the emulator's 4 GiB, 1.5 KB on a 141 GB GPU: not the 25 KB feed
+  EXPECT_NE(tight.exit_code, 0);
+  EXPECT_NE(tight.err.find("out of device memory"), std::string::npos) << tight.err;
+  EXPECT_NE(tight.err.find("per_process_gpu_memory_fraction"), std::string::npos) << tight.err;
+  auto over = run("1.5");
+  EXPECT_NE(over.exit_code, 0);
+  EXPECT_NE(over.err.find("per_process_gpu_memory_fraction must be between 0 and 1"), std::string::npos) << over.err;
+}
+
 TEST(Cli, JitVerboseNamesEachCompile) {
   auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --jit on --repeat 2", "GRAPHJIT_FLAGS=--jit_verbose");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -811,7 +811,7 @@ TEST(SessionOptions, ReadsATensorFlowTextConfig) {
   std::ofstream(path) << R"(
     intra_op_parallelism_threads: 3
     inter_op_parallelism_threads: 2
-    gpu_options { allow_growth: true }   # not modelled by graphjit: skipped
+    gpu_options { per_process_gpu_memory_fraction: 0.25 allow_growth: true force_gpu_compatible: true }
     graph_options {
       optimizer_options { global_jit_level: ON_2 cpu_global_jit: true }
       rewrite_options { constant_folding: OFF remapping: ON disable_model_pruning: true }
@@ -824,7 +824,10 @@ TEST(SessionOptions, ReadsATensorFlowTextConfig) {
   EXPECT_TRUE(o->cpu_global_jit);
   EXPECT_EQ(o->rewrite_options.constant_folding(), tensorflow::RewriterConfig::OFF);
   EXPECT_TRUE(o->rewrite_options.disable_model_pruning());
+  EXPECT_EQ(o->gpu_memory_fraction, 0.25);
+  EXPECT_TRUE(o->gpu_allow_growth);
   EXPECT_EQ(o->ToConfigProto().graph_options().optimizer_options().global_jit_level(), tensorflow::OptimizerOptions::ON_2);
+  EXPECT_EQ(o->ToConfigProto().gpu_options().per_process_gpu_memory_fraction(), 0.25);
 
   std::ofstream(path) << "intra_op_parallelism_threads: \"many\"";
   EXPECT_EQ(SessionOptions::FromConfigFile(path).status().code(), Code::kInvalidArgument);
