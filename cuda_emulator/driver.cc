@@ -833,10 +833,23 @@ CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdevicep
   return CUDA_SUCCESS;
 }
 
+// Page-locked host memory: page-aligned, as the driver's; freeing anything else is an error.
+namespace {
+std::mutex host_mu;
+std::set<void*>& HostBlocks() {
+  static auto* blocks = new std::set<void*>();
+  return *blocks;
+}
+}  // namespace
+
 CUresult CUDAAPI cuMemAllocHost(void** pp, size_t bytes) {
   if (!pp) return CUDA_ERROR_INVALID_VALUE;
-  *pp = std::malloc(std::max<size_t>(bytes, 1));
-  return *pp ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  constexpr size_t kPage = 4096;
+  *pp = std::aligned_alloc(kPage, (std::max<size_t>(bytes, 1) + kPage - 1) / kPage * kPage);
+  if (!*pp) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(host_mu);
+  HostBlocks().insert(*pp);
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
@@ -845,6 +858,10 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
 }
 
 CUresult CUDAAPI cuMemFreeHost(void* p) {
+  {
+    std::lock_guard<std::mutex> lock(host_mu);
+    if (!HostBlocks().erase(p)) return CUDA_ERROR_INVALID_VALUE;
+  }
   std::free(p);
   return CUDA_SUCCESS;
 }

@@ -286,6 +286,20 @@ TEST(CudaEmulatorMemory, FreeOfUnallocatedPointerIsInvalidValue) {
   CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuMemFree(p));
 }
 
+// Page-locked host memory is page-aligned, as the driver's; cuMemFreeHost of anything else
+// (or of a block already freed) is CUDA_ERROR_INVALID_VALUE.
+TEST(CudaEmulatorMemory, PageLockedHostMemory) {
+  CU_ASSERT_OK(cuCtxSetCurrent(PrimaryContext()));
+  void* p = nullptr;
+  CU_ASSERT_OK(cuMemHostAlloc(&p, 100, 0));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
+  static_cast<char*>(p)[99] = 1;
+  CU_ASSERT_OK(cuMemFreeHost(p));
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuMemFreeHost(p));
+  std::vector<char> pageable(100);
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuMemFreeHost(pageable.data()));
+}
+
 // Copies and memsets round-trip through device memory (synchronous forms).
 TEST(CudaEmulatorMemory, CopiesAndMemsets) {
   CU_ASSERT_OK(cuCtxSetCurrent(PrimaryContext()));
