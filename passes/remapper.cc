@@ -334,11 +334,13 @@ class Remapper {
   }
 
   // An Einsum of two operands whose labels are batch dims (in both operands and the
-  // output), one free dim per operand and one contracted dim, as a BatchMatMulV2 with
-  // Transposes around it (none where the operands and output are in order; an operand
-  // whose contracted and free dims are swapped is read adjoint), as TensorFlow's Einsum
-  // kernel computes it: attention's BTNH,BSNH->BNTS and BNTS,BSNH->BTNH. The Einsum's
-  // name goes to the last node.
+  // output), free dims (in one operand and the output) and contracted dims (in both
+  // operands alone), as a BatchMatMulV2 with Transposes around it (none where the operands
+  // and output are in order; an operand whose contracted and free dims are swapped is read
+  // adjoint), as TensorFlow's Einsum kernel computes it: attention's BTNH,BSNH->BNTS and
+  // BNTS,BSNH->BTNH. Several free or contracted dims of one operand (Keras's EinsumDense:
+  // abc,cde->abde and abcd,cde->abe) are merged by Reshapes around the product, which needs
+  // the operands' shapes known. The Einsum's name goes to the last node.
   bool EinsumAsBatchMatMul(int id) {
     const Node* n = N(id);
     const auto equation = GetStringAttr(*n, "equation");
@@ -368,7 +370,9 @@ class Remapper {
       if (!in(a, c) || !in(b, c)) return false;  // summed over in one operand alone
       contracted += c;
     }
-    if (free_a.size() != 1 || free_b.size() != 1 || contracted.size() != 1) return false;
+    if (free_a.empty() || free_b.empty() || contracted.empty()) return false;
+    if (free_a.size() > 1 || free_b.size() > 1 || contracted.size() > 1)
+      return EinsumAsReshapedBatchMatMul(id, a, b, out, batch, free_a, free_b, contracted, *dtype);
     // Each operand in the order [batch..., row, column]: a transpose, or none with adjoint.
     auto operand = [&](int i, const std::string& labels, const std::string& row, const std::string& column,
                        bool* adjoint) -> TensorId {
@@ -392,6 +396,62 @@ class Remapper {
     matmul->attrs["T"].set_type(static_cast<tensorflow::DataType>(*dtype));
     matmul->attrs["adj_x"].set_b(adj_x);
     matmul->attrs["adj_y"].set_b(adj_y);
+    return true;
+  }
+
+  // EinsumAsBatchMatMul with several dims of one kind: each operand transposed to [batch...,
+  // rows..., columns...] and reshaped to [batch..., rows, columns], the product reshaped to
+  // [batch..., free_a..., free_b...] and transposed to the output's order.
+  bool EinsumAsReshapedBatchMatMul(int id, const std::string& a, const std::string& b, const std::string& out,
+                                   const std::string& batch, const std::string& free_a, const std::string& free_b,
+                                   const std::string& contracted, DType dtype) {
+    const Node* n = N(id);
+    std::map<char, int64_t> size;  // label -> dim, from the operands' known shapes
+    for (int i = 0; i < 2; ++i) {
+      const TensorId t = n->inputs[i];
+      if (t.node >= a_.graph.num_nodes() || t.index >= static_cast<int>(a_.info(t.node).shapes.size())) return false;
+      const Shape& shape = a_.info(t.node).shapes[t.index];
+      const std::string& labels = i == 0 ? a : b;
+      if (shape.unknown_rank() || shape.rank() != static_cast<int>(labels.size())) return false;
+      for (int d = 0; d < shape.rank(); ++d) {
+        if (shape.dim(d) < 0) return false;
+        size[labels[d]] = shape.dim(d);
+      }
+    }
+    auto dims = [&](const std::string& labels) {
+      std::vector<int64_t> v;
+      for (char c : labels) v.push_back(size[c]);
+      return v;
+    };
+    auto product = [&](const std::string& labels) {
+      int64_t p = 1;
+      for (char c : labels) p *= size[c];
+      return p;
+    };
+    auto matrix = [&](int i, const std::string& labels, const std::string& rows, const std::string& columns) {
+      const std::string ordered = batch + rows + columns;
+      const std::string name = i == 0 ? "/a" : "/b";
+      TensorId x = N(id)->inputs[i];
+      if (labels != ordered) x = Transpose(id, x, labels, ordered, name + "_transpose");
+      std::vector<int64_t> shape = dims(batch);
+      shape.push_back(product(rows));
+      shape.push_back(product(columns));
+      return Reshape(id, x, shape, dtype, name + "_matrix");
+    };
+    const TensorId x = matrix(0, a, free_a, contracted), y = matrix(1, b, contracted, free_b);
+    const std::string name = N(id)->name;
+    Node* matmul = NewLike(id, name + "/matmul", "BatchMatMulV2");
+    matmul->inputs = {x, y};
+    matmul->attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
+    matmul->attrs["adj_x"].set_b(false);
+    matmul->attrs["adj_y"].set_b(false);
+    const std::string labels = batch + free_a + free_b;
+    if (labels == out) {
+      Reshape(id, {matmul->id, 0}, dims(out), dtype, "");
+    } else {
+      const TensorId unmerged = Reshape(id, {matmul->id, 0}, dims(labels), dtype, "/unmerged");
+      Transpose(id, unmerged, labels, out, "");
+    }
     return true;
   }
 
@@ -422,6 +482,18 @@ class Remapper {
     t->attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
     t->attrs["Tperm"].set_type(tensorflow::DT_INT32);
     return {t->id, 0};
+  }
+
+  // x reshaped to `shape`, as Transpose is made.
+  TensorId Reshape(int id, TensorId x, const std::vector<int64_t>& shape, DType dtype, const std::string& suffix) {
+    const std::string name = N(id)->name;
+    const TensorId shape_const{AddConst(g_, name + "/shape" + suffix, Tensor::Vector(shape), N(id)->device)->id, 0};
+    Node* r = suffix.empty() ? N(id) : NewLike(id, name + suffix, "Reshape");
+    if (suffix.empty()) ClearForRewrite(r, "Reshape");
+    r->inputs = {x, shape_const};
+    r->attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
+    r->attrs["Tshape"].set_type(tensorflow::DT_INT64);
+    return {r->id, 0};
   }
 
   Graph& g_;

@@ -404,12 +404,14 @@ TEST_F(Numbers, ZeroPaddingFoldsIntoConvolutions) {
 }
 
 // Einsums of a batched GEMM's form become BatchMatMulV2 with the transposes they need
-// (none, or an adjoint operand, where the labels are in order); others stay Einsums.
+// (none, or an adjoint operand, where the labels are in order), and Reshapes where an
+// operand has several dims of a kind; others stay Einsums.
 TEST_F(Numbers, EinsumAsBatchMatMul) {
   struct Case {
     std::string equation;
     Shape a, b;
     int transposes;  // expected; -1: stays an Einsum
+    bool merged = false;  // dims of a kind merged by Reshapes
   };
   for (const Case& c : std::vector<Case>{{"BTNH,BSNH->BNTS", {2, 5, 3, 4}, {2, 6, 3, 4}, 2},
                                          {"BNTS,BSNH->BTNH", {2, 3, 5, 6}, {2, 6, 3, 4}, 2},
@@ -418,7 +420,14 @@ TEST_F(Numbers, EinsumAsBatchMatMul) {
                                          {"ij,jk->ki", {3, 4}, {4, 5}, 1},
                                          {"bij,bjk->bk", {2, 3, 4}, {2, 4, 5}, -1},    // i summed in a alone
                                          {"bij,bjk->bijk", {2, 3, 4}, {2, 4, 5}, -1},  // an outer product
-                                         {"bij,bjkl->bikl", {2, 3, 4}, {2, 4, 5, 6}, -1}}) {  // two free dims
+                                         // Several dims of a kind: merged by Reshapes (Keras's EinsumDense).
+                                         {"bij,bjkl->bikl", {2, 3, 4}, {2, 4, 5, 6}, 0, true},
+                                         {"abc,cde->abde", {2, 3, 4}, {4, 2, 3}, 0, true},
+                                         {"abcd,cde->abe", {2, 3, 2, 3}, {2, 3, 4}, 0, true},
+                                         {"acb,cde->abde", {2, 4, 3}, {4, 2, 3}, 1, true},
+                                         {"abc,cde->adbe", {2, 3, 4}, {4, 2, 3}, 1, true},
+                                         // ... with a dim unknown until it runs: stays an Einsum.
+                                         {"abc,cde->abde", {-1, 3, 4}, {4, 2, 3}, -1}}) {
     SCOPED_TRACE(c.equation);
     GraphBuilder b;
     b.Placeholder("a", DType::kFloat, c.a.dims());
@@ -426,11 +435,14 @@ TEST_F(Numbers, EinsumAsBatchMatMul) {
     tensorflow::NodeDef* e = b.Op("e", "Einsum", {"a", "b"});
     SetAttrString(e, "equation", c.equation);
     (*e->mutable_attr())["N"].set_i(2);
-    auto ops = Compare(b.graph_def(), {{"a", Random(c.a, 1)}, {"b", Random(c.b, 2)}}, {"e"});
+    std::vector<int64_t> fed = c.a.dims();
+    for (int64_t& d : fed) d = d < 0 ? 2 : d;
+    auto ops = Compare(b.graph_def(), {{"a", Random(Shape(fed), 1)}, {"b", Random(c.b, 2)}}, {"e"});
     EXPECT_EQ(Has(ops, "Einsum"), c.transposes < 0);
     if (c.transposes < 0) continue;
     EXPECT_EQ(std::count(ops.begin(), ops.end(), "Transpose"), c.transposes);
     EXPECT_EQ(std::count(ops.begin(), ops.end(), "BatchMatMulV2"), 1);
+    EXPECT_EQ(Has(ops, "Reshape"), c.merged);
   }
 }
 
