@@ -1,0 +1,69 @@
+"""JAX (XLA:GPU) on a GraphDef, timed as graphjit's GPU calls are compared with it.
+
+The graph comes as peers.py exports it for its JAX worker (`export_for_jax`: GRAPH.json and
+GRAPH.npz of its constants), or with the constants as .npy files in GRAPH.consts/ (each
+Const node's value, '/' in its name as '_': what `graphjit run --no-optimize --jit off
+--fetch <each Const> --out GRAPH.consts` writes), for a machine without TensorFlow.
+Prints one JSON line: the compile time, the median device-resident call (inputs already on
+the device, outputs waited for) and the median host-to-host call (NumPy in, NumPy out).
+
+  python3 bench/peers/jax_gpu.py GRAPH --feed x=x.npy --fetch Identity [--precision highest]
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def median_us(call, iters):
+    for _ in range(20):
+        call()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return float(np.median(times))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("graph", help="the exported graph, without .json")
+    p.add_argument("--feed", action="append", default=[], help="NAME=FILE.npy")
+    p.add_argument("--fetch", action="append", default=[], help="a tensor to fetch")
+    p.add_argument("--precision", default="highest", help="jax_default_matmul_precision (highest: f32 GEMMs)")
+    p.add_argument("--iters", type=int, default=300)
+    args = p.parse_args()
+    import jax
+    jax.config.update("jax_default_matmul_precision", args.precision)
+    import graph_to_jax
+
+    graph = json.load(open(args.graph + ".json"))
+    if os.path.exists(args.graph + ".npz"):
+        consts = dict(np.load(args.graph + ".npz"))
+    else:
+        consts = {n["name"]: np.load(os.path.join(args.graph + ".consts", n["name"].replace("/", "_") + ".npy"))
+                  for n in graph["nodes"] if n["op"] == "Const"}
+    feeds = dict(f.split("=", 1) for f in args.feed)
+    names = list(feeds)
+    host = [np.load(feeds[k]) for k in names]
+    fn = jax.jit(graph_to_jax.make_function(graph, consts, names, args.fetch))
+    on_device = [jax.device_put(h) for h in host]
+    t0 = time.perf_counter()
+    [o.block_until_ready() for o in fn(*on_device)]
+    compile_ms = (time.perf_counter() - t0) * 1e3
+    resident = median_us(lambda: [o.block_until_ready() for o in fn(*on_device)], args.iters)
+    host_to_host = median_us(lambda: [np.asarray(o) for o in fn(*[jax.device_put(h) for h in host])], args.iters)
+    print(json.dumps({"graph": os.path.basename(args.graph), "backend": jax.default_backend(),
+                      "precision": args.precision, "compile_ms": round(compile_ms, 1),
+                      "device_resident_us": round(resident, 1), "host_to_host_us": round(host_to_host, 1)}))
+
+
+if __name__ == "__main__":
+    main()
