@@ -430,8 +430,8 @@ Status Compute(KernelContext& ctx) {
     ++jit.async_runs;
     return RunReference(ctx, state);
   }
-  if (!entry->kernel && entry->out_of_memory) return ctx.Error("cluster " + state.name + ": " + entry->failure);
   if (!entry->kernel) {
+    if (entry->out_of_memory) return ctx.Error("cluster " + state.name + ": " + entry->failure);
     const char* what = entry->internal ? "internal compiler error" : "cannot be compiled";
     if (options && options->jit_strict)
       return ctx.Error("cluster " + state.name + " " + what + " (--jit_strict): " + entry->failure);

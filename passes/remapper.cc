@@ -467,6 +467,13 @@ class Remapper {
     node->op = op;
     node->attrs = InternalAttrs(*node);
   }
+  // An `op` beside `id` named id's name + `suffix`, or, for an empty suffix, `id` itself
+  // rewritten as one.
+  Node* NewOrRewritten(int id, const std::string& suffix, const std::string& op) {
+    if (!suffix.empty()) return NewLike(id, N(id)->name + suffix, op);
+    ClearForRewrite(N(id), op);
+    return N(id);
+  }
   // x (dims labeled `from`) transposed to `to`: a new node beside `id` named id's name +
   // `suffix`, or, for an empty suffix, `id` itself.
   TensorId Transpose(int id, TensorId x, const std::string& from, const std::string& to, const std::string& suffix) {
@@ -476,8 +483,7 @@ class Remapper {
     const DType dtype = GetTypeAttr(*N(id), "T").value_or(DType::kFloat);
     const std::string name = N(id)->name;
     const TensorId perm_const{AddConst(g_, name + "/perm" + suffix, value, N(id)->device)->id, 0};
-    Node* t = suffix.empty() ? N(id) : NewLike(id, name + suffix, "Transpose");
-    if (suffix.empty()) ClearForRewrite(t, "Transpose");
+    Node* t = NewOrRewritten(id, suffix, "Transpose");
     t->inputs = {x, perm_const};
     t->attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
     t->attrs["Tperm"].set_type(tensorflow::DT_INT32);
@@ -488,8 +494,7 @@ class Remapper {
   TensorId Reshape(int id, TensorId x, const std::vector<int64_t>& shape, DType dtype, const std::string& suffix) {
     const std::string name = N(id)->name;
     const TensorId shape_const{AddConst(g_, name + "/shape" + suffix, Tensor::Vector(shape), N(id)->device)->id, 0};
-    Node* r = suffix.empty() ? N(id) : NewLike(id, name + suffix, "Reshape");
-    if (suffix.empty()) ClearForRewrite(r, "Reshape");
+    Node* r = NewOrRewritten(id, suffix, "Reshape");
     r->inputs = {x, shape_const};
     r->attrs["T"].set_type(static_cast<tensorflow::DataType>(dtype));
     r->attrs["Tshape"].set_type(tensorflow::DT_INT64);

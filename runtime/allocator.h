@@ -34,15 +34,17 @@ class Allocator : public std::enable_shared_from_this<Allocator> {
   static constexpr size_t kPageRoundedBytes = size_t{64} << 10;  // and above: sizes rounded to 4 KiB
   // Requests above max_allocation_bytes fail with ResourceExhausted instead of asking
   // the OS; at most max_cached_bytes of released blocks are kept for reuse.
-  explicit Allocator(int64_t max_allocation_bytes = int64_t{8} << 30, int64_t max_cached_bytes = int64_t{256} << 20)
-      : max_allocation_bytes_(max_allocation_bytes), max_cached_bytes_(max_cached_bytes) {}
-  // Where blocks come from and go back to, instead of aligned_alloc and free (a GPU's
-  // page-locked host memory, say); `allocate` returns memory aligned to kAlignment, or null.
+  // `backing`: where blocks come from and go back to, instead of aligned_alloc and free (a
+  // GPU's page-locked host memory, say); its `allocate` returns memory aligned to
+  // kAlignment, or null.
   struct Backing {
     std::function<void*(size_t)> allocate;
     std::function<void(void*)> free;
   };
-  Allocator(Backing backing, int64_t max_allocation_bytes, int64_t max_cached_bytes)
+  static constexpr int64_t kDefaultMaxAllocationBytes = int64_t{8} << 30;
+  static constexpr int64_t kDefaultMaxCachedBytes = int64_t{256} << 20;
+  explicit Allocator(int64_t max_allocation_bytes = kDefaultMaxAllocationBytes,
+                     int64_t max_cached_bytes = kDefaultMaxCachedBytes, Backing backing = {})
       : max_allocation_bytes_(max_allocation_bytes), max_cached_bytes_(max_cached_bytes), backing_(std::move(backing)) {}
   ~Allocator();
   Allocator(const Allocator&) = delete;

@@ -102,8 +102,8 @@ StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string& library
   // (The device is never destroyed: see below.)
   CudaDevice* d = device.get();
   device->host_allocator_ = std::make_shared<Allocator>(
-      Allocator::Backing{[d](size_t bytes) { return d->AllocateHost(bytes); }, [d](void* p) { d->FreeHost(p); }},
-      int64_t{8} << 30, int64_t{256} << 20);
+      Allocator::kDefaultMaxAllocationBytes, Allocator::kDefaultMaxCachedBytes,
+      Allocator::Backing{[d](size_t bytes) { return d->AllocateHost(bytes); }, [d](void* p) { d->FreeHost(p); }});
   devices->emplace(library, device);
   return device;
 }
@@ -125,7 +125,7 @@ Status CudaDevice::MakeCurrent() const {
 
 size_t CudaDevice::LimitMemory(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!limit_set_) limit_ = bytes, limit_set_ = true;
+  if (!limit_) limit_ = std::max<size_t>(bytes, 1);
   return limit_;
 }
 

@@ -54,8 +54,8 @@ class CudaDevice {
   size_t bytes_in_use() const;
   size_t bytes_cached() const;
   // Bounds the memory the allocator holds, for the process, once (TensorFlow's
-  // per_process_gpu_memory_fraction: its first GPU session sets it); 0 leaves it unbounded.
-  // Later calls leave the first limit in place. Returns the limit in force (0: none).
+  // per_process_gpu_memory_fraction: its first GPU session sets it); later calls leave the
+  // first limit in place. Returns the limit in force.
   size_t LimitMemory(size_t bytes);
 
   // Host memory for tensors that cross to or from the device: page-locked (cuMemHostAlloc),
@@ -137,7 +137,6 @@ class CudaDevice {
   std::map<uint64_t, size_t> live_;               // address -> size class
   size_t cached_ = 0, in_use_ = 0;
   size_t limit_ = 0;                              // 0: none
-  bool limit_set_ = false;
   std::map<std::string, void*> modules_;          // PTX text -> CUmodule
   std::map<const char*, size_t> pinned_;          // page-locked host blocks: start -> bytes
   std::shared_ptr<Allocator> host_allocator_;
