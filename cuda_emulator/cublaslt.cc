@@ -1,9 +1,9 @@
 // A stand-in for cuBLASLt (libcublasLt.so.13) on the CUDA emulator: the float GEMM of
 // cublasLtMatmul with cuBLASLt's documented semantics (column-major, op(A) m x k,
 // op(B) k x n, C and D m x n, strided batches, the bias/ReLU/GELU epilogues), computed on
-// the CPU in double and rounded once to float. The work is queued on the stream with
-// cuLaunchHostFunc, so it runs in stream order when the stream is synchronized, as the
-// emulator's kernels do. Only FP32 (CUBLAS_COMPUTE_32F, CUDA_R_32F, column order, host
+// the CPU in double and rounded once to float. The work is queued on the stream as the
+// emulator's kernels are (cuemuLaunchHostTask), so it runs in stream order when the stream
+// is synchronized, and a captured GEMM is a kernel node of the graph. Only FP32 (CUBLAS_COMPUTE_32F, CUDA_R_32F, column order, host
 // alpha/beta) is supported; anything else is CUBLAS_STATUS_NOT_SUPPORTED.
 #include <cublasLt.h>
 #include <cuda.h>
@@ -126,12 +126,14 @@ float* Resolve(const void* ptr, const Layout* l) {
   return static_cast<float*>(host) - lo;
 }
 
+// A GEMM queued on a stream: its operands' device addresses, resolved each time it runs
+// (a captured GEMM runs once per graph launch).
 struct Work {
   Shape shape;
   MatmulDesc desc;
   Layout a, b, c, d;
-  const float *ha = nullptr, *hb = nullptr, *hc = nullptr, *hbias = nullptr;
-  float* hd = nullptr;
+  const void *A = nullptr, *B = nullptr, *C = nullptr;
+  void* D = nullptr;
   double alpha = 1, beta = 0;
 };
 
@@ -140,17 +142,29 @@ double Gelu(double x) {
   return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
 }
 
-void RunWork(void* user) {
-  std::unique_ptr<Work> w(static_cast<Work*>(user));
+// Device memory freed since the GEMM was queued is the kernel's illegal address.
+CUresult RunWork(void* user) {
+  const Work* w = static_cast<const Work*>(user);
   const Shape& s = w->shape;
+  const float *ha = nullptr, *hb = nullptr, *hc = nullptr, *hbias = nullptr;
+  float* hd = Resolve(w->D, &w->d);
+  bool ok = hd != nullptr;
+  if (s.k > 0) ok = ok && (ha = Resolve(w->A, &w->a)) && (hb = Resolve(w->B, &w->b));
+  if (w->beta != 0) ok = ok && (hc = Resolve(w->C, &w->c));
+  if (HasBias(w->desc.epilogue)) {
+    void* host = nullptr;
+    ok = ok && cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), s.m * sizeof(float), &host) == CUDA_SUCCESS;
+    hbias = static_cast<const float*>(host);
+  }
+  if (!ok) return CUDA_ERROR_ILLEGAL_ADDRESS;
   const bool ta = w->desc.trans_a != CUBLAS_OP_N, tb = w->desc.trans_b != CUBLAS_OP_N;
   const cublasLtEpilogue_t e = w->desc.epilogue;
   std::vector<float> out(s.m * s.n);
   for (int32_t batch = 0; batch < s.batch; ++batch) {
-    const float* A = w->ha + batch * w->a.stride;
-    const float* B = w->hb + batch * w->b.stride;
-    const float* C = w->beta != 0 ? w->hc + batch * w->c.stride : nullptr;
-    float* D = w->hd + batch * w->d.stride;
+    const float* A = ha + batch * w->a.stride;
+    const float* B = hb + batch * w->b.stride;
+    const float* C = w->beta != 0 ? hc + batch * w->c.stride : nullptr;
+    float* D = hd + batch * w->d.stride;
     for (uint64_t j = 0; j < s.n; ++j) {
       for (uint64_t i = 0; i < s.m; ++i) {
         double sum = 0;
@@ -161,7 +175,7 @@ void RunWork(void* user) {
         }
         double v = w->alpha * sum;
         if (C) v += w->beta * static_cast<double>(C[j * w->c.ld + i]);
-        if (HasBias(e)) v += w->hbias[i];
+        if (HasBias(e)) v += hbias[i];
         if (e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS) v = v > 0 ? v : 0;
         if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS) v = Gelu(v);
         out[j * s.m + i] = static_cast<float>(v);
@@ -170,7 +184,10 @@ void RunWork(void* user) {
     // Stored after the whole batch is computed: D may overlap A, B or C.
     for (uint64_t j = 0; j < s.n; ++j) std::memcpy(D + j * w->d.ld, out.data() + j * s.m, s.m * sizeof(float));
   }
+  return CUDA_SUCCESS;
 }
+
+void ReleaseWork(void* user) { delete static_cast<Work*>(user); }
 
 }  // namespace
 
@@ -389,31 +406,21 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
   w->beta = *static_cast<const float*>(beta);
   // In place (C == D) needs C's layout to be D's.
   if (C == D && (w->c.ld != w->d.ld || w->c.stride != w->d.stride)) return CUBLAS_STATUS_INVALID_VALUE;
-  // Device memory, resolved to host addresses now (the host function must not call the driver).
+  // Device memory, checked now (and again when the GEMM runs).
+  w->A = A, w->B = B, w->C = C, w->D = D;
   const bool empty = w->shape.m == 0 || w->shape.n == 0;
-  if (!empty) {
-    if (!(w->hd = Resolve(D, &w->d))) return CUBLAS_STATUS_INVALID_VALUE;
-    if (w->shape.k > 0) {
-      if (!(w->ha = Resolve(A, &w->a))) return CUBLAS_STATUS_INVALID_VALUE;
-      if (!(w->hb = Resolve(B, &w->b))) return CUBLAS_STATUS_INVALID_VALUE;
-    }
-    if (w->beta != 0 && !(w->hc = Resolve(C, &w->c))) return CUBLAS_STATUS_INVALID_VALUE;
-    if (HasBias(w->desc.epilogue)) {
-      void* host = nullptr;
-      if (!w->desc.bias ||
-          cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), w->shape.m * sizeof(float), &host) !=
-              CUDA_SUCCESS)
-        return CUBLAS_STATUS_INVALID_VALUE;
-      w->hbias = static_cast<const float*>(host);
-    }
-  }
   if (empty) return CUBLAS_STATUS_SUCCESS;
-  Work* work = w.release();
-  CUresult r = cuLaunchHostFunc(reinterpret_cast<CUstream>(stream), RunWork, work);
-  if (r != CUDA_SUCCESS) {
-    delete work;
+  if (!Resolve(D, &w->d)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (w->shape.k > 0 && (!Resolve(A, &w->a) || !Resolve(B, &w->b))) return CUBLAS_STATUS_INVALID_VALUE;
+  if (w->beta != 0 && !Resolve(C, &w->c)) return CUBLAS_STATUS_INVALID_VALUE;
+  void* host = nullptr;
+  if (HasBias(w->desc.epilogue) &&
+      (!w->desc.bias ||
+       cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), w->shape.m * sizeof(float), &host) != CUDA_SUCCESS))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  CUresult r = cuemuLaunchHostTask(reinterpret_cast<CUstream>(stream), RunWork, w.release(), ReleaseWork);
+  if (r != CUDA_SUCCESS)
     return r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_VALUE ? CUBLAS_STATUS_INVALID_VALUE
                                                                             : CUBLAS_STATUS_EXECUTION_FAILED;
-  }
   return CUBLAS_STATUS_SUCCESS;
 }

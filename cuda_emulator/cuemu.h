@@ -64,9 +64,17 @@ CUresult cuemuSetThreadOrder(CUemuThreadOrder order, unsigned long long seed);
 // in one live allocation (CUDA_ERROR_INVALID_VALUE otherwise; bytes 0 counts as 1). An
 // allocation's memory does not move until cuMemFree, which first runs all queued work, so
 // the address stays valid for work queued before then. Host functions queued with
-// cuLaunchHostFunc run under the driver's lock and must not call the driver: they resolve
-// their host addresses with this function when they are queued.
+// cuLaunchHostFunc run under the driver's lock and must not call the driver; tasks queued
+// with cuemuLaunchHostTask may call this function (and nothing else of the driver).
 CUresult cuemuDeviceMemory(CUdeviceptr address, size_t bytes, void** host);
+
+// What the stand-ins for CUDA's libraries (cuBLASLt) launch in place of their kernels:
+// `run(data)` in stream order, as a kernel would run, or, while the stream captures, a
+// kernel node of the graph that runs it each time the graph runs. A result other than
+// CUDA_SUCCESS is the kernel's fault (it breaks the context, as a kernel's would); `run`
+// resolves its device addresses when it runs, with cuemuDeviceMemory. `release(data)` is
+// called once nothing can run the task any more (also when this call fails).
+CUresult cuemuLaunchHostTask(CUstream stream, CUresult (*run)(void*), void* data, void (*release)(void*));
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,15 @@
 // waits for it: a stream, event or context synchronization, or a synchronous call, which
 // like the legacy default stream first runs the pending work of the NULL stream and of
 // every blocking stream. A program that forgets to synchronize sees stale results.
+//
+// Graphs come from stream capture: between cuStreamBeginCapture and cuStreamEndCapture a
+// stream's work is recorded, not queued, and a call that would need the device at once
+// (an allocation, a free, a synchronous copy, a synchronization of the capturing stream)
+// fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, as the
+// driver's capture modes say. An instantiated graph runs its nodes in capture order;
+// cuGraphExecUpdate takes a graph of the same nodes (kinds and kernels) with new parameters.
+// Cross-stream capture (events recorded or waited on during a capture) is not emulated: it
+// fails as unsupported.
 #include <cuda.h>
 
 #include <algorithm>
@@ -23,6 +32,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_emulator/cuemu.h"
@@ -83,6 +93,24 @@ struct CUmod_st {
   std::vector<std::unique_ptr<CUfunc_st>> functions;
 };
 
+// A node of a graph: what it does each time the graph runs, and what cuGraphExecUpdate
+// may not change (its kind, and the kernel a kernel node launches).
+struct CUgraphNode_st {
+  CUgraphNodeType type;
+  const void* callee = nullptr;  // a kernel node's CUfunction (or a library task's function)
+  std::function<CUresult()> run;
+};
+
+struct CUgraph_st {
+  CUctx_st* ctx = nullptr;
+  std::vector<std::shared_ptr<CUgraphNode_st>> nodes;  // in capture order
+};
+
+struct CUgraphExec_st {
+  CUctx_st* ctx = nullptr;
+  std::vector<std::shared_ptr<CUgraphNode_st>> nodes;
+};
+
 struct CUstream_st {
   CUctx_st* ctx = nullptr;
   bool blocking = true;
@@ -91,6 +119,14 @@ struct CUstream_st {
     std::function<CUresult()> run;
   };
   std::deque<Task> queue;
+  // While capturing: the graph its work goes to instead of `queue`.
+  struct Capture {
+    std::unique_ptr<CUgraph_st> graph;
+    CUstreamCaptureMode mode;
+    std::thread::id thread;
+    bool invalidated = false;
+  };
+  std::unique_ptr<Capture> capture;
 };
 
 struct CUevent_st {
@@ -112,6 +148,8 @@ struct CUctx_st {
   std::set<CUstream_st*> streams;
   std::set<CUmod_st*> modules;
   std::set<CUevent_st*> events;
+  std::set<CUgraph_st*> graphs;
+  std::set<CUgraphExec_st*> execs;
   std::set<uint64_t> allocations;
 };
 
@@ -208,6 +246,49 @@ void Enqueue(CUstream_st* s, std::function<CUresult()> run) {
   s->queue.push_back({++D().seq, std::move(run)});
 }
 
+// Work for a stream: queued, or a node of the graph the stream captures.
+CUresult Submit(CUstream_st* s, CUgraphNodeType type, const void* callee, std::function<CUresult()> run) {
+  if (s->capture) {
+    if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    s->capture->graph->nodes.push_back(std::make_shared<CUgraphNode_st>(CUgraphNode_st{type, callee, std::move(run)}));
+    return CUDA_SUCCESS;
+  }
+  Enqueue(s, std::move(run));
+  return CUDA_SUCCESS;
+}
+
+// Ends a capture with an error: its graph is dropped, cuStreamEndCapture says so.
+CUresult Invalidate(CUstream_st* s, CUresult why, const std::string& call) {
+  s->capture->invalidated = true;
+  Report(call + " during stream capture: the capture is invalidated");
+  return why;
+}
+
+// A call that is not ordered in a stream (an allocation, a free, a synchronous copy or
+// memset, a context synchronization) is refused while the calling thread captures (in
+// global or thread-local mode) or another thread captures in global mode, as in the
+// driver's default (global) mode for threads; it invalidates those captures.
+CUresult UnsafeCall(const char* call) {
+  CUresult r = CUDA_SUCCESS;
+  for (CUctx_st* ctx : D().contexts)
+    for (CUstream_st* s : ctx->streams) {
+      CUstream_st::Capture* c = s->capture.get();
+      if (!c || c->mode == CU_STREAM_CAPTURE_MODE_RELAXED) continue;
+      if (c->thread == std::this_thread::get_id() || c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
+        r = Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call);
+    }
+  return r;
+}
+
+// Work on the legacy default stream waits for the blocking streams: not for one that
+// captures (the dependency cannot be captured).
+CUresult LegacyCall(CUctx_st* ctx, const char* call) {
+  CUresult r = CUDA_SUCCESS;
+  for (CUstream_st* s : ctx->streams)
+    if (s->blocking && s->capture) r = Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, call);
+  return r;
+}
+
 // [ptr, ptr + bytes) must lie in one live allocation.
 bool ValidRange(CUdeviceptr ptr, size_t bytes) {
   return bytes == 0 || D().memory->Find(ptr, bytes) != nullptr;
@@ -218,6 +299,10 @@ uint8_t* HostOf(CUdeviceptr ptr) {
 }
 
 void DestroyContextResources(CUctx_st* ctx) {
+  for (CUgraphExec_st* e : ctx->execs) delete e;
+  ctx->execs.clear();
+  for (CUgraph_st* g : ctx->graphs) delete g;
+  ctx->graphs.clear();
   for (CUstream_st* s : ctx->streams) delete s;
   ctx->streams.clear();
   ctx->null_stream.queue.clear();
@@ -587,6 +672,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   std::lock_guard lock(D().mu);
   CUctx_st* ctx;
   if (CUresult r = Enter(&ctx)) return r;
+  if (CUresult r = UnsafeCall("cuCtxSynchronize")) return r;
   return DrainAll(ctx);
 }
 
@@ -710,6 +796,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!(ctx = Current())) return CUDA_ERROR_INVALID_CONTEXT;
   if (!module || !ctx->modules.count(module)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = UnsafeCall("cuModuleUnload")) return r;
   DrainAll(ctx);  // queued launches may use it
   for (uint64_t a : module->global_addresses) D().memory->Free(a);
   ctx->modules.erase(module);
@@ -793,6 +880,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
   if (!dptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = Enter(&ctx)) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = UnsafeCall("cuMemAlloc")) return r;
   uint64_t a = D().memory->Allocate(bytes);
   if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
   ctx->allocations.insert(a);
@@ -806,6 +894,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   if (CUresult r = Enter(&ctx)) return r;
   if (dptr == 0) return CUDA_SUCCESS;
   if (!ctx->allocations.count(dptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = UnsafeCall("cuMemFree")) return r;
   if (CUresult r = DrainAll(ctx)) return r;  // frees synchronize, as on a GPU
   D().memory->Free(dptr);
   ctx->allocations.erase(dptr);
@@ -844,6 +933,10 @@ std::set<void*>& HostBlocks() {
 
 CUresult CUDAAPI cuMemAllocHost(void** pp, size_t bytes) {
   if (!pp) return CUDA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard lock(D().mu);
+    if (CUresult r = UnsafeCall("cuMemAllocHost")) return r;
+  }
   constexpr size_t kPage = 4096;
   *pp = std::aligned_alloc(kPage, (std::max<size_t>(bytes, 1) + kPage - 1) / kPage * kPage);
   if (!*pp) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -859,6 +952,10 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
 
 CUresult CUDAAPI cuMemFreeHost(void* p) {
   {
+    std::lock_guard lock(D().mu);
+    if (CUresult r = UnsafeCall("cuMemFreeHost")) return r;
+  }
+  {
     std::lock_guard<std::mutex> lock(host_mu);
     if (!HostBlocks().erase(p)) return CUDA_ERROR_INVALID_VALUE;
   }
@@ -870,15 +967,18 @@ namespace {
 
 // A synchronous call runs after the legacy default stream's pending work; an async one
 // is queued on its stream.
-CUresult RunOrEnqueue(CUctx_st* ctx, bool async, CUstream stream, std::function<CUresult()> run) {
+CUresult RunOrEnqueue(CUctx_st* ctx, bool async, CUstream stream, CUgraphNodeType type, std::function<CUresult()> run) {
   if (!async) {
+    if (CUresult r = UnsafeCall("a synchronous copy or memset")) return r;
+    if (CUresult r = LegacyCall(ctx, "a synchronous copy or memset")) return r;
     if (CUresult r = SyncLegacy(ctx)) return r;
     return run();
   }
   CUstream_st* s = StreamOf(ctx, stream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  Enqueue(s, std::move(run));
-  return CUDA_SUCCESS;
+  if (s == &ctx->null_stream)
+    if (CUresult r = LegacyCall(ctx, "work on the legacy default stream")) return r;
+  return Submit(s, type, nullptr, std::move(run));
 }
 
 enum class Copy { kHtoD, kDtoH, kDtoD };
@@ -898,9 +998,11 @@ CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr
     return CUDA_ERROR_INVALID_VALUE;
   }
   // Host memory is staged when the copy is issued, as drivers do for pageable memory: the
-  // caller may reuse its buffer as soon as the call returns.
+  // caller may reuse its buffer as soon as the call returns. (A captured copy reads it each
+  // time its graph runs.)
+  CUstream_st* s = async ? StreamOf(ctx, stream) : nullptr;
   std::shared_ptr<std::vector<uint8_t>> staged;
-  if (kind == Copy::kHtoD && async) {
+  if (kind == Copy::kHtoD && async && !(s && s->capture)) {
     const uint8_t* from = static_cast<const uint8_t*>(host_src);
     staged = std::make_shared<std::vector<uint8_t>>(from, from + bytes);
   }
@@ -912,7 +1014,7 @@ CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr
     }
     return CUDA_SUCCESS;
   };
-  return RunOrEnqueue(ctx, async, stream, run);
+  return RunOrEnqueue(ctx, async, stream, CU_GRAPH_NODE_TYPE_MEMCPY, run);
 }
 
 CUresult MemsetImpl(CUdeviceptr dst, uint32_t value, int width, size_t count, bool async, CUstream stream) {
@@ -926,7 +1028,7 @@ CUresult MemsetImpl(CUdeviceptr dst, uint32_t value, int width, size_t count, bo
     for (size_t i = 0; i < count; ++i) std::memcpy(p + i * width, &value, width);
     return CUDA_SUCCESS;
   };
-  return RunOrEnqueue(ctx, async, stream, run);
+  return RunOrEnqueue(ctx, async, stream, CU_GRAPH_NODE_TYPE_MEMSET, run);
 }
 
 }  // namespace
@@ -995,7 +1097,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!(ctx = Current())) return CUDA_ERROR_INVALID_CONTEXT;
   if (!stream || !ctx->streams.count(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  Drain(ctx, stream, UINT64_MAX);  // work already queued still completes
+  Drain(ctx, stream, UINT64_MAX);  // work already queued still completes (a capture is dropped)
   ctx->streams.erase(stream);
   for (CUevent_st* e : ctx->events)
     if (e->stream == stream) e->stream = nullptr;
@@ -1009,6 +1111,9 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   if (CUresult r = Enter(&ctx)) return r;
   CUstream_st* s = StreamOf(ctx, stream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture) return Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuStreamSynchronize of the capturing stream");
+  if (s == &ctx->null_stream)
+    if (CUresult r = LegacyCall(ctx, "cuStreamSynchronize of the legacy default stream")) return r;
   return Drain(ctx, s, UINT64_MAX);
 }
 
@@ -1018,6 +1123,7 @@ CUresult CUDAAPI cuStreamQuery(CUstream stream) {
   if (CUresult r = Enter(&ctx)) return r;
   CUstream_st* s = StreamOf(ctx, stream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture) return Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuStreamQuery of the capturing stream");
   if (s->queue.empty()) return CUDA_SUCCESS;
   // Not done yet; it completes "in the background", i.e. now, for the next query.
   if (CUresult r = Drain(ctx, s, UINT64_MAX)) return r;
@@ -1030,6 +1136,8 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int 
   if (CUresult r = Enter(&ctx)) return r;
   CUstream_st* s = StreamOf(ctx, stream);
   if (!s || !event || !ctx->events.count(event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture)  // (the event was not recorded in this capture: events never are here)
+    return Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "cuStreamWaitEvent of an event from outside the capture");
   if (!event->recorded || event->done || !event->stream) return CUDA_SUCCESS;
   CUstream_st* other = event->stream;
   uint64_t seq = event->seq;
@@ -1050,11 +1158,10 @@ CUresult CUDAAPI cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* user_data)
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* s = StreamOf(ctx, stream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  Enqueue(s, [fn, user_data]() {
+  return Submit(s, CU_GRAPH_NODE_TYPE_HOST, nullptr, [fn, user_data]() {
     fn(user_data);
     return CUDA_SUCCESS;
   });
-  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
@@ -1090,6 +1197,7 @@ CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
   if (CUresult r = Enter(&ctx)) return r;
   CUstream_st* s = StreamOf(ctx, stream);
   if (!s || !event || !ctx->events.count(event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture) return Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuEventRecord (cross-stream capture is not emulated)");
   const uint64_t seq = D().seq + 1;
   Enqueue(s, [event, seq]() {
     if (event->seq == seq) {  // not re-recorded since
@@ -1237,7 +1345,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
   launch->seed = D().seed;
   launch->max_warp_instructions = D().max_warp_instructions;
   KernelResources resources = f->resources;
-  Enqueue(s, [launch, resources]() {
+  return Submit(s, CU_GRAPH_NODE_TYPE_KERNEL, f, [launch, resources]() {
     Stats stats;
     std::string message;
     Fault fault = RunGrid(*launch, D().memory.get(), &stats, &message);
@@ -1272,7 +1380,6 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
     }
     return CUDA_ERROR_UNKNOWN;
   });
-  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size,
@@ -1287,6 +1394,192 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunc
   int by_shared = static_cast<int>(233472 / shared);
   *blocks = std::max(0, std::min({32, by_threads, by_registers, by_shared}));
   return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------
+// Graphs: stream capture, instantiation, launch and update
+
+CUresult CUDAAPI cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (s == &ctx->null_stream) {
+    Report("cuStreamBeginCapture: the legacy default stream cannot be captured");
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  s->capture = std::make_unique<CUstream_st::Capture>();
+  s->capture->graph = std::make_unique<CUgraph_st>();
+  s->capture->graph->ctx = ctx;
+  s->capture->mode = mode;
+  s->capture->thread = std::this_thread::get_id();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph* graph) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  if (s->capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED && s->capture->thread != std::this_thread::get_id())
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  std::unique_ptr<CUstream_st::Capture> capture = std::move(s->capture);
+  *graph = nullptr;
+  if (capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  *graph = capture->graph.release();
+  ctx->graphs.insert(*graph);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  *status = !s->capture                ? CU_STREAM_CAPTURE_STATUS_NONE
+            : s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!graph || !ctx->graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+  if (nodes) {
+    for (size_t i = 0; i < *count; ++i) nodes[i] = i < graph->nodes.size() ? graph->nodes[i].get() : nullptr;
+    *count = std::min(*count, graph->nodes.size());
+  } else {
+    *count = graph->nodes.size();
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!type) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  for (CUgraph_st* g : ctx->graphs)
+    for (const auto& n : g->nodes)
+      if (n.get() == node) return *type = n->type, CUDA_SUCCESS;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph graph) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!graph || !ctx->graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+  ctx->graphs.erase(graph);
+  delete graph;  // (its instantiations keep their nodes)
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!exec) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!graph || !ctx->graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+  if (flags != 0) {
+    Report("cuGraphInstantiateWithFlags: the emulator instantiates with no flags");
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  auto* e = new CUgraphExec_st;
+  e->ctx = ctx;
+  e->nodes = graph->nodes;
+  ctx->execs.insert(e);
+  *exec = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec exec) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!exec || !ctx->execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
+  ctx->execs.erase(exec);
+  delete exec;  // (a launch still queued keeps the nodes it runs)
+  return CUDA_SUCCESS;
+}
+
+// Runs the graph's nodes in order when the stream reaches it; the nodes are those of the
+// launch (a later update does not change a launch already queued).
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!exec || !ctx->execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture) return Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuGraphLaunch (a child graph is not emulated)");
+  if (s == &ctx->null_stream)
+    if (CUresult r = LegacyCall(ctx, "cuGraphLaunch on the legacy default stream")) return r;
+  Enqueue(s, [nodes = exec->nodes]() {
+    for (const auto& node : nodes)
+      if (CUresult r = node->run()) return r;
+    return CUDA_SUCCESS;
+  });
+  return CUDA_SUCCESS;
+}
+
+// The graph must have the instantiated graph's nodes, of the same kinds in the same order,
+// kernel nodes launching the same kernels; their parameters may differ.
+CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!info) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  if (!exec || !ctx->execs.count(exec) || !graph || !ctx->graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+  *info = CUgraphExecUpdateResultInfo{};
+  auto fail = [&](CUgraphExecUpdateResult result, CUgraphNode node) {
+    info->result = result;
+    info->errorNode = node;
+    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  };
+  if (graph->nodes.size() != exec->nodes.size()) return fail(CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, nullptr);
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    const CUgraphNode_st& to = *graph->nodes[i];
+    const CUgraphNode_st& from = *exec->nodes[i];
+    if (to.type != from.type) return fail(CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, graph->nodes[i].get());
+    if (to.callee != from.callee)
+      return fail(CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE, graph->nodes[i].get());
+  }
+  exec->nodes = graph->nodes;
+  info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+CUEMU_API CUresult cuemuLaunchHostTask(CUstream stream, CUresult (*run)(void*), void* data, void (*release)(void*)) {
+  std::shared_ptr<void> held(data, [release](void* p) {
+    if (release) release(p);
+  });
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!run) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (s == &ctx->null_stream)
+    if (CUresult r = LegacyCall(ctx, "work on the legacy default stream")) return r;
+  return Submit(s, CU_GRAPH_NODE_TYPE_KERNEL, reinterpret_cast<const void*>(run), [run, held]() {
+    CUresult r = run(held.get());
+    if (r != CUDA_SUCCESS) Report("a library kernel (cuemuLaunchHostTask) failed: error " + std::to_string(r));
+    return r;
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1323,6 +1616,10 @@ const Entry kEntries[] = {
     CUEMU_ENTRY(cuEventSynchronize), CUEMU_ENTRY(cuEventQuery), CUEMU_ENTRY(cuEventElapsedTime),
     CUEMU_ENTRY(cuLaunchHostFunc),
     CUEMU_ENTRY(cuLaunchKernel), CUEMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
+    CUEMU_ENTRY(cuStreamBeginCapture), CUEMU_ENTRY(cuStreamEndCapture), CUEMU_ENTRY(cuStreamIsCapturing),
+    CUEMU_ENTRY(cuGraphGetNodes), CUEMU_ENTRY(cuGraphNodeGetType), CUEMU_ENTRY(cuGraphDestroy),
+    CUEMU_ENTRY(cuGraphInstantiateWithFlags), CUEMU_ENTRY(cuGraphExecDestroy), CUEMU_ENTRY(cuGraphLaunch),
+    CUEMU_ENTRY(cuGraphExecUpdate), CUEMU_ENTRY(cuemuLaunchHostTask),
     CUEMU_ENTRY(cuGetProcAddress), CUEMU_ENTRY(cuemuGetLastLaunchCounters),
     CUEMU_ENTRY(cuemuGetLastErrorMessage), CUEMU_ENTRY(cuemuSetThreadOrder),
     CUEMU_ENTRY(cuemuDeviceMemory),

@@ -553,6 +553,63 @@ TEST_F(CublasLtEmulator, RunsInStreamOrder) {
   CU_ASSERT_OK(cuStreamDestroy(stream));
 }
 
+// A GEMM captured into a graph is one kernel node: each launch of the graph computes it
+// from the operands' contents then; once an operand is freed, a launch is the kernel's
+// illegal address, as on a GPU.
+TEST_F(CublasLtEmulator, CapturedGemmRunsAtEachGraphLaunch) {
+  const int m = 19, n = 23, k = 17;
+  const Matrix a1 = RandomMatrix(m, k, 60), a2 = RandomMatrix(m, k, 61), b = RandomMatrix(k, n, 62);
+  std::vector<float> ha1, ha2, hb;
+  Store(a1, m, &ha1, 0);
+  Store(a2, m, &ha2, 0);
+  Store(b, k, &hb, 0);
+  CUdeviceptr da = memory_.Upload(ha1), db = memory_.Upload(hb);
+  CUdeviceptr dd = memory_.Upload(std::vector<float>(static_cast<size_t>(m) * n, 0.0f));
+  CUstream stream = nullptr;
+  CU_ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
+  cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
+  const float alpha = 1, beta = 0;
+  CU_ASSERT_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                   nullptr, nullptr, 0, stream));
+  CUgraph graph = nullptr;
+  CU_ASSERT_OK(cuStreamEndCapture(stream, &graph));
+  size_t nodes = 0;
+  CU_ASSERT_OK(cuGraphGetNodes(graph, nullptr, &nodes));
+  EXPECT_EQ(nodes, 1u);
+  CUgraphExec exec = nullptr;
+  CU_ASSERT_OK(cuGraphInstantiate(&exec, graph, 0));
+  CU_ASSERT_OK(cuStreamSynchronize(stream));
+  EXPECT_EQ(Download<float>(dd, static_cast<size_t>(m) * n), std::vector<float>(static_cast<size_t>(m) * n, 0.0f))
+      << "captured, not run";
+  for (const auto* a : {&a1, &a2}) {
+    CU_ASSERT_OK(cuMemcpyHtoD(da, a == &a1 ? ha1.data() : ha2.data(), ha1.size() * sizeof(float)));
+    CU_ASSERT_OK(cuGraphLaunch(exec, stream));
+    CU_ASSERT_OK(cuStreamSynchronize(stream));
+    ExpectNear(Reference(*a, b, nullptr, 1, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT),
+               Load(Download<float>(dd, static_cast<size_t>(m) * n), m, n, m, 0), a == &a1 ? "launch 1" : "launch 2");
+  }
+  // B freed: the next launch faults (and breaks the context, reset by the fixture's end).
+  CUdeviceptr scratch = 0;
+  CU_ASSERT_OK(cuMemAlloc(&scratch, hb.size() * sizeof(float)));
+  CU_ASSERT_OK(cuMemcpyDtoD(scratch, db, hb.size() * sizeof(float)));
+  CU_ASSERT_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(scratch), lb, &beta, Ptr(dd), ld, Ptr(dd),
+                                   ld, nullptr, nullptr, 0, stream));
+  CUgraph freed = nullptr;
+  CU_ASSERT_OK(cuStreamEndCapture(stream, &freed));
+  CUgraphExecUpdateResultInfo info;
+  CU_ASSERT_OK(cuGraphExecUpdate(exec, freed, &info));
+  CU_ASSERT_OK(cuMemFree(scratch));
+  CU_ASSERT_OK(cuGraphLaunch(exec, stream));
+  CU_EXPECT_RESULT(CUDA_ERROR_ILLEGAL_ADDRESS, cuStreamSynchronize(stream));
+  MakePrimaryCurrent();
+  cuDevicePrimaryCtxReset(Device());
+  ReacquirePrimaryContext();
+  memory_.Forget();
+}
+
 #else  // !CUEMU_TEST_HAVE_CUBLASLT_H
 
 TEST(CublasLtEmulator, Unavailable) {

@@ -1,6 +1,7 @@
 // The CUDA emulator as a driver: the device it reports, module loading (ptxas errors,
 // instructions it may not know), memory allocation, the launch checks that a real
-// driver makes, streams (work runs only when synchronized) and dynamic shared memory.
+// driver makes, streams (work runs only when synchronized), dynamic shared memory, and
+// graphs (stream capture and its rules, instantiation, launch, update).
 #include <cuda.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_emulator/cuemu.h"
@@ -617,6 +619,230 @@ TEST_P(StreamTest, ContextSynchronizeRunsAllStreams) {
 }
 
 CUEMU_INSTANTIATE_ARCHS(StreamTest);
+
+// --- Graphs: stream capture, launch, update -------------------------------------------
+
+class GraphTest : public StreamTest {
+ protected:
+  void TearDown() override {
+    for (CUgraphExec e : execs_) cuGraphExecDestroy(e);
+    for (CUgraph g : graphs_) cuGraphDestroy(g);
+    StreamTest::TearDown();
+  }
+  // fill_affine(n, out) on `s`, captured into a graph.
+  CUgraph CaptureFill(CUfunction f, CUstream s, unsigned n, CUdeviceptr out) {
+    Check(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
+    Check(Launch(f, {Blocks(n, 128)}, {128}, 0, s, n, out), "cuLaunchKernel");
+    return EndCapture(s);
+  }
+  CUgraph EndCapture(CUstream s) {
+    CUgraph g = nullptr;
+    Check(cuStreamEndCapture(s, &g), "cuStreamEndCapture");
+    graphs_.push_back(g);
+    return g;
+  }
+  CUgraphExec Instantiate(CUgraph g) {
+    CUgraphExec e = nullptr;
+    Check(cuGraphInstantiate(&e, g, 0), "cuGraphInstantiate");
+    execs_.push_back(e);
+    return e;
+  }
+  static std::vector<uint32_t> Affine(unsigned n, unsigned size, uint32_t rest = 0) {
+    std::vector<uint32_t> v(size, rest);
+    for (unsigned i = 0; i < n; ++i) v[i] = 3 * i + 1;
+    return v;
+  }
+  std::vector<CUgraph> graphs_;
+  std::vector<CUgraphExec> execs_;
+};
+
+// Captured work is recorded, not run; each launch of the instantiated graph runs it all, in
+// the order it was captured.
+TEST_P(GraphTest, CapturedWorkRunsEachTimeTheGraphIsLaunched) {
+  CUEMU_LOAD_KERNEL(f, "basic", "fill_affine");
+  CUstream s = NewStream(CU_STREAM_NON_BLOCKING);
+  const unsigned n = 256;
+  CUdeviceptr out = mem_.Alloc<uint32_t>(n);
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUstreamCaptureStatus status;
+  CU_ASSERT_OK(cuStreamIsCapturing(s, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CU_ASSERT_OK(cuMemsetD32Async(out, 5, n, s));
+  CU_ASSERT_OK(Launch(f, {1}, {128}, 0, s, n / 2, out));
+  CUgraph g = EndCapture(s);
+  CU_ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(SameValues(Download<uint32_t>(out, n), std::vector<uint32_t>(n, 0u), "after the capture"));
+  size_t count = 0;
+  CU_ASSERT_OK(cuGraphGetNodes(g, nullptr, &count));
+  ASSERT_EQ(count, 2u);
+  CUgraphNode nodes[2];
+  CU_ASSERT_OK(cuGraphGetNodes(g, nodes, &count));
+  CUgraphNodeType type;
+  CU_ASSERT_OK(cuGraphNodeGetType(nodes[0], &type));
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_MEMSET);
+  CU_ASSERT_OK(cuGraphNodeGetType(nodes[1], &type));
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_KERNEL);
+  CUgraphExec e = Instantiate(g);
+  for (int launch = 0; launch < 2; ++launch) {
+    CU_ASSERT_OK(cuMemsetD32(out, 9, n));
+    CU_ASSERT_OK(cuGraphLaunch(e, s));
+    EXPECT_TRUE(SameValues(Download<uint32_t>(out, n), std::vector<uint32_t>(n, 9u), "before the sync"));
+    CU_ASSERT_OK(cuStreamSynchronize(s));
+    EXPECT_TRUE(SameValues(Download<uint32_t>(out, n), Affine(n / 2, n, 5), "launch " + std::to_string(launch)));
+  }
+}
+
+// What needs the device at once, or an ordering the capture cannot record, fails during
+// capture and invalidates it: the stream's later work and cuStreamEndCapture say so, and
+// the stream works normally afterwards.
+TEST_P(GraphTest, IllegalCallsDuringCaptureFailAndInvalidateIt) {
+  CUEMU_LOAD_KERNEL(f, "basic", "fill_affine");
+  CUstream s = NewStream(CU_STREAM_NON_BLOCKING);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(128);
+  CUevent event;
+  CU_ASSERT_OK(cuEventCreate(&event, CU_EVENT_DEFAULT));
+  CU_ASSERT_OK(cuEventRecord(event, nullptr));
+  std::vector<uint32_t> host(128);
+  const CUdeviceptr spare = mem_.Alloc<uint32_t>(1);
+  struct Case {
+    const char* what;
+    CUresult expected;
+    std::function<CUresult()> call;
+  };
+  const std::vector<Case> cases = {
+      {"cuMemAlloc", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [] { CUdeviceptr p; return cuMemAlloc(&p, 64); }},
+      {"cuMemFree", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [&] { return cuMemFree(spare); }},
+      {"cuMemAllocHost", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [] { void* p; return cuMemAllocHost(&p, 64); }},
+      {"cuMemcpyDtoH", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [&] { return cuMemcpyDtoH(host.data(), out, 512); }},
+      {"cuMemsetD32", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [&] { return cuMemsetD32(out, 1, 128); }},
+      {"cuCtxSynchronize", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [] { return cuCtxSynchronize(); }},
+      {"cuStreamSynchronize", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [&] { return cuStreamSynchronize(s); }},
+      {"cuStreamQuery", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [&] { return cuStreamQuery(s); }},
+      {"cuStreamWaitEvent", CUDA_ERROR_STREAM_CAPTURE_ISOLATION, [&] { return cuStreamWaitEvent(s, event, 0); }},
+      {"cuEventRecord", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [&] { return cuEventRecord(event, s); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_ASSERT_OK(Launch(f, {1}, {128}, 0, s, 128u, out));
+    CU_EXPECT_RESULT(c.expected, c.call());
+    CUstreamCaptureStatus status;
+    CU_ASSERT_OK(cuStreamIsCapturing(s, &status));
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, Launch(f, {1}, {128}, 0, s, 128u, out));
+    CUgraph g = reinterpret_cast<CUgraph>(1);
+    CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s, &g));
+    EXPECT_EQ(g, nullptr);
+    CU_ASSERT_OK(cuStreamIsCapturing(s, &status));
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+  }
+  CU_ASSERT_OK(cuMemsetD32(out, 0, 128));
+  CU_ASSERT_OK(Launch(f, {1}, {128}, 0, s, 128u, out));
+  CU_ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(SameValues(Download<uint32_t>(out, 128), Affine(128, 128)));
+  CU_EXPECT_OK(cuEventDestroy(event));
+}
+
+// The capture mode decides who else may make such calls: in global mode no thread may, in
+// relaxed mode every thread may (and the capture goes on).
+TEST_P(GraphTest, CaptureModesBoundOtherThreads) {
+  CUEMU_LOAD_KERNEL(f, "basic", "fill_affine");
+  CUstream s = NewStream(CU_STREAM_NON_BLOCKING);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(128);
+  CUcontext ctx = nullptr;
+  CU_ASSERT_OK(cuCtxGetCurrent(&ctx));
+  auto alloc_elsewhere = [&] {
+    CUresult result = CUDA_SUCCESS;
+    std::thread t([&] {
+      cuCtxSetCurrent(ctx);
+      CUdeviceptr p = 0;
+      result = cuMemAlloc(&p, 64);
+      if (result == CUDA_SUCCESS) cuMemFree(p);
+    });
+    t.join();
+    return result;
+  };
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  CU_EXPECT_OK(alloc_elsewhere());
+  CU_ASSERT_OK(Launch(f, {1}, {128}, 0, s, 128u, out));
+  EndCapture(s);
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, alloc_elsewhere());
+  CUgraph g = nullptr;
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s, &g));
+  // Ending the capture belongs to the thread that began it (unless relaxed).
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  CUresult elsewhere = CUDA_SUCCESS;
+  std::thread t([&] {
+    cuCtxSetCurrent(ctx);
+    CUgraph other = nullptr;
+    elsewhere = cuStreamEndCapture(s, &other);
+  });
+  t.join();
+  EXPECT_EQ(elsewhere, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+  EndCapture(s);
+}
+
+// The legacy default stream is not captured; a capture does not nest; cuStreamEndCapture
+// needs one.
+TEST_P(GraphTest, CaptureNeedsAStreamOfItsOwn) {
+  CUstream s = NewStream(CU_STREAM_NON_BLOCKING);
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cuStreamBeginCapture(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraph g = nullptr;
+  CU_EXPECT_RESULT(CUDA_ERROR_ILLEGAL_STATE, cuStreamEndCapture(s, &g));
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CU_EXPECT_RESULT(CUDA_ERROR_ILLEGAL_STATE, cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  EndCapture(s);
+  // A blocking stream's capture cannot wait for the legacy stream's work: using that stream
+  // breaks it.
+  CUstream blocking = NewStream(CU_STREAM_DEFAULT);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(16);
+  CU_ASSERT_OK(cuStreamBeginCapture(blocking, CU_STREAM_CAPTURE_MODE_RELAXED));
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, cuMemsetD32Async(out, 1, 16, nullptr));
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(blocking, &g));
+}
+
+// cuGraphExecUpdate takes a graph of the same nodes with other parameters (here another
+// output buffer); a launch already queued keeps the parameters it was launched with.
+TEST_P(GraphTest, UpdateChangesParametersNotTheGraph) {
+  CUEMU_LOAD_KERNEL(f, "basic", "fill_affine");
+  CUEMU_LOAD_KERNEL(other, "basic", "vector_add");
+  CUstream s = NewStream(CU_STREAM_NON_BLOCKING);
+  const unsigned n = 128;
+  CUdeviceptr a = mem_.Alloc<uint32_t>(n), b = mem_.Alloc<uint32_t>(n);
+  CUgraphExec e = Instantiate(CaptureFill(f, s, n, a));
+  CU_ASSERT_OK(cuGraphLaunch(e, s));
+  CUgraphExecUpdateResultInfo info;
+  CU_ASSERT_OK(cuGraphExecUpdate(e, CaptureFill(f, s, n / 2, b), &info));
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  CU_ASSERT_OK(cuGraphLaunch(e, s));
+  CU_ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(SameValues(Download<uint32_t>(a, n), Affine(n, n), "the launch before the update"));
+  EXPECT_TRUE(SameValues(Download<uint32_t>(b, n), Affine(n / 2, n), "the launch after it"));
+  // Another kernel, or another number of nodes, is not an update.
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CU_ASSERT_OK(Launch(other, {1}, {128}, 0, s, a, a, b, n));
+  CU_EXPECT_RESULT(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, cuGraphExecUpdate(e, EndCapture(s), &info));
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE);
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CU_ASSERT_OK(Launch(f, {1}, {128}, 0, s, n, a));
+  CU_ASSERT_OK(Launch(f, {1}, {128}, 0, s, n, b));
+  CU_EXPECT_RESULT(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, cuGraphExecUpdate(e, EndCapture(s), &info));
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  // The graph can go once instantiated; the instantiation can go with a launch queued.
+  CU_ASSERT_OK(cuMemsetD32(a, 0, n));
+  CUgraph g = CaptureFill(f, s, n, a);
+  CUgraphExec last = nullptr;
+  CU_ASSERT_OK(cuGraphInstantiate(&last, g, 0));
+  graphs_.pop_back();
+  CU_ASSERT_OK(cuGraphDestroy(g));
+  CU_ASSERT_OK(cuGraphLaunch(last, s));
+  CU_ASSERT_OK(cuGraphExecDestroy(last));
+  CU_ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(SameValues(Download<uint32_t>(a, n), Affine(n, n), "launched, then destroyed"));
+}
+
+CUEMU_INSTANTIATE_ARCHS(GraphTest);
 
 }  // namespace
 }  // namespace cuemu_test
