@@ -32,6 +32,7 @@ class RunRecorder {
  public:
   virtual ~RunRecorder() = default;
   virtual void CountGpuLaunches(int64_t launches) = 0;
+  virtual void CountGraphLaunches(int64_t launches) = 0;
   virtual void RecordGpuProfile(GpuKernelProfile profile) = 0;
 };
 

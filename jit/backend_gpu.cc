@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <list>
 #include <map>
 #include <mutex>
 
@@ -223,52 +224,50 @@ class GpuExecutable : public ClusterExecutable {
       resolved[b] = true;
       return address[b];
     };
-    // 2. The kernels, in order; scratch areas are allocated at their first use.
+    // 2. The kernels' arguments: every buffer resolved and every scratch area allocated
+    // before the first launch (a launch graph's capture may not allocate).
     std::vector<uint64_t> scratch(program_.module.scratch.size(), 0);
-    const bool profile = ctx.options && ctx.options->gpu_profile;
+    std::vector<std::vector<uint64_t>> pointers(kernels_.size());
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const EmittedKernel& emitted = program_.module.kernels[k];
-      std::vector<uint64_t> pointers;
       for (int b : emitted.buffers) {
         GJ_ASSIGN_OR_RETURN(uint64_t a, resolve(b));
-        pointers.push_back(a);
+        pointers[k].push_back(a);
       }
       for (int area : emitted.scratch) {
         if (!scratch[area]) {
           GJ_ASSIGN_OR_RETURN(scratch[area], cuda_->Allocate(program_.module.scratch[area]));
           owned->push_back(scratch[area]);
         }
-        pointers.push_back(scratch[area]);
-      }
-      // Roots the kernel stores that nothing reads are still allocated.
-      if (emitted.library_node < 0 && emitted.grid == 0) continue;
-      std::vector<void*> args;
-      for (uint64_t& p : pointers) args.push_back(&p);
-      const unsigned grid[3] = {static_cast<unsigned>(emitted.grid), 1, 1};
-      const unsigned block[3] = {static_cast<unsigned>(emitted.block), 1, 1};
-      int before = -1, after = -1;
-      if (profile) {
-        GJ_ASSIGN_OR_RETURN(before, stream.Record());
-      }
-      GJ_RETURN_IF_ERROR(traced(name + "/" + emitted.function, emitted.library_node >= 0 ? "cuBLASLt" : "gpu kernel", 0, [&] {
-        if (emitted.library_node < 0) return stream.Launch(kernels_[k], grid, block, 0, args);
-        // A GEMM: operands a, b (and the bias), then its output.
-        GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
-        const GemmCall& call = gemms_[k];
-        const uint64_t bias = call.gemm.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : pointers[2];
-        constexpr uint64_t kElement = sizeof(float);  // GEMMs are float32
-        for (const auto& [a, b, d] : call.offsets)
-          GJ_RETURN_IF_ERROR(blas_->Matmul(call.gemm, pointers[0] + kElement * a, pointers[1] + kElement * b, bias,
-                                           pointers.back() + kElement * d, stream.handle()));
-        return Status::Ok();
-      }));
-      recorder_->CountGpuLaunches(1);
-      if (profile) {
-        GJ_ASSIGN_OR_RETURN(after, stream.Record());
-        GJ_RETURN_IF_ERROR(Profile(name, k, stream, before, after));
+        pointers[k].push_back(scratch[area]);
       }
     }
-    // 3. The outputs, left on the device (an input or a constant passed through is the
+    // 3. The kernels, in order: replayed as one launch graph, or launched one by one.
+    const bool profile = ctx.options && ctx.options->gpu_profile;
+    const bool graphs = (!ctx.options || ctx.options->gpu_graphs) && !profile && cuda_->has_graphs() &&
+                        std::any_of(program_.module.kernels.begin(), program_.module.kernels.end(),
+                                    [](const EmittedKernel& k) { return k.library_node >= 0 || k.grid > 0; });
+    if (graphs) {
+      GJ_RETURN_IF_ERROR(traced(name + "/graph", "graph launch", 0, [&] { return LaunchGraph(stream, pointers); }));
+      recorder_->CountGraphLaunches(1);
+    } else {
+      for (size_t k = 0; k < kernels_.size(); ++k) {
+        const EmittedKernel& emitted = program_.module.kernels[k];
+        if (emitted.library_node < 0 && emitted.grid == 0) continue;
+        int before = -1, after = -1;
+        if (profile) {
+          GJ_ASSIGN_OR_RETURN(before, stream.Record());
+        }
+        GJ_RETURN_IF_ERROR(traced(name + "/" + emitted.function, emitted.library_node >= 0 ? "cuBLASLt" : "gpu kernel", 0,
+                                  [&] { return LaunchKernel(k, pointers[k], stream); }));
+        recorder_->CountGpuLaunches(1);
+        if (profile) {
+          GJ_ASSIGN_OR_RETURN(after, stream.Record());
+          GJ_RETURN_IF_ERROR(Profile(name, k, stream, before, after));
+        }
+      }
+    }
+    // 4. The outputs, left on the device (an input or a constant passed through is the
     // caller's tensor).
     std::map<uint64_t, std::shared_ptr<DeviceMemory>> kept;  // temporaries handed out, by address
     for (size_t i = 0; i < program_.outputs.size(); ++i) {
@@ -308,6 +307,57 @@ class GpuExecutable : public ClusterExecutable {
     }
     if (tracer || profile) stream.ClearPoints();
     return Status::Ok();
+  }
+
+  // Kernel k (a GEMM: cuBLASLt's), with its buffers and scratch areas at `pointers`.
+  Status LaunchKernel(size_t k, std::vector<uint64_t> pointers, CudaDevice::Stream& stream) const {
+    const EmittedKernel& emitted = program_.module.kernels[k];
+    if (emitted.library_node < 0) {
+      std::vector<void*> args;
+      for (uint64_t& p : pointers) args.push_back(&p);
+      const unsigned grid[3] = {static_cast<unsigned>(emitted.grid), 1, 1};
+      const unsigned block[3] = {static_cast<unsigned>(emitted.block), 1, 1};
+      return stream.Launch(kernels_[k], grid, block, 0, args);
+    }
+    // A GEMM: operands a, b (and the bias), then its output.
+    GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
+    const GemmCall& call = gemms_[k];
+    const uint64_t bias = call.gemm.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : pointers[2];
+    constexpr uint64_t kElement = sizeof(float);  // GEMMs are float32
+    for (const auto& [a, b, d] : call.offsets)
+      GJ_RETURN_IF_ERROR(blas_->Matmul(call.gemm, pointers[0] + kElement * a, pointers[1] + kElement * b, bias,
+                                       pointers.back() + kElement * d, stream.handle()));
+    return Status::Ok();
+  }
+
+  // All the kernels as one launch graph: captured for these arguments the first time, then
+  // replayed. The last few sets of arguments keep their graphs (a caller that holds one
+  // run's outputs while the next runs alternates between buffers); beyond that, the least
+  // recently used graph is updated to the new arguments.
+  Status LaunchGraph(CudaDevice::Stream& stream, const std::vector<std::vector<uint64_t>>& pointers) const {
+    std::lock_guard<std::mutex> lock(graphs_mu_);
+    auto it = std::find_if(graphs_.begin(), graphs_.end(), [&](const Captured& c) { return c.pointers == pointers; });
+    if (it == graphs_.end()) {
+      std::shared_ptr<CudaDevice::Graph> reuse;
+      if (graphs_.size() >= kGraphsPerExecutable) {
+        reuse = std::move(graphs_.back().graph);
+        graphs_.pop_back();
+      }
+      GJ_RETURN_IF_ERROR(stream.BeginCapture());
+      Status captured = Status::Ok();
+      for (size_t k = 0; k < kernels_.size() && captured.ok(); ++k)
+        if (program_.module.kernels[k].library_node >= 0 || program_.module.kernels[k].grid > 0)
+          captured = LaunchKernel(k, pointers[k], stream);
+      auto graph = stream.EndCapture(std::move(reuse));  // (ends the capture in any case)
+      GJ_RETURN_IF_ERROR(captured);
+      GJ_RETURN_IF_ERROR(graph.status());
+      graphs_.push_front({pointers, std::move(*graph)});
+      it = graphs_.begin();
+    } else if (it != graphs_.begin()) {
+      graphs_.splice(graphs_.begin(), graphs_, it);
+      it = graphs_.begin();
+    }
+    return stream.Launch(*it->graph);
   }
 
   // Kernel k, launched last on the stream between points `before` and `after`: what it did.
@@ -354,6 +404,14 @@ class GpuExecutable : public ClusterExecutable {
   RunRecorder* const recorder_;
   std::vector<CudaDevice::Kernel> kernels_;
   std::vector<uint64_t> constants_;  // device memory, per program constant
+  // Launch graphs by the kernels' arguments they were captured with, most recently used first.
+  static constexpr size_t kGraphsPerExecutable = 4;
+  struct Captured {
+    std::vector<std::vector<uint64_t>> pointers;
+    std::shared_ptr<CudaDevice::Graph> graph;
+  };
+  mutable std::mutex graphs_mu_;
+  mutable std::list<Captured> graphs_;
 };
 
 // The shapes of a library call's arguments (all its buffers but the last, its result).

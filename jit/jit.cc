@@ -151,6 +151,7 @@ JitStats Jit::Stats() const {
   }
   stats.internal_errors = internal_errors.load();
   stats.gpu_launches = gpu_launches_.load();
+  stats.graph_launches = graph_launches_.load();
   stats.numerics_checked = numerics_checked.load();
   stats.numerics_mismatches = numerics_mismatches.load();
   stats.async_runs = async_runs.load();

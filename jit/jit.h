@@ -58,7 +58,10 @@ struct JitStats {
   // Per cache hit: the time of a compiled cluster's call outside its kernels (the
   // signature, the cache lookup, the buffers), in microseconds.
   double hit_overhead_us = 0;
-  int64_t gpu_launches = 0;  // kernels launched on GPUs
+  // Kernels and library calls launched on GPUs one by one, and launch graphs (each replays
+  // a cluster's kernels). (The --stats line has the last run's graph launches, from its
+  // session.)
+  int64_t gpu_launches = 0, graph_launches = 0;
   // The numerics guard (SessionOptions::jit_check_numerics): compiled runs checked against
   // op by op, and those whose outputs differed beyond the JIT's tolerance: integers and
   // bools exactly; floats within rtol x (|reference| + the output's largest |reference|),

@@ -69,6 +69,7 @@ class Jit final : public RunRecorder {
   std::atomic<int64_t> hit_calls{0}, hit_overhead_ns{0};
 
   void CountGpuLaunches(int64_t launches) override { gpu_launches_ += launches; }
+  void CountGraphLaunches(int64_t launches) override { graph_launches_ += launches; }
   void RecordGpuProfile(GpuKernelProfile profile) override;
   std::vector<GpuKernelProfile> TakeGpuProfiles();
 
@@ -103,7 +104,7 @@ class Jit final : public RunRecorder {
   std::vector<std::weak_ptr<const ClusterCounters>> clusters_;
   JitStats retired_;
 
-  std::atomic<int64_t> gpu_launches_{0};
+  std::atomic<int64_t> gpu_launches_{0}, graph_launches_{0};
   std::mutex profiles_mu_;
   std::vector<GpuKernelProfile> profiles_;
 

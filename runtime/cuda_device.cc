@@ -37,6 +37,11 @@ bool CudaDevice::IsPinned(const void*, size_t) const { return false; }
 StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string&, const std::string&) { return NoCuda(); }
 StatusOr<std::unique_ptr<CudaDevice::Stream>> CudaDevice::NewStream() { return NoCuda(); }
 StatusOr<CudaDevice::LaunchCounters> CudaDevice::LastLaunchCounters() const { return NoCuda(); }
+CudaDevice::Graph::~Graph() = default;
+bool CudaDevice::has_graphs() const { return false; }
+Status CudaDevice::Stream::BeginCapture() { return NoCuda(); }
+StatusOr<std::shared_ptr<CudaDevice::Graph>> CudaDevice::Stream::EndCapture(std::shared_ptr<Graph>) { return NoCuda(); }
+Status CudaDevice::Stream::Launch(const Graph&) { return NoCuda(); }
 Status CudaDevice::Stream::CopyToDevice(uint64_t, const void*, size_t) { return NoCuda(); }
 Status CudaDevice::Stream::CopyToHost(void*, uint64_t, size_t) { return NoCuda(); }
 Status CudaDevice::Stream::Launch(const Kernel&, const unsigned[3], const unsigned[3], unsigned, std::vector<void*>) { return NoCuda(); }
@@ -68,11 +73,22 @@ Status CudaDevice::Stream::Synchronize() { return NoCuda(); }
   X(cuEventDestroy, "cuEventDestroy_v2")                                                    \
   X(cuEventRecord, "cuEventRecord")                                                         \
   X(cuEventElapsedTime, "cuEventElapsedTime_v2")
+// Optional: launch graphs.
+#define GRAPHJIT_CUDA_GRAPH_FUNCTIONS(X)                                                    \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2")                                        \
+  X(cuStreamEndCapture, "cuStreamEndCapture")                                               \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags")                             \
+  X(cuGraphExecUpdate, "cuGraphExecUpdate_v2")                                              \
+  X(cuGraphLaunch, "cuGraphLaunch")                                                         \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy")                                               \
+  X(cuGraphDestroy, "cuGraphDestroy")
 
 struct CudaDevice::Api {
 #define GRAPHJIT_CUDA_MEMBER(fn, symbol) decltype(&::fn) fn = nullptr;
   GRAPHJIT_CUDA_FUNCTIONS(GRAPHJIT_CUDA_MEMBER)
+  GRAPHJIT_CUDA_GRAPH_FUNCTIONS(GRAPHJIT_CUDA_MEMBER)
 #undef GRAPHJIT_CUDA_MEMBER
+  bool graphs = true;
 };
 
 namespace {
@@ -96,6 +112,11 @@ StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string& library
   if (!api.fn) return InvalidArgument(library + " has no " + symbol);
   GRAPHJIT_CUDA_FUNCTIONS(GRAPHJIT_CUDA_LOAD)
 #undef GRAPHJIT_CUDA_LOAD
+#define GRAPHJIT_CUDA_LOAD_OPTIONAL(fn, symbol)                                            \
+  api.fn = reinterpret_cast<decltype(&::fn)>(device->driver_->Symbol(symbol));             \
+  api.graphs = api.graphs && api.fn;
+  GRAPHJIT_CUDA_GRAPH_FUNCTIONS(GRAPHJIT_CUDA_LOAD_OPTIONAL)
+#undef GRAPHJIT_CUDA_LOAD_OPTIONAL
   CUcontext context = nullptr;
   GJ_RETURN_IF_ERROR(device->Check(api.cuDevicePrimaryCtxRetain(&context, 0), "cuDevicePrimaryCtxRetain"));
   device->context_ = context;
@@ -317,6 +338,47 @@ StatusOr<float> CudaDevice::Stream::ElapsedMillis(int from, int to) {
   return ms;
 }
 
+bool CudaDevice::has_graphs() const { return api_->graphs; }
+
+CudaDevice::Graph::~Graph() {
+  if (!exec_) return;
+  (void)device_->MakeCurrent();
+  device_->api_->cuGraphExecDestroy(static_cast<CUgraphExec>(exec_));
+}
+
+Status CudaDevice::Stream::BeginCapture() {
+  if (!device_->has_graphs()) return Unimplemented("the CUDA driver has no graph API");
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  return device_->Check(
+      device_->api_->cuStreamBeginCapture(static_cast<CUstream>(stream_), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+      "cuStreamBeginCapture");
+}
+
+StatusOr<std::shared_ptr<CudaDevice::Graph>> CudaDevice::Stream::EndCapture(std::shared_ptr<Graph> reuse) {
+  const Api& api = *device_->api_;
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  CUgraph graph = nullptr;
+  GJ_RETURN_IF_ERROR(device_->Check(api.cuStreamEndCapture(static_cast<CUstream>(stream_), &graph), "cuStreamEndCapture"));
+  std::unique_ptr<CUgraph_st, decltype(api.cuGraphDestroy)> owned(graph, api.cuGraphDestroy);
+  if (reuse) {
+    CUgraphExecUpdateResultInfo info{};
+    if (api.cuGraphExecUpdate(static_cast<CUgraphExec>(reuse->exec_), graph, &info) == CUDA_SUCCESS) return reuse;
+  }
+  std::shared_ptr<Graph> made(new Graph(device_));
+  CUgraphExec exec = nullptr;
+  GJ_RETURN_IF_ERROR(device_->Check(api.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate"));
+  made->exec_ = exec;
+  return made;
+}
+
+Status CudaDevice::Stream::Launch(const Graph& graph) {
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  ++graph_launches_;
+  return device_->Check(
+      device_->api_->cuGraphLaunch(static_cast<CUgraphExec>(graph.exec_), static_cast<CUstream>(stream_)),
+      "cuGraphLaunch");
+}
+
 StatusOr<CudaDevice::LaunchCounters> CudaDevice::LastLaunchCounters() const {
   using GetCounters = CUresult (*)(CUemuCounters*);
   auto get = reinterpret_cast<GetCounters>(driver_->Symbol("cuemuGetLastLaunchCounters"));
@@ -358,13 +420,14 @@ const char* CudaDevice::HostMemoryKind(const void* host, size_t bytes) const {
   return IsPinned(host, bytes) ? "pinned" : bytes >= Stream::kStagedCopyBytes ? "staged" : "pageable";
 }
 
-std::string TransferCounts::ToString() const {
+std::string StreamCounts::ToString() const {
   return "h2d_bytes=" + std::to_string(h2d_bytes) + " d2h_bytes=" + std::to_string(d2h_bytes) +
-         " h2d_copies=" + std::to_string(h2d_copies) + " d2h_copies=" + std::to_string(d2h_copies);
+         " h2d_copies=" + std::to_string(h2d_copies) + " d2h_copies=" + std::to_string(d2h_copies) +
+         " graph_launches=" + std::to_string(graph_launches);
 }
 
-TransferCounts CudaDevice::Stream::transfers() const {
-  return {h2d_bytes_.load(), d2h_bytes_.load(), h2d_copies_.load(), d2h_copies_.load()};
+StreamCounts CudaDevice::Stream::counts() const {
+  return {h2d_bytes_.load(), d2h_bytes_.load(), h2d_copies_.load(), d2h_copies_.load(), graph_launches_.load()};
 }
 
 StatusOr<std::shared_ptr<DeviceMemory>> DeviceMemory::Allocate(std::shared_ptr<CudaDevice> device, size_t bytes) {

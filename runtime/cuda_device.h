@@ -22,13 +22,16 @@ class Allocator;
 class Tensor;
 class Tracer;
 
-// Copies between the host and a device, each way: bytes and calls.
-struct TransferCounts {
+// What a stream did: copies between the host and the device, each way (bytes and calls),
+// and launches of graphs.
+struct StreamCounts {
   int64_t h2d_bytes = 0, d2h_bytes = 0, h2d_copies = 0, d2h_copies = 0;
-  TransferCounts operator-(const TransferCounts& o) const {
-    return {h2d_bytes - o.h2d_bytes, d2h_bytes - o.d2h_bytes, h2d_copies - o.h2d_copies, d2h_copies - o.d2h_copies};
+  int64_t graph_launches = 0;
+  StreamCounts operator-(const StreamCounts& o) const {
+    return {h2d_bytes - o.h2d_bytes, d2h_bytes - o.d2h_bytes, h2d_copies - o.h2d_copies, d2h_copies - o.d2h_copies,
+            graph_launches - o.graph_launches};
   }
-  std::string ToString() const;  // "h2d_bytes=N d2h_bytes=N h2d_copies=N d2h_copies=N"
+  std::string ToString() const;  // "h2d_bytes=N d2h_bytes=N h2d_copies=N d2h_copies=N graph_launches=N"
 };
 
 class CudaDevice {
@@ -87,6 +90,24 @@ class CudaDevice {
   };
   StatusOr<LaunchCounters> LastLaunchCounters() const;
 
+  // Work captured from a stream, instantiated to be launched again and again (a CUDA graph:
+  // one launch for all its kernels). Destroyed with its last reference; a launch already
+  // queued still runs.
+  class Graph {
+   public:
+    ~Graph();
+    Graph(const Graph&) = delete;
+    Graph& operator=(const Graph&) = delete;
+
+   private:
+    friend class CudaDevice;
+    explicit Graph(CudaDevice* device) : device_(device) {}
+    CudaDevice* device_;
+    void* exec_ = nullptr;  // CUgraphExec
+  };
+  // Whether the driver has the graph API (CUDA 12 or later).
+  bool has_graphs() const;
+
   class Stream {
    public:
     ~Stream();
@@ -108,8 +129,19 @@ class CudaDevice {
     void ClearPoints();
     void* handle() const { return stream_; }  // the CUstream, for libraries (cuBLASLt)
     Status Synchronize();
-    // The copies queued on this stream since it was made.
-    TransferCounts transfers() const;
+
+    // Between BeginCapture and EndCapture the stream's launches and copies are recorded,
+    // not run, and nothing may use the device otherwise (allocate or free its memory, copy
+    // synchronously, synchronize): the driver refuses it and the capture fails.
+    Status BeginCapture();
+    // The recorded work as a graph. With `reuse`, a graph of the same kernels in the same
+    // order is updated in place (new arguments: cheaper than a new graph) and returned.
+    // After a failure the stream is no longer capturing.
+    StatusOr<std::shared_ptr<Graph>> EndCapture(std::shared_ptr<Graph> reuse = nullptr);
+    Status Launch(const Graph& graph);
+
+    // What was queued on this stream since it was made.
+    StreamCounts counts() const;
 
    private:
     friend class CudaDevice;
@@ -119,6 +151,7 @@ class CudaDevice {
     std::vector<void*> events_;          // CUevent, by Record's index
     std::vector<std::pair<void*, size_t>> staged_;  // staging of queued copies, from host_allocator()
     std::atomic<int64_t> h2d_bytes_{0}, d2h_bytes_{0}, h2d_copies_{0}, d2h_copies_{0};
+    std::atomic<int64_t> graph_launches_{0};
   };
   StatusOr<std::unique_ptr<Stream>> NewStream();
 
@@ -185,7 +218,7 @@ struct GpuContext {
   // its buffer); traced as `trace_name` ("DtoH") when `tracer` is set. Takes `mu`.
   Status CopyToHost(const Tensor& t, Tracer* tracer, const std::string& trace_name);
   // The copies on the session's stream so far.
-  TransferCounts transfers() const { return stream ? stream->transfers() : TransferCounts{}; }
+  StreamCounts counts() const { return stream ? stream->counts() : StreamCounts{}; }
 };
 
 // Whether `t`'s bytes are on the device alone (a GPU kernel's output not yet read on the host).

@@ -196,18 +196,18 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   eo.tracer = run_options.tracer;
   eo.session_options = &options_;
   eo.gpu = gpu_.get();
-  const TransferCounts before = gpu_ ? gpu_->transfers() : TransferCounts{};
+  const StreamCounts before = gpu_ ? gpu_->counts() : StreamCounts{};
   Status s = Execute(*program->graph, program->plan, feed_values, eo, outputs);
   if (gpu_) {
     std::lock_guard<std::mutex> lock(transfers_mu_);
-    last_run_transfers_ = gpu_->transfers() - before;
+    last_run_counts_ = gpu_->counts() - before;
   }
   return s;
 }
 
-TransferCounts Session::LastRunTransfers() const {
+StreamCounts Session::LastRunCounts() const {
   std::lock_guard<std::mutex> lock(transfers_mu_);
-  return last_run_transfers_;
+  return last_run_counts_;
 }
 
 }  // namespace graphjit

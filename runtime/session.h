@@ -44,7 +44,7 @@ class Session {
 
   // The copies between the host and the session's GPU in the last run (of concurrent
   // runs, their sum over the last one's time); zeros without a GPU.
-  TransferCounts LastRunTransfers() const;
+  StreamCounts LastRunCounts() const;
 
   // The graph as the model wrote it (analyzed, before any graph pass).
   const AnalyzedGraph& graph() const { return *graph_; }
@@ -82,7 +82,7 @@ class Session {
   std::unique_ptr<GpuContext> gpu_;  // with --device gpu|gpu-emu
   mutable std::once_flag soft_placement_said_;
   mutable std::mutex transfers_mu_;
-  TransferCounts last_run_transfers_;
+  StreamCounts last_run_counts_;
   std::mutex programs_mu_;
   std::map<std::string, std::shared_ptr<const Program>> programs_;
 };

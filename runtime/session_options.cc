@@ -114,6 +114,10 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       options->jit_strict = value.empty() || value == "true" || value == "1";
     } else if (key == "--gpu_ptxas_check") {
       options->gpu_ptxas_check = value.empty() || value == "true" || value == "1";
+    } else if (key == "--gpu_graphs") {
+      if (value != "on" && value != "off")
+        return InvalidArgument("GRAPHJIT_FLAGS: --gpu_graphs must be on or off, got '" + value + "'");
+      options->gpu_graphs = value == "on";
     } else if (key == "--gpu_arch") {
       if (value != "sm_80" && value != "sm_90")
         return InvalidArgument("GRAPHJIT_FLAGS: --gpu_arch must be sm_80 or sm_90, got '" + value + "'");
@@ -163,7 +167,7 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
                              "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, --jit_async, "
                              "--jit_cpu, "
                              "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --cache_dir, --cache_max_mb, --device, --cuda_driver, --gpu_arch, "
-                             "--gpu_ptxas_check)");
+                             "--gpu_ptxas_check, --gpu_graphs)");
     }
   }
   return Status::Ok();

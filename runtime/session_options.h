@@ -86,6 +86,10 @@ struct SessionOptions {
   // emulator counted, or its time on a GPU): see jit/jit.h's TakeGpuProfiles. For
   // `graphjit bench`.
   bool gpu_profile = false;
+  // A compiled cluster's kernels and library calls are captured into a CUDA graph once per
+  // signature (and set of buffer addresses) and replayed with one launch; off: launched one
+  // by one. (gpu_profile times each kernel, so it launches them one by one.)
+  bool gpu_graphs = true;
   // TensorFlow's gpu_options: the share of the GPU's memory the process may hold (0: all
   // of it; at most 1), counting the blocks its allocator keeps for reuse. As in
   // TensorFlow, the first session to open the GPU sets it for the process. graphjit's
@@ -107,7 +111,7 @@ struct SessionOptions {
 // --jit_cpu_features=+a,-b,
 // --prefer_vector_width=128|256|512, --jit_cache_mb=N, --cache_dir=DIR, --cache_max_mb=N,
 // --device=cpu|gpu|gpu-emu,
-// --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check.
+// --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check, --gpu_graphs=on|off.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);

@@ -98,7 +98,7 @@ struct Config {
   std::string name;
   int threads = 1;
   GpuSummary gpu;
-  TransferCounts copies;  // of a run after the first (the second)
+  StreamCounts copies;  // of a run after the first (the second)
   std::unique_ptr<Session> session;
   std::vector<double> ms, stream;
   double compile_ms = 0;
@@ -243,7 +243,7 @@ int BenchCommand(const BenchArgs& a) {
         }
       }
       if (run == 0) c.compiles = static_cast<int>(compiled.size());
-      if (run == 1) c.copies = c.session->LastRunTransfers();
+      if (run == 1) c.copies = c.session->LastRunCounts();
     }
   }
 

@@ -143,7 +143,7 @@ int RunCommand(const RunArgs& a) {
   std::fprintf(stderr, "graphjit: load %.2f ms, run %.3f ms (median of %d, min %.3f ms), %d nodes, jit %s\n",
                Millis(t1 - t0), run_ms[run_ms.size() / 2], a.repeat, run_ms.front(), ag.graph.num_nodes(),
                JitLevelName(options.jit_level));
-  if (a.stats) std::printf("%s %s\n", JitStatsLine().c_str(), (*session)->LastRunTransfers().ToString().c_str());
+  if (a.stats) std::printf("%s %s\n", JitStatsLine().c_str(), (*session)->LastRunCounts().ToString().c_str());
   return 0;
 }
 

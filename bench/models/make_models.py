@@ -21,6 +21,9 @@ Models (TensorFlow 2.21's Keras 3 writes the graphs):
   mobilenet_v2_small  MobileNetV2 with width 0.35, 32x32x3, batch 2: the test fixture
                  tests/data/mobilenet_v2_small (`make_models.py mobilenet_v2_small --out
                  tests/data`), which the fixture tests check at every depth recorded
+  bert_encoder_small, lstm_classifier_small  the two above at sizes the CUDA emulator runs
+                 in a test (2 blocks of 2 heads of 16, width 32, Dense 128, sequence 16,
+                 batch 2; LSTM(16) over 8 steps of 4 features, batch 2): test fixtures too
 Random weights would leave MobileNetV2's activations dead (its softmax is exactly uniform):
 the batch-norm statistics are set from the activations of a seeded batch, layer by layer,
 so every depth carries signal (calibrate_batch_norms).
@@ -84,32 +87,40 @@ def resnet50(rng):
     return model, x
 
 
-def bert_encoder(rng):
+def bert_encoder(rng, batch=8, seq=128, width=256, heads=4, ffn=1024):
     L = keras.layers
-    x_in = keras.Input(shape=(128, 256), name="x")
+    x_in = keras.Input(shape=(seq, width), name="x")
     h = x_in
     for i in range(2):
-        a = L.MultiHeadAttention(num_heads=4, key_dim=64, name="mha%d" % i)(h, h)
+        a = L.MultiHeadAttention(num_heads=heads, key_dim=width // heads, name="mha%d" % i)(h, h)
         h = L.LayerNormalization(name="ln%d_a" % i)(L.Add()([h, a]))
-        f = L.Dense(256, name="ffn%d_out" % i)(L.Dense(1024, activation="gelu", name="ffn%d_in" % i)(h))
+        f = L.Dense(width, name="ffn%d_out" % i)(L.Dense(ffn, activation="gelu", name="ffn%d_in" % i)(h))
         h = L.LayerNormalization(name="ln%d_b" % i)(L.Add()([h, f]))
     model = keras.Model(x_in, h, name="bert_encoder")
     for layer in model.layers:  # seeded biases: zeros would hide a wrong broadcast
         for w in layer.weights:
             if w.path.endswith("bias") or w.path.endswith("beta"):
                 w.assign((rng.standard_normal(w.shape) * 0.1).astype(np.float32))
-    x = rng.standard_normal((8, 128, 256)).astype(np.float32)
+    x = rng.standard_normal((batch, seq, width)).astype(np.float32)
     return model, x
 
 
-def lstm_classifier(rng):
-    x_in = keras.Input(shape=(32, 16), name="x")
-    h = keras.layers.LSTM(64, name="lstm")(x_in)
+def bert_encoder_small(rng):
+    return bert_encoder(rng, batch=2, seq=16, width=32, heads=2, ffn=128)
+
+
+def lstm_classifier(rng, batch=8, steps=32, features=16, units=64):
+    x_in = keras.Input(shape=(steps, features), name="x")
+    h = keras.layers.LSTM(units, name="lstm")(x_in)
     model = keras.Model(x_in, keras.layers.Dense(10, activation="softmax", name="head")(h), name="lstm_classifier")
     for w in model.weights:
         if w.path.endswith("bias"):
             w.assign((rng.standard_normal(w.shape) * 0.1).astype(np.float32))
-    return model, rng.standard_normal((8, 32, 16)).astype(np.float32)
+    return model, rng.standard_normal((batch, steps, features)).astype(np.float32)
+
+
+def lstm_classifier_small(rng):
+    return lstm_classifier(rng, batch=2, steps=8, features=4, units=16)
 
 
 def mobilenet_v2_small(rng):
@@ -120,7 +131,9 @@ def mobilenet_v2_small(rng):
 
 
 MODELS = {"mobilenet_v2": mobilenet_v2, "resnet50": resnet50, "bert_encoder": bert_encoder,
-          "lstm_classifier": lstm_classifier, "mobilenet_v2_small": mobilenet_v2_small}
+          "lstm_classifier": lstm_classifier, "mobilenet_v2_small": mobilenet_v2_small,
+          "bert_encoder_small": bert_encoder_small, "lstm_classifier_small": lstm_classifier_small}
+FIXTURES = {"mobilenet_v2_small", "bert_encoder_small", "lstm_classifier_small"}  # for tests/data
 # Another float32 implementation (summation order, Winograd, folded batch norms) differs from
 # TensorFlow by a few 1e-6 per layer; ResNet50's 53 layers grow that to a few 1e-4 at its
 # deepest recorded depth (values up to 13): TensorFlow with and without its oneDNN kernels
@@ -188,11 +201,11 @@ def make(name, out_dir):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("names", nargs="*", choices=[[]] + list(MODELS), default=[],
-                   help="default: the benchmark models (all but mobilenet_v2_small)")
+                   help="default: the benchmark models (all but the test fixtures)")
     p.add_argument("--out", default=os.path.join(HERE, "out"))
     a = p.parse_args(argv)
     tf.config.threading.set_intra_op_parallelism_threads(1)
-    for name in a.names or [m for m in MODELS if m != "mobilenet_v2_small"]:
+    for name in a.names or [m for m in MODELS if m not in FIXTURES]:
         make(name, a.out)
     return 0
 

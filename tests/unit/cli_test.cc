@@ -182,66 +182,72 @@ TEST(Cli, TraceShowsEachCompileStageAndEachFusedKernel) {
 }
 
 // On a GPU the trace has a row for the stream: each input's copy to the device, then each
-// kernel (a GEMM as a cuBLASLt call), in order, timed by the stream's events, within the
-// cluster's call on the host's row. The outputs stay on the device: a fetched one is
-// copied to the host by the run, on the host's row, into page-locked memory. Each copy
-// says how its host memory went.
+// kernel (a GEMM as a cuBLASLt call), in order, or with launch graphs (the default) the
+// cluster's graph launch, timed by the stream's events, within the cluster's call on the
+// host's row. The outputs stay on the device: a fetched one is copied to the host by the
+// run, on the host's row, into page-locked memory. Each copy says how its host memory went.
 TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
   REQUIRE_TEST_GPU();
-  std::string path = testing::TempDir() + "/gpu_trace.json";
-  auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --device " + testing::TestGpuName() + " --jit on --trace " + path);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
-  std::vector<nlohmann::json> stream;
-  std::map<std::string, nlohmann::json> host;
-  std::string stream_row;
-  for (const auto& e : doc["traceEvents"]) {
-    if (e["ph"] == "M" && e["tid"] == kGpuStreamRow) stream_row = e["args"]["name"];
-    if (e["ph"] != "X") continue;
-    if (e["tid"] == kGpuStreamRow) stream.push_back(e);
-    else host[e["name"]] = e;
-  }
-  EXPECT_EQ(stream_row, "GPU stream");
-  ASSERT_FALSE(stream.empty());
-  // In order of time (events of the same microsecond in the order they were written).
-  std::stable_sort(stream.begin(), stream.end(), [](const auto& a, const auto& b) { return a["ts"] < b["ts"]; });
-  // Per cluster: an input copied in first (each is copied before the first kernel that
-  // reads it), then kernels (the MatMul a cuBLASLt call).
-  const std::map<std::string, int> phase = {{"HtoD", 0}, {"gpu kernel", 0}, {"cuBLASLt", 0}};
-  std::map<std::string, int> last_phase;
-  std::map<std::string, std::string> first_op;
-  std::set<std::string> ops;
-  for (const auto& e : stream) {
-    const std::string name = e["name"], op = e["args"]["op"];
-    ASSERT_TRUE(phase.count(op)) << e.dump();
-    ops.insert(op);
-    if (op == "HtoD") {  // the feeds are ordinary memory: small ones left to the driver, large ones staged
-      const int64_t bytes = e["args"]["bytes"];
-      EXPECT_GT(bytes, 0) << e.dump();
-      EXPECT_EQ(e["args"]["host_memory"], bytes >= 65536 ? "staged" : "pageable") << e.dump();
+  for (const bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "launch graphs" : "kernels one by one");
+    std::string path = testing::TempDir() + "/gpu_trace.json";
+    auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --device " + testing::TestGpuName() + " --jit on --trace " + path,
+                         graphs ? "" : "GRAPHJIT_FLAGS=--gpu_graphs=off");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
+    std::vector<nlohmann::json> stream;
+    std::map<std::string, nlohmann::json> host;
+    std::string stream_row;
+    for (const auto& e : doc["traceEvents"]) {
+      if (e["ph"] == "M" && e["tid"] == kGpuStreamRow) stream_row = e["args"]["name"];
+      if (e["ph"] != "X") continue;
+      if (e["tid"] == kGpuStreamRow) stream.push_back(e);
+      else host[e["name"]] = e;
     }
-    const std::string cluster = name.substr(0, name.find('/'));
-    EXPECT_GE(phase.at(op), last_phase[cluster]) << name;
-    last_phase[cluster] = phase.at(op);
-    first_op.try_emplace(cluster, op);
-    // Within its cluster's call on the host (to the microsecond).
-    ASSERT_TRUE(host.count(cluster)) << name;
-    const int64_t begin = host[cluster]["ts"], end = begin + host[cluster]["dur"].get<int64_t>();
-    EXPECT_GE(e["ts"].get<int64_t>(), begin - 1) << name;
-    EXPECT_LE(e["ts"].get<int64_t>() + e["dur"].get<int64_t>(), end + 1) << name;
-  }
-  EXPECT_EQ(ops, (std::set<std::string>{"HtoD", "gpu kernel", "cuBLASLt"}));
-  for (const auto& [cluster, op] : first_op) EXPECT_EQ(op, "HtoD") << cluster;
-  // The fetched tensors a cluster left on the device, copied to the host once each.
-  int fetched = 0;
-  for (const auto& [name, e] : host)
-    if (e["args"]["op"] == "DtoH") {
-      EXPECT_EQ(name.rfind("fetch_", 0), 0u) << name;
-      EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << name;
-      EXPECT_EQ(e["args"]["host_memory"], "pinned") << name;  // into page-locked memory
-      ++fetched;
+    EXPECT_EQ(stream_row, "GPU stream");
+    ASSERT_FALSE(stream.empty());
+    // In order of time (events of the same microsecond in the order they were written).
+    std::stable_sort(stream.begin(), stream.end(), [](const auto& a, const auto& b) { return a["ts"] < b["ts"]; });
+    // Per cluster: its inputs copied in first, then kernels (the MatMul a cuBLASLt call) or
+    // their graph.
+    const std::map<std::string, int> phase = {{"HtoD", 0}, {"gpu kernel", 1}, {"cuBLASLt", 1}, {"graph launch", 1}};
+    std::map<std::string, int> last_phase;
+    std::map<std::string, std::string> first_op;
+    std::set<std::string> ops;
+    for (const auto& e : stream) {
+      const std::string name = e["name"], op = e["args"]["op"];
+      ASSERT_TRUE(phase.count(op)) << e.dump();
+      ops.insert(op);
+      if (op == "HtoD") {  // the feeds are ordinary memory: small ones left to the driver, large ones staged
+        const int64_t bytes = e["args"]["bytes"];
+        EXPECT_GT(bytes, 0) << e.dump();
+        EXPECT_EQ(e["args"]["host_memory"], bytes >= 65536 ? "staged" : "pageable") << e.dump();
+      }
+      const std::string cluster = name.substr(0, name.find('/'));
+      EXPECT_GE(phase.at(op), last_phase[cluster]) << name;
+      last_phase[cluster] = phase.at(op);
+      first_op.try_emplace(cluster, op);
+      // Within its cluster's call on the host (to the microsecond).
+      ASSERT_TRUE(host.count(cluster)) << name;
+      const int64_t begin = host[cluster]["ts"], end = begin + host[cluster]["dur"].get<int64_t>();
+      EXPECT_GE(e["ts"].get<int64_t>(), begin - 1) << name;
+      EXPECT_LE(e["ts"].get<int64_t>() + e["dur"].get<int64_t>(), end + 1) << name;
     }
-  EXPECT_GE(fetched, 1);
+    const std::set<std::string> expected_ops =
+        graphs ? std::set<std::string>{"HtoD", "graph launch"} : std::set<std::string>{"HtoD", "gpu kernel", "cuBLASLt"};
+    EXPECT_EQ(ops, expected_ops);
+    for (const auto& [cluster, op] : first_op) EXPECT_EQ(op, "HtoD") << cluster;
+    // The fetched tensors a cluster left on the device, copied to the host once each.
+    int fetched = 0;
+    for (const auto& [name, e] : host)
+      if (e["args"]["op"] == "DtoH") {
+        EXPECT_EQ(name.rfind("fetch_", 0), 0u) << name;
+        EXPECT_GT(e["args"]["bytes"].get<int64_t>(), 0) << name;
+        EXPECT_EQ(e["args"]["host_memory"], "pinned") << name;  // into page-locked memory
+        ++fetched;
+      }
+    EXPECT_GE(fetched, 1);
+  }
 }
 
 // TensorFlow's gpu_options.per_process_gpu_memory_fraction bounds the device's memory:

@@ -232,7 +232,8 @@ TEST_P(OpFixture, RunsOnTheGpu) {
   EXPECT_EQ(after.internal_errors, before.internal_errors);
   if (uncompiled.count(name)) return;
   EXPECT_EQ(after.fallback, before.fallback) << name << ": a cluster ran op by op";
-  EXPECT_GT(after.gpu_launches, before.gpu_launches) << name << " launched no GPU kernel";
+  EXPECT_GT(after.gpu_launches + after.graph_launches, before.gpu_launches + before.graph_launches)
+      << name << " launched no GPU kernel";
 }
 
 INSTANTIATE_TEST_SUITE_P(TensorFlow, OpFixture, ::testing::ValuesIn(OpManifests()), CaseName);
@@ -249,10 +250,60 @@ TEST_P(ModelFixture, RunsOnTheGpu) {
   ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn1, 2, testing::TestGpuName()), c.expected, "TensorFlow");
   ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 2, testing::TestGpuName()), c.expected, "TensorFlow");
   EXPECT_EQ(GetJitStats().internal_errors, before.internal_errors);
-  if (FolderOf(GetParam()) != "keras_layers") EXPECT_GT(GetJitStats().gpu_launches, before.gpu_launches);
+  const JitStats after = GetJitStats();
+  if (FolderOf(GetParam()) != "keras_layers")
+    EXPECT_GT(after.gpu_launches + after.graph_launches, before.gpu_launches + before.graph_launches);
 }
 
 INSTANTIATE_TEST_SUITE_P(TensorFlow, ModelFixture, ::testing::ValuesIn(ManifestsIn("ops", false)), CaseName);
+
+// The transformer models (a Keras encoder block, a two-block BERT-like encoder) keep their
+// work on the GPU: from the second run on, only the feed goes in and the fetched output
+// comes out (within 5%: nothing else crosses), and each cluster is one launch graph (no
+// kernel launched on its own).
+TEST(Fixtures, TransformersStayOnTheGpuBetweenFeedAndFetch) {
+  REQUIRE_TEST_GPU();
+  RegisterGraphOptimizer();
+  RegisterJit();
+  for (const char* name : {"transformer_block", "bert_encoder_small"}) {
+    SCOPED_TRACE(name);
+    const std::string manifest = testing::TestData(name) + "/manifest.json";
+    const nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest));
+    Case c = Load(manifest);
+    const std::string output = m.contains("output") ? m["output"].get<std::string>() : "Identity";
+    const auto at = std::find(c.fetches.begin(), c.fetches.end(), output);
+    ASSERT_NE(at, c.fetches.end());
+    const Tensor expected = c.expected[at - c.fetches.begin()];
+    auto gd = ReadGraphDefFile(testing::TestData(name) + "/model.pb");
+    ASSERT_TRUE(gd.ok()) << gd.status().ToString();
+    SessionOptions options;
+    options.device = testing::TestGpu();
+    options.jit_level = JitLevel::kOn2;
+    auto session = Session::Create(options, *gd);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    int64_t feed_bytes = 0;
+    for (const auto& [feed, t] : c.feeds) feed_bytes += static_cast<int64_t>(t.bytes());
+    const JitStats first = GetJitStats();
+    for (int run = 0; run < 3; ++run) {
+      SCOPED_TRACE("run " + std::to_string(run));
+      const JitStats before = GetJitStats();
+      std::vector<Tensor> outputs;
+      ASSERT_TRUE((*session)->Run(c.feeds, {output}, {}, &outputs).ok());
+      Case one = c;
+      one.fetches = {output};
+      ExpectClose(one, outputs, {expected}, "TensorFlow");
+      const JitStats after = GetJitStats();
+      EXPECT_EQ(after.fallback, first.fallback);
+      if (run == 0) continue;
+      const StreamCounts counts = (*session)->LastRunCounts();
+      EXPECT_LE(counts.h2d_bytes, feed_bytes * 105 / 100) << counts.ToString();
+      EXPECT_LE(counts.d2h_bytes, static_cast<int64_t>(expected.bytes()) * 105 / 100) << counts.ToString();
+      EXPECT_EQ(after.gpu_launches, before.gpu_launches) << "kernels launched outside a graph";
+      EXPECT_GE(counts.graph_launches, after.clusters - first.clusters) << "a cluster without its launch graph";
+      EXPECT_GE(counts.graph_launches, 1);
+    }
+  }
+}
 
 // A Keras layer on tests/unit/keras_layers_unsupported.txt is rejected up front, with an
 // error that names the first op the list gives; one that loads fails until taken off.

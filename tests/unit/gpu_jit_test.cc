@@ -42,6 +42,7 @@ SessionOptions OnGpu(JitLevel level) {
   options.jit_level = level;
   options.min_cluster_size = 1;
   options.intra_op_threads = options.inter_op_threads = 1;
+  options.gpu_graphs = false;  // each kernel launched (and counted) on its own
   return options;
 }
 
@@ -334,7 +335,7 @@ TEST_F(GpuJit, WeightsAreCopiedOncePerSession) {
     for (int run = 0; run < 3; ++run) {
       SCOPED_TRACE("session " + std::to_string(session) + ", run " + std::to_string(run));
       ExpectClose(testing::RunOrDie(*s, {{"x", x}}, {"y"})[0], want, 1e-5, "y");
-      const TransferCounts t = s->LastRunTransfers();
+      const StreamCounts t = s->LastRunCounts();
       const int64_t weights = run == 0 ? static_cast<int64_t>(w.bytes() + bias.bytes()) : 0;
       EXPECT_EQ(t.h2d_bytes, static_cast<int64_t>(x.bytes()) + weights);
       EXPECT_EQ(t.h2d_copies, run == 0 ? 3 : 1);
@@ -342,6 +343,54 @@ TEST_F(GpuJit, WeightsAreCopiedOncePerSession) {
       EXPECT_EQ(t.d2h_copies, 1);
     }
   }
+}
+
+// ---- Launch graphs ----
+
+// A dense layer, a softmax and a centring tail (a GEMM and a fused kernel in one cluster):
+// with launch graphs, every run is one graph launch and no kernel is launched on
+// its own; the answers are those of the kernels launched one by one, also when the feed
+// changes and when the caller keeps a run's result while the next runs (other buffers:
+// another graph, or the same one updated).
+TEST_F(GpuJit, ClustersReplayOneLaunchGraphPerRun) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {8, 64});
+  b.Const("w", Random(Shape({64, 32}), 21));
+  b.Const("bias", Random(Shape({32}), 22));
+  b.Const("axis", testing::MakeInt32({1}, {1}));
+  b.Op("mm", "MatMul", {"x", "w"});
+  b.Op("biased", "BiasAdd", {"mm", "bias"});
+  b.Op("p", "Softmax", {"biased"});
+  testing::SetAttrBool(b.Op("m", "Mean", {"p", "axis"}), "keep_dims", true);
+  b.Op("c", "Sub", {"p", "m"});
+  b.Op("y", "Tanh", {"c"});
+  SessionOptions graphs = OnGpu(JitLevel::kOn2);
+  graphs.gpu_graphs = true;
+  auto with = testing::MakeSession(b.graph_def(), graphs);
+  auto without = testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2));
+  std::vector<Tensor> kept;  // results held while later runs run
+  for (int run = 0; run < 8; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const Tensor x = Random(Shape({8, 64}), 100 + run % 3);
+    JitStats before = GetJitStats();
+    const Tensor one_by_one = testing::RunOrDie(*without, {{"x", x}}, {"y"})[0];
+    const int64_t kernels = GetJitStats().gpu_launches - before.gpu_launches;
+    EXPECT_GE(kernels, 2) << "the GEMM and the fused rest";
+    EXPECT_EQ(without->LastRunCounts().graph_launches, 0);
+    before = GetJitStats();
+    const Tensor replayed = testing::RunOrDie(*with, {{"x", x}}, {"y"})[0];
+    EXPECT_EQ(GetJitStats().gpu_launches, before.gpu_launches) << "a kernel launched outside the graph";
+    EXPECT_EQ(GetJitStats().graph_launches, before.graph_launches + 1);
+    EXPECT_EQ(with->LastRunCounts().graph_launches, 1);
+    ASSERT_EQ(replayed.bytes(), one_by_one.bytes());
+    EXPECT_EQ(std::memcmp(replayed.raw(), one_by_one.raw(), replayed.bytes()), 0) << "not the same kernels' answer";
+    if (run % 2) kept.push_back(replayed);
+  }
+  // Off by the flag.
+  SessionOptions off = graphs;
+  ASSERT_TRUE(ApplyFlags("--gpu_graphs=off", &off).ok());
+  EXPECT_FALSE(off.gpu_graphs);
+  EXPECT_FALSE(ApplyFlags("--gpu_graphs=maybe", &off).ok());
 }
 
 // Two clusters with ops on the CPU between them: a = exp(x) on the GPU is read by two CPU
@@ -380,7 +429,7 @@ TEST_F(GpuJit, TensorsStayOnTheDeviceUntilTheHostReadsThem) {
     ExpectClose(got[1], want[1], 2e-6, "t");
     EXPECT_EQ(GetJitStats().clusters - before.clusters, 2);
     EXPECT_EQ(GetJitStats().fallback, before.fallback);
-    const TransferCounts t = s->LastRunTransfers();
+    const StreamCounts t = s->LastRunCounts();
     const int64_t bytes = 8 * 16 * sizeof(float);
     EXPECT_EQ(t.h2d_copies, 2) << "x and g in";
     EXPECT_EQ(t.h2d_bytes, 2 * bytes);
