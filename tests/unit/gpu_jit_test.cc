@@ -440,7 +440,8 @@ TEST_F(GpuJit, TensorsStayOnTheDeviceUntilTheHostReadsThem) {
 
 // The same graph from four threads at once, with two inter-op threads per run: the CPU ops
 // that read `a` may copy it to the host at the same time (one of them does), while
-// clusters of other runs read their tensors on the device.
+// clusters of other runs read their tensors on the device. Two sessions with launch graphs
+// share the kernels (and their graphs) from two streams, capturing and replaying at once.
 TEST_F(GpuJit, ConcurrentRunsShareTheDeviceSafely) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {8, 16});
@@ -460,7 +461,10 @@ TEST_F(GpuJit, ConcurrentRunsShareTheDeviceSafely) {
   b.Op("y", "Add", {"sum", "t"});
   SessionOptions options = OnGpu(JitLevel::kOn2);
   options.inter_op_threads = 2;
-  auto s = testing::MakeSession(b.graph_def(), options);
+  std::vector<decltype(testing::MakeSession(b.graph_def(), options))> sessions;
+  sessions.push_back(testing::MakeSession(b.graph_def(), options));
+  options.gpu_graphs = true;
+  for (int i = 0; i < 2; ++i) sessions.push_back(testing::MakeSession(b.graph_def(), options));
   SessionOptions cpu;
   cpu.jit_level = JitLevel::kOff;
   auto reference = testing::MakeSession(b.graph_def(), cpu);
@@ -470,17 +474,17 @@ TEST_F(GpuJit, ConcurrentRunsShareTheDeviceSafely) {
     want.push_back(testing::RunOrDie(*reference, {{"x", inputs[i]}}, {"y"})[0]);
   }
   std::vector<std::thread> threads;
-  std::vector<std::vector<Tensor>> got(4);
-  for (int t = 0; t < 4; ++t)
+  std::vector<std::vector<Tensor>> got(6);
+  for (int t = 0; t < 6; ++t)
     threads.emplace_back([&, t] {
       for (int run = 0; run < 10; ++run) {
         std::vector<Tensor> out;
-        Status status = s->Run({{"x", inputs[(t + run) % 4]}}, {"y"}, {}, &out);
+        Status status = sessions[t % 3]->Run({{"x", inputs[(t + run) % 4]}}, {"y"}, {}, &out);
         if (!status.ok() || run == 9) got[t] = status.ok() ? out : std::vector<Tensor>{};
       }
     });
   for (std::thread& t : threads) t.join();
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < 6; ++t) {
     ASSERT_EQ(got[t].size(), 1u) << "thread " << t;
     // exp(x) reaches thousands: the GEMM's sums, in cuBLASLt's order and in the CPU's, differ
     // in their last bits (a race would differ everywhere).
