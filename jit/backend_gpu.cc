@@ -245,15 +245,14 @@ class GpuExecutable : public ClusterExecutable {
     // 3. The kernels, in order: replayed as one launch graph, or launched one by one.
     const bool profile = ctx.options && ctx.options->gpu_profile;
     const bool graphs = (!ctx.options || ctx.options->gpu_graphs) && !profile && cuda_->has_graphs() &&
-                        std::any_of(program_.module.kernels.begin(), program_.module.kernels.end(),
-                                    [](const EmittedKernel& k) { return k.library_node >= 0 || k.grid > 0; });
+                        std::any_of(program_.module.kernels.begin(), program_.module.kernels.end(), Launches);
     if (graphs) {
       GJ_RETURN_IF_ERROR(traced(name + "/graph", "graph launch", 0, [&] { return LaunchGraph(stream, pointers); }));
       recorder_->CountGraphLaunches(1);
     } else {
       for (size_t k = 0; k < kernels_.size(); ++k) {
         const EmittedKernel& emitted = program_.module.kernels[k];
-        if (emitted.library_node < 0 && emitted.grid == 0) continue;
+        if (!Launches(emitted)) continue;
         int before = -1, after = -1;
         if (profile) {
           GJ_ASSIGN_OR_RETURN(before, stream.Record());
@@ -309,6 +308,10 @@ class GpuExecutable : public ClusterExecutable {
     return Status::Ok();
   }
 
+  // Whether a kernel is launched: one with no grid (roots it stores that nothing reads) only
+  // has its buffers allocated.
+  static bool Launches(const EmittedKernel& k) { return k.library_node >= 0 || k.grid > 0; }
+
   // Kernel k (a GEMM: cuBLASLt's), with its buffers and scratch areas at `pointers`.
   Status LaunchKernel(size_t k, std::vector<uint64_t> pointers, CudaDevice::Stream& stream) const {
     const EmittedKernel& emitted = program_.module.kernels[k];
@@ -346,8 +349,7 @@ class GpuExecutable : public ClusterExecutable {
       GJ_RETURN_IF_ERROR(stream.BeginCapture());
       Status captured = Status::Ok();
       for (size_t k = 0; k < kernels_.size() && captured.ok(); ++k)
-        if (program_.module.kernels[k].library_node >= 0 || program_.module.kernels[k].grid > 0)
-          captured = LaunchKernel(k, pointers[k], stream);
+        if (Launches(program_.module.kernels[k])) captured = LaunchKernel(k, pointers[k], stream);
       auto graph = stream.EndCapture(std::move(reuse));  // (ends the capture in any case)
       GJ_RETURN_IF_ERROR(captured);
       GJ_RETURN_IF_ERROR(graph.status());
