@@ -46,12 +46,18 @@ Jit& TheJit() {
 
 // Clustering's question, answered by the emitters (WhyNotCompilable) for the devices this
 // JIT compiles for: the CPU, the GPU (GEMMs through cuBLASLt: float32, with its epilogues),
-// and XLA's CPU and GPU device names.
+// and XLA's CPU and GPU device names. GatherV2 and a TensorList's SetItem (_GraphjitSetRow)
+// are compiled for GPUs only: an index out of range is an error of TensorFlow's CPU kernels
+// (and of the reference kernels), which a compiled kernel cannot raise; on a GPU, a gather
+// reads it as zero, as TensorFlow's GPU kernel does, and SetItem clamps it into the list,
+// as XLA's dynamic-update-slice does (a loop's counter never leaves its list).
 class JitCompilability : public CompilabilityOracle {
  public:
   std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
                                const std::vector<DType>& output_types, const DeviceName& device) const override {
     if (!device.IsCpu() && !device.IsGpu()) return "no compiler for device " + device.ToString();
+    if (device.IsCpu() && (node.op == "GatherV2" || node.op == "_GraphjitSetRow"))
+      return node.op + " is compiled for GPUs only (on the CPU an index out of range is an error)";
     if (device.IsGpu())
       if (std::string why = WhyNotCompilableOnGpu(node, input_types); !why.empty()) return why;
     return graphjit::WhyNotCompilable(node, input_types, output_types);

@@ -733,6 +733,12 @@ StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
     return Let(std::max({cond.depth, a.depth, b.depth}),
                "arith.select " + cond.name + ", " + a.name + ", " + b.name + " : " + a.type, a.type);
   };
+  auto zero = [&]() -> StatusOr<Value> {
+    const std::string type = ElementType(g_.info(v.node).dtypes[0]);
+    if (type == "f32") return FloatConst(0);
+    if (type == "i1") return Let(0, "arith.constant false", "i1");
+    return IntConst(0, type);
+  };
   Index at = index;
   if (op == "Fill") return Get(data, {});
   if (op == "Slice") {
@@ -792,11 +798,39 @@ StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
     if (!inside) return Get(data, at);
     return Branch(*inside, [&] { return Get(data, at); }, [&]() -> StatusOr<Value> {
       if (op == "PadV2") return Get(n.inputs[2], {});
-      const std::string type = ElementType(g_.info(v.node).dtypes[0]);
-      if (type == "f32") return FloatConst(0);
-      if (type == "i1") return Let(0, "arith.constant false", "i1");
-      return IntConst(0, type);
+      return zero();
     });
+  }
+  if (op == "GatherV2") {
+    // The result is params[:axis] + indices[batch_dims:] + params[axis + 1:] (the batch dims
+    // among the first); an index outside [0, dim) reads as zero, as TensorFlow's GPU kernel
+    // writes it (the JIT compiles GatherV2 for GPUs only).
+    int64_t axis = ints(2)[0];
+    if (axis < 0) axis += in.rank();
+    GJ_ASSIGN_OR_RETURN(int64_t batch_dims, GetIntAttrOr(n, "batch_dims", 0));
+    const int indices_rank = ShapeOf(n.inputs[1]).rank();
+    if (batch_dims < 0) batch_dims += indices_rank;
+    const int64_t own = indices_rank - batch_dims;  // the indices' dims of their own, in the result
+    Index where(index.begin(), index.begin() + batch_dims);
+    where.insert(where.end(), index.begin() + axis, index.begin() + axis + own);
+    GJ_ASSIGN_OR_RETURN(const Value x, Get(n.inputs[1], where));
+    const Value i = Let(x.depth, "arith.index_cast " + x.name + " : " + x.type + " to index", "index");
+    at.assign(index.begin(), index.begin() + axis);
+    at.push_back(i);
+    at.insert(at.end(), index.begin() + axis + own, index.end());
+    return Branch(IndexCmp("ult", i, IndexConst(in.dim(static_cast<int>(axis)))), [&] { return Get(data, at); }, zero);
+  }
+  if (op == "_GraphjitSetRow") {
+    // The list (input 0) with row `index` replaced by the item; the index clamped into the
+    // list, as XLA's dynamic-update-slice does (the JIT compiles it for GPUs only).
+    GJ_ASSIGN_OR_RETURN(const Value x, Get(n.inputs[1], {}));
+    Value row = Let(x.depth, "arith.index_cast " + x.name + " : " + x.type + " to index", "index");
+    row = IndexArith("arith.maxsi", row, IndexConst(0));
+    row = IndexArith("arith.minsi", row, IndexConst(in.dim(0) - 1));
+    const Index item(index.begin() + 1, index.end());
+    GJ_ASSIGN_OR_RETURN(const Value replaced, Get(n.inputs[2], item));
+    GJ_ASSIGN_OR_RETURN(const Value kept, Get(data, index));
+    return select(IndexCmp("eq", index[0], row), replaced, kept);
   }
   if (op == "Pack" || op == "Unpack") {
     GJ_ASSIGN_OR_RETURN(int64_t axis, GetIntAttrOr(n, "axis", 0));

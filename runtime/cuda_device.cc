@@ -1,6 +1,7 @@
 #include "runtime/cuda_device.h"
 
 #include <bit>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -33,6 +34,8 @@ void CudaDevice::Free(uint64_t) {}
 size_t CudaDevice::bytes_in_use() const { return 0; }
 size_t CudaDevice::bytes_cached() const { return 0; }
 size_t CudaDevice::LimitMemory(size_t) { return 0; }
+Status CudaDevice::CheckDeviceMemory(uint64_t, size_t) const { return NoCuda(); }
+Status CudaDevice::SynchronizeStream(void*) const { return NoCuda(); }
 bool CudaDevice::IsPinned(const void*, size_t) const { return false; }
 StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string&, const std::string&) { return NoCuda(); }
 StatusOr<std::unique_ptr<CudaDevice::Stream>> CudaDevice::NewStream() { return NoCuda(); }
@@ -59,6 +62,7 @@ Status CudaDevice::Stream::Synchronize() { return NoCuda(); }
   X(cuCtxSetCurrent, "cuCtxSetCurrent")                                                     \
   X(cuMemAlloc, "cuMemAlloc_v2")                                                            \
   X(cuMemFree, "cuMemFree_v2")                                                              \
+  X(cuMemGetAddressRange, "cuMemGetAddressRange_v2")                                        \
   X(cuMemHostAlloc, "cuMemHostAlloc")                                                       \
   X(cuMemFreeHost, "cuMemFreeHost")                                                         \
   X(cuModuleLoadData, "cuModuleLoadData")                                                   \
@@ -148,6 +152,25 @@ size_t CudaDevice::LimitMemory(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!limit_) limit_ = std::max<size_t>(bytes, 1);
   return limit_;
+}
+
+Status CudaDevice::CheckDeviceMemory(uint64_t address, size_t bytes) const {
+  GJ_RETURN_IF_ERROR(MakeCurrent());
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  const char* what = nullptr;
+  if (api_->cuMemGetAddressRange(&base, &size, address) != CUDA_SUCCESS) what = "is not device memory of ";
+  else if (address + bytes > base + size) what = "runs past the end of its allocation on ";
+  if (!what) return Status::Ok();
+  char range[96];
+  std::snprintf(range, sizeof range, "[0x%llx, 0x%llx) ", static_cast<unsigned long long>(address),
+                static_cast<unsigned long long>(address + bytes));
+  return InvalidArgument(std::string(range) + what + info().name);
+}
+
+Status CudaDevice::SynchronizeStream(void* stream) const {
+  GJ_RETURN_IF_ERROR(MakeCurrent());
+  return Check(api_->cuStreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize of the caller's stream");
 }
 
 StatusOr<uint64_t> CudaDevice::Allocate(size_t bytes) {

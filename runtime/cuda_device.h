@@ -60,6 +60,11 @@ class CudaDevice {
   // per_process_gpu_memory_fraction: its first GPU session sets it); later calls leave the
   // first limit in place. Returns the limit in force.
   size_t LimitMemory(size_t bytes);
+  // InvalidArgument unless [address, address + bytes) lies in one allocation of the device's
+  // memory (the caller's, or this allocator's).
+  Status CheckDeviceMemory(uint64_t address, size_t bytes) const;
+  // Waits for the work queued on a stream of the caller's (a CUstream) so far.
+  Status SynchronizeStream(void* stream) const;
 
   // Host memory for tensors that cross to or from the device: page-locked (cuMemHostAlloc),
   // so copies run at the bus's speed and asynchronously, where the driver grants it, else
@@ -182,7 +187,15 @@ class DeviceMemory {
   static StatusOr<std::shared_ptr<DeviceMemory>> Allocate(std::shared_ptr<CudaDevice> device, size_t bytes);
   // Takes over `address`, from device->Allocate.
   DeviceMemory(std::shared_ptr<CudaDevice> device, uint64_t address) : device_(std::move(device)), address_(address) {}
-  ~DeviceMemory() { device_->Free(address_); }
+  // The caller's memory at `address`, used in place and never freed here.
+  static std::shared_ptr<DeviceMemory> Borrow(std::shared_ptr<CudaDevice> device, uint64_t address) {
+    auto memory = std::make_shared<DeviceMemory>(std::move(device), address);
+    memory->owned_ = false;
+    return memory;
+  }
+  ~DeviceMemory() {
+    if (owned_) device_->Free(address_);
+  }
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
   const CudaDevice* device() const { return device_.get(); }
@@ -191,6 +204,7 @@ class DeviceMemory {
  private:
   const std::shared_ptr<CudaDevice> device_;
   const uint64_t address_;
+  bool owned_ = true;
 };
 
 // A session's GPU: the device and the session's stream, on which one cluster at a time

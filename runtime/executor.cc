@@ -92,11 +92,14 @@ namespace {
 
 // Whether `node` reads input i's bytes on the host, when that tensor is on the GPU alone.
 // A cluster placed on the session's GPU takes its inputs where they are, a view (Reshape,
-// Identity, ...) passes its data on as it is, and a shape-only op reads shapes.
+// Identity, ...) passes its data on as it is, a shape-only op reads shapes, and a loop or
+// conditional hands its inputs to the nodes of its body or branches (an If's condition is
+// read on the host).
 bool ReadsOnHost(const Node& node, const OpDef& op, int i, bool session_has_gpu) {
   switch (TraitsOf(node.op).pattern) {
     case OpPattern::kCluster: return !(session_has_gpu && PlacedOnGpu(node));
     case OpPattern::kShapeOnly: return false;
+    case OpPattern::kControl: return node.op == "_GraphjitIf" && i == 0;
     case OpPattern::kView: return op.IsValueInput(i, static_cast<int>(node.inputs.size()));
     default: return true;
   }
@@ -107,11 +110,20 @@ class Run {
   Run(const AnalyzedGraph& a, const ExecutionPlan& p, const std::vector<Tensor>& feeds, const ExecutorOptions& o)
       : a_(a), plan_(p), feeds_(feeds), options_(o), values_(p.num_slots), uses_(p.num_slots),
         pending_(a.graph.num_nodes()) {
-    // With a GPU, the nodes read each fed tensor under an alias of its buffer, which holds
-    // its copy on the device (made once, for every cluster that reads it) for this run alone.
-    if (o.gpu) {
-      for (const Tensor& t : feeds)
-        aliased_feeds_.push_back(t.raw() ? Tensor(t.dtype(), t.shape(), Buffer::Alias(t.buffer())) : t);
+    // With a GPU, the nodes read each tensor the caller feeds under an alias of its buffer,
+    // which holds its copy on the device (made once, for every cluster that reads it) for
+    // this run alone; a tensor fed on the device, under a buffer of its device memory whose
+    // host copy (made for a CPU op) is this run's alone. (The caller may change either
+    // between runs.) A nested graph's feeds keep their copies with them.
+    if (o.gpu && !o.nested) {
+      for (const Tensor& t : feeds) {
+        std::shared_ptr<DeviceMemory> on_device = OnDeviceOnly(t) ? t.buffer()->DeviceCopy(o.gpu->cuda.get()) : nullptr;
+        if (on_device)
+          aliased_feeds_.push_back(
+              Tensor(t.dtype(), t.shape(), Buffer::OnDevice(on_device, t.buffer()->size(), o.gpu->cuda->host_allocator())));
+        else
+          aliased_feeds_.push_back(t.raw() ? Tensor(t.dtype(), t.shape(), Buffer::Alias(t.buffer())) : t);
+      }
       node_feeds_ = &aliased_feeds_;
     }
     for (int i = 0; i < p.num_slots; ++i) uses_[i].store(p.initial_uses[i], std::memory_order_relaxed);
@@ -138,10 +150,12 @@ class Run {
     // A fetched buffer that something besides this run holds (a Const's value, a compiled
     // kernel's constant, a fed tensor) is handed out as a copy: writing into a fetched
     // tensor must not change the session. So is one with device memory (its bytes copied
-    // to the host once): a fetch holds host memory alone.
+    // to the host once): a fetch holds host memory alone, unless asked for on the device
+    // and made there (then the run hands its device memory out).
     for (size_t i = 0; i < outputs->size(); ++i) {
       Tensor& out = (*outputs)[i];
       if (out.buffer() == nullptr) continue;
+      if (options_.fetch_on_device && OnDeviceOnly(out)) continue;
       if (out.buffer()->HasDeviceCopy()) {
         GJ_RETURN_IF_ERROR(ToHost(out, "fetch_" + std::to_string(i)));
         GJ_ASSIGN_OR_RETURN(out, out.Clone(options_.allocator));
@@ -356,6 +370,7 @@ ExecutorOptions NestedExecutorOptions(const KernelContext& ctx) {
   options.tracer = ctx.tracer;
   options.trace_prefix = ctx.node.name + "/";
   options.gpu = ctx.gpu;
+  options.nested = true;
   return options;
 }
 

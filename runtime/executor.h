@@ -40,6 +40,10 @@ struct ExecutorOptions {
   std::string trace_prefix;  // before each event's node name (a cluster body's: "<cluster>/")
   const SessionOptions* session_options = nullptr;  // handed to kernels
   GpuContext* gpu = nullptr;                         // handed to kernels
+  bool fetch_on_device = false;                      // RunOptions::fetch_on_device
+  // A kernel's own graph (NestedExecutorOptions): its feeds are tensors of the run, which
+  // never change, not the caller's (which may change between runs).
+  bool nested = false;
 };
 
 // The options a kernel runs a graph of its own with (a cluster's body, a loop's cond and

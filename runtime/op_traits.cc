@@ -66,8 +66,8 @@ std::vector<OpTraitsEntry> MakeTable() {
       Of("Split", P::kDataMovement, kOn1), Of("SplitV", P::kDataMovement, kOn1),
       Of("Tile", P::kDataMovement, kOn1), Of("Pad", P::kDataMovement, kOn1),
       Of("PadV2", P::kDataMovement, kOn1), Of("MirrorPad", P::kDataMovement, kOn1),
-      Of("GatherV2", P::kDataMovement, kNever), Of("OneHot", P::kDataMovement, kOn1),
-      Of("Where", P::kDataMovement, kNever),
+      Of("GatherV2", P::kDataMovement, kOn1), Of("OneHot", P::kDataMovement, kOn1),
+      Of("Where", P::kDataMovement, kNever), Of("_GraphjitSetRow", P::kDataMovement, kOn1),
       // Shapes.
       Of("Shape", P::kShapeOnly, kNever), Of("Size", P::kShapeOnly, kNever), Of("Rank", P::kShapeOnly, kNever),
       // GEMMs: fusion heroes, only when clustering aggressively; convolutions.

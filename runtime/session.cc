@@ -176,6 +176,8 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
     if (!IsCompatible(declared, value.shape()))
       return FailedPrecondition("feed '" + name + "' has shape " + value.shape().ToString() +
                                 ", which does not match the graph's " + declared.ToString());
+    if (OnDeviceOnly(value) && !(gpu_ && gpu_->cuda && value.buffer()->DeviceCopy(gpu_->cuda.get())))
+      return FailedPrecondition("feed '" + name + "' is on another device than the session's GPU");
     feed_ids.push_back(*id);
     feed_names.push_back(graph_->graph.TensorName(*id));
     feed_values.push_back(value);
@@ -187,6 +189,10 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   }
   for (const std::string& name : targets)
     if (graph_->graph.FindNode(name) == nullptr) return FailedPrecondition("target '" + name + "': no node with that name");
+  if (run_options.stream) {
+    if (!gpu_ || !gpu_->cuda) return FailedPrecondition("RunOptions::stream is set, but the session has no GPU");
+    GJ_RETURN_IF_ERROR(gpu_->cuda->SynchronizeStream(run_options.stream));
+  }
   // 2. The program for this combination (cached), then run it.
   GJ_ASSIGN_OR_RETURN(auto program, GetProgram(feed_names, fetch_names, targets));
   ExecutorOptions eo;
@@ -196,6 +202,7 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   eo.tracer = run_options.tracer;
   eo.session_options = &options_;
   eo.gpu = gpu_.get();
+  eo.fetch_on_device = run_options.fetch_on_device;
   const StreamCounts before = gpu_ ? gpu_->counts() : StreamCounts{};
   Status s = Execute(*program->graph, program->plan, feed_values, eo, outputs);
   if (gpu_) {
@@ -203,6 +210,22 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
     last_run_counts_ = gpu_->counts() - before;
   }
   return s;
+}
+
+StatusOr<Tensor> Session::DeviceTensor(DType dtype, const Shape& shape, uint64_t address) const {
+  if (!gpu_ || !gpu_->cuda) return FailedPrecondition("a device tensor needs a session with a GPU (device gpu or gpu-emu)");
+  if (!shape.IsFullyDefined()) return InvalidArgument("a device tensor's shape must be known: " + shape.ToString());
+  GJ_ASSIGN_OR_RETURN(const int64_t bytes, CheckedBytes(shape.dims(), static_cast<int64_t>(DTypeSize(dtype))));
+  if (bytes > 0) GJ_RETURN_IF_ERROR(gpu_->cuda->CheckDeviceMemory(address, static_cast<size_t>(bytes)));
+  return Tensor(dtype, shape,
+                Buffer::OnDevice(DeviceMemory::Borrow(gpu_->cuda, address), static_cast<size_t>(bytes),
+                                 gpu_->cuda->host_allocator()));
+}
+
+StatusOr<uint64_t> Session::DeviceAddress(const Tensor& t) const {
+  std::shared_ptr<DeviceMemory> memory = gpu_ && gpu_->cuda && t.buffer() ? t.buffer()->DeviceCopy(gpu_->cuda.get()) : nullptr;
+  if (!memory) return NotFound("the tensor has no bytes on the session's GPU");
+  return memory->address();
 }
 
 StreamCounts Session::LastRunCounts() const {

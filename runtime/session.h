@@ -24,6 +24,14 @@ struct GpuContext;
 
 struct RunOptions {
   Tracer* tracer = nullptr;  // receives one event per kernel when set
+  // In a session with a GPU: the fetched tensors the GPU made are handed out there (their
+  // bytes on the device alone: Session::DeviceAddress), not copied to the host. Fetches
+  // made on the host are host tensors as always.
+  bool fetch_on_device = false;
+  // A CUDA stream of the caller's (a CUstream) whose work so far makes the device tensors
+  // fed: the run waits for it first. (The run's own device results are complete when Run
+  // returns.)
+  void* stream = nullptr;
 };
 
 class Session {
@@ -45,6 +53,17 @@ class Session {
   // The copies between the host and the session's GPU in the last run (of concurrent
   // runs, their sum over the last one's time); zeros without a GPU.
   StreamCounts LastRunCounts() const;
+
+  // Device tensors, in a session with a GPU. A tensor of `dtype` and `shape` (dense, row
+  // major) whose bytes are the caller's device memory at `address` on the session's GPU:
+  // fed, it is read in place (a cluster on the GPU takes it with no copy; a CPU op gets a
+  // copy for its run). The memory must stay valid, and unchanged until the run that reads it
+  // returns; the session never frees it.
+  StatusOr<Tensor> DeviceTensor(DType dtype, const Shape& shape, uint64_t address) const;
+  // Where a tensor's bytes are on the session's GPU (a fetch with
+  // RunOptions::fetch_on_device, or a DeviceTensor); NotFound for one with none there. A
+  // fetched tensor's device memory is the caller's for as long as it holds the tensor.
+  StatusOr<uint64_t> DeviceAddress(const Tensor& t) const;
 
   // The graph as the model wrote it (analyzed, before any graph pass).
   const AnalyzedGraph& graph() const { return *graph_; }

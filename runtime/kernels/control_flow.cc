@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 
+#include "runtime/cuda_device.h"
 #include "runtime/kernels/common.h"
 #include "runtime/kernels/subgraph.h"
 
@@ -44,7 +45,9 @@ class Loop {
 };
 
 // Runs cond, then body while cond is true: each iteration's variables are the body's
-// outputs; the invariants stay. A variable must keep its dtype and shape.
+// outputs; the invariants stay. A variable must keep its dtype and shape. In a session with
+// a GPU, tensors the body's clusters make stay on the device from one iteration to the next
+// (a CPU op in the body copies what it reads): only the condition comes to the host.
 OpDef WhileOp() {
   OpDef def;
   def.name = "_GraphjitWhile";
@@ -64,12 +67,14 @@ OpDef WhileOp() {
   };
   def.compute = [](KernelContext& ctx) -> Status {
     const auto* loop = static_cast<const Loop*>(ctx.state);
-    const ExecutorOptions options = NestedExecutorOptions(ctx);
+    ExecutorOptions options = NestedExecutorOptions(ctx);
+    options.fetch_on_device = true;
     GJ_ASSIGN_OR_RETURN(std::shared_ptr<const Subgraph> body, loop->body().Get(ctx.options));
     std::vector<Tensor> values = ctx.inputs;
     for (int64_t iteration = 0;; ++iteration) {
       std::vector<Tensor> go;
       GJ_RETURN_IF_ERROR(Execute(loop->cond().graph, loop->cond().plan, values, options, &go));
+      if (OnDeviceOnly(go[0])) GJ_RETURN_IF_ERROR(ctx.gpu->CopyToHost(go[0], ctx.tracer, ctx.node.name + "/cond/to_host"));
       if (go[0].dtype() != DType::kBool || go[0].num_elements() != 1)
         return ctx.Error("the loop condition is not a boolean scalar: " + DTypeName(go[0].dtype()) + go[0].shape().ToString());
       if (!go[0].data<bool>()[0]) break;
@@ -147,7 +152,9 @@ OpDef IfOp() {
     GJ_ASSIGN_OR_RETURN(std::shared_ptr<const Subgraph> branch, branches->branch(taken).Get(ctx.options));
     const std::vector<Tensor> args(ctx.inputs.begin() + 1, ctx.inputs.end());
     std::vector<Tensor> outputs;
-    GJ_RETURN_IF_ERROR(Execute(branch->graph, branch->plan, args, NestedExecutorOptions(ctx), &outputs));
+    ExecutorOptions options = NestedExecutorOptions(ctx);
+    options.fetch_on_device = true;  // (a GPU's results stay there)
+    GJ_RETURN_IF_ERROR(Execute(branch->graph, branch->plan, args, options, &outputs));
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (outputs[i].dtype() != ctx.output_dtypes[i] || !IsCompatible(ctx.output_shapes[i], outputs[i].shape()))
         return ctx.Error(std::string(taken ? "then" : "else") + " branch's output " + std::to_string(i) + " is " +

@@ -305,6 +305,39 @@ TEST(Fixtures, TransformersStayOnTheGpuBetweenFeedAndFetch) {
   }
 }
 
+// The Keras LSTM's loop (8 steps) stays on the GPU: its state and TensorLists live there,
+// its input sequence is read there (TensorListGetItem as a gather), each step's output is
+// written there (SetItem); between the host and the device, beyond the feed and the fetch,
+// at most 64 bytes per step go (the loop's condition).
+TEST(Fixtures, LstmLoopStaysOnTheGpu) {
+  REQUIRE_TEST_GPU();
+  RegisterGraphOptimizer();
+  RegisterJit();
+  const std::string manifest = testing::TestData("lstm_classifier_small") + "/manifest.json";
+  Case c = Load(manifest);
+  const auto at = std::find(c.fetches.begin(), c.fetches.end(), "Identity");
+  ASSERT_NE(at, c.fetches.end());
+  const Tensor expected = c.expected[at - c.fetches.begin()];
+  auto gd = ReadGraphDefFile(testing::TestData("lstm_classifier_small") + "/model.pb");
+  ASSERT_TRUE(gd.ok()) << gd.status().ToString();
+  SessionOptions options;
+  options.device = testing::TestGpu();
+  options.jit_level = JitLevel::kOn2;
+  auto session = Session::Create(options, *gd);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  const int64_t steps = c.feeds[0].second.shape().dim(1);
+  const int64_t outside = static_cast<int64_t>(c.feeds[0].second.bytes() + expected.bytes());
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> outputs;
+    ASSERT_TRUE((*session)->Run(c.feeds, {"Identity"}, {}, &outputs).ok());
+    Case one = c;
+    one.fetches = {"Identity"};
+    ExpectClose(one, outputs, {expected}, "TensorFlow");
+  }
+  const StreamCounts counts = (*session)->LastRunCounts();
+  EXPECT_LE(counts.h2d_bytes + counts.d2h_bytes - outside, 64 * steps) << counts.ToString();
+}
+
 // A Keras layer on tests/unit/keras_layers_unsupported.txt is rejected up front, with an
 // error that names the first op the list gives; one that loads fails until taken off.
 TEST(Fixtures, UnsupportedKerasLayersAreRejectedNamingTheirOps) {

@@ -18,6 +18,7 @@
 #include "cuda_emulator/cuemu.h"
 #include "jit/jit.h"
 #include "passes/passes.h"
+#include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 #include "tests/support/test_util.h"
 
@@ -312,6 +313,68 @@ TEST_F(GpuJit, AtLevelOffOpsPinnedToTheCpuAreNotCompiled) {
   EXPECT_EQ(GetJitStats().compiled, before.compiled + 1) << "only the GPU's Tanh";
 }
 
+// GatherV2 on the GPU, as TensorFlow's GPU kernel computes it: rows, columns, batch dims,
+// int64 indices, fused with its neighbours; an index out of range reads as zero. On the CPU
+// it is not compiled (TensorFlow's CPU kernel fails on such an index: so does graphjit's).
+TEST_F(GpuJit, GatherRunsOnTheGpuWithZerosForIndicesOutOfRange) {
+  struct Case {
+    const char* what;
+    Shape params;
+    Tensor indices;
+    int axis, batch_dims;
+  };
+  const std::vector<Case> cases = {
+      {"rows", Shape({6, 5}), testing::MakeInt32({4}, {5, 0, 2, 2}), 0, 0},
+      {"columns, 2-D indices", Shape({3, 7}), testing::MakeInt32({2, 2}, {6, 1, 0, 3}), 1, 0},
+      {"batch dims", Shape({2, 4, 3}), testing::MakeInt32({2, 3}, {3, 0, 1, 2, 2, 0}), 1, 1},
+      {"int64, last axis", Shape({2, 3, 4}), testing::MakeTensor(DType::kInt64, Shape({2}), {3, 1}), -1, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    for (const bool out_of_range : {false, true}) {
+      GraphBuilder b;
+      b.Placeholder("p", DType::kFloat, c.params.dims());
+      Tensor indices = c.indices;
+      if (out_of_range) {
+        indices = *indices.Clone(nullptr);
+        const int64_t bad = c.params.dim(c.axis < 0 ? c.axis + c.params.rank() : c.axis);
+        if (indices.dtype() == DType::kInt32) indices.data<int32_t>()[0] = static_cast<int32_t>(bad), indices.data<int32_t>()[1] = -1;
+        else indices.data<int64_t>()[0] = bad, indices.data<int64_t>()[1] = -1;
+      }
+      b.Const("indices", indices);
+      b.Const("axis", testing::MakeInt32({}, {c.axis}));
+      b.Op("e", "Exp", {"p"});
+      auto* gather = b.Op("g", "GatherV2", {"e", "indices", "axis"}, DType::kInvalid);
+      testing::SetAttrType(gather, "Tparams", DType::kFloat);
+      testing::SetAttrType(gather, "Tindices", indices.dtype());
+      testing::SetAttrType(gather, "Taxis", DType::kInt32);
+      testing::SetAttrInt(gather, "batch_dims", c.batch_dims);
+      b.Op("y", "Neg", {"g"});
+      const Tensor p = Random(c.params, 50);
+      const JitStats before = GetJitStats();
+      const Tensor got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn1)), {{"p", p}}, {"y"})[0];
+      EXPECT_EQ(GetJitStats().gpu_launches - before.gpu_launches, 1) << "Exp, GatherV2 and Neg in one kernel";
+      EXPECT_EQ(GetJitStats().fallback, before.fallback);
+      SessionOptions cpu;
+      cpu.jit_level = JitLevel::kOn1;
+      cpu.min_cluster_size = 1;
+      auto on_cpu = testing::MakeSession(b.graph_def(), cpu);
+      std::vector<Tensor> want;
+      Status s = on_cpu->Run({{"p", p}}, {"y"}, {}, &want);
+      if (!out_of_range) {
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        ExpectClose(got, want[0], 2e-6, "y");
+        continue;
+      }
+      EXPECT_EQ(s.code(), Code::kFailedPrecondition) << "the CPU's gather: " << s.ToString();
+      // The first two indices read zeros (-0 after the Neg); the rest match the in-range run.
+      int64_t zeros = 0;
+      for (int64_t i = 0; i < got.num_elements(); ++i) zeros += got.data<float>()[i] == 0.0f;
+      EXPECT_GE(zeros, 2) << "no zero where an index is out of range";
+    }
+  }
+}
+
 // ---- What crosses between the host and the device ----
 
 // A dense layer and a softmax over a weight and a bias: the weights are copied to the
@@ -343,6 +406,91 @@ TEST_F(GpuJit, WeightsAreCopiedOncePerSession) {
       EXPECT_EQ(t.d2h_copies, 1);
     }
   }
+}
+
+// ---- Device tensors in the C++ API ----
+
+// A caller that keeps its data on the GPU: a feed given as device memory is read in place
+// and the fetch comes back as device memory, so nothing crosses to or from the host after
+// the weights' first copy; a CPU op reading the device feed gets a copy for its run (made
+// again when the caller changes the memory); bad device memory is refused up front.
+TEST_F(GpuJit, DeviceTensorsGoInAndOutWithoutCopies) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {8, 64});
+  b.Const("w", Random(Shape({64, 32}), 31));
+  b.Const("bias", Random(Shape({32}), 32));
+  b.Const("index", testing::MakeInt32({2}, {5, 1}));
+  b.Const("axis", testing::MakeInt32({}, {0}));
+  b.Op("mm", "MatMul", {"x", "w"});
+  b.Op("biased", "BiasAdd", {"mm", "bias"});
+  b.Op("y", "Softmax", {"biased"});
+  auto* gather = b.Op("rows", "GatherV2", {"x", "index", "axis"}, DType::kInvalid);
+  gather->set_device("/device:CPU:0");
+  testing::SetAttrType(gather, "Tparams", DType::kFloat);
+  testing::SetAttrType(gather, "Tindices", DType::kInt32);
+  testing::SetAttrType(gather, "Taxis", DType::kInt32);
+  auto session = testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2));
+  SessionOptions cpu;
+  cpu.jit_level = JitLevel::kOff;
+  auto reference = testing::MakeSession(b.graph_def(), cpu);
+  // The caller's device memory (here from the same driver's allocator).
+  auto library = CudaDriverLibrary(testing::TestGpu(), "");
+  ASSERT_TRUE(library.ok()) << library.status().ToString();
+  auto device = CudaDevice::Get(*library);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  auto stream = (*device)->NewStream();
+  ASSERT_TRUE(stream.ok());
+  const size_t x_bytes = 8 * 64 * sizeof(float);
+  auto x_address = (*device)->Allocate(x_bytes);
+  ASSERT_TRUE(x_address.ok());
+  auto x_on_device = session->DeviceTensor(DType::kFloat, Shape({8, 64}), *x_address);
+  ASSERT_TRUE(x_on_device.ok()) << x_on_device.status().ToString();
+  RunOptions on_device;
+  on_device.fetch_on_device = true;
+  on_device.stream = (*stream)->handle();
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const Tensor x = Random(Shape({8, 64}), 40 + run);  // new contents each run
+    ASSERT_TRUE((*stream)->CopyToDevice(*x_address, x.raw(), x_bytes).ok());  // queued on the caller's stream
+    std::vector<Tensor> got;
+    Status s = session->Run(on_device, {{"x", *x_on_device}}, {"y"}, {}, &got);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const StreamCounts counts = session->LastRunCounts();
+    if (run > 0) {
+      EXPECT_EQ(counts.h2d_bytes, 0) << counts.ToString();
+    }
+    EXPECT_EQ(counts.d2h_bytes, 0) << counts.ToString();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].raw(), nullptr) << "a host copy of a device fetch";
+    auto y_address = session->DeviceAddress(got[0]);
+    ASSERT_TRUE(y_address.ok()) << y_address.status().ToString();
+    Tensor y = *Tensor::Allocate(DType::kFloat, Shape({8, 32}));
+    ASSERT_TRUE((*stream)->CopyToHost(y.raw(), *y_address, y.bytes()).ok());
+    const std::vector<Tensor> want = testing::RunOrDie(*reference, {{"x", x}}, {"y", "rows"});
+    ExpectClose(y, want[0], 1e-5, "y");
+    // The CPU op's copy of the device feed is this run's: the new contents.
+    ASSERT_TRUE(session->Run(on_device, {{"x", *x_on_device}}, {"rows"}, {}, &got).ok());
+    ASSERT_NE(got[0].raw(), nullptr) << "made on the host: a host tensor";
+    ExpectClose(got[0], want[1], 0, "rows");
+    EXPECT_EQ(session->LastRunCounts().d2h_bytes, static_cast<int64_t>(x_bytes));
+  }
+  // Fetched on the host (the default), the same tensor is a host tensor.
+  std::vector<Tensor> host;
+  ASSERT_TRUE(session->Run({{"x", *x_on_device}}, {"y"}, {}, &host).ok());
+  EXPECT_NE(host[0].raw(), nullptr);
+  EXPECT_FALSE(session->DeviceAddress(host[0]).ok());
+  // Bad memory: past the allocation's end, or a host pointer.
+  EXPECT_EQ(session->DeviceTensor(DType::kFloat, Shape({8, 65}), *x_address).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(session->DeviceTensor(DType::kFloat, Shape({2}), reinterpret_cast<uint64_t>(host[0].raw())).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(session->DeviceTensor(DType::kFloat, Shape({-1, 64}), *x_address).status().code(),
+            Code::kInvalidArgument);
+  // Without a GPU there are no device tensors, and a device tensor is no feed.
+  EXPECT_EQ(reference->DeviceTensor(DType::kFloat, Shape({8, 64}), *x_address).status().code(),
+            Code::kFailedPrecondition);
+  std::vector<Tensor> none;
+  EXPECT_EQ(reference->Run({{"x", *x_on_device}}, {"y"}, {}, &none).code(), Code::kFailedPrecondition);
+  (*device)->Free(*x_address);
 }
 
 // ---- Launch graphs ----
@@ -394,7 +542,7 @@ TEST_F(GpuJit, ClustersReplayOneLaunchGraphPerRun) {
 }
 
 // Two clusters with ops on the CPU between them: a = exp(x) on the GPU is read by two CPU
-// ops (two GatherV2s: copied to the host once, for both) and by the second cluster
+// ops (two GatherV2s placed there: copied to the host once, for both) and by the second cluster
 // (taken on the device, with no copy), which also reads the gather's output (copied in)
 // and the feed (copied in once for both clusters, and again at the next run: the caller may
 // have changed it in place).
@@ -407,6 +555,7 @@ TEST_F(GpuJit, TensorsStayOnTheDeviceUntilTheHostReadsThem) {
   b.Op("a", "Exp", {"x"});
   for (const auto& [name, index] : {std::pair{"g", "index"}, std::pair{"t", "reversed"}}) {
     auto* gather = b.Op(name, "GatherV2", {"a", index, "axis"}, DType::kInvalid);
+    gather->set_device("/device:CPU:0");
     testing::SetAttrType(gather, "Tparams", DType::kFloat);
     testing::SetAttrType(gather, "Tindices", DType::kInt32);
     testing::SetAttrType(gather, "Taxis", DType::kInt32);
@@ -450,6 +599,7 @@ TEST_F(GpuJit, ConcurrentRunsShareTheDeviceSafely) {
   b.Const("w", Random(Shape({16, 16}), 15));
   b.Op("a", "Exp", {"x"});
   auto* gather = b.Op("g", "GatherV2", {"a", "index", "axis"}, DType::kInvalid);
+  gather->set_device("/device:CPU:0");
   testing::SetAttrType(gather, "Tparams", DType::kFloat);
   testing::SetAttrType(gather, "Tindices", DType::kInt32);
   testing::SetAttrType(gather, "Taxis", DType::kInt32);
