@@ -467,7 +467,7 @@ TEST_F(GpuJit, DeviceTensorsGoInAndOutWithoutCopies) {
     Tensor y = *Tensor::Allocate(DType::kFloat, Shape({8, 32}));
     ASSERT_TRUE((*stream)->CopyToHost(y.raw(), *y_address, y.bytes()).ok());
     const std::vector<Tensor> want = testing::RunOrDie(*reference, {{"x", x}}, {"y", "rows"});
-    ExpectClose(y, want[0], 1e-5, "y");
+    ExpectClose(y, want[0], 1e-4, "y");  // (the reference kernels of a baseline x86-64 build sum in another order)
     // The CPU op's copy of the device feed is this run's: the new contents.
     ASSERT_TRUE(session->Run(on_device, {{"x", *x_on_device}}, {"rows"}, {}, &got).ok());
     ASSERT_NE(got[0].raw(), nullptr) << "made on the host: a host tensor";
