@@ -257,6 +257,34 @@ TEST_P(ModelFixture, RunsOnTheGpu) {
 
 INSTANTIATE_TEST_SUITE_P(TensorFlow, ModelFixture, ::testing::ValuesIn(ManifestsIn("ops", false)), CaseName);
 
+// A model fixture in a session on the test GPU at ON_2, with its output (the manifest's, else
+// Identity) and TensorFlow's value of it.
+struct ModelOnGpu {
+  Case c;
+  std::string output;
+  Tensor expected;
+  std::unique_ptr<Session> session;
+};
+void LoadModelOnGpu(const std::string& name, ModelOnGpu* m) {
+  const std::string manifest = testing::TestData(name) + "/manifest.json";
+  const nlohmann::json json = nlohmann::json::parse(std::ifstream(manifest));
+  m->c = Load(manifest);
+  m->output = json.contains("output") ? json["output"].get<std::string>() : "Identity";
+  const auto at = std::find(m->c.fetches.begin(), m->c.fetches.end(), m->output);
+  ASSERT_NE(at, m->c.fetches.end());
+  m->expected = m->c.expected[at - m->c.fetches.begin()];
+  m->c.fetches = {m->output};
+  m->c.expected = {m->expected};
+  auto gd = ReadGraphDefFile(testing::TestData(name) + "/model.pb");
+  ASSERT_TRUE(gd.ok()) << gd.status().ToString();
+  SessionOptions options;
+  options.device = testing::TestGpu();
+  options.jit_level = JitLevel::kOn2;
+  auto session = Session::Create(options, *gd);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  m->session = std::move(*session);
+}
+
 // The transformer models (a Keras encoder block, a two-block BERT-like encoder) keep their
 // work on the GPU: from the second run on, only the feed goes in and the fetched output
 // comes out (within 5%: nothing else crosses), and each cluster is one launch graph (no
@@ -267,37 +295,23 @@ TEST(Fixtures, TransformersStayOnTheGpuBetweenFeedAndFetch) {
   RegisterJit();
   for (const char* name : {"transformer_block", "bert_encoder_small"}) {
     SCOPED_TRACE(name);
-    const std::string manifest = testing::TestData(name) + "/manifest.json";
-    const nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest));
-    Case c = Load(manifest);
-    const std::string output = m.contains("output") ? m["output"].get<std::string>() : "Identity";
-    const auto at = std::find(c.fetches.begin(), c.fetches.end(), output);
-    ASSERT_NE(at, c.fetches.end());
-    const Tensor expected = c.expected[at - c.fetches.begin()];
-    auto gd = ReadGraphDefFile(testing::TestData(name) + "/model.pb");
-    ASSERT_TRUE(gd.ok()) << gd.status().ToString();
-    SessionOptions options;
-    options.device = testing::TestGpu();
-    options.jit_level = JitLevel::kOn2;
-    auto session = Session::Create(options, *gd);
-    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    ModelOnGpu m;
+    ASSERT_NO_FATAL_FAILURE(LoadModelOnGpu(name, &m));
     int64_t feed_bytes = 0;
-    for (const auto& [feed, t] : c.feeds) feed_bytes += static_cast<int64_t>(t.bytes());
+    for (const auto& [feed, t] : m.c.feeds) feed_bytes += static_cast<int64_t>(t.bytes());
     const JitStats first = GetJitStats();
     for (int run = 0; run < 3; ++run) {
       SCOPED_TRACE("run " + std::to_string(run));
       const JitStats before = GetJitStats();
       std::vector<Tensor> outputs;
-      ASSERT_TRUE((*session)->Run(c.feeds, {output}, {}, &outputs).ok());
-      Case one = c;
-      one.fetches = {output};
-      ExpectClose(one, outputs, {expected}, "TensorFlow");
+      ASSERT_TRUE(m.session->Run(m.c.feeds, m.c.fetches, {}, &outputs).ok());
+      ExpectClose(m.c, outputs, m.c.expected, "TensorFlow");
       const JitStats after = GetJitStats();
       EXPECT_EQ(after.fallback, first.fallback);
       if (run == 0) continue;
-      const StreamCounts counts = (*session)->LastRunCounts();
+      const StreamCounts counts = m.session->LastRunCounts();
       EXPECT_LE(counts.h2d_bytes, feed_bytes * 105 / 100) << counts.ToString();
-      EXPECT_LE(counts.d2h_bytes, static_cast<int64_t>(expected.bytes()) * 105 / 100) << counts.ToString();
+      EXPECT_LE(counts.d2h_bytes, static_cast<int64_t>(m.expected.bytes()) * 105 / 100) << counts.ToString();
       EXPECT_EQ(after.gpu_launches, before.gpu_launches) << "kernels launched outside a graph";
       EXPECT_GE(counts.graph_launches, after.clusters - first.clusters) << "a cluster without its launch graph";
       EXPECT_GE(counts.graph_launches, 1);
@@ -313,28 +327,16 @@ TEST(Fixtures, LstmLoopStaysOnTheGpu) {
   REQUIRE_TEST_GPU();
   RegisterGraphOptimizer();
   RegisterJit();
-  const std::string manifest = testing::TestData("lstm_classifier_small") + "/manifest.json";
-  Case c = Load(manifest);
-  const auto at = std::find(c.fetches.begin(), c.fetches.end(), "Identity");
-  ASSERT_NE(at, c.fetches.end());
-  const Tensor expected = c.expected[at - c.fetches.begin()];
-  auto gd = ReadGraphDefFile(testing::TestData("lstm_classifier_small") + "/model.pb");
-  ASSERT_TRUE(gd.ok()) << gd.status().ToString();
-  SessionOptions options;
-  options.device = testing::TestGpu();
-  options.jit_level = JitLevel::kOn2;
-  auto session = Session::Create(options, *gd);
-  ASSERT_TRUE(session.ok()) << session.status().ToString();
-  const int64_t steps = c.feeds[0].second.shape().dim(1);
-  const int64_t outside = static_cast<int64_t>(c.feeds[0].second.bytes() + expected.bytes());
+  ModelOnGpu m;
+  ASSERT_NO_FATAL_FAILURE(LoadModelOnGpu("lstm_classifier_small", &m));
+  const int64_t steps = m.c.feeds[0].second.shape().dim(1);
+  const int64_t outside = static_cast<int64_t>(m.c.feeds[0].second.bytes() + m.expected.bytes());
   for (int run = 0; run < 2; ++run) {
     std::vector<Tensor> outputs;
-    ASSERT_TRUE((*session)->Run(c.feeds, {"Identity"}, {}, &outputs).ok());
-    Case one = c;
-    one.fetches = {"Identity"};
-    ExpectClose(one, outputs, {expected}, "TensorFlow");
+    ASSERT_TRUE(m.session->Run(m.c.feeds, m.c.fetches, {}, &outputs).ok());
+    ExpectClose(m.c, outputs, m.c.expected, "TensorFlow");
   }
-  const StreamCounts counts = (*session)->LastRunCounts();
+  const StreamCounts counts = m.session->LastRunCounts();
   EXPECT_LE(counts.h2d_bytes + counts.d2h_bytes - outside, 64 * steps) << counts.ToString();
 }
 

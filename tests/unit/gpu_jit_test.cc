@@ -408,6 +408,16 @@ TEST_F(GpuJit, WeightsAreCopiedOncePerSession) {
   }
 }
 
+// A float GatherV2 along axis 0 ("axis", a Const the graph has) with int32 indices, placed
+// on the CPU: an op of the host between GPU clusters.
+void GatherOnCpu(GraphBuilder& b, const std::string& name, const std::string& params, const std::string& indices) {
+  auto* gather = b.Op(name, "GatherV2", {params, indices, "axis"}, DType::kInvalid);
+  gather->set_device("/device:CPU:0");
+  testing::SetAttrType(gather, "Tparams", DType::kFloat);
+  testing::SetAttrType(gather, "Tindices", DType::kInt32);
+  testing::SetAttrType(gather, "Taxis", DType::kInt32);
+}
+
 // ---- Device tensors in the C++ API ----
 
 // A caller that keeps its data on the GPU: a feed given as device memory is read in place
@@ -424,11 +434,7 @@ TEST_F(GpuJit, DeviceTensorsGoInAndOutWithoutCopies) {
   b.Op("mm", "MatMul", {"x", "w"});
   b.Op("biased", "BiasAdd", {"mm", "bias"});
   b.Op("y", "Softmax", {"biased"});
-  auto* gather = b.Op("rows", "GatherV2", {"x", "index", "axis"}, DType::kInvalid);
-  gather->set_device("/device:CPU:0");
-  testing::SetAttrType(gather, "Tparams", DType::kFloat);
-  testing::SetAttrType(gather, "Tindices", DType::kInt32);
-  testing::SetAttrType(gather, "Taxis", DType::kInt32);
+  GatherOnCpu(b, "rows", "x", "index");
   auto session = testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2));
   SessionOptions cpu;
   cpu.jit_level = JitLevel::kOff;
@@ -554,11 +560,7 @@ TEST_F(GpuJit, TensorsStayOnTheDeviceUntilTheHostReadsThem) {
   b.Const("reversed", testing::MakeInt32({8}, {7, 6, 5, 4, 3, 2, 1, 0}));
   b.Op("a", "Exp", {"x"});
   for (const auto& [name, index] : {std::pair{"g", "index"}, std::pair{"t", "reversed"}}) {
-    auto* gather = b.Op(name, "GatherV2", {"a", index, "axis"}, DType::kInvalid);
-    gather->set_device("/device:CPU:0");
-    testing::SetAttrType(gather, "Tparams", DType::kFloat);
-    testing::SetAttrType(gather, "Tindices", DType::kInt32);
-    testing::SetAttrType(gather, "Taxis", DType::kInt32);
+    GatherOnCpu(b, name, "a", index);
   }
   b.Op("tanh", "Tanh", {"a"});
   b.Op("sum", "Add", {"tanh", "g"});
@@ -598,11 +600,7 @@ TEST_F(GpuJit, ConcurrentRunsShareTheDeviceSafely) {
   b.Const("axis", testing::MakeInt32({}, {0}));
   b.Const("w", Random(Shape({16, 16}), 15));
   b.Op("a", "Exp", {"x"});
-  auto* gather = b.Op("g", "GatherV2", {"a", "index", "axis"}, DType::kInvalid);
-  gather->set_device("/device:CPU:0");
-  testing::SetAttrType(gather, "Tparams", DType::kFloat);
-  testing::SetAttrType(gather, "Tindices", DType::kInt32);
-  testing::SetAttrType(gather, "Taxis", DType::kInt32);
+  GatherOnCpu(b, "g", "a", "index");
   b.Const("multiples", testing::MakeInt32({2}, {1, 1}));
   auto* tile = b.Op("t", "Tile", {"a", "multiples"});
   testing::SetAttrType(tile, "Tmultiples", DType::kInt32);
