@@ -18,6 +18,7 @@
 #include "backends/nvptx/nvptx_compiler.h"
 #include "ir/attr.h"
 #include "jit/backend.h"
+#include "jit/specialize.h"
 #include "runtime/cuda_device.h"
 #include "runtime/session_options.h"
 #include "runtime/trace.h"
@@ -553,6 +554,9 @@ std::string WhyNotCompilableOnGpu(const Node& node, const std::vector<DType>& in
   if (!IsLibraryOp(node.op)) return "";
   for (DType t : input_types)
     if (t != DType::kFloat) return "GEMMs on the GPU (cuBLASLt) are float32 only";
+  // An activation cuBLASLt does not fuse is fused into the next kernel (see BuildProgram).
+  const tensorflow::AttrValue* fused = node.FindAttr("fused_ops");
+  if (fused && UnfusesMatMul({fused->list().s().begin(), fused->list().s().end()})) return "";
   auto epilogue = EpilogueOf(node);
   return epilogue.ok() ? "" : epilogue.status().message();
 }

@@ -50,7 +50,10 @@ Jit& TheJit() {
 // are compiled for GPUs only: an index out of range is an error of TensorFlow's CPU kernels
 // (and of the reference kernels), which a compiled kernel cannot raise; on a GPU, a gather
 // reads it as zero, as TensorFlow's GPU kernel does, and SetItem clamps it into the list,
-// as XLA's dynamic-update-slice does (a loop's counter never leaves its list).
+// as XLA's dynamic-update-slice does (a loop's counter never leaves its list). A float32
+// Range too: TensorFlow's CPU kernel adds the step once per element, its GPU kernel computes
+// start + i * step, as the compiled kernel does (an integer Range is the same either way; a
+// 16-bit one would round at each step).
 class JitCompilability : public CompilabilityOracle {
  public:
   std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
@@ -58,6 +61,9 @@ class JitCompilability : public CompilabilityOracle {
     if (!device.IsCpu() && !device.IsGpu()) return "no compiler for device " + device.ToString();
     if (device.IsCpu() && (node.op == "GatherV2" || node.op == "_GraphjitSetRow"))
       return node.op + " is compiled for GPUs only (on the CPU an index out of range is an error)";
+    if (node.op == "Range" && !output_types.empty() && !IsInteger(output_types[0]) &&
+        (device.IsCpu() || output_types[0] != DType::kFloat))
+      return "Range is compiled for integers, and for float32 on GPUs (on the CPU, TensorFlow adds the step once per element)";
     if (device.IsGpu())
       if (std::string why = WhyNotCompilableOnGpu(node, input_types); !why.empty()) return why;
     return graphjit::WhyNotCompilable(node, input_types, output_types);

@@ -769,6 +769,13 @@ StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
                                         : IndexArith("arith.remui", index[d], IndexConst(in.dim(d)));
     return Get(data, at);
   }
+  if (op == "ReverseV2") {
+    for (int64_t a : ints(1)) {
+      const int d = static_cast<int>(a < 0 ? a + in.rank() : a);
+      at[d] = IndexArith("arith.subi", IndexConst(in.dim(d) - 1), index[d]);
+    }
+    return Get(data, at);
+  }
   if (op == "MirrorPad") {
     // REFLECT repeats no edge element, SYMMETRIC repeats it: before the start, j -> -j - 1 +
     // reflect; past the end (size n), j -> 2n - 1 - reflect - j.
@@ -851,6 +858,19 @@ StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
     for (int k = 0; k < v.index; ++k) offset += g_.info(v.node).shapes[k].dim(static_cast<int>(axis));
     at[axis] = plus(index[axis], offset);
     return Get(data, at);
+  }
+  if (op == "Range") {
+    // start + i * delta (its inputs are constants: they decide the output's shape).
+    GJ_ASSIGN_OR_RETURN(const Value start, Get(n.inputs[0], {}));
+    GJ_ASSIGN_OR_RETURN(const Value delta, Get(n.inputs[2], {}));
+    const std::string& type = start.type;
+    const bool floating = type == "f32";
+    Value i = Let(index[0].depth, "arith.index_cast " + index[0].name + " : index to " + (floating ? "i64" : type),
+                  floating ? "i64" : type);
+    if (floating) i = Let(i.depth, "arith.uitofp " + i.name + " : i64 to f32", "f32");
+    const std::string f = floating ? "f" : "i";
+    const Value step = Let(i.depth, "arith.mul" + f + " " + i.name + ", " + delta.name + " : " + type, type);
+    return Let(step.depth, "arith.add" + f + " " + start.name + ", " + step.name + " : " + type, type);
   }
   if (op == "OneHot") {
     GJ_ASSIGN_OR_RETURN(int64_t axis, GetIntAttrOr(n, "axis", -1));

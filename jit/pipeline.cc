@@ -29,8 +29,16 @@ StatusOr<ClusterProgram> BuildProgram(const PreparedBody& prepared, const std::v
   auto done = [&](const char* stage) {
     if (options.stage_done) options.stage_done(stage);
   };
-  // 1. Specialize: static shapes, the values that decide shapes.
-  GJ_ASSIGN_OR_RETURN(SpecializedBody body, Specialize(prepared.graph, prepared.outputs, inputs, prepared.value_inputs));
+  // 1. Specialize: static shapes, the values that decide shapes. On a GPU, a GEMM's
+  //    activation that cuBLASLt does not fuse becomes a node after it.
+  const tensorflow::GraphDef* graph = &prepared.graph;
+  tensorflow::GraphDef split;
+  if (target.schedule == Schedule::kGpu) {
+    split = prepared.graph;
+    GJ_RETURN_IF_ERROR(UnfuseMatMuls(&split, /*activations_only=*/true));
+    graph = &split;
+  }
+  GJ_ASSIGN_OR_RETURN(SpecializedBody body, Specialize(*graph, prepared.outputs, inputs, prepared.value_inputs));
   if (target.schedule == Schedule::kCpu && options.fuse && options.small_gemm_multiply_adds > 0)
     GJ_RETURN_IF_ERROR(ExpandSmallGemms(&body.graph, options.small_gemm_multiply_adds).status());
   if (options.dump) {

@@ -234,7 +234,14 @@ StatusOr<SpecializedBody> Specialize(const tensorflow::GraphDef& body, const std
   return result;
 }
 
-Status UnfuseMatMuls(tensorflow::GraphDef* body) {
+bool UnfusesMatMul(const std::vector<std::string>& fused_ops) {
+  if (fused_ops.empty() || fused_ops[0] != "BiasAdd" || fused_ops.size() > 2) return false;
+  if (fused_ops.size() == 1) return true;
+  const std::string& act = fused_ops[1];
+  return act == "Relu" || act == "Relu6" || act == "Elu" || act == "Tanh" || act == "Sigmoid";
+}
+
+Status UnfuseMatMuls(tensorflow::GraphDef* body, bool activations_only) {
   const int n = body->node_size();
   for (int i = 0; i < n; ++i) {
     if (body->node(i).op() != "_FusedMatMul") continue;
@@ -243,15 +250,14 @@ Status UnfuseMatMuls(tensorflow::GraphDef* body) {
     std::vector<std::string> ops;
     if (attrs.count("fused_ops"))
       for (const std::string& op : attrs.at("fused_ops").list().s()) ops.push_back(op);
-    const bool known = ops.size() == 2 && (ops[1] == "Relu" || ops[1] == "Relu6" || ops[1] == "Elu" ||
-                                           ops[1] == "Tanh" || ops[1] == "Sigmoid");
-    if (ops.empty() || ops[0] != "BiasAdd" || (ops.size() > 1 && !known) || fused.input_size() < 3 ||
-        (attrs.count("num_args") && attrs.at("num_args").i() != 1)) {
+    if (!UnfusesMatMul(ops) || fused.input_size() < 3 || (attrs.count("num_args") && attrs.at("num_args").i() != 1)) {
       std::string list;
       for (const std::string& op : ops) list += (list.empty() ? "" : ", ") + op;
       return Unimplemented("'" + fused.name() + "' (_FusedMatMul) with fused_ops [" + list +
                            "]: only BiasAdd with Relu, Relu6, Elu, Tanh or Sigmoid is taken apart");
     }
+    // cuBLASLt's epilogues (bias, bias and ReLU) stay in the GEMM.
+    if (activations_only && (ops.size() == 1 || ops[1] == "Relu")) continue;
     auto make = [&](tensorflow::NodeDef* node, const std::string& name, const std::string& op, std::vector<std::string> inputs) {
       node->Clear();
       node->set_name(name);
@@ -262,14 +268,23 @@ Status UnfuseMatMuls(tensorflow::GraphDef* body) {
       return node;
     };
     // The last op keeps the fused node's name (and its place): its readers read it.
-    tensorflow::NodeDef* matmul = make(body->add_node(), fused.name() + "/matmul", "MatMul", {fused.input(0), fused.input(1)});
+    tensorflow::NodeDef* gemm;
+    if (activations_only) {
+      gemm = body->add_node();
+      *gemm = fused;
+      gemm->set_name(fused.name() + "/bias");
+      (*gemm->mutable_attr())["fused_ops"].mutable_list()->mutable_s()->RemoveLast();
+      make(body->mutable_node(i), fused.name(), ops[1], {gemm->name()});
+      continue;
+    }
+    gemm = make(body->add_node(), fused.name() + "/matmul", "MatMul", {fused.input(0), fused.input(1)});
     for (const char* t : {"transpose_a", "transpose_b"})
-      if (attrs.count(t)) (*matmul->mutable_attr())[t] = attrs.at(t);
-    for (int k = 3; k < fused.input_size(); ++k) matmul->add_input(fused.input(k));  // control inputs
+      if (attrs.count(t)) (*gemm->mutable_attr())[t] = attrs.at(t);
+    for (int k = 3; k < fused.input_size(); ++k) gemm->add_input(fused.input(k));  // control inputs
     if (ops.size() == 1) {
-      make(body->mutable_node(i), fused.name(), "BiasAdd", {matmul->name(), fused.input(2)});
+      make(body->mutable_node(i), fused.name(), "BiasAdd", {gemm->name(), fused.input(2)});
     } else {
-      const tensorflow::NodeDef* biased = make(body->add_node(), fused.name() + "/bias", "BiasAdd", {matmul->name(), fused.input(2)});
+      const tensorflow::NodeDef* biased = make(body->add_node(), fused.name() + "/bias", "BiasAdd", {gemm->name(), fused.input(2)});
       make(body->mutable_node(i), fused.name(), ops[1], {biased->name()});
     }
   }

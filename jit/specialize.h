@@ -31,11 +31,17 @@ void MarkRowShifts(tensorflow::GraphDef* body, const std::vector<std::string>& o
 // or a permutation (then it is part of the signature).
 std::vector<bool> ValueInputs(const tensorflow::GraphDef& body, int num_inputs);
 
+// Whether UnfuseMatMuls takes apart a _FusedMatMul with these fused_ops: BiasAdd, then at
+// most one of Relu, Relu6, Elu, Tanh and Sigmoid.
+bool UnfusesMatMul(const std::vector<std::string>& fused_ops);
+
 // Rewrites each _FusedMatMul (TensorFlow's remapper's MatMul + BiasAdd [+ activation]) as
 // the MatMul, BiasAdd and activation it fuses, the last keeping its name, so that the GEMM
-// can be expanded as loops (ExpandSmallGemms) with its epilogue fused after it. Activations
-// other than Relu, Relu6, Elu, Tanh and Sigmoid are Unimplemented.
-Status UnfuseMatMuls(tensorflow::GraphDef* body);
+// can be expanded as loops (ExpandSmallGemms) with its epilogue fused after it; with
+// `activations_only`, as a _FusedMatMul with its bias followed by the activation, unless that
+// is a Relu (what cuBLASLt fuses stays in the GEMM; the rest is fused into the next kernel).
+// Unimplemented for what UnfusesMatMul refuses.
+Status UnfuseMatMuls(tensorflow::GraphDef* body, bool activations_only = false);
 
 // Rewrites each MatMul and BatchMatMulV2 (float32, static shapes) of at most
 // `max_multiply_adds` as the reduction it is: Sum over k of a[..., i, k, 1] * b[..., 1, k, j],

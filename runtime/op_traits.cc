@@ -48,8 +48,9 @@ std::vector<OpTraitsEntry> MakeTable() {
       Elementwise("SquaredDifference"), Elementwise("Sub"), Elementwise("Tanh", 2), Elementwise("TanhGrad"),
       Of("ZerosLike", P::kElementwise, kOn1), Of("OnesLike", P::kElementwise, kOn1),
       Of("CheckNumerics", P::kElementwise, kNever),
-      // Broadcasts.
+      // Broadcasts, and the outputs spread from scalars: a value filled, a sequence counted out.
       Of("BiasAdd", P::kBroadcast, kOn1), Of("BroadcastTo", P::kBroadcast, kOn1), Of("Fill", P::kBroadcast, kOn1),
+      Of("Range", P::kBroadcast, kOn1),
       // Reductions, and the row ops made of them.
       Reduction("Sum", R::kSum), Reduction("Mean", R::kMean), Reduction("Max", R::kMax), Reduction("Min", R::kMin),
       Reduction("Prod", R::kProd), Reduction("ArgMax", R::kArgMax), Reduction("ArgMin", R::kArgMin),
@@ -64,7 +65,7 @@ std::vector<OpTraitsEntry> MakeTable() {
       Of("Pack", P::kDataMovement, kOn1), Of("Unpack", P::kDataMovement, kOn1),
       Of("Slice", P::kDataMovement, kOn1), Of("StridedSlice", P::kDataMovement, kOn1),
       Of("Split", P::kDataMovement, kOn1), Of("SplitV", P::kDataMovement, kOn1),
-      Of("Tile", P::kDataMovement, kOn1), Of("Pad", P::kDataMovement, kOn1),
+      Of("Tile", P::kDataMovement, kOn1), Of("ReverseV2", P::kDataMovement, kOn1), Of("Pad", P::kDataMovement, kOn1),
       Of("PadV2", P::kDataMovement, kOn1), Of("MirrorPad", P::kDataMovement, kOn1),
       Of("GatherV2", P::kDataMovement, kOn1), Of("OneHot", P::kDataMovement, kOn1),
       Of("Where", P::kDataMovement, kNever), Of("_GraphjitSetRow", P::kDataMovement, kOn1),

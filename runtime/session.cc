@@ -99,20 +99,32 @@ StatusOr<std::shared_ptr<const Session::Program>> Session::BuildProgram(const st
     target_ids.push_back(node->id);
   }
   GJ_ASSIGN_OR_RETURN(ExecutionPlan plan, BuildExecutionPlan(*graph, feed_ids, fetch_ids, target_ids));
-  // On a GPU, what is not compiled runs on the CPU: say which ops, once per session.
+  // On a GPU, what is not compiled runs on the CPU: say which ops, once per session. Views
+  // and shape-only ops are left out (they move no data), and loops and conditionals are
+  // said apart: their bodies' ops are where their own nodes say, but the CPU drives them.
   if (gpu_) {
     std::call_once(soft_placement_said_, [&] {
-      std::map<std::string, int> ops;
+      std::map<std::string, int> ops, driven;
       for (int id : plan.nodes) {
         const Node* n = graph->graph.node(id);
         auto device = ParseDeviceName(n->device);
-        if (device.ok() && device->IsGpu() && !device->IsXla() && !TraitsOf(n->op).not_an_op())
-          ++ops[n->op];
+        const OpPattern pattern = TraitsOf(n->op).pattern;
+        if (!device.ok() || !device->IsGpu() || device->IsXla() || TraitsOf(n->op).not_an_op() ||
+            pattern == OpPattern::kView || pattern == OpPattern::kShapeOnly)
+          continue;
+        ++(pattern == OpPattern::kControl ? driven : ops)[n->op];
       }
-      if (ops.empty()) return;
-      std::string list;
-      for (const auto& [op, count] : ops) list += (list.empty() ? "" : ", ") + op + (count > 1 ? " x" + std::to_string(count) : "");
-      std::fprintf(stderr, "graphjit: on %s, ops the JIT does not compile run on the CPU: %s\n", DeviceKindName(gpu_->device), list.c_str());
+      auto list = [](const std::map<std::string, int>& ops) {
+        std::string list;
+        for (const auto& [op, count] : ops) list += (list.empty() ? "" : ", ") + op + (count > 1 ? " x" + std::to_string(count) : "");
+        return list;
+      };
+      if (!ops.empty())
+        std::fprintf(stderr, "graphjit: on %s, ops the JIT does not compile run on the CPU: %s\n", DeviceKindName(gpu_->device),
+                     list(ops).c_str());
+      if (!driven.empty())
+        std::fprintf(stderr, "graphjit: on %s, the CPU drives these loops and conditionals (a condition is read on the host): %s\n",
+                     DeviceKindName(gpu_->device), list(driven).c_str());
     });
   }
   return std::make_shared<const Program>(Program{std::move(graph), std::move(plan)});

@@ -1,5 +1,5 @@
-// Indexing and layout ops: Unpack, Split, SplitV, StridedSlice, Tile, Range, GatherV2,
-// OneHot, Pad, PadV2, MirrorPad, Where.
+// Indexing and layout ops: Unpack, Split, SplitV, StridedSlice, Tile, ReverseV2, Range,
+// GatherV2, OneHot, Pad, PadV2, MirrorPad, Where.
 
 #include <algorithm>
 #include <cmath>
@@ -503,6 +503,63 @@ OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
   return def;
 }
 
+// ---- ReverseV2 ---------------------------------------------------------------------------
+
+OpDef ReverseOp() {
+  OpDef def;
+  def.name = "ReverseV2";
+  def.value_inputs = {1};
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(ExpectIndexType(c, 1));
+    if (!c.shape(1).unknown_rank() && c.shape(1).rank() != 1)
+      return c.ShapeError("axis must be a vector, got shape " + c.shape(1).ToString());
+    const Shape& in = c.shape(0);
+    if (!in.unknown_rank() && c.value(1)) {
+      std::vector<bool> reversed(in.rank(), false);
+      for (int64_t raw : IntValues(*c.value(1))) {
+        GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, raw, in.rank()));
+        if (reversed[axis]) return c.ShapeError("axis " + std::to_string(axis) + " is given more than once");
+        reversed[axis] = true;
+      }
+    }
+    c.AddOutput(t, in);
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& in = ctx.input(0);
+    const std::vector<int64_t>& dims = in.shape().dims();
+    const int rank = static_cast<int>(dims.size());
+    std::vector<bool> reversed(rank, false);
+    for (int64_t a : IntValues(ctx.input(1))) reversed[a < 0 ? a + rank : a] = true;
+    // Rows of the last dim, each copied whole or element by element backwards.
+    const size_t elem = DTypeSize(in.dtype());
+    const int64_t inner = rank == 0 ? 1 : dims[rank - 1];
+    if (out->num_elements() == 0) return Status::Ok();
+    const std::vector<int64_t> strides = RowMajorStrides(dims);
+    const char* src = static_cast<const char*>(in.raw());
+    char* dst = static_cast<char*>(out->raw());
+    for (int64_t row = 0; row < in.num_elements() / inner; ++row) {
+      int64_t from = 0, rest = row * inner;
+      for (int d = 0; d < rank - 1; ++d) {
+        const int64_t i = rest / strides[d];
+        rest %= strides[d];
+        from += (reversed[d] ? dims[d] - 1 - i : i) * strides[d];
+      }
+      char* to = dst + row * inner * elem;
+      if (rank == 0 || !reversed[rank - 1]) {
+        std::memcpy(to, src + from * elem, inner * elem);
+      } else {
+        for (int64_t j = 0; j < inner; ++j) std::memcpy(to + j * elem, src + (from + inner - 1 - j) * elem, elem);
+      }
+    }
+    return Status::Ok();
+  };
+  return def;
+}
+
 // ---- Range, GatherV2, OneHot, Where ----------------------------------------------------
 
 OpDef RangeOp() {
@@ -700,7 +757,7 @@ OpDef WhereOp() {
   return def;
 }
 
-const bool kRegistered = RegisterOps({UnpackOp(), SplitOp(false), SplitOp(true), StridedSliceOp(), TileOp(),
+const bool kRegistered = RegisterOps({UnpackOp(), SplitOp(false), SplitOp(true), StridedSliceOp(), TileOp(), ReverseOp(),
                                       PadOp("Pad", PadMode::kConstant, false), PadOp("PadV2", PadMode::kConstant, true),
                                       PadOp("MirrorPad", PadMode::kReflect, false), RangeOp(), GatherOp(), OneHotOp(),
                                       WhereOp()});

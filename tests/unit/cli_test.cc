@@ -270,6 +270,33 @@ TEST(Cli, GpuMemoryFractionBoundsTheDeviceAllocator) {
   EXPECT_NE(over.err.find("per_process_gpu_memory_fraction must be between 0 and 1"), std::string::npos) << over.err;
 }
 
+// A GPU session names, once, the ops that run on the CPU: data ops the JIT does not compile,
+// not views or shape-only ops (they move no data), and apart from them the loops the CPU
+// drives.
+TEST(Cli, GpuSessionNamesWhatRunsOnTheCpu) {
+  REQUIRE_TEST_GPU();
+  auto run = [](const std::string& fixture) {
+    const std::string dir = TestData(fixture);
+    const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
+    std::string feeds;
+    for (const auto& [name, file] : manifest["feeds"].items())
+      feeds += " --feed " + name + "=" + dir + "/" + file.get<std::string>();
+    auto r = RunGraphjit("run " + dir + "/model.pb" + feeds + " --jit on_2 --repeat 2 --device " + testing::TestGpuName());
+    EXPECT_EQ(r.exit_code, 0) << fixture << ": " << r.err;
+    return r.err;
+  };
+  const std::string on_cpu = "ops the JIT does not compile run on the CPU", driven = "the CPU drives these loops";
+  // A Keras Dense layer with an ELU (its Identity outputs are views): all on the GPU.
+  std::string err = run("keras_layers/activation_elu");
+  EXPECT_EQ(err.find(on_cpu), std::string::npos) << err;
+  EXPECT_EQ(err.find(driven), std::string::npos) << err;
+  err = run("ops/while_loop_f32");
+  EXPECT_EQ(err.find(on_cpu), std::string::npos) << err;
+  EXPECT_NE(err.find(driven + " and conditionals (a condition is read on the host): _GraphjitWhile\n"), std::string::npos) << err;
+  err = run("ops/where_f32");
+  EXPECT_NE(err.find(on_cpu + ": Where\n"), std::string::npos) << err;
+}
+
 TEST(Cli, JitVerboseNamesEachCompile) {
   auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --jit on --repeat 2", "GRAPHJIT_FLAGS=--jit_verbose");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -280,6 +280,65 @@ TEST_F(GpuJit, FloatReductionsAreReproducible) {
 
 // Nodes a graph places on a GPU run on the CPU in a session without one (the JIT compiles
 // them for the CPU), and on the GPU in a session with one.
+// A _FusedMatMul's bias, and a ReLU after it, are cuBLASLt's epilogue; any other activation
+// TensorFlow's remapper fuses runs in the next kernel, with what follows it: one GEMM and
+// one kernel, where the CPU would otherwise run the whole node.
+TEST_F(GpuJit, GemmActivationsCublasLtLacksRunInTheNextKernel) {
+  for (const std::string act : {"Relu", "Relu6", "Elu", "Tanh", "Sigmoid"}) {
+    SCOPED_TRACE(act);
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {-1, 40});
+    b.Const("w", Random(Shape{40, 24}, 1));
+    b.Const("b", Random(Shape{24}, 2));
+    tensorflow::NodeDef* fused = b.Op("fused", "_FusedMatMul", {"x", "w", "b"});
+    testing::SetAttrType(fused, "T", DType::kFloat);
+    testing::SetAttrInt(fused, "num_args", 1);
+    for (const char* op : {"BiasAdd", act.c_str()}) (*fused->mutable_attr())["fused_ops"].mutable_list()->add_s(op);
+    b.Const("two", testing::MakeFloat({}, {2.0f}));
+    b.Op("y", "Mul", {"fused", "two"});
+    const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape({67, 40}), 3)}}, {"y"});
+    ExpectClose(r.gpu[0], r.reference[0], 1e-4, act, 1e-5);
+    EXPECT_EQ(r.launches, 2) << "the GEMM and one kernel";
+  }
+}
+
+// Range, its limit fed (a value of the signature): start + i * delta, as TensorFlow's GPU
+// kernel computes it; integers exactly, float32 within a rounding or two of the exact value.
+TEST_F(GpuJit, RangeCountsOnTheGpu) {
+  for (const DType dtype : {DType::kInt32, DType::kInt64, DType::kFloat}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    auto scalar = [&](double v) {
+      if (dtype == DType::kInt32) return Tensor::Scalar(static_cast<int32_t>(v));
+      if (dtype == DType::kInt64) return Tensor::Scalar(static_cast<int64_t>(v));
+      return Tensor::Scalar(static_cast<float>(v));
+    };
+    const bool floating = dtype == DType::kFloat;
+    const double start = floating ? 0.1 : -7, delta = floating ? 0.3 : 3;
+    GraphBuilder b;
+    b.Placeholder("limit", dtype, {});
+    b.Const("start", scalar(start));
+    b.Const("delta", scalar(delta));
+    testing::SetAttrType(b.Op("range", "Range", {"start", "limit", "delta"}), "Tidx", dtype);
+    const Runs r = RunBoth(b.graph_def(), {{"limit", scalar(2000)}}, {"range"});
+    ASSERT_EQ(r.gpu[0].shape(), r.reference[0].shape());
+    EXPECT_EQ(r.launches, 1);
+    for (int64_t i = 0; i < r.gpu[0].num_elements(); ++i) {
+      const double exact = floating ? static_cast<double>(static_cast<float>(start)) + i * static_cast<double>(static_cast<float>(delta))
+                                    : start + i * delta;
+      if (floating)
+        ASSERT_NEAR(r.gpu[0].ValueAsDouble(i), exact, 2.5e-7 * std::fabs(exact) + 1e-7) << "element " << i;
+      else
+        ASSERT_EQ(r.gpu[0].ValueAsDouble(i), exact) << "element " << i;
+    }
+    // On the CPU, a float Range is TensorFlow's CPU kernel's (the step added once per element).
+    SessionOptions cpu = OnGpu(JitLevel::kOn2);
+    cpu.device = DeviceKind::kCpu;
+    const JitStats before = GetJitStats();
+    testing::RunOrDie(*testing::MakeSession(b.graph_def(), cpu), {{"limit", scalar(2000)}}, {"range"});
+    EXPECT_EQ(GetJitStats().compiled > before.compiled, !floating);
+  }
+}
+
 TEST_F(GpuJit, NodesPlacedOnAGpuRunWhereTheSessionCan) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {16});
