@@ -3,8 +3,15 @@
 // op(B) k x n, C and D m x n, strided batches, the bias/ReLU/GELU epilogues), computed on
 // the CPU in double and rounded once to float. The work is queued on the stream as the
 // emulator's kernels are (cuemuLaunchHostTask), so it runs in stream order when the stream
-// is synchronized, and a captured GEMM is a kernel node of the graph. Only FP32 (CUBLAS_COMPUTE_32F, CUDA_R_32F, column order, host
-// alpha/beta) is supported; anything else is CUBLAS_STATUS_NOT_SUPPORTED.
+// is synchronized, and a captured GEMM is a kernel node of the graph. Only FP32 (CUBLAS_COMPUTE_32F, or
+// CUBLAS_COMPUTE_32F_FAST_TF32 with the operands rounded to TF32 as the tensor cores take them; float scale,
+// column order, host alpha/beta) on matrices of one type, CUDA_R_32F, CUDA_R_16F or CUDA_R_16BF (summed in
+// float as the hardware does, D rounded to its type to nearest even), is supported; anything else is
+// CUBLAS_STATUS_NOT_SUPPORTED.
+// The heuristic's algorithm for a GEMM with a long k and a small output splits k when the
+// preference allows the workspace: its partial sums go through that workspace, which a
+// call must pass (at least the algorithm's workspaceSize bytes of device memory, else
+// CUBLAS_STATUS_INVALID_VALUE) and which must stay its own until the GEMM has run.
 #include <cublasLt.h>
 #include <cuda.h>
 
@@ -16,6 +23,7 @@
 #include <vector>
 
 #include "cuda_emulator/cuemu.h"
+#include "cuda_emulator/fp.h"
 
 #define CUBLASLT_EMU_API extern "C" __attribute__((visibility("default")))
 
@@ -28,14 +36,16 @@ struct Handle {
 };
 
 struct MatmulDesc {
+  bool tf32 = false;  // CUBLAS_COMPUTE_32F_FAST_TF32
   cublasOperation_t trans_a = CUBLAS_OP_N;
   cublasOperation_t trans_b = CUBLAS_OP_N;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void* bias = nullptr;
-  cudaDataType_t bias_type = CUDA_R_32F;
+  int bias_type = -1;  // -1: D's
 };
 
 struct Layout {
+  cudaDataType_t type = CUDA_R_32F;
   uint64_t rows = 0, cols = 0;
   int64_t ld = 0;
   int32_t batch = 1;
@@ -80,6 +90,16 @@ bool HasBias(cublasLtEpilogue_t e) {
   return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS;
 }
 
+// The stand-in's algorithms, as cublasLtMatmulAlgo_t holds them: k in `splits` parts, whose
+// partial sums need `workspace` bytes.
+constexpr uint64_t kAlgoMagic = 0x616c676f456d7531ull;  // "algoEmu1"
+struct Algo {
+  uint64_t magic = kAlgoMagic;
+  uint64_t splits = 1;
+  uint64_t workspace = 0;
+};
+static_assert(sizeof(Algo) <= sizeof(cublasLtMatmulAlgo_t), "an algorithm fits cuBLASLt's opaque struct");
+
 // The problem, checked: m, n, k and the batch count.
 struct Shape {
   uint64_t m = 0, n = 0, k = 0;
@@ -94,6 +114,10 @@ cublasStatus_t CheckShape(const MatmulDesc* d, const Layout* a, const Layout* b,
   const uint64_t kb = d->trans_b == CUBLAS_OP_N ? b->rows : b->cols;
   const uint64_t n = d->trans_b == CUBLAS_OP_N ? b->cols : b->rows;
   if (k != kb || dd->rows != m || dd->cols != n || c->rows != m || c->cols != n) return CUBLAS_STATUS_INVALID_VALUE;
+  if (a->type != dd->type || b->type != dd->type || c->type != dd->type) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (d->tf32 && dd->type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  const int bias = d->bias_type == -1 ? dd->type : d->bias_type;
+  if (HasBias(d->epilogue) && bias != dd->type) return CUBLAS_STATUS_NOT_SUPPORTED;
   for (const Layout* l : {a, b, c, dd}) {
     if (l->ld < static_cast<int64_t>(std::max<uint64_t>(l->rows, 1))) return CUBLAS_STATUS_INVALID_VALUE;
     if (l->batch != dd->batch) return CUBLAS_STATUS_INVALID_VALUE;
@@ -114,16 +138,53 @@ void Extent(const Layout* l, int64_t* lo, int64_t* hi) {
   *hi = std::max<int64_t>(0, last) + one;
 }
 
-// The host address of a float matrix (all batches) in emulated device memory, or nullptr.
-float* Resolve(const void* ptr, const Layout* l) {
+size_t ElementSize(cudaDataType_t type) { return type == CUDA_R_32F ? 4 : 2; }
+
+// Element i of a matrix of `type` at `base`, as a float.
+float Load(const char* base, int64_t i, cudaDataType_t type) {
+  if (type == CUDA_R_32F) {
+    float v;
+    std::memcpy(&v, base + i * 4, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, base + i * 2, 2);
+  return type == CUDA_R_16F ? cuemu::HalfToFloat(h) : cuemu::Bf16ToFloat(h);
+}
+
+// Stores v as element i, rounded to `type` (to nearest even, from the float the sums are).
+void Store(char* base, int64_t i, cudaDataType_t type, float v) {
+  if (type == CUDA_R_32F) {
+    std::memcpy(base + i * 4, &v, 4);
+    return;
+  }
+  const uint16_t h = type == CUDA_R_16F ? cuemu::FloatToHalf(v) : cuemu::FloatToBf16(v);
+  std::memcpy(base + i * 2, &h, 2);
+}
+
+// The host address of a matrix (all batches) in emulated device memory, or nullptr.
+char* Resolve(const void* ptr, const Layout* l) {
   int64_t lo, hi;
   Extent(l, &lo, &hi);
-  if (hi == lo) return static_cast<float*>(const_cast<void*>(ptr));
+  if (hi == lo) return static_cast<char*>(const_cast<void*>(ptr));
   if (!ptr) return nullptr;
-  const CUdeviceptr base = reinterpret_cast<CUdeviceptr>(ptr) + lo * static_cast<int64_t>(sizeof(float));
+  const int64_t size = static_cast<int64_t>(ElementSize(l->type));
+  const CUdeviceptr base = reinterpret_cast<CUdeviceptr>(ptr) + lo * size;
   void* host = nullptr;
-  if (cuemuDeviceMemory(base, static_cast<size_t>(hi - lo) * sizeof(float), &host) != CUDA_SUCCESS) return nullptr;
-  return static_cast<float*>(host) - lo;
+  if (cuemuDeviceMemory(base, static_cast<size_t>((hi - lo) * size), &host) != CUDA_SUCCESS) return nullptr;
+  return static_cast<char*>(host) - lo * size;
+}
+
+// The algorithm for `shape` within `max_workspace` bytes: k split in 4 when it is long
+// (at least 1024 and 8 times the longer of m and n) and the partial sums fit.
+Algo ChooseAlgo(const Shape& shape, uint64_t max_workspace) {
+  Algo algo;
+  const uint64_t partials = 4 * shape.m * shape.n * static_cast<uint64_t>(shape.batch) * sizeof(float);
+  if (partials > 0 && shape.k >= 1024 && shape.k >= 8 * std::max(shape.m, shape.n) && partials <= max_workspace) {
+    algo.splits = 4;
+    algo.workspace = partials;
+  }
+  return algo;
 }
 
 // A GEMM queued on a stream: its operands' device addresses, resolved each time it runs
@@ -131,11 +192,24 @@ float* Resolve(const void* ptr, const Layout* l) {
 struct Work {
   Shape shape;
   MatmulDesc desc;
+  Algo algo;
   Layout a, b, c, d;
   const void *A = nullptr, *B = nullptr, *C = nullptr;
   void* D = nullptr;
+  void* workspace = nullptr;
   double alpha = 1, beta = 0;
 };
+
+// An operand as the tensor cores read it under CUBLAS_COMPUTE_32F_FAST_TF32: rounded to
+// 10 mantissa bits, to nearest with ties away from zero (cvt.rna.tf32.f32).
+float Tf32(float x) {
+  if (!std::isfinite(x)) return x;
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits = (bits + 0x1000u) & ~0x1fffu;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
 
 double Gelu(double x) {
   const double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
@@ -146,43 +220,74 @@ double Gelu(double x) {
 CUresult RunWork(void* user) {
   const Work* w = static_cast<const Work*>(user);
   const Shape& s = w->shape;
-  const float *ha = nullptr, *hb = nullptr, *hc = nullptr, *hbias = nullptr;
-  float* hd = Resolve(w->D, &w->d);
+  const cudaDataType_t type = w->d.type;  // every matrix's, and the bias's
+  const char *ha = nullptr, *hb = nullptr, *hc = nullptr, *hbias = nullptr;
+  char* hd = Resolve(w->D, &w->d);
   bool ok = hd != nullptr;
   if (s.k > 0) ok = ok && (ha = Resolve(w->A, &w->a)) && (hb = Resolve(w->B, &w->b));
   if (w->beta != 0) ok = ok && (hc = Resolve(w->C, &w->c));
   if (HasBias(w->desc.epilogue)) {
     void* host = nullptr;
-    ok = ok && cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), s.m * sizeof(float), &host) == CUDA_SUCCESS;
-    hbias = static_cast<const float*>(host);
+    ok = ok && cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), s.m * ElementSize(type), &host) == CUDA_SUCCESS;
+    hbias = static_cast<const char*>(host);
+  }
+  float* partials = nullptr;  // the workspace: [batch][split][n][m]
+  if (w->algo.workspace) {
+    void* host = nullptr;
+    ok = ok && cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->workspace), w->algo.workspace, &host) == CUDA_SUCCESS;
+    partials = static_cast<float*>(host);
   }
   if (!ok) return CUDA_ERROR_ILLEGAL_ADDRESS;
   const bool ta = w->desc.trans_a != CUBLAS_OP_N, tb = w->desc.trans_b != CUBLAS_OP_N;
   const cublasLtEpilogue_t e = w->desc.epilogue;
+  const int64_t size = static_cast<int64_t>(ElementSize(type));
+  auto operand = [&](const char* base, int64_t i) {
+    const float v = Load(base, i, type);
+    return static_cast<double>(w->desc.tf32 ? Tf32(v) : v);
+  };
+  const uint64_t splits = w->algo.splits, per_split = (s.k + splits - 1) / splits;
+  std::vector<double> sums(s.m * s.n);
   std::vector<float> out(s.m * s.n);
   for (int32_t batch = 0; batch < s.batch; ++batch) {
-    const float* A = ha + batch * w->a.stride;
-    const float* B = hb + batch * w->b.stride;
-    const float* C = w->beta != 0 ? hc + batch * w->c.stride : nullptr;
-    float* D = hd + batch * w->d.stride;
+    const char* A = ha + batch * w->a.stride * size;
+    const char* B = hb + batch * w->b.stride * size;
+    const char* C = w->beta != 0 ? hc + batch * w->c.stride * size : nullptr;
+    char* D = hd + batch * w->d.stride * size;
+    // One sum over k per element, or (k split) each split's partial sums stored in float
+    // in the workspace, then added.
+    float* part = partials ? partials + batch * splits * s.m * s.n : nullptr;
+    for (uint64_t split = 0; split < splits; ++split)
+      for (uint64_t j = 0; j < s.n; ++j)
+        for (uint64_t i = 0; i < s.m; ++i) {
+          double sum = 0;
+          for (uint64_t p = split * per_split; p < std::min(s.k, (split + 1) * per_split); ++p) {
+            const double x = operand(A, ta ? i * w->a.ld + p : p * w->a.ld + i);
+            const double y = operand(B, tb ? p * w->b.ld + j : j * w->b.ld + p);
+            sum += x * y;
+          }
+          if (part) part[(split * s.n + j) * s.m + i] = static_cast<float>(sum);
+          else sums[j * s.m + i] = sum;
+        }
+    if (part)
+      for (uint64_t j = 0; j < s.n; ++j)
+        for (uint64_t i = 0; i < s.m; ++i) {
+          double sum = 0;
+          for (uint64_t split = 0; split < splits; ++split) sum += part[(split * s.n + j) * s.m + i];
+          sums[j * s.m + i] = sum;
+        }
     for (uint64_t j = 0; j < s.n; ++j) {
       for (uint64_t i = 0; i < s.m; ++i) {
-        double sum = 0;
-        for (uint64_t p = 0; p < s.k; ++p) {
-          const double x = ta ? A[i * w->a.ld + p] : A[p * w->a.ld + i];
-          const double y = tb ? B[p * w->b.ld + j] : B[j * w->b.ld + p];
-          sum += x * y;
-        }
-        double v = w->alpha * sum;
-        if (C) v += w->beta * static_cast<double>(C[j * w->c.ld + i]);
-        if (HasBias(e)) v += hbias[i];
+        double v = w->alpha * sums[j * s.m + i];
+        if (C) v += w->beta * static_cast<double>(Load(C, static_cast<int64_t>(j * w->c.ld + i), type));
+        if (HasBias(e)) v += Load(hbias, static_cast<int64_t>(i), type);
         if (e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS) v = v > 0 ? v : 0;
         if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS) v = Gelu(v);
         out[j * s.m + i] = static_cast<float>(v);
       }
     }
     // Stored after the whole batch is computed: D may overlap A, B or C.
-    for (uint64_t j = 0; j < s.n; ++j) std::memcpy(D + j * w->d.ld, out.data() + j * s.m, s.m * sizeof(float));
+    for (uint64_t j = 0; j < s.n; ++j)
+      for (uint64_t i = 0; i < s.m; ++i) Store(D, static_cast<int64_t>(j * w->d.ld + i), type, out[j * s.m + i]);
   }
   return CUDA_SUCCESS;
 }
@@ -246,8 +351,11 @@ CUBLASLT_EMU_API const char* cublasLtGetStatusString(cublasStatus_t status) {
 CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
                                                          cudaDataType_t scale) {
   if (!desc) return CUBLAS_STATUS_INVALID_VALUE;
-  if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
-  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new MatmulDesc);
+  if ((compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_FAST_TF32) || scale != CUDA_R_32F)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  auto* d = new MatmulDesc;
+  d->tf32 = compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(d);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -286,8 +394,8 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDes
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: {
       int32_t t;
       if (!Read(buf, size, &t)) return CUBLAS_STATUS_INVALID_VALUE;
-      if (t != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
-      d->bias_type = static_cast<cudaDataType_t>(t);
+      if (t != CUDA_R_32F && t != CUDA_R_16F && t != CUDA_R_16BF) return CUBLAS_STATUS_NOT_SUPPORTED;
+      d->bias_type = t;
       return CUBLAS_STATUS_SUCCESS;
     }
     default:
@@ -298,9 +406,10 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDes
 CUBLASLT_EMU_API cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type,
                                                            uint64_t rows, uint64_t cols, int64_t ld) {
   if (!layout) return CUBLAS_STATUS_INVALID_VALUE;
-  if (type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (type != CUDA_R_32F && type != CUDA_R_16F && type != CUDA_R_16BF) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (rows > INT32_MAX || cols > INT32_MAX || ld < 0) return CUBLAS_STATUS_INVALID_VALUE;
   auto* l = new Layout;
+  l->type = type;
   l->rows = rows;
   l->cols = cols;
   l->ld = ld;
@@ -377,8 +486,11 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   Shape shape;
   if (CheckShape(Desc(desc), Lay(a), Lay(b), Lay(c), Lay(d), &shape) != CUBLAS_STATUS_SUCCESS)
     return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (!Pref(pref)) return CUBLAS_STATUS_INVALID_VALUE;
+  const Algo algo = ChooseAlgo(shape, Pref(pref)->max_workspace);
   std::memset(&results[0], 0, sizeof(results[0]));
-  results[0].workspaceSize = 0;
+  std::memcpy(&results[0].algo, &algo, sizeof algo);
+  results[0].workspaceSize = algo.workspace;
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
   *returned = 1;
@@ -404,6 +516,23 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
   // Host pointers (CUBLASLT_POINTER_MODE_HOST): read now.
   w->alpha = *static_cast<const float*>(alpha);
   w->beta = *static_cast<const float*>(beta);
+  // The algorithm (the heuristic's for this workspace when none is given), and its workspace.
+  if (algo) {
+    std::memcpy(&w->algo, algo, sizeof w->algo);
+    // An algorithm of another problem (its split partial sums would not fit) is refused.
+    const uint64_t partials = w->algo.splits * w->shape.m * w->shape.n * static_cast<uint64_t>(w->shape.batch) * sizeof(float);
+    if (w->algo.magic != kAlgoMagic || w->algo.splits < 1 || (w->algo.splits > 1 && w->algo.workspace < partials))
+      return CUBLAS_STATUS_INVALID_VALUE;
+  } else {
+    w->algo = ChooseAlgo(w->shape, workspace_bytes);
+  }
+  if (w->algo.workspace) {
+    void* host = nullptr;
+    if (workspace_bytes < w->algo.workspace ||
+        cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(workspace), w->algo.workspace, &host) != CUDA_SUCCESS)
+      return CUBLAS_STATUS_INVALID_VALUE;
+    w->workspace = workspace;
+  }
   // In place (C == D) needs C's layout to be D's.
   if (C == D && (w->c.ld != w->d.ld || w->c.stride != w->d.stride)) return CUBLAS_STATUS_INVALID_VALUE;
   // Device memory, checked now (and again when the GEMM runs).
@@ -416,7 +545,8 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
   void* host = nullptr;
   if (HasBias(w->desc.epilogue) &&
       (!w->desc.bias ||
-       cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), w->shape.m * sizeof(float), &host) != CUDA_SUCCESS))
+       cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), w->shape.m * ElementSize(w->d.type), &host) !=
+           CUDA_SUCCESS))
     return CUBLAS_STATUS_INVALID_VALUE;
   CUresult r = cuemuLaunchHostTask(reinterpret_cast<CUstream>(stream), RunWork, w.release(), ReleaseWork);
   if (r != CUDA_SUCCESS)

@@ -29,11 +29,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A library call's GEMMs (MatMul, BatchMatMulV2, _FusedMatMul with [BiasAdd] or [BiasAdd,
-// Relu]) on float32; `inputs` are its operands' shapes. One strided-batch GEMM when each
-// operand is one matrix per output matrix or one for all, else one GEMM per output matrix
-// at the offsets TensorFlow's batch broadcasting gives (`offsets`: a, b and d, in elements).
-// Unimplemented for anything else.
+// The most device memory a GEMM's algorithm may use as workspace (cuBLAS's advice for
+// Hopper); each call has its own, allocated as its temporaries are.
+constexpr size_t kGemmWorkspaceBytes = 32 << 20;
+
 // cuBLASLt's epilogue for a GEMM node: none for MatMul and BatchMatMulV2; bias, or bias
 // and ReLU, for a _FusedMatMul; Unimplemented for what cuBLASLt does not fuse.
 StatusOr<nvptx::Gemm::Epilogue> EpilogueOf(const Node& node) {
@@ -46,16 +45,31 @@ StatusOr<nvptx::Gemm::Epilogue> EpilogueOf(const Node& node) {
   return Unimplemented("cuBLASLt's epilogues on the GPU are BiasAdd and BiasAdd + Relu");
 }
 
+// cuBLASLt's type of a GEMM of these operand and result types: all float32, float16 or
+// bfloat16, else Unimplemented.
+StatusOr<nvptx::Gemm::Type> GemmType(const std::vector<DType>& dtypes) {
+  const DType t = dtypes.empty() ? DType::kFloat : dtypes[0];
+  for (DType other : dtypes)
+    if (other != t || (t != DType::kFloat && t != DType::kHalf && t != DType::kBFloat16))
+      return Unimplemented("GEMMs on the GPU (cuBLASLt) are of float32, float16 or bfloat16 matrices of one type");
+  return t == DType::kHalf ? nvptx::Gemm::Type::kF16 : t == DType::kBFloat16 ? nvptx::Gemm::Type::kBF16 : nvptx::Gemm::Type::kF32;
+}
+
+// A library call's GEMMs (MatMul, BatchMatMulV2, _FusedMatMul with [BiasAdd] or [BiasAdd,
+// Relu]) of float32, float16 or bfloat16; `inputs` are its operands' shapes. One
+// strided-batch GEMM when each operand is one matrix per output matrix or one for all, else
+// one GEMM per output matrix at the offsets TensorFlow's batch broadcasting gives
+// (`offsets`: a, b and d, in elements). Unimplemented for anything else.
 struct GemmCall {
-  nvptx::Gemm gemm;
+  nvptx::GemmPlan plan;  // its gemm, then (at load) cuBLASLt's descriptors and algorithm
   std::vector<std::array<int64_t, 3>> offsets = {{0, 0, 0}};
 };
-StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inputs) {
+StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inputs, bool tf32) {
   const Node& node = *call.node;
-  for (DType t : call.dtypes)
-    if (t != DType::kFloat) return Unimplemented(NodeLabel(node) + ": GPU GEMMs are float32 only");
   GemmCall c;
-  nvptx::Gemm& g = c.gemm;
+  nvptx::Gemm& g = c.plan.gemm;
+  GJ_ASSIGN_OR_RETURN(g.type, GemmType(call.dtypes));
+  g.tf32 = tf32 && g.type == nvptx::Gemm::Type::kF32;
   const bool batched = node.op == "BatchMatMulV2";
   GJ_ASSIGN_OR_RETURN(g.transpose_a, GetBoolAttrOr(node, batched ? "adj_x" : "transpose_a", false));
   GJ_ASSIGN_OR_RETURN(g.transpose_b, GetBoolAttrOr(node, batched ? "adj_y" : "transpose_b", false));
@@ -242,6 +256,11 @@ class GpuExecutable : public ClusterExecutable {
         }
         pointers[k].push_back(scratch[area]);
       }
+      if (emitted.library_node >= 0 && gemms_[k].plan.workspace_bytes) {  // cuBLASLt's workspace, this call's
+        GJ_ASSIGN_OR_RETURN(uint64_t workspace, cuda_->Allocate(gemms_[k].plan.workspace_bytes));
+        owned->push_back(workspace);
+        pointers[k].push_back(workspace);
+      }
     }
     // 3. The kernels, in order: replayed as one launch graph, or launched one by one.
     const bool profile = ctx.options && ctx.options->gpu_profile;
@@ -326,11 +345,13 @@ class GpuExecutable : public ClusterExecutable {
     // A GEMM: operands a, b (and the bias), then its output.
     GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
     const GemmCall& call = gemms_[k];
-    const uint64_t bias = call.gemm.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : pointers[2];
-    constexpr uint64_t kElement = sizeof(float);  // GEMMs are float32
+    const uint64_t workspace = call.plan.workspace_bytes ? pointers.back() : 0;  // after the output
+    if (workspace) pointers.pop_back();
+    const uint64_t bias = call.plan.gemm.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : pointers[2];
+    const uint64_t element = call.plan.gemm.type == nvptx::Gemm::Type::kF32 ? 4 : 2;
     for (const auto& [a, b, d] : call.offsets)
-      GJ_RETURN_IF_ERROR(blas_->Matmul(call.gemm, pointers[0] + kElement * a, pointers[1] + kElement * b, bias,
-                                       pointers.back() + kElement * d, stream.handle()));
+      GJ_RETURN_IF_ERROR(blas_->Matmul(call.plan, pointers[0] + element * a, pointers[1] + element * b, bias,
+                                       pointers.back() + element * d, workspace, stream.handle()));
     return Status::Ok();
   }
 
@@ -377,7 +398,7 @@ class GpuExecutable : public ClusterExecutable {
     GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));  // synchronizes
     p.measured_us = ms * 1000.0;
     if (emitted.library_node >= 0) {  // cuBLASLt: its operands once, 2mnk flops per matrix
-      const nvptx::Gemm& g = gemms_[k].gemm;
+      const nvptx::Gemm& g = gemms_[k].plan.gemm;
       p.library = true;
       p.counted = true;
       p.moved_bytes = p.requested_bytes = p.io_bytes;
@@ -426,10 +447,10 @@ std::vector<Shape> ArgumentShapes(const ClusterProgram& program, const EmittedKe
 
 class GpuTarget : public Backend {
  public:
-  GpuTarget(std::shared_ptr<CudaDevice> cuda, DeviceKind device, int sm, bool ptxas_check, RunRecorder* recorder)
-      : cuda_(std::move(cuda)), device_(device), sm_(sm), ptxas_check_(ptxas_check), recorder_(recorder),
+  GpuTarget(std::shared_ptr<CudaDevice> cuda, DeviceKind device, int sm, bool ptxas_check, bool tf32, RunRecorder* recorder)
+      : cuda_(std::move(cuda)), device_(device), sm_(sm), ptxas_check_(ptxas_check), tf32_(tf32), recorder_(recorder),
         description_(DescriptionOf(cuda_ ? cuda_->info() : NominalCudaDevice(sm))),
-        target_(Describe(cuda_.get(), sm, description_)) {}
+        target_(Describe(cuda_.get(), sm, description_) + (tf32 ? ", GEMMs in TF32" : "")) {}
   const TargetDescription& description() const override { return description_; }
   const std::string& target() const override { return target_; }
 
@@ -464,7 +485,7 @@ class GpuTarget : public Backend {
                                                        std::string* code) const override {
     for (size_t k = 0; k < program.module.kernels.size(); ++k) {  // a GEMM it cannot call is Unimplemented
       const EmittedKernel& kernel = program.module.kernels[k];
-      if (kernel.library_node >= 0) GJ_RETURN_IF_ERROR(GemmOf(program.calls[k], ArgumentShapes(program, kernel)).status());
+      if (kernel.library_node >= 0) GJ_RETURN_IF_ERROR(GemmOf(program.calls[k], ArgumentShapes(program, kernel), tf32_).status());
     }
     std::string ptx;
     if (!program.module.mlir.empty()) {
@@ -517,21 +538,20 @@ class GpuTarget : public Backend {
 
   StatusOr<std::unique_ptr<ClusterExecutable>> Load(ClusterProgram program, const std::string& code) const override {
     if (!cuda_) return FailedPrecondition("no GPU driver to load sm_" + std::to_string(sm_) + " code");
-    // The GEMMs, each a cuBLASLt call.
+    // The GEMMs, each a cuBLASLt call planned once.
     std::vector<GemmCall> gemms(program.module.kernels.size());
-    bool calls_library = false;
+    std::shared_ptr<const nvptx::CublasLt> blas;
     for (size_t k = 0; k < gemms.size(); ++k) {
       const EmittedKernel& kernel = program.module.kernels[k];
       if (kernel.library_node < 0) continue;
-      GJ_ASSIGN_OR_RETURN(gemms[k], GemmOf(program.calls[k], ArgumentShapes(program, kernel)));
-      calls_library = true;
-    }
-    std::shared_ptr<const nvptx::CublasLt> blas;
-    if (calls_library) {
-      auto library = CublasLtLibrary(device_);
-      auto opened = library.ok() ? nvptx::CublasLt::Open(*library) : library.status();
-      if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
-      blas = *opened;
+      GJ_ASSIGN_OR_RETURN(gemms[k], GemmOf(program.calls[k], ArgumentShapes(program, kernel), tf32_));
+      if (!blas) {
+        auto library = CublasLtLibrary(device_);
+        auto opened = library.ok() ? nvptx::CublasLt::Open(*library) : library.status();
+        if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
+        blas = *opened;
+      }
+      GJ_ASSIGN_OR_RETURN(gemms[k].plan, blas->Plan(gemms[k].plan.gemm, kGemmWorkspaceBytes));
     }
     auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, code, std::move(blas), std::move(gemms), recorder_);
     GJ_RETURN_IF_ERROR(executable->Init());
@@ -543,6 +563,7 @@ class GpuTarget : public Backend {
   const DeviceKind device_;  // kGpu or kGpuEmu
   const int sm_;
   const bool ptxas_check_;
+  const bool tf32_;  // GEMMs' products of operands rounded to TF32 (--gpu_tf32)
   RunRecorder* const recorder_;
   const TargetDescription description_;
   const std::string target_;
@@ -552,8 +573,7 @@ class GpuTarget : public Backend {
 
 std::string WhyNotCompilableOnGpu(const Node& node, const std::vector<DType>& input_types) {
   if (!IsLibraryOp(node.op)) return "";
-  for (DType t : input_types)
-    if (t != DType::kFloat) return "GEMMs on the GPU (cuBLASLt) are float32 only";
+  if (auto type = GemmType(input_types); !type.ok()) return type.status().message();
   // An activation cuBLASLt does not fuse is fused into the next kernel (see BuildProgram).
   const tensorflow::AttrValue* fused = node.FindAttr("fused_ops");
   if (fused && UnfusesMatMul({fused->list().s().begin(), fused->list().s().end()})) return "";
@@ -565,8 +585,10 @@ StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const
                                                     const SessionOptions& process, RunRecorder* recorder) {
   const std::string arch = options && !options->gpu_arch.empty() ? options->gpu_arch : process.gpu_arch;
   const bool check = (options && options->gpu_ptxas_check) || process.gpu_ptxas_check;
+  const bool tf32 = options ? options->gpu_tf32 : process.gpu_tf32;
   if (!gpu.cuda)
-    return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(nullptr, gpu.device, arch == "sm_80" ? 80 : 90, check, recorder));
+    return std::shared_ptr<const Backend>(
+        std::make_shared<GpuTarget>(nullptr, gpu.device, arch == "sm_80" ? 80 : 90, check, tf32, recorder));
   const CudaDeviceInfo& info = gpu.cuda->info();
   int sm = info.compute_capability_major >= 9 ? 90 : 80;
   if (!arch.empty()) sm = arch == "sm_80" ? 80 : 90;
@@ -574,7 +596,7 @@ StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const
     return FailedPrecondition("the GPU (" + info.name + ", compute capability " + std::to_string(info.compute_capability_major) +
                               "." + std::to_string(info.compute_capability_minor) + ") cannot run sm_" + std::to_string(sm) +
                               " code; graphjit generates code for sm_80 and sm_90");
-  return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, gpu.device, sm, check, recorder));
+  return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, gpu.device, sm, check, tf32, recorder));
 }
 
 }  // namespace graphjit

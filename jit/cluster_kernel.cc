@@ -43,6 +43,9 @@ struct ClusterState : ClusterCounters, std::enable_shared_from_this<ClusterState
   explicit ClusterState(Jit* jit) : ClusterCounters(jit) {}
   std::shared_ptr<const void> body_state;  // the reference kernel's (op by op)
   std::string name;
+  // The least precise float type the body computes in (float16, bfloat16, else float32):
+  // an output computed from float16 values is compared as float16 by the numerics guard.
+  DType narrowest_float = DType::kFloat;
   // What every signature of this cluster starts with: the compiler, the body in canonical
   // serialization (attr maps in key order) and which of its tensors are the outputs, in
   // order (one body with other outputs is other code), as its interned id.
@@ -222,6 +225,18 @@ std::string DiskSignature(const ClusterState& state, const std::vector<Tensor>& 
   return key;
 }
 
+// The least precise of float16 and bfloat16 among the types of a body's nodes, else float32.
+DType NarrowestFloat(const tensorflow::GraphDef& body) {
+  DType narrowest = DType::kFloat;
+  for (const tensorflow::NodeDef& n : body.node())
+    for (const auto& [name, value] : n.attr()) {
+      if (value.value_case() != tensorflow::AttrValue::kType) continue;
+      if (value.type() == tensorflow::DT_BFLOAT16) narrowest = DType::kBFloat16;
+      if (value.type() == tensorflow::DT_HALF && narrowest == DType::kFloat) narrowest = DType::kHalf;
+    }
+  return narrowest;
+}
+
 StatusOr<std::shared_ptr<const void>> Prepare(Jit* jit, const Node& node) {
   auto state = std::make_shared<ClusterState>(jit);
   GJ_ASSIGN_OR_RETURN(state->body_state, jit->reference().prepare(node));
@@ -231,6 +246,7 @@ StatusOr<std::shared_ptr<const void>> Prepare(Jit* jit, const Node& node) {
   if (!body.ParseFromString(bytes)) return InvalidArgument(NodeLabel(node) + ": bad '_body'");
   std::vector<std::string> outputs;
   for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) outputs.push_back(s);
+  state->narrowest_float = NarrowestFloat(body);
   GJ_ASSIGN_OR_RETURN(state->body, PrepareBody(std::move(body), std::move(outputs), static_cast<int>(node.inputs.size()),
                                                /*unfuse_matmuls=*/false));
   std::string canonical;
@@ -267,14 +283,18 @@ SessionOptions::NumericsCheck NumericsCheckOf(const Jit& jit, const SessionOptio
   return jit.process_options().jit_check_numerics;
 }
 
+// The JIT's relative tolerance for floats of `dtype` (jit.h, JitStats).
+double RelativeTolerance(DType dtype) { return dtype == DType::kHalf ? 1e-2 : dtype == DType::kBFloat16 ? 3e-2 : 1e-4; }
+
 // Where `got`, a compiled kernel's output, is further from `want`, op by op's, than the
-// JIT's tolerance (jit.h, JitStats): the first such element, described; "" if none.
-std::string FirstMismatch(const Tensor& got, const Tensor& want) {
+// JIT's tolerance (jit.h, JitStats) for its type or for `computed_in`, the body's narrowest
+// float type: the first such element, described; "" if none.
+std::string FirstMismatch(const Tensor& got, const Tensor& want, DType computed_in) {
   if (got.dtype() != want.dtype() || got.shape() != want.shape())
     return "it is " + DTypeName(got.dtype()) + got.shape().ToString() + ", op by op's " + DTypeName(want.dtype()) +
            want.shape().ToString();
   const bool exact = !IsFloatingPoint(got.dtype());
-  const double rtol = got.dtype() == DType::kHalf ? 1e-2 : got.dtype() == DType::kBFloat16 ? 3e-2 : 1e-4;
+  const double rtol = std::max(RelativeTolerance(got.dtype()), RelativeTolerance(computed_in));
   const int64_t n = got.num_elements();
   double largest = 0;
   for (int64_t i = 0; !exact && i < n; ++i) {
@@ -325,7 +345,7 @@ Status CheckNumerics(KernelContext& ctx, const ClusterState& state, const Compil
   ++state.jit->numerics_checked;
   std::string mismatch;
   for (size_t i = 0; i < want.size() && mismatch.empty(); ++i) {
-    const std::string why = FirstMismatch(ctx.outputs[i], want[i]);
+    const std::string why = FirstMismatch(ctx.outputs[i], want[i], state.narrowest_float);
     if (!why.empty())
       mismatch = "output " + std::to_string(i) + " ('" + state.body.outputs[i] + "' of its body), " + why;
   }

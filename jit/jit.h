@@ -66,7 +66,8 @@ struct JitStats {
   // op by op, and those whose outputs differed beyond the JIT's tolerance: integers and
   // bools exactly; floats within rtol x (|reference| + the output's largest |reference|),
   // rtol 1e-4 for float32 and float64, 1e-2 for float16, 3e-2 for bfloat16 (they compute in
-  // float32 and round); NaN exactly where the reference has NaN, and the same infinities.
+  // float32 and round), and an output of a cluster that computes in float16 or bfloat16 as
+  // that type; NaN exactly where the reference has NaN, and the same infinities.
   int64_t numerics_checked = 0, numerics_mismatches = 0;
   // Runs op by op while their signature compiled in the background (--jit_async).
   int64_t async_runs = 0;

@@ -446,11 +446,11 @@ const char* CudaDevice::HostMemoryKind(const void* host, size_t bytes) const {
 std::string StreamCounts::ToString() const {
   return "h2d_bytes=" + std::to_string(h2d_bytes) + " d2h_bytes=" + std::to_string(d2h_bytes) +
          " h2d_copies=" + std::to_string(h2d_copies) + " d2h_copies=" + std::to_string(d2h_copies) +
-         " graph_launches=" + std::to_string(graph_launches);
+         " graph_launches=" + std::to_string(graph_launches) + " cpu_ops=" + std::to_string(cpu_ops);
 }
 
 StreamCounts CudaDevice::Stream::counts() const {
-  return {h2d_bytes_.load(), d2h_bytes_.load(), h2d_copies_.load(), d2h_copies_.load(), graph_launches_.load()};
+  return {h2d_bytes_.load(), d2h_bytes_.load(), h2d_copies_.load(), d2h_copies_.load(), graph_launches_.load(), 0};
 }
 
 StatusOr<std::shared_ptr<DeviceMemory>> DeviceMemory::Allocate(std::shared_ptr<CudaDevice> device, size_t bytes) {

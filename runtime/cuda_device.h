@@ -22,16 +22,19 @@ class Allocator;
 class Tensor;
 class Tracer;
 
-// What a stream did: copies between the host and the device, each way (bytes and calls),
-// and launches of graphs.
+// What a GPU session's stream did: copies between the host and the device, each way
+// (bytes and calls), and launches of graphs; and the ops its runs computed on the CPU
+// (GpuContext::cpu_ops).
 struct StreamCounts {
   int64_t h2d_bytes = 0, d2h_bytes = 0, h2d_copies = 0, d2h_copies = 0;
   int64_t graph_launches = 0;
+  int64_t cpu_ops = 0;
   StreamCounts operator-(const StreamCounts& o) const {
     return {h2d_bytes - o.h2d_bytes, d2h_bytes - o.d2h_bytes, h2d_copies - o.h2d_copies, d2h_copies - o.d2h_copies,
-            graph_launches - o.graph_launches};
+            graph_launches - o.graph_launches, cpu_ops - o.cpu_ops};
   }
-  std::string ToString() const;  // "h2d_bytes=N d2h_bytes=N h2d_copies=N d2h_copies=N graph_launches=N"
+  // "h2d_bytes=N d2h_bytes=N h2d_copies=N d2h_copies=N graph_launches=N cpu_ops=N"
+  std::string ToString() const;
 };
 
 class CudaDevice {
@@ -231,8 +234,16 @@ struct GpuContext {
   // Gives `t` its bytes on the host if it has them on the device alone (one copy, kept with
   // its buffer); traced as `trace_name` ("DtoH") when `tracer` is set. Takes `mu`.
   Status CopyToHost(const Tensor& t, Tracer* tracer, const std::string& trace_name);
-  // The copies on the session's stream so far.
-  StreamCounts counts() const { return stream ? stream->counts() : StreamCounts{}; }
+  // Nodes the session's runs (nested graphs too) computed on the CPU: every op but sources,
+  // views, shape-only ops, loops and conditionals (their bodies' nodes count for themselves)
+  // and clusters on the GPU.
+  std::atomic<int64_t> cpu_ops{0};
+  // The copies on the session's stream so far, and cpu_ops.
+  StreamCounts counts() const {
+    StreamCounts c = stream ? stream->counts() : StreamCounts{};
+    c.cpu_ops = cpu_ops.load();
+    return c;
+  }
 };
 
 // Whether `t`'s bytes are on the device alone (a GPU kernel's output not yet read on the host).

@@ -105,6 +105,18 @@ bool ReadsOnHost(const Node& node, const OpDef& op, int i, bool session_has_gpu)
   }
 }
 
+// Whether `node` computes on the CPU in a session with a GPU (GpuContext::cpu_ops).
+bool ComputesOnHost(const Node& node) {
+  switch (TraitsOf(node.op).pattern) {
+    case OpPattern::kSource:
+    case OpPattern::kView:
+    case OpPattern::kShapeOnly:
+    case OpPattern::kControl: return false;
+    case OpPattern::kCluster: return !PlacedOnGpu(node);
+    default: return true;
+  }
+}
+
 class Run {
  public:
   Run(const AnalyzedGraph& a, const ExecutionPlan& p, const std::vector<Tensor>& feeds, const ExecutorOptions& o)
@@ -305,6 +317,7 @@ class Run {
                      options_.tracer, &reusable,           options_.gpu, &plan_.constant_inputs[id]};
     int64_t start = options_.tracer ? options_.tracer->NowMicros() : 0;
     GJ_RETURN_IF_ERROR(info.op->compute(kc));
+    if (options_.gpu && ComputesOnHost(node)) options_.gpu->cpu_ops.fetch_add(1, std::memory_order_relaxed);
     if (options_.tracer) {
       int64_t bytes = 0;
       for (const auto* list : {&inputs, &outputs})

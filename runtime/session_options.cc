@@ -118,6 +118,10 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       if (value != "on" && value != "off")
         return InvalidArgument("GRAPHJIT_FLAGS: --gpu_graphs must be on or off, got '" + value + "'");
       options->gpu_graphs = value == "on";
+    } else if (key == "--gpu_tf32") {
+      if (value != "on" && value != "off")
+        return InvalidArgument("GRAPHJIT_FLAGS: --gpu_tf32 must be on or off, got '" + value + "'");
+      options->gpu_tf32 = value == "on";
     } else if (key == "--gpu_arch") {
       if (value != "sm_80" && value != "sm_90")
         return InvalidArgument("GRAPHJIT_FLAGS: --gpu_arch must be sm_80 or sm_90, got '" + value + "'");
@@ -167,7 +171,7 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
                              "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, --jit_async, "
                              "--jit_cpu, "
                              "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --cache_dir, --cache_max_mb, --device, --cuda_driver, --gpu_arch, "
-                             "--gpu_ptxas_check, --gpu_graphs)");
+                             "--gpu_ptxas_check, --gpu_graphs, --gpu_tf32)");
     }
   }
   return Status::Ok();

@@ -90,6 +90,10 @@ struct SessionOptions {
   // signature (and set of buffer addresses) and replayed with one launch; off: launched one
   // by one. (gpu_profile times each kernel, so it launches them one by one.)
   bool gpu_graphs = true;
+  // GEMMs on the GPU multiply operands rounded to TF32 (10-bit mantissas, float32's range,
+  // products summed in float32), as TensorFlow allows by default on Ampere and later
+  // (tf.config.experimental.enable_tensor_float_32_execution); off: float32 products.
+  bool gpu_tf32 = true;
   // TensorFlow's gpu_options: the share of the GPU's memory the process may hold (0: all
   // of it; at most 1), counting the blocks its allocator keeps for reuse. As in
   // TensorFlow, the first session to open the GPU sets it for the process. graphjit's
@@ -111,7 +115,8 @@ struct SessionOptions {
 // --jit_cpu_features=+a,-b,
 // --prefer_vector_width=128|256|512, --jit_cache_mb=N, --cache_dir=DIR, --cache_max_mb=N,
 // --device=cpu|gpu|gpu-emu,
-// --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check, --gpu_graphs=on|off.
+// --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check, --gpu_graphs=on|off,
+// --gpu_tf32=on|off.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);

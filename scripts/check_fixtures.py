@@ -3,7 +3,8 @@
 checks every fetch against TensorFlow's output at the fixture's tolerance. A graph given as
 a .pb file (the bench graphs) has no expected outputs: it runs with seeded random feeds,
 and its outputs are checked against the same binary's op-by-op run on the CPU (--jit off:
-the reference kernels) at rtol 1e-4, atol 1e-5.
+the reference kernels) at rtol 1e-4, atol 1e-5. GEMMs on a GPU multiply in float32
+(--gpu_tf32=off), as TensorFlow's CPU build does.
 
 Each fixture is `graphjit run` with its feeds, fetches and --out, then `graphjit compare`
 per fetch, so it needs nothing but the binary and Python (no numpy): it checks a release
@@ -90,7 +91,9 @@ def main():
     if not manifests:
         sys.exit(f"check_fixtures: no manifest.json or graph in {' '.join(args.roots)}")
     env = dict(os.environ)
-    env["GRAPHJIT_FLAGS"] = (env.get("GRAPHJIT_FLAGS", "") + f" --min_cluster_size={args.min_cluster_size}").strip()
+    # float32 products: TensorFlow's CPU build, which made the fixtures, has no TF32.
+    env["GRAPHJIT_FLAGS"] = (env.get("GRAPHJIT_FLAGS", "") + f" --min_cluster_size={args.min_cluster_size}"
+                             " --gpu_tf32=off").strip()
     start = time.time()
     failures = []
     with tempfile.TemporaryDirectory() as work, concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:

@@ -45,11 +45,15 @@ echo
 echo "== The GPU backend on the CUDA emulator (gpu-emu: the PTX graphjit emits runs on this CPU; no GPU is used)"
 $G devices
 D=tests/data/transformer_block
-echo "   The transformer block on the GPU, unfused (each op its own kernel) and fused:"
-$G run $D/model.pb --feed x=$D/x.npy --device gpu-emu --jit off --out build/demo/transformer_gpu_off --stats 2>&1 | grep -v "^graphjit: device"
-$G run $D/model.pb --feed x=$D/x.npy --device gpu-emu --jit on --out build/demo/transformer_gpu_on --stats 2>&1 | grep -v "^graphjit: device"
+echo "   The transformer block on the GPU, unfused (each op its own kernel) and fused, its GEMMs in"
+echo "   float32 as TensorFlow's CPU computed the fixture (--gpu_tf32=off), then in TF32 (the default):"
+F32="GRAPHJIT_FLAGS=--gpu_tf32=off"
+env $F32 $G run $D/model.pb --feed x=$D/x.npy --device gpu-emu --jit off --out build/demo/transformer_gpu_off --stats 2>&1 | grep -v "^graphjit: device"
+env $F32 $G run $D/model.pb --feed x=$D/x.npy --device gpu-emu --jit on --out build/demo/transformer_gpu_on --stats 2>&1 | grep -v "^graphjit: device"
 $G compare build/demo/transformer_gpu_off/Identity.npy $D/out_Identity.npy --rtol 1e-4 --atol 1e-5
 $G compare build/demo/transformer_gpu_on/Identity.npy $D/out_Identity.npy --rtol 1e-4 --atol 1e-5
+$G run $D/model.pb --feed x=$D/x.npy --device gpu-emu --jit on --out build/demo/transformer_gpu_tf32 2>&1 | grep -v "^graphjit: device"
+$G compare build/demo/transformer_gpu_tf32/Identity.npy $D/out_Identity.npy --rtol 1e-2 --atol 1e-2
 echo "   Fused vs unfused GPU kernels, with an H100's predicted time (the wall times are the emulator's):"
 for g in softmax_decomposed_1024 layer_norm gelu_exact bias_relu_tanh sum_of_squares; do
   echo "-- $g"

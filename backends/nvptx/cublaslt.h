@@ -12,14 +12,29 @@
 
 namespace graphjit::nvptx {
 
-// A float32 GEMM on row-major matrices, as TensorFlow's: for each of `batch` matrices,
+// A GEMM on row-major matrices, as TensorFlow's: for each of `batch` matrices,
 // D = epilogue(op(A) op(B)), op(A) m x k, op(B) k x n, D m x n; `bias` has n elements.
+// Every matrix and the bias are of `type`; products are summed in float32 (and D rounded to
+// its type). `tf32` (float32 only): the products are of operands rounded to TF32 (10-bit
+// mantissas; the tensor cores' fast path, which TensorFlow allows by default on Ampere and
+// later), else float32 ones.
 struct Gemm {
+  enum class Type { kF32, kF16, kBF16 } type = Type::kF32;
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1;
   bool transpose_a = false, transpose_b = false;
   int64_t batch_stride_a = 0, batch_stride_b = 0;  // elements between matrices; 0: one for all
   enum class Epilogue { kNone, kBias, kReluBias } epilogue = Epilogue::kNone;
+  bool tf32 = false;
+};
+
+// A GEMM as cuBLASLt runs it: its descriptors, layouts and algorithm, made once (the
+// heuristic asked once) for every call, and the device workspace the algorithm needs.
+struct GemmPlan {
+  Gemm gemm;
+  size_t workspace_bytes = 0;
+  struct Descriptors;  // cuBLASLt's, in cublaslt.cc
+  std::shared_ptr<Descriptors> descriptors;
 };
 
 class CublasLt {
@@ -29,9 +44,14 @@ class CublasLt {
   static StatusOr<std::shared_ptr<const CublasLt>> Open(const std::string& library);
   ~CublasLt();
 
-  // Queues the GEMM on `stream` (a CUstream) over device memory at these addresses
-  // (`bias` 0 without a bias epilogue). TF32 is not used: products are float32 ones.
-  Status Matmul(const Gemm& gemm, uint64_t a, uint64_t b, uint64_t bias, uint64_t d, void* stream) const;
+  // The plan of `gemm`, with an algorithm that needs at most `max_workspace` bytes of
+  // workspace. Unimplemented if cuBLASLt has none.
+  StatusOr<GemmPlan> Plan(const Gemm& gemm, size_t max_workspace) const;
+  // Queues the planned GEMM on `stream` (a CUstream) over device memory at these addresses
+  // (`bias` 0 without a bias epilogue; `workspace` at least plan.workspace_bytes, 0 if it
+  // needs none). Safe to call from several threads with one plan.
+  Status Matmul(const GemmPlan& plan, uint64_t a, uint64_t b, uint64_t bias, uint64_t d, uint64_t workspace,
+                void* stream) const;
 
  private:
   struct Api;

@@ -24,6 +24,9 @@ Models (TensorFlow 2.21's Keras 3 writes the graphs):
   bert_encoder_small, lstm_classifier_small  the two above at sizes the CUDA emulator runs
                  in a test (2 blocks of 2 heads of 16, width 32, Dense 128, sequence 16,
                  batch 2; LSTM(16) over 8 steps of 4 features, batch 2): test fixtures too
+  bert_encoder_small_mixed  bert_encoder_small under Keras's mixed_float16 policy (float16
+                 GEMMs and activations, float32 weights cast in the graph, a float32
+                 output): a test fixture
 Random weights would leave MobileNetV2's activations dead (its softmax is exactly uniform):
 the batch-norm statistics are set from the activations of a seeded batch, layer by layer,
 so every depth carries signal (calibrate_batch_norms).
@@ -87,8 +90,10 @@ def resnet50(rng):
     return model, x
 
 
-def bert_encoder(rng, batch=8, seq=128, width=256, heads=4, ffn=1024):
+def bert_encoder(rng, batch=8, seq=128, width=256, heads=4, ffn=1024, mixed=False):
     L = keras.layers
+    if mixed:  # Keras's mixed precision: float16 compute, float32 weights and output
+        keras.mixed_precision.set_global_policy("mixed_float16")
     x_in = keras.Input(shape=(seq, width), name="x")
     h = x_in
     for i in range(2):
@@ -96,6 +101,9 @@ def bert_encoder(rng, batch=8, seq=128, width=256, heads=4, ffn=1024):
         h = L.LayerNormalization(name="ln%d_a" % i)(L.Add()([h, a]))
         f = L.Dense(width, name="ffn%d_out" % i)(L.Dense(ffn, activation="gelu", name="ffn%d_in" % i)(h))
         h = L.LayerNormalization(name="ln%d_b" % i)(L.Add()([h, f]))
+    if mixed:
+        h = L.Activation("linear", dtype="float32", name="output")(h)
+        keras.mixed_precision.set_global_policy("float32")
     model = keras.Model(x_in, h, name="bert_encoder")
     for layer in model.layers:  # seeded biases: zeros would hide a wrong broadcast
         for w in layer.weights:
@@ -107,6 +115,10 @@ def bert_encoder(rng, batch=8, seq=128, width=256, heads=4, ffn=1024):
 
 def bert_encoder_small(rng):
     return bert_encoder(rng, batch=2, seq=16, width=32, heads=2, ffn=128)
+
+
+def bert_encoder_small_mixed(rng):
+    return bert_encoder(rng, batch=2, seq=16, width=32, heads=2, ffn=128, mixed=True)
 
 
 def lstm_classifier(rng, batch=8, steps=32, features=16, units=64):
@@ -132,13 +144,18 @@ def mobilenet_v2_small(rng):
 
 MODELS = {"mobilenet_v2": mobilenet_v2, "resnet50": resnet50, "bert_encoder": bert_encoder,
           "lstm_classifier": lstm_classifier, "mobilenet_v2_small": mobilenet_v2_small,
-          "bert_encoder_small": bert_encoder_small, "lstm_classifier_small": lstm_classifier_small}
-FIXTURES = {"mobilenet_v2_small", "bert_encoder_small", "lstm_classifier_small"}  # for tests/data
+          "bert_encoder_small": bert_encoder_small, "bert_encoder_small_mixed": bert_encoder_small_mixed,
+          "lstm_classifier_small": lstm_classifier_small}
+FIXTURES = {"mobilenet_v2_small", "bert_encoder_small", "bert_encoder_small_mixed",
+            "lstm_classifier_small"}  # for tests/data
 # Another float32 implementation (summation order, Winograd, folded batch norms) differs from
 # TensorFlow by a few 1e-6 per layer; ResNet50's 53 layers grow that to a few 1e-4 at its
 # deepest recorded depth (values up to 13): TensorFlow with and without its oneDNN kernels
 # differ by 2.5e-4 there.
-TOLERANCE = {"resnet50": 1e-3}
+# The mixed-precision encoder's float16 tensors carry 11-bit mantissas: 1 unit in the last
+# place is 1e-3 relative, and TensorFlow's CPU kernels and cuBLASLt's float32 sums round
+# differently layer after layer.
+TOLERANCE = {"resnet50": 1e-3, "bert_encoder_small_mixed": 3e-2}
 
 
 def depths(graph_def, output, batch, count=4):

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda_emulator/cuemu.h"
+#include "cuda_emulator/fp.h"
 #include "tests/cuda_emulator/cuemu_test_util.h"
 
 #if __has_include(<cublasLt.h>)
@@ -270,9 +271,10 @@ class CublasLtEmulator : public ::testing::Test {
   const Lt& lt() { return Library(); }
 
   cublasLtMatmulDesc_t Desc(cublasOperation_t ta, cublasOperation_t tb,
-                            cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT, CUdeviceptr bias = 0) {
+                            cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT, CUdeviceptr bias = 0,
+                            cublasComputeType_t compute = CUBLAS_COMPUTE_32F) {
     cublasLtMatmulDesc_t d = nullptr;
-    Check(lt().cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS
+    Check(lt().cublasLtMatmulDescCreate(&d, compute, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS
               ? CUDA_SUCCESS
               : CUDA_ERROR_UNKNOWN,
           "cublasLtMatmulDescCreate");
@@ -486,8 +488,15 @@ TEST_F(CublasLtEmulator, RejectsBadArguments) {
   cublasLtMatmulDesc_t other = nullptr;
   LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescCreate(&other, CUBLAS_COMPUTE_16F, CUDA_R_16F));
   LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescCreate(&other, CUBLAS_COMPUTE_32F, CUDA_R_64F));
+  cublasLtMatrixLayout_t wide = nullptr;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatrixLayoutCreate(&wide, CUDA_R_64F, m, k, m));
+  // Matrices of mixed types (a half A, float B and D), TF32 of halves.
   cublasLtMatrixLayout_t half = nullptr;
-  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatrixLayoutCreate(&half, CUDA_R_16F, m, k, m));
+  LT_ASSERT_OK(lt().cublasLtMatrixLayoutCreate(&half, CUDA_R_16F, m, k, m));
+  layouts_.push_back(half);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), half, Ptr(db), lb,
+                                                                    &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0,
+                                                                    nullptr));
   int64_t wrong_size = CUBLAS_OP_T;
   LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                                                                     &wrong_size, sizeof(wrong_size)));
@@ -551,6 +560,142 @@ TEST_F(CublasLtEmulator, RunsInStreamOrder) {
   ExpectNear(Reference(ones, b, nullptr, 1, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT),
              Load(Download<float>(dd, sentinel.size()), m, n, m, 0), "after the memset");
   CU_ASSERT_OK(cuStreamDestroy(stream));
+}
+
+// TF32 (10 mantissa bits) as the definition says: the nearest, ties away from zero.
+double RoundedToTf32(double x) {
+  int exponent = 0;
+  const double mantissa = std::frexp(x, &exponent);  // in [0.5, 1): 11 significant bits kept
+  return std::ldexp(std::round(std::ldexp(mantissa, 11)), exponent - 11);
+}
+
+// Under CUBLAS_COMPUTE_32F_FAST_TF32 the products are of operands rounded to TF32.
+TEST_F(CublasLtEmulator, FastTf32RoundsTheOperands) {
+  const int m = 16, n = 12, k = 64;
+  Matrix a = RandomMatrix(m, k, 60), b = RandomMatrix(k, n, 61);
+  std::vector<float> ha, hb, hd(static_cast<size_t>(m) * n, 0.0f);
+  Store(a, m, &ha, 0);
+  Store(b, k, &hb, 0);
+  CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dd = memory_.Upload(hd);
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, 0, CUBLAS_COMPUTE_32F_FAST_TF32);
+  cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
+  const float alpha = 1, beta = 0;
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                   nullptr, nullptr, 0, nullptr));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  const Matrix got = Load(Download<float>(dd, hd.size()), m, n, m, 0);
+  const Matrix full = Reference(a, b, nullptr, 1, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT);
+  for (Matrix* x : {&a, &b})
+    for (double& v : x->v) v = RoundedToTf32(v);
+  ExpectNear(Reference(a, b, nullptr, 1, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT), got, "TF32");
+  double apart = 0;
+  for (size_t i = 0; i < got.v.size(); ++i) apart = std::max(apart, std::fabs(got.v[i] - full.v[i]));
+  EXPECT_GT(apart, 1e-4) << "TF32 products look like float32 ones";
+  cublasLtMatmulDesc_t bad = nullptr;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescCreate(&bad, CUBLAS_COMPUTE_16F, CUDA_R_32F));
+}
+
+// Half and bfloat16 matrices: products summed in float, D (and C, and the bias) of the
+// same type, D rounded to nearest even.
+TEST_F(CublasLtEmulator, HalfAndBfloat16Gemms) {
+  const int m = 9, n = 7, k = 33;
+  for (const cudaDataType_t type : {CUDA_R_16F, CUDA_R_16BF}) {
+    const bool bf = type == CUDA_R_16BF;
+    SCOPED_TRACE(bf ? "bf16" : "f16");
+    auto to_bits = [&](double v) { return bf ? cuemu::FloatToBf16(static_cast<float>(v)) : cuemu::FloatToHalf(static_cast<float>(v)); };
+    auto from_bits = [&](uint16_t h) { return static_cast<double>(bf ? cuemu::Bf16ToFloat(h) : cuemu::HalfToFloat(h)); };
+    // Operands exactly representable in the type.
+    Matrix a = RandomMatrix(m, k, 80), b = RandomMatrix(k, n, 81);
+    std::vector<uint16_t> ha(static_cast<size_t>(m) * k), hb(static_cast<size_t>(k) * n), hbias(m);
+    for (int c = 0; c < k; ++c)
+      for (int r = 0; r < m; ++r) a.at(r, c) = from_bits(ha[r + static_cast<size_t>(c) * m] = to_bits(a.at(r, c)));
+    for (int c = 0; c < n; ++c)
+      for (int r = 0; r < k; ++r) b.at(r, c) = from_bits(hb[r + static_cast<size_t>(c) * k] = to_bits(b.at(r, c)));
+    std::vector<float> bias(m);
+    for (int i = 0; i < m; ++i) bias[i] = static_cast<float>(from_bits(hbias[i] = to_bits(0.25 * i - 1)));
+    CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dbias = memory_.Upload(hbias),
+                dd = memory_.Upload(std::vector<uint16_t>(static_cast<size_t>(m) * n, 0));
+    cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_RELU_BIAS);
+    void* bias_pointer = Ptr(dbias);
+    LT_ASSERT_OK(lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                                     sizeof bias_pointer));
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+    LT_ASSERT_OK(lt().cublasLtMatrixLayoutCreate(&la, type, m, k, m));
+    LT_ASSERT_OK(lt().cublasLtMatrixLayoutCreate(&lb, type, k, n, k));
+    LT_ASSERT_OK(lt().cublasLtMatrixLayoutCreate(&ld, type, m, n, m));
+    for (auto l : {la, lb, ld}) layouts_.push_back(l);
+    const float alpha = 1, beta = 0;
+    LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                     nullptr, nullptr, 0, nullptr));
+    CU_ASSERT_OK(cuCtxSynchronize());
+    const std::vector<uint16_t> got = Download<uint16_t>(dd, static_cast<size_t>(m) * n);
+    const Matrix want = Reference(a, b, nullptr, 1, 0, &bias, CUBLASLT_EPILOGUE_RELU_BIAS);  // rounded to float
+    for (int c = 0; c < n; ++c)
+      for (int r = 0; r < m; ++r)
+        EXPECT_EQ(got[r + static_cast<size_t>(c) * m], to_bits(want.at(r, c))) << r << "," << c;
+    // A float bias with half matrices is another type: not supported.
+    int32_t float_bias = CUDA_R_32F;
+    LT_ASSERT_OK(lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &float_bias,
+                                                     sizeof float_bias));
+    LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb,
+                                                                      &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr,
+                                                                      0, nullptr));
+  }
+}
+
+// A long k and a small output: the heuristic splits k when the preference allows the
+// workspace its partial sums need; a call with that algorithm must pass at least that much
+// device memory.
+TEST_F(CublasLtEmulator, SplitKNeedsItsWorkspace) {
+  const int m = 8, n = 6, k = 4096;
+  const Matrix a = RandomMatrix(m, k, 70), b = RandomMatrix(k, n, 71);
+  std::vector<float> ha, hb, hd(static_cast<size_t>(m) * n, 0.0f);
+  Store(a, m, &ha, 0);
+  Store(b, k, &hb, 0);
+  CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dd = memory_.Upload(hd);
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
+  cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
+  auto heuristic = [&](uint64_t max_workspace) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    EXPECT_EQ(lt().cublasLtMatmulPreferenceCreate(&pref), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
+                                                        sizeof max_workspace),
+              CUBLAS_STATUS_SUCCESS);
+    cublasLtMatmulHeuristicResult_t result{};
+    int count = 0;
+    EXPECT_EQ(lt().cublasLtMatmulAlgoGetHeuristic(handle_, desc, la, lb, ld, ld, pref, 1, &result, &count),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(count, 1);
+    lt().cublasLtMatmulPreferenceDestroy(pref);
+    return result;
+  };
+  EXPECT_EQ(heuristic(0).workspaceSize, 0u);
+  const cublasLtMatmulHeuristicResult_t split = heuristic(1 << 20);
+  const size_t need = split.workspaceSize;
+  ASSERT_GT(need, 0u);
+  const float alpha = 1, beta = 0;
+  auto matmul = [&](void* workspace, size_t bytes) {
+    return lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                               &split.algo, workspace, bytes, nullptr);
+  };
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, matmul(nullptr, 0));
+  const CUdeviceptr small = memory_.Upload(std::vector<float>(need / sizeof(float) / 2, 0.0f));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, matmul(Ptr(small), need));  // says more than it has
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, matmul(Ptr(small), need / 2));
+  const CUdeviceptr workspace = memory_.Upload(std::vector<float>(need / sizeof(float), 0.0f));
+  LT_ASSERT_OK(matmul(Ptr(workspace), need));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  // The partial sums went through the workspace; the result is the GEMM's to float32's
+  // accuracy for a sum of k products.
+  const Matrix got = Load(Download<float>(dd, hd.size()), m, n, m, 0);
+  const Matrix want = Reference(a, b, nullptr, 1, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double magnitude = 0;
+      for (int p = 0; p < k; ++p) magnitude += std::fabs(a.at(i, p) * b.at(p, j));
+      EXPECT_NEAR(got.at(i, j), want.at(i, j), 8 * std::numeric_limits<float>::epsilon() * magnitude) << i << "," << j;
+    }
+  EXPECT_NE(Download<float>(workspace, need / sizeof(float)), std::vector<float>(need / sizeof(float), 0.0f));
 }
 
 // A GEMM captured into a graph is one kernel node: each launch of the graph computes it

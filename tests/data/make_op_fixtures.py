@@ -842,6 +842,43 @@ matmul_case("matmul_transpose_ab_f32", 3, 4, 5, True, True)
 matmul_case("matmul_k64_f32", 5, 64, 6, False, False, tol=ACCUM_K64)
 
 
+HALF_GEMM = Tol(1e-2, 1e-2,
+    "float16/bfloat16 dot products of length 16: TensorFlow's CPU kernel and a "
+    "GPU's cuBLASLt (float32 sums, rounded once) differ by a few units in the "
+    "last place of the 16-bit result; rtol and atol 1e-2.")
+
+
+def half_matmul_case(name, dtype, m, k, n, batch=None):
+    def build(b):
+        shape_a = ([batch] if batch else []) + [m, k]
+        shape_b = ([batch] if batch else []) + [k, n]
+        if dtype == "bf16":
+            av = normal(b.rng, shape_a).astype(BF16).astype(np.float32)
+            bv = normal(b.rng, shape_b).astype(BF16).astype(np.float32)
+            a, bb = b.ph_bf16("a", av), b.ph_bf16("b", bv)
+        else:
+            av, bv = normal(b.rng, shape_a, 1, np.float16), normal(b.rng, shape_b, 1, np.float16)
+            a, bb = b.ph("a", av), b.ph("b", bv)
+        if batch:
+            y = tf.raw_ops.BatchMatMulV2(x=a, y=bb, name="y16")
+        else:
+            y = tf.raw_ops.MatMul(a=a, b=bb, name="y16")
+        tf.raw_ops.Cast(x=y, DstT=tf.float32, name="y")
+        b.fetch("y")
+        b.ref = lambda: {"y": np.matmul(av.astype(np.float64), bv.astype(np.float64))}
+
+    op = "BatchMatMulV2" if batch else "MatMul"
+    dims = ("[%d, %d, %d] x [%d, %d, %d]" % (batch, m, k, batch, k, n)) if batch else (
+        "[%d, %d] x [%d, %d]" % (m, k, k, n))
+    what = "bfloat16 (fed as float32, Cast in the graph)" if dtype == "bf16" else "float16"
+    add_case(name, "%s of %s %s, Cast to float32" % (op, what, dims), HALF_GEMM, build)
+
+
+half_matmul_case("matmul_f16", "f16", 5, 16, 6)
+half_matmul_case("matmul_bf16", "bf16", 5, 16, 6)
+half_matmul_case("batch_matmul_v2_f16", "f16", 3, 16, 4, batch=2)
+
+
 def bmm_case(name, sx, sy, adj_x, adj_y, desc, xshape="full"):
     def build(b):
         xv, yv = normal(b.rng, sx), normal(b.rng, sy)

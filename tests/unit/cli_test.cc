@@ -286,10 +286,14 @@ TEST(Cli, GpuSessionNamesWhatRunsOnTheCpu) {
     return r.err;
   };
   const std::string on_cpu = "ops the JIT does not compile run on the CPU", driven = "the CPU drives these loops";
-  // A Keras Dense layer with an ELU (its Identity outputs are views): all on the GPU.
-  std::string err = run("keras_layers/activation_elu");
-  EXPECT_EQ(err.find(on_cpu), std::string::npos) << err;
-  EXPECT_EQ(err.find(driven), std::string::npos) << err;
+  // A Keras Dense layer with an ELU (its Identity outputs are views), a mixed_float16
+  // encoder (float16 GEMMs): all on the GPU.
+  for (const char* model : {"keras_layers/activation_elu", "bert_encoder_small_mixed"}) {
+    const std::string err = run(model);
+    EXPECT_EQ(err.find(on_cpu), std::string::npos) << model << ": " << err;
+    EXPECT_EQ(err.find(driven), std::string::npos) << model << ": " << err;
+  }
+  std::string err;
   err = run("ops/while_loop_f32");
   EXPECT_EQ(err.find(on_cpu), std::string::npos) << err;
   EXPECT_NE(err.find(driven + " and conditionals (a condition is read on the host): _GraphjitWhile\n"), std::string::npos) << err;

@@ -103,8 +103,10 @@ Case Load(const std::string& manifest_path) {
 // Runs the fixture's model with the given threads, with or without graph optimizations,
 // at a JIT level (clustering single ops too with `min_cluster_size` 1), on a device ("gpu-emu":
 // the CUDA emulator, every GPU module also checked by ptxas for sm_80 and sm_90; "gpu").
+// `cpu_ops`: the ops a GPU session computed on the CPU (StreamCounts::cpu_ops).
 std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, int threads, bool optimize,
-                               JitLevel jit = JitLevel::kOff, int min_cluster_size = 2, const std::string& device = "") {
+                               JitLevel jit = JitLevel::kOff, int min_cluster_size = 2, const std::string& device = "",
+                               int64_t* cpu_ops = nullptr) {
   fs::path dir = fs::path(manifest_path).parent_path();
   nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest_path));
   auto gd = ReadGraphDefFile((dir / m["model"].get<std::string>()).string());
@@ -117,13 +119,28 @@ std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, 
   options.min_cluster_size = min_cluster_size;
   options.device = ParseDeviceKind(device).value();
   options.gpu_ptxas_check = !device.empty();
+  options.gpu_tf32 = false;  // TensorFlow's CPU build, which made the fixtures, has no TF32
   auto session = Session::Create(options, *gd);
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   if (!session.ok()) return {};
   std::vector<Tensor> outputs;
   Status s = (*session)->Run(c.feeds, c.fetches, {}, &outputs);
   EXPECT_TRUE(s.ok()) << s.ToString();
+  if (cpu_ops) *cpu_ops = (*session)->LastRunCounts().cpu_ops;
   return outputs;
+}
+
+// The fixtures that compute on the CPU in a GPU session (ops the JIT does not compile),
+// each with why: tests/unit/gpu_cpu_ops.txt, by the fixture's folder under tests/data. The
+// list may only shrink: a case on it that runs wholly on the GPU fails until it is taken off.
+void ExpectCpuOpsAsListed(const std::string& manifest, int64_t cpu_ops) {
+  static const auto* listed = new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/unit/gpu_cpu_ops.txt")));
+  const std::string name = fs::relative(fs::path(manifest).parent_path(), testing::SourcePath("tests/data")).string();
+  auto it = listed->find(name);
+  if (it == listed->end())
+    EXPECT_EQ(cpu_ops, 0) << name << " computed on the CPU in a GPU session";
+  else
+    EXPECT_GT(cpu_ops, 0) << name << " runs wholly on the GPU now: take it off tests/unit/gpu_cpu_ops.txt (" << it->second << ")";
 }
 
 void ExpectClose(const Case& c, const std::vector<Tensor>& outputs, const std::vector<Tensor>& expected,
@@ -219,15 +236,18 @@ TEST_P(OpFixture, CompilesAloneAndMatchesTensorFlow) {
 }
 
 // The same on the GPU (GRAPHJIT_TEST_DEVICE's: the CUDA emulator unless it says gpu): it
-// matches TensorFlow, and every op the JIT compiles runs as at least one GPU kernel (GEMMs:
-// a cuBLASLt call).
+// matches TensorFlow, every op the JIT compiles runs as at least one GPU kernel (GEMMs: a
+// cuBLASLt call), and nothing runs on the CPU unless tests/unit/gpu_cpu_ops.txt says why.
 TEST_P(OpFixture, RunsOnTheGpu) {
   REQUIRE_TEST_GPU();
   static const std::map<std::string, std::string> uncompiled = UncompiledOps();
   const std::string name = fs::path(GetParam()).parent_path().filename().string();
   Case c = Load(GetParam());
   const JitStats before = GetJitStats();
-  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 1, testing::TestGpuName()), c.expected, "TensorFlow");
+  int64_t cpu_ops = 0;
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 1, testing::TestGpuName(), &cpu_ops), c.expected,
+              "TensorFlow");
+  ExpectCpuOpsAsListed(GetParam(), cpu_ops);
   const JitStats after = GetJitStats();
   EXPECT_EQ(after.internal_errors, before.internal_errors);
   if (uncompiled.count(name)) return;
@@ -241,14 +261,19 @@ INSTANTIATE_TEST_SUITE_P(TensorFlow, OpFixture, ::testing::ValuesIn(OpManifests(
 class ModelFixture : public Fixture {};
 
 // Every model fixture and Keras layer on the GPU (GRAPHJIT_TEST_DEVICE's) at both JIT levels
-// matches TensorFlow; each model runs GPU kernels (a single layer may have nothing the JIT
-// compiles: a _FusedConv2D or a Reshape alone).
+// matches TensorFlow with nothing on the CPU unless tests/unit/gpu_cpu_ops.txt says why;
+// each model runs GPU kernels (a single layer may have nothing the JIT compiles: a Reshape
+// alone).
 TEST_P(ModelFixture, RunsOnTheGpu) {
   REQUIRE_TEST_GPU();
   Case c = Load(GetParam());
   const JitStats before = GetJitStats();
-  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn1, 2, testing::TestGpuName()), c.expected, "TensorFlow");
-  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 2, testing::TestGpuName()), c.expected, "TensorFlow");
+  int64_t cpu_ops[2] = {0, 0};
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn1, 2, testing::TestGpuName(), &cpu_ops[0]), c.expected,
+              "TensorFlow");
+  ExpectClose(c, RunFixture(GetParam(), c, 1, true, JitLevel::kOn2, 2, testing::TestGpuName(), &cpu_ops[1]), c.expected,
+              "TensorFlow");
+  for (int64_t ops : cpu_ops) ExpectCpuOpsAsListed(GetParam(), ops);
   EXPECT_EQ(GetJitStats().internal_errors, before.internal_errors);
   const JitStats after = GetJitStats();
   if (FolderOf(GetParam()) != "keras_layers")
@@ -280,6 +305,7 @@ void LoadModelOnGpu(const std::string& name, ModelOnGpu* m) {
   SessionOptions options;
   options.device = testing::TestGpu();
   options.jit_level = JitLevel::kOn2;
+  options.gpu_tf32 = false;
   auto session = Session::Create(options, *gd);
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   m->session = std::move(*session);

@@ -44,6 +44,7 @@ SessionOptions OnGpu(JitLevel level) {
   options.min_cluster_size = 1;
   options.intra_op_threads = options.inter_op_threads = 1;
   options.gpu_graphs = false;  // each kernel launched (and counted) on its own
+  options.gpu_tf32 = false;    // GEMMs compared with the CPU's float32 ones
   return options;
 }
 
@@ -336,6 +337,86 @@ TEST_F(GpuJit, RangeCountsOnTheGpu) {
     const JitStats before = GetJitStats();
     testing::RunOrDie(*testing::MakeSession(b.graph_def(), cpu), {{"limit", scalar(2000)}}, {"range"});
     EXPECT_EQ(GetJitStats().compiled > before.compiled, !floating);
+  }
+}
+
+// A float as a TF32 operand: 10 mantissa bits, the nearest, ties away from zero.
+double Tf32(float x) {
+  int exponent = 0;
+  const double mantissa = std::frexp(static_cast<double>(x), &exponent);
+  return std::ldexp(std::round(std::ldexp(mantissa, 11)), exponent - 11);
+}
+
+// GEMMs multiply TF32 operands unless the session turns it off (--gpu_tf32=off); the two
+// policies are two signatures, so neither takes the other's kernels. A long k with a small
+// output takes cuBLASLt's workspace (the emulator's stand-in splits k through it).
+TEST_F(GpuJit, GemmsMultiplyInTf32UnlessTurnedOff) {
+  for (const int64_t k : {40, 8192}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    const int64_t m = 5, n = 6;
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {-1, k});
+    const Tensor w = Random(Shape{k, n}, 1), x = Random(Shape{m, k}, 2);
+    b.Const("w", w);
+    b.Op("y", "MatMul", {"x", "w"});
+    const Runs r = RunBoth(b.graph_def(), {{"x", x}}, {"y"});  // TF32 off
+    ExpectClose(r.gpu[0], r.reference[0], 1e-5, "float32 products", 1e-4);
+    for (const bool graphs : {false, true}) {
+      SessionOptions tf32 = OnGpu(JitLevel::kOn2);
+      tf32.gpu_tf32 = true;
+      tf32.gpu_graphs = graphs;
+      const Tensor got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), tf32), {{"x", x}}, {"y"})[0];
+      double apart = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0, magnitude = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const double product = Tf32(x.data<float>()[i * k + p]) * Tf32(w.data<float>()[p * n + j]);
+            want += product;
+            magnitude += std::fabs(product);
+          }
+          const double g = got.data<float>()[i * n + j];
+          EXPECT_NEAR(g, want, 1e-6 * magnitude) << i << "," << j;
+          apart = std::max(apart, std::fabs(g - r.reference[0].data<float>()[i * n + j]));
+        }
+      EXPECT_GT(apart, 1e-3) << "TF32 products look like float32 ones";
+    }
+  }
+}
+
+// float16 and bfloat16 GEMMs (a Keras mixed_float16 Dense: Casts around MatMul + BiasAdd,
+// which the remapper makes one _FusedMatMul, and a BatchMatMulV2) are cuBLASLt's on the
+// GPU, summed in float32 as the CPU's reference kernels sum them.
+TEST_F(GpuJit, HalfAndBfloat16GemmsRunOnTheGpu) {
+  for (const DType dtype : {DType::kHalf, DType::kBFloat16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {-1, 40});
+    b.Placeholder("u", DType::kFloat, {3, -1, 16});
+    b.Const("w", Random(Shape{40, 24}, 1));
+    b.Const("bias", Random(Shape{24}, 2));
+    b.Const("v", Random(Shape{3, 16, 8}, 3));
+    for (const char* name : {"x", "w", "bias", "u", "v"}) {
+      auto* cast = b.Op(std::string(name) + "_h", "Cast", {name}, DType::kInvalid);
+      testing::SetAttrType(cast, "SrcT", DType::kFloat);
+      testing::SetAttrType(cast, "DstT", dtype);
+    }
+    b.Op("mm", "MatMul", {"x_h", "w_h"}, dtype);
+    b.Op("dense", "BiasAdd", {"mm", "bias_h"}, dtype);
+    b.Op("bmm", "BatchMatMulV2", {"u_h", "v_h"}, dtype);
+    for (const char* name : {"dense", "bmm"}) {
+      auto* cast = b.Op(std::string(name) + "_f", "Cast", {name}, DType::kInvalid);
+      testing::SetAttrType(cast, "SrcT", dtype);
+      testing::SetAttrType(cast, "DstT", DType::kFloat);
+    }
+    const JitStats before = GetJitStats();
+    const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape({33, 40}), 4)}, {"u", Random(Shape({3, 5, 16}), 5)}},
+                           {"dense_f", "bmm_f"});
+    // One cluster per path (Casts, GEMM, bias, Cast): a GEMM on the CPU would split its path.
+    EXPECT_EQ(GetJitStats().clusters - before.clusters, 2) << "a GEMM left its cluster";
+    const double rtol = dtype == DType::kHalf ? 2e-3 : 1.6e-2;  // 2 units in the last place
+    ExpectClose(r.gpu[0], r.reference[0], rtol, "dense", 1e-2);
+    ExpectClose(r.gpu[1], r.reference[1], rtol, "bmm", 1e-2);
   }
 }
 
