@@ -9,7 +9,7 @@
 namespace graphjit {
 
 void AddCompareCommand(CLI::App& app, CompareArgs* a) {
-  CLI::App* c = app.add_subcommand("compare", "Compare two .npy files within a tolerance");
+  CLI::App* c = app.add_subcommand("compare", "Compare two .npy files within a tolerance (floats of two types by value)");
   c->add_option("actual", a->actual)->required();
   c->add_option("expected", a->expected)->required();
   c->add_option("--rtol", a->rtol, "Relative tolerance");
@@ -22,7 +22,10 @@ int CompareCommand(const CompareArgs& a) {
   for (const auto* t : {&x, &y}) {
     if (!t->ok()) return Fail(kExitBadInput, t->status().message());
   }
-  if (x->shape() != y->shape() || x->dtype() != y->dtype()) {
+  // Floats of two types compare by value: `run --out` writes float16 and bfloat16 as
+  // float32, where TensorFlow's file may hold float16.
+  const bool both_float = IsFloatingPoint(x->dtype()) && IsFloatingPoint(y->dtype());
+  if (x->shape() != y->shape() || (x->dtype() != y->dtype() && !both_float)) {
     std::fprintf(stderr, "graphjit: %s is %s%s but %s is %s%s\n", a.actual.c_str(), DTypeName(x->dtype()).c_str(),
                  x->shape().ToString().c_str(), a.expected.c_str(), DTypeName(y->dtype()).c_str(),
                  y->shape().ToString().c_str());

@@ -96,6 +96,18 @@ TEST(Cli, RunReproducesTensorFlowOnBothFixtures) {
   EXPECT_EQ(c.exit_code, 2);
 }
 
+// `run --out` writes float16 as float32; compare takes it against TensorFlow's float16 file
+// by value (the mixed-precision encoder's float16 activations).
+TEST(Cli, CompareTakesFloatsOfTwoTypesByValue) {
+  const std::string dir = TestData("bert_encoder_small_mixed"), out = testing::TempDir() + "/mixed";
+  const std::string fetch = "bert_encoder_1/ffn1_in_1/BiasAdd", file = "bert_encoder_1_ffn1_in_1_BiasAdd.npy";
+  auto r = RunGraphjit("run " + dir + "/model.pb --feed x=" + dir + "/x.npy --fetch " + fetch + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto c = RunGraphjit("compare " + out + "/" + file + " " + dir + "/out_" + file + " --rtol 3e-2 --atol 3e-2");
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find(": match, 0 of 4096"), std::string::npos) << c.out;
+}
+
 TEST(Cli, DefaultFetchesAreNodesWithoutConsumers) {
   auto r = RunGraphjit("run " + TestData("keras_mlp/model.pbtxt") + " --feed input=" + TestData("keras_mlp/input.npy"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
