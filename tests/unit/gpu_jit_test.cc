@@ -298,7 +298,8 @@ TEST_F(GpuJit, GemmActivationsCublasLtLacksRunInTheNextKernel) {
     b.Const("two", testing::MakeFloat({}, {2.0f}));
     b.Op("y", "Mul", {"fused", "two"});
     const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape({67, 40}), 3)}}, {"y"});
-    ExpectClose(r.gpu[0], r.reference[0], 1e-4, act, 1e-5);
+    // Sums of 40 products of about 9 each: float32's order differences reach 2e-5.
+    ExpectClose(r.gpu[0], r.reference[0], 1e-4, act, 1e-4);
     EXPECT_EQ(r.launches, 2) << "the GEMM and one kernel";
   }
 }
