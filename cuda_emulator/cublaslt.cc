@@ -8,10 +8,11 @@
 // column order, host alpha/beta) on matrices of one type, CUDA_R_32F, CUDA_R_16F or CUDA_R_16BF (summed in
 // float as the hardware does, D rounded to its type to nearest even), is supported; anything else is
 // CUBLAS_STATUS_NOT_SUPPORTED.
-// The heuristic's algorithm for a GEMM with a long k and a small output splits k when the
-// preference allows the workspace: its partial sums go through that workspace, which a
-// call must pass (at least the algorithm's workspaceSize bytes of device memory, else
-// CUBLAS_STATUS_INVALID_VALUE) and which must stay its own until the GEMM has run.
+// The heuristic offers up to three algorithms: k whole, or split in 2 or 4 where the
+// preference allows the workspace (the split in 4 first for a long k and a small output):
+// a split's partial sums go through that workspace, which a call must pass (at least the
+// algorithm's workspaceSize bytes of device memory, else CUBLAS_STATUS_INVALID_VALUE) and
+// which must stay its own until the GEMM has run.
 #include <cublasLt.h>
 #include <cuda.h>
 
@@ -175,16 +176,19 @@ char* Resolve(const void* ptr, const Layout* l) {
   return static_cast<char*>(host) - lo * size;
 }
 
-// The algorithm for `shape` within `max_workspace` bytes: k split in 4 when it is long
-// (at least 1024 and 8 times the longer of m and n) and the partial sums fit.
-Algo ChooseAlgo(const Shape& shape, uint64_t max_workspace) {
-  Algo algo;
-  const uint64_t partials = 4 * shape.m * shape.n * static_cast<uint64_t>(shape.batch) * sizeof(float);
-  if (partials > 0 && shape.k >= 1024 && shape.k >= 8 * std::max(shape.m, shape.n) && partials <= max_workspace) {
-    algo.splits = 4;
-    algo.workspace = partials;
+// The algorithms for `shape` within `max_workspace` bytes, the heuristic's best first: k
+// whole, or split in 2 (k of 128 or more) or in 4 (k of 256 or more) when the partial sums
+// fit; the split in 4 comes first when k is long (at least 1024 and 8 times the longer of m
+// and n), as cuBLASLt's split-k does for a small output.
+std::vector<Algo> Algos(const Shape& shape, uint64_t max_workspace) {
+  std::vector<Algo> algos(1);
+  for (uint64_t splits : {2, 4}) {
+    const uint64_t partials = splits * shape.m * shape.n * static_cast<uint64_t>(shape.batch) * sizeof(float);
+    if (partials > 0 && shape.k >= 64 * splits && partials <= max_workspace) algos.push_back({kAlgoMagic, splits, partials});
   }
-  return algo;
+  if (algos.back().splits == 4 && shape.k >= 1024 && shape.k >= 8 * std::max(shape.m, shape.n))
+    std::rotate(algos.begin(), algos.end() - 1, algos.end());
+  return algos;
 }
 
 // A GEMM queued on a stream: its operands' device addresses, resolved each time it runs
@@ -487,13 +491,15 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (CheckShape(Desc(desc), Lay(a), Lay(b), Lay(c), Lay(d), &shape) != CUBLAS_STATUS_SUCCESS)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   if (!Pref(pref)) return CUBLAS_STATUS_INVALID_VALUE;
-  const Algo algo = ChooseAlgo(shape, Pref(pref)->max_workspace);
-  std::memset(&results[0], 0, sizeof(results[0]));
-  std::memcpy(&results[0].algo, &algo, sizeof algo);
-  results[0].workspaceSize = algo.workspace;
-  results[0].state = CUBLAS_STATUS_SUCCESS;
-  results[0].wavesCount = 1.0f;
-  *returned = 1;
+  const std::vector<Algo> algos = Algos(shape, Pref(pref)->max_workspace);
+  *returned = std::min(requested, static_cast<int>(algos.size()));
+  for (int i = 0; i < *returned; ++i) {
+    std::memset(&results[i], 0, sizeof(results[i]));
+    std::memcpy(&results[i].algo, &algos[i], sizeof algos[i]);
+    results[i].workspaceSize = algos[i].workspace;
+    results[i].state = CUBLAS_STATUS_SUCCESS;
+    results[i].wavesCount = 1.0f;
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -524,7 +530,7 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
     if (w->algo.magic != kAlgoMagic || w->algo.splits < 1 || (w->algo.splits > 1 && w->algo.workspace < partials))
       return CUBLAS_STATUS_INVALID_VALUE;
   } else {
-    w->algo = ChooseAlgo(w->shape, workspace_bytes);
+    w->algo = Algos(w->shape, workspace_bytes)[0];
   }
   if (w->algo.workspace) {
     void* host = nullptr;

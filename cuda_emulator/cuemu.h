@@ -39,6 +39,12 @@ typedef struct CUemuCounters {
   unsigned long long global_load_footprint_sectors;
   unsigned long long global_store_footprint_sectors;
   unsigned long long float_ops;
+  // Memory-level parallelism: the times a warp waited for its global loads (at the end of
+  // its basic block, or at an access whose address is a loaded value: ptxas schedules a
+  // block's independent loads ahead of their uses), and the loads it had in flight then,
+  // summed: loads_in_flight_at_waits / load_waits loads in flight per warp.
+  unsigned long long load_waits;
+  unsigned long long loads_in_flight_at_waits;
 } CUemuCounters;
 
 // The counters of the last kernel the current context executed. Launches are

@@ -1,5 +1,5 @@
 // The CUDA driver API of cuda.h, for one emulated GPU whose kernels run on the CPU: an H100
-// SXM, or the device CUEMU_DEVICE names (h100, a100).
+// SXM, or the device CUEMU_DEVICE names (h100, h200, a100).
 // Defining the functions under cuda.h's names gives them its versioned symbols
 // (cuMemAlloc -> cuMemAlloc_v2, ...), so programs linked against the toolkit's stub
 // libcuda.so run on this library unchanged.
@@ -59,12 +59,14 @@ struct DeviceModel {
   int shared_optin;   // per block, opted in
   int shared_per_sm;
   int l2_bytes;
-  int clock_khz, memory_clock_khz;
+  int clock_khz, memory_clock_khz, memory_bus_bits;  // DRAM: 2 x clock x bus / 8 bytes/s
 };
 constexpr DeviceModel kDevices[] = {
-    {"h100", "NVIDIA H100 SXM (graphjit CUDA emulator)", 9, 0, "sm_90", 132, 232448, 233472, 50 << 20, 1980000, 2619000},
+    {"h100", "NVIDIA H100 SXM (graphjit CUDA emulator)", 9, 0, "sm_90", 132, 232448, 233472, 50 << 20, 1980000, 2619000,
+     5120},
+    {"h200", "NVIDIA H200 (graphjit CUDA emulator)", 9, 0, "sm_90", 132, 232448, 233472, 50 << 20, 1980000, 3201000, 6144},
     {"a100", "NVIDIA A100-SXM4-40GB (graphjit CUDA emulator)", 8, 0, "sm_80", 108, 166912, 167936, 40 << 20, 1410000,
-     1215000},
+     1215000, 5120},
 };
 
 struct Stream;
@@ -420,7 +422,7 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
         if (std::string(env) == m.key) D().device = &m;
       if (!D().device) {
         D().device = &kDevices[0];
-        Report("CUEMU_DEVICE='" + std::string(env) + "' is not a device the emulator can be (h100, a100)");
+        Report("CUEMU_DEVICE='" + std::string(env) + "' is not a device the emulator can be (h100, h200, a100)");
         return CUDA_ERROR_INVALID_VALUE;
       }
     }
@@ -507,7 +509,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *value = 65536; break;
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = m.clock_khz; break;
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = m.memory_clock_khz; break;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 5120; break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = m.memory_bus_bits; break;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = m.l2_bytes; break;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *value = 512; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = m.multiprocessors; break;
@@ -1366,6 +1368,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
     c.global_load_footprint_sectors = stats.load_sector_set.size();
     c.global_store_footprint_sectors = stats.store_sector_set.size();
     c.float_ops = stats.float_ops;
+    c.load_waits = stats.load_waits;
+    c.loads_in_flight_at_waits = stats.loads_in_flight_at_waits;
     c.registers = resources.registers;
     c.spill_store_bytes = resources.spill_store_bytes;
     c.spill_load_bytes = resources.spill_load_bytes;

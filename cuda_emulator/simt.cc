@@ -165,7 +165,18 @@ class Executor {
     uint32_t last_pc = 0;       // where the last group stopped (to rotate past it)
     uint32_t pc[32] = {};
     uint64_t* regs = nullptr;
+    // Global loads issued and not yet waited for, and the registers they write (see
+    // WaitForLoads).
+    uint32_t loads_in_flight = 0;
+    std::vector<int32_t> loading;
   };
+  // Memory-level parallelism as the hardware sees it after ptxas, which schedules the
+  // independent loads of a basic block ahead of the instructions that use them: a warp's
+  // loads in flight are waited for (counted in Stats::load_waits, and cleared) where its
+  // basic block ends (a branch target, a branch, a barrier, an exit) or an access's address
+  // is a loaded value.
+  void WaitForLoads(Warp& w, const Instr& in, uint32_t pc);
+  std::vector<bool> block_starts_;  // per instruction: a branch's target
 
   uint64_t* R(Warp& w, int slot) { return w.regs + static_cast<size_t>(slot) * 32; }
   bool RunBlock(unsigned bx, unsigned by, unsigned bz);
@@ -251,6 +262,9 @@ bool Executor::Fail(Fault fault, const Instr& in, const std::string& what) {
 }
 
 Fault Executor::Run() {
+  block_starts_.assign(k_.code.size() + 1, false);
+  for (const Instr& in : k_.code)
+    if (in.op == Op::kBra && in.target >= 0) block_starts_[in.target] = true;
   const unsigned* b = l_.block;
   threads_per_block_ = b[0] * b[1] * b[2];
   int nwarps = static_cast<int>((threads_per_block_ + 31) / 32);
@@ -318,6 +332,8 @@ bool Executor::RunBlock(unsigned bx, unsigned by, unsigned bz) {
   for (Warp& w : warps_) {
     w.exited = ~w.all;
     w.waiting = w.parked = w.backward = w.last_pc = 0;
+    w.loads_in_flight = 0;
+    w.loading.clear();
     std::fill(std::begin(w.pc), std::end(w.pc), 0);
     uint64_t* s = R(w, k_.special_base);
     std::fill(s + kCtaidX * 32, s + kCtaidX * 32 + 32, bx);
@@ -390,6 +406,7 @@ bool Executor::RunWarp(Warp& w) {
                                              "wait for another warp, which runs only when this one exits or waits at a barrier");
       stats_->thread_instructions += std::popcount(exec);
       stats_->float_ops += static_cast<uint64_t>(std::popcount(exec)) * FloatOps(in);
+      if (w.loads_in_flight) WaitForLoads(w, in, pc);
       if (in.op == Op::kBra) {
         if (diverged && exec && static_cast<uint32_t>(in.target) <= pc) ++w.backward;
         if (exec == group) {
@@ -596,7 +613,23 @@ bool Executor::LoadStore(Warp& w, const Instr& in, uint32_t exec) {
     }
   }
   Count(access, store, bytes);
+  if (!store && access.global) {
+    ++w.loads_in_flight;
+    w.loading.insert(w.loading.end(), in.dst, in.dst + in.vec);
+  }
   return true;
+}
+
+void Executor::WaitForLoads(Warp& w, const Instr& in, uint32_t pc) {
+  auto loading = [&](int32_t slot) { return slot >= 0 && std::find(w.loading.begin(), w.loading.end(), slot) != w.loading.end(); };
+  const bool memory = in.op == Op::kLd || in.op == Op::kSt || in.op == Op::kAtom || in.op == Op::kRed;
+  const bool waits = block_starts_[pc] || in.op == Op::kBra || in.op == Op::kBar || in.op == Op::kRet ||
+                     in.op == Op::kExit || (memory && loading(in.src[0]));
+  if (!waits) return;
+  ++stats_->load_waits;
+  stats_->loads_in_flight_at_waits += w.loads_in_flight;
+  w.loads_in_flight = 0;
+  w.loading.clear();
 }
 
 void Executor::Count(const WarpAccess& access, bool store, unsigned bytes) {

@@ -84,6 +84,11 @@ struct Stats {
   // floating-point operations (per thread: an FMA is 2, a half pair twice).
   std::unordered_set<uint64_t> load_sector_set, store_sector_set;
   uint64_t float_ops = 0;
+  // Memory-level parallelism: the times a warp waited for its global loads (where its basic
+  // block ended, or an access's address was a loaded value: ptxas schedules a block's
+  // independent loads first), and the loads in flight at those times, summed: their ratio
+  // is how many loads a warp has in flight at once.
+  uint64_t load_waits = 0, loads_in_flight_at_waits = 0;
 };
 
 enum class Fault { kNone, kIllegalAddress, kMisalignedAddress, kTrap, kLaunchFailed, kTimeout };

@@ -75,8 +75,9 @@ Status CheckCall(const ClusterProgram& program, const KernelContext& ctx) {
 std::string TargetDescription::CodeDecidingFacts() const {
   char text[160];
   if (schedule == Schedule::kGpu)
-    std::snprintf(text, sizeof text, "%d SMs x %d blocks, warp %d, %d threads", gpu.multiprocessors,
-                  gpu.max_blocks_per_multiprocessor, gpu.warp_size, gpu.max_threads_per_block);
+    std::snprintf(text, sizeof text, "%d SMs x %d blocks x %d threads, warp %d, %d threads", gpu.multiprocessors,
+                  gpu.max_blocks_per_multiprocessor, gpu.max_threads_per_multiprocessor, gpu.warp_size,
+                  gpu.max_threads_per_block);
   else
     std::snprintf(text, sizeof text, "%d-bit vectors", cpu.vector_bits);
   return text;

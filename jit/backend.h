@@ -33,6 +33,7 @@ class RunRecorder {
   virtual ~RunRecorder() = default;
   virtual void CountGpuLaunches(int64_t launches) = 0;
   virtual void CountGraphLaunches(int64_t launches) = 0;
+  virtual void CountGemmsAutotuned(int64_t gemms) = 0;
   virtual void RecordGpuProfile(GpuKernelProfile profile) = 0;
 };
 
@@ -95,12 +96,13 @@ class Backend {
   virtual const TargetDescription& description() const = 0;
   Schedule schedule() const { return description().schedule; }
   // The target as signatures include it: "cpu znver4 +avx2,... vw=512", "nvptx sm_90 <driver>
-  // cc 9.0, 132 SMs x 32 blocks, warp 32, 1024 threads".
+  // cc 9.0, 132 SMs x 32 blocks x 2048 threads, warp 32, 1024 threads".
   virtual const std::string& target() const = 0;
   // FailedPrecondition: the code cannot run here (e.g. made for another CPU); Unimplemented:
   // the program has what this target does not take; anything else is a compiler bug.
-  // `*code` gets the code as Load takes it back (an x86 object file, PTX or a cubin) when
-  // the program has any.
+  // `*code` gets the code as Load takes it back: an x86 object file when the program has
+  // any; for a GPU, a line naming each GEMM's cuBLASLt algorithm, then the module (PTX or a
+  // cubin).
   virtual StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages,
                                                                CompileStages* stages, std::string* code) const = 0;
   // The executable of `code` that a Compile of this program made (the disk cache's),

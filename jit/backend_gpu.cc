@@ -13,6 +13,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "backends/nvptx/cublaslt.h"
 #include "backends/nvptx/nvptx_compiler.h"
@@ -32,6 +33,8 @@ using Clock = std::chrono::steady_clock;
 // The most device memory a GEMM's algorithm may use as workspace (cuBLAS's advice for
 // Hopper); each call has its own, allocated as its temporaries are.
 constexpr size_t kGemmWorkspaceBytes = 32 << 20;
+// The most cuBLASLt algorithms a GEMM's autotuning times (its heuristic's best first).
+constexpr int kGemmAlgorithms = 8;
 
 // cuBLASLt's epilogue for a GEMM node: none for MatMul and BatchMatMulV2; bias, or bias
 // and ReLU, for a _FusedMatMul; Unimplemented for what cuBLASLt does not fuse.
@@ -116,6 +119,78 @@ StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inp
   if (!epilogue.ok()) return Unimplemented(NodeLabel(node) + ": " + epilogue.status().message());
   g.epilogue = *epilogue;
   return c;
+}
+
+// Times each of the plan's algorithms on the device, over operands of its shape (a call to
+// warm up, then the best of three), and returns the fastest's index.
+StatusOr<int> FastestAlgorithm(CudaDevice& cuda, const nvptx::CublasLt& blas, const nvptx::GemmPlan& plan) {
+  const nvptx::Gemm& g = plan.gemm;
+  const size_t element = g.type == nvptx::Gemm::Type::kF32 ? 4 : 2;
+  auto matrices = [&](int64_t stride, int64_t size) { return static_cast<size_t>(stride ? g.batch * stride : size) * element; };
+  const size_t workspace = *std::max_element(plan.workspaces.begin(), plan.workspaces.end());
+  const size_t sizes[] = {matrices(g.batch_stride_a, g.m * g.k), matrices(g.batch_stride_b, g.k * g.n),
+                          static_cast<size_t>(g.n) * element, static_cast<size_t>(g.batch * g.m * g.n) * element, workspace};
+  std::vector<uint64_t> memory;  // a, b, bias, d, workspace
+  struct Release {
+    CudaDevice& cuda;
+    std::vector<uint64_t>& memory;
+    ~Release() {
+      for (uint64_t address : memory) cuda.Free(address);
+    }
+  } release{cuda, memory};
+  GJ_ASSIGN_OR_RETURN(auto stream, cuda.NewStream());
+  for (size_t bytes : sizes) {
+    GJ_ASSIGN_OR_RETURN(uint64_t address, cuda.Allocate(std::max<size_t>(bytes, 1)));
+    memory.push_back(address);
+  }
+  const std::string operand(std::max(sizes[0], sizes[1]), '\x3c');  // small numbers of every type (0.0115, 1.06)
+  GJ_RETURN_IF_ERROR(stream->CopyToDevice(memory[0], operand.data(), sizes[0]));
+  GJ_RETURN_IF_ERROR(stream->CopyToDevice(memory[1], operand.data(), sizes[1]));
+  GJ_RETURN_IF_ERROR(cuda.MakeCurrent());
+  int fastest = 0;
+  float fastest_ms = 0;
+  for (int algorithm = 0; algorithm < static_cast<int>(plan.workspaces.size()); ++algorithm) {
+    nvptx::GemmPlan candidate = plan;
+    candidate.algorithm = algorithm;
+    auto call = [&] {
+      return blas.Matmul(candidate, memory[0], memory[1], g.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : memory[2],
+                         memory[3], candidate.workspace_bytes() ? memory[4] : 0, stream->handle());
+    };
+    GJ_RETURN_IF_ERROR(call());
+    GJ_RETURN_IF_ERROR(stream->Synchronize());
+    float best = 0;
+    stream->ClearPoints();
+    for (int run = 0; run < 3; ++run) {
+      GJ_ASSIGN_OR_RETURN(int before, stream->Record());
+      GJ_RETURN_IF_ERROR(call());
+      GJ_ASSIGN_OR_RETURN(int after, stream->Record());
+      GJ_ASSIGN_OR_RETURN(float ms, stream->ElapsedMillis(before, after));
+      if (run == 0 || ms < best) best = ms;
+    }
+    if (algorithm == 0 || best < fastest_ms) fastest = algorithm, fastest_ms = best;
+  }
+  return fastest;
+}
+
+// The code of a GPU executable as the disk cache keeps it: a first line with the algorithm
+// chosen for each kernel's GEMM (-1 for a kernel of the module), then the module (PTX text,
+// or a cubin).
+constexpr char kGemmAlgorithmsLine[] = "graphjit GEMM algorithms:";
+std::string GpuCode(const std::vector<int>& algorithms, const std::string& module) {
+  std::string code = kGemmAlgorithmsLine;
+  for (int a : algorithms) code += " " + std::to_string(a);
+  return code + "\n" + module;
+}
+StatusOr<std::pair<std::vector<int>, std::string>> ParseGpuCode(const std::string& code, size_t kernels) {
+  const size_t end = code.find('\n');
+  if (code.rfind(kGemmAlgorithmsLine, 0) != 0 || end == std::string::npos)
+    return InvalidArgument("the code has no line of GEMM algorithms");
+  std::vector<int> algorithms;
+  std::istringstream line(code.substr(sizeof kGemmAlgorithmsLine - 1, end - (sizeof kGemmAlgorithmsLine - 1)));
+  for (int a; line >> a;) algorithms.push_back(a);
+  if (!line.eof() || algorithms.size() != kernels)
+    return InvalidArgument("the code's GEMM algorithms are not one per kernel (" + std::to_string(kernels) + ")");
+  return std::make_pair(std::move(algorithms), code.substr(end + 1));
 }
 
 class GpuExecutable : public ClusterExecutable {
@@ -256,8 +331,8 @@ class GpuExecutable : public ClusterExecutable {
         }
         pointers[k].push_back(scratch[area]);
       }
-      if (emitted.library_node >= 0 && gemms_[k].plan.workspace_bytes) {  // cuBLASLt's workspace, this call's
-        GJ_ASSIGN_OR_RETURN(uint64_t workspace, cuda_->Allocate(gemms_[k].plan.workspace_bytes));
+      if (emitted.library_node >= 0 && gemms_[k].plan.workspace_bytes()) {  // cuBLASLt's workspace, this call's
+        GJ_ASSIGN_OR_RETURN(uint64_t workspace, cuda_->Allocate(gemms_[k].plan.workspace_bytes()));
         owned->push_back(workspace);
         pointers[k].push_back(workspace);
       }
@@ -345,7 +420,7 @@ class GpuExecutable : public ClusterExecutable {
     // A GEMM: operands a, b (and the bias), then its output.
     GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
     const GemmCall& call = gemms_[k];
-    const uint64_t workspace = call.plan.workspace_bytes ? pointers.back() : 0;  // after the output
+    const uint64_t workspace = call.plan.workspace_bytes() ? pointers.back() : 0;  // after the output
     if (workspace) pointers.pop_back();
     const uint64_t bias = call.plan.gemm.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : pointers[2];
     const uint64_t element = call.plan.gemm.type == nvptx::Gemm::Type::kF32 ? 4 : 2;
@@ -416,6 +491,9 @@ class GpuExecutable : public ClusterExecutable {
       p.float_ops = static_cast<int64_t>(counters->float_ops);
       p.registers = counters->registers;
       p.spill_bytes = counters->spill_bytes;
+      p.shared_bytes = counters->shared_bytes;
+      if (counters->load_waits) p.loads_in_flight = static_cast<double>(counters->loads_in_flight_at_waits) / counters->load_waits;
+      if (counters->load_requests) p.bytes_per_load = 32.0 * counters->load_sectors / counters->load_requests;
     }
     recorder_->RecordGpuProfile(std::move(p));
     return Status::Ok();
@@ -447,10 +525,12 @@ std::vector<Shape> ArgumentShapes(const ClusterProgram& program, const EmittedKe
 
 class GpuTarget : public Backend {
  public:
-  GpuTarget(std::shared_ptr<CudaDevice> cuda, DeviceKind device, int sm, bool ptxas_check, bool tf32, RunRecorder* recorder)
-      : cuda_(std::move(cuda)), device_(device), sm_(sm), ptxas_check_(ptxas_check), tf32_(tf32), recorder_(recorder),
-        description_(DescriptionOf(cuda_ ? cuda_->info() : NominalCudaDevice(sm))),
-        target_(Describe(cuda_.get(), sm, description_) + (tf32 ? ", GEMMs in TF32" : "")) {}
+  GpuTarget(std::shared_ptr<CudaDevice> cuda, DeviceKind device, int sm, bool ptxas_check, bool tf32, bool autotune,
+            RunRecorder* recorder)
+      : cuda_(std::move(cuda)), device_(device), sm_(sm), ptxas_check_(ptxas_check), tf32_(tf32), autotune_(autotune),
+        recorder_(recorder), description_(DescriptionOf(cuda_ ? cuda_->info() : NominalCudaDevice(sm))),
+        target_(Describe(cuda_.get(), sm, description_) + (tf32 ? ", GEMMs in TF32" : "") +
+                (autotune ? "" : ", GEMMs untuned")) {}
   const TargetDescription& description() const override { return description_; }
   const std::string& target() const override { return target_; }
 
@@ -462,6 +542,7 @@ class GpuTarget : public Backend {
     d.gpu.warp_size = info.warp_size;
     d.gpu.max_threads_per_block = info.max_threads_per_block;
     d.gpu.max_blocks_per_multiprocessor = info.max_blocks_per_multiprocessor;
+    d.gpu.max_threads_per_multiprocessor = info.max_threads_per_multiprocessor;
     d.gpu.shared_memory_per_block = info.shared_memory_per_block;
     d.gpu.shared_memory_per_block_optin = info.shared_memory_per_block_optin;
     d.gpu.registers_per_block = info.registers_per_block;
@@ -526,24 +607,43 @@ class GpuTarget : public Backend {
     if (!cuda_) return FailedPrecondition("compiled for sm_" + std::to_string(sm_) + " but not run: no GPU driver");
     // A GPU gets a cubin when ptxas is there and the GPU runs sm_XX code as is (same major
     // version, else the driver compiles the PTX for it); the CUDA emulator always gets PTX.
-    *code = std::move(ptx);
+    std::string module = std::move(ptx);
     const CudaDeviceInfo& info = cuda_->info();
     const bool runs_cubin = info.compute_capability_major == sm_ / 10 && info.compute_capability_minor >= sm_ % 10;
-    if (!info.emulated && runs_cubin && !code->empty()) {
-      auto assembled = nvptx::Assemble(*code, sm_, /*spills_are_errors=*/false, /*keep_cubin=*/true);
-      if (assembled.ok() && !assembled->cubin.empty()) *code = std::move(assembled->cubin);
+    if (!info.emulated && runs_cubin && !module.empty()) {
+      auto assembled = nvptx::Assemble(module, sm_, /*spills_are_errors=*/false, /*keep_cubin=*/true);
+      if (assembled.ok() && !assembled->cubin.empty()) module = std::move(assembled->cubin);
     }
-    return Load(std::move(program), *code);
+    std::vector<int> algorithms;
+    auto executable = Make(std::move(program), module, &algorithms);
+    if (executable.ok()) *code = GpuCode(algorithms, module);
+    return executable;
   }
 
   StatusOr<std::unique_ptr<ClusterExecutable>> Load(ClusterProgram program, const std::string& code) const override {
+    GJ_ASSIGN_OR_RETURN(auto parsed, ParseGpuCode(code, program.module.kernels.size()));
+    return Make(std::move(program), parsed.second, &parsed.first);
+  }
+
+ private:
+  // The executable of `module` (PTX, or a cubin). Each GEMM is a cuBLASLt call planned once,
+  // with the algorithm `*algorithms` names for its kernel, or, if it is empty, the fastest
+  // of those cuBLASLt offers (timed, under --gpu_autotune) or its heuristic's first, which
+  // are then written there (-1 for the module's kernels).
+  StatusOr<std::unique_ptr<ClusterExecutable>> Make(ClusterProgram program, const std::string& module,
+                                                    std::vector<int>* algorithms) const {
     if (!cuda_) return FailedPrecondition("no GPU driver to load sm_" + std::to_string(sm_) + " code");
-    // The GEMMs, each a cuBLASLt call planned once.
+    const bool chosen = !algorithms->empty();
+    if (!chosen) algorithms->assign(program.module.kernels.size(), -1);
     std::vector<GemmCall> gemms(program.module.kernels.size());
     std::shared_ptr<const nvptx::CublasLt> blas;
     for (size_t k = 0; k < gemms.size(); ++k) {
       const EmittedKernel& kernel = program.module.kernels[k];
-      if (kernel.library_node < 0) continue;
+      int& algorithm = (*algorithms)[k];
+      if (kernel.library_node < 0) {
+        if (algorithm != -1) return InvalidArgument("kernel " + std::to_string(k) + " is not a GEMM but has an algorithm");
+        continue;
+      }
       GJ_ASSIGN_OR_RETURN(gemms[k], GemmOf(program.calls[k], ArgumentShapes(program, kernel), tf32_));
       if (!blas) {
         auto library = CublasLtLibrary(device_);
@@ -551,19 +651,31 @@ class GpuTarget : public Backend {
         if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
         blas = *opened;
       }
-      GJ_ASSIGN_OR_RETURN(gemms[k].plan, blas->Plan(gemms[k].plan.gemm, kGemmWorkspaceBytes));
+      nvptx::GemmPlan& plan = gemms[k].plan;
+      GJ_ASSIGN_OR_RETURN(plan, blas->Plan(plan.gemm, kGemmWorkspaceBytes, kGemmAlgorithms));
+      const int offered = static_cast<int>(plan.workspaces.size());
+      if (chosen && (algorithm < 0 || algorithm >= offered))
+        return InvalidArgument("the GEMM of kernel " + std::to_string(k) + " was kept with algorithm " +
+                               std::to_string(algorithm) + ", and cuBLASLt offers " + std::to_string(offered));
+      if (!chosen && autotune_ && offered > 1) {
+        GJ_ASSIGN_OR_RETURN(algorithm, FastestAlgorithm(*cuda_, *blas, plan));
+        recorder_->CountGemmsAutotuned(1);
+      } else if (!chosen) {
+        algorithm = 0;
+      }
+      plan.algorithm = algorithm;
     }
-    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, code, std::move(blas), std::move(gemms), recorder_);
+    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, module, std::move(blas), std::move(gemms), recorder_);
     GJ_RETURN_IF_ERROR(executable->Init());
     return std::unique_ptr<ClusterExecutable>(std::move(executable));
   }
 
- private:
   const std::shared_ptr<CudaDevice> cuda_;
   const DeviceKind device_;  // kGpu or kGpuEmu
   const int sm_;
   const bool ptxas_check_;
-  const bool tf32_;  // GEMMs' products of operands rounded to TF32 (--gpu_tf32)
+  const bool tf32_;      // GEMMs' products of operands rounded to TF32 (--gpu_tf32)
+  const bool autotune_;  // GEMMs' algorithms timed (--gpu_autotune)
   RunRecorder* const recorder_;
   const TargetDescription description_;
   const std::string target_;
@@ -576,7 +688,8 @@ std::string WhyNotCompilableOnGpu(const Node& node, const std::vector<DType>& in
   if (auto type = GemmType(input_types); !type.ok()) return type.status().message();
   // An activation cuBLASLt does not fuse is fused into the next kernel (see BuildProgram).
   const tensorflow::AttrValue* fused = node.FindAttr("fused_ops");
-  if (fused && UnfusesMatMul({fused->list().s().begin(), fused->list().s().end()})) return "";
+  const DType dtype = input_types.empty() ? DType::kInvalid : input_types[0];
+  if (fused && UnfusesMatMul({fused->list().s().begin(), fused->list().s().end()}, dtype)) return "";
   auto epilogue = EpilogueOf(node);
   return epilogue.ok() ? "" : epilogue.status().message();
 }
@@ -586,9 +699,10 @@ StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const
   const std::string arch = options && !options->gpu_arch.empty() ? options->gpu_arch : process.gpu_arch;
   const bool check = (options && options->gpu_ptxas_check) || process.gpu_ptxas_check;
   const bool tf32 = options ? options->gpu_tf32 : process.gpu_tf32;
+  const bool autotune = options ? options->gpu_autotune : process.gpu_autotune;
   if (!gpu.cuda)
     return std::shared_ptr<const Backend>(
-        std::make_shared<GpuTarget>(nullptr, gpu.device, arch == "sm_80" ? 80 : 90, check, tf32, recorder));
+        std::make_shared<GpuTarget>(nullptr, gpu.device, arch == "sm_80" ? 80 : 90, check, tf32, autotune, recorder));
   const CudaDeviceInfo& info = gpu.cuda->info();
   int sm = info.compute_capability_major >= 9 ? 90 : 80;
   if (!arch.empty()) sm = arch == "sm_80" ? 80 : 90;
@@ -596,7 +710,7 @@ StatusOr<std::shared_ptr<const Backend>> GpuBackend(const GpuContext& gpu, const
     return FailedPrecondition("the GPU (" + info.name + ", compute capability " + std::to_string(info.compute_capability_major) +
                               "." + std::to_string(info.compute_capability_minor) + ") cannot run sm_" + std::to_string(sm) +
                               " code; graphjit generates code for sm_80 and sm_90");
-  return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, gpu.device, sm, check, tf32, recorder));
+  return std::shared_ptr<const Backend>(std::make_shared<GpuTarget>(gpu.cuda, gpu.device, sm, check, tf32, autotune, recorder));
 }
 
 }  // namespace graphjit

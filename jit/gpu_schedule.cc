@@ -32,11 +32,13 @@ constexpr int64_t kBlock = 256;
 // From this many output elements on, a reduction's threads take whole outputs.
 constexpr int64_t kManyOutputs = 1024;
 // A reduction in two phases: each first-phase thread folds at least kMinPerPart elements,
-// and there are up to kPartialUnits of them (their partial results: 256 KB of scratch for
-// f32). It is chosen when it gives each output at least kPhasesGain times the threads one
-// kernel would.
+// and there are up to as many of them as the GPU holds at once (every SM full: 270336 on
+// an H100's 132 SMs; their partial results, 1 MiB of f32 scratch), each with kUnroll
+// elements' loads in flight (32 KiB per SM: enough, by Little's law, to keep an H100's or
+// H200's memory busy). It is chosen when it gives each output at least kPhasesGain times the
+// threads one kernel would.
 constexpr int64_t kMinPerPart = 32;
-constexpr int64_t kPartialUnits = 65536;
+constexpr int64_t kUnroll = 4;
 constexpr int64_t kPhasesGain = 4;
 // A row thread keeps up to this many of its elements in registers.
 constexpr int64_t kMaxHeld = 8;
@@ -47,7 +49,10 @@ int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
 // A reduction of `outputs` results of `count` elements each in two phases: its threads per
 // output in the first.
-int64_t PartsPerOutput(int64_t outputs, int64_t count) { return std::min(count / kMinPerPart, kPartialUnits / outputs); }
+int64_t PartsPerOutput(int64_t outputs, int64_t count, const GpuDescription& gpu) {
+  const int64_t resident = int64_t{gpu.multiprocessors} * gpu.max_threads_per_multiprocessor;
+  return std::min(count / kMinPerPart, resident / outputs);
+}
 
 // `units` of work, a thread each, in blocks of at most `block` threads. A grid-stride
 // loop's grid is at most the blocks the device holds at once (every SM full).
@@ -234,7 +239,7 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
   // T threads per row: a warp for short rows (several rows per block), else a block.
   const bool warp_per_row = cols <= warp_ * kMaxHeld;
   const int64_t threads = warp_per_row ? warp_ : std::min<int64_t>(target_.gpu.max_threads_per_block, std::max<int64_t>(64, RoundUp(CeilDiv(cols, kMaxHeld), warp_)));
-  if (const int64_t parts = PartsPerOutput(rows, cols); parts >= kPhasesGain * threads)
+  if (const int64_t parts = PartsPerOutput(rows, cols, target_.gpu); parts >= kPhasesGain * threads)
     return GpuRowsInPhases(full, per_row, row_dims, reduced, parts, module, functions);
   const int64_t rows_per_block = warp_per_row ? kRowsPerWarpBlock : 1;
   kernel->block = threads * rows_per_block;
@@ -441,7 +446,7 @@ Status KernelEmitter::GpuReduce(EmittedKernel* kernel, EmittedModule* module, st
   if (outputs == 0) return Status::Ok();
   const bool splits = !arg && count >= warp_ && SplitsAcrossThreads(g_, fusion_);
   const bool many = outputs >= kManyOutputs;
-  if (const int64_t parts = PartsPerOutput(outputs, count); splits && parts >= kPhasesGain * (many ? 1 : kBlock)) {
+  if (const int64_t parts = PartsPerOutput(outputs, count, target_.gpu); splits && parts >= kPhasesGain * (many ? 1 : kBlock)) {
     return ReduceInTwoPhases(
         n, outputs, count, parts, kernel->function,
         [&](const Value& output, const Value& i) {
@@ -491,59 +496,93 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
                                         const std::function<StatusOr<Value>(const Value&, const Value&)>& element,
                                         const std::function<Status(const Value&, const Value&)>& store,
                                         EmittedModule* module, std::string* functions) {
-  const int64_t units = parts * outputs;
   const std::string type = ElementType(g_.info(n.id).dtypes[0]);
-  std::vector<int> areas;  // per accumulator: each unit's partial result (f32 or i32)
-  // 1. Unit u = part * outputs + output: neighbouring threads read neighbouring outputs
-  // (or neighbouring elements of one output).
+  // 1. Many outputs: unit u = part * outputs + output, neighbouring threads read
+  // neighbouring outputs, and each thread's partial result is kept. Few (and parts for whole
+  // blocks): u = output * parts + part, parts a multiple of the block, neighbouring threads
+  // read neighbouring elements of one output, and each block combines its threads' results
+  // into one: few partial results for the second phase, however many threads the first had.
+  const bool by_block = outputs < kManyOutputs && parts >= kBlock;
+  if (by_block) parts = parts / kBlock * kBlock;
+  const int64_t units = parts * outputs;
+  const int64_t kept = by_block ? parts / kBlock : parts;  // partial results per output
+  std::vector<int> areas;  // per accumulator: the partial results (f32 or i32)
   {
     StartGpuFunction();
     EmittedKernel kernel;
     kernel.function = name;
     const Folding f = FoldingOf(n, type, count, /*reassoc=*/true);
-    for (size_t i = 0; i < f.init.size(); ++i) areas.push_back(NewScratch(units * 4, module));
-    GJ_RETURN_IF_ERROR(GridStride(units, kBlock, &kernel, [&](const Value& u) -> Status {
-      const Value output = Let(u.depth, "arith.remui " + u.name + ", " + IndexConst(outputs).name + " : index", "index");
-      const Value part = Let(u.depth, "arith.divui " + u.name + ", " + IndexConst(outputs).name + " : index", "index");
-      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
-                          LoopCarrying(part, count, parts, f.init, [&](const Value& i, const std::vector<Value>& args)
-                                           -> StatusOr<std::vector<Value>> {
-                            GJ_ASSIGN_OR_RETURN(Value v, element(output, i));
-                            return f.step(args, v);
-                          }));
-      for (size_t i = 0; i < accs.size(); ++i)
-        code_[Innermost()] += "memref.store " + accs[i].name + ", " + ScratchAccess(areas[i], units, accs[i].type, u) + "\n";
-      return Status::Ok();
-    }));
+    for (size_t i = 0; i < f.init.size(); ++i) areas.push_back(NewScratch(kept * outputs * 4, module));
+    auto fold = [&](const Value& output, const Value& part) {
+      return LoopFolding(
+          part, count, parts, kUnroll, f.init,
+          [&](const Value& i) -> StatusOr<std::vector<Value>> {
+            GJ_ASSIGN_OR_RETURN(Value v, element(output, i));
+            return std::vector<Value>{v};
+          },
+          [&](const std::vector<Value>& args, const std::vector<Value>& v) { return f.step(args, v[0]); });
+    };
+    if (!by_block) {
+      GJ_RETURN_IF_ERROR(GridStride(units, kBlock, &kernel, [&](const Value& u) -> Status {
+        const Value output = Let(u.depth, "arith.remui " + u.name + ", " + IndexConst(outputs).name + " : index", "index");
+        const Value part = Let(u.depth, "arith.divui " + u.name + ", " + IndexConst(outputs).name + " : index", "index");
+        GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, fold(output, part));
+        for (size_t i = 0; i < accs.size(); ++i)
+          code_[Innermost()] += "memref.store " + accs[i].name + ", " + ScratchAccess(areas[i], units, accs[i].type, u) + "\n";
+        return Status::Ok();
+      }));
+    } else {
+      kernel.block = kBlock;
+      kernel.grid = units / kBlock;
+      const Value first = Let(0, "arith.muli " + bid_.name + ", " + IndexConst(kBlock).name + " : index", "index");
+      const Value u = Let(0, "arith.addi " + first.name + ", " + tid_.name + " : index", "index");
+      const Value output = Let(0, "arith.divui " + u.name + ", " + IndexConst(parts).name + " : index", "index");
+      const Value part = Let(0, "arith.remui " + u.name + ", " + IndexConst(parts).name + " : index", "index");
+      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, fold(output, part));
+      accs = CombineAcross(f, accs, kBlock);
+      GJ_RETURN_IF_ERROR(If(Let(0, "arith.cmpi eq, " + tid_.name + ", " + IndexConst(0).name + " : index", "i1"), [&] {
+        for (size_t i = 0; i < accs.size(); ++i)
+          code_[Innermost()] += "memref.store " + accs[i].name + ", " + ScratchAccess(areas[i], kept * outputs, accs[i].type, bid_) + "\n";
+        return Status::Ok();
+      }));
+    }
     EndGpuFunction(std::move(kernel), module, functions);
   }
-  // 2. Each output's partial results in order: a thread per output when there are many
-  // (reading neighbouring outputs), else a block per output.
+  // 2. Each output's partial results in order (kUnroll loads in flight): a thread per output
+  // when there are many (reading neighbouring outputs), else a block per output.
   StartGpuFunction();
   EmittedKernel kernel;
   kernel.function = name + "_finish";
   const Folding f = FoldingOf(n, type, count, /*reassoc=*/true);
-  auto fold = [&](const Value& output, const Value& first, int64_t step) {
-    return LoopCarrying(first, parts, step, f.init, [&](const Value& part, const std::vector<Value>& args)
-                            -> StatusOr<std::vector<Value>> {
-      const Value row = Let(part.depth, "arith.muli " + part.name + ", " + IndexConst(outputs).name + " : index", "index");
-      const Value u = Let(std::max(row.depth, output.depth), "arith.addi " + row.name + ", " + output.name + " : index", "index");
-      std::vector<Value> next;
-      for (size_t i = 0; i < args.size(); ++i)
-        next.push_back(Combine(f, i, args[i], Let(u.depth, "memref.load " + ScratchAccess(areas[i], units, args[i].type, u), args[i].type)));
-      return next;
-    });
+  auto partials = [&](const Value& output, const Value& first, int64_t step) {
+    return LoopFolding(
+        first, kept, step, kUnroll, f.init,
+        [&](const Value& part) -> StatusOr<std::vector<Value>> {
+          const int depth = std::max(part.depth, output.depth);  // output * kept + part, or part * outputs + output
+          const Value scaled = Let(depth, "arith.muli " + (by_block ? output.name : part.name) + ", " +
+                                   IndexConst(by_block ? kept : outputs).name + " : index", "index");
+          const Value u = Let(depth, "arith.addi " + scaled.name + ", " + (by_block ? part.name : output.name) + " : index", "index");
+          std::vector<Value> loaded;
+          for (size_t i = 0; i < areas.size(); ++i)
+            loaded.push_back(Let(depth, "memref.load " + ScratchAccess(areas[i], kept * outputs, f.init[i].type, u), f.init[i].type));
+          return loaded;
+        },
+        [&](const std::vector<Value>& args, const std::vector<Value>& loaded) {
+          std::vector<Value> next;
+          for (size_t i = 0; i < args.size(); ++i) next.push_back(Combine(f, i, args[i], loaded[i]));
+          return next;
+        });
   };
   if (outputs >= kManyOutputs) {
     GJ_RETURN_IF_ERROR(GridStride(outputs, kBlock, &kernel, [&](const Value& output) -> Status {
-      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, fold(output, IndexConst(0), 1));
+      GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, partials(output, IndexConst(0), 1));
       return store(output, f.finish(accs));
     }));
   } else {
-    const int64_t threads = std::min<int64_t>(kBlock, RoundUp(parts, warp_));
+    const int64_t threads = std::min<int64_t>(kBlock, RoundUp(kept, warp_));
     kernel.block = threads;
     kernel.grid = outputs;
-    GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, fold(bid_, tid_, threads));
+    GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, partials(bid_, tid_, threads));
     const Value result = f.finish(CombineAcross(f, accs, threads));
     GJ_RETURN_IF_ERROR(If(Let(0, "arith.cmpi eq, " + tid_.name + ", " + IndexConst(0).name + " : index", "i1"),
                           [&] { return store(bid_, result); }));

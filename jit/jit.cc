@@ -164,6 +164,7 @@ JitStats Jit::Stats() const {
   stats.internal_errors = internal_errors.load();
   stats.gpu_launches = gpu_launches_.load();
   stats.graph_launches = graph_launches_.load();
+  stats.gemms_autotuned = gemms_autotuned_.load();
   stats.numerics_checked = numerics_checked.load();
   stats.numerics_mismatches = numerics_mismatches.load();
   stats.async_runs = async_runs.load();
@@ -258,7 +259,7 @@ std::string JitStatsLine() {
                 "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f "
                 "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld gpu_launches=%lld "
                 "numerics_checked=%lld numerics_mismatches=%lld async_runs=%lld compiles=%lld disk_hits=%lld "
-                "disk_writes=%lld disk_dropped=%lld disk_evictions=%lld",
+                "disk_writes=%lld disk_dropped=%lld disk_evictions=%lld gemms_autotuned=%lld",
                 s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
                 static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors),
                 static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
@@ -266,7 +267,7 @@ std::string JitStatsLine() {
                 static_cast<long long>(s.numerics_checked), static_cast<long long>(s.numerics_mismatches),
                 static_cast<long long>(s.async_runs), static_cast<long long>(s.compiles),
                 static_cast<long long>(s.disk_hits), static_cast<long long>(s.disk_writes),
-                static_cast<long long>(s.disk_dropped), static_cast<long long>(s.disk_evictions));
+                static_cast<long long>(s.disk_dropped), static_cast<long long>(s.disk_evictions), static_cast<long long>(s.gemms_autotuned));
   return buf;
 }
 

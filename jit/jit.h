@@ -62,6 +62,9 @@ struct JitStats {
   // a cluster's kernels). (The --stats line has the last run's graph launches, from its
   // session.)
   int64_t gpu_launches = 0, graph_launches = 0;
+  // GEMM shapes whose cuBLASLt algorithms were timed on the device (--gpu_autotune): once
+  // per shape and process, none for a kernel loaded from the disk cache.
+  int64_t gemms_autotuned = 0;
   // The numerics guard (SessionOptions::jit_check_numerics): compiled runs checked against
   // op by op, and those whose outputs differed beyond the JIT's tolerance: integers and
   // bools exactly; floats within rtol x (|reference| + the output's largest |reference|),
@@ -86,13 +89,16 @@ struct GpuKernelProfile {
   bool counted = false;
   bool library = false;  // a cuBLASLt call: counted as its operands once and 2mnk flops
   int64_t moved_bytes = 0, requested_bytes = 0, request_sectors = 0, float_ops = 0;
-  int registers = 0, spill_bytes = 0;
+  int registers = 0, spill_bytes = 0, shared_bytes = 0;
+  // Per warp: the global loads in flight when it waits for one, and the bytes (32-byte
+  // sectors) of a load; 0 when not counted (see runtime/gpu_model.h).
+  double loads_in_flight = 0, bytes_per_load = 0;
 };
 // The profiles recorded since the last call, in launch order.
 std::vector<GpuKernelProfile> TakeGpuProfiles();
 // "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X internal_errors=N
 // cache_kernels=N cache_mb=X cache_evictions=N gpu_launches=N numerics_checked=N numerics_mismatches=N
-// async_runs=N"
+// async_runs=N compiles=N disk_hits=N disk_writes=N disk_dropped=N disk_evictions=N gemms_autotuned=N"
 std::string JitStatsLine();
 
 }  // namespace graphjit

@@ -168,6 +168,49 @@ StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, int
   return out;
 }
 
+StatusOr<std::vector<Value>> KernelEmitter::LoopFolding(const Value& lower, int64_t upper, int64_t step, int64_t unroll,
+                                                        const std::vector<Value>& accs, const Elements& elements,
+                                                        const FoldValues& fold) {
+  auto one = [&](const Value& iv, const std::vector<Value>& args) -> StatusOr<std::vector<Value>> {
+    GJ_ASSIGN_OR_RETURN(std::vector<Value> values, elements(iv));
+    return fold(args, values);
+  };
+  const int64_t group_upper = upper - (unroll - 1) * step;  // a group starting below it is whole
+  if (unroll <= 1 || group_upper <= 0) return LoopCarrying(lower, upper, step, accs, one);
+  // The groups, carrying the accumulators and the index after the group.
+  const int at = Innermost();
+  OpenScope();
+  const Value iv{Fresh("%x"), Innermost(), "index"};
+  std::vector<Value> args, carried = accs;
+  for (const Value& acc : accs) args.push_back({Fresh("%a"), Innermost(), acc.type});
+  const Value after_arg{Fresh("%a"), Innermost(), "index"};
+  carried.push_back(lower);
+  std::vector<std::vector<Value>> values;
+  Status computed = Status::Ok();
+  for (int64_t k = 0; k < unroll && computed.ok(); ++k) {
+    const Value at_k = k == 0 ? iv : Let(Innermost(), "arith.addi " + iv.name + ", " + IndexConst(k * step).name + " : index", "index");
+    auto v = elements(at_k);
+    if (v.ok()) values.push_back(*v);
+    computed = v.status();
+  }
+  std::vector<Value> next = args;
+  for (const std::vector<Value>& v : values) next = fold(next, v);
+  next.push_back(Let(Innermost(), "arith.addi " + iv.name + ", " + IndexConst(unroll * step).name + " : index", "index"));
+  std::string inner = CloseScope();
+  GJ_RETURN_IF_ERROR(computed);
+  std::string lhs, inits;
+  std::vector<Value> out = Results(at, carried, &lhs);
+  for (size_t i = 0; i < carried.size(); ++i)
+    inits += (i ? ", " : "") + (i < args.size() ? args[i].name : after_arg.name) + " = " + carried[i].name;
+  code_[at] += lhs + " = scf.for " + iv.name + " = " + lower.name + " to " + IndexConst(group_upper).name + " step " +
+               IndexConst(unroll * step).name + " iter_args(" + inits + ") -> (" + Types(carried) + ") {\n" + inner +
+               "scf.yield " + Names(next) + " : " + Types(carried) + "\n}\n";
+  // The rest, one step at a time.
+  const Value rest = out.back();
+  out.pop_back();
+  return LoopCarrying(rest, upper, step, out, one);
+}
+
 std::vector<Value> KernelEmitter::Results(int at, const std::vector<Value>& like, std::string* lhs) {
   const std::string name = Fresh("%v");
   std::vector<Value> out;

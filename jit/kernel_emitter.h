@@ -87,6 +87,15 @@ class KernelEmitter {
   using CarriedBody = std::function<StatusOr<std::vector<Value>>(const Value& iv, const std::vector<Value>& args)>;
   StatusOr<std::vector<Value>> LoopCarrying(const Value& lower, int64_t upper, int64_t step, const std::vector<Value>& accs,
                                             const CarriedBody& body);
+  // Folds the values elements(lower), elements(lower + step), ... below upper into `accs`
+  // in that order, the loop unrolled `unroll` times: an iteration computes the values of
+  // `unroll` steps first (their loads independent, in flight together), then folds them in
+  // order, so the result is the plain loop's; the steps after the last whole group run in a
+  // loop of their own.
+  using Elements = std::function<StatusOr<std::vector<Value>>(const Value& iv)>;
+  using FoldValues = std::function<std::vector<Value>(const std::vector<Value>& accs, const std::vector<Value>& values)>;
+  StatusOr<std::vector<Value>> LoopFolding(const Value& lower, int64_t upper, int64_t step, int64_t unroll,
+                                           const std::vector<Value>& accs, const Elements& elements, const FoldValues& fold);
   // The results of a region op written in scope `at`, of `like`'s types, and its left-hand
   // side ("%vN" or "%vN:k").
   std::vector<Value> Results(int at, const std::vector<Value>& like, std::string* lhs);

@@ -1,6 +1,7 @@
 #include "jit/specialize.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <set>
@@ -234,12 +235,58 @@ StatusOr<SpecializedBody> Specialize(const tensorflow::GraphDef& body, const std
   return result;
 }
 
-bool UnfusesMatMul(const std::vector<std::string>& fused_ops) {
+bool UnfusesMatMul(const std::vector<std::string>& fused_ops, DType type) {
   if (fused_ops.empty() || fused_ops[0] != "BiasAdd" || fused_ops.size() > 2) return false;
   if (fused_ops.size() == 1) return true;
   const std::string& act = fused_ops[1];
+  if (act == "GeluExact" || act == "GeluApproximate") return type == DType::kFloat;
   return act == "Relu" || act == "Relu6" || act == "Elu" || act == "Tanh" || act == "Sigmoid";
 }
+
+namespace {
+
+// Writes `name` = gelu(x) as float32 nodes of `body`: exact, 0.5 x (1 + erf(x / sqrt 2)), or
+// approximate, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as the _FusedMatMul CPU
+// kernel computes them.
+void AddGelu(tensorflow::GraphDef* body, tensorflow::NodeDef* out, const std::string& name, const std::string& x, bool exact,
+             const std::string& device) {
+  const std::string mul = "Mul", add = "AddV2";
+  auto node = [&](tensorflow::NodeDef* n, const std::string& suffix, const std::string& op, std::vector<std::string> inputs) {
+    n->Clear();
+    n->set_name(suffix.empty() ? name : name + "/" + suffix);
+    n->set_op(op);
+    n->set_device(device);
+    for (const std::string& in : inputs) n->add_input(in);
+    (*n->mutable_attr())["T"].set_type(tensorflow::DT_FLOAT);
+    return n->name();
+  };
+  auto constant = [&](const std::string& suffix, float value) {
+    tensorflow::NodeDef* n = body->add_node();
+    n->set_name(name + "/" + suffix);
+    n->set_op("Const");
+    n->set_device(device);
+    (*n->mutable_attr())["dtype"].set_type(tensorflow::DT_FLOAT);
+    tensorflow::TensorProto* t = (*n->mutable_attr())["value"].mutable_tensor();
+    t->set_dtype(tensorflow::DT_FLOAT);
+    t->mutable_tensor_shape();
+    t->add_float_val(value);
+    return n->name();
+  };
+  auto op = [&](const std::string& suffix, const std::string& type, std::vector<std::string> inputs) {
+    return node(body->add_node(), suffix, type, std::move(inputs));
+  };
+  std::string inner;
+  if (exact) {
+    inner = op("erf", "Erf", {op("scaled", mul, {x, constant("rsqrt2", M_SQRT1_2)})});
+  } else {
+    const std::string cube = op("cube", mul, {op("square", mul, {x, x}), x});
+    const std::string sum = op("sum", add, {x, op("cubic", mul, {cube, constant("c", 0.044715f)})});
+    inner = op("tanh", "Tanh", {op("scaled", mul, {sum, constant("sqrt_2_over_pi", std::sqrt(2.0 / M_PI))})});
+  }
+  node(out, "", mul, {op("half_x", mul, {x, constant("half", 0.5f)}), op("one_plus", add, {inner, constant("one", 1.0f)})});
+}
+
+}  // namespace
 
 Status UnfuseMatMuls(tensorflow::GraphDef* body, bool activations_only) {
   const int n = body->node_size();
@@ -250,11 +297,15 @@ Status UnfuseMatMuls(tensorflow::GraphDef* body, bool activations_only) {
     std::vector<std::string> ops;
     if (attrs.count("fused_ops"))
       for (const std::string& op : attrs.at("fused_ops").list().s()) ops.push_back(op);
-    if (!UnfusesMatMul(ops) || fused.input_size() < 3 || (attrs.count("num_args") && attrs.at("num_args").i() != 1)) {
+    const std::string activation = ops.size() == 2 ? ops[1] : "";
+    const bool gelu = activation == "GeluExact" || activation == "GeluApproximate";
+    const DType type = attrs.count("T") ? DTypeFromProto(attrs.at("T").type()) : DType::kInvalid;
+    if (!UnfusesMatMul(ops, type) || fused.input_size() < 3 || (attrs.count("num_args") && attrs.at("num_args").i() != 1)) {
       std::string list;
       for (const std::string& op : ops) list += (list.empty() ? "" : ", ") + op;
       return Unimplemented("'" + fused.name() + "' (_FusedMatMul) with fused_ops [" + list +
-                           "]: only BiasAdd with Relu, Relu6, Elu, Tanh or Sigmoid is taken apart");
+                           "]: only BiasAdd with Relu, Relu6, Elu, Tanh, Sigmoid or (float32) GeluExact or "
+                           "GeluApproximate is taken apart");
     }
     // cuBLASLt's epilogues (bias, bias and ReLU) stay in the GEMM.
     if (activations_only && (ops.size() == 1 || ops[1] == "Relu")) continue;
@@ -274,7 +325,8 @@ Status UnfuseMatMuls(tensorflow::GraphDef* body, bool activations_only) {
       *gemm = fused;
       gemm->set_name(fused.name() + "/bias");
       (*gemm->mutable_attr())["fused_ops"].mutable_list()->mutable_s()->RemoveLast();
-      make(body->mutable_node(i), fused.name(), ops[1], {gemm->name()});
+      if (gelu) AddGelu(body, body->mutable_node(i), fused.name(), gemm->name(), activation == "GeluExact", fused.device());
+      else make(body->mutable_node(i), fused.name(), ops[1], {gemm->name()});
       continue;
     }
     gemm = make(body->add_node(), fused.name() + "/matmul", "MatMul", {fused.input(0), fused.input(1)});
@@ -285,7 +337,8 @@ Status UnfuseMatMuls(tensorflow::GraphDef* body, bool activations_only) {
       make(body->mutable_node(i), fused.name(), "BiasAdd", {gemm->name(), fused.input(2)});
     } else {
       const tensorflow::NodeDef* biased = make(body->add_node(), fused.name() + "/bias", "BiasAdd", {gemm->name(), fused.input(2)});
-      make(body->mutable_node(i), fused.name(), ops[1], {biased->name()});
+      if (gelu) AddGelu(body, body->mutable_node(i), fused.name(), biased->name(), activation == "GeluExact", fused.device());
+      else make(body->mutable_node(i), fused.name(), ops[1], {biased->name()});
     }
   }
   return Status::Ok();

@@ -32,8 +32,9 @@ void MarkRowShifts(tensorflow::GraphDef* body, const std::vector<std::string>& o
 std::vector<bool> ValueInputs(const tensorflow::GraphDef& body, int num_inputs);
 
 // Whether UnfuseMatMuls takes apart a _FusedMatMul with these fused_ops: BiasAdd, then at
-// most one of Relu, Relu6, Elu, Tanh and Sigmoid.
-bool UnfusesMatMul(const std::vector<std::string>& fused_ops);
+// most one of Relu, Relu6, Elu, Tanh, Sigmoid, GeluExact and GeluApproximate (the GELUs as
+// the float32 ops they are made of: float32 GEMMs only).
+bool UnfusesMatMul(const std::vector<std::string>& fused_ops, DType type);
 
 // Rewrites each _FusedMatMul (TensorFlow's remapper's MatMul + BiasAdd [+ activation]) as
 // the MatMul, BiasAdd and activation it fuses, the last keeping its name, so that the GEMM

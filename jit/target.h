@@ -17,6 +17,7 @@ struct GpuDescription {
   int warp_size = 0;
   int max_threads_per_block = 0;
   int max_blocks_per_multiprocessor = 0;
+  int max_threads_per_multiprocessor = 0;  // resident at once
   int shared_memory_per_block = 0;        // bytes, without opting in
   int shared_memory_per_block_optin = 0;  // bytes
   int registers_per_block = 0;
@@ -34,8 +35,8 @@ struct TargetDescription {
   GpuDescription gpu;  // kGpu
   CpuDescription cpu;  // kCpu
 
-  // What the code depends on, for the target string: "108 SMs x 32 blocks, warp 32, 1024
-  // threads" (the grids' limits) or "512-bit vectors".
+  // What the code depends on, for the target string: "108 SMs x 32 blocks x 2048 threads,
+  // warp 32, 1024 threads" (the grids' limits) or "512-bit vectors".
   std::string CodeDecidingFacts() const;
 };
 

@@ -122,7 +122,29 @@ class Simplifier {
     if (op == "MatMul") return FoldTransposeIntoMatMul(id);
     if (op == "Transpose") return RewriteTranspose(id);
     if (op == "Reshape") return RewriteReshape(id);
+    if (op == "BiasAddGrad") return RewriteBiasAddGrad(id);
     return false;
+  }
+
+  // BiasAddGrad(g) -> Sum(g, every axis but the channels'), where g's rank is known: a
+  // column reduction, which the JIT compiles.
+  bool RewriteBiasAddGrad(int id) {
+    if (N(id)->inputs.size() != 1) return false;
+    const Shape& g = ShapeOf(N(id)->inputs[0]);
+    const tensorflow::AttrValue* format = N(id)->FindAttr("data_format");
+    const std::string layout = format ? format->s() : "NHWC";
+    if (g.unknown_rank() || g.rank() < 2 || (layout != "NHWC" && layout != "NCHW")) return false;
+    std::vector<int32_t> axes;
+    for (int i = 0; i < g.rank(); ++i)
+      if (i != (layout == "NHWC" ? g.rank() - 1 : 1)) axes.push_back(i);
+    const TensorId axes_const = AddConstFor(id, "axes", Tensor::Vector(axes));
+    Node* n = N(id);
+    n->op = "Sum";
+    n->attrs.erase("data_format");
+    n->attrs["Tidx"].set_type(tensorflow::DT_INT32);
+    n->attrs["keep_dims"].set_b(false);
+    n->inputs.push_back(axes_const);
+    return true;
   }
 
   bool RewriteBinary(int id, const std::string& op) {

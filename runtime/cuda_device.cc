@@ -419,6 +419,10 @@ StatusOr<CudaDevice::LaunchCounters> CudaDevice::LastLaunchCounters() const {
   out.registers = c.registers;
   out.spill_bytes = c.spill_store_bytes + c.spill_load_bytes;
   out.shared_bytes = c.static_shared_bytes;
+  out.load_requests = c.global_load_requests;
+  out.load_sectors = c.global_load_sectors;
+  out.load_waits = c.load_waits;
+  out.loads_in_flight_at_waits = c.loads_in_flight_at_waits;
   return out;
 }
 

@@ -95,6 +95,8 @@ class CudaDevice {
     uint64_t footprint_sectors = 0;            // the distinct 32-byte sectors loaded and stored
     uint64_t float_ops = 0;
     int registers = 0, spill_bytes = 0, shared_bytes = 0;
+    uint64_t load_requests = 0, load_sectors = 0;   // warp-level global loads, and their sectors
+    uint64_t load_waits = 0, loads_in_flight_at_waits = 0;  // memory-level parallelism (cuemu.h)
   };
   StatusOr<LaunchCounters> LastLaunchCounters() const;
 

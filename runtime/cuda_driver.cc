@@ -65,12 +65,16 @@ StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Open(const std::string& librar
   attribute(&info.warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev);
   attribute(&info.max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dev);
   attribute(&info.max_blocks_per_multiprocessor, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, dev);
+  attribute(&info.max_threads_per_multiprocessor, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev);
   attribute(&info.shared_memory_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, dev);
   attribute(&info.shared_memory_per_block_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
   attribute(&info.registers_per_block, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, dev);
   attribute(&info.l2_cache_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+  attribute(&info.clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+  attribute(&info.memory_clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev);
+  attribute(&info.memory_bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev);
   if (info.warp_size <= 0 || info.max_threads_per_block <= 0 || info.multiprocessors <= 0 ||
-      info.max_blocks_per_multiprocessor <= 0)
+      info.max_blocks_per_multiprocessor <= 0 || info.max_threads_per_multiprocessor <= 0)
     return InvalidArgument(library + " describes device 0 without a warp size, a block size or SMs");
   total(&memory, dev);
   info.total_memory = memory;
@@ -152,10 +156,14 @@ CudaDeviceInfo NominalCudaDevice(int sm) {
   info.warp_size = 32;
   info.max_threads_per_block = 1024;
   info.max_blocks_per_multiprocessor = 32;
+  info.max_threads_per_multiprocessor = 2048;
   info.shared_memory_per_block = 48 << 10;
   info.shared_memory_per_block_optin = hopper ? 227 << 10 : 163 << 10;
   info.registers_per_block = 65536;
   info.l2_cache_bytes = hopper ? 50 << 20 : 40 << 20;
+  info.clock_khz = hopper ? 1980000 : 1410000;
+  info.memory_clock_khz = hopper ? 2619000 : 1215000;
+  info.memory_bus_bits = 5120;
   return info;
 }
 

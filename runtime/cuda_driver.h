@@ -25,10 +25,17 @@ struct CudaDeviceInfo {
   int warp_size = 0;
   int max_threads_per_block = 0;
   int max_blocks_per_multiprocessor = 0;
+  int max_threads_per_multiprocessor = 0;
   int shared_memory_per_block = 0;        // bytes, without opting in
   int shared_memory_per_block_optin = 0;  // bytes, the most a kernel may opt in to
   int registers_per_block = 0;
   int l2_cache_bytes = 0;
+  // What the performance model reads: the SMs' and the memory's clocks (kHz) and the
+  // memory bus's width (bits).
+  int clock_khz = 0, memory_clock_khz = 0, memory_bus_bits = 0;
+  // The DRAM's peak bandwidth, bytes/s: two transfers per memory clock over the bus (0
+  // when the driver does not say).
+  double PeakDramBytesPerSecond() const { return 2.0 * memory_clock_khz * 1e3 * memory_bus_bits / 8; }
 };
 
 // The device a session that compiles without a GPU (SessionOptions::gpu_compile_only)

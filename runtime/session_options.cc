@@ -122,6 +122,10 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       if (value != "on" && value != "off")
         return InvalidArgument("GRAPHJIT_FLAGS: --gpu_tf32 must be on or off, got '" + value + "'");
       options->gpu_tf32 = value == "on";
+    } else if (key == "--gpu_autotune") {
+      if (value != "on" && value != "off")
+        return InvalidArgument("GRAPHJIT_FLAGS: --gpu_autotune must be on or off, got '" + value + "'");
+      options->gpu_autotune = value == "on";
     } else if (key == "--gpu_arch") {
       if (value != "sm_80" && value != "sm_90")
         return InvalidArgument("GRAPHJIT_FLAGS: --gpu_arch must be sm_80 or sm_90, got '" + value + "'");
@@ -171,7 +175,7 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
                              "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, --jit_async, "
                              "--jit_cpu, "
                              "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --cache_dir, --cache_max_mb, --device, --cuda_driver, --gpu_arch, "
-                             "--gpu_ptxas_check, --gpu_graphs, --gpu_tf32)");
+                             "--gpu_ptxas_check, --gpu_graphs, --gpu_tf32, --gpu_autotune)");
     }
   }
   return Status::Ok();

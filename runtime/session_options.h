@@ -94,6 +94,11 @@ struct SessionOptions {
   // products summed in float32), as TensorFlow allows by default on Ampere and later
   // (tf.config.experimental.enable_tensor_float_32_execution); off: float32 products.
   bool gpu_tf32 = true;
+  // Each GEMM shape's algorithm is chosen by timing the best few cuBLASLt's heuristic offers
+  // (up to 8) once on the device, and kept with the kernels (in the disk cache too, so
+  // another process does not time it again); off: the heuristic's first, untimed (the
+  // same algorithm in every process).
+  bool gpu_autotune = true;
   // TensorFlow's gpu_options: the share of the GPU's memory the process may hold (0: all
   // of it; at most 1), counting the blocks its allocator keeps for reuse. As in
   // TensorFlow, the first session to open the GPU sets it for the process. graphjit's
@@ -116,7 +121,7 @@ struct SessionOptions {
 // --prefer_vector_width=128|256|512, --jit_cache_mb=N, --cache_dir=DIR, --cache_max_mb=N,
 // --device=cpu|gpu|gpu-emu,
 // --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check, --gpu_graphs=on|off,
-// --gpu_tf32=on|off.
+// --gpu_tf32=on|off, --gpu_autotune=on|off.
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);

@@ -54,7 +54,7 @@ $G compare build/demo/transformer_gpu_off/Identity.npy $D/out_Identity.npy --rto
 $G compare build/demo/transformer_gpu_on/Identity.npy $D/out_Identity.npy --rtol 1e-4 --atol 1e-5
 $G run $D/model.pb --feed x=$D/x.npy --device gpu-emu --jit on --out build/demo/transformer_gpu_tf32 2>&1 | grep -v "^graphjit: device"
 $G compare build/demo/transformer_gpu_tf32/Identity.npy $D/out_Identity.npy --rtol 1e-2 --atol 1e-2
-echo "   Fused vs unfused GPU kernels, with an H100's predicted time (the wall times are the emulator's):"
+echo "   Fused vs unfused GPU kernels, with the performance model's time for the emulated H100 (the wall times are the emulator's):"
 for g in softmax_decomposed_1024 layer_norm gelu_exact bias_relu_tanh sum_of_squares; do
   echo "-- $g"
   $G bench bench/graphs/$g.pb --device gpu-emu --jit off,on --iters 1 2>&1 | sed -n '/^GPU kernels/,$p'

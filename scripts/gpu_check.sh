@@ -6,10 +6,12 @@
 #     and the bench graphs against op by op on the CPU
 #  3. the GPU test suites (fixtures, GPU JIT, GPU trace) with GRAPHJIT_TEST_DEVICE=<device>
 #  4. compute-sanitizer memcheck and racecheck on the fixture models, fused (hardware only)
-#  5. `graphjit bench --jit off,on` on the bench graphs, the fixture models and the real
-#     models where they are (bench/models/out, or a release's bench/models): each fused
-#     kernel's measured time next to the performance model's prediction
-#  6. ncu's DRAM throughput of each fused kernel of the bench graphs (hardware with ncu only)
+#  5. `graphjit bench --jit off,on` on the bench graphs (on hardware, the GPU-sized ones of
+#     bench/graphs/gpu too), the fixture models and the real models where they are
+#     (bench/models/out, or a release's bench/models): each fused kernel's measured time and
+#     DRAM bandwidth against the device's peak, next to the performance model's prediction
+#  6. ncu's DRAM throughput of each fused kernel of the bench graphs and the GPU-sized ones
+#     (hardware with ncu only)
 # It writes OUT/summary.md (and each step's log beside it) and exits non-zero on any
 # mismatch, test failure or sanitizer error. With --device gpu-emu (the CUDA emulator, as in
 # CI) it skips what needs hardware and says so.
@@ -137,7 +139,9 @@ fi
 # 5. Fused against unfused on the device, the model's prediction beside the measurement.
 bench_all() {
   local graph status=0 name feeds
-  for graph in "$root"/bench/graphs/*.pb "${models[@]/#/$root/tests/data/}" "${real_models[@]}"; do
+  local sized=()  # the GPU-sized graphs (bench/graphs/gpu: 128 MiB inputs), on a GPU only
+  hardware && sized=("$root"/bench/graphs/gpu/*.pb)
+  for graph in "$root"/bench/graphs/*.pb "${sized[@]}" "${models[@]/#/$root/tests/data/}" "${real_models[@]}"; do
     feeds=()
     if [ -d "$graph" ]; then  # a fixture model, with its feeds
       name=$(basename "$graph")
@@ -185,7 +189,7 @@ fi
 if hardware && command -v ncu > /dev/null; then
   ncu_all() {
     local graph
-    for graph in "$root"/bench/graphs/*.pb; do
+    for graph in "$root"/bench/graphs/*.pb "$root"/bench/graphs/gpu/*.pb; do
       echo "== $(basename "$graph" .pb)"
       ncu --csv --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
         "$graphjit" run "$graph" --random-feeds --device gpu --jit on --repeat 2 2>/dev/null | grep -E '^"' || return 1

@@ -13,6 +13,8 @@
 
 #include "ir/graphdef.h"
 #include "jit/jit.h"
+#include "runtime/cuda_device.h"
+#include "runtime/gpu_model.h"
 #include "runtime/thread_pool.h"
 #include "runtime/trace.h"
 #include "tools/devices_command.h"
@@ -53,6 +55,20 @@ bool MovesData(const TraceEvent& e) {
   return !no.count(e.op);
 }
 
+// A kernel's predicted time on the device (runtime/gpu_model.h).
+double PredictedUs(const GpuModelDevice& device, const GpuKernelProfile& p, int64_t moved) {
+  KernelWork k;
+  k.grid = p.library ? 0 : p.grid;
+  k.block = p.block;
+  k.registers = p.registers;
+  k.shared_bytes = p.shared_bytes;
+  k.moved_bytes = moved;
+  k.float_ops = static_cast<double>(p.float_ops);
+  k.loads_in_flight = p.loads_in_flight;
+  k.bytes_per_load = p.bytes_per_load;
+  return PredictKernel(device, k).us;
+}
+
 // What a configuration's GPU kernels did in one run (see GpuKernelProfile).
 struct GpuSummary {
   int kernels = 0, library_calls = 0;
@@ -60,15 +76,10 @@ struct GpuSummary {
   int64_t moved = 0, io = 0, requested = 0, request_sectors = 0, flops = 0;
   double worst_moved_ratio = 0, worst_coalescing = 1, predicted_us = 0, measured_us = 0;
   int registers = 0, spill_bytes = 0;
+  std::vector<GpuKernelProfile> profiles;
 };
 
-// An H100 SXM, as the prediction sees it.
-constexpr double kGpuBandwidth = 3.35e12;  // bytes/s, HBM3
-constexpr double kGpuFlops = 67e12;        // fp32 FLOP/s, without tensor cores
-constexpr double kGpuLaunchUs = 3;
-constexpr int kGpuSms = 132;
-
-GpuSummary Summarize(const std::vector<GpuKernelProfile>& profiles) {
+GpuSummary Summarize(const GpuModelDevice& device, std::vector<GpuKernelProfile> profiles) {
   GpuSummary g;
   for (const GpuKernelProfile& p : profiles) {
     ++g.kernels;
@@ -87,10 +98,9 @@ GpuSummary Summarize(const std::vector<GpuKernelProfile>& profiles) {
     if (p.io_bytes > 0) g.worst_moved_ratio = std::max(g.worst_moved_ratio, static_cast<double>(moved) / p.io_bytes);
     if (p.request_sectors > 0)
       g.worst_coalescing = std::min(g.worst_coalescing, static_cast<double>(p.requested_bytes) / (32.0 * p.request_sectors));
-    // A grid of fewer blocks than SMs gets that share of the GPU (a library call all of it).
-    const double share = p.grid > 0 ? std::min(1.0, static_cast<double>(p.grid) / kGpuSms) : 1.0;
-    g.predicted_us += std::max(moved / kGpuBandwidth, p.float_ops / kGpuFlops) / share * 1e6 + kGpuLaunchUs;
+    g.predicted_us += PredictedUs(device, p, moved);
   }
+  g.profiles = std::move(profiles);
   return g;
 }
 
@@ -137,11 +147,13 @@ class StreamCopy {
 // their inputs and writing their outputs once, coalescing, registers and spills, an H100's
 // predicted time (and the measured one on a GPU), and the copies between the host and the
 // device in a run.
-void PrintGpuTable(DeviceKind device, const std::vector<Config>& configs, nlohmann::json* json) {
+void PrintGpuTable(DeviceKind device, const GpuModelDevice& gpu_model, const std::vector<Config>& configs, nlohmann::json* json) {
   const bool emulated = device == DeviceKind::kGpuEmu;
-  std::printf("\nGPU kernels per run on %s%s; predicted for an H100 SXM: per kernel the larger of bytes / 3.35 TB/s "
-              "and flops / 67 TFLOP/s (over its share of the 132 SMs when its grid has fewer blocks), plus 3 us per launch\n",
-              DeviceKindName(device), emulated ? " (the CUDA emulator: nothing ran on a GPU)" : "");
+  std::printf("\nGPU kernels per run on %s%s; predicted for the %s (%d SMs, DRAM %.2f TB/s at peak, %.1f TFLOP/s): per "
+              "kernel the larger of its bytes over the bandwidth its loads in flight sustain (%.0f%% of the peak at best) "
+              "and its flops over its SMs' share, plus %.1f us (runtime/gpu_model.h)\n",
+              DeviceKindName(device), emulated ? " (the CUDA emulator: nothing ran on a GPU)" : "", gpu_model.name.c_str(),
+              gpu_model.sms, gpu_model.dram_bytes_per_s / 1e12, gpu_model.flops / 1e12, 100 * kDramAchievable, kLaunchUs);
   std::printf("%-5s %7s %8s %10s %14s %11s %11s %7s %8s %14s %12s %16s %16s\n", "jit", "threads", "kernels", "MB moved",
               "moved/io max", "coalescing", "regs max", "spills", "MFLOP", "predicted us", "measured us", "copies in (MB)",
               "copies out (MB)");
@@ -167,6 +179,35 @@ void PrintGpuTable(DeviceKind device, const std::vector<Config>& configs, nlohma
                     {"measured_us", emulated ? nlohmann::json() : nlohmann::json(g.measured_us)},
                     {"h2d_bytes", c.copies.h2d_bytes}, {"h2d_copies", c.copies.h2d_copies},
                     {"d2h_bytes", c.copies.d2h_bytes}, {"d2h_copies", c.copies.d2h_copies}};
+  }
+  // Each kernel of the compiled configurations: what it moved, its prediction, and on a GPU
+  // its measured time and the bandwidth it achieved against the DRAM's peak.
+  std::printf("\n%-5s %-44s %14s %10s %14s %12s %10s %10s\n", "jit", "kernel", "grid x block", "MB moved", "predicted us",
+              "measured us", "GB/s", "of peak");
+  for (const Config& c : configs) {
+    if (c.name == "off") continue;
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const GpuKernelProfile& p : c.gpu.profiles) {
+      const int64_t moved = p.counted ? p.moved_bytes : p.io_bytes;
+      const double predicted = PredictedUs(gpu_model, p, moved);
+      char launch[32], measured[32] = "-", gbs[32] = "-", share[32] = "-";
+      std::snprintf(launch, sizeof launch, "%lld x %lld", static_cast<long long>(p.grid), static_cast<long long>(p.block));
+      nlohmann::json k = {{"name", p.name}, {"grid", p.grid}, {"block", p.block}, {"moved_bytes", moved},
+                          {"predicted_us", predicted}};
+      if (!emulated && p.measured_us > 0) {
+        const double bandwidth = moved / (p.measured_us * 1e-6);
+        std::snprintf(measured, sizeof measured, "%.1f", p.measured_us);
+        std::snprintf(gbs, sizeof gbs, "%.0f", bandwidth / 1e9);
+        std::snprintf(share, sizeof share, "%.1f%%", 100 * bandwidth / gpu_model.dram_bytes_per_s);
+        k["measured_us"] = p.measured_us;
+        k["dram_fraction"] = bandwidth / gpu_model.dram_bytes_per_s;
+      }
+      std::printf("%-5s %-44s %14s %10.2f %14.1f %12s %10s %10s\n", c.name.c_str(), p.name.c_str(), launch, moved / 1e6,
+                  predicted, measured, gbs, share);
+      kernels.push_back(std::move(k));
+    }
+    for (auto& j : (*json)["configs"])
+      if (j["jit"] == c.name && j["threads"] == c.threads) j["gpu"]["kernels"] = std::move(kernels);
   }
   if (!configs.empty() && !configs[0].gpu.counted)
     std::printf("(no counters on a GPU: bytes moved are the kernels' inputs and outputs, flops 0)\n");
@@ -250,7 +291,12 @@ int BenchCommand(const BenchArgs& a) {
   // On a GPU, one more run of each configuration, each kernel followed by a synchronize and
   // recorded: what it moved and computed (counted by the CUDA emulator), or its time (a GPU).
   const bool gpu = loaded->device != DeviceKind::kCpu;
+  GpuModelDevice gpu_model;
   if (gpu) {
+    auto library = CudaDriverLibrary(loaded->device, configs.front().session->options().cuda_driver);
+    auto cuda = library.ok() ? CudaDevice::Get(*library) : library.status();
+    if (!cuda.ok()) return Fail(kExitBadInput, cuda.status().message());
+    gpu_model = ModelDeviceOf((*cuda)->info());
     for (Config& c : configs) {
       SessionOptions options = c.session->options();
       options.gpu_profile = true;
@@ -259,7 +305,7 @@ int BenchCommand(const BenchArgs& a) {
       TakeGpuProfiles();
       Status s = (*session)->Run(inputs->feeds, inputs->fetches, {}, &out);
       if (!s.ok()) return Fail(kExitRunError, "jit " + c.name + ": " + s.message());
-      c.gpu = Summarize(TakeGpuProfiles());
+      c.gpu = Summarize(gpu_model, TakeGpuProfiles());
     }
   }
 
@@ -317,7 +363,7 @@ int BenchCommand(const BenchArgs& a) {
                                {"stream_gbs", c.stream_gbs},
                                {"bandwidth_fraction", gbs / c.stream_gbs}});
   }
-  if (gpu) PrintGpuTable(loaded->device, configs, &json);
+  if (gpu) PrintGpuTable(loaded->device, gpu_model, configs, &json);
   // What more threads bring each configuration, next to what they bring the copy.
   if (thread_counts.size() > 1) {
     const int base = thread_counts.front();

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -20,7 +21,7 @@ StatusOr<std::shared_ptr<const CublasLt>> CublasLt::Open(const std::string&) {
 }
 CublasLt::~CublasLt() = default;
 struct GemmPlan::Descriptors {};
-StatusOr<GemmPlan> CublasLt::Plan(const Gemm&, size_t) const { return Unimplemented("no cuBLASLt support in this build"); }
+StatusOr<GemmPlan> CublasLt::Plan(const Gemm&, size_t, int) const { return Unimplemented("no cuBLASLt support in this build"); }
 Status CublasLt::Matmul(const GemmPlan&, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, void*) const {
   return Unimplemented("no cuBLASLt support in this build");
 }
@@ -98,7 +99,7 @@ struct GemmPlan::Descriptors {
   decltype(&::cublasLtMatrixLayoutDestroy) destroy_layout = nullptr;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t x = nullptr, y = nullptr, out = nullptr;
-  cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> algos;  // GemmPlan::workspaces' algorithms
   std::mutex mu;  // the bias pointer is an attribute of `desc`, set at each call
   ~Descriptors() {
     if (desc) destroy_desc(desc);
@@ -107,7 +108,7 @@ struct GemmPlan::Descriptors {
   }
 };
 
-StatusOr<GemmPlan> CublasLt::Plan(const Gemm& g, size_t max_workspace) const {
+StatusOr<GemmPlan> CublasLt::Plan(const Gemm& g, size_t max_workspace, int max_algorithms) const {
   const Api& api = *api_;
   auto check = [&](cublasStatus_t s, const char* call) -> Status {
     if (s == CUBLAS_STATUS_SUCCESS) return Status::Ok();
@@ -161,14 +162,18 @@ StatusOr<GemmPlan> CublasLt::Plan(const Gemm& g, size_t max_workspace) const {
   GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulPreferenceSetAttribute(preference.value, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                     &workspace, sizeof workspace),
                            "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)"));
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(std::max(max_algorithms, 1));
   int found = 0;
   GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(context_), d.desc, d.x, d.y, d.out,
-                                                              d.out, preference.value, 1, &result, &found),
+                                                              d.out, preference.value, static_cast<int>(results.size()),
+                                                              results.data(), &found),
                            "cublasLtMatmulAlgoGetHeuristic"));
-  if (found == 0) return Unimplemented("cuBLASLt has no algorithm for this GEMM");
-  d.algo = result.algo;
-  plan.workspace_bytes = result.workspaceSize;
+  for (int i = 0; i < found; ++i) {
+    if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    d.algos.push_back(results[i].algo);
+    plan.workspaces.push_back(results[i].workspaceSize);
+  }
+  if (d.algos.empty()) return Unimplemented("cuBLASLt has no algorithm for this GEMM");
   return plan;
 }
 
@@ -188,7 +193,7 @@ Status CublasLt::Matmul(const GemmPlan& plan, uint64_t a, uint64_t b, uint64_t b
   const void* dp = reinterpret_cast<const void*>(d);
   cublasStatus_t s = api.cublasLtMatmul(static_cast<cublasLtHandle_t>(context_), p.desc, &one, reinterpret_cast<const void*>(b),
                                         p.x, reinterpret_cast<const void*>(a), p.y, &zero, dp, p.out, reinterpret_cast<void*>(d),
-                                        p.out, &p.algo, reinterpret_cast<void*>(workspace), plan.workspace_bytes,
+                                        p.out, &p.algos.at(plan.algorithm), reinterpret_cast<void*>(workspace), plan.workspace_bytes(),
                                         static_cast<cudaStream_t>(stream));
   if (s == CUBLAS_STATUS_SUCCESS) return Status::Ok();
   return Internal(std::string("cublasLtMatmul failed: ") + api.cublasLtGetStatusName(s));

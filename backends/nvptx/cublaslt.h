@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/status.h"
 
@@ -28,11 +29,14 @@ struct Gemm {
   bool tf32 = false;
 };
 
-// A GEMM as cuBLASLt runs it: its descriptors, layouts and algorithm, made once (the
-// heuristic asked once) for every call, and the device workspace the algorithm needs.
+// A GEMM as cuBLASLt runs it: its descriptors and layouts, made once for every call, and
+// the algorithms cuBLASLt's heuristic offers for it (asked once), its best first, with the
+// device workspace each needs. Calls run `algorithm`, an index among them.
 struct GemmPlan {
   Gemm gemm;
-  size_t workspace_bytes = 0;
+  std::vector<size_t> workspaces;  // per algorithm
+  int algorithm = 0;
+  size_t workspace_bytes() const { return workspaces.empty() ? 0 : workspaces[algorithm]; }
   struct Descriptors;  // cuBLASLt's, in cublaslt.cc
   std::shared_ptr<Descriptors> descriptors;
 };
@@ -44,12 +48,14 @@ class CublasLt {
   static StatusOr<std::shared_ptr<const CublasLt>> Open(const std::string& library);
   ~CublasLt();
 
-  // The plan of `gemm`, with an algorithm that needs at most `max_workspace` bytes of
-  // workspace. Unimplemented if cuBLASLt has none.
-  StatusOr<GemmPlan> Plan(const Gemm& gemm, size_t max_workspace) const;
-  // Queues the planned GEMM on `stream` (a CUstream) over device memory at these addresses
-  // (`bias` 0 without a bias epilogue; `workspace` at least plan.workspace_bytes, 0 if it
-  // needs none). Safe to call from several threads with one plan.
+  // The plan of `gemm`, with up to `max_algorithms` algorithms that need at most
+  // `max_workspace` bytes of workspace each, the heuristic's first chosen. Unimplemented if
+  // cuBLASLt has none.
+  StatusOr<GemmPlan> Plan(const Gemm& gemm, size_t max_workspace, int max_algorithms = 1) const;
+  // Queues the planned GEMM, with its chosen algorithm, on `stream` (a CUstream) over device
+  // memory at these addresses (`bias` 0 without a bias epilogue; `workspace` at least
+  // plan.workspace_bytes(), 0 if it needs none). Safe to call from several threads with one
+  // plan.
   Status Matmul(const GemmPlan& plan, uint64_t a, uint64_t b, uint64_t bias, uint64_t d, uint64_t workspace,
                 void* stream) const;
 

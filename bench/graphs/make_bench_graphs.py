@@ -5,7 +5,7 @@ How to run (from the repository root), with the pinned fixture environment:
 
     python3 -m venv /tmp/tfvenv
     /tmp/tfvenv/bin/pip install -r tests/data/requirements.txt
-    /tmp/tfvenv/bin/python bench/graphs/make_bench_graphs.py
+    /tmp/tfvenv/bin/python bench/graphs/make_bench_graphs.py [cpu|gpu]
 
 Each graph is a tf.function traced for one static input shape, with its
 weights as Const nodes (made inside the traced function), written to bench/graphs/<name>.pb (deterministic binary
@@ -13,6 +13,13 @@ GraphDef). Its input is the placeholder "x" and its output the node "y".
 bench/graphs/manifest.json lists, per graph, the input shape, the output and
 what the work is. The same files feed graphjit's Google Benchmark suite
 (bench/jit_bench.cc), `graphjit bench` and the peer comparison.
+
+bench/graphs/gpu/ (with its own manifest.json) holds GPU-sized versions: 8192 x 4096
+float32 inputs (128 MiB), larger than an H100's or H200's L2 cache (50-60 MB), so a
+fused kernel's DRAM bandwidth can be measured on them; the tanh(relu(x + b)) of
+8192 x 8192 and the dense + softmax of an 8192 x 1024 x 1024 GEMM are the sizes measured
+on an H200 before. They are for a GPU (scripts/gpu_check.sh --device gpu); the CPU and
+the CUDA emulator's checks run the graphs of bench/graphs only.
 """
 
 import json
@@ -82,6 +89,26 @@ def sum_of_squares(x):
     return tf.reduce_sum(tf.square(x))
 
 
+def column_sum_of_squares(x):
+    # Per-column sums of squares over the rows: a column reduction of x * x.
+    return tf.reduce_sum(tf.square(x), axis=0)
+
+
+def gpu_graphs():
+    rows, cols = 8192, 4096
+    return [
+        ("softmax_op", [rows, cols], softmax_op, "the Softmax op over rows of %d" % cols),
+        ("softmax_decomposed", [rows, cols], softmax_decomposed,
+         "softmax over rows of %d from Max, Sub, Exp, Sum, RealDiv" % cols),
+        ("layer_norm", [rows, cols], layer_norm(cols), "layer norm over rows of %d from primitives" % cols),
+        ("gelu_exact", [rows, cols], gelu_exact, "0.5 x (1 + erf(x / sqrt 2))"),
+        ("bias_relu_tanh", [rows, cols], bias_relu_tanh(cols), "tanh(relu(x + b))"),
+        ("bias_relu_tanh_8192", [rows, rows], bias_relu_tanh(rows), "tanh(relu(x + b)), 8192 x 8192"),
+        ("dense_softmax", [rows, 1024], dense_softmax(1024, 1024), "softmax(relu(x @ W + b)), W 1024x1024"),
+        ("column_sum_of_squares", [rows, cols], column_sum_of_squares, "sum over the rows of x^2 (%d outputs)" % cols),
+    ]
+
+
 def graphs():
     g = []
     for d in (128, 1024, 8192):
@@ -98,20 +125,30 @@ def graphs():
     return g
 
 
-def main():
+def write(folder, graphs):
+    os.makedirs(folder, exist_ok=True)
     manifest = {}
-    for name, shape, fn, what in graphs():
+    for name, shape, fn, what in graphs:
         f = tf.function(lambda x, fn=fn: tf.identity(fn(x), name="y"),
                         input_signature=[tf.TensorSpec(shape, tf.float32, name="x")])
         gd = f.get_concrete_function().graph.as_graph_def()
-        with open(os.path.join(HERE, name + ".pb"), "wb") as out:
+        with open(os.path.join(folder, name + ".pb"), "wb") as out:
             out.write(gd.SerializeToString(deterministic=True))
         manifest[name] = {"input": "x", "shape": shape, "output": "y", "work": what}
         print("%-24s %-14s %3d nodes" % (name, shape, len(gd.node)))
     manifest["_generator"] = "bench/graphs/make_bench_graphs.py (tensorflow %s)" % tf.__version__
-    with open(os.path.join(HERE, "manifest.json"), "w") as out:
+    with open(os.path.join(folder, "manifest.json"), "w") as out:
         json.dump(manifest, out, indent=2, sort_keys=True)
         out.write("\n")
+
+
+def main():
+    # make_bench_graphs.py [cpu|gpu]: one set only (default: both).
+    which = sys.argv[1:] or ["cpu", "gpu"]
+    if "cpu" in which:
+        write(HERE, graphs())
+    if "gpu" in which:
+        write(os.path.join(HERE, "gpu"), gpu_graphs())
 
 
 if __name__ == "__main__":

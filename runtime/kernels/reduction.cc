@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "runtime/kernels/common.h"
 #include "runtime/kernels/ieee.h"
@@ -328,7 +329,54 @@ OpDef SoftmaxXentOp() {
   return def;
 }
 
+// BiasAddGrad: BiasAdd's gradient for its bias, out_backprop summed over every dim but the
+// channels' (the last in NHWC, dim 1 in NCHW), in order, in float32 for float16 and
+// bfloat16. (TensorFlow's takes integers too; graphjit's floats only.) The graph passes make
+// it a Sum where its rank is known (passes/arithmetic.cc), which the JIT compiles.
+OpDef BiasAddGradOp() {
+  OpDef def;
+  def.name = "BiasAddGrad";
+  def.min_inputs = def.max_inputs = 1;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    GJ_ASSIGN_OR_RETURN(std::string format, GetStringAttrOr(c.node, "data_format", "NHWC"));
+    if (format != "NHWC" && format != "NCHW") return c.TypeError("unknown data_format '" + format + "'");
+    const Shape& g = c.shape(0);
+    if (g.unknown_rank()) {
+      c.AddOutput(t, Shape{-1});
+      return Status::Ok();
+    }
+    if (g.rank() < 2) return c.ShapeError("out_backprop must have rank >= 2, got " + g.ToString());
+    c.AddOutput(t, Shape{g.dim(format == "NHWC" ? g.rank() - 1 : 1)});
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& g = ctx.input(0);
+    const std::vector<int64_t>& dims = g.shape().dims();
+    const int channel = GetStringAttrOr(ctx.node, "data_format", "NHWC").value() == "NHWC" ? g.shape().rank() - 1 : 1;
+    const int64_t channels = dims[channel];
+    int64_t inner = 1;  // the elements of one channel between two of the next (NCHW: H x W)
+    for (size_t i = channel + 1; i < dims.size(); ++i) inner *= dims[i];
+    const int64_t outer = channels * inner == 0 ? 0 : g.num_elements() / (channels * inner);
+    return VisitTypes<TypeSet::kFloat>(g.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      std::vector<C> sums(channels, C(0));
+      const T* x = g.data<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t c = 0; c < channels; ++c)
+          for (int64_t i = 0; i < inner; ++i) sums[c] += static_cast<C>(x[(o * channels + c) * inner + i]);
+      for (int64_t c = 0; c < channels; ++c) out->data<T>()[c] = static_cast<T>(sums[c]);
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
 const bool kRegistered = RegisterOps({
+    BiasAddGradOp(),
     ReductionOp<Reducer::kSum>("Sum", TypeSet::kNumeric),
     ReductionOp<Reducer::kMean>("Mean", TypeSet::kNumeric),
     ReductionOp<Reducer::kMax>("Max", TypeSet::kNumeric),

@@ -312,6 +312,25 @@ class CublasLtEmulator : public ::testing::Test {
 
   void* Ptr(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
 
+  // The heuristic's algorithms (up to `requested`) for D = op(A) op(B) of these layouts
+  // within `max_workspace` bytes of workspace.
+  std::vector<cublasLtMatmulHeuristicResult_t> Heuristic(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                                                          cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d,
+                                                          uint64_t max_workspace, int requested) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    EXPECT_EQ(lt().cublasLtMatmulPreferenceCreate(&pref), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
+                                                        sizeof max_workspace),
+              CUBLAS_STATUS_SUCCESS);
+    std::vector<cublasLtMatmulHeuristicResult_t> results(std::max(requested, 1));
+    int count = -1;
+    EXPECT_EQ(lt().cublasLtMatmulAlgoGetHeuristic(handle_, desc, a, b, d, d, pref, requested, results.data(), &count),
+              CUBLAS_STATUS_SUCCESS);
+    lt().cublasLtMatmulPreferenceDestroy(pref);
+    results.resize(std::max(count, 0));
+    return results;
+  }
+
   cublasLtHandle_t handle_ = nullptr;
   std::vector<cublasLtMatrixLayout_t> layouts_;
   std::vector<cublasLtMatmulDesc_t> descs_;
@@ -656,18 +675,9 @@ TEST_F(CublasLtEmulator, SplitKNeedsItsWorkspace) {
   cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
   cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
   auto heuristic = [&](uint64_t max_workspace) {
-    cublasLtMatmulPreference_t pref = nullptr;
-    EXPECT_EQ(lt().cublasLtMatmulPreferenceCreate(&pref), CUBLAS_STATUS_SUCCESS);
-    EXPECT_EQ(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
-                                                        sizeof max_workspace),
-              CUBLAS_STATUS_SUCCESS);
-    cublasLtMatmulHeuristicResult_t result{};
-    int count = 0;
-    EXPECT_EQ(lt().cublasLtMatmulAlgoGetHeuristic(handle_, desc, la, lb, ld, ld, pref, 1, &result, &count),
-              CUBLAS_STATUS_SUCCESS);
-    EXPECT_EQ(count, 1);
-    lt().cublasLtMatmulPreferenceDestroy(pref);
-    return result;
+    const auto offered = Heuristic(desc, la, lb, ld, max_workspace, 1);
+    EXPECT_EQ(offered.size(), 1u);
+    return offered.empty() ? cublasLtMatmulHeuristicResult_t{} : offered[0];
   };
   EXPECT_EQ(heuristic(0).workspaceSize, 0u);
   const cublasLtMatmulHeuristicResult_t split = heuristic(1 << 20);
@@ -696,6 +706,47 @@ TEST_F(CublasLtEmulator, SplitKNeedsItsWorkspace) {
       EXPECT_NEAR(got.at(i, j), want.at(i, j), 8 * std::numeric_limits<float>::epsilon() * magnitude) << i << "," << j;
     }
   EXPECT_NE(Download<float>(workspace, need / sizeof(float)), std::vector<float>(need / sizeof(float), 0.0f));
+}
+
+// The heuristic offers up to three algorithms, the best first, as many as asked for and
+// the workspace allows: k whole, split in 2 (k >= 128) and in 4 (k >= 256); each computes
+// the GEMM (the splits through their workspace).
+TEST_F(CublasLtEmulator, TheHeuristicOffersAlgorithmsWithinTheWorkspace) {
+  const int m = 9, n = 7, k = 300;
+  const Matrix a = RandomMatrix(m, k, 80), b = RandomMatrix(k, n, 81);
+  std::vector<float> ha, hb, hd(static_cast<size_t>(m) * n, 0.0f);
+  Store(a, m, &ha, 0);
+  Store(b, k, &hb, 0);
+  CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb);
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
+  cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
+  const size_t partials = sizeof(float) * m * n;
+  EXPECT_EQ(Heuristic(desc, la, lb, ld, 0, 8).size(), 1u) << "a split needs workspace";
+  EXPECT_EQ(Heuristic(desc, la, lb, ld, 2 * partials, 8).size(), 2u);
+  EXPECT_EQ(Heuristic(desc, la, lb, ld, 1 << 20, 1).size(), 1u) << "no more than asked for";
+  const auto offered = Heuristic(desc, la, lb, ld, 1 << 20, 8);
+  ASSERT_EQ(offered.size(), 3u);
+  EXPECT_EQ(offered[0].workspaceSize, 0u);
+  EXPECT_EQ(offered[1].workspaceSize, 2 * partials);
+  EXPECT_EQ(offered[2].workspaceSize, 4 * partials);
+  const Matrix want = Reference(a, b, nullptr, 1, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT);
+  const CUdeviceptr workspace = memory_.Upload(std::vector<float>(4 * m * n, 0.0f));
+  const float alpha = 1, beta = 0;
+  for (size_t i = 0; i < offered.size(); ++i) {
+    const CUdeviceptr dd = memory_.Upload(hd);
+    LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                     &offered[i].algo, offered[i].workspaceSize ? Ptr(workspace) : nullptr,
+                                     offered[i].workspaceSize, nullptr));
+    CU_ASSERT_OK(cuCtxSynchronize());
+    const Matrix got = Load(Download<float>(dd, hd.size()), m, n, m, 0);
+    for (int r = 0; r < m; ++r)
+      for (int c = 0; c < n; ++c) {
+        double magnitude = 0;
+        for (int p = 0; p < k; ++p) magnitude += std::fabs(a.at(r, p) * b.at(p, c));
+        EXPECT_NEAR(got.at(r, c), want.at(r, c), 8 * std::numeric_limits<float>::epsilon() * magnitude)
+            << "algorithm " << i << ": " << r << "," << c;
+      }
+  }
 }
 
 // A GEMM captured into a graph is one kernel node: each launch of the graph computes it

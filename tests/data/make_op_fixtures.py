@@ -1516,6 +1516,29 @@ simple_case("reverse_v2_middle_f32", "ReverseV2 float32[2, 4, 3] axis [1] -> the
             _reverse([2, 4, 3], [1]))
 
 
+# ----------------------------- BiasAddGrad ---------------------------------
+
+
+def _bias_add_grad(shape, data_format):
+    def fn(b):
+        gv = normal(b.rng, shape)
+        g = b.ph("g", gv)
+        tf.raw_ops.BiasAddGrad(out_backprop=g, data_format=data_format, name="y")
+        b.fetch("y")
+        channel = len(shape) - 1 if data_format == "NHWC" else 1
+        axes = tuple(i for i in range(len(shape)) if i != channel)
+        b.ref = lambda: {"y": gv.astype(np.float64).sum(axis=axes)}
+    return fn
+
+
+simple_case("bias_add_grad_f32", "BiasAddGrad float32[37, 6] -> the columns' sums [6]",
+            _bias_add_grad([37, 6], "NHWC"), tol=ACCUM)
+simple_case("bias_add_grad_nhwc_f32", "BiasAddGrad float32[2, 3, 4, 5] NHWC -> [5]",
+            _bias_add_grad([2, 3, 4, 5], "NHWC"), tol=ACCUM)
+simple_case("bias_add_grad_nchw_f32", "BiasAddGrad float32[2, 3, 4, 5] NCHW -> [3]",
+            _bias_add_grad([2, 3, 4, 5], "NCHW"), tol=ACCUM)
+
+
 # ----------------------------- Range ---------------------------------------
 
 

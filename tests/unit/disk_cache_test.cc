@@ -150,6 +150,15 @@ int64_t Stat(const testing::CommandResult& r, const std::string& name) {
   return std::stoll(m[1]);
 }
 
+// Fetch's values as written by `--out dir`.
+std::vector<double> Values(const std::string& dir, const std::string& fetch) {
+  auto t = ReadNpy(dir + "/" + fetch + ".npy");
+  EXPECT_TRUE(t.ok()) << dir << "/" << fetch;
+  std::vector<double> v;
+  for (int64_t i = 0; t.ok() && i < t->num_elements(); ++i) v.push_back(t->ValueAsDouble(i));
+  return v;
+}
+
 // The transformer block's 7 clusters: compiled by the first process, loaded by the second.
 TEST(DiskCacheCli, ASecondProcessCompilesNothing) {
   const std::string dir = testing::TempDir();
@@ -195,6 +204,56 @@ TEST(DiskCacheCli, GpuCodeIsKeptToo) {
   EXPECT_EQ(Slurp(dir + "/second/Identity.npy"), Slurp(dir + "/first/Identity.npy"));
 }
 
+// A GEMM's cuBLASLt algorithm, timed by the first process (the emulator's stand-in offers
+// three for k = 256), is kept with its kernel: the second process times nothing and
+// computes the same bits; autotuning off is another target, whose kernel takes the
+// heuristic's first algorithm untimed.
+TEST(DiskCacheCli, GemmAlgorithmsAreKeptToo) {
+  const std::string dir = testing::TempDir();
+  testing::GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 256});
+  std::vector<float> w(256 * 24), x(9 * 256);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37 * i);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.11 * i);
+  b.Const("w", testing::MakeFloat(Shape{256, 24}, w));
+  b.Op("y", "MatMul", {"x", "w"});
+  b.Op("r", "Relu", {"y"});
+  ASSERT_TRUE(WriteGraphDefFile(b.graph_def(), dir + "/g.pbtxt").ok());
+  ASSERT_TRUE(WriteNpy(dir + "/x.npy", testing::MakeFloat(Shape{9, 256}, x)).ok());
+  auto run = [&](const std::string& out, const std::string& flags) {
+    return RunGraphjit("run " + dir + "/g.pbtxt --feed x=" + dir + "/x.npy --fetch r --jit on --stats --out " + dir + "/" + out,
+                       "GRAPHJIT_FLAGS='--cache_dir=" + dir + "/cache --device=gpu-emu --gpu_tf32=off --min_cluster_size=1" + flags + "'");
+  };
+  auto first = run("first", "");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(Stat(first, "gemms_autotuned"), 1);
+  EXPECT_EQ(Stat(first, "disk_writes"), 1);
+  const std::vector<std::string> entries = Entries(dir + "/cache");
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_TRUE(std::regex_search(Slurp(entries[0]), std::regex("graphjit GEMM algorithms: [012] -1\n")))
+      << "the GEMM's algorithm, then the ReLU's kernel";
+  auto second = run("second", "");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(Stat(second, "gemms_autotuned"), 0);
+  EXPECT_EQ(Stat(second, "compiles"), 0);
+  EXPECT_EQ(Stat(second, "disk_hits"), 1);
+  EXPECT_EQ(Slurp(dir + "/second/r.npy"), Slurp(dir + "/first/r.npy"));
+  auto untuned = run("untuned", " --gpu_autotune=off");
+  ASSERT_EQ(untuned.exit_code, 0) << untuned.err;
+  EXPECT_EQ(Stat(untuned, "gemms_autotuned"), 0);
+  EXPECT_EQ(Stat(untuned, "compiles"), 1);
+  EXPECT_EQ(Entries(dir + "/cache").size(), 2u);
+  const std::vector<double> tuned = Values(dir + "/first", "r"), plain = Values(dir + "/untuned", "r");
+  ASSERT_EQ(tuned.size(), 9u * 24u);
+  for (size_t i = 0; i < tuned.size(); ++i) {
+    double want = 0;
+    for (int p = 0; p < 256; ++p) want += static_cast<double>(x[i / 24 * 256 + p]) * w[p * 24 + i % 24];
+    want = std::max(want, 0.0);
+    EXPECT_NEAR(tuned[i], want, 1e-4) << i;
+    EXPECT_NEAR(plain[i], want, 1e-4) << i;
+  }
+}
+
 // Every entry damaged one way: each is dropped with one warning, compiled again and
 // rewritten; the answers do not change.
 TEST(DiskCacheCli, DamagedEntriesAreCompiledAgain) {
@@ -237,15 +296,6 @@ std::string NegTanhRelu(const std::string& dir) {
   EXPECT_TRUE(WriteGraphDefFile(b.graph_def(), dir + "/g.pbtxt").ok());
   EXPECT_TRUE(WriteNpy(dir + "/x.npy", testing::MakeFloat(Shape{4}, {1, -2, 3, -4})).ok());
   return "run " + dir + "/g.pbtxt --feed x=" + dir + "/x.npy --jit on --stats";
-}
-
-// Fetch's values as written by `--out dir`.
-std::vector<double> Values(const std::string& dir, const std::string& fetch) {
-  auto t = ReadNpy(dir + "/" + fetch + ".npy");
-  EXPECT_TRUE(t.ok()) << dir << "/" << fetch;
-  std::vector<double> v;
-  for (int64_t i = 0; t.ok() && i < t->num_elements(); ++i) v.push_back(t->ValueAsDouble(i));
-  return v;
 }
 
 void ExpectNegTanhRelu(const std::string& out, const std::vector<std::string>& fetches) {

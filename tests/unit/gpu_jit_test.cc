@@ -285,7 +285,7 @@ TEST_F(GpuJit, FloatReductionsAreReproducible) {
 // TensorFlow's remapper fuses runs in the next kernel, with what follows it: one GEMM and
 // one kernel, where the CPU would otherwise run the whole node.
 TEST_F(GpuJit, GemmActivationsCublasLtLacksRunInTheNextKernel) {
-  for (const std::string act : {"Relu", "Relu6", "Elu", "Tanh", "Sigmoid"}) {
+  for (const std::string act : {"Relu", "Relu6", "Elu", "Tanh", "Sigmoid", "GeluExact", "GeluApproximate"}) {
     SCOPED_TRACE(act);
     GraphBuilder b;
     b.Placeholder("x", DType::kFloat, {-1, 40});
@@ -382,6 +382,38 @@ TEST_F(GpuJit, GemmsMultiplyInTf32UnlessTurnedOff) {
         }
       EXPECT_GT(apart, 1e-3) << "TF32 products look like float32 ones";
     }
+  }
+}
+
+// A GEMM's cuBLASLt algorithms are timed once per shape (--gpu_autotune; the emulator's
+// stand-in offers three for k = 256: k whole, split in 2 and in 4): another session takes
+// the kernel cache's choice; with autotuning off the heuristic's first is taken untimed
+// (another target: it compiles its own kernel). Each gives the GEMM's answer.
+TEST_F(GpuJit, GemmAlgorithmsAreTimedOncePerShape) {
+  const int64_t k = 256;
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, k});
+  b.Const("w", Random(Shape{k, 24}, 1));
+  b.Op("y", "MatMul", {"x", "w"});
+  for (const int64_t m : {7, 9}) {
+    SCOPED_TRACE("m " + std::to_string(m));
+    const Tensor x = Random(Shape{m, k}, 2);
+    const int64_t before = GetJitStats().gemms_autotuned;
+    const Runs r = RunBoth(b.graph_def(), {{"x", x}}, {"y"});
+    const int64_t timed = GetJitStats().gemms_autotuned - before;
+    if (testing::TestGpu() == DeviceKind::kGpuEmu) EXPECT_EQ(timed, 1);
+    EXPECT_LE(timed, 1);  // a GPU's cuBLASLt may offer one algorithm
+    ExpectClose(r.gpu[0], r.reference[0], 1e-5, "timed", 1e-4);
+    const Tensor again = testing::RunOrDie(*testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2)), {{"x", x}}, {"y"})[0];
+    EXPECT_EQ(GetJitStats().gemms_autotuned - before, timed) << "a second session timed the GEMM again";
+    EXPECT_EQ(std::memcmp(again.raw(), r.gpu[0].raw(), again.bytes()), 0) << "another algorithm";
+    SessionOptions untuned = OnGpu(JitLevel::kOn2);
+    untuned.gpu_autotune = false;
+    const int64_t compiles = GetJitStats().compiles;
+    const Tensor first = testing::RunOrDie(*testing::MakeSession(b.graph_def(), untuned), {{"x", x}}, {"y"})[0];
+    EXPECT_EQ(GetJitStats().gemms_autotuned - before, timed);
+    EXPECT_EQ(GetJitStats().compiles - compiles, 1) << "untuned kernels are another target's";
+    ExpectClose(first, r.reference[0], 1e-5, "untuned", 1e-4);
   }
 }
 

@@ -80,6 +80,7 @@ TEST(OpErrors, ShapeProblemsAreRunTimeErrorsNamingTheNode) {
       {"reverse axis", "ReverseV2", {F({2, 3}), MakeInt32(Shape{1}, {2})}, tidx("Tidx"), "axis 2 is out of range"},
       {"reverse axis rank", "ReverseV2", {F({2, 3}), MakeInt32(Shape{}, {0})}, tidx("Tidx"), "axis must be a vector"},
       {"bias size", "BiasAdd", {F({2, 3}), F({4})}, nullptr, "bias of size 4 does not match"},
+      {"bias grad rank", "BiasAddGrad", {F({3})}, nullptr, "out_backprop must have rank >= 2, got [3]"},
       {"softmax scalar", "Softmax", {F({})}, nullptr, "logits must have rank >= 1"},
       {"select shapes", "Select", {testing::MakeTensor(DType::kBool, Shape{2}, {1, 0}), F({2, 3}), F({3, 2})}, nullptr,
        "x and y must have the same shape"},
