@@ -492,8 +492,9 @@ class GpuExecutable : public ClusterExecutable {
       p.registers = counters->registers;
       p.spill_bytes = counters->spill_bytes;
       p.shared_bytes = counters->shared_bytes;
-      if (counters->load_waits) p.loads_in_flight = static_cast<double>(counters->loads_in_flight_at_waits) / counters->load_waits;
-      if (counters->load_requests) p.bytes_per_load = 32.0 * counters->load_sectors / counters->load_requests;
+      const KernelWork work = WorkOf(*counters, emitted.grid, emitted.block);
+      p.loads_in_flight = work.loads_in_flight;
+      p.bytes_per_load = work.bytes_per_load;
     }
     recorder_->RecordGpuProfile(std::move(p));
     return Status::Ok();

@@ -252,6 +252,19 @@ void InjectMiscompile(const std::string& from, const std::string& to) { TheJit()
 JitStats GetJitStats() { return TheJit().Stats(); }
 std::vector<GpuKernelProfile> TakeGpuProfiles() { return TheJit().TakeGpuProfiles(); }
 
+KernelWork GpuKernelProfile::Work() const {
+  KernelWork k;
+  k.grid = library ? 0 : grid;
+  k.block = block;
+  k.registers = registers;
+  k.shared_bytes = shared_bytes;
+  k.moved_bytes = counted ? moved_bytes : io_bytes;
+  k.float_ops = static_cast<double>(float_ops);
+  k.loads_in_flight = loads_in_flight;
+  k.bytes_per_load = bytes_per_load;
+  return k;
+}
+
 std::string JitStatsLine() {
   JitStats s = GetJitStats();
   char buf[640];

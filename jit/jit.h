@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/gpu_model.h"
 
 namespace graphjit {
 
@@ -93,6 +94,9 @@ struct GpuKernelProfile {
   // Per warp: the global loads in flight when it waits for one, and the bytes (32-byte
   // sectors) of a load; 0 when not counted (see runtime/gpu_model.h).
   double loads_in_flight = 0, bytes_per_load = 0;
+  // The launch as the performance model takes it (without counters, a GPU's: its inputs
+  // and outputs once; a library call on the whole device).
+  KernelWork Work() const;
 };
 // The profiles recorded since the last call, in launch order.
 std::vector<GpuKernelProfile> TakeGpuProfiles();

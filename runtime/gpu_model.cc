@@ -21,6 +21,19 @@ GpuModelDevice ModelDeviceOf(const CudaDeviceInfo& info) {
   return d;
 }
 
+KernelWork WorkOf(const CudaDevice::LaunchCounters& c, int64_t grid, int64_t block) {
+  KernelWork k;
+  k.grid = grid;
+  k.block = block;
+  k.registers = c.registers;
+  k.shared_bytes = c.shared_bytes;
+  k.moved_bytes = static_cast<int64_t>(c.footprint_sectors) * 32;
+  k.float_ops = static_cast<double>(c.float_ops);
+  if (c.load_waits) k.loads_in_flight = static_cast<double>(c.loads_in_flight_at_waits) / c.load_waits;
+  if (c.load_requests) k.bytes_per_load = 32.0 * c.load_sectors / c.load_requests;
+  return k;
+}
+
 KernelPrediction PredictKernel(const GpuModelDevice& d, const KernelWork& k) {
   KernelPrediction p;
   if (k.grid <= 0 || k.block <= 0) {  // a library's (cuBLASLt): the whole device, at its peaks

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 
 namespace graphjit {
@@ -41,6 +42,9 @@ struct KernelWork {
   // sectors x 32). 0 loads in flight: none measured (bandwidth-bound).
   double loads_in_flight = 0, bytes_per_load = 0;
 };
+
+// A launch of `grid` x `block` threads as the emulator counted it.
+KernelWork WorkOf(const CudaDevice::LaunchCounters& counters, int64_t grid, int64_t block);
 
 struct KernelPrediction {
   double us = 0;

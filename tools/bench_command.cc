@@ -55,20 +55,6 @@ bool MovesData(const TraceEvent& e) {
   return !no.count(e.op);
 }
 
-// A kernel's predicted time on the device (runtime/gpu_model.h).
-double PredictedUs(const GpuModelDevice& device, const GpuKernelProfile& p, int64_t moved) {
-  KernelWork k;
-  k.grid = p.library ? 0 : p.grid;
-  k.block = p.block;
-  k.registers = p.registers;
-  k.shared_bytes = p.shared_bytes;
-  k.moved_bytes = moved;
-  k.float_ops = static_cast<double>(p.float_ops);
-  k.loads_in_flight = p.loads_in_flight;
-  k.bytes_per_load = p.bytes_per_load;
-  return PredictKernel(device, k).us;
-}
-
 // What a configuration's GPU kernels did in one run (see GpuKernelProfile).
 struct GpuSummary {
   int kernels = 0, library_calls = 0;
@@ -87,8 +73,8 @@ GpuSummary Summarize(const GpuModelDevice& device, std::vector<GpuKernelProfile>
     g.counted &= p.counted;
     g.io += p.io_bytes;
     g.measured_us += p.measured_us;
-    // Without counters (a GPU), the bytes it moves at best: its inputs and outputs once.
-    const int64_t moved = p.counted ? p.moved_bytes : p.io_bytes;
+    const KernelWork work = p.Work();  // without counters (a GPU), its inputs and outputs once
+    const int64_t moved = work.moved_bytes;
     g.moved += moved;
     g.requested += p.requested_bytes;
     g.request_sectors += p.request_sectors;
@@ -98,7 +84,7 @@ GpuSummary Summarize(const GpuModelDevice& device, std::vector<GpuKernelProfile>
     if (p.io_bytes > 0) g.worst_moved_ratio = std::max(g.worst_moved_ratio, static_cast<double>(moved) / p.io_bytes);
     if (p.request_sectors > 0)
       g.worst_coalescing = std::min(g.worst_coalescing, static_cast<double>(p.requested_bytes) / (32.0 * p.request_sectors));
-    g.predicted_us += PredictedUs(device, p, moved);
+    g.predicted_us += PredictKernel(device, work).us;
   }
   g.profiles = std::move(profiles);
   return g;
@@ -188,8 +174,9 @@ void PrintGpuTable(DeviceKind device, const GpuModelDevice& gpu_model, const std
     if (c.name == "off") continue;
     nlohmann::json kernels = nlohmann::json::array();
     for (const GpuKernelProfile& p : c.gpu.profiles) {
-      const int64_t moved = p.counted ? p.moved_bytes : p.io_bytes;
-      const double predicted = PredictedUs(gpu_model, p, moved);
+      const KernelWork work = p.Work();
+      const int64_t moved = work.moved_bytes;
+      const double predicted = PredictKernel(gpu_model, work).us;
       char launch[32], measured[32] = "-", gbs[32] = "-", share[32] = "-";
       std::snprintf(launch, sizeof launch, "%lld x %lld", static_cast<long long>(p.grid), static_cast<long long>(p.block));
       nlohmann::json k = {{"name", p.name}, {"grid", p.grid}, {"block", p.block}, {"moved_bytes", moved},

@@ -53,19 +53,6 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-KernelWork WorkOf(const CudaDevice::LaunchCounters& c, int64_t grid, int64_t block) {
-  KernelWork k;
-  k.grid = grid;
-  k.block = block;
-  k.registers = c.registers;
-  k.shared_bytes = c.shared_bytes;
-  k.moved_bytes = static_cast<int64_t>(c.footprint_sectors) * 32;
-  k.float_ops = static_cast<double>(c.float_ops);
-  if (c.load_waits) k.loads_in_flight = static_cast<double>(c.loads_in_flight_at_waits) / c.load_waits;
-  if (c.load_requests) k.bytes_per_load = 32.0 * c.load_sectors / c.load_requests;
-  return k;
-}
-
 // Each kept kernel, launched as it was on the H200 (its grid and block, buffers of its
 // parameters' sizes), predicted within 1.5x of the H200's time.
 TEST_F(GpuModel, PredictsTheKernelsAnH200Measured) {
@@ -137,15 +124,7 @@ TEST_F(GpuModel, TheColumnReductionStreamsAtTheDramsPace) {
   const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
   ASSERT_FALSE(profiles.empty());
   const GpuKernelProfile& first = profiles[0];
-  KernelWork work;
-  work.grid = first.grid;
-  work.block = first.block;
-  work.registers = first.registers;
-  work.shared_bytes = first.shared_bytes;
-  work.moved_bytes = first.moved_bytes;
-  work.float_ops = static_cast<double>(first.float_ops);
-  work.loads_in_flight = first.loads_in_flight;
-  work.bytes_per_load = first.bytes_per_load;
+  const KernelWork work = first.Work();
   const KernelPrediction p = PredictKernel(device_, work);
   const double at_peak = 8192.0 * 4096 * 4 / device_.dram_bytes_per_s * 1e6;
   std::printf("%s: grid %lld x %lld, %.2f loads in flight per warp, %.1f warps per SM, %.1f MB in flight: predicted "
