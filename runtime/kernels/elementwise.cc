@@ -4,6 +4,7 @@
 // Every op is written once as an Eigen array expression; f32/f64/integer tensors are
 // mapped directly (vectorized by Eigen), f16/bf16 are converted to f32 in short runs.
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -97,20 +98,25 @@ OpDef UnaryOp(const char* name, int64_t cost, F f) {
 
 // ---- binary --------------------------------------------------------------------
 
+// out[0..n) = f(a, b) where a stride of 0 repeats a scalar. Each operand is mapped as a
+// contiguous array (a scalar is first repeated into a short run), so f is instantiated
+// once per type rather than once per combination of strides, and compiled once rather
+// than at each of its callers (the broadcast plan's and the repeated vector's).
 template <typename T, typename Out, typename F>
 void BinaryRun(const T* a, int64_t sa, const T* b, int64_t sb, Out* o, int64_t n, const F& f) {
   using C = ComputeType<T>;
   using OC = ComputeType<Out>;
   if constexpr (std::is_same_v<T, C> && std::is_same_v<Out, OC>) {
-    MapArr<Out> mo(o, n);
     if (sa && sb) {
-      mo = f(CMapArr<T>(a, n), CMapArr<T>(b, n));
-    } else if (sa) {
-      mo = f(CMapArr<T>(a, n), Arr<T>::Constant(n, b[0]));
-    } else if (sb) {
-      mo = f(Arr<T>::Constant(n, a[0]), CMapArr<T>(b, n));
-    } else {
-      mo = f(Arr<T>::Constant(n, a[0]), Arr<T>::Constant(n, b[0]));
+      MapArr<Out>(o, n) = f(CMapArr<T>(a, n), CMapArr<T>(b, n));
+      return;
+    }
+    std::array<T, kConvertRun> ra, rb;
+    if (!sa) ra.fill(a[0]);
+    if (!sb) rb.fill(b[0]);
+    for (int64_t s = 0; s < n; s += kConvertRun) {
+      const int64_t len = std::min(kConvertRun, n - s);
+      MapArr<Out>(o + s, len) = f(CMapArr<T>(sa ? a + s : ra.data(), len), CMapArr<T>(sb ? b + s : rb.data(), len));
     }
   } else {
     Arr<C> ba(kConvertRun), bb(kConvertRun);

@@ -1,6 +1,6 @@
 // MatMul and BatchMatMulV2. f32 goes through oneDNN's sgemm (fastest of oneDNN,
 // OpenBLAS and Eigen on this machine: see bench/) unless it is small; f16/bf16 are
-// widened to f32; small f32, f64 and integer types use Eigen's GEMM.
+// widened to f32; small f32 and f64 use Eigen's GEMM, integers a plain loop.
 
 #include <dnnl.h>
 
@@ -60,11 +60,20 @@ Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, 
     GJ_RETURN_IF_ERROR(Gemm<float>(ctx, threads, ta, tb, m, n, k, fa.data(), fb.data(), fc.data()));
     for (int64_t i = 0; i < m * n; ++i) c[i] = static_cast<T>(fc[i]);
     return Status::Ok();
-  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-    // int32 and int64 products wrap (see WrapType): computed in the unsigned type of T's size.
-    using U = std::make_unsigned_t<T>;
-    return Gemm<U>(ctx, threads, ta, tb, m, n, k, reinterpret_cast<const U*>(a), reinterpret_cast<const U*>(b),
-                   reinterpret_cast<U*>(c));
+  } else if constexpr (std::is_integral_v<T>) {
+    // Integers (shape and index arithmetic, small): a plain loop over C's rows, in an
+    // unsigned type of at least 32 bits, so products and sums wrap as TensorFlow's do.
+    using W = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
+    std::vector<W> row(n);
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(row.begin(), row.end(), W(0));
+      for (int64_t p = 0; p < k; ++p) {
+        const W x = static_cast<W>(a[ta ? p * m + i : i * k + p]);
+        for (int64_t j = 0; j < n; ++j) row[j] += x * static_cast<W>(b[tb ? j * k + p : p * n + j]);
+      }
+      for (int64_t j = 0; j < n; ++j) c[i * n + j] = static_cast<T>(row[j]);
+    }
+    return Status::Ok();
   }
   Eigen::Map<const RowMat<T>> A(a, ta ? k : m, ta ? m : k), B(b, tb ? n : k, tb ? k : n);
   Eigen::Map<RowMat<T>> C(c, m, n);

@@ -842,6 +842,29 @@ matmul_case("matmul_transpose_ab_f32", 3, 4, 5, True, True)
 matmul_case("matmul_k64_f32", 5, 64, 6, False, False, tol=ACCUM_K64)
 
 
+
+def int_matmul_case(name, dtype, m, k, n, ta, tb, lo, hi, batch=None):
+    def build(b):
+        shape_a = ([batch] if batch else []) + ([k, m] if ta else [m, k])
+        shape_b = ([batch] if batch else []) + ([n, k] if tb else [k, n])
+        a, bb = b.ph("a", ints(b.rng, shape_a, lo, hi, dtype)), b.ph("b", ints(b.rng, shape_b, lo, hi, dtype))
+        if batch:
+            tf.raw_ops.BatchMatMulV2(x=a, y=bb, adj_x=ta, adj_y=tb, name="y")
+        else:
+            tf.raw_ops.MatMul(a=a, b=bb, transpose_a=ta, transpose_b=tb, name="y")
+        b.fetch("y")
+
+    op = "BatchMatMulV2" if batch else "MatMul"
+    add_case(name, "%s of %s in [%d, %d) (transposed: %s, %s), %d x %d x %d%s: exact, products and sums "
+             "wrapping around" % (op, np.dtype(dtype).name, lo, hi, ta, tb, m, k, n,
+                                  ", batch %d" % batch if batch else ""), EXACT, build)
+
+
+# Values whose products and sums overflow: they wrap, as TensorFlow's kernels compute them.
+int_matmul_case("matmul_transpose_ab_i32", np.int32, 3, 7, 4, True, True, -100000, 100000)
+int_matmul_case("matmul_i64", np.int64, 4, 5, 3, False, False, -(1 << 40), 1 << 40)
+int_matmul_case("batch_matmul_v2_adj_x_i32", np.int32, 3, 6, 2, True, False, -50, 50, batch=2)
+
 HALF_GEMM = Tol(1e-2, 1e-2,
     "float16/bfloat16 dot products of length 16: TensorFlow's CPU kernel and a "
     "GPU's cuBLASLt (float32 sums, rounded once) differ by a few units in the "
