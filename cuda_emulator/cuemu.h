@@ -33,6 +33,7 @@ typedef struct CUemuCounters {
   int spill_store_bytes;
   int spill_load_bytes;
   int static_shared_bytes;
+  int dynamic_shared_bytes;  // the launch's (not from ptxas)
   // The distinct 32-byte sectors of global memory the launch loaded and stored (what it
   // moves to and from DRAM at best), and its floating-point operations (per thread; an FMA
   // is 2, an instruction on a pair of halves twice as many).

@@ -1374,6 +1374,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
     c.spill_store_bytes = resources.spill_store_bytes;
     c.spill_load_bytes = resources.spill_load_bytes;
     c.static_shared_bytes = launch->kernel->static_shared_bytes;
+    c.dynamic_shared_bytes = static_cast<int>(launch->dynamic_shared);
     switch (fault) {
       case Fault::kNone: return CUDA_SUCCESS;
       case Fault::kIllegalAddress: Report(message); return CUDA_ERROR_ILLEGAL_ADDRESS;

@@ -32,6 +32,7 @@ std::string Interface(const ClusterProgram& program) {
     if (kernel.library_node >= 0) text += " (library: " + program.calls[k].op->name + ")";
     text += " rows " + std::to_string(kernel.rows) + " grid " + std::to_string(kernel.grid) + " block " +
             std::to_string(kernel.block) + " (" + List(kernel.buffers) + ")";
+    if (kernel.shared_bytes) text += " shared " + std::to_string(kernel.shared_bytes);
     for (int area : kernel.scratch) text += " scratch " + std::to_string(program.module.scratch[area]);
     text += "\n";
   }
@@ -75,9 +76,9 @@ Status CheckCall(const ClusterProgram& program, const KernelContext& ctx) {
 std::string TargetDescription::CodeDecidingFacts() const {
   char text[160];
   if (schedule == Schedule::kGpu)
-    std::snprintf(text, sizeof text, "%d SMs x %d blocks x %d threads, warp %d, %d threads", gpu.multiprocessors,
+    std::snprintf(text, sizeof text, "%d SMs x %d blocks x %d threads, warp %d, %d threads, %d KB shared", gpu.multiprocessors,
                   gpu.max_blocks_per_multiprocessor, gpu.max_threads_per_multiprocessor, gpu.warp_size,
-                  gpu.max_threads_per_block);
+                  gpu.max_threads_per_block, gpu.shared_memory_per_block_optin >> 10);
   else
     std::snprintf(text, sizeof text, "%d-bit vectors", cpu.vector_bits);
   return text;

@@ -209,7 +209,7 @@ class GpuExecutable : public ClusterExecutable {
     for (const EmittedKernel& k : program_.module.kernels) {
       CudaDevice::Kernel kernel;
       if (k.library_node < 0) {
-        GJ_ASSIGN_OR_RETURN(kernel, cuda_->LoadKernel(module_, k.function));
+        GJ_ASSIGN_OR_RETURN(kernel, cuda_->LoadKernel(module_, k.function, static_cast<int>(k.shared_bytes)));
       }
       kernels_.push_back(kernel);
     }
@@ -415,7 +415,7 @@ class GpuExecutable : public ClusterExecutable {
       for (uint64_t& p : pointers) args.push_back(&p);
       const unsigned grid[3] = {static_cast<unsigned>(emitted.grid), 1, 1};
       const unsigned block[3] = {static_cast<unsigned>(emitted.block), 1, 1};
-      return stream.Launch(kernels_[k], grid, block, 0, args);
+      return stream.Launch(kernels_[k], grid, block, static_cast<unsigned>(emitted.shared_bytes), args);
     }
     // A GEMM: operands a, b (and the bias), then its output.
     GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
@@ -584,7 +584,8 @@ class GpuTarget : public Backend {
         stages->files.emplace_back("fusions.ptx", ptx);
         std::string launches;
         for (const EmittedKernel& k : program.module.kernels)
-          launches += k.function + ": grid " + std::to_string(k.grid) + ", block " + std::to_string(k.block) + "\n";
+          launches += k.function + ": grid " + std::to_string(k.grid) + ", block " + std::to_string(k.block) +
+                      (k.shared_bytes ? ", dynamic shared memory " + std::to_string(k.shared_bytes) + " bytes" : "") + "\n";
         stages->files.emplace_back("launch.txt", launches);
       }
       if (ptxas_check_ || keep_stages) {

@@ -8,8 +8,10 @@
 //    per row; each thread folds its elements (columns lane, lane + T, ...), then the
 //    threads combine through warp shuffles and, across warps, shared memory. When a thread
 //    has at most 8 elements of the row they are held in registers from the first reduction
-//    to the stores, so the row is read from memory once. Rows too few and too long for
-//    that to keep the GPU busy: each reduction in two phases (below), then the stores;
+//    to the stores, so the row is read from memory once; a longer row is staged in dynamic
+//    shared memory by the first loop that reads it, where it fits (FromStage). Rows too few
+//    and too long for that to keep the GPU busy: each reduction in two phases (below), then
+//    the stores;
 //  - reduce (columns, or everything): a thread per output element folding in order when
 //    there are many outputs, else a block per output element (a two-level tree); when
 //    that leaves the GPU idle (few outputs, each of many elements), two kernels: the first
@@ -43,6 +45,9 @@ constexpr int64_t kPhasesGain = 4;
 // A row thread keeps up to this many of its elements in registers.
 constexpr int64_t kMaxHeld = 8;
 constexpr int64_t kRowsPerWarpBlock = 4;
+// A block's static shared memory (CombineAcross's arrays: a warp's partial results per
+// accumulator) stays within this; the rest of the block's shared memory may stage rows.
+constexpr int64_t kStaticSharedReserve = 4096;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -96,6 +101,10 @@ void KernelEmitter::StartGpuFunction() {
   StartFunction();
   reduced_.clear();
   row_.clear();
+  stages_.clear();
+  stage_cols_.clear();
+  stage_loop_ = 0;
+  stage_bytes_ = stage_budget_ = 0;
   tid_ = Let(0, "gpu.thread_id x", "index");
   bid_ = Let(0, "gpu.block_id x", "index");
 }
@@ -113,6 +122,7 @@ void KernelEmitter::EndGpuFunction(EmittedKernel kernel, EmittedModule* module, 
     add("%s" + std::to_string(area), type);
     kernel.scratch.push_back(area);
   }
+  kernel.shared_bytes = stage_bytes_;
   for (const std::string& w : workgroup_) workgroup += (workgroup.empty() ? "" : ", ") + w;
   if (!workgroup.empty()) workgroup = " workgroup(" + workgroup + ")";
   *functions += "gpu.func @" + kernel.function + "(" + params + ")" + workgroup +
@@ -266,12 +276,22 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
       for (const Value& v : Delinearize(column, reduced)) index.push_back(v);
       return index;
     };
+    // Not held: the row staged in shared memory when more than one loop reads it (FromStage).
+    if (!held && fusion_.reductions.size() + (full.empty() ? 0 : 1) > 1)
+      stage_budget_ = target_.gpu.shared_memory_per_block_optin - kStaticSharedReserve;
+    auto loop_at = [&](const Value& column, int loop) {
+      stage_loop_ = loop;
+      const Index index = at(column);
+      if (stage_budget_ > 0) stage_cols_.assign(index.begin() + static_cast<std::ptrdiff_t>(row_.size()), index.end());
+      return index;
+    };
     auto in_row = [&](int64_t k) { return (k + 1) * threads > cols; };
     auto below_cols = [&](const Value& column) {
       return Let(column.depth, "arith.cmpi ult, " + column.name + ", " + IndexConst(cols).name + " : index", "i1");
     };
     // 1. Each reduction: the thread's elements folded, then combined across the threads.
-    for (int r : fusion_.reductions) {
+    for (size_t j = 0; j < fusion_.reductions.size(); ++j) {
+      const int r = fusion_.reductions[j];
       const Node& n = *g_.graph.node(r);
       const DType dtype = g_.info(r).dtypes[0];
       const Folding f = FoldingOf(n, ElementType(dtype), cols, /*reassoc=*/true);
@@ -292,9 +312,10 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
       } else {
         GJ_ASSIGN_OR_RETURN(accs, LoopCarrying(lane, cols, threads, accs, [&](const Value& column, const std::vector<Value>& args)
                                                    -> StatusOr<std::vector<Value>> {
-          GJ_ASSIGN_OR_RETURN(Value v, element(column));
+          GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], loop_at(column, static_cast<int>(j))));
           return f.step(args, v);
         }));
+        stage_cols_.clear();
       }
       reduced_[r] = RoundedTo(dtype, f.finish(CombineAcross(f, accs, threads)));
     }
@@ -303,7 +324,13 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
       GJ_RETURN_IF_ERROR(If(Let(lane.depth, "arith.cmpi eq, " + lane.name + ", " + IndexConst(0).name + " : index", "i1"),
                             [&] { return StorePerRow(per_row); }));
     if (full.empty()) return Status::Ok();
-    if (!held) return Loop(lane, cols, threads, [&](const Value& column) { return StoreRoots(full, at(column)); });
+    if (!held) {
+      GJ_RETURN_IF_ERROR(Loop(lane, cols, threads, [&](const Value& column) {
+        return StoreRoots(full, loop_at(column, static_cast<int>(fusion_.reductions.size())));
+      }));
+      stage_cols_.clear();
+      return Status::Ok();
+    }
     for (int64_t k = 0; k < per_thread; ++k) {
       if (in_row(k)) GJ_RETURN_IF_ERROR(If(below_cols(columns[k]), [&] { return StoreRoots(full, at(columns[k])); }));
       else GJ_RETURN_IF_ERROR(StoreRoots(full, at(columns[k])));
@@ -313,6 +340,42 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
   // A warp past the last row has nothing to do (the whole warp: its shuffles stay whole).
   if (rows % rows_per_block == 0) return body();
   return If(Let(0, "arith.cmpi ult, " + row.name + ", " + IndexConst(rows).name + " : index", "i1"), body);
+}
+
+bool KernelEmitter::Stages(int buffer, const Index& index, int depth) const {
+  if (stage_cols_.empty() || p_.buffers[buffer].shape != fusion_.space || index.size() != row_.size() + stage_cols_.size())
+    return false;
+  for (size_t k = 0; k < stage_cols_.size(); ++k)
+    if (index[row_.size() + k].name != stage_cols_[k].name) return false;
+  return std::max(depth >= 0 ? depth : DepthOf(index), floor_) == DepthOf(stage_cols_);
+}
+
+std::optional<Value> KernelEmitter::FromStage(int buffer, const Index& index, int depth) {
+  auto it = stages_.find(buffer);
+  if (it == stages_.end() || it->second.loop >= stage_loop_ || !Stages(buffer, index, depth)) return std::nullopt;
+  return Let(DepthOf(stage_cols_), "memref.load " + it->second.name + "[" + Names(stage_cols_) + "] : " + it->second.type,
+             StorageType(p_.buffers[buffer].dtype));
+}
+
+void KernelEmitter::ToStage(int buffer, const Index& index, const Value& v) {
+  if (stages_.count(buffer) || !Stages(buffer, index, v.depth)) return;
+  const FusionPlan::Buffer& b = p_.buffers[buffer];
+  const int64_t offset = RoundUp(stage_bytes_, 16);
+  int64_t bytes = static_cast<int64_t>(DTypeSize(b.dtype));
+  std::string type = "memref<";
+  for (size_t k = row_.size(); k < index.size(); ++k) {
+    bytes *= b.shape.dim(static_cast<int>(k));
+    type += std::to_string(b.shape.dim(static_cast<int>(k))) + "x";
+  }
+  if (offset + bytes > stage_budget_) return;
+  type += v.type + ", #gpu.address_space<workgroup>>";
+  const std::string shared = "memref<?xi8, #gpu.address_space<workgroup>>";
+  if (stages_.empty()) code_[0] += "%dsm = gpu.dynamic_shared_memory : " + shared + "\n";
+  const Stage stage{"%stage" + std::to_string(buffer), type, stage_loop_};
+  code_[0] += stage.name + " = memref.view %dsm[" + IndexConst(offset).name + "][] : " + shared + " to " + type + "\n";
+  code_[v.depth] += "memref.store " + v.name + ", " + stage.name + "[" + Names(stage_cols_) + "] : " + type + "\n";
+  stages_[buffer] = stage;
+  stage_bytes_ = offset + bytes;
 }
 
 Value KernelEmitter::Combine(const Folding& f, size_t i, const Value& a, const Value& b) {

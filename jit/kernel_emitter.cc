@@ -302,20 +302,25 @@ std::string KernelEmitter::Access(int buffer, const Index& subscript) {
 // far as the index allows (for buffers this kernel does not write).
 Value KernelEmitter::Load(int buffer, const Index& index, int depth) {
   const DType dtype = p_.buffers[buffer].dtype;
-  const Index subscript = Subscript(buffer, index);
-  const std::string load = "memref.load " + Access(buffer, subscript);
   Value v;
-  const int d = std::max({depth >= 0 ? depth : DepthOf(index), DepthOf(subscript), floor_});
-  const bool early = d == load_slot_.depth && std::all_of(subscript.begin(), subscript.end(), [&](const Value& i) {
-                       return i.depth < d || load_slot_.ready.count(i.name);
-                     });
-  if (early) {
-    v = {Fresh("%v"), d, StorageType(dtype)};
-    const std::string line = v.name + " = " + load + "\n";
-    code_[d].insert(load_slot_.offset, line);
-    load_slot_.offset += line.size();
+  if (auto staged = FromStage(buffer, index, depth)) {
+    v = *staged;
   } else {
-    v = Let(d, load, StorageType(dtype));
+    const Index subscript = Subscript(buffer, index);
+    const std::string load = "memref.load " + Access(buffer, subscript);
+    const int d = std::max({depth >= 0 ? depth : DepthOf(index), DepthOf(subscript), floor_});
+    const bool early = d == load_slot_.depth && std::all_of(subscript.begin(), subscript.end(), [&](const Value& i) {
+                         return i.depth < d || load_slot_.ready.count(i.name);
+                       });
+    if (early) {
+      v = {Fresh("%v"), d, StorageType(dtype)};
+      const std::string line = v.name + " = " + load + "\n";
+      code_[d].insert(load_slot_.offset, line);
+      load_slot_.offset += line.size();
+    } else {
+      v = Let(d, load, StorageType(dtype));
+    }
+    ToStage(buffer, index, v);
   }
   if (dtype == DType::kHalf || dtype == DType::kBFloat16)
     return Let(v.depth, "arith.extf " + v.name + " : " + v.type + " to f32", "f32");

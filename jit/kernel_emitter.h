@@ -276,6 +276,16 @@ class KernelEmitter {
   std::vector<Value> CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads);
   // Accumulator i's partial results `a` and `b` combined.
   Value Combine(const Folding& f, size_t i, const Value& a, const Value& b);
+  // A row too long for a block's registers, read by more than one of its loops: each
+  // full-shaped buffer's row is staged in dynamic shared memory by the first loop that
+  // loads it (each thread its own columns), and the later loops load it from there: the row
+  // is read from memory once. Loads staged: those at the loop's own column, in the loop's
+  // body (not in a branch). FromStage: the element from shared memory where an earlier loop
+  // staged it; ToStage: after a load from memory, stores it there if this loop is the first
+  // to load the buffer and the block's shared memory has room.
+  std::optional<Value> FromStage(int buffer, const Index& index, int depth);
+  void ToStage(int buffer, const Index& index, const Value& v);
+  bool Stages(int buffer, const Index& index, int depth) const;
 
   const AnalyzedGraph& g_;
   const FusionPlan& p_;
@@ -304,6 +314,18 @@ class KernelEmitter {
     std::set<std::string> ready;
   } load_slot_;
   std::vector<std::string> workgroup_;  // GPU: the shared memory arrays (attributions)
+  // GPU: the staged rows (FromStage): per buffer, its array in dynamic shared memory, its
+  // type and the loop that stores it; the loop being written (stage_loop_: reductions,
+  // then the stores) and its column in the row's dims (empty: nothing is staged); the
+  // dynamic shared memory used and the most there is.
+  struct Stage {
+    std::string name, type;
+    int loop = 0;
+  };
+  std::map<int, Stage> stages_;
+  int stage_loop_ = 0;
+  Index stage_cols_;
+  int64_t stage_bytes_ = 0, stage_budget_ = 0;
   std::map<int, std::string> scratch_params_;  // GPU: the scratch areas a function reads or writes -> memref type
   // The row cache: per cached value, its stack array, the loop that stores it and whether
   // it did; loop_ is the row loop being written (reductions, then the stores).

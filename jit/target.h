@@ -36,7 +36,8 @@ struct TargetDescription {
   CpuDescription cpu;  // kCpu
 
   // What the code depends on, for the target string: "108 SMs x 32 blocks x 2048 threads,
-  // warp 32, 1024 threads" (the grids' limits) or "512-bit vectors".
+  // warp 32, 1024 threads, 163 KB shared" (the grids' limits, and the shared memory a block
+  // may opt in to) or "512-bit vectors".
   std::string CodeDecidingFacts() const;
 };
 

@@ -37,7 +37,7 @@ size_t CudaDevice::LimitMemory(size_t) { return 0; }
 Status CudaDevice::CheckDeviceMemory(uint64_t, size_t) const { return NoCuda(); }
 Status CudaDevice::SynchronizeStream(void*) const { return NoCuda(); }
 bool CudaDevice::IsPinned(const void*, size_t) const { return false; }
-StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string&, const std::string&) { return NoCuda(); }
+StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string&, const std::string&, int) { return NoCuda(); }
 StatusOr<std::unique_ptr<CudaDevice::Stream>> CudaDevice::NewStream() { return NoCuda(); }
 StatusOr<CudaDevice::LaunchCounters> CudaDevice::LastLaunchCounters() const { return NoCuda(); }
 CudaDevice::Graph::~Graph() = default;
@@ -67,6 +67,7 @@ Status CudaDevice::Stream::Synchronize() { return NoCuda(); }
   X(cuMemFreeHost, "cuMemFreeHost")                                                         \
   X(cuModuleLoadData, "cuModuleLoadData")                                                   \
   X(cuModuleGetFunction, "cuModuleGetFunction")                                             \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute")                                               \
   X(cuStreamCreate, "cuStreamCreate")                                                       \
   X(cuStreamDestroy, "cuStreamDestroy_v2")                                                  \
   X(cuStreamSynchronize, "cuStreamSynchronize")                                             \
@@ -266,7 +267,7 @@ size_t CudaDevice::bytes_cached() const {
   return cached_;
 }
 
-StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string& ptx, const std::string& name) {
+StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string& ptx, const std::string& name, int dynamic_shared) {
   std::lock_guard<std::mutex> lock(mu_);
   GJ_RETURN_IF_ERROR(MakeCurrent());
   auto [it, fresh] = modules_.try_emplace(ptx, nullptr);
@@ -282,6 +283,10 @@ StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string& ptx, cons
   CUfunction function = nullptr;
   GJ_RETURN_IF_ERROR(Check(api_->cuModuleGetFunction(&function, static_cast<CUmodule>(it->second), name.c_str()),
                            "cuModuleGetFunction"));
+  if (dynamic_shared > 0)
+    GJ_RETURN_IF_ERROR(Check(api_->cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared),
+                             ("cuFuncSetAttribute of " + name + ": " + std::to_string(dynamic_shared) +
+                              " bytes of dynamic shared memory").c_str()));
   return Kernel{function, name};
 }
 
@@ -418,7 +423,7 @@ StatusOr<CudaDevice::LaunchCounters> CudaDevice::LastLaunchCounters() const {
   out.float_ops = c.float_ops;
   out.registers = c.registers;
   out.spill_bytes = c.spill_store_bytes + c.spill_load_bytes;
-  out.shared_bytes = c.static_shared_bytes;
+  out.shared_bytes = c.static_shared_bytes + c.dynamic_shared_bytes;
   out.load_requests = c.global_load_requests;
   out.load_sectors = c.global_load_sectors;
   out.load_waits = c.load_waits;

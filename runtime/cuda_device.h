@@ -79,12 +79,14 @@ class CudaDevice {
   // through page-locked staging) or "pageable" (a small copy, left to the driver).
   const char* HostMemoryKind(const void* host, size_t bytes) const;
 
-  // A kernel of a module: PTX text or a cubin for the device (each image is loaded once).
+  // A kernel of a module: PTX text or a cubin for the device (each image is loaded once),
+  // allowed `dynamic_shared` bytes of dynamic shared memory per block (above 48 KB a kernel
+  // must opt in).
   struct Kernel {
     void* function = nullptr;  // CUfunction
     std::string name;
   };
-  StatusOr<Kernel> LoadKernel(const std::string& image, const std::string& name);
+  StatusOr<Kernel> LoadKernel(const std::string& image, const std::string& name, int dynamic_shared = 0);
 
   // What the CUDA emulator counted for the last kernel the device ran (see
   // cuda_emulator/cuemu.h); NotFound for a driver that does not count (a GPU's).
@@ -94,7 +96,7 @@ class CudaDevice {
     uint64_t request_sectors = 0;              // the 32-byte sectors of each warp's accesses, summed
     uint64_t footprint_sectors = 0;            // the distinct 32-byte sectors loaded and stored
     uint64_t float_ops = 0;
-    int registers = 0, spill_bytes = 0, shared_bytes = 0;
+    int registers = 0, spill_bytes = 0, shared_bytes = 0;  // per thread, per thread, per block (static and dynamic)
     uint64_t load_requests = 0, load_sectors = 0;   // warp-level global loads, and their sectors
     uint64_t load_waits = 0, loads_in_flight_at_waits = 0;  // memory-level parallelism (cuemu.h)
   };

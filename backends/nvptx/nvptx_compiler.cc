@@ -161,6 +161,16 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
   llvm::LLVMContext llvm_context;
   std::unique_ptr<llvm::Module> ir = mlir::translateModuleToLLVMIR(kernels, llvm_context, "kernels");
   if (!ir) return Internal("translating the kernels to LLVM IR failed: " + diagnostics.text());
+  // MLIR 19 makes gpu.dynamic_shared_memory an internal global of no elements, which NVPTX
+  // emits as a static variable of its own (`.shared .b8 x;`, among the others). The
+  // dynamic shared memory is an external one (`.extern .shared .b8 x[];`), which the driver
+  // places after the static.
+  for (llvm::GlobalVariable& g : ir->globals()) {
+    if (g.getAddressSpace() == 3 && g.getValueType()->isArrayTy() && g.getValueType()->getArrayNumElements() == 0) {
+      g.setInitializer(nullptr);
+      g.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    }
+  }
   const std::string triple = "nvptx64-nvidia-cuda";
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);

@@ -1,10 +1,10 @@
 // The JIT's GPU backend on the CUDA emulator: every schedule (loops with and without 4-wide
-// accesses, a warp or a block per row, rows held in registers or looped over, column and
-// full reductions by thread or by block, the thread-per-row fallback) against the reference
-// kernels; the unfused baseline; placement; reproducible float reductions; what is copied
-// between the host and the device (weights once per session, tensors kept on the device
-// between clusters). Every module is also assembled by ptxas for sm_80 and sm_90 without
-// spills (gpu_ptxas_check).
+// accesses, a warp or a block per row, rows held in registers, staged in shared memory or
+// looped over, column and full reductions by thread or by block, the thread-per-row
+// fallback) against the reference kernels; the unfused baseline; placement; reproducible
+// float reductions; what is copied between the host and the device (weights once per
+// session, tensors kept on the device between clusters). Every module is also assembled by
+// ptxas for sm_80 and sm_90 without spills (gpu_ptxas_check).
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
@@ -127,6 +127,40 @@ TEST_F(GpuJit, RowSchedulesMatchTheReference) {
     ExpectClose(r.gpu[1], r.reference[1], 1e-5, "mean");
     ExpectClose(r.gpu[2], r.reference[2], 0, "max", 0);
     EXPECT_EQ(r.launches, c.launches);
+  }
+}
+
+// Rows too long for a block's registers (more than 8 elements for each of 1024 threads) are
+// read from memory once: the softmax's first loop (the max) stages each thread's columns in
+// dynamic shared memory, the later ones (the sum, the stores) read them there. Above 48 KB
+// the kernel opts in; a row beyond what a block may have (227 KB on an H100, 163 KB on an
+// A100, less 4 KB kept for the kernel's own arrays) is read by each loop, as before.
+TEST_F(GpuJit, LongRowsAreReadFromMemoryOnce) {
+  auto driver = CudaDriver::Open(CudaDriverLibrary(testing::TestGpu(), "").value());
+  ASSERT_TRUE(driver.ok()) << driver.status().message();
+  const int64_t shared = (*driver)->device().shared_memory_per_block_optin - 4096;
+  for (const int64_t cols : {10000, 16384, 50000, 70000}) {
+    SCOPED_TRACE(cols);
+    const int64_t rows = 3, bytes = rows * cols * 4;
+    const Tensor x = Random(Shape({rows, cols}), static_cast<uint32_t>(cols));
+    SessionOptions options = OnGpu(JitLevel::kOn2);
+    options.gpu_profile = true;
+    (void)TakeGpuProfiles();
+    const std::vector<Tensor> gpu = testing::RunOrDie(*testing::MakeSession(Softmax(cols), options), {{"x", x}}, {"softmax"});
+    const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
+    SessionOptions cpu;
+    cpu.jit_level = JitLevel::kOff;
+    const std::vector<Tensor> want = testing::RunOrDie(*testing::MakeSession(Softmax(cols), cpu), {{"x", x}}, {"softmax"});
+    ExpectClose(gpu[0], want[0], 2e-6 + 3e-8 * std::sqrt(static_cast<double>(cols)), "softmax", 1e-9);
+    ASSERT_EQ(profiles.size(), 1u);
+    const GpuKernelProfile& p = profiles[0];
+    EXPECT_EQ(p.grid, rows);
+    EXPECT_EQ(p.block, 1024);
+    if (!p.counted) continue;  // a GPU: what it read is not counted
+    const bool staged = cols * 4 <= shared;
+    // Loaded (once, or by the max, the sum and the stores) and stored once.
+    EXPECT_EQ(p.requested_bytes, (staged ? 1 : 3) * bytes + bytes);
+    EXPECT_EQ(p.shared_bytes >= cols * 4, staged) << p.shared_bytes;
   }
 }
 
