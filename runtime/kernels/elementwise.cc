@@ -4,6 +4,7 @@
 // Every op is written once as an Eigen array expression; f32/f64/integer tensors are
 // mapped directly (vectorized by Eigen), f16/bf16 are converted to f32 in short runs.
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -112,8 +113,9 @@ void BinaryRun(const T* a, int64_t sa, const T* b, int64_t sb, Out* o, int64_t n
       return;
     }
     std::array<T, kConvertRun> ra, rb;
-    if (!sa) ra.fill(a[0]);
-    if (!sb) rb.fill(b[0]);
+    const int64_t run = std::min(kConvertRun, n);
+    if (!sa) std::fill_n(ra.data(), run, a[0]);
+    if (!sb) std::fill_n(rb.data(), run, b[0]);
     for (int64_t s = 0; s < n; s += kConvertRun) {
       const int64_t len = std::min(kConvertRun, n - s);
       MapArr<Out>(o + s, len) = f(CMapArr<T>(sa ? a + s : ra.data(), len), CMapArr<T>(sb ? b + s : rb.data(), len));
