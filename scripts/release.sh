@@ -4,7 +4,7 @@
 #     bin/graphjit                 the command line
 #     lib/libgraphjit.so           graphjit with LLVM, MLIR and protobuf linked in
 #     lib/libdnnl.so.*, ...        the shared libraries it still needs (oneDNN, OpenMP, OpenCL's loader)
-#     lib/cuda_emulator/           the CUDA emulator and its cuBLASLt stand-in (--device gpu-emu)
+#     lib/cuda_emulator/           the CUDA emulator and its cuBLASLt and cuDNN stand-ins (--device gpu-emu)
 #     README.md, licenses/         graphjit's README and the licenses of what is bundled
 # Unpacked anywhere it needs only glibc and libstdc++ (and libgcc_s). Nothing is compiled
 # for this machine's CPU (no -march): the reference kernels are baseline x86-64, and the JIT
@@ -34,7 +34,7 @@ start=$(date +%s)
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAPHJIT_RELEASE=ON -DGRAPHJIT_TF_PLUGIN=OFF -DGRAPHJIT_BUILD_TESTS=$tests \
   > build-release.configure.log 2>&1 || { cat build-release.configure.log; exit 1; }
 rm -f build-release.configure.log
-targets=(graphjit cuda_emulator cublaslt_emulator)
+targets=(graphjit cuda_emulator cublaslt_emulator cudnn_emulator)
 [ "$tests" = ON ] && targets+=("${test_binaries[@]}")
 cmake --build build-release -j2 --target "${targets[@]}"
 echo "release: built in $(( $(date +%s) - start )) s"
@@ -46,7 +46,8 @@ rm -rf build-release/stage
 mkdir -p "$stage/bin" "$stage/lib/cuda_emulator" "$stage/licenses"
 strip -o "$stage/bin/graphjit" build-release/bin/graphjit
 strip -o "$stage/lib/libgraphjit.so" build-release/lib/libgraphjit.so
-for f in build-release/lib/cuda_emulator/libcuda.so.1 build-release/lib/cuda_emulator/libcublasLt.so.13; do
+for f in build-release/lib/cuda_emulator/libcuda.so.1 build-release/lib/cuda_emulator/libcublasLt.so.13 \
+  build-release/lib/cuda_emulator/libcudnn.so.9; do
   strip -o "$stage/lib/cuda_emulator/$(basename "$f")" "$(readlink -f "$f")"
 done
 
