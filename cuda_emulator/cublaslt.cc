@@ -204,17 +204,6 @@ struct Work {
   double alpha = 1, beta = 0;
 };
 
-// An operand as the tensor cores read it under CUBLAS_COMPUTE_32F_FAST_TF32: rounded to
-// 10 mantissa bits, to nearest with ties away from zero (cvt.rna.tf32.f32).
-float Tf32(float x) {
-  if (!std::isfinite(x)) return x;
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  bits = (bits + 0x1000u) & ~0x1fffu;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
-
 double Gelu(double x) {
   const double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
   return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
@@ -247,7 +236,7 @@ CUresult RunWork(void* user) {
   const int64_t size = static_cast<int64_t>(ElementSize(type));
   auto operand = [&](const char* base, int64_t i) {
     const float v = Load(base, i, type);
-    return static_cast<double>(w->desc.tf32 ? Tf32(v) : v);
+    return static_cast<double>(w->desc.tf32 ? cuemu::RoundToTf32(v) : v);
   };
   const uint64_t splits = w->algo.splits, per_split = (s.k + splits - 1) / splits;
   std::vector<double> sums(s.m * s.n);
@@ -524,7 +513,7 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
   w->beta = *static_cast<const float*>(beta);
   // The algorithm (the heuristic's for this workspace when none is given), and its workspace.
   if (algo) {
-    std::memcpy(&w->algo, algo, sizeof w->algo);
+    std::memcpy(static_cast<void*>(&w->algo), algo, sizeof w->algo);
     // An algorithm of another problem (its split partial sums would not fit) is refused.
     const uint64_t partials = w->algo.splits * w->shape.m * w->shape.n * static_cast<uint64_t>(w->shape.batch) * sizeof(float);
     if (w->algo.magic != kAlgoMagic || w->algo.splits < 1 || (w->algo.splits > 1 && w->algo.workspace < partials))

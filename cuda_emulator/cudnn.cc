@@ -124,20 +124,11 @@ char* ResolveBytes(const void* ptr, int64_t bytes) {
 }
 char* Resolve(const void* ptr, int64_t elements, cudnnDataType_t type) { return ResolveBytes(ptr, elements * ElementSize(type)); }
 
-float Tf32(float x) {  // cvt.rna.tf32.f32: 10 mantissa bits, ties away from zero
-  if (!std::isfinite(x)) return x;
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  bits = (bits + 0x1000u) & ~0x1fffu;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
-
 double Load(const char* base, int64_t i, cudnnDataType_t type, bool tf32) {
   if (type == CUDNN_DATA_FLOAT) {
     float v;
     std::memcpy(&v, base + i * 4, 4);
-    return tf32 ? Tf32(v) : v;
+    return tf32 ? cuemu::RoundToTf32(v) : v;
   }
   uint16_t h;
   std::memcpy(&h, base + i * 2, 2);

@@ -53,6 +53,12 @@ inline uint16_t DoubleToBf16(double d, bool rz = false) { return RoundToSmallFlo
 inline uint16_t FloatToHalf(float f, bool rz = false) { return DoubleToHalf(f, rz); }
 
 inline float Bf16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+// A float operand as the tensor cores read it in TF32: rounded to 10 mantissa bits, to
+// nearest with ties away from zero (cvt.rna.tf32.f32).
+inline float RoundToTf32(float x) {
+  if (!std::isfinite(x)) return x;
+  return std::bit_cast<float>((std::bit_cast<uint32_t>(x) + 0x1000u) & ~0x1fffu);
+}
 
 inline uint16_t FloatToBf16(float f, bool rz = false) {
   uint32_t x = std::bit_cast<uint32_t>(f);

@@ -146,6 +146,18 @@ StatusOr<std::string> CublasLtLibrary(DeviceKind device) {
   return InvalidArgument(std::string("no cuBLASLt for device '") + DeviceKindName(device) + "'");
 }
 
+StatusOr<std::string> CudnnLibrary(DeviceKind device) {
+  if (device == DeviceKind::kGpu) return std::string("libcudnn.so.9");
+  if (device == DeviceKind::kGpuEmu) {
+#ifdef GRAPHJIT_HAVE_CUDNN_EMULATOR
+    return ShippedLibrary("cuda_emulator/libcudnn.so.9");
+#else
+    return NotFound("this build of graphjit has no cuDNN stand-in for the CUDA emulator (no cudnn.h)");
+#endif
+  }
+  return InvalidArgument(std::string("no cuDNN for device '") + DeviceKindName(device) + "'");
+}
+
 CudaDeviceInfo NominalCudaDevice(int sm) {
   CudaDeviceInfo info;
   const bool hopper = sm >= 90;

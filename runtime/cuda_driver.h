@@ -69,6 +69,10 @@ StatusOr<std::string> CudaDriverLibrary(DeviceKind device, const std::string& cu
 // stand-in (lib/cuda_emulator/libcublasLt.so.13) for kGpuEmu.
 StatusOr<std::string> CublasLtLibrary(DeviceKind device);
 
+// The cuDNN library for a device: a GPU's libcudnn.so.9, the CUDA emulator's stand-in
+// (lib/cuda_emulator/libcudnn.so.9) for kGpuEmu.
+StatusOr<std::string> CudnnLibrary(DeviceKind device);
+
 // "NVIDIA H100 SXM (graphjit CUDA emulator), sm_90, 132 SMs, 4096 MiB, driver 13.0 (path)".
 std::string DescribeCudaDevice(const CudaDeviceInfo& info);
 
