@@ -164,6 +164,44 @@ TEST_F(GpuJit, LongRowsAreReadFromMemoryOnce) {
   }
 }
 
+// A row over two axes (8 x 2048) of a float16 input, normalized (mean, variance, stores):
+// the row is staged as float16 in a two-dimensional array of shared memory (32 KB), and
+// read from memory once.
+TEST_F(GpuJit, LongRowsOfHalvesOverTwoAxesAreStagedToo) {
+  const int64_t rows = 3, cols = 8 * 2048;
+  GraphBuilder b;
+  b.Placeholder("x", DType::kHalf, {-1, 8, 2048});
+  b.Const("axes", testing::MakeInt32({2}, {1, 2}));
+  auto* cast = b.Op("xf", "Cast", {"x"}, DType::kInvalid);
+  testing::SetAttrType(cast, "SrcT", DType::kHalf);
+  testing::SetAttrType(cast, "DstT", DType::kFloat);
+  for (const auto& [name, input] : std::vector<std::pair<std::string, std::string>>{{"mean", "xf"}, {"var", "sqdiff"}}) {
+    if (name == "var") b.Op("sqdiff", "SquaredDifference", {"xf", "mean"});
+    auto* mean = b.Op(name, "Mean", {input, "axes"});
+    testing::SetAttrType(mean, "Tidx", DType::kInt32);
+    testing::SetAttrBool(mean, "keep_dims", true);
+  }
+  b.Op("centered", "Sub", {"xf", "mean"});
+  b.Op("y", "Mul", {"centered", "var"});
+  const Tensor xf = Random(Shape{rows, 8, 2048}, 11);
+  std::vector<double> values(xf.num_elements());
+  for (size_t i = 0; i < values.size(); ++i) values[i] = xf.data<float>()[i];
+  const Tensor x = testing::MakeTensor(DType::kHalf, Shape{rows, 8, 2048}, values);
+  SessionOptions options = OnGpu(JitLevel::kOn2);
+  options.gpu_profile = true;
+  (void)TakeGpuProfiles();
+  const std::vector<Tensor> gpu = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), {{"x", x}}, {"y"});
+  const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
+  SessionOptions cpu;
+  cpu.jit_level = JitLevel::kOff;
+  const std::vector<Tensor> want = testing::RunOrDie(*testing::MakeSession(b.graph_def(), cpu), {{"x", x}}, {"y"});
+  ExpectClose(gpu[0], want[0], 1e-5, "y", 1e-4);
+  ASSERT_EQ(profiles.size(), 1u);
+  if (!profiles[0].counted) return;  // a GPU: what it read is not counted
+  EXPECT_GE(profiles[0].shared_bytes, cols * 2);
+  EXPECT_EQ(profiles[0].requested_bytes, rows * cols * (2 + 4));  // read once (float16), stored once (float32)
+}
+
 // The unfused baseline: the same clusters, each op a kernel of its own (max, sub, exp, sum,
 // div; the mean), the same results; fused: a kernel per cluster.
 TEST_F(GpuJit, OffRunsEachOpAsItsOwnKernel) {
@@ -303,10 +341,14 @@ TEST_F(GpuJit, FloatReductionsAreReproducible) {
   void* driver = dlopen(library->c_str(), RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(driver, nullptr) << "the driver is loaded by the first run";
   auto set_order = reinterpret_cast<decltype(&cuemuSetThreadOrder)>(dlsym(driver, "cuemuSetThreadOrder"));
-  if (testing::TestGpu() == DeviceKind::kGpuEmu) ASSERT_NE(set_order, nullptr);
+  if (testing::TestGpu() == DeviceKind::kGpuEmu) {
+    ASSERT_NE(set_order, nullptr);
+  }
   for (const auto& [order, seed] : std::vector<std::pair<CUemuThreadOrder, unsigned long long>>{
            {CUEMU_ORDER_REVERSE, 0}, {CUEMU_ORDER_SHUFFLE, 7}, {CUEMU_ORDER_SHUFFLE, 8}, {CUEMU_ORDER_FORWARD, 0}}) {
-    if (set_order) ASSERT_EQ(set_order(order, seed), CUDA_SUCCESS);
+    if (set_order) {
+      ASSERT_EQ(set_order(order, seed), CUDA_SUCCESS);
+    }
     const std::vector<Tensor> again = testing::RunOrDie(*session, {{"x", x}}, {"y", "z"});
     for (size_t i = 0; i < first.size(); ++i)
       EXPECT_EQ(std::memcmp(first[i].raw(), again[i].raw(), first[i].bytes()), 0) << "order " << order << " seed " << seed;
@@ -435,7 +477,9 @@ TEST_F(GpuJit, GemmAlgorithmsAreTimedOncePerShape) {
     const int64_t before = GetJitStats().gemms_autotuned;
     const Runs r = RunBoth(b.graph_def(), {{"x", x}}, {"y"});
     const int64_t timed = GetJitStats().gemms_autotuned - before;
-    if (testing::TestGpu() == DeviceKind::kGpuEmu) EXPECT_EQ(timed, 1);
+    if (testing::TestGpu() == DeviceKind::kGpuEmu) {
+      EXPECT_EQ(timed, 1);
+    }
     EXPECT_LE(timed, 1);  // a GPU's cuBLASLt may offer one algorithm
     ExpectClose(r.gpu[0], r.reference[0], 1e-5, "timed", 1e-4);
     const Tensor again = testing::RunOrDie(*testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2)), {{"x", x}}, {"y"})[0];
