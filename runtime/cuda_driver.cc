@@ -134,28 +134,40 @@ StatusOr<std::string> CudaDriverLibrary(DeviceKind device, const std::string& cu
   return InvalidArgument(std::string("no CUDA driver for device '") + DeviceKindName(device) + "'");
 }
 
-StatusOr<std::string> CublasLtLibrary(DeviceKind device) {
-  if (device == DeviceKind::kGpu) return std::string("libcublasLt.so.13");
-  if (device == DeviceKind::kGpuEmu) {
+namespace {
+
 #ifdef GRAPHJIT_HAVE_CUBLASLT_EMULATOR
-    return ShippedLibrary("cuda_emulator/libcublasLt.so.13");
+constexpr bool kCublasLtStandIn = true;
 #else
-    return NotFound("this build of graphjit has no cuBLASLt stand-in for the CUDA emulator (no cublasLt.h)");
+constexpr bool kCublasLtStandIn = false;
 #endif
+#ifdef GRAPHJIT_HAVE_CUDNN_EMULATOR
+constexpr bool kCudnnStandIn = true;
+#else
+constexpr bool kCudnnStandIn = false;
+#endif
+
+// One of CUDA's libraries (`soname`, `what` in messages) for a device: NVIDIA's on a GPU, the
+// CUDA emulator's stand-in of the same name for kGpuEmu where this build has it (it is built
+// from `header`).
+StatusOr<std::string> CudaLibrary(DeviceKind device, const std::string& soname, const std::string& what, bool stand_in,
+                                  const std::string& header) {
+  if (device == DeviceKind::kGpu) return soname;
+  if (device == DeviceKind::kGpuEmu) {
+    if (stand_in) return ShippedLibrary("cuda_emulator/" + soname);
+    return NotFound("this build of graphjit has no " + what + " stand-in for the CUDA emulator (no " + header + ")");
   }
-  return InvalidArgument(std::string("no cuBLASLt for device '") + DeviceKindName(device) + "'");
+  return InvalidArgument("no " + what + " for device '" + DeviceKindName(device) + "'");
+}
+
+}  // namespace
+
+StatusOr<std::string> CublasLtLibrary(DeviceKind device) {
+  return CudaLibrary(device, "libcublasLt.so.13", "cuBLASLt", kCublasLtStandIn, "cublasLt.h");
 }
 
 StatusOr<std::string> CudnnLibrary(DeviceKind device) {
-  if (device == DeviceKind::kGpu) return std::string("libcudnn.so.9");
-  if (device == DeviceKind::kGpuEmu) {
-#ifdef GRAPHJIT_HAVE_CUDNN_EMULATOR
-    return ShippedLibrary("cuda_emulator/libcudnn.so.9");
-#else
-    return NotFound("this build of graphjit has no cuDNN stand-in for the CUDA emulator (no cudnn.h)");
-#endif
-  }
-  return InvalidArgument(std::string("no cuDNN for device '") + DeviceKindName(device) + "'");
+  return CudaLibrary(device, "libcudnn.so.9", "cuDNN", kCudnnStandIn, "cudnn.h");
 }
 
 CudaDeviceInfo NominalCudaDevice(int sm) {
