@@ -5,8 +5,10 @@
 namespace graphjit {
 
 std::string DeclaredCompilability::WhyNotCompilable(const Node& node, const std::vector<DType>&,
-                                                    const std::vector<DType>&, const DeviceName&) const {
-  return TraitsOf(node.op).compiled() ? "" : "op " + node.op + " is not compilable";
+                                                    const std::vector<DType>&, const DeviceName& device) const {
+  const OpTraits& traits = TraitsOf(node.op);
+  if (traits.gpu_only && device.IsCpu()) return "op " + node.op + " is compiled for GPUs only";
+  return traits.compiled() ? "" : "op " + node.op + " is not compilable";
 }
 
 }  // namespace graphjit

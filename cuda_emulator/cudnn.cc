@@ -4,6 +4,8 @@
 //  - 4-D tensors (NCHW or NHWC, or any strides) and filters (KCRS or KRSC) of float, half
 //    or bfloat16; 2-D convolution descriptors (symmetric padding, strides, dilations, groups,
 //    cross-correlation or convolution, float compute, a math type);
+//  - cudnnTransformTensor (a tensor copied into another layout of its shape, e.g. a filter
+//    from TensorFlow's HWIO into KRSC);
 //  - cudnnConvolutionForward, cudnnConvolutionBiasActivationForward (y = act(alpha1 conv +
 //    alpha2 z + bias), ReLU or identity, identity only with IMPLICIT_PRECOMP_GEMM, as
 //    cuDNN documents) and cudnnConvolutionBackwardData (the transposed convolution);
@@ -182,7 +184,7 @@ bool KnownForward(cudnnConvolutionFwdAlgo_t algo) {
   return std::find(std::begin(kForwardAlgos), std::end(kForwardAlgos), algo) != std::end(kForwardAlgos);
 }
 
-enum class Kind { kForward, kFused, kBackwardData };
+enum class Kind { kForward, kFused, kBackwardData, kTransform };
 
 // A convolution queued on a stream: its operands' device addresses, resolved each time it
 // runs (a captured one runs once per graph launch).
@@ -319,9 +321,32 @@ CUresult RunBackwardData(const Work& w) {
   return CUDA_SUCCESS;
 }
 
+// y = alpha * x + beta * y, element by element between two layouts of one shape (x is
+// `x` at X, y is `y` at Y).
+CUresult RunTransform(const Work& w) {
+  const Tensor &x = w.x, &y = w.y;
+  const char* hx = Resolve(w.X, Span(x), x.type);
+  char* hy = Resolve(w.Y, Span(y), y.type);
+  if (!hx || !hy) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  for (int64_t n = 0; n < x.n; ++n)
+    for (int64_t c = 0; c < x.c; ++c)
+      for (int64_t h = 0; h < x.h; ++h)
+        for (int64_t v = 0; v < x.w; ++v) {
+          const int64_t at = At(y, n, c, h, v);
+          double out = w.alpha * Load(hx, At(x, n, c, h, v), x.type, false);
+          if (w.beta != 0) out += w.beta * Load(hy, at, y.type, false);
+          Store(hy, at, y.type, out);
+        }
+  return CUDA_SUCCESS;
+}
+
 CUresult RunWork(void* user) {
   const Work& w = *static_cast<const Work*>(user);
-  return w.kind == Kind::kBackwardData ? RunBackwardData(w) : RunForward(w);
+  switch (w.kind) {
+    case Kind::kBackwardData: return RunBackwardData(w);
+    case Kind::kTransform: return RunTransform(w);
+    default: return RunForward(w);
+  }
 }
 void ReleaseWork(void* user) { delete static_cast<Work*>(user); }
 
@@ -655,5 +680,26 @@ CUDNN_EMU_API cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, c
   work->W = w, work->DY = dy, work->Y = dx;
   if (!Resolve(w, f->k * f->c * f->r * f->s, f->type) || !Resolve(dy, Span(*dyd), dyd->type) || !Resolve(dx, Span(*dxd), dxd->type))
     return CUDNN_STATUS_BAD_PARAM;
+  return Queue(h, std::move(work));
+}
+
+// --- Layouts -------------------------------------------------------------------------
+
+CUDNN_EMU_API cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t x_desc,
+                                                 const void* x, const void* beta, const cudnnTensorDescriptor_t y_desc, void* y) {
+  Handle* h = Valid<Handle>(handle);
+  if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
+  const Tensor* xd = ValidSet<Tensor>(x_desc);
+  const Tensor* yd = ValidSet<Tensor>(y_desc);
+  if (!alpha || !beta || !xd || !yd || xd->n != yd->n || xd->c != yd->c || xd->h != yd->h || xd->w != yd->w)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (xd->type != yd->type) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (!Resolve(x, Span(*xd), xd->type) || !Resolve(y, Span(*yd), yd->type)) return CUDNN_STATUS_BAD_PARAM;
+  auto work = std::make_unique<Work>();
+  work->kind = Kind::kTransform;
+  work->x = *xd, work->y = *yd;
+  work->alpha = *static_cast<const float*>(alpha);
+  work->beta = *static_cast<const float*>(beta);
+  work->X = x, work->Y = y;
   return Queue(h, std::move(work));
 }

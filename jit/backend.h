@@ -34,10 +34,11 @@ class RunRecorder {
   virtual void CountGpuLaunches(int64_t launches) = 0;
   virtual void CountGraphLaunches(int64_t launches) = 0;
   virtual void CountGemmsAutotuned(int64_t gemms) = 0;
+  virtual void CountConvsAutotuned(int64_t convs) = 0;
   virtual void RecordGpuProfile(GpuKernelProfile profile) = 0;
 };
 
-// A library call of a cluster (a GEMM): its node and what the op's kernel needs.
+// A library call of a cluster (a GEMM or a convolution): its node and what the op's kernel needs.
 struct LibraryCall {
   const OpDef* op = nullptr;
   std::shared_ptr<const Node> node;
@@ -122,8 +123,10 @@ class Backend {
 // does not know.
 StatusOr<std::shared_ptr<const Backend>> CpuBackend(const SessionOptions* options, const SessionOptions& process);
 
-// Empty if the GPU backend takes `node` (its GEMMs are cuBLASLt's: float32, with its
-// epilogues), else why not; what every target takes is graphjit::WhyNotCompilable's.
+// Empty if the GPU backend takes `node` (its GEMMs are cuBLASLt's and its convolutions
+// cuDNN's: float32, float16 or bfloat16, with the epilogues they fuse or leave to the next
+// kernel; pools of windows it writes out), else why not; what every target takes is
+// graphjit::WhyNotCompilable's.
 std::string WhyNotCompilableOnGpu(const Node& node, const std::vector<DType>& input_types);
 
 // The GPU backend of a session's device: PTX for sm_90 if the device has compute

@@ -9,6 +9,7 @@
 // compile time.
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <cstdio>
 #include <list>
 #include <map>
@@ -16,11 +17,15 @@
 #include <sstream>
 
 #include "backends/nvptx/cublaslt.h"
+#include "backends/nvptx/cudnn.h"
 #include "backends/nvptx/nvptx_compiler.h"
 #include "ir/attr.h"
 #include "jit/backend.h"
+#include "jit/cnn_lowering.h"
 #include "jit/specialize.h"
 #include "runtime/cuda_device.h"
+#include "runtime/kernels/window.h"
+#include "runtime/op_traits.h"
 #include "runtime/session_options.h"
 #include "runtime/trace.h"
 
@@ -33,8 +38,11 @@ using Clock = std::chrono::steady_clock;
 // The most device memory a GEMM's algorithm may use as workspace (cuBLAS's advice for
 // Hopper); each call has its own, allocated as its temporaries are.
 constexpr size_t kGemmWorkspaceBytes = 32 << 20;
-// The most cuBLASLt algorithms a GEMM's autotuning times (its heuristic's best first).
-constexpr int kGemmAlgorithms = 8;
+// The most device memory a convolution's algorithm may use as workspace (besides its
+// reordered filter).
+constexpr size_t kConvWorkspaceBytes = 64 << 20;
+// The most algorithms a library call's autotuning times (the library's heuristic's best first).
+constexpr int kLibraryAlgorithms = 8;
 
 // cuBLASLt's epilogue for a GEMM node: none for MatMul and BatchMatMulV2; bias, or bias
 // and ReLU, for a _FusedMatMul; Unimplemented for what cuBLASLt does not fuse.
@@ -121,75 +129,185 @@ StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inp
   return c;
 }
 
-// Times each of the plan's algorithms on the device, over operands of its shape (a call to
-// warm up, then the best of three), and returns the fastest's index.
+// A convolution's cuDNN call: its plan and, by position among its kernel's buffers, its
+// operands: x (dy for Conv2DBackpropInput), the filter (TensorFlow's layout, reordered by
+// the call), the bias and the residual (-1: none).
+struct ConvCall {
+  nvptx::ConvPlan plan;
+  int x = 0, filter = 1, bias = -1, residual = -1;
+};
+
+// A library call's convolution: Conv2D, DepthwiseConv2dNative (groups of one channel),
+// their _Fused forms with cuDNN's epilogues (bias, residual, ReLU: UnfuseConvs leaves no
+// other), and Conv2DBackpropInput, in NHWC, of float32, float16 or bfloat16, with the
+// symmetric padding LowerCnnOps leaves; `inputs` are its operands' shapes.
+StatusOr<ConvCall> ConvOf(const LibraryCall& call, const std::vector<Shape>& inputs, bool tf32) {
+  const Node& node = *call.node;
+  ConvCall c;
+  nvptx::Conv& v = c.plan.conv;
+  GJ_ASSIGN_OR_RETURN(const nvptx::Gemm::Type type, GemmType(call.dtypes));
+  v.type = type == nvptx::Gemm::Type::kF16 ? nvptx::Conv::Type::kF16 : type == nvptx::Gemm::Type::kBF16 ? nvptx::Conv::Type::kBF16 : nvptx::Conv::Type::kF32;
+  v.tf32 = tf32 && v.type == nvptx::Conv::Type::kF32;
+  const bool backprop = node.op == "Conv2DBackpropInput";
+  const bool depthwise = node.op == "DepthwiseConv2dNative" || node.op == "_FusedDepthwiseConv2dNative";
+  if (backprop) c.x = 2;
+  const Shape& x = backprop ? call.shapes[0] : inputs[c.x];
+  const Shape& f = inputs[c.filter];
+  GJ_ASSIGN_OR_RETURN(const Window w, ResolveWindow(node, x, &f));
+  if (w.pt != w.pb || w.pl != w.pr) return Internal(NodeLabel(node) + ": padded more on one side (cuDNN pads both alike)");
+  v.kind = backprop ? nvptx::Conv::Kind::kBackwardData : nvptx::Conv::Kind::kForward;
+  v.batch = x.dim(0), v.height = x.dim(1), v.width = x.dim(2), v.channels = x.dim(3);
+  v.filter_h = f.dim(0), v.filter_w = f.dim(1);
+  v.groups = depthwise ? x.dim(3) : 1;
+  v.filters = depthwise ? f.dim(2) * f.dim(3) : f.dim(3);
+  v.pad_h = w.pt, v.pad_w = w.pl, v.stride_h = w.sh, v.stride_w = w.sw, v.dilation_h = w.dh, v.dilation_w = w.dw;
+  v.filter_hwio = true;
+  if (const tensorflow::AttrValue* fused = node.FindAttr("fused_ops")) {
+    const std::vector<std::string> ops(fused->list().s().begin(), fused->list().s().end());
+    v.residual = ops.size() >= 2 && ops[1] == "Add";
+    const size_t activation = v.residual ? 2 : 1;
+    if (ops.empty() || ops[0] != "BiasAdd" || ops.size() > activation + 1 || (ops.size() > activation && ops[activation] != "Relu"))
+      return Unimplemented(NodeLabel(node) + ": cuDNN's epilogues are a bias, a residual and a ReLU");
+    v.epilogue = ops.size() > activation ? nvptx::Conv::Epilogue::kBiasRelu : nvptx::Conv::Epilogue::kBias;
+    c.bias = 2;
+    if (v.residual) c.residual = 3;
+  }
+  return c;
+}
+
+// Whether a library call is a convolution (else a GEMM).
+bool IsConv(const LibraryCall& call) { return TraitsOf(call.node->op).pattern == OpPattern::kConv; }
+
+// cuDNN for a device (gpu: NVIDIA's; gpu-emu: the emulator's stand-in); FailedPrecondition
+// with the reason if it cannot be opened.
+StatusOr<std::shared_ptr<const nvptx::Cudnn>> OpenCudnn(DeviceKind device) {
+  auto library = CudnnLibrary(device);
+  auto opened = library.ok() ? nvptx::Cudnn::Open(*library) : library.status();
+  if (!opened.ok()) return FailedPrecondition("convolutions on the GPU need cuDNN: " + opened.status().message());
+  return *opened;
+}
+
+// A kernel's library call: a GEMM (cuBLASLt) or a convolution (cuDNN).
+struct LibraryPlan {
+  bool conv = false;
+  GemmCall gemm;
+  ConvCall convolution;
+  size_t workspace_bytes() const { return conv ? convolution.plan.workspace_bytes() : gemm.plan.workspace_bytes(); }
+};
+
+// The index of the fastest of `count` ways to make one call on the device, run on
+// `stream`: each once to warm up, then the best of three, timed by events.
+StatusOr<int> Fastest(CudaDevice::Stream& stream, int count, const std::function<Status(int)>& run) {
+  int fastest = 0;
+  float fastest_ms = 0;
+  for (int i = 0; i < count; ++i) {
+    GJ_RETURN_IF_ERROR(run(i));
+    GJ_RETURN_IF_ERROR(stream.Synchronize());
+    float best = 0;
+    stream.ClearPoints();
+    for (int round = 0; round < 3; ++round) {
+      GJ_ASSIGN_OR_RETURN(int before, stream.Record());
+      GJ_RETURN_IF_ERROR(run(i));
+      GJ_ASSIGN_OR_RETURN(int after, stream.Record());
+      GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));
+      if (round == 0 || ms < best) best = ms;
+    }
+    if (i == 0 || best < fastest_ms) fastest = i, fastest_ms = best;
+  }
+  return fastest;
+}
+
+// Device memory of these sizes for timing a call, the first `filled` of them holding small
+// numbers of every type (0.0115, 1.06); freed with it.
+class Operands {
+ public:
+  static StatusOr<std::unique_ptr<Operands>> Make(CudaDevice& cuda, CudaDevice::Stream& stream, const std::vector<size_t>& sizes,
+                                                  size_t filled) {
+    std::unique_ptr<Operands> o(new Operands(cuda));
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      GJ_ASSIGN_OR_RETURN(uint64_t address, cuda.Allocate(std::max<size_t>(sizes[i], 1)));
+      o->memory_.push_back(address);
+      if (i < filled) {
+        const std::string values(sizes[i], '\x3c');
+        GJ_RETURN_IF_ERROR(stream.CopyToDevice(address, values.data(), sizes[i]));
+      }
+    }
+    GJ_RETURN_IF_ERROR(cuda.MakeCurrent());
+    return o;
+  }
+  ~Operands() {
+    for (uint64_t address : memory_) cuda_.Free(address);
+  }
+  uint64_t operator[](size_t i) const { return memory_[i]; }
+
+ private:
+  explicit Operands(CudaDevice& cuda) : cuda_(cuda) {}
+  CudaDevice& cuda_;
+  std::vector<uint64_t> memory_;
+};
+
+// Times each of the GEMM plan's algorithms over operands of its shape and returns the
+// fastest's index.
 StatusOr<int> FastestAlgorithm(CudaDevice& cuda, const nvptx::CublasLt& blas, const nvptx::GemmPlan& plan) {
   const nvptx::Gemm& g = plan.gemm;
   const size_t element = g.type == nvptx::Gemm::Type::kF32 ? 4 : 2;
   auto matrices = [&](int64_t stride, int64_t size) { return static_cast<size_t>(stride ? g.batch * stride : size) * element; };
   const size_t workspace = *std::max_element(plan.workspaces.begin(), plan.workspaces.end());
-  const size_t sizes[] = {matrices(g.batch_stride_a, g.m * g.k), matrices(g.batch_stride_b, g.k * g.n),
-                          static_cast<size_t>(g.n) * element, static_cast<size_t>(g.batch * g.m * g.n) * element, workspace};
-  std::vector<uint64_t> memory;  // a, b, bias, d, workspace
-  struct Release {
-    CudaDevice& cuda;
-    std::vector<uint64_t>& memory;
-    ~Release() {
-      for (uint64_t address : memory) cuda.Free(address);
-    }
-  } release{cuda, memory};
   GJ_ASSIGN_OR_RETURN(auto stream, cuda.NewStream());
-  for (size_t bytes : sizes) {
-    GJ_ASSIGN_OR_RETURN(uint64_t address, cuda.Allocate(std::max<size_t>(bytes, 1)));
-    memory.push_back(address);
-  }
-  const std::string operand(std::max(sizes[0], sizes[1]), '\x3c');  // small numbers of every type (0.0115, 1.06)
-  GJ_RETURN_IF_ERROR(stream->CopyToDevice(memory[0], operand.data(), sizes[0]));
-  GJ_RETURN_IF_ERROR(stream->CopyToDevice(memory[1], operand.data(), sizes[1]));
-  GJ_RETURN_IF_ERROR(cuda.MakeCurrent());
-  int fastest = 0;
-  float fastest_ms = 0;
-  for (int algorithm = 0; algorithm < static_cast<int>(plan.workspaces.size()); ++algorithm) {
+  GJ_ASSIGN_OR_RETURN(auto memory, Operands::Make(cuda, *stream,  // a, b, bias, d, workspace
+                                                  {matrices(g.batch_stride_a, g.m * g.k), matrices(g.batch_stride_b, g.k * g.n),
+                                                   static_cast<size_t>(g.n) * element,
+                                                   static_cast<size_t>(g.batch * g.m * g.n) * element, workspace},
+                                                  2));
+  return Fastest(*stream, static_cast<int>(plan.workspaces.size()), [&](int algorithm) {
     nvptx::GemmPlan candidate = plan;
     candidate.algorithm = algorithm;
-    auto call = [&] {
-      return blas.Matmul(candidate, memory[0], memory[1], g.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : memory[2],
-                         memory[3], candidate.workspace_bytes() ? memory[4] : 0, stream->handle());
-    };
-    GJ_RETURN_IF_ERROR(call());
-    GJ_RETURN_IF_ERROR(stream->Synchronize());
-    float best = 0;
-    stream->ClearPoints();
-    for (int run = 0; run < 3; ++run) {
-      GJ_ASSIGN_OR_RETURN(int before, stream->Record());
-      GJ_RETURN_IF_ERROR(call());
-      GJ_ASSIGN_OR_RETURN(int after, stream->Record());
-      GJ_ASSIGN_OR_RETURN(float ms, stream->ElapsedMillis(before, after));
-      if (run == 0 || ms < best) best = ms;
-    }
-    if (algorithm == 0 || best < fastest_ms) fastest = algorithm, fastest_ms = best;
-  }
-  return fastest;
+    const Operands& m = *memory;
+    return blas.Matmul(candidate, m[0], m[1], g.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : m[2], m[3],
+                       candidate.workspace_bytes() ? m[4] : 0, stream->handle());
+  });
+}
+
+// The same for a convolution's plan.
+StatusOr<int> FastestAlgorithm(CudaDevice& cuda, const nvptx::Cudnn& dnn, const nvptx::ConvPlan& plan) {
+  const nvptx::Conv& v = plan.conv;
+  const size_t element = v.type == nvptx::Conv::Type::kF32 ? 4 : 2;
+  const size_t x = static_cast<size_t>(v.batch * v.channels * v.height * v.width) * element;
+  const size_t y = static_cast<size_t>(v.batch * v.filters * v.out_h() * v.out_w()) * element;
+  const size_t filter = static_cast<size_t>(v.filters * (v.channels / v.groups) * v.filter_h * v.filter_w) * element;
+  const bool forward = v.kind == nvptx::Conv::Kind::kForward;
+  GJ_ASSIGN_OR_RETURN(auto stream, cuda.NewStream());
+  GJ_ASSIGN_OR_RETURN(auto memory, Operands::Make(cuda, *stream,  // x (dy), filter, bias, z, y (dx), workspace
+                                                  {forward ? x : y, filter, static_cast<size_t>(v.filters) * element, y,
+                                                   forward ? y : x, *std::max_element(plan.workspaces.begin(), plan.workspaces.end())},
+                                                  2));
+  return Fastest(*stream, static_cast<int>(plan.workspaces.size()), [&](int algorithm) {
+    nvptx::ConvPlan candidate = plan;
+    candidate.algorithm = algorithm;
+    const Operands& m = *memory;
+    return dnn.Run(candidate, m[0], m[1], v.epilogue == nvptx::Conv::Epilogue::kNone ? 0 : m[2], v.residual ? m[3] : 0, m[4],
+                   candidate.workspace_bytes() ? m[5] : 0, stream->handle());
+  });
 }
 
 // The code of a GPU executable as the disk cache keeps it: a first line with the algorithm
-// chosen for each kernel's GEMM (-1 for a kernel of the module), then the module (PTX text,
-// or a cubin).
-constexpr char kGemmAlgorithmsLine[] = "graphjit GEMM algorithms:";
+// chosen for each kernel's library call (its index among those the library offers; -1 for a
+// kernel of the module), then the module (PTX text, or a cubin).
+constexpr char kAlgorithmsLine[] = "graphjit library algorithms:";
 std::string GpuCode(const std::vector<int>& algorithms, const std::string& module) {
-  std::string code = kGemmAlgorithmsLine;
+  std::string code = kAlgorithmsLine;
   for (int a : algorithms) code += " " + std::to_string(a);
   return code + "\n" + module;
 }
 StatusOr<std::pair<std::vector<int>, std::string>> ParseGpuCode(const std::string& code, size_t kernels) {
   const size_t end = code.find('\n');
-  if (code.rfind(kGemmAlgorithmsLine, 0) != 0 || end == std::string::npos)
-    return InvalidArgument("the code has no line of GEMM algorithms");
+  if (code.rfind(kAlgorithmsLine, 0) != 0 || end == std::string::npos)
+    return InvalidArgument("the code has no line of library algorithms");
   std::vector<int> algorithms;
-  std::istringstream line(code.substr(sizeof kGemmAlgorithmsLine - 1, end - (sizeof kGemmAlgorithmsLine - 1)));
+  std::istringstream line(code.substr(sizeof kAlgorithmsLine - 1, end - (sizeof kAlgorithmsLine - 1)));
   for (int a; line >> a;) algorithms.push_back(a);
   if (!line.eof() || algorithms.size() != kernels)
-    return InvalidArgument("the code's GEMM algorithms are not one per kernel (" + std::to_string(kernels) + ")");
+    return InvalidArgument("the code's library algorithms are not one per kernel (" + std::to_string(kernels) + ")");
   return std::make_pair(std::move(algorithms), code.substr(end + 1));
 }
 
@@ -197,9 +315,10 @@ class GpuExecutable : public ClusterExecutable {
  public:
   // `module`: PTX, or a cubin for the device.
   GpuExecutable(ClusterProgram program, std::shared_ptr<CudaDevice> cuda, std::string module,
-                std::shared_ptr<const nvptx::CublasLt> blas, std::vector<GemmCall> gemms, RunRecorder* recorder)
+                std::shared_ptr<const nvptx::CublasLt> blas, std::shared_ptr<const nvptx::Cudnn> dnn,
+                std::vector<LibraryPlan> calls, RunRecorder* recorder)
       : ClusterExecutable(std::move(program)), cuda_(std::move(cuda)), module_(std::move(module)), blas_(std::move(blas)),
-        gemms_(std::move(gemms)), recorder_(recorder) {}
+        dnn_(std::move(dnn)), calls_(std::move(calls)), recorder_(recorder) {}
 
   ~GpuExecutable() override {
     for (uint64_t address : constants_) cuda_->Free(address);
@@ -331,8 +450,8 @@ class GpuExecutable : public ClusterExecutable {
         }
         pointers[k].push_back(scratch[area]);
       }
-      if (emitted.library_node >= 0 && gemms_[k].plan.workspace_bytes()) {  // cuBLASLt's workspace, this call's
-        GJ_ASSIGN_OR_RETURN(uint64_t workspace, cuda_->Allocate(gemms_[k].plan.workspace_bytes()));
+      if (emitted.library_node >= 0 && calls_[k].workspace_bytes()) {  // the library's workspace, this call's
+        GJ_ASSIGN_OR_RETURN(uint64_t workspace, cuda_->Allocate(calls_[k].workspace_bytes()));
         owned->push_back(workspace);
         pointers[k].push_back(workspace);
       }
@@ -352,7 +471,8 @@ class GpuExecutable : public ClusterExecutable {
         if (profile) {
           GJ_ASSIGN_OR_RETURN(before, stream.Record());
         }
-        GJ_RETURN_IF_ERROR(traced(name + "/" + emitted.function, emitted.library_node >= 0 ? "cuBLASLt" : "gpu kernel", 0,
+        const char* op = emitted.library_node < 0 ? "gpu kernel" : calls_[k].conv ? "cuDNN" : "cuBLASLt";
+        GJ_RETURN_IF_ERROR(traced(name + "/" + emitted.function, op, 0,
                                   [&] { return LaunchKernel(k, pointers[k], stream); }));
         recorder_->CountGpuLaunches(1);
         if (profile) {
@@ -407,7 +527,8 @@ class GpuExecutable : public ClusterExecutable {
   // has its buffers allocated.
   static bool Launches(const EmittedKernel& k) { return k.library_node >= 0 || k.grid > 0; }
 
-  // Kernel k (a GEMM: cuBLASLt's), with its buffers and scratch areas at `pointers`.
+  // Kernel k (a library call: cuBLASLt's or cuDNN's), with its buffers and scratch areas at
+  // `pointers` (a library call's workspace after them).
   Status LaunchKernel(size_t k, std::vector<uint64_t> pointers, CudaDevice::Stream& stream) const {
     const EmittedKernel& emitted = program_.module.kernels[k];
     if (emitted.library_node < 0) {
@@ -417,11 +538,17 @@ class GpuExecutable : public ClusterExecutable {
       const unsigned block[3] = {static_cast<unsigned>(emitted.block), 1, 1};
       return stream.Launch(kernels_[k], grid, block, static_cast<unsigned>(emitted.shared_bytes), args);
     }
-    // A GEMM: operands a, b (and the bias), then its output.
     GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
-    const GemmCall& call = gemms_[k];
-    const uint64_t workspace = call.plan.workspace_bytes() ? pointers.back() : 0;  // after the output
+    const uint64_t workspace = calls_[k].workspace_bytes() ? pointers.back() : 0;  // after the output
     if (workspace) pointers.pop_back();
+    if (calls_[k].conv) {  // its operands by position, then its output
+      const ConvCall& c = calls_[k].convolution;
+      auto operand = [&](int i) { return i < 0 ? 0 : pointers[i]; };
+      return dnn_->Run(c.plan, operand(c.x), operand(c.filter), operand(c.bias), operand(c.residual), pointers.back(), workspace,
+                       stream.handle());
+    }
+    // A GEMM: operands a, b (and the bias), then its output.
+    const GemmCall& call = calls_[k].gemm;
     const uint64_t bias = call.plan.gemm.epilogue == nvptx::Gemm::Epilogue::kNone ? 0 : pointers[2];
     const uint64_t element = call.plan.gemm.type == nvptx::Gemm::Type::kF32 ? 4 : 2;
     for (const auto& [a, b, d] : call.offsets)
@@ -472,13 +599,18 @@ class GpuExecutable : public ClusterExecutable {
     for (int area : emitted.scratch) p.io_bytes += program_.module.scratch[area];
     GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));  // synchronizes
     p.measured_us = ms * 1000.0;
-    if (emitted.library_node >= 0) {  // cuBLASLt: its operands once, 2mnk flops per matrix
-      const nvptx::Gemm& g = gemms_[k].plan.gemm;
+    if (emitted.library_node >= 0) {  // a library call: its operands once, 2 flops per multiply-add
       p.library = true;
       p.counted = true;
       p.moved_bytes = p.requested_bytes = p.io_bytes;
       p.request_sectors = (p.io_bytes + 31) / 32;
-      p.float_ops = 2 * g.m * g.n * g.k * g.batch * static_cast<int64_t>(gemms_[k].offsets.size());
+      if (calls_[k].conv) {
+        const nvptx::Conv& v = calls_[k].convolution.plan.conv;
+        p.float_ops = 2 * v.batch * v.filters * v.out_h() * v.out_w() * (v.channels / v.groups) * v.filter_h * v.filter_w;
+      } else {
+        const nvptx::Gemm& g = calls_[k].gemm.plan.gemm;
+        p.float_ops = 2 * g.m * g.n * g.k * g.batch * static_cast<int64_t>(calls_[k].gemm.offsets.size());
+      }
       recorder_->RecordGpuProfile(std::move(p));
       return Status::Ok();
     }
@@ -503,7 +635,8 @@ class GpuExecutable : public ClusterExecutable {
   const std::shared_ptr<CudaDevice> cuda_;
   const std::string module_;
   const std::shared_ptr<const nvptx::CublasLt> blas_;  // for GEMMs
-  const std::vector<GemmCall> gemms_;                  // per kernel (GEMMs only)
+  const std::shared_ptr<const nvptx::Cudnn> dnn_;      // for convolutions
+  const std::vector<LibraryPlan> calls_;               // per kernel (library calls only)
   RunRecorder* const recorder_;
   std::vector<CudaDevice::Kernel> kernels_;
   std::vector<uint64_t> constants_;  // device memory, per program constant
@@ -565,9 +698,12 @@ class GpuTarget : public Backend {
 
   StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages, CompileStages* stages,
                                                        std::string* code) const override {
-    for (size_t k = 0; k < program.module.kernels.size(); ++k) {  // a GEMM it cannot call is Unimplemented
+    for (size_t k = 0; k < program.module.kernels.size(); ++k) {  // a library call it cannot make is Unimplemented
       const EmittedKernel& kernel = program.module.kernels[k];
-      if (kernel.library_node >= 0) GJ_RETURN_IF_ERROR(GemmOf(program.calls[k], ArgumentShapes(program, kernel), tf32_).status());
+      if (kernel.library_node < 0) continue;
+      const std::vector<Shape> shapes = ArgumentShapes(program, kernel);
+      GJ_RETURN_IF_ERROR(IsConv(program.calls[k]) ? ConvOf(program.calls[k], shapes, tf32_).status()
+                                                  : GemmOf(program.calls[k], shapes, tf32_).status());
     }
     std::string ptx;
     if (!program.module.mlir.empty()) {
@@ -628,46 +764,68 @@ class GpuTarget : public Backend {
   }
 
  private:
-  // The executable of `module` (PTX, or a cubin). Each GEMM is a cuBLASLt call planned once,
-  // with the algorithm `*algorithms` names for its kernel, or, if it is empty, the fastest
-  // of those cuBLASLt offers (timed, under --gpu_autotune) or its heuristic's first, which
-  // are then written there (-1 for the module's kernels).
+  // The executable of `module` (PTX, or a cubin). Each library call is planned once (a GEMM
+  // by cuBLASLt, a convolution by cuDNN), with the algorithm `*algorithms` names for its
+  // kernel, or, if it is empty, the fastest of those the library offers (timed, under
+  // --gpu_autotune) or its heuristic's first, which are then written there (-1 for the
+  // module's kernels).
   StatusOr<std::unique_ptr<ClusterExecutable>> Make(ClusterProgram program, const std::string& module,
                                                     std::vector<int>* algorithms) const {
     if (!cuda_) return FailedPrecondition("no GPU driver to load sm_" + std::to_string(sm_) + " code");
     const bool chosen = !algorithms->empty();
     if (!chosen) algorithms->assign(program.module.kernels.size(), -1);
-    std::vector<GemmCall> gemms(program.module.kernels.size());
+    std::vector<LibraryPlan> calls(program.module.kernels.size());
     std::shared_ptr<const nvptx::CublasLt> blas;
-    for (size_t k = 0; k < gemms.size(); ++k) {
+    std::shared_ptr<const nvptx::Cudnn> dnn;
+    for (size_t k = 0; k < calls.size(); ++k) {
       const EmittedKernel& kernel = program.module.kernels[k];
       int& algorithm = (*algorithms)[k];
       if (kernel.library_node < 0) {
-        if (algorithm != -1) return InvalidArgument("kernel " + std::to_string(k) + " is not a GEMM but has an algorithm");
+        if (algorithm != -1) return InvalidArgument("kernel " + std::to_string(k) + " is not a library call but has an algorithm");
         continue;
       }
-      GJ_ASSIGN_OR_RETURN(gemms[k], GemmOf(program.calls[k], ArgumentShapes(program, kernel), tf32_));
-      if (!blas) {
-        auto library = CublasLtLibrary(device_);
-        auto opened = library.ok() ? nvptx::CublasLt::Open(*library) : library.status();
-        if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
-        blas = *opened;
+      LibraryPlan& call = calls[k];
+      call.conv = IsConv(program.calls[k]);
+      int offered = 0;
+      if (call.conv) {
+        GJ_ASSIGN_OR_RETURN(call.convolution, ConvOf(program.calls[k], ArgumentShapes(program, kernel), tf32_));
+        if (!dnn) {
+          GJ_ASSIGN_OR_RETURN(dnn, OpenCudnn(device_));
+        }
+        nvptx::ConvPlan& plan = call.convolution.plan;
+        GJ_ASSIGN_OR_RETURN(plan, dnn->Plan(plan.conv, kConvWorkspaceBytes, kLibraryAlgorithms));
+        offered = static_cast<int>(plan.workspaces.size());
+      } else {
+        GJ_ASSIGN_OR_RETURN(call.gemm, GemmOf(program.calls[k], ArgumentShapes(program, kernel), tf32_));
+        if (!blas) {
+          auto library = CublasLtLibrary(device_);
+          auto opened = library.ok() ? nvptx::CublasLt::Open(*library) : library.status();
+          if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
+          blas = *opened;
+        }
+        nvptx::GemmPlan& plan = call.gemm.plan;
+        GJ_ASSIGN_OR_RETURN(plan, blas->Plan(plan.gemm, kGemmWorkspaceBytes, kLibraryAlgorithms));
+        offered = static_cast<int>(plan.workspaces.size());
       }
-      nvptx::GemmPlan& plan = gemms[k].plan;
-      GJ_ASSIGN_OR_RETURN(plan, blas->Plan(plan.gemm, kGemmWorkspaceBytes, kGemmAlgorithms));
-      const int offered = static_cast<int>(plan.workspaces.size());
+      const char* library = call.conv ? "cuDNN" : "cuBLASLt";
       if (chosen && (algorithm < 0 || algorithm >= offered))
-        return InvalidArgument("the GEMM of kernel " + std::to_string(k) + " was kept with algorithm " +
-                               std::to_string(algorithm) + ", and cuBLASLt offers " + std::to_string(offered));
+        return InvalidArgument(std::string("the library call of kernel ") + std::to_string(k) + " was kept with algorithm " +
+                               std::to_string(algorithm) + ", and " + library + " offers " + std::to_string(offered));
       if (!chosen && autotune_ && offered > 1) {
-        GJ_ASSIGN_OR_RETURN(algorithm, FastestAlgorithm(*cuda_, *blas, plan));
-        recorder_->CountGemmsAutotuned(1);
+        if (call.conv) {
+          GJ_ASSIGN_OR_RETURN(algorithm, FastestAlgorithm(*cuda_, *dnn, call.convolution.plan));
+          recorder_->CountConvsAutotuned(1);
+        } else {
+          GJ_ASSIGN_OR_RETURN(algorithm, FastestAlgorithm(*cuda_, *blas, call.gemm.plan));
+          recorder_->CountGemmsAutotuned(1);
+        }
       } else if (!chosen) {
         algorithm = 0;
       }
-      plan.algorithm = algorithm;
+      (call.conv ? call.convolution.plan.algorithm : call.gemm.plan.algorithm) = algorithm;
     }
-    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, module, std::move(blas), std::move(gemms), recorder_);
+    auto executable = std::make_unique<GpuExecutable>(std::move(program), cuda_, module, std::move(blas), std::move(dnn),
+                                                      std::move(calls), recorder_);
     GJ_RETURN_IF_ERROR(executable->Init());
     return std::unique_ptr<ClusterExecutable>(std::move(executable));
   }
@@ -686,10 +844,26 @@ class GpuTarget : public Backend {
 }  // namespace
 
 std::string WhyNotCompilableOnGpu(const Node& node, const std::vector<DType>& input_types) {
+  if (node.op == "MaxPool" || node.op == "AvgPool") {
+    auto ksize = GetIntListAttr(node, "ksize");
+    if (!ksize.ok() || ksize->size() != 4 || (*ksize)[1] * (*ksize)[2] > kMaxPoolWindowElements)
+      return "a pool's window of more than " + std::to_string(kMaxPoolWindowElements) + " elements is not written out";
+    return "";
+  }
   if (!IsLibraryOp(node.op)) return "";
-  if (auto type = GemmType(input_types); !type.ok()) return type.status().message();
-  // An activation cuBLASLt does not fuse is fused into the next kernel (see BuildProgram).
+  const bool conv = TraitsOf(node.op).pattern == OpPattern::kConv;
+  // A convolution's data inputs (Conv2DBackpropInput's first is a shape) are of its type.
+  std::vector<DType> data;
+  for (size_t i = 0; i < input_types.size(); ++i)
+    if (IsDataInput(node, static_cast<int>(i))) data.push_back(input_types[i]);
+  if (auto type = GemmType(data); !type.ok())
+    return conv ? "convolutions on the GPU (cuDNN) are of float32, float16 or bfloat16 tensors of one type" : type.status().message();
   const tensorflow::AttrValue* fused = node.FindAttr("fused_ops");
+  if (conv) {
+    if (!fused || UnfusesConv({fused->list().s().begin(), fused->list().s().end()})) return "";
+    return "a fused convolution's epilogue on the GPU is BiasAdd, then Add, then Relu, Relu6, Elu, Tanh or Sigmoid";
+  }
+  // An activation cuBLASLt does not fuse is fused into the next kernel (see BuildProgram).
   const DType dtype = input_types.empty() ? DType::kInvalid : input_types[0];
   if (fused && UnfusesMatMul({fused->list().s().begin(), fused->list().s().end()}, dtype)) return "";
   auto epilogue = EpilogueOf(node);

@@ -12,7 +12,7 @@ namespace graphjit {
 
 bool IsLibraryOp(const std::string& op) {
   const OpTraits& t = TraitsOf(op);
-  return t.pattern == OpPattern::kGemm && t.compiled();
+  return (t.pattern == OpPattern::kGemm || t.pattern == OpPattern::kConv) && t.compiled();
 }
 
 bool IsArgReduction(const std::string& op) {
@@ -422,7 +422,9 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
     const Tensor& axes = body.constants[n.inputs[1].node];
     return axes.num_elements() == 0 ? NodeKind::kSizeOneReshape : NodeKind::kReduction;
   }
-  return NodeKind::kLibrary;
+  if (IsLibraryOp(n.op)) return NodeKind::kLibrary;
+  // Pools and batch norms are written out as the ops they are made of before planning.
+  return Unimplemented(NodeLabel(n) + ": " + n.op + " is not written out for this target");
 }
 
 StatusOr<ReductionAxes> GetReductionAxes(const AnalyzedGraph& body, int id) {

@@ -9,7 +9,8 @@
 //    variance: one kernel each, which reads its input once from memory);
 //  - reduce fusion: a reduction over other dims (e.g. columns), with its producers;
 //  - library call: a GEMM (MatMul, BatchMatMulV2, _FusedMatMul with its bias and
-//    activation as the library's epilogue) on stored operands.
+//    activation as the library's epilogue) or a convolution (Conv2D, DepthwiseConv2dNative,
+//    their _Fused forms, Conv2DBackpropInput) on stored operands.
 //
 // A Reshape that is not a size-1 reshape views its input's buffer (no copy).
 // Target-neutral: nothing here knows the CPU.
@@ -34,7 +35,7 @@ enum class NodeKind {
 // Empty if the emitters take `n` with these input and output dtypes (the fact clustering
 // asks about, before shapes are known), else why not.
 std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_types, const std::vector<DType>& output_types);
-// Whether `op` is run as a library call (a GEMM).
+// Whether `op` is run as a library call (a GEMM or a convolution).
 bool IsLibraryOp(const std::string& op);
 // Whether `op` is ArgMax or ArgMin: a reduction to an index.
 bool IsArgReduction(const std::string& op);

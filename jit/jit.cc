@@ -12,6 +12,7 @@
 #include "jit/fusion_plan.h"
 #include "jit/jit_instance.h"
 #include "runtime/op_registry.h"
+#include "runtime/op_traits.h"
 
 namespace graphjit {
 
@@ -45,22 +46,24 @@ Jit& TheJit() {
 }
 
 // Clustering's question, answered by the emitters (WhyNotCompilable) for the devices this
-// JIT compiles for: the CPU, the GPU (GEMMs through cuBLASLt: float32, with its epilogues),
-// and XLA's CPU and GPU device names. GatherV2 and a TensorList's SetItem (_GraphjitSetRow)
-// are compiled for GPUs only: an index out of range is an error of TensorFlow's CPU kernels
-// (and of the reference kernels), which a compiled kernel cannot raise; on a GPU, a gather
-// reads it as zero, as TensorFlow's GPU kernel does, and SetItem clamps it into the list,
-// as XLA's dynamic-update-slice does (a loop's counter never leaves its list). A float32
-// Range too: TensorFlow's CPU kernel adds the step once per element, its GPU kernel computes
-// start + i * step, as the compiled kernel does (an integer Range is the same either way; a
-// 16-bit one would round at each step).
+// JIT compiles for: the CPU, the GPU (GEMMs through cuBLASLt, convolutions through cuDNN,
+// with their epilogues), and XLA's CPU and GPU device names. Some ops are compiled for GPUs
+// only (OpTraits::gpu_only): GatherV2 and a TensorList's SetItem (_GraphjitSetRow), because
+// an index out of range is an error of TensorFlow's CPU kernels (and of the reference
+// kernels), which a compiled kernel cannot raise; on a GPU, a gather reads it as zero, as
+// TensorFlow's GPU kernel does, and SetItem clamps it into the list, as XLA's
+// dynamic-update-slice does (a loop's counter never leaves its list). Convolutions, pools
+// and batch norms, which the CPU runs with oneDNN or its own kernels. A float32 Range too:
+// TensorFlow's CPU kernel adds the step once per element, its GPU kernel computes start + i
+// * step, as the compiled kernel does (an integer Range is the same either way; a 16-bit one
+// would round at each step).
 class JitCompilability : public CompilabilityOracle {
  public:
   std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
                                const std::vector<DType>& output_types, const DeviceName& device) const override {
     if (!device.IsCpu() && !device.IsGpu()) return "no compiler for device " + device.ToString();
-    if (device.IsCpu() && (node.op == "GatherV2" || node.op == "_GraphjitSetRow"))
-      return node.op + " is compiled for GPUs only (on the CPU an index out of range is an error)";
+    if (const char* why = TraitsOf(node.op).gpu_only; why && device.IsCpu())
+      return node.op + " is compiled for GPUs only (" + why + ")";
     if (node.op == "Range" && !output_types.empty() && !IsInteger(output_types[0]) &&
         (device.IsCpu() || output_types[0] != DType::kFloat))
       return "Range is compiled for integers, and for float32 on GPUs (on the CPU, TensorFlow adds the step once per element)";
@@ -165,6 +168,7 @@ JitStats Jit::Stats() const {
   stats.gpu_launches = gpu_launches_.load();
   stats.graph_launches = graph_launches_.load();
   stats.gemms_autotuned = gemms_autotuned_.load();
+  stats.convs_autotuned = convs_autotuned_.load();
   stats.numerics_checked = numerics_checked.load();
   stats.numerics_mismatches = numerics_mismatches.load();
   stats.async_runs = async_runs.load();
@@ -267,12 +271,12 @@ KernelWork GpuKernelProfile::Work() const {
 
 std::string JitStatsLine() {
   JitStats s = GetJitStats();
-  char buf[640];
+  char buf[768];
   std::snprintf(buf, sizeof buf,
                 "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f "
                 "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld gpu_launches=%lld "
                 "numerics_checked=%lld numerics_mismatches=%lld async_runs=%lld compiles=%lld disk_hits=%lld "
-                "disk_writes=%lld disk_dropped=%lld disk_evictions=%lld gemms_autotuned=%lld",
+                "disk_writes=%lld disk_dropped=%lld disk_evictions=%lld gemms_autotuned=%lld convs_autotuned=%lld",
                 s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
                 static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors),
                 static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
@@ -280,7 +284,8 @@ std::string JitStatsLine() {
                 static_cast<long long>(s.numerics_checked), static_cast<long long>(s.numerics_mismatches),
                 static_cast<long long>(s.async_runs), static_cast<long long>(s.compiles),
                 static_cast<long long>(s.disk_hits), static_cast<long long>(s.disk_writes),
-                static_cast<long long>(s.disk_dropped), static_cast<long long>(s.disk_evictions), static_cast<long long>(s.gemms_autotuned));
+                static_cast<long long>(s.disk_dropped), static_cast<long long>(s.disk_evictions), static_cast<long long>(s.gemms_autotuned),
+                static_cast<long long>(s.convs_autotuned));
   return buf;
 }
 

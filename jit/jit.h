@@ -63,9 +63,10 @@ struct JitStats {
   // a cluster's kernels). (The --stats line has the last run's graph launches, from its
   // session.)
   int64_t gpu_launches = 0, graph_launches = 0;
-  // GEMM shapes whose cuBLASLt algorithms were timed on the device (--gpu_autotune): once
-  // per shape and process, none for a kernel loaded from the disk cache.
-  int64_t gemms_autotuned = 0;
+  // GEMM shapes whose cuBLASLt algorithms, and convolutions whose cuDNN algorithms, were
+  // timed on the device (--gpu_autotune): once per shape and process, none for a kernel
+  // loaded from the disk cache.
+  int64_t gemms_autotuned = 0, convs_autotuned = 0;
   // The numerics guard (SessionOptions::jit_check_numerics): compiled runs checked against
   // op by op, and those whose outputs differed beyond the JIT's tolerance: integers and
   // bools exactly; floats within rtol x (|reference| + the output's largest |reference|),
@@ -102,7 +103,7 @@ struct GpuKernelProfile {
 std::vector<GpuKernelProfile> TakeGpuProfiles();
 // "jit: clusters=N compiled=N fallback=N cache_hits=N cache_misses=N compile_ms=X internal_errors=N
 // cache_kernels=N cache_mb=X cache_evictions=N gpu_launches=N numerics_checked=N numerics_mismatches=N
-// async_runs=N compiles=N disk_hits=N disk_writes=N disk_dropped=N disk_evictions=N gemms_autotuned=N"
+// async_runs=N compiles=N disk_hits=N disk_writes=N disk_dropped=N disk_evictions=N gemms_autotuned=N convs_autotuned=N"
 std::string JitStatsLine();
 
 }  // namespace graphjit

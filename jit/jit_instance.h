@@ -71,6 +71,7 @@ class Jit final : public RunRecorder {
   void CountGpuLaunches(int64_t launches) override { gpu_launches_ += launches; }
   void CountGraphLaunches(int64_t launches) override { graph_launches_ += launches; }
   void CountGemmsAutotuned(int64_t gemms) override { gemms_autotuned_ += gemms; }
+  void CountConvsAutotuned(int64_t convs) override { convs_autotuned_ += convs; }
   void RecordGpuProfile(GpuKernelProfile profile) override;
   std::vector<GpuKernelProfile> TakeGpuProfiles();
 
@@ -105,7 +106,7 @@ class Jit final : public RunRecorder {
   std::vector<std::weak_ptr<const ClusterCounters>> clusters_;
   JitStats retired_;
 
-  std::atomic<int64_t> gpu_launches_{0}, graph_launches_{0}, gemms_autotuned_{0};
+  std::atomic<int64_t> gpu_launches_{0}, graph_launches_{0}, gemms_autotuned_{0}, convs_autotuned_{0};
   std::mutex profiles_mu_;
   std::vector<GpuKernelProfile> profiles_;
 

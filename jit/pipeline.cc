@@ -3,6 +3,7 @@
 #include <google/protobuf/text_format.h>
 
 #include "ir/graphdef.h"
+#include "jit/cnn_lowering.h"
 #include "jit/fusion_emitter.h"
 #include "jit/fusion_plan.h"
 #include "jit/specialize.h"
@@ -29,16 +30,21 @@ StatusOr<ClusterProgram> BuildProgram(const PreparedBody& prepared, const std::v
   auto done = [&](const char* stage) {
     if (options.stage_done) options.stage_done(stage);
   };
-  // 1. Specialize: static shapes, the values that decide shapes. On a GPU, a GEMM's
-  //    activation that cuBLASLt does not fuse becomes a node after it.
+  // 1. Specialize: static shapes, the values that decide shapes. On a GPU, a GEMM's or a
+  //    convolution's activation that cuBLASLt or cuDNN does not fuse becomes a node after
+  //    it (unfused: every epilogue op does), and pools, batch norms and the padding cuDNN
+  //    lacks are written out as the ops they are made of.
+  const bool gpu = target.schedule == Schedule::kGpu;
   const tensorflow::GraphDef* graph = &prepared.graph;
   tensorflow::GraphDef split;
-  if (target.schedule == Schedule::kGpu) {
+  if (gpu) {
     split = prepared.graph;
     GJ_RETURN_IF_ERROR(UnfuseMatMuls(&split, /*activations_only=*/true));
+    GJ_RETURN_IF_ERROR(UnfuseConvs(&split, /*activations_only=*/options.fuse));
     graph = &split;
   }
   GJ_ASSIGN_OR_RETURN(SpecializedBody body, Specialize(*graph, prepared.outputs, inputs, prepared.value_inputs));
+  if (gpu) GJ_RETURN_IF_ERROR(LowerCnnOps(&body.graph, &body.outputs).status());
   if (target.schedule == Schedule::kCpu && options.fuse && options.small_gemm_multiply_adds > 0)
     GJ_RETURN_IF_ERROR(ExpandSmallGemms(&body.graph, options.small_gemm_multiply_adds).status());
   if (options.dump) {

@@ -235,12 +235,27 @@ StatusOr<SpecializedBody> Specialize(const tensorflow::GraphDef& body, const std
   return result;
 }
 
+namespace {
+
+// The activations of a fused op that are taken apart as the op of that name.
+bool IsActivationOp(const std::string& act) {
+  return act == "Relu" || act == "Relu6" || act == "Elu" || act == "Tanh" || act == "Sigmoid";
+}
+
+}  // namespace
+
 bool UnfusesMatMul(const std::vector<std::string>& fused_ops, DType type) {
   if (fused_ops.empty() || fused_ops[0] != "BiasAdd" || fused_ops.size() > 2) return false;
   if (fused_ops.size() == 1) return true;
   const std::string& act = fused_ops[1];
   if (act == "GeluExact" || act == "GeluApproximate") return type == DType::kFloat;
-  return act == "Relu" || act == "Relu6" || act == "Elu" || act == "Tanh" || act == "Sigmoid";
+  return IsActivationOp(act);
+}
+
+bool UnfusesConv(const std::vector<std::string>& fused_ops) {
+  if (fused_ops.empty() || fused_ops[0] != "BiasAdd") return false;
+  const size_t residual = fused_ops.size() >= 2 && fused_ops[1] == "Add" ? 1 : 0;
+  return fused_ops.size() == 1 + residual || (fused_ops.size() == 2 + residual && IsActivationOp(fused_ops.back()));
 }
 
 namespace {
@@ -339,6 +354,68 @@ Status UnfuseMatMuls(tensorflow::GraphDef* body, bool activations_only) {
       const tensorflow::NodeDef* biased = make(body->add_node(), fused.name() + "/bias", "BiasAdd", {gemm->name(), fused.input(2)});
       if (gelu) AddGelu(body, body->mutable_node(i), fused.name(), biased->name(), activation == "GeluExact", fused.device());
       else make(body->mutable_node(i), fused.name(), ops[1], {biased->name()});
+    }
+  }
+  return Status::Ok();
+}
+
+Status UnfuseConvs(tensorflow::GraphDef* body, bool activations_only) {
+  const int n = body->node_size();
+  for (int i = 0; i < n; ++i) {
+    const tensorflow::NodeDef& node = body->node(i);
+    if (TraitsOf(node.op()).pattern != OpPattern::kConv || !node.attr().count("fused_ops")) continue;
+    const tensorflow::NodeDef fused = node;
+    const std::string& op = fused.op();  // _FusedConv2D, _FusedDepthwiseConv2dNative
+    const auto& attrs = fused.attr();
+    std::vector<std::string> ops;
+    if (attrs.count("fused_ops"))
+      for (const std::string& o : attrs.at("fused_ops").list().s()) ops.push_back(o);
+    const bool residual = ops.size() >= 2 && ops[1] == "Add";
+    if (!UnfusesConv(ops) || fused.input_size() < (residual ? 4 : 3)) {
+      std::string list;
+      for (const std::string& o : ops) list += (list.empty() ? "" : ", ") + o;
+      return Unimplemented("'" + fused.name() + "' (" + op + ") with fused_ops [" + list +
+                           "]: only BiasAdd, then Add (a residual), then Relu, Relu6, Elu, Tanh or Sigmoid is taken apart");
+    }
+    const std::string activation = ops.size() == (residual ? 3u : 2u) ? ops.back() : "";
+    // cuDNN's fused convolution takes the bias, the residual and a ReLU.
+    if (activations_only && (activation.empty() || activation == "Relu")) continue;
+    const std::string data_format = attrs.count("data_format") ? attrs.at("data_format").s() : "NHWC";
+    auto make = [&](tensorflow::NodeDef* node, const std::string& name, const std::string& type, std::vector<std::string> inputs) {
+      node->Clear();
+      node->set_name(name);
+      node->set_op(type);
+      node->set_device(fused.device());
+      for (const std::string& in : inputs) node->add_input(in);
+      (*node->mutable_attr())["T"] = attrs.at("T");
+      return node->name();
+    };
+    std::string last;
+    if (activations_only) {  // the convolution with its bias (and residual), then the activation
+      tensorflow::NodeDef* conv = body->add_node();
+      *conv = fused;
+      conv->set_name(fused.name() + "/conv");
+      (*conv->mutable_attr())["fused_ops"].mutable_list()->mutable_s()->RemoveLast();
+      last = conv->name();
+    } else {  // the convolution, BiasAdd, AddV2 and the activation, each a node
+      tensorflow::NodeDef* conv = body->add_node();
+      make(conv, fused.name() + "/conv", op.substr(std::string("_Fused").size()), {fused.input(0), fused.input(1)});
+      for (const char* a : {"strides", "padding", "explicit_paddings", "dilations", "data_format"})
+        if (attrs.count(a)) (*conv->mutable_attr())[a] = attrs.at(a);
+      for (int k = residual ? 4 : 3; k < fused.input_size(); ++k) conv->add_input(fused.input(k));  // control inputs
+      tensorflow::NodeDef* bias = body->add_node();
+      last = make(bias, fused.name() + (residual || !activation.empty() ? "/bias" : ""), "BiasAdd", {conv->name(), fused.input(2)});
+      (*bias->mutable_attr())["data_format"].set_s(data_format);
+      if (residual) last = make(body->add_node(), fused.name() + (activation.empty() ? "" : "/residual"), "AddV2", {last, fused.input(3)});
+    }
+    // The last op takes the fused node's place and name: its readers read it.
+    if (!activation.empty()) {
+      make(body->mutable_node(i), fused.name(), activation, {last});
+    } else {
+      // (without an activation, the last node made carries the name: move it into place)
+      const int made = body->node_size() - 1;
+      body->mutable_node(i)->Swap(body->mutable_node(made));
+      body->mutable_node()->RemoveLast();
     }
   }
   return Status::Ok();

@@ -44,6 +44,19 @@ bool UnfusesMatMul(const std::vector<std::string>& fused_ops, DType type);
 // Unimplemented for what UnfusesMatMul refuses.
 Status UnfuseMatMuls(tensorflow::GraphDef* body, bool activations_only = false);
 
+// Whether UnfuseConvs takes apart a _FusedConv2D or _FusedDepthwiseConv2dNative with these
+// fused_ops: BiasAdd, then optionally Add (a residual, the fourth input), then at most one of
+// Relu, Relu6, Elu, Tanh and Sigmoid.
+bool UnfusesConv(const std::vector<std::string>& fused_ops);
+
+// Rewrites each fused convolution as the convolution, BiasAdd, AddV2 (the residual) and
+// activation it fuses, the last keeping its name (the unfused baseline: cuDNN's plain
+// convolution, then each epilogue op a kernel); with `activations_only`, as the fused
+// convolution with its bias and residual followed by the activation, unless that is a Relu
+// (what cuDNN's fused convolution takes stays in it; the rest is fused into the next kernel).
+// Unimplemented for what UnfusesConv refuses.
+Status UnfuseConvs(tensorflow::GraphDef* body, bool activations_only = false);
+
 // Rewrites each MatMul and BatchMatMulV2 (float32, static shapes) of at most
 // `max_multiply_adds` as the reduction it is: Sum over k of a[..., i, k, 1] * b[..., 1, k, j],
 // with a transposed operand read through a Transpose, so that the fusion planner makes it a

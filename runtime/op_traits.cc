@@ -25,10 +25,19 @@ OpTraitsEntry Of(const char* op, OpPattern pattern, JitLevel level, int weight =
   t.weight = weight;
   return {op, t};
 }
+OpTraitsEntry GpuOnly(OpTraitsEntry entry, const char* why) {
+  entry.traits.gpu_only = why;
+  return entry;
+}
 OpTraitsEntry Reduction(const char* op, OpReducer reducer) {
   OpTraits t{P::kReduction, kOn1, reducer};
   return {op, t};
 }
+
+// Why some ops are compiled for GPUs only.
+constexpr char kIndexOutOfRange[] = "on the CPU an index out of range is an error";
+constexpr char kCudnn[] = "on the CPU its kernel runs; on a GPU, cuDNN's";
+constexpr char kOwnKernel[] = "on the CPU its kernel runs";
 
 std::vector<OpTraitsEntry> MakeTable() {
   std::vector<OpTraitsEntry> table = {
@@ -67,16 +76,19 @@ std::vector<OpTraitsEntry> MakeTable() {
       Of("Split", P::kDataMovement, kOn1), Of("SplitV", P::kDataMovement, kOn1),
       Of("Tile", P::kDataMovement, kOn1), Of("ReverseV2", P::kDataMovement, kOn1), Of("Pad", P::kDataMovement, kOn1),
       Of("PadV2", P::kDataMovement, kOn1), Of("MirrorPad", P::kDataMovement, kOn1),
-      Of("GatherV2", P::kDataMovement, kOn1), Of("OneHot", P::kDataMovement, kOn1),
-      Of("Where", P::kDataMovement, kNever), Of("_GraphjitSetRow", P::kDataMovement, kOn1),
+      GpuOnly(Of("GatherV2", P::kDataMovement, kOn1), kIndexOutOfRange), Of("OneHot", P::kDataMovement, kOn1),
+      Of("Where", P::kDataMovement, kNever), GpuOnly(Of("_GraphjitSetRow", P::kDataMovement, kOn1), kIndexOutOfRange),
       // Shapes.
       Of("Shape", P::kShapeOnly, kNever), Of("Size", P::kShapeOnly, kNever), Of("Rank", P::kShapeOnly, kNever),
       // GEMMs: fusion heroes, only when clustering aggressively; convolutions.
       Of("MatMul", P::kGemm, kOn2), Of("BatchMatMulV2", P::kGemm, kOn2), Of("_FusedMatMul", P::kGemm, kOn2),
       Of("Einsum", P::kGemm, kNever),
-      Of("Conv2D", P::kConv, kNever), Of("DepthwiseConv2dNative", P::kConv, kNever),
-      Of("_FusedConv2D", P::kConv, kNever), Of("_FusedDepthwiseConv2dNative", P::kConv, kNever),
-      Of("Conv2DBackpropInput", P::kConv, kNever),
+      GpuOnly(Of("Conv2D", P::kConv, kOn2), kCudnn), GpuOnly(Of("DepthwiseConv2dNative", P::kConv, kOn2), kCudnn),
+      GpuOnly(Of("_FusedConv2D", P::kConv, kOn2), kCudnn), GpuOnly(Of("_FusedDepthwiseConv2dNative", P::kConv, kOn2), kCudnn),
+      GpuOnly(Of("Conv2DBackpropInput", P::kConv, kOn2), kCudnn),
+      // Pools and inference batch norms: the windows and channels they read, written out on GPUs.
+      GpuOnly(Of("MaxPool", P::kOther, kOn1), kOwnKernel), GpuOnly(Of("AvgPool", P::kOther, kOn1), kOwnKernel),
+      GpuOnly(Of("FusedBatchNormV3", P::kOther, kOn1), kOwnKernel),
       // No computation, control flow, clusters.
       Of("Const", P::kSource, kNever), Of("Placeholder", P::kSource, kNever),
       Of("PlaceholderWithDefault", P::kSource, kNever), Of("NoOp", P::kSource, kNever),

@@ -40,6 +40,8 @@ struct OpTraits {
   int weight = 1;
   bool expensive = false;    // a transcendental or a division: computed once, kept
   bool approximate = false;  // compiled as a polynomial fit, not as the reference computes it
+  // Compiled for GPUs only, and why not for the CPU (nullptr: for both).
+  const char* gpu_only = nullptr;
 
   bool compiled() const { return jit_level != JitLevel::kOff; }
   // No computation to compile: sources and clusters.

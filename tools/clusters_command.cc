@@ -41,13 +41,14 @@ Status WriteText(const std::string& path, const std::string& text) {
 int ClustersCommand(const ClustersArgs& a) {
   if (a.list_ops) {
     // weight: towards --min_cluster_size; expensive: kept rather than computed twice;
-    // approximate: compiled as a polynomial fit.
+    // approximate: compiled as a polynomial fit; gpu-only: compiled for GPUs only.
     std::printf("%-36s %-14s %-7s %-6s %s\n", "op", "pattern", "level", "weight", "notes");
     for (const std::string& op : OpRegistry::Global()->OpNames()) {
       const OpTraits& t = TraitsOf(op);
       std::string notes = OpReducerName(t.reducer);
       if (t.expensive) notes += notes.empty() ? "expensive" : " expensive";
       if (t.approximate) notes += notes.empty() ? "approximate" : " approximate";
+      if (t.gpu_only) notes += notes.empty() ? "gpu-only" : " gpu-only";
       std::printf("%-36s %-14s %-7s %-6d %s\n", op.c_str(), OpPatternName(t.pattern),
                   t.compiled() ? JitLevelName(t.jit_level) : "off", t.weight, notes.c_str());
     }

@@ -35,6 +35,8 @@ Status Cudnn::Run(const ConvPlan&, uint64_t, uint64_t, uint64_t, uint64_t, uint6
   X(cudnnCreateTensorDescriptor)                    \
   X(cudnnDestroyTensorDescriptor)                   \
   X(cudnnSetTensor4dDescriptor)                     \
+  X(cudnnSetTensor4dDescriptorEx)                   \
+  X(cudnnTransformTensor)                           \
   X(cudnnCreateFilterDescriptor)                    \
   X(cudnnDestroyFilterDescriptor)                   \
   X(cudnnSetFilter4dDescriptor)                     \
@@ -87,17 +89,21 @@ Cudnn::~Cudnn() {
   // The library stays loaded: queued work may still call into it.
 }
 
+// Where the algorithm's workspace starts after a reordered filter.
+constexpr size_t kWorkspaceAlignment = 256;
+
 struct ConvPlan::Descriptors {
   decltype(&::cudnnDestroyTensorDescriptor) destroy_tensor = nullptr;
   decltype(&::cudnnDestroyFilterDescriptor) destroy_filter = nullptr;
   decltype(&::cudnnDestroyConvolutionDescriptor) destroy_conv = nullptr;
   decltype(&::cudnnDestroyActivationDescriptor) destroy_activation = nullptr;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnTensorDescriptor_t hwio = nullptr, reordered = nullptr;  // the filter as TensorFlow and as cuDNN lay it out
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnActivationDescriptor_t activation = nullptr;
   ~Descriptors() {
-    for (cudnnTensorDescriptor_t t : {x, y, bias})
+    for (cudnnTensorDescriptor_t t : {x, y, bias, hwio, reordered})
       if (t) destroy_tensor(t);
     if (w) destroy_filter(w);
     if (conv) destroy_conv(conv);
@@ -153,6 +159,23 @@ StatusOr<ConvPlan> Cudnn::Plan(const Conv& c, size_t max_workspace, int max_algo
   // TF32 is the default math's to take on Ampere and later; FMA math keeps float32 products.
   const cudnnMathType_t math = c.type != Conv::Type::kF32 ? CUDNN_TENSOR_OP_MATH : c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   GJ_RETURN_IF_ERROR(check(api.cudnnSetConvolutionMathType(d.conv, math), "cudnnSetConvolutionMathType"));
+  // TensorFlow's filter [R, S, C/groups, K] is reordered into KRSC (or KCRS) in the
+  // workspace, ahead of the algorithm's part, by cudnnTransformTensor with strides.
+  size_t reordered_bytes = 0;
+  if (c.filter_hwio) {
+    const int64_t k = c.filters, cg = c.channels / c.groups, r = c.filter_h, s = c.filter_w;
+    auto strided = [&](cudnnTensorDescriptor_t* t, int64_t sk, int64_t sc, int64_t sr, int64_t ss) {
+      GJ_RETURN_IF_ERROR(check(api.cudnnCreateTensorDescriptor(t), "cudnnCreateTensorDescriptor"));
+      return check(api.cudnnSetTensor4dDescriptorEx(*t, type, static_cast<int>(k), static_cast<int>(cg), static_cast<int>(r),
+                                                    static_cast<int>(s), static_cast<int>(sk), static_cast<int>(sc),
+                                                    static_cast<int>(sr), static_cast<int>(ss)),
+                   "cudnnSetTensor4dDescriptorEx");
+    };
+    GJ_RETURN_IF_ERROR(strided(&d.hwio, 1, k, s * cg * k, cg * k));
+    GJ_RETURN_IF_ERROR(c.nhwc ? strided(&d.reordered, r * s * cg, 1, s * cg, cg) : strided(&d.reordered, cg * r * s, r * s, s, 1));
+    const size_t element = c.type == Conv::Type::kF32 ? 4 : 2;
+    reordered_bytes = (static_cast<size_t>(k * cg * r * s) * element + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+  }
   const int requested = std::max(max_algorithms, 1);
   if (c.kind == Conv::Kind::kForward) {
     const bool fused = c.epilogue != Conv::Epilogue::kNone || c.residual;
@@ -194,6 +217,8 @@ StatusOr<ConvPlan> Cudnn::Plan(const Conv& c, size_t max_workspace, int max_algo
     }
   }
   if (plan.algorithms.empty()) return Unimplemented("cuDNN has no algorithm for this convolution within the workspace");
+  plan.filter_offset = reordered_bytes;
+  for (size_t& bytes : plan.workspaces) bytes += reordered_bytes;
   return plan;
 }
 
@@ -205,27 +230,34 @@ Status Cudnn::Run(const ConvPlan& plan, uint64_t x, uint64_t w, uint64_t bias, u
   auto ptr = [](uint64_t a) { return reinterpret_cast<void*>(a); };
   const float one = 1, zero = 0, z_scale = c.residual ? 1.0f : 0.0f;
   const int algo = plan.algorithms.at(plan.algorithm);
-  std::lock_guard<std::mutex> lock(mu_);  // the handle's stream, then the call that queues on it
+  const size_t workspace_bytes = plan.workspace_bytes() - plan.filter_offset;  // the algorithm's
+  std::lock_guard<std::mutex> lock(mu_);  // the handle's stream, then the calls that queue on it
   const auto handle = static_cast<cudnnHandle_t>(context_);
   cudnnStatus_t s = api.cudnnSetStream(handle, static_cast<cudaStream_t>(stream));
   const char* call = "cudnnSetStream";
+  if (s == CUDNN_STATUS_SUCCESS && c.filter_hwio) {
+    call = "cudnnTransformTensor";
+    s = api.cudnnTransformTensor(handle, &one, d.hwio, ptr(w), &zero, d.reordered, ptr(workspace));
+    w = workspace;
+    workspace = workspace_bytes ? workspace + plan.filter_offset : 0;
+  }
   if (s == CUDNN_STATUS_SUCCESS) {
     if (c.kind == Conv::Kind::kBackwardData) {
       call = "cudnnConvolutionBackwardData";
       s = api.cudnnConvolutionBackwardData(handle, &one, d.w, ptr(w), d.y, ptr(x), d.conv,
                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ptr(workspace),
-                                           plan.workspace_bytes(), &zero, d.x, ptr(y));
+                                           workspace_bytes, &zero, d.x, ptr(y));
     } else if (d.activation) {
       // Without a residual z is y itself, scaled by 0 (cuDNN reads it all the same).
       call = "cudnnConvolutionBiasActivationForward";
       s = api.cudnnConvolutionBiasActivationForward(handle, &one, d.x, ptr(x), d.w, ptr(w), d.conv,
                                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo), ptr(workspace),
-                                                    plan.workspace_bytes(), &z_scale, d.y, ptr(c.residual ? z : y), d.bias,
+                                                    workspace_bytes, &z_scale, d.y, ptr(c.residual ? z : y), d.bias,
                                                     ptr(bias), d.activation, d.y, ptr(y));
     } else {
       call = "cudnnConvolutionForward";
       s = api.cudnnConvolutionForward(handle, &one, d.x, ptr(x), d.w, ptr(w), d.conv,
-                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), ptr(workspace), plan.workspace_bytes(),
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), ptr(workspace), workspace_bytes,
                                       &zero, d.y, ptr(y));
     }
   }

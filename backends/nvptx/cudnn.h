@@ -19,7 +19,8 @@ namespace graphjit::nvptx {
 // `channels` x `height` x `width`, w of `filters` x (channels / groups) x filter_h x
 // filter_w, y of filters x out_h() x out_w(). Backward data (Conv2DBackpropInput): dx, of
 // x's shape, is the transposed convolution of dy (of y's shape) with w. The data is NHWC or
-// NCHW, the filter KRSC or KCRS alike (TensorFlow's HWIO needs a transpose); every operand
+// NCHW, the filter KRSC or KCRS alike, or TensorFlow's [R, S, C/groups, K] (`filter_hwio`:
+// reordered in the workspace by each call, cuDNN's transform kernel); every operand
 // is of `type`, products summed in float32 and each result rounded once. `tf32` (float32
 // only): operands rounded to TF32 (the tensor cores' fast path), else float32 products.
 // Padding is symmetric (cuDNN's); a convolution TensorFlow pads more at the end needs its
@@ -36,6 +37,7 @@ struct Conv {
   enum class Epilogue { kNone, kBias, kBiasRelu } epilogue = Epilogue::kNone;
   bool residual = false;
   bool tf32 = false;
+  bool filter_hwio = false;
   int64_t out_h() const { return (height + 2 * pad_h - (filter_h - 1) * dilation_h - 1) / stride_h + 1; }
   int64_t out_w() const { return (width + 2 * pad_w - (filter_w - 1) * dilation_w - 1) / stride_w + 1; }
 };
@@ -46,7 +48,8 @@ struct Conv {
 struct ConvPlan {
   Conv conv;
   std::vector<int> algorithms;     // cuDNN's algorithm numbers
-  std::vector<size_t> workspaces;  // per algorithm
+  std::vector<size_t> workspaces;  // per algorithm (with the reordered filter's bytes)
+  size_t filter_offset = 0;        // where the algorithm's part of the workspace starts
   int algorithm = 0;
   size_t workspace_bytes() const { return workspaces.empty() ? 0 : workspaces[algorithm]; }
   struct Descriptors;  // cuDNN's, in cudnn.cc

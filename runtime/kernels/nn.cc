@@ -17,18 +17,12 @@
 
 #include "runtime/kernels/common.h"
 #include "runtime/kernels/fused.h"
+#include "runtime/kernels/window.h"
 
 namespace graphjit {
 namespace {
 
 // ---- geometry ------------------------------------------------------------------------
-
-struct Window {
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
-  int64_t pt = 0, pb = 0, pl = 0, pr = 0;  // resolved padding
-  std::string padding;                      // SAME, VALID, EXPLICIT
-  std::vector<int64_t> explicit_paddings;
-};
 
 // Output size along one spatial dim; pads are resolved for SAME. -1 if `in` is unknown.
 StatusOr<int64_t> OutSize(const InferenceContext& c, const std::string& padding, int64_t in, int64_t k, int64_t s,
@@ -633,4 +627,18 @@ const bool kRegistered = RegisterOps({ConvOp("Conv2D", false), ConvOp("Depthwise
                                       SparseSoftmaxXentOp()});
 
 }  // namespace
+
+StatusOr<Window> ResolveWindow(const Node& node, const Shape& input, const Shape* filter) {
+  const InferenceContext c{node, {}, {}, {}, {}, {}};
+  GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, filter == nullptr));
+  if (filter) {
+    if (filter->rank() != 4) return c.ShapeError("filter must be [KH, KW, in, out], got " + filter->ToString());
+    w.kh = filter->dim(0);
+    w.kw = filter->dim(1);
+  }
+  if (input.unknown_rank() || !input.IsFullyDefined()) return c.ShapeError("the input's shape " + input.ToString() + " is not static");
+  GJ_RETURN_IF_ERROR(WindowOutput(c, &w, input, input.dim(3)).status());
+  return w;
+}
+
 }  // namespace graphjit

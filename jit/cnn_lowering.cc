@@ -1,0 +1,266 @@
+#include "jit/cnn_lowering.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <type_traits>
+
+#include "ir/attr.h"
+#include "runtime/kernels/window.h"
+#include "runtime/op_traits.h"
+#include "runtime/tensor.h"
+
+namespace graphjit {
+
+namespace {
+
+// Adds nodes to a body being rewritten, on the device of the node they replace.
+class Writer {
+ public:
+  Writer(Graph& graph, int id) : g_(graph), name_(graph.node(id)->name), device_(graph.node(id)->device) {}
+
+  TensorId Op(const std::string& suffix, const std::string& op, std::vector<TensorId> inputs, DType t) {
+    Node* node = g_.AddNode(UniqueName(g_, name_ + "/" + suffix), op);
+    node->device = device_;
+    node->inputs = std::move(inputs);
+    node->attrs["T"].set_type(static_cast<tensorflow::DataType>(t));
+    return {node->id, 0};
+  }
+  TensorId Const(const std::string& suffix, const Tensor& value) {
+    Node* node = g_.AddNode(UniqueName(g_, name_ + "/" + suffix), "Const");
+    node->device = device_;
+    node->attrs["dtype"].set_type(static_cast<tensorflow::DataType>(value.dtype()));
+    TensorToProto(value, node->attrs["value"].mutable_tensor());
+    return {node->id, 0};
+  }
+  TensorId Ints(const std::string& suffix, const std::vector<int32_t>& values, const Shape& shape) {
+    Tensor t = Tensor::Vector(values);
+    return Const(suffix, t.Reshaped(shape));
+  }
+  // x padded by `pads` ([before, after] per dim) with `value` (a scalar of x's type).
+  TensorId Pad(TensorId x, const std::vector<int32_t>& pads, const Tensor& value, DType t) {
+    const TensorId p = Ints("paddings", pads, Shape{static_cast<int64_t>(pads.size() / 2), 2});
+    const TensorId node = Op("padded", "PadV2", {x, p, Const("pad_value", value)}, t);
+    g_.node(node.node)->attrs["Tpaddings"].set_type(tensorflow::DT_INT32);
+    return node;
+  }
+  TensorId Cast(TensorId x, DType from, DType to) {
+    Node* node = g_.AddNode(UniqueName(g_, name_ + "/cast"), "Cast");
+    node->device = device_;
+    node->inputs = {x};
+    node->attrs["SrcT"].set_type(static_cast<tensorflow::DataType>(from));
+    node->attrs["DstT"].set_type(static_cast<tensorflow::DataType>(to));
+    return {node->id, 0};
+  }
+  // Turns the node being replaced into `op` over `inputs` (its name, its readers kept).
+  void Become(int id, const std::string& op, std::vector<TensorId> inputs, AttrMap attrs) {
+    Node* node = g_.node(id);
+    AttrMap kept = InternalAttrs(*node);
+    for (auto& [key, value] : attrs) kept[key] = std::move(value);
+    node->op = op;
+    node->inputs = std::move(inputs);
+    node->attrs = std::move(kept);
+  }
+
+ private:
+  Graph& g_;
+  const std::string name_, device_;
+};
+
+// A scalar of type `t`: `value` for floats, else the type's lowest (a max's identity).
+Tensor ScalarOf(DType t, double value) {
+  if (IsFloatingPoint(t)) return CastTensor(Tensor::Scalar(value), t).value();
+  int64_t lowest = 0;
+  if (value != 0) {
+    VisitDType(t, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral_v<T>) lowest = static_cast<int64_t>(std::numeric_limits<T>::lowest());
+    });
+  }
+  return CastTensor(Tensor::Scalar(lowest), t).value();
+}
+
+// MaxPool and AvgPool (see the header).
+Status LowerPool(AnalyzedGraph& body, int id) {
+  Graph& g = body.graph;
+  const Node& node = *g.node(id);
+  const bool max = node.op == "MaxPool";
+  const DType t = body.info(id).dtypes[0];
+  const Shape in = StaticShape(body, node.inputs[0]);
+  GJ_ASSIGN_OR_RETURN(const Window w, ResolveWindow(node, in, nullptr));
+  if (w.kh * w.kw > kMaxPoolWindowElements)
+    return Unimplemented(NodeLabel(node) + ": a window of more than " + std::to_string(kMaxPoolWindowElements) + " elements");
+  const Shape& out = body.info(id).shapes[0];
+  const int64_t n = in.dim(0), c = in.dim(3), oh = out.dim(1), ow = out.dim(2);
+  Writer write(g, id);
+  TensorId x = node.inputs[0];
+  // A sum of 16-bit values is kept in float32 and rounded once, as the reference does.
+  const DType acc = !max && t != DType::kFloat ? DType::kFloat : t;
+  if (w.pt || w.pb || w.pl || w.pr) {
+    const std::vector<int32_t> pads = {0, 0, static_cast<int32_t>(w.pt), static_cast<int32_t>(w.pb),
+                                       static_cast<int32_t>(w.pl), static_cast<int32_t>(w.pr), 0, 0};
+    x = write.Pad(x, pads, ScalarOf(t, max ? -std::numeric_limits<double>::infinity() : 0.0), t);
+  }
+  if (acc != t) x = write.Cast(x, t, acc);
+  TensorId folded;
+  for (int64_t i = 0; i < w.kh; ++i) {
+    for (int64_t j = 0; j < w.kw; ++j) {
+      auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+      const TensorId begin = write.Ints("begin", {0, i32(i), i32(j), 0}, Shape{4});
+      const TensorId end = write.Ints("end", {i32(n), i32(i + (oh - 1) * w.sh + 1), i32(j + (ow - 1) * w.sw + 1), i32(c)}, Shape{4});
+      const TensorId strides = write.Ints("strides", {1, i32(w.sh), i32(w.sw), 1}, Shape{4});
+      const TensorId slice = write.Op("window", "StridedSlice", {x, begin, end, strides}, acc);
+      g.node(slice.node)->attrs["Index"].set_type(tensorflow::DT_INT32);
+      folded = i == 0 && j == 0 ? slice : write.Op(max ? "max" : "sum", max ? "Maximum" : "AddV2", {folded, slice}, acc);
+    }
+  }
+  AttrMap attrs;
+  attrs["T"].set_type(static_cast<tensorflow::DataType>(t));
+  if (max) {
+    write.Become(id, "Identity", {folded}, std::move(attrs));
+    return Status::Ok();
+  }
+  // The count of each window's elements inside the input: one for all, or one per position.
+  Tensor counts = Tensor::Allocate(DType::kFloat, Shape{1, oh, ow, 1}).value();
+  for (int64_t y = 0; y < oh; ++y) {
+    for (int64_t x0 = 0; x0 < ow; ++x0) {
+      const int64_t h0 = std::max<int64_t>(0, y * w.sh - w.pt), h1 = std::min(in.dim(1), y * w.sh - w.pt + w.kh);
+      const int64_t w0 = std::max<int64_t>(0, x0 * w.sw - w.pl), w1 = std::min(in.dim(2), x0 * w.sw - w.pl + w.kw);
+      counts.data<float>()[y * ow + x0] = static_cast<float>((h1 - h0) * (w1 - w0));
+    }
+  }
+  const bool uniform = std::all_of(counts.data<float>(), counts.data<float>() + oh * ow,
+                                   [&](float v) { return v == counts.data<float>()[0]; });
+  if (uniform) counts = Tensor::Scalar(counts.data<float>()[0]);
+  const TensorId divisor = write.Const("counts", CastTensor(counts, acc).value());
+  if (acc == t) {
+    write.Become(id, "RealDiv", {folded, divisor}, std::move(attrs));
+    return Status::Ok();
+  }
+  const TensorId mean = write.Op("mean", "RealDiv", {folded, divisor}, acc);
+  attrs.erase("T");
+  attrs["SrcT"].set_type(static_cast<tensorflow::DataType>(acc));
+  attrs["DstT"].set_type(static_cast<tensorflow::DataType>(t));
+  write.Become(id, "Cast", {mean}, std::move(attrs));
+  return Status::Ok();
+}
+
+// FusedBatchNormV3 with is_training=false (see the header); `moved` gets where each of its
+// outputs 1-5 now is.
+Status LowerBatchNorm(AnalyzedGraph& body, int id, std::vector<TensorId>* moved) {
+  Graph& g = body.graph;
+  const Node& node = *g.node(id);
+  const DType t = body.info(id).dtypes[0];
+  GJ_ASSIGN_OR_RETURN(const bool training, GetBoolAttrOr(node, "is_training", true));
+  if (training) return Unimplemented(NodeLabel(node) + ": a batch norm in training");
+  GJ_ASSIGN_OR_RETURN(const std::string format, GetStringAttrOr(node, "data_format", "NHWC"));
+  const float epsilon = GetFloatAttrOr(node, "epsilon", 1e-4f).value_or(1e-4f);
+  const std::vector<TensorId> in = node.inputs;  // x, scale, offset, mean, variance
+  Writer write(g, id);
+  const DType f = DType::kFloat;
+  const TensorId root = write.Op("root", "Sqrt", {write.Op("shifted", "AddV2", {in[4], write.Const("epsilon", Tensor::Scalar(epsilon))}, f)}, f);
+  TensorId mul = write.Op("scale", "Mul", {in[1], write.Op("inverse", "Reciprocal", {root}, f)}, f);
+  TensorId add = write.Op("shift", "Sub", {in[2], write.Op("mean_scaled", "Mul", {in[3], mul}, f)}, f);
+  if (format == "NCHW") {  // per channel along dim 1
+    const TensorId shape = write.Ints("channel_shape", {-1, 1, 1}, Shape{3});
+    for (TensorId* v : {&mul, &add}) {
+      *v = write.Op("per_channel", "Reshape", {*v, shape}, f);
+      g.node(v->node)->attrs["Tshape"].set_type(tensorflow::DT_INT32);
+    }
+  }
+  const TensorId x = t == f ? in[0] : write.Cast(in[0], t, f);
+  const TensorId scaled = write.Op("scaled", "Mul", {x, mul}, f);
+  AttrMap attrs;
+  if (t == f) {
+    attrs["T"].set_type(static_cast<tensorflow::DataType>(f));
+    write.Become(id, "AddV2", {scaled, add}, std::move(attrs));
+  } else {
+    const TensorId y = write.Op("normalized", "AddV2", {scaled, add}, f);
+    attrs["SrcT"].set_type(static_cast<tensorflow::DataType>(f));
+    attrs["DstT"].set_type(static_cast<tensorflow::DataType>(t));
+    write.Become(id, "Cast", {y}, std::move(attrs));
+  }
+  // Inference's other outputs: the mean and variance given, twice, and an empty reserve.
+  *moved = {in[3], in[4], in[3], in[4], write.Const("reserve", Tensor::Allocate(f, Shape{0}).value())};
+  return Status::Ok();
+}
+
+// A convolution whose padding is not symmetric (see the header).
+Status PadSymmetrically(AnalyzedGraph& body, int id) {
+  Graph& g = body.graph;
+  const Node& node = *g.node(id);
+  const bool backprop = node.op == "Conv2DBackpropInput";
+  const DType t = body.info(id).dtypes[0];
+  const Shape in = backprop ? body.info(id).shapes[0] : StaticShape(body, node.inputs[0]);
+  const Shape filter = StaticShape(body, node.inputs[1]);
+  GJ_ASSIGN_OR_RETURN(const Window w, ResolveWindow(node, in, &filter));
+  if (w.pt == w.pb && w.pl == w.pr) return Status::Ok();
+  const int64_t ph = std::min(w.pt, w.pb), pw = std::min(w.pl, w.pr);
+  const int32_t top = static_cast<int32_t>(w.pt - ph), bottom = static_cast<int32_t>(w.pb - ph);
+  const int32_t left = static_cast<int32_t>(w.pl - pw), right = static_cast<int32_t>(w.pr - pw);
+  AttrMap attrs = node.attrs;
+  attrs["padding"].set_s("EXPLICIT");
+  auto* paddings = attrs["explicit_paddings"].mutable_list();
+  paddings->clear_i();
+  for (int64_t p : {int64_t{0}, int64_t{0}, ph, ph, pw, pw, int64_t{0}, int64_t{0}}) paddings->add_i(p);
+  Writer write(g, id);
+  if (!backprop) {
+    Node* conv = g.node(id);
+    conv->inputs[0] = write.Pad(conv->inputs[0], {0, 0, top, bottom, left, right, 0, 0}, ScalarOf(t, 0), t);
+    conv->attrs = std::move(attrs);
+    return Status::Ok();
+  }
+  // The gradient for the input padded by the extra rows and columns, sliced back to it.
+  const std::vector<TensorId> inputs = node.inputs;
+  const std::vector<int32_t> sizes = {static_cast<int32_t>(in.dim(0)), static_cast<int32_t>(in.dim(1) + top + bottom),
+                                      static_cast<int32_t>(in.dim(2) + left + right), static_cast<int32_t>(in.dim(3))};
+  const TensorId padded = write.Op("padded_gradient", node.op, {write.Ints("input_sizes", sizes, Shape{4}), inputs[1], inputs[2]}, t);
+  g.node(padded.node)->attrs = std::move(attrs);
+  const TensorId begin = write.Ints("begin", {0, top, left, 0}, Shape{4});
+  const TensorId size = write.Ints("size", {static_cast<int32_t>(in.dim(0)), static_cast<int32_t>(in.dim(1)),
+                                            static_cast<int32_t>(in.dim(2)), static_cast<int32_t>(in.dim(3))}, Shape{4});
+  AttrMap slice;
+  slice["T"].set_type(static_cast<tensorflow::DataType>(t));
+  slice["Index"].set_type(tensorflow::DT_INT32);
+  write.Become(id, "Slice", {padded, begin, size}, std::move(slice));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<bool> LowerCnnOps(AnalyzedGraph* body, std::vector<TensorId>* outputs) {
+  Graph& g = body->graph;
+  const int n = g.num_nodes();
+  std::map<TensorId, TensorId> moved;  // a batch norm's outputs 1-5 -> where they are now
+  bool changed = false;
+  for (int id = 0; id < n; ++id) {
+    const std::string op = g.node(id)->op;
+    if (op == "MaxPool" || op == "AvgPool") {
+      GJ_RETURN_IF_ERROR(LowerPool(*body, id));
+    } else if (op == "FusedBatchNormV3") {
+      std::vector<TensorId> to;
+      GJ_RETURN_IF_ERROR(LowerBatchNorm(*body, id, &to));
+      for (int k = 0; k < static_cast<int>(to.size()); ++k) moved[{id, k + 1}] = to[k];
+    } else if (TraitsOf(op).pattern == OpPattern::kConv) {
+      const int before = g.num_nodes();
+      GJ_RETURN_IF_ERROR(PadSymmetrically(*body, id));
+      if (g.num_nodes() == before) continue;
+    } else {
+      continue;
+    }
+    changed = true;
+  }
+  if (!changed) return false;
+  auto follow = [&](TensorId& t) {
+    auto it = moved.find(t);
+    if (it != moved.end()) t = it->second;
+  };
+  for (int id = 0; id < g.num_nodes(); ++id)
+    for (TensorId& in : g.node(id)->inputs) follow(in);
+  for (TensorId& out : *outputs) follow(out);
+  GJ_ASSIGN_OR_RETURN(*body, AnalyzeGraph(std::move(g)));
+  return true;
+}
+
+}  // namespace graphjit
