@@ -89,7 +89,7 @@ struct GpuKernelProfile {
   // it loaded and stored (x 32: the bytes it moves), the bytes its threads asked for and the
   // sectors of each warp's accesses (their ratio: coalescing), its floating-point operations.
   bool counted = false;
-  bool library = false;  // a cuBLASLt call: counted as its operands once and 2mnk flops
+  bool library = false;  // a cuBLASLt or cuDNN call: counted as its operands once and 2 flops per multiply-add
   int64_t moved_bytes = 0, requested_bytes = 0, request_sectors = 0, float_ops = 0;
   int registers = 0, spill_bytes = 0, shared_bytes = 0;
   // Per warp: the global loads in flight when it waits for one, and the bytes (32-byte

@@ -48,7 +48,7 @@ struct Dnn {
   X(cudnnDestroyActivationDescriptor) X(cudnnSetActivationDescriptor) X(cudnnGetConvolutionForwardAlgorithm_v7)       \
   X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) X(cudnnConvolutionBiasActivationForward)      \
   X(cudnnGetConvolutionBackwardDataAlgorithm_v7) X(cudnnGetConvolutionBackwardDataWorkspaceSize)                      \
-  X(cudnnConvolutionBackwardData)
+  X(cudnnConvolutionBackwardData) X(cudnnSetTensor4dDescriptorEx) X(cudnnTransformTensor)
 #define CUEMU_DNN_MEMBER(name) decltype(&::name) name = nullptr;
   CUEMU_DNN_FUNCTIONS(CUEMU_DNN_MEMBER)
 #undef CUEMU_DNN_MEMBER
@@ -381,6 +381,31 @@ TEST_F(CudnnEmulator, Tf32UnlessFmaMathAndHalfPrecision) {
 // What cuDNN refuses is refused, with its status, and nothing runs: no handle, a descriptor
 // not set, an output of the wrong shape, types that differ, too small a workspace, an
 // algorithm or type it does not have, memory that is not allocated.
+// cudnnTransformTensor copies a tensor into another layout of its shape (here NCHW into a
+// layout given by strides: a TensorFlow filter [R, S, C, K] read as K x C x R x S), with
+// alpha and beta as for the convolutions.
+TEST_F(CudnnEmulator, TransformTensorReordersByStrides) {
+  const int k = 3, c = 2, r = 2, s = 4;
+  std::vector<float> hwio(k * c * r * s);
+  for (size_t i = 0; i < hwio.size(); ++i) hwio[i] = static_cast<float>(i);
+  cudnnTensorDescriptor_t from = nullptr;
+  ASSERT_EQ(dnn().cudnnCreateTensorDescriptor(&from), CUDNN_STATUS_SUCCESS);
+  tensors_.push_back(from);
+  DNN_ASSERT_OK(dnn().cudnnSetTensor4dDescriptorEx(from, CUDNN_DATA_FLOAT, k, c, r, s, 1, k, s * c * k, c * k));
+  const CUdeviceptr X = memory_.Upload(hwio);
+  const CUdeviceptr Y = memory_.Upload(std::vector<float>(hwio.size(), 1.0f));
+  const float two = 2, half = 0.5f;
+  DNN_ASSERT_OK(dnn().cudnnTransformTensor(handle_, &two, from, Ptr(X), &half, Tensor(false, k, c, r, s), Ptr(Y)));
+  Sync();
+  const std::vector<float> kcrs = Download<float>(Y, hwio.size());
+  for (int kk = 0; kk < k; ++kk)
+    for (int cc = 0; cc < c; ++cc)
+      for (int rr = 0; rr < r; ++rr)
+        for (int ss = 0; ss < s; ++ss)
+          ASSERT_EQ(kcrs[((kk * c + cc) * r + rr) * s + ss], 2 * hwio[((rr * s + ss) * c + cc) * k + kk] + 0.5f)
+              << kk << " " << cc << " " << rr << " " << ss;
+}
+
 TEST_F(CudnnEmulator, RefusesWhatCudnnRefuses) {
   const Geometry g;
   auto xd = Tensor(true, g.n, g.c, g.h, g.w);
@@ -424,6 +449,15 @@ TEST_F(CudnnEmulator, RefusesWhatCudnnRefuses) {
             CUDNN_STATUS_NOT_SUPPORTED);
   EXPECT_EQ(dnn().cudnnSetConvolution2dDescriptor(c, 0, 0, 0, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
             CUDNN_STATUS_BAD_PARAM);
+  // A transform between tensors of other dims or types, or from memory not allocated.
+  auto nhwc = Tensor(true, g.n, g.k, g.oh(), g.ow());
+  auto nchw = Tensor(false, g.n, g.k, g.oh(), g.ow());
+  EXPECT_EQ(dnn().cudnnTransformTensor(handle_, &kOne, nchw, Ptr(Y), &kZero, Tensor(true, g.n, g.k, g.oh(), g.ow() + 1), Ptr(Y)),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(dnn().cudnnTransformTensor(handle_, &kOne, nchw, Ptr(Y), &kZero,
+                                       Tensor(true, g.n, g.k, g.oh(), g.ow(), CUDNN_DATA_HALF), Ptr(Y)),
+            CUDNN_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(dnn().cudnnTransformTensor(handle_, &kOne, nchw, Ptr(Y + (1u << 30)), &kZero, nhwc, Ptr(Y)), CUDNN_STATUS_BAD_PARAM);
   // Nothing ran: y is as it was.
   Sync();
   for (float v : Download<float>(Y, size_t{1} * g.n * g.k * g.oh() * g.ow())) ASSERT_EQ(v, 7.0f);

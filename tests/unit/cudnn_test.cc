@@ -137,6 +137,47 @@ TEST_F(CudnnConv, ForwardWithAndWithoutItsEpilogue) {
   }
 }
 
+// TensorFlow's filter [R, S, C/groups, K] (filter_hwio), reordered by the call in its
+// workspace, gives what the filter in cuDNN's layout gives: for a convolution, a depthwise
+// one (groups of one channel, two filters each) and the backward data one; the plan's
+// workspaces hold the reordered filter, and a call given less fails (the library's error).
+TEST_F(CudnnConv, TensorFlowsFilterIsReorderedByTheCall) {
+  Conv plain;
+  plain.batch = 2, plain.channels = 3, plain.height = 6, plain.width = 5, plain.filters = 4, plain.filter_h = 3,
+  plain.filter_w = 2, plain.pad_h = 1, plain.stride_w = 2;
+  Conv depthwise = plain;
+  depthwise.channels = 3, depthwise.groups = 3, depthwise.filters = 6;
+  Conv backward = plain;
+  backward.kind = Conv::Kind::kBackwardData;
+  for (const Conv& c : {plain, depthwise, backward}) {
+    SCOPED_TRACE(c.groups > 1 ? "depthwise" : c.kind == Conv::Kind::kBackwardData ? "backward" : "plain");
+    const int64_t cg = c.channels / c.groups, taps = c.filter_h * c.filter_w;
+    const std::vector<float> krsc = Random(c.filters * cg * taps, 7);
+    std::vector<float> hwio(krsc.size());
+    for (int64_t k = 0; k < c.filters; ++k)
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t cc = 0; cc < cg; ++cc) hwio[(t * cg + cc) * c.filters + k] = krsc[(k * taps + t) * cg + cc];
+    const bool forward = c.kind == Conv::Kind::kForward;
+    const size_t nx = c.batch * c.channels * c.height * c.width, ny = c.batch * c.filters * c.out_h() * c.out_w();
+    const uint64_t in = Upload(Random(forward ? nx : ny, 8));
+    const size_t n_out = forward ? ny : nx;
+    const uint64_t want = Upload(std::vector<float>(n_out, NAN)), got = Upload(std::vector<float>(n_out, NAN));
+    Run(c, in, Upload(krsc), 0, 0, want);
+    Conv tf = c;
+    tf.filter_hwio = true;
+    Run(tf, in, Upload(hwio), 0, 0, got);
+    EXPECT_EQ(Download(want, n_out), Download(got, n_out));
+    auto plan = dnn_->Plan(tf, 1 << 20);
+    auto bare = dnn_->Plan(c, 1 << 20);
+    ASSERT_TRUE(plan.ok() && bare.ok());
+    EXPECT_GE(plan->workspace_bytes(), bare->workspace_bytes() + hwio.size() * 4);
+    const uint64_t short_workspace = Upload(std::vector<float>(hwio.size() / 2));
+    const Status s = dnn_->Run(*plan, in, Upload(hwio), 0, 0, got, short_workspace, stream().handle());
+    EXPECT_FALSE(s.ok() && stream().Synchronize().ok()) << "a workspace too small for the reordered filter";
+    (void)stream().Synchronize();
+  }
+}
+
 // dx, the transposed convolution of dy (Conv2DBackpropInput's), strided and padded.
 TEST_F(CudnnConv, BackwardDataIsTheTransposedConvolution) {
   Conv c;

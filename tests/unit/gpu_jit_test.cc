@@ -891,5 +891,203 @@ TEST_F(GpuJit, ConcurrentRunsShareTheDeviceSafely) {
   }
 }
 
+// ---- convolutional networks ----------------------------------------------------------
+
+// A node of `op` with TensorFlow's convolution attrs: NHWC, `strides` (h, w), `padding`.
+tensorflow::NodeDef* Conv(GraphBuilder& b, const std::string& name, const std::string& op, std::vector<std::string> inputs,
+                          int64_t stride, const std::string& padding, DType t = DType::kFloat) {
+  tensorflow::NodeDef* n = b.Op(name, op, std::move(inputs), t);
+  testing::SetAttrInts(n, "strides", {1, stride, stride, 1});
+  testing::SetAttrString(n, "padding", padding);
+  testing::SetAttrString(n, "data_format", "NHWC");
+  return n;
+}
+
+// Launches of library calls (cuDNN's here) and of compiled kernels in the profiles.
+std::pair<int, int> LibraryAndKernelLaunches(const std::vector<GpuKernelProfile>& profiles) {
+  std::pair<int, int> n{0, 0};
+  for (const GpuKernelProfile& p : profiles) (p.library ? n.first : n.second)++;
+  return n;
+}
+
+// A fused convolution's epilogue: what cuDNN's fused call takes (a bias, a residual, a ReLU)
+// stays in the one cuDNN call; another activation runs in the next kernel (here the Square
+// after it); the unfused baseline makes the same plain cuDNN call and a kernel per op. Each
+// matches the CPU's kernels.
+TEST_F(GpuJit, ConvEpiloguesCudnnLacksRunInTheNextKernel) {
+  struct Case {
+    std::vector<std::string> fused_ops;
+    int kernels;  // fused, besides the cuDNN call: the Square, with the activation cuDNN lacks
+  };
+  for (const Case& c : std::vector<Case>{{{"BiasAdd"}, 1},
+                                         {{"BiasAdd", "Relu"}, 1},
+                                         {{"BiasAdd", "Add"}, 1},
+                                         {{"BiasAdd", "Add", "Relu"}, 1},
+                                         {{"BiasAdd", "Relu6"}, 1},
+                                         {{"BiasAdd", "Add", "Elu"}, 1}}) {
+    std::string name;
+    for (const std::string& op : c.fused_ops) name += op + " ";
+    SCOPED_TRACE(name);
+    const bool residual = c.fused_ops.size() > 1 && c.fused_ops[1] == "Add";
+    for (const bool depthwise : {false, true}) {
+      SCOPED_TRACE(depthwise ? "depthwise" : "conv2d");
+      GraphBuilder b;
+      b.Placeholder("x", DType::kFloat, {-1, 7, 9, 4});
+      b.Const("w", Random(Shape{3, 3, 4, depthwise ? 2 : 8}, 1));
+      b.Const("bias", Random(Shape{8}, 2));
+      b.Placeholder("r", DType::kFloat, {-1, 7, 9, 8});
+      std::vector<std::string> inputs = {"x", "w", "bias"};
+      if (residual) inputs.push_back("r");
+      tensorflow::NodeDef* conv =
+          Conv(b, "conv", depthwise ? "_FusedDepthwiseConv2dNative" : "_FusedConv2D", inputs, 1, "SAME");
+      testing::SetAttrInt(conv, "num_args", residual ? 2 : 1);
+      for (const std::string& op : c.fused_ops) (*conv->mutable_attr())["fused_ops"].mutable_list()->add_s(op);
+      b.Op("y", "Square", {"conv"});  // (a Mul by a constant would be folded into the filter)
+      const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Random(Shape({2, 7, 9, 4}), 3)},
+                                                                 {"r", Random(Shape({2, 7, 9, 8}), 4)}};
+      for (const JitLevel level : {JitLevel::kOn2, JitLevel::kOff}) {
+        SessionOptions options = OnGpu(level);
+        options.gpu_profile = true;
+        (void)TakeGpuProfiles();
+        const Tensor got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), feeds, {"y"})[0];
+        const auto [library, kernels] = LibraryAndKernelLaunches(TakeGpuProfiles());
+        SessionOptions cpu;
+        cpu.jit_level = JitLevel::kOff;
+        const Tensor want = testing::RunOrDie(*testing::MakeSession(b.graph_def(), cpu), feeds, {"y"})[0];
+        // Sums of 36 (depthwise: 9) products of about 9 each, then the epilogue, squared.
+        ExpectClose(got, want, 2e-4, level == JitLevel::kOff ? "unfused" : "fused", 1e-4);
+        EXPECT_EQ(library, 1) << "one cuDNN call";
+        // Unfused: BiasAdd, the residual's AddV2, the activation and the Square, each a kernel.
+        const int unfused = 2 + (residual ? 1 : 0) + (c.fused_ops.size() > (residual ? 2u : 1u) ? 1 : 0);
+        EXPECT_EQ(kernels, level == JitLevel::kOff ? unfused : c.kernels);
+      }
+    }
+  }
+}
+
+// TensorFlow's SAME padding puts the odd row or column at the end, which cuDNN cannot: the
+// input is padded first (a kernel), or, for Conv2DBackpropInput, the gradient of the padded
+// input is sliced; EXPLICIT padding that differs at the two ends, dilations, strides. Each
+// against the CPU's kernels.
+TEST_F(GpuJit, ConvolutionsPaddedMoreAtOneEndMatchTheReference) {
+  struct Case {
+    std::string op, padding;
+    int64_t stride, dilation;
+    std::vector<int64_t> explicit_paddings;
+  };
+  for (const Case& c : std::vector<Case>{{"Conv2D", "SAME", 2, 1, {}},
+                                         {"Conv2D", "SAME", 1, 2, {}},
+                                         {"Conv2D", "EXPLICIT", 1, 1, {0, 0, 2, 0, 1, 3, 0, 0}},
+                                         {"DepthwiseConv2dNative", "SAME", 2, 1, {}},
+                                         {"Conv2DBackpropInput", "SAME", 2, 1, {}},
+                                         {"Conv2DBackpropInput", "EXPLICIT", 2, 1, {0, 0, 0, 1, 2, 1, 0, 0}}}) {
+    SCOPED_TRACE(c.op + " " + c.padding + " stride " + std::to_string(c.stride) + " dilation " + std::to_string(c.dilation));
+    GraphBuilder b;
+    const bool backprop = c.op == "Conv2DBackpropInput";
+    const Shape x{2, 8, 10, 3};
+    b.Const("w", Random(Shape{3, 4, 3, backprop ? 5 : 2}, 1));
+    std::vector<std::string> inputs = {"x", "w"};
+    Shape fed = x;
+    if (backprop) {
+      b.Const("sizes", testing::MakeInt32({4}, {2, 8, 10, 3}));
+      inputs = {"sizes", "w", "x"};
+      // The forward convolution's output: SAME, stride 2: 4 x 5; the EXPLICIT one: (8+1-3)/2+1 x (10+3-4)/2+1.
+      fed = c.padding == "SAME" ? Shape{2, 4, 5, 5} : Shape{2, 4, 5, 5};
+    }
+    b.Placeholder("x", DType::kFloat, {-1, fed.dim(1), fed.dim(2), fed.dim(3)});
+    tensorflow::NodeDef* conv = Conv(b, "y", c.op, inputs, c.stride, c.padding);
+    if (!c.explicit_paddings.empty()) testing::SetAttrInts(conv, "explicit_paddings", c.explicit_paddings);
+    if (c.dilation > 1) testing::SetAttrInts(conv, "dilations", {1, c.dilation, c.dilation, 1});
+    const Runs r = RunBoth(b.graph_def(), {{"x", Random(fed, 2)}}, {"y"});
+    ExpectClose(r.gpu[0], r.reference[0], 1e-4, c.op, 1e-4);
+  }
+}
+
+// float16 and bfloat16: a convolution (cuDNN, products summed in float32), a max and an
+// average pool, a batch norm (its parameters float32) against the CPU's kernels, which also
+// round once.
+TEST_F(GpuJit, HalfAndBfloat16ConvolutionsPoolsAndBatchNorms) {
+  for (const DType dtype : {DType::kHalf, DType::kBFloat16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {-1, 9, 8, 4});
+    b.Const("w", Random(Shape{3, 3, 4, 6}, 1));
+    for (const char* name : {"x", "w"}) {
+      auto* cast = b.Op(std::string(name) + "_h", "Cast", {name}, DType::kInvalid);
+      testing::SetAttrType(cast, "SrcT", DType::kFloat);
+      testing::SetAttrType(cast, "DstT", dtype);
+    }
+    Conv(b, "conv", "Conv2D", {"x_h", "w_h"}, 1, "SAME", dtype);
+    for (const char* pool : {"MaxPool", "AvgPool"}) {
+      tensorflow::NodeDef* p = Conv(b, pool, pool, {"conv"}, 2, "SAME", dtype);
+      testing::SetAttrInts(p, "ksize", {1, 3, 3, 1});
+    }
+    for (int i = 1; i <= 4; ++i) b.Const("p" + std::to_string(i), Random(Shape{6}, 10 + i));
+    b.Const("var", testing::MakeFloat({6}, {0.5f, 1, 2, 3, 4, 5}));
+    tensorflow::NodeDef* bn = b.Op("bn", "FusedBatchNormV3", {"AvgPool", "p1", "p2", "p3", "var"}, dtype);
+    testing::SetAttrType(bn, "U", DType::kFloat);
+    testing::SetAttrBool(bn, "is_training", false);
+    testing::SetAttrFloat(bn, "epsilon", 0.001f);
+    const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape({2, 9, 8, 4}), 4)}}, {"conv", "MaxPool", "bn"});
+    const double ulp = dtype == DType::kHalf ? 1.0 / 1024 : 1.0 / 128;
+    ExpectClose(r.gpu[0], r.reference[0], 2 * ulp, "conv", 1e-2);
+    ExpectClose(r.gpu[1], r.reference[1], 0, "max pool");
+    ExpectClose(r.gpu[2], r.reference[2], 2 * ulp, "batch norm of the average pool", 1e-2);
+  }
+}
+
+// A pool is one loop kernel with what reads it (here a Relu), over windows that the padding
+// cuts short at the end (SAME: the average of the elements inside); a batch norm in NCHW
+// (its per-channel scale along dim 1) joins the loop too, and its other outputs are the mean
+// and variance it was given.
+TEST_F(GpuJit, PoolsAndBatchNormsAreFusedLoops) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 9, 10, 3});
+  for (const char* pool : {"MaxPool", "AvgPool"}) {
+    tensorflow::NodeDef* p = Conv(b, pool, pool, {"x"}, 2, "SAME");
+    testing::SetAttrInts(p, "ksize", {1, 3, 2, 1});
+    b.Op(std::string(pool) + "_relu", "Relu", {pool});
+  }
+  b.Placeholder("nchw", DType::kFloat, {-1, 3, 5, 4});
+  for (int i = 1; i <= 3; ++i) b.Const("p" + std::to_string(i), Random(Shape{3}, 10 + i));
+  b.Const("var", testing::MakeFloat({3}, {0.5f, 1, 2}));
+  tensorflow::NodeDef* bn = b.Op("bn", "FusedBatchNormV3", {"nchw", "p1", "p2", "p3", "var"});
+  testing::SetAttrType(bn, "U", DType::kFloat);
+  testing::SetAttrBool(bn, "is_training", false);
+  testing::SetAttrString(bn, "data_format", "NCHW");
+  b.Op("bn_relu", "Relu", {"bn"});
+  const std::vector<std::string> fetches = {"MaxPool_relu", "AvgPool_relu", "bn_relu", "bn:1", "bn:2"};
+  const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape({2, 9, 10, 3}), 1)}, {"nchw", Random(Shape({2, 3, 5, 4}), 2)}},
+                         fetches);
+  for (size_t i = 0; i < fetches.size(); ++i) ExpectClose(r.gpu[i], r.reference[i], 1e-6, fetches[i]);
+  EXPECT_EQ(r.launches, 3) << "a loop kernel per pool and for the batch norm";
+}
+
+// A convolution's cuDNN algorithms are timed once per shape (the stand-in offers three for a
+// plain forward convolution); another session takes the kernel cache's choice; with
+// autotuning off the heuristic's first is taken untimed.
+TEST_F(GpuJit, ConvAlgorithmsAreTimedOncePerShape) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 6, 6, 3});
+  b.Const("w", Random(Shape{3, 3, 3, 5}, 1));
+  Conv(b, "y", "Conv2D", {"x", "w"}, 1, "VALID");
+  const Tensor x = Random(Shape{2, 6, 6, 3}, 2);
+  const int64_t before = GetJitStats().convs_autotuned;
+  const Runs r = RunBoth(b.graph_def(), {{"x", x}}, {"y"});
+  const int64_t timed = GetJitStats().convs_autotuned - before;
+  if (testing::TestGpu() == DeviceKind::kGpuEmu) {
+    EXPECT_EQ(timed, 1);
+  }
+  ExpectClose(r.gpu[0], r.reference[0], 1e-5, "timed", 1e-5);
+  const Tensor again = testing::RunOrDie(*testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2)), {{"x", x}}, {"y"})[0];
+  EXPECT_EQ(GetJitStats().convs_autotuned - before, timed) << "a second session timed the convolution again";
+  EXPECT_EQ(std::memcmp(again.raw(), r.gpu[0].raw(), again.bytes()), 0) << "another algorithm";
+  SessionOptions untuned = OnGpu(JitLevel::kOn2);
+  untuned.gpu_autotune = false;
+  const Tensor first = testing::RunOrDie(*testing::MakeSession(b.graph_def(), untuned), {{"x", x}}, {"y"})[0];
+  EXPECT_EQ(GetJitStats().convs_autotuned - before, timed);
+  ExpectClose(first, r.reference[0], 1e-5, "untuned", 1e-5);
+}
+
 }  // namespace
 }  // namespace graphjit
