@@ -230,7 +230,7 @@ TEST(DiskCacheCli, GemmAlgorithmsAreKeptToo) {
   EXPECT_EQ(Stat(first, "disk_writes"), 1);
   const std::vector<std::string> entries = Entries(dir + "/cache");
   ASSERT_EQ(entries.size(), 1u);
-  EXPECT_TRUE(std::regex_search(Slurp(entries[0]), std::regex("graphjit GEMM algorithms: [012] -1\n")))
+  EXPECT_TRUE(std::regex_search(Slurp(entries[0]), std::regex("graphjit library algorithms: [012] -1\n")))
       << "the GEMM's algorithm, then the ReLU's kernel";
   auto second = run("second", "");
   ASSERT_EQ(second.exit_code, 0) << second.err;
@@ -252,6 +252,42 @@ TEST(DiskCacheCli, GemmAlgorithmsAreKeptToo) {
     EXPECT_NEAR(tuned[i], want, 1e-4) << i;
     EXPECT_NEAR(plain[i], want, 1e-4) << i;
   }
+}
+
+// The same for a convolution's cuDNN algorithm (the stand-in offers three for a plain
+// forward convolution): kept with the kernel, so a second process times nothing and
+// computes the same bits.
+TEST(DiskCacheCli, ConvAlgorithmsAreKeptToo) {
+  const std::string dir = testing::TempDir();
+  testing::GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 6, 7, 3});
+  std::vector<float> w(3 * 3 * 3 * 4), x(2 * 6 * 7 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37 * i);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.11 * i);
+  b.Const("w", testing::MakeFloat(Shape{3, 3, 3, 4}, w));
+  tensorflow::NodeDef* conv = b.Op("y", "Conv2D", {"x", "w"});
+  testing::SetAttrInts(conv, "strides", {1, 1, 1, 1});
+  testing::SetAttrString(conv, "padding", "VALID");
+  b.Op("r", "Sigmoid", {"y"});
+  ASSERT_TRUE(WriteGraphDefFile(b.graph_def(), dir + "/g.pbtxt").ok());
+  ASSERT_TRUE(WriteNpy(dir + "/x.npy", testing::MakeFloat(Shape{2, 6, 7, 3}, x)).ok());
+  auto run = [&](const std::string& out) {
+    return RunGraphjit("run " + dir + "/g.pbtxt --feed x=" + dir + "/x.npy --fetch r --jit on --stats --out " + dir + "/" + out,
+                       "GRAPHJIT_FLAGS='--cache_dir=" + dir + "/cache --device=gpu-emu --gpu_tf32=off --min_cluster_size=1'");
+  };
+  auto first = run("first");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(Stat(first, "convs_autotuned"), 1);
+  const std::vector<std::string> entries = Entries(dir + "/cache");
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_TRUE(std::regex_search(Slurp(entries[0]), std::regex("graphjit library algorithms: [012] -1\n")))
+      << "the convolution's algorithm, then the sigmoid's kernel";
+  auto second = run("second");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(Stat(second, "convs_autotuned"), 0);
+  EXPECT_EQ(Stat(second, "compiles"), 0);
+  EXPECT_EQ(Stat(second, "disk_hits"), 1);
+  EXPECT_EQ(Slurp(dir + "/second/r.npy"), Slurp(dir + "/first/r.npy"));
 }
 
 // Every entry damaged one way: each is dropped with one warning, compiled again and
