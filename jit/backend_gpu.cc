@@ -139,7 +139,7 @@ struct ConvCall {
 
 // A library call's convolution: Conv2D, DepthwiseConv2dNative (groups of one channel),
 // their _Fused forms with cuDNN's epilogues (bias, residual, ReLU: UnfuseConvs leaves no
-// other), and Conv2DBackpropInput, in NHWC, of float32, float16 or bfloat16, with the
+// other), and Conv2DBackpropInput, in NHWC or NCHW, of float32, float16 or bfloat16, with the
 // symmetric padding LowerCnnOps leaves; `inputs` are its operands' shapes.
 StatusOr<ConvCall> ConvOf(const LibraryCall& call, const std::vector<Shape>& inputs, bool tf32) {
   const Node& node = *call.node;
@@ -156,9 +156,11 @@ StatusOr<ConvCall> ConvOf(const LibraryCall& call, const std::vector<Shape>& inp
   GJ_ASSIGN_OR_RETURN(const Window w, ResolveWindow(node, x, &f));
   if (w.pt != w.pb || w.pl != w.pr) return Internal(NodeLabel(node) + ": padded more on one side (cuDNN pads both alike)");
   v.kind = backprop ? nvptx::Conv::Kind::kBackwardData : nvptx::Conv::Kind::kForward;
-  v.batch = x.dim(0), v.height = x.dim(1), v.width = x.dim(2), v.channels = x.dim(3);
+  v.nhwc = !w.nchw;
+  const int h = w.nchw ? 2 : 1;
+  v.batch = x.dim(0), v.height = x.dim(h), v.width = x.dim(h + 1), v.channels = x.dim(w.nchw ? 1 : 3);
   v.filter_h = f.dim(0), v.filter_w = f.dim(1);
-  v.groups = depthwise ? x.dim(3) : 1;
+  v.groups = depthwise ? v.channels : 1;
   v.filters = depthwise ? f.dim(2) * f.dim(3) : f.dim(3);
   v.pad_h = w.pt, v.pad_w = w.pl, v.stride_h = w.sh, v.stride_w = w.sw, v.dilation_h = w.dh, v.dilation_w = w.dw;
   v.filter_hwio = true;

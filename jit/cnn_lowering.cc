@@ -199,27 +199,36 @@ Status PadSymmetrically(AnalyzedGraph& body, int id) {
   const int64_t ph = std::min(w.pt, w.pb), pw = std::min(w.pl, w.pr);
   const int32_t top = static_cast<int32_t>(w.pt - ph), bottom = static_cast<int32_t>(w.pb - ph);
   const int32_t left = static_cast<int32_t>(w.pl - pw), right = static_cast<int32_t>(w.pr - pw);
+  // Per dim, in the data format's order (H at 1 or 2, W after it).
+  const int h = w.nchw ? 2 : 1;
+  auto per_dim = [&](int64_t batch, int64_t rows, int64_t cols, int64_t channels) {
+    std::vector<int64_t> v = {batch, 0, 0, 0};
+    v[h] = rows, v[h + 1] = cols, v[w.nchw ? 1 : 3] = channels;
+    return v;
+  };
   AttrMap attrs = node.attrs;
   attrs["padding"].set_s("EXPLICIT");
   auto* paddings = attrs["explicit_paddings"].mutable_list();
   paddings->clear_i();
-  for (int64_t p : {int64_t{0}, int64_t{0}, ph, ph, pw, pw, int64_t{0}, int64_t{0}}) paddings->add_i(p);
+  for (const int64_t p : per_dim(0, ph, pw, 0)) paddings->add_i(p), paddings->add_i(p);
   Writer write(g, id);
+  auto i32 = [](const std::vector<int64_t>& v) { return std::vector<int32_t>(v.begin(), v.end()); };
   if (!backprop) {
+    std::vector<int32_t> pads(8, 0);
+    pads[2 * h] = top, pads[2 * h + 1] = bottom, pads[2 * h + 2] = left, pads[2 * h + 3] = right;
     Node* conv = g.node(id);
-    conv->inputs[0] = write.Pad(conv->inputs[0], {0, 0, top, bottom, left, right, 0, 0}, ScalarOf(t, 0), t);
+    conv->inputs[0] = write.Pad(conv->inputs[0], pads, ScalarOf(t, 0), t);
     conv->attrs = std::move(attrs);
     return Status::Ok();
   }
   // The gradient for the input padded by the extra rows and columns, sliced back to it.
   const std::vector<TensorId> inputs = node.inputs;
-  const std::vector<int32_t> sizes = {static_cast<int32_t>(in.dim(0)), static_cast<int32_t>(in.dim(1) + top + bottom),
-                                      static_cast<int32_t>(in.dim(2) + left + right), static_cast<int32_t>(in.dim(3))};
-  const TensorId padded = write.Op("padded_gradient", node.op, {write.Ints("input_sizes", sizes, Shape{4}), inputs[1], inputs[2]}, t);
+  const int64_t c = in.dim(w.nchw ? 1 : 3), rows = in.dim(h), cols = in.dim(h + 1);
+  const TensorId sizes = write.Ints("input_sizes", i32(per_dim(in.dim(0), rows + top + bottom, cols + left + right, c)), Shape{4});
+  const TensorId padded = write.Op("padded_gradient", node.op, {sizes, inputs[1], inputs[2]}, t);
   g.node(padded.node)->attrs = std::move(attrs);
-  const TensorId begin = write.Ints("begin", {0, top, left, 0}, Shape{4});
-  const TensorId size = write.Ints("size", {static_cast<int32_t>(in.dim(0)), static_cast<int32_t>(in.dim(1)),
-                                            static_cast<int32_t>(in.dim(2)), static_cast<int32_t>(in.dim(3))}, Shape{4});
+  const TensorId begin = write.Ints("begin", i32(per_dim(0, top, left, 0)), Shape{4});
+  const TensorId size = write.Ints("size", i32(per_dim(in.dim(0), rows, cols, c)), Shape{4});
   AttrMap slice;
   slice["T"].set_type(static_cast<tensorflow::DataType>(t));
   slice["Index"].set_type(tensorflow::DT_INT32);

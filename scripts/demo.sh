@@ -59,6 +59,18 @@ for g in softmax_decomposed_1024 layer_norm gelu_exact bias_relu_tanh sum_of_squ
   echo "-- $g"
   $G bench bench/graphs/$g.pb --device gpu-emu --jit off,on --iters 1 2>&1 | sed -n '/^GPU kernels/,$p'
 done
+echo "   Convolutional networks: cuDNN's convolutions, the pools, batch norms and epilogues in compiled"
+echo "   kernels, nothing on the CPU (cpu_ops=0); fused against unfused (the same cuDNN calls, each"
+echo "   epilogue op a kernel):"
+$G run tests/data/mobilenet_v2_small/model.pb --feed input_layer=tests/data/mobilenet_v2_small/x.npy --fetch Identity \
+  --device gpu-emu --jit on --out build/demo/mobilenet_gpu --stats 2>&1 | grep -v "^graphjit: device" | grep -o "^.*graph_launches=[0-9]*\|cpu_ops=[0-9]*"
+$G compare build/demo/mobilenet_gpu/Identity.npy tests/data/mobilenet_v2_small/out_Identity.npy --rtol 1e-3 --atol 1e-4
+for m in "small_cnn --shape image=8,28,28,1" "mobilenet_v2_small"; do
+  set -- $m
+  echo "-- $1"
+  $G bench tests/data/$1/model.pb ${2:+$2 $3} --device gpu-emu --jit off,on --iters 1 2>&1 | sed -n '/^GPU kernels/,$p' |
+    grep -v "^on  *cluster\|^off  *cluster"
+done
 echo
 echo "== graphjit inside TensorFlow: TensorFlow's MNIST XLA tutorial (softmax regression, 1000 steps of"
 echo "   GradientDescentOptimizer(0.5) in a tf.compat.v1.Session) without and with the plugin at ON_1"

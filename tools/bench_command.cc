@@ -199,7 +199,8 @@ void PrintGpuTable(DeviceKind device, const GpuModelDevice& gpu_model, const std
   if (!configs.empty() && !configs[0].gpu.counted)
     std::printf("(no counters on a GPU: bytes moved are the kernels' inputs and outputs, flops 0)\n");
   if (std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.gpu.library_calls > 0; }))
-    std::printf("(cuBLASLt GEMMs are counted as their operands read and written once and 2mnk flops)\n");
+    std::printf("(library calls, cuBLASLt's GEMMs and cuDNN's convolutions, are counted as their operands read and written "
+                "once and 2 flops per multiply-add; a grid of 0 x 0)\n");
   const Config* off = nullptr;
   for (const Config& c : configs)
     if (c.name == "off") off = &c;

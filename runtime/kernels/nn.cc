@@ -50,37 +50,47 @@ StatusOr<int64_t> OutSize(const InferenceContext& c, const std::string& padding,
   return out;
 }
 
-// Reads strides/dilations/padding attrs (and ksize for pools) in NHWC order.
-StatusOr<Window> ReadWindow(const InferenceContext& c, bool pool) {
+// A rank-4 shape's dims from NCHW to NHWC order, and back.
+Shape ToNhwc(const Shape& s) { return s.unknown_rank() || s.rank() != 4 ? s : Shape{s.dim(0), s.dim(2), s.dim(3), s.dim(1)}; }
+Shape ToNchw(const Shape& s) { return s.unknown_rank() || s.rank() != 4 ? s : Shape{s.dim(0), s.dim(3), s.dim(1), s.dim(2)}; }
+
+// Reads strides/dilations/padding attrs (and ksize for pools) in the data format's order:
+// NHWC, or for a convolution that allows it, NCHW.
+StatusOr<Window> ReadWindow(const InferenceContext& c, bool pool, bool nchw_allowed = false) {
   Window w;
   GJ_ASSIGN_OR_RETURN(std::string format, GetStringAttrOr(c.node, "data_format", "NHWC"));
-  if (format != "NHWC") return Unimplemented(NodeLabel(c.node) + ": data_format " + format + " is not supported (NHWC only)");
+  if (format != "NHWC" && !(format == "NCHW" && nchw_allowed))
+    return Unimplemented(NodeLabel(c.node) + ": data_format " + format + " is not supported (NHWC" +
+                         (pool ? "" : ", and NCHW for a convolution without fused ops") + ")");
+  w.nchw = format == "NCHW";
+  const int h = w.nchw ? 2 : 1, c_dim = w.nchw ? 1 : 3;  // the dims of H and C (W is H's next)
+  const std::string form = w.nchw ? "[1, 1, h, w]" : "[1, h, w, 1]";
+  auto spatial = [&](const std::vector<int64_t>& v) {
+    return v.size() == 4 && v[0] == 1 && v[c_dim] == 1 && v[h] >= 1 && v[h + 1] >= 1;
+  };
   GJ_ASSIGN_OR_RETURN(std::vector<int64_t> strides, GetIntListAttr(c.node, "strides"));
-  if (strides.size() != 4 || strides[0] != 1 || strides[3] != 1 || strides[1] < 1 || strides[2] < 1)
-    return c.TypeError("strides must be [1, sh, sw, 1] with positive sh, sw");
-  w.sh = strides[1];
-  w.sw = strides[2];
+  if (!spatial(strides)) return c.TypeError("strides must be " + form + " with positive h, w");
+  w.sh = strides[h];
+  w.sw = strides[h + 1];
   if (pool) {
     GJ_ASSIGN_OR_RETURN(std::vector<int64_t> ksize, GetIntListAttr(c.node, "ksize"));
-    if (ksize.size() != 4 || ksize[0] != 1 || ksize[3] != 1 || ksize[1] < 1 || ksize[2] < 1)
-      return c.TypeError("ksize must be [1, kh, kw, 1] with positive kh, kw");
-    w.kh = ksize[1];
-    w.kw = ksize[2];
+    if (!spatial(ksize)) return c.TypeError("ksize must be " + form + " with positive h, w");
+    w.kh = ksize[h];
+    w.kw = ksize[h + 1];
   } else if (c.node.FindAttr("dilations")) {
     GJ_ASSIGN_OR_RETURN(std::vector<int64_t> dil, GetIntListAttr(c.node, "dilations"));
-    if (dil.size() != 4 || dil[0] != 1 || dil[3] != 1 || dil[1] < 1 || dil[2] < 1)
-      return c.TypeError("dilations must be [1, dh, dw, 1] with positive dh, dw");
-    w.dh = dil[1];
-    w.dw = dil[2];
+    if (!spatial(dil)) return c.TypeError("dilations must be " + form + " with positive h, w");
+    w.dh = dil[h];
+    w.dw = dil[h + 1];
   }
   GJ_ASSIGN_OR_RETURN(w.padding, GetStringAttr(c.node, "padding"));
   if (w.padding == "EXPLICIT") {
     if (pool) return c.TypeError("EXPLICIT padding is not allowed for pooling");
     GJ_ASSIGN_OR_RETURN(w.explicit_paddings, GetIntListAttr(c.node, "explicit_paddings"));
     const auto& e = w.explicit_paddings;
-    if (e.size() != 8 || e[0] || e[1] || e[6] || e[7] || *std::min_element(e.begin(), e.end()) < 0)
+    if (e.size() != 8 || e[0] || e[1] || e[2 * c_dim] || e[2 * c_dim + 1] || *std::min_element(e.begin(), e.end()) < 0)
       return c.TypeError("explicit_paddings must be 8 non-negative values padding H and W only");
-    w.pt = e[2], w.pb = e[3], w.pl = e[4], w.pr = e[5];
+    w.pt = e[2 * h], w.pb = e[2 * h + 1], w.pl = e[2 * h + 2], w.pr = e[2 * h + 3];
   } else if (w.padding != "SAME" && w.padding != "VALID") {
     return c.TypeError("unknown padding '" + w.padding + "'");
   }
@@ -264,12 +274,29 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
   return Status::Ok();
 }
 
-Status InferConv(InferenceContext& c, bool depthwise) {
+// Whether oneDNN computes a convolution of these operands (float32, a filter with channels).
+bool UsesOneDnn(const Tensor& in, const Tensor& filter) { return in.dtype() == DType::kFloat && filter.shape().dim(2) > 0; }
+
+// An NHWC convolution into `out` (which holds the residual, if any, for oneDNN), then its
+// epilogue: oneDNN's for float32, else the direct loop nest and the epilogue in a pass.
+Status NhwcConv(const KernelContext& ctx, const Tensor& in, const Tensor& filter, const Window& w, bool depthwise,
+                const Tensor* bias, Epilogue epilogue, Tensor* out) {
+  if (UsesOneDnn(in, filter)) return OneDnnConv(ctx, in, filter, w, depthwise, bias, epilogue, out);
+  GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
+    DirectConv<decltype(tag)>(in, filter, w, depthwise, out);
+    return Status::Ok();
+  }));
+  return bias ? ApplyEpilogue(ctx, *bias, epilogue.residual ? &ctx.input(3) : nullptr, epilogue.act, out) : Status::Ok();
+}
+
+// The output of a convolution, in its data format (NCHW: computed in NHWC order).
+Status InferConv(InferenceContext& c, bool depthwise, bool nchw_allowed) {
   GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1}));
   GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
-  GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, false));
+  GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, false, nchw_allowed));
   const Shape& f = c.shape(1);
-  const Shape& in = c.shape(0);
+  const Shape in = w.nchw ? ToNhwc(c.shape(0)) : c.shape(0);
+  auto add_output = [&](const Shape& nhwc) { c.AddOutput(t, w.nchw ? ToNchw(nhwc) : nhwc); };
   int64_t out_channels = -1;
   if (!f.unknown_rank()) {
     if (f.rank() != 4) return c.ShapeError("filter must be [KH, KW, in, out], got " + f.ToString());
@@ -284,15 +311,15 @@ Status InferConv(InferenceContext& c, bool depthwise) {
     }
     if (f.dim(3) >= 0) out_channels = depthwise ? (f.dim(2) >= 0 ? f.dim(2) * f.dim(3) : -1) : f.dim(3);
     if (w.kh < 0 || w.kw < 0) {
-      c.AddOutput(t, Shape{in.unknown_rank() ? -1 : in.dim(0), -1, -1, out_channels});
+      add_output(Shape{in.unknown_rank() ? -1 : in.dim(0), -1, -1, out_channels});
       return Status::Ok();
     }
   } else {
-    c.AddOutput(t, Shape{-1, -1, -1, -1});
+    add_output(Shape{-1, -1, -1, -1});
     return Status::Ok();
   }
   GJ_ASSIGN_OR_RETURN(Shape out, WindowOutput(c, &w, in, out_channels));
-  c.AddOutput(t, out);
+  add_output(out);
   return Status::Ok();
 }
 
@@ -306,7 +333,7 @@ OpDef ConvOp(const char* name, bool depthwise) {
   def.min_inputs = fused ? 3 : 2;
   def.max_inputs = fused ? 4 : 2;
   def.infer = [depthwise, fused](InferenceContext& c) -> Status {
-    GJ_RETURN_IF_ERROR(InferConv(c, depthwise));
+    GJ_RETURN_IF_ERROR(InferConv(c, depthwise, /*nchw_allowed=*/!fused));
     if (fused) {
       GJ_RETURN_IF_ERROR(c.TypeAttrMatching("T", {2}).status());
       if (c.num_inputs() == 4) GJ_RETURN_IF_ERROR(c.TypeAttrMatching("T", {3}).status());
@@ -315,35 +342,39 @@ OpDef ConvOp(const char* name, bool depthwise) {
     return Status::Ok();
   };
   def.compute = [depthwise, fused](KernelContext& ctx) -> Status {
-    const Tensor& in = ctx.input(0);
     const Tensor& filter = ctx.input(1);
+    InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
+    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(ic, false, /*nchw_allowed=*/!fused));
+    w.kh = filter.shape().dim(0);
+    w.kw = filter.shape().dim(1);
+    if (w.nchw) {  // the convolution of the input in NHWC, transposed back
+      GJ_ASSIGN_OR_RETURN(const Tensor in, TransposeTensor(ctx, ctx.input(0), {0, 2, 3, 1}));
+      const int64_t channels = depthwise ? filter.shape().dim(2) * filter.shape().dim(3) : filter.shape().dim(3);
+      GJ_ASSIGN_OR_RETURN(const Shape shape, WindowOutput(ic, &w, in.shape(), channels));
+      GJ_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(in.dtype(), shape, ctx.allocator));
+      if (out.num_elements() > 0) GJ_RETURN_IF_ERROR(NhwcConv(ctx, in, filter, w, depthwise, nullptr, {}, &out));
+      GJ_ASSIGN_OR_RETURN(Tensor nchw, TransposeTensor(ctx, out, {0, 3, 1, 2}));
+      ctx.ForwardOutput(0, std::move(nchw));
+      return Status::Ok();
+    }
+    const Tensor& in = ctx.input(0);
     Epilogue epilogue;
     if (fused) {
       GJ_ASSIGN_OR_RETURN(epilogue, ReadEpilogue(ctx.node, /*residual_allowed=*/true));
     }
     const Tensor* bias = fused ? &ctx.input(2) : nullptr;
     const Tensor* residual = epilogue.residual ? &ctx.input(3) : nullptr;
-    const bool onednn = in.dtype() == DType::kFloat && filter.shape().dim(2) > 0;
     // oneDNN adds the residual where the output is: it starts as (or in) the residual.
     Tensor* out = nullptr;
-    if (onednn && residual) {
+    if (UsesOneDnn(in, filter) && residual) {
       GJ_ASSIGN_OR_RETURN(out, ctx.ForwardInputOrAllocateOutput({3}, 0));
       if (out->raw() != residual->raw()) std::memcpy(out->raw(), residual->raw(), residual->bytes());
     } else {
       GJ_ASSIGN_OR_RETURN(out, ctx.AllocateOutput(0));
     }
     if (out->num_elements() == 0) return Status::Ok();
-    InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
-    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(ic, false));
-    w.kh = filter.shape().dim(0);
-    w.kw = filter.shape().dim(1);
     GJ_RETURN_IF_ERROR(WindowOutput(ic, &w, in.shape(), out->shape().dim(3)).status());
-    if (onednn) return OneDnnConv(ctx, in, filter, w, depthwise, bias, epilogue, out);
-    GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
-      DirectConv<decltype(tag)>(in, filter, w, depthwise, out);
-      return Status::Ok();
-    }));
-    return fused ? ApplyEpilogue(ctx, *bias, residual, epilogue.act, out) : Status::Ok();
+    return NhwcConv(ctx, in, filter, w, depthwise, bias, epilogue, out);
   };
   def.prepare = [](const Node&) -> StatusOr<std::shared_ptr<const void>> {
     return std::shared_ptr<const void>(std::make_shared<const ReorderedWeights>());
@@ -389,10 +420,10 @@ OpDef ConvBackpropInputOp() {
   def.name = "Conv2DBackpropInput";
   def.min_inputs = def.max_inputs = 3;
   def.value_inputs = {0};
-  // The window of the forward convolution whose input has shape `in` (NHWC) and whose
+  // The window of the forward convolution whose input has shape `in` (NHWC order) and whose
   // filter is `f`; checks that it makes an output of `out`'s spatial shape.
   auto window = [](const InferenceContext& c, const Shape& in, const Shape& f, const Shape& out) -> StatusOr<Window> {
-    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, false));
+    GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, false, /*nchw_allowed=*/true));
     w.kh = f.dim(0);
     w.kw = f.dim(1);
     GJ_ASSIGN_OR_RETURN(Shape forward, WindowOutput(c, &w, in, f.dim(3)));
@@ -405,39 +436,55 @@ OpDef ConvBackpropInputOp() {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {1, 2}));
     GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
     GJ_RETURN_IF_ERROR(c.ExpectDType(0, {DType::kInt32, DType::kInt64}));
+    GJ_ASSIGN_OR_RETURN(const Window format, ReadWindow(c, false, /*nchw_allowed=*/true));
+    const char* layout = format.nchw ? "NCHW" : "NHWC";
     const Shape& f = c.shape(1);
-    const Shape& dy = c.shape(2);
+    const Shape dy = format.nchw ? ToNhwc(c.shape(2)) : c.shape(2);
     if (!f.unknown_rank() && f.rank() != 4) return c.ShapeError("filter must be [KH, KW, in, out], got " + f.ToString());
-    if (!dy.unknown_rank() && dy.rank() != 4) return c.ShapeError("out_backprop must be NHWC (rank 4), got " + dy.ToString());
+    if (!dy.unknown_rank() && dy.rank() != 4)
+      return c.ShapeError(std::string("out_backprop must be ") + layout + " (rank 4), got " + c.shape(2).ToString());
     const Tensor* sizes = c.value(0);
     if (sizes == nullptr) {
       c.AddOutput(t, Shape{-1, -1, -1, -1});
       return Status::Ok();
     }
     if (sizes->shape().rank() != 1 || sizes->num_elements() != 4)
-      return c.ShapeError("input_sizes must hold 4 values (NHWC), got shape " + sizes->shape().ToString());
-    const Shape in(IntValues(*sizes));
+      return c.ShapeError(std::string("input_sizes must hold 4 values (") + layout + "), got shape " + sizes->shape().ToString());
+    const Shape given(IntValues(*sizes));
     for (int i = 0; i < 4; ++i)
-      if (in.dim(i) < 0) return c.ShapeError("input_sizes must be non-negative, got " + in.ToString());
-    GJ_RETURN_IF_ERROR(CheckedNumElements(in.dims()).status());
+      if (given.dim(i) < 0) return c.ShapeError("input_sizes must be non-negative, got " + given.ToString());
+    GJ_RETURN_IF_ERROR(CheckedNumElements(given.dims()).status());
+    const Shape in = format.nchw ? ToNhwc(given) : given;
     if (!f.unknown_rank() && f.IsFullyDefined() && !dy.unknown_rank() && dy.IsFullyDefined()) {
       if (f.dim(2) != in.dim(3) || f.dim(3) != dy.dim(3) || dy.dim(0) != in.dim(0))
-        return c.ShapeError("filter " + f.ToString() + " does not connect input " + in.ToString() + " and out_backprop " +
-                            dy.ToString());
+        return c.ShapeError("filter " + f.ToString() + " does not connect input " + given.ToString() + " and out_backprop " +
+                            c.shape(2).ToString());
       GJ_RETURN_IF_ERROR(window(c, in, f, dy).status());
     }
-    c.AddOutput(t, in);
+    c.AddOutput(t, given);
     return Status::Ok();
   };
   def.compute = [window](KernelContext& ctx) -> Status {
-    GJ_ASSIGN_OR_RETURN(Tensor * dx, ctx.AllocateOutput(0));
-    if (dx->num_elements() == 0) return Status::Ok();
     InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
-    GJ_ASSIGN_OR_RETURN(Window w, window(ic, dx->shape(), ctx.input(1).shape(), ctx.input(2).shape()));
-    return VisitTypes<TypeSet::kFloat>(dx->dtype(), [&](auto tag) -> Status {
-      ConvBackpropInput<decltype(tag)>(ctx.input(1), ctx.input(2), w, dx);
+    GJ_ASSIGN_OR_RETURN(const Window format, ReadWindow(ic, false, /*nchw_allowed=*/true));
+    const Shape in = format.nchw ? ToNhwc(ctx.output_shapes[0]) : ctx.output_shapes[0];
+    if (in.num_elements() == 0) return ctx.AllocateOutput(0).status();
+    // NCHW: the gradient of out_backprop in NHWC, transposed back.
+    Tensor dy = ctx.input(2);
+    if (format.nchw) {
+      GJ_ASSIGN_OR_RETURN(dy, TransposeTensor(ctx, dy, {0, 2, 3, 1}));
+    }
+    GJ_ASSIGN_OR_RETURN(Window w, window(ic, in, ctx.input(1).shape(), dy.shape()));
+    GJ_ASSIGN_OR_RETURN(Tensor dx, Tensor::Allocate(dy.dtype(), in, ctx.allocator));
+    GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(dx.dtype(), [&](auto tag) -> Status {
+      ConvBackpropInput<decltype(tag)>(ctx.input(1), dy, w, &dx);
       return Status::Ok();
-    });
+    }));
+    if (format.nchw) {
+      GJ_ASSIGN_OR_RETURN(dx, TransposeTensor(ctx, dx, {0, 3, 1, 2}));
+    }
+    ctx.ForwardOutput(0, std::move(dx));
+    return Status::Ok();
   };
   return def;
 }
@@ -628,9 +675,10 @@ const bool kRegistered = RegisterOps({ConvOp("Conv2D", false), ConvOp("Depthwise
 
 }  // namespace
 
-StatusOr<Window> ResolveWindow(const Node& node, const Shape& input, const Shape* filter) {
+StatusOr<Window> ResolveWindow(const Node& node, const Shape& layout_input, const Shape* filter) {
   const InferenceContext c{node, {}, {}, {}, {}, {}};
-  GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, filter == nullptr));
+  GJ_ASSIGN_OR_RETURN(Window w, ReadWindow(c, filter == nullptr, /*nchw_allowed=*/filter != nullptr));
+  const Shape input = w.nchw ? ToNhwc(layout_input) : layout_input;
   if (filter) {
     if (filter->rank() != 4) return c.ShapeError("filter must be [KH, KW, in, out], got " + filter->ToString());
     w.kh = filter->dim(0);

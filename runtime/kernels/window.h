@@ -18,11 +18,13 @@ struct Window {
   int64_t pt = 0, pb = 0, pl = 0, pr = 0;  // resolved padding: top, bottom, left, right
   std::string padding;                      // SAME, VALID, EXPLICIT
   std::vector<int64_t> explicit_paddings;
+  bool nchw = false;  // the data format: NCHW (else NHWC)
 };
 
 // The window of a convolution node (its filter [KH, KW, ...] of shape `filter`) or, with
-// `filter` null, of a pool node (its ksize), over an input of shape `input` (NHWC, static).
-// The node's errors (bad attrs, a window that does not fit) name it.
+// `filter` null, of a pool node (its ksize), over an input of shape `input` (static, in the
+// node's data format: NHWC, or NCHW for a convolution). The node's errors (bad attrs, a
+// window that does not fit) name it.
 StatusOr<Window> ResolveWindow(const Node& node, const Shape& input, const Shape* filter);
 
 }  // namespace graphjit

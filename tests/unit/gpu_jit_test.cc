@@ -893,13 +893,14 @@ TEST_F(GpuJit, ConcurrentRunsShareTheDeviceSafely) {
 
 // ---- convolutional networks ----------------------------------------------------------
 
-// A node of `op` with TensorFlow's convolution attrs: NHWC, `strides` (h, w), `padding`.
+// A node of `op` with TensorFlow's convolution attrs: `strides` (h, w), `padding`, NHWC
+// (or NCHW).
 tensorflow::NodeDef* Conv(GraphBuilder& b, const std::string& name, const std::string& op, std::vector<std::string> inputs,
-                          int64_t stride, const std::string& padding, DType t = DType::kFloat) {
+                          int64_t stride, const std::string& padding, DType t = DType::kFloat, bool nchw = false) {
   tensorflow::NodeDef* n = b.Op(name, op, std::move(inputs), t);
-  testing::SetAttrInts(n, "strides", {1, stride, stride, 1});
+  testing::SetAttrInts(n, "strides", nchw ? std::vector<int64_t>{1, 1, stride, stride} : std::vector<int64_t>{1, stride, stride, 1});
   testing::SetAttrString(n, "padding", padding);
-  testing::SetAttrString(n, "data_format", "NHWC");
+  testing::SetAttrString(n, "data_format", nchw ? "NCHW" : "NHWC");
   return n;
 }
 
@@ -1000,6 +1001,59 @@ TEST_F(GpuJit, ConvolutionsPaddedMoreAtOneEndMatchTheReference) {
     if (c.dilation > 1) testing::SetAttrInts(conv, "dilations", {1, c.dilation, c.dilation, 1});
     const Runs r = RunBoth(b.graph_def(), {{"x", Random(fed, 2)}}, {"y"});
     ExpectClose(r.gpu[0], r.reference[0], 1e-4, c.op, 1e-4);
+  }
+}
+
+// NCHW convolutions (cuDNN's NCHW tensors and KCRS filters; the CPU's kernels transpose
+// to NHWC): Conv2D padded more at one end, with a dilation, a depthwise one and
+// Conv2DBackpropInput, against the NHWC convolution of the transposed input, transposed
+// back, on the CPU (TensorFlow's CPU build has no NCHW convolution to make fixtures with).
+TEST_F(GpuJit, NchwConvolutionsMatchTheNhwcOnesThroughTransposes) {
+  struct Case {
+    std::string op;
+    int64_t stride, dilation;
+  };
+  for (const Case& c : std::vector<Case>{{"Conv2D", 2, 1}, {"Conv2D", 1, 2}, {"DepthwiseConv2dNative", 2, 1},
+                                         {"Conv2DBackpropInput", 2, 1}}) {
+    SCOPED_TRACE(c.op + " stride " + std::to_string(c.stride) + " dilation " + std::to_string(c.dilation));
+    const bool backprop = c.op == "Conv2DBackpropInput";
+    // x is NHWC [2, 8, 10, 3] (backprop: dy [2, 4, 5, 5], dx of x's shape).
+    const Shape fed_nhwc = backprop ? Shape{2, 4, 5, 5} : Shape{2, 8, 10, 3};
+    const Tensor fed = Random(fed_nhwc, 2);
+    tensorflow::GraphDef graphs[2];
+    for (const bool nchw : {false, true}) {
+      GraphBuilder b;
+      b.Const("w", Random(Shape{3, 4, 3, backprop ? 5 : 2}, 1));
+      b.Placeholder("x", DType::kFloat, {-1, fed_nhwc.dim(1), fed_nhwc.dim(2), fed_nhwc.dim(3)});
+      b.Const("to_nchw", testing::MakeInt32({4}, {0, 3, 1, 2}));
+      b.Const("to_nhwc", testing::MakeInt32({4}, {0, 2, 3, 1}));
+      std::string in = "x";
+      if (nchw) {
+        b.Op("x_nchw", "Transpose", {"x", "to_nchw"});
+        in = "x_nchw";
+      }
+      std::vector<std::string> inputs = {in, "w"};
+      if (backprop) {
+        b.Const("sizes", nchw ? testing::MakeInt32({4}, {2, 3, 8, 10}) : testing::MakeInt32({4}, {2, 8, 10, 3}));
+        inputs = {"sizes", "w", in};
+      }
+      tensorflow::NodeDef* conv = Conv(b, "conv", c.op, inputs, c.stride, "SAME", DType::kFloat, nchw);
+      if (c.dilation > 1)
+        testing::SetAttrInts(conv, "dilations", nchw ? std::vector<int64_t>{1, 1, c.dilation, c.dilation}
+                                                     : std::vector<int64_t>{1, c.dilation, c.dilation, 1});
+      if (nchw) b.Op("y", "Transpose", {"conv", "to_nhwc"});
+      else b.Op("y", "Identity", {"conv"});
+      graphs[nchw] = b.graph_def();
+    }
+    SessionOptions cpu;
+    cpu.jit_level = JitLevel::kOff;
+    const Tensor want = testing::RunOrDie(*testing::MakeSession(graphs[0], cpu), {{"x", fed}}, {"y"})[0];
+    const JitStats before = GetJitStats();
+    const Tensor got = testing::RunOrDie(*testing::MakeSession(graphs[1], OnGpu(JitLevel::kOn2)), {{"x", fed}}, {"y"})[0];
+    EXPECT_EQ(GetJitStats().fallback, before.fallback);
+    ExpectClose(got, want, 1e-4, "NCHW on the GPU", 1e-4);
+    const Tensor cpu_nchw = testing::RunOrDie(*testing::MakeSession(graphs[1], cpu), {{"x", fed}}, {"y"})[0];
+    ExpectClose(cpu_nchw, want, 1e-5, "NCHW on the CPU", 1e-5);
   }
 }
 
