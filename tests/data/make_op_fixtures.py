@@ -1828,6 +1828,35 @@ conv_case("depthwise_conv2d_same_f32", [1, 5, 5, 3], [3, 3, 3, 2], (1, 1, 1, 1),
 conv_case("depthwise_conv2d_valid_stride2_f32", [2, 7, 6, 2], [3, 3, 2, 2], (1, 2, 2, 1),
           "VALID", depthwise=True, note=" (channel multiplier 2)")
 
+def half_conv_case(name, dtype, xshape, kshape, strides, padding, depthwise=False):
+    """A float16 or bfloat16 convolution (a filter constant of the type), Cast to float32."""
+    def build(b):
+        if dtype == "bf16":
+            xv = normal(b.rng, xshape).astype(BF16).astype(np.float32)
+            wv = normal(b.rng, kshape, 0.5).astype(BF16).astype(np.float32)
+            x, w = b.ph_bf16("x", xv), const(wv.astype(BF16), "filter")
+        else:
+            xv, wv = normal(b.rng, xshape, 1, np.float16), normal(b.rng, kshape, 0.5, np.float16)
+            x, w = b.ph("x", xv), const(wv, "filter")
+        kw = dict(input=x, filter=w, strides=list(strides), padding=padding, data_format="NHWC", name="y16")
+        y = tf.raw_ops.DepthwiseConv2dNative(**kw) if depthwise else tf.raw_ops.Conv2D(**kw)
+        tf.raw_ops.Cast(x=y, DstT=tf.float32, name="y")
+        b.fetch("y")
+        pads = _conv_pads(xshape, kshape, strides, (1, 1, 1, 1), padding, ())
+        b.ref = lambda: {"y": conv2d64(xv, wv, strides, (1, 1, 1, 1), pads, depthwise)}
+
+    op = "DepthwiseConv2dNative" if depthwise else "Conv2D"
+    what = "bfloat16 (fed as float32, Cast in the graph)" if dtype == "bf16" else "float16"
+    add_case(name, "%s NHWC %s %s filter %s strides %s padding %s, Cast to float32" % (
+        op, what, xshape, kshape, list(strides), padding), HALF_GEMM, build)
+
+
+half_conv_case("conv2d_same_stride2_f16", "f16", [2, 6, 7, 4], [3, 3, 4, 5], (1, 2, 2, 1), "SAME")
+half_conv_case("conv2d_same_bf16", "bf16", [1, 5, 5, 3], [3, 3, 3, 4], (1, 1, 1, 1), "SAME")
+half_conv_case("depthwise_conv2d_same_f16", "f16", [1, 5, 6, 3], [3, 3, 3, 2], (1, 1, 1, 1), "SAME",
+               depthwise=True)
+
+
 def conv2d_backprop_input64(xshape, w, dy, strides, dilations, pads):
     """Scatters each output gradient back through the filter taps that made it."""
     w, dy = w.astype(np.float64), dy.astype(np.float64)
