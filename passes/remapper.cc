@@ -26,7 +26,8 @@ const char* FusedOpFor(const std::string& op) {
 // channel (a batch norm as Keras writes it for inference: x * s + t) the convolution
 // before it, an Add of a tensor of its shape (a residual) the fused convolution before
 // it, then an activation absorbs the fused node before it. The node that absorbs
-// keeps its name, so fetched names stay.
+// keeps its name, so fetched names stay. Nodes on different devices (a convolution left on
+// the CPU of a GPU session) are not fused.
 class Remapper {
  public:
   Remapper(Graph& graph, const PassContext& context, const AnalyzedGraph& analysis)
@@ -69,22 +70,24 @@ class Remapper {
     auto t = GetTypeAttr(*N(id), "T");
     return t.ok() && *t == DType::kFloat;
   }
-  // Output 0 of the producer is read by this one consumer only, and nothing else needs
-  // the producer by name.
-  bool Private(TensorId t) { return t.index == 0 && uses_[t.node] == 1 && !context_.IsPreserved(*N(t.node)); }
+  // Output 0 of the producer is read by this one consumer only, on its device, and nothing
+  // else needs the producer by name.
+  bool Private(TensorId t, int reader) {
+    return t.index == 0 && uses_[t.node] == 1 && !context_.IsPreserved(*N(t.node)) && N(t.node)->device == N(reader)->device;
+  }
   // A MatMul or NHWC Conv2D/DepthwiseConv2dNative that can take an epilogue.
-  bool IsGemmProducer(TensorId t) {
+  bool IsGemmProducer(TensorId t, int reader) {
     const Node* p = N(t.node);
     if (p->op != "MatMul" && p->op != "Conv2D" && p->op != "DepthwiseConv2dNative") return false;
-    return Private(t) && IsF32(t.node) && GetStringAttrOr(*p, "data_format", "NHWC").value_or("") == "NHWC";
+    return Private(t, reader) && IsF32(t.node) && GetStringAttrOr(*p, "data_format", "NHWC").value_or("") == "NHWC";
   }
   // A convolution, plain or fused with its bias alone, which a per-channel scale or shift
   // can join (`fused` says which). MatMuls are left alone: the JIT fuses what follows them.
-  bool IsConvProducer(TensorId t, bool* fused) {
+  bool IsConvProducer(TensorId t, int reader, bool* fused) {
     const Node* p = N(t.node);
     *fused = p->op == "_FusedConv2D" || p->op == "_FusedDepthwiseConv2dNative";
-    if (!*fused) return p->op != "MatMul" && IsGemmProducer(t);
-    if (!Private(t) || !IsF32(t.node)) return false;
+    if (!*fused) return p->op != "MatMul" && IsGemmProducer(t, reader);
+    if (!Private(t, reader) || !IsF32(t.node)) return false;
     const tensorflow::AttrValue* ops = p->FindAttr("fused_ops");
     return ops != nullptr && ops->list().s_size() == 1 && ops->list().s(0) == "BiasAdd";
   }
@@ -130,7 +133,7 @@ class Remapper {
     const TensorId x = conv->inputs[0];
     const Node* pad = N(x.node);
     const std::string padding = GetStringAttrOr(*conv, "padding", "").value_or("");
-    if ((pad->op != "Pad" && pad->op != "PadV2") || !Private(x) || !IsF32(id) ||
+    if ((pad->op != "Pad" && pad->op != "PadV2") || !Private(x, id) || !IsF32(id) ||
         GetStringAttrOr(*conv, "data_format", "NHWC").value_or("") != "NHWC" ||
         (padding != "VALID" && padding != "EXPLICIT"))
       return false;
@@ -175,7 +178,7 @@ class Remapper {
       ChannelOp m;
       m.conv = n->inputs[side];
       bool fused = false;
-      if (!IsConvProducer(m.conv, &fused)) continue;
+      if (!IsConvProducer(m.conv, id, &fused)) continue;
       const Node* p = N(m.conv.node);
       m.weights = Constant(p->inputs[1]);
       m.bias = fused ? Constant(p->inputs[2]) : nullptr;
@@ -246,7 +249,7 @@ class Remapper {
   // MatMul/Conv2D + BiasAdd -> _FusedMatMul/_FusedConv2D [BiasAdd].
   bool FuseBiasAdd(int id) {
     const TensorId x = N(id)->inputs[0];
-    if (!IsGemmProducer(x) || !IsF32(id) || GetStringAttrOr(*N(id), "data_format", "NHWC").value_or("") != "NHWC")
+    if (!IsGemmProducer(x, id) || !IsF32(id) || GetStringAttrOr(*N(id), "data_format", "NHWC").value_or("") != "NHWC")
       return false;
     Absorb(id, x.node, N(x.node)->inputs[1], {N(id)->inputs[1]}, {"BiasAdd"});
     return true;
@@ -256,7 +259,7 @@ class Remapper {
   std::vector<std::string> PrivateFusedOps(int id, TensorId t) {
     const Node* f = N(t.node);
     const tensorflow::AttrValue* ops = f->FindAttr("fused_ops");
-    if (!IsFusedOp(f->op) || !Private(t) || !IsF32(id) || ops == nullptr) return {};
+    if (!IsFusedOp(f->op) || !Private(t, id) || !IsF32(id) || ops == nullptr) return {};
     return {ops->list().s().begin(), ops->list().s().end()};
   }
 
@@ -298,7 +301,7 @@ class Remapper {
   bool FoldBatchNorm(int id) {
     Node* bn = N(id);
     const TensorId x = bn->inputs[0];
-    if (bn->inputs.size() != 5 || !IsGemmProducer(x) || GetBoolAttrOr(*bn, "is_training", true).value_or(true) ||
+    if (bn->inputs.size() != 5 || !IsGemmProducer(x, id) || GetBoolAttrOr(*bn, "is_training", true).value_or(true) ||
         GetStringAttrOr(*bn, "data_format", "NHWC").value_or("") != "NHWC")
       return false;
     for (const OutEdge& e : out_edges_[id])

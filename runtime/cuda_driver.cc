@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #ifdef GRAPHJIT_HAVE_CUDA_H
@@ -168,6 +170,22 @@ StatusOr<std::string> CublasLtLibrary(DeviceKind device) {
 
 StatusOr<std::string> CudnnLibrary(DeviceKind device) {
   return CudaLibrary(device, "libcudnn.so.9", "cuDNN", kCudnnStandIn, "cudnn.h");
+}
+
+Status CudnnOpens(DeviceKind device) {
+  static std::mutex mu;
+  static auto* known = new std::map<DeviceKind, Status>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = known->find(device); it != known->end()) return it->second;
+  Status status = Status::Ok();
+  auto library = CudnnLibrary(device);
+  if (!library.ok()) {
+    status = library.status();
+  } else if (!dlopen(library->c_str(), RTLD_NOW | RTLD_LOCAL)) {  // kept open: the JIT opens it again
+    status = NotFound("cannot open " + *library + ": " + dlerror());
+  }
+  known->emplace(device, status);
+  return status;
 }
 
 CudaDeviceInfo NominalCudaDevice(int sm) {

@@ -72,6 +72,8 @@ StatusOr<std::string> CublasLtLibrary(DeviceKind device);
 // The cuDNN library for a device: a GPU's libcudnn.so.9, the CUDA emulator's stand-in
 // (lib/cuda_emulator/libcudnn.so.9) for kGpuEmu.
 StatusOr<std::string> CudnnLibrary(DeviceKind device);
+// Ok if that library opens (asked once per process and device), else why not.
+Status CudnnOpens(DeviceKind device);
 
 // "NVIDIA H100 SXM (graphjit CUDA emulator), sm_90, 132 SMs, 4096 MiB, driver 13.0 (path)".
 std::string DescribeCudaDevice(const CudaDeviceInfo& info);

@@ -4,6 +4,8 @@
 #include <mutex>
 
 #include "ir/device.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/op_traits.h"
 #include "runtime/session_options.h"
 
 namespace graphjit {
@@ -17,6 +19,24 @@ bool PlacedOnGpu(const Node& node) {
   return device.ok() && device->IsGpu();
 }
 
+namespace {
+
+// Whether `node` is a convolution and the session's GPU has no cuDNN: it runs on the CPU
+// (the first such graph of the process says so once).
+bool ConvolutionsRunOnTheCpu(const SessionOptions& options, const Node& node) {
+  if (TraitsOf(node.op).pattern != OpPattern::kConv) return false;
+  const Status cudnn = CudnnOpens(options.device == DeviceKind::kCpu ? DeviceKind::kGpu : options.device);
+  if (cudnn.ok()) return false;
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr, "graphjit: warning: no cuDNN for the GPU (%s); convolutions run on the CPU\n",
+                 cudnn.message().c_str());
+  });
+  return true;
+}
+
+}  // namespace
+
 bool PlaceNodes(const SessionOptions& options, Graph* graph) {
   const bool gpu = HasGpu(options);
   bool changed = false;
@@ -25,7 +45,7 @@ bool PlaceNodes(const SessionOptions& options, Graph* graph) {
     if (node == nullptr) continue;
     if (node->device.empty()) {
       if (gpu) {
-        node->device = "/device:GPU:0";
+        node->device = ConvolutionsRunOnTheCpu(options, *node) ? "/device:CPU:0" : "/device:GPU:0";
         changed = true;
       }
       continue;

@@ -1,6 +1,7 @@
 // Placement, as TensorFlow's placer does it for the devices a session has: the CPU and,
 // with SessionOptions::device "gpu" or "gpu-emu", one GPU.
-//  - with a GPU, a node the graph does not place goes to the GPU (/device:GPU:0);
+//  - with a GPU, a node the graph does not place goes to the GPU (/device:GPU:0), but a
+//    convolution stays on the CPU where cuDNN cannot be opened (said once on stderr);
 //  - without one, nodes the graph places on a GPU run on the CPU: their device is cleared
 //    (XLA_GPU stays: it also asks for compilation), and the first such graph of the
 //    process says so once on stderr;
