@@ -50,6 +50,17 @@ export PATH=$PATH:$CUDA_HOME/bin
 if [ "$device" = gpu ] && [ -d "$CUDA_HOME/lib64" ]; then  # cuBLASLt from the toolkit
   export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA_HOME/lib64
 fi
+# cuDNN: the toolkit's, else the one a Python package brought (PyTorch's nvidia-cudnn wheel);
+# without one, convolutions run on the CPU (graphjit says so) and the CNN checks fail.
+if [ "$device" = gpu ] && ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9 '; then
+  for d in "$CUDA_HOME/lib" $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null | \
+             xargs -n1 -I{} echo {}/nvidia/cudnn/lib); do
+    if [ -e "$d/libcudnn.so.9" ]; then
+      export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
+      break
+    fi
+  done
+fi
 hardware() { [ "$device" = gpu ]; }
 
 {
@@ -57,6 +68,7 @@ hardware() { [ "$device" = gpu ]; }
   echo
   echo "- graphjit: \`$("$graphjit" --version 2>&1)\` ($graphjit)"
   echo "- host: $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+  echo "- LD_LIBRARY_PATH: ${LD_LIBRARY_PATH:-(none)}"
 } > "$summary"
 
 step() {  # name: runs the rest, logs to OUT/<name>.log, records the outcome and time
