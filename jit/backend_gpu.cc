@@ -135,6 +135,7 @@ StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inp
 struct ConvCall {
   nvptx::ConvPlan plan;
   int x = 0, filter = 1, bias = -1, residual = -1;
+  bool empty = false;  // its output has no elements: nothing to plan or run
 };
 
 // A library call's convolution: Conv2D, DepthwiseConv2dNative (groups of one channel),
@@ -164,6 +165,12 @@ StatusOr<ConvCall> ConvOf(const LibraryCall& call, const std::vector<Shape>& inp
   v.filters = depthwise ? f.dim(2) * f.dim(3) : f.dim(3);
   v.pad_h = w.pt, v.pad_w = w.pl, v.stride_h = w.sh, v.stride_w = w.sw, v.dilation_h = w.dh, v.dilation_w = w.dw;
   v.filter_hwio = true;
+  if (call.shapes[0].num_elements() == 0) {
+    c.empty = true;
+    return c;
+  }
+  if (x.num_elements() == 0 || f.num_elements() == 0)
+    return Unimplemented(NodeLabel(node) + ": a convolution of an empty tensor into a non-empty one");
   if (const tensorflow::AttrValue* fused = node.FindAttr("fused_ops")) {
     const std::vector<std::string> ops(fused->list().s().begin(), fused->list().s().end());
     v.residual = ops.size() >= 2 && ops[1] == "Add";
@@ -545,6 +552,7 @@ class GpuExecutable : public ClusterExecutable {
     if (workspace) pointers.pop_back();
     if (calls_[k].conv) {  // its operands by position, then its output
       const ConvCall& c = calls_[k].convolution;
+      if (c.empty) return Status::Ok();
       auto operand = [&](int i) { return i < 0 ? 0 : pointers[i]; };
       return dnn_->Run(c.plan, operand(c.x), operand(c.filter), operand(c.bias), operand(c.residual), pointers.back(), workspace,
                        stream.handle());
@@ -791,6 +799,11 @@ class GpuTarget : public Backend {
       int offered = 0;
       if (call.conv) {
         GJ_ASSIGN_OR_RETURN(call.convolution, ConvOf(program.calls[k], ArgumentShapes(program, kernel), tf32_));
+        if (call.convolution.empty) {  // no call: the algorithm is 0
+          if (chosen && algorithm != 0) return InvalidArgument("an empty convolution was kept with an algorithm");
+          algorithm = 0;
+          continue;
+        }
         if (!dnn) {
           GJ_ASSIGN_OR_RETURN(dnn, OpenCudnn(device_));
         }

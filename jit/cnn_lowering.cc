@@ -68,17 +68,20 @@ class Writer {
   const std::string name_, device_;
 };
 
-// A scalar of type `t`: `value` for floats, else the type's lowest (a max's identity).
+// A scalar of type `t` holding `value`, or for kLowest the type's lowest finite value.
+constexpr double kLowest = -std::numeric_limits<double>::infinity();
 Tensor ScalarOf(DType t, double value) {
-  if (IsFloatingPoint(t)) return CastTensor(Tensor::Scalar(value), t).value();
-  int64_t lowest = 0;
-  if (value != 0) {
-    VisitDType(t, [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (std::is_integral_v<T>) lowest = static_cast<int64_t>(std::numeric_limits<T>::lowest());
-    });
-  }
-  return CastTensor(Tensor::Scalar(lowest), t).value();
+  if (value != kLowest) return CastTensor(Tensor::Scalar(value), t).value();
+  Tensor lowest = Tensor::Allocate(t, Shape{}).value();
+  VisitDType(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      *lowest.data<T>() = false;
+    } else {
+      *lowest.data<T>() = std::numeric_limits<T>::lowest();
+    }
+  });
+  return lowest;
 }
 
 // MaxPool and AvgPool (see the header).
@@ -100,7 +103,7 @@ Status LowerPool(AnalyzedGraph& body, int id) {
   if (w.pt || w.pb || w.pl || w.pr) {
     const std::vector<int32_t> pads = {0, 0, static_cast<int32_t>(w.pt), static_cast<int32_t>(w.pb),
                                        static_cast<int32_t>(w.pl), static_cast<int32_t>(w.pr), 0, 0};
-    x = write.Pad(x, pads, ScalarOf(t, max ? -std::numeric_limits<double>::infinity() : 0.0), t);
+    x = write.Pad(x, pads, ScalarOf(t, max ? kLowest : 0.0), t);
   }
   if (acc != t) x = write.Cast(x, t, acc);
   TensorId folded;
@@ -117,8 +120,8 @@ Status LowerPool(AnalyzedGraph& body, int id) {
   }
   AttrMap attrs;
   attrs["T"].set_type(static_cast<tensorflow::DataType>(t));
-  if (max) {
-    write.Become(id, "Identity", {folded}, std::move(attrs));
+  if (max) {  // TensorFlow's max starts at the type's lowest finite value (-inf never wins)
+    write.Become(id, "Maximum", {folded, write.Const("lowest", ScalarOf(t, kLowest))}, std::move(attrs));
     return Status::Ok();
   }
   // The count of each window's elements inside the input: one for all, or one per position.

@@ -1,8 +1,10 @@
 // On a GPU, the ops of a convolutional network that are not library calls, written out as
 // the ops the fusion planner compiles (after specialization, on static shapes):
-//  - MaxPool and AvgPool: the input padded as the window needs (PadV2: -inf for a max, 0
-//    for a sum), one strided slice per window offset, folded with Maximum or AddV2 (in
-//    float32 for 16-bit types), an average divided by the count of the window's elements
+//  - MaxPool and AvgPool: the input padded as the window needs (PadV2: the type's lowest
+//    value for a max, 0 for a sum), one strided slice per window offset, folded with
+//    Maximum (and the lowest value, where TensorFlow's max starts: a window of -inf is the
+//    lowest finite value) or AddV2 (in float32 for 16-bit types), an average divided by the
+//    count of the window's elements
 //    inside the input (a constant per output position where the padding varies): one loop
 //    kernel that reads each input element once per window that covers it, fused with its
 //    producer and consumers;

@@ -211,6 +211,7 @@ class Generator {
       case 7: return Compare(v);
       case 8: return Pick(2) ? Move(v) : Glue(v);
       default:
+        if (r == 4 && IsFloat(v.dtype) && Pick(3) == 0) return Window(v);
         if (v.dtype == DType::kFloat && r > 0 && Pick(2)) {
           Value out = Node(Pick(2) ? "Softmax" : "LogSoftmax", {v.name}, v.dtype, v.dims, false);
           out.reordered = true;
@@ -226,6 +227,52 @@ class Generator {
         }
         return {};
     }
+  }
+
+  // A pool or a convolution of a rank-4 float value with a small window (1 to 3 each way),
+  // stride 1 or 2 and SAME or VALID padding: MaxPool, AvgPool (NHWC), Conv2D or
+  // DepthwiseConv2dNative (NHWC or NCHW) with a constant filter of moderate values.
+  Value Window(const Value& v) {
+    const bool pool = Pick(2), nchw = !pool && Pick(3) == 0, same = Pick(2);
+    const int h = nchw ? 2 : 1, c = nchw ? 1 : 3;
+    const int64_t kh = 1 + Pick(3), kw = 1 + Pick(3), stride = 1 + Pick(2);
+    if (!same && (v.dims[h] < kh || v.dims[h + 1] < kw)) return {};
+    auto out_size = [&](int64_t in, int64_t k) { return same ? (in + stride - 1) / stride : (in - k) / stride + 1; };
+    std::vector<int64_t> dims = v.dims;
+    dims[h] = out_size(v.dims[h], kh), dims[h + 1] = out_size(v.dims[h + 1], kw);
+    auto attrs = [&](const std::string& op) {
+      tensorflow::NodeDef* n = b.graph_def().mutable_node(b.graph_def().node_size() - 1);
+      std::vector<int64_t> window(4, 1), strides(4, 1);
+      window[h] = kh, window[h + 1] = kw, strides[h] = strides[h + 1] = stride;
+      if (pool) testing::SetAttrInts(n, "ksize", window);
+      testing::SetAttrInts(n, "strides", strides);
+      testing::SetAttrString(n, "padding", same ? "SAME" : "VALID");
+      testing::SetAttrString(n, "data_format", nchw ? "NCHW" : "NHWC");
+      ops.back() = ' ';
+      ops += std::string("[") + std::to_string(kh) + "x" + std::to_string(kw) + " /" + std::to_string(stride) +
+             (same ? " SAME" : " VALID") + (nchw ? " NCHW" : "") + "] ";
+      (void)op;
+    };
+    if (pool) {
+      const std::string op = Pick(2) ? "MaxPool" : "AvgPool";
+      Value out = Node(op, {v.name}, v.dtype, dims, op == "MaxPool" && v.exact);
+      out.reordered = v.reordered || op == "AvgPool";
+      attrs(op);
+      return out;
+    }
+    const bool depthwise = Pick(3) == 0;
+    const int64_t channels = v.dims[c], multiplier = 1 + Pick(2), filters = 1 + Pick(4);
+    const Shape filter_shape{kh, kw, channels, depthwise ? multiplier : filters};
+    std::vector<double> w(filter_shape.num_elements());
+    std::normal_distribution<double> normal(0, 0.5);
+    for (double& e : w) e = normal(rng_);
+    const std::string filter = b.Const(Fresh("filter"), testing::MakeTensor(v.dtype, filter_shape, w));
+    dims[c] = depthwise ? channels * multiplier : filters;
+    const std::string op = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
+    Value out = Node(op, {v.name, filter}, v.dtype, dims, false);
+    out.reordered = true;
+    attrs(op);
+    return out;
   }
 
   Value Elementwise(const Value& v) {
@@ -702,6 +749,7 @@ Outcome RunOne(uint64_t seed, int64_t index, bool verbose, const std::string& du
       options.dump_to = dump;
       options.device = ParseDeviceKind(device).value();
       options.gpu_ptxas_check = !device.empty();
+      options.gpu_tf32 = false;  // convolutions compared with the CPU's float32 products
     }
     auto session = Session::Create(options, g.b.graph_def());
     if (!session.ok()) return session.status();
