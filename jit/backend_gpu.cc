@@ -147,8 +147,9 @@ StatusOr<ConvCall> ConvOf(const LibraryCall& call, const std::vector<Shape>& inp
   ConvCall c;
   nvptx::Conv& v = c.plan.conv;
   GJ_ASSIGN_OR_RETURN(const nvptx::Gemm::Type type, GemmType(call.dtypes));
-  v.type = type == nvptx::Gemm::Type::kF16 ? nvptx::Conv::Type::kF16 : type == nvptx::Gemm::Type::kBF16 ? nvptx::Conv::Type::kBF16 : nvptx::Conv::Type::kF32;
-  v.tf32 = tf32 && v.type == nvptx::Conv::Type::kF32;
+  using T = nvptx::Conv::Type;
+  v.type = type == nvptx::Gemm::Type::kF16 ? T::kF16 : type == nvptx::Gemm::Type::kBF16 ? T::kBF16 : T::kF32;
+  v.tf32 = tf32 && v.type == T::kF32;
   const bool backprop = node.op == "Conv2DBackpropInput";
   const bool depthwise = node.op == "DepthwiseConv2dNative" || node.op == "_FusedDepthwiseConv2dNative";
   if (backprop) c.x = 2;
@@ -872,7 +873,8 @@ std::string WhyNotCompilableOnGpu(const Node& node, const std::vector<DType>& in
   for (size_t i = 0; i < input_types.size(); ++i)
     if (IsDataInput(node, static_cast<int>(i))) data.push_back(input_types[i]);
   if (auto type = GemmType(data); !type.ok())
-    return conv ? "convolutions on the GPU (cuDNN) are of float32, float16 or bfloat16 tensors of one type" : type.status().message();
+    return conv ? "convolutions on the GPU (cuDNN) are of float32, float16 or bfloat16 tensors of one type"
+                : type.status().message();
   const tensorflow::AttrValue* fused = node.FindAttr("fused_ops");
   if (conv) {
     if (!fused || UnfusesConv({fused->list().s().begin(), fused->list().s().end()})) return "";

@@ -162,7 +162,8 @@ Status LowerBatchNorm(AnalyzedGraph& body, int id, std::vector<TensorId>* moved)
   const std::vector<TensorId> in = node.inputs;  // x, scale, offset, mean, variance
   Writer write(g, id);
   const DType f = DType::kFloat;
-  const TensorId root = write.Op("root", "Sqrt", {write.Op("shifted", "AddV2", {in[4], write.Const("epsilon", Tensor::Scalar(epsilon))}, f)}, f);
+  const TensorId shifted = write.Op("shifted", "AddV2", {in[4], write.Const("epsilon", Tensor::Scalar(epsilon))}, f);
+  const TensorId root = write.Op("root", "Sqrt", {shifted}, f);
   TensorId mul = write.Op("scale", "Mul", {in[1], write.Op("inverse", "Reciprocal", {root}, f)}, f);
   TensorId add = write.Op("shift", "Sub", {in[2], write.Op("mean_scaled", "Mul", {in[3], mul}, f)}, f);
   if (format == "NCHW") {  // per channel along dim 1

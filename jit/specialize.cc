@@ -237,6 +237,19 @@ StatusOr<SpecializedBody> Specialize(const tensorflow::GraphDef& body, const std
 
 namespace {
 
+// `node` rewritten as `op` over `inputs`, named `name`, on the device of `like` and of its
+// type T (a fused op's parts).
+tensorflow::NodeDef* WriteNodeLike(const tensorflow::NodeDef& like, tensorflow::NodeDef* node, const std::string& name,
+                                   const std::string& op, const std::vector<std::string>& inputs) {
+  node->Clear();
+  node->set_name(name);
+  node->set_op(op);
+  node->set_device(like.device());
+  for (const std::string& in : inputs) node->add_input(in);
+  (*node->mutable_attr())["T"] = like.attr().at("T");
+  return node;
+}
+
 // The activations of a fused op that are taken apart as the op of that name.
 bool IsActivationOp(const std::string& act) {
   return act == "Relu" || act == "Relu6" || act == "Elu" || act == "Tanh" || act == "Sigmoid";
@@ -325,13 +338,7 @@ Status UnfuseMatMuls(tensorflow::GraphDef* body, bool activations_only) {
     // cuBLASLt's epilogues (bias, bias and ReLU) stay in the GEMM.
     if (activations_only && (ops.size() == 1 || ops[1] == "Relu")) continue;
     auto make = [&](tensorflow::NodeDef* node, const std::string& name, const std::string& op, std::vector<std::string> inputs) {
-      node->Clear();
-      node->set_name(name);
-      node->set_op(op);
-      node->set_device(fused.device());
-      for (const std::string& in : inputs) node->add_input(in);
-      (*node->mutable_attr())["T"] = attrs.at("T");
-      return node;
+      return WriteNodeLike(fused, node, name, op, inputs);
     };
     // The last op keeps the fused node's name (and its place): its readers read it.
     tensorflow::NodeDef* gemm;
@@ -382,13 +389,7 @@ Status UnfuseConvs(tensorflow::GraphDef* body, bool activations_only) {
     if (activations_only && (activation.empty() || activation == "Relu")) continue;
     const std::string data_format = attrs.count("data_format") ? attrs.at("data_format").s() : "NHWC";
     auto make = [&](tensorflow::NodeDef* node, const std::string& name, const std::string& type, std::vector<std::string> inputs) {
-      node->Clear();
-      node->set_name(name);
-      node->set_op(type);
-      node->set_device(fused.device());
-      for (const std::string& in : inputs) node->add_input(in);
-      (*node->mutable_attr())["T"] = attrs.at("T");
-      return node->name();
+      return WriteNodeLike(fused, node, name, type, inputs)->name();
     };
     std::string last;
     if (activations_only) {  // the convolution with its bias (and residual), then the activation

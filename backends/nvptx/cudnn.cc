@@ -174,7 +174,8 @@ StatusOr<ConvPlan> Cudnn::Plan(const Conv& c, size_t max_workspace, int max_algo
     GJ_RETURN_IF_ERROR(strided(&d.hwio, 1, k, s * cg * k, cg * k));
     GJ_RETURN_IF_ERROR(c.nhwc ? strided(&d.reordered, r * s * cg, 1, s * cg, cg) : strided(&d.reordered, cg * r * s, r * s, s, 1));
     const size_t element = c.type == Conv::Type::kF32 ? 4 : 2;
-    reordered_bytes = (static_cast<size_t>(k * cg * r * s) * element + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+    const size_t bytes = static_cast<size_t>(k * cg * r * s) * element;
+    reordered_bytes = (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
   }
   const int requested = std::max(max_algorithms, 1);
   if (c.kind == Conv::Kind::kForward) {
