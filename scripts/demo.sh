@@ -62,8 +62,8 @@ done
 echo "   Convolutional networks: cuDNN's convolutions, the pools, batch norms and epilogues in compiled"
 echo "   kernels, nothing on the CPU (cpu_ops=0); fused against unfused (the same cuDNN calls, each"
 echo "   epilogue op a kernel):"
-$G run tests/data/mobilenet_v2_small/model.pb --feed input_layer=tests/data/mobilenet_v2_small/x.npy --fetch Identity \
-  --device gpu-emu --jit on --out build/demo/mobilenet_gpu --stats 2>&1 | grep -v "^graphjit: device" | grep -o "^.*graph_launches=[0-9]*\|cpu_ops=[0-9]*"
+env $F32 $G run tests/data/mobilenet_v2_small/model.pb --feed input_layer=tests/data/mobilenet_v2_small/x.npy \
+  --fetch Identity --device gpu-emu --jit on --out build/demo/mobilenet_gpu --stats 2>&1 | grep "^jit:\|^cpu_ops"
 $G compare build/demo/mobilenet_gpu/Identity.npy tests/data/mobilenet_v2_small/out_Identity.npy --rtol 1e-3 --atol 1e-4
 for m in "small_cnn --shape image=8,28,28,1" "mobilenet_v2_small"; do
   set -- $m
