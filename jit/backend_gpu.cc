@@ -197,6 +197,14 @@ StatusOr<std::shared_ptr<const nvptx::Cudnn>> OpenCudnn(DeviceKind device) {
   return *opened;
 }
 
+// What a filter reordered for a convolution is, as a buffer keeps it among its device
+// copies: cuDNN's layout, the type and the dims.
+std::string FilterForm(const nvptx::Conv& v) {
+  return std::string("cuDNN ") + (v.nhwc ? "KRSC " : "KCRS ") + std::to_string(static_cast<int>(v.type)) + " " +
+         std::to_string(v.filters) + "x" + std::to_string(v.channels / v.groups) + "x" + std::to_string(v.filter_h) + "x" +
+         std::to_string(v.filter_w);
+}
+
 // A kernel's library call: a GEMM (cuBLASLt) or a convolution (cuDNN).
 struct LibraryPlan {
   bool conv = false;
@@ -332,6 +340,8 @@ class GpuExecutable : public ClusterExecutable {
 
   ~GpuExecutable() override {
     for (uint64_t address : constants_) cuda_->Free(address);
+    for (uint64_t address : reordered_constants_)
+      if (address) cuda_->Free(address);
   }
 
   Status Init() {
@@ -347,6 +357,16 @@ class GpuExecutable : public ClusterExecutable {
       GJ_ASSIGN_OR_RETURN(uint64_t address, cuda_->Allocate(std::max<size_t>(c.bytes(), 1)));
       constants_.push_back(address);
       GJ_RETURN_IF_ERROR(stream->CopyToDevice(address, c.raw(), c.bytes()));
+    }
+    // A convolution's filter that is a constant of the program, in cuDNN's layout.
+    reordered_constants_.assign(kernels_.size(), 0);
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const FusionPlan::Buffer* filter = ConvFilter(k);
+      if (!filter || filter->kind != FusionPlan::Buffer::Kind::kConstant) continue;
+      const nvptx::ConvPlan& plan = calls_[k].convolution.plan;
+      GJ_ASSIGN_OR_RETURN(reordered_constants_[k], cuda_->Allocate(plan.filter_offset));
+      GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
+      GJ_RETURN_IF_ERROR(dnn_->ReorderFilter(plan, constants_[filter->source], reordered_constants_[k], stream->handle()));
     }
     return stream->Synchronize();
   }
@@ -447,6 +467,7 @@ class GpuExecutable : public ClusterExecutable {
     // before the first launch (a launch graph's capture may not allocate).
     std::vector<uint64_t> scratch(program_.module.scratch.size(), 0);
     std::vector<std::vector<uint64_t>> pointers(kernels_.size());
+    std::vector<char> reordered(kernels_.size(), 0);  // per kernel: its filter is in cuDNN's layout
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const EmittedKernel& emitted = program_.module.kernels[k];
       for (int b : emitted.buffers) {
@@ -465,13 +486,36 @@ class GpuExecutable : public ClusterExecutable {
         owned->push_back(workspace);
         pointers[k].push_back(workspace);
       }
+      // A filter that stays the same from run to run, in cuDNN's layout: a program constant's
+      // (reordered at load), or a session constant's (reordered at its first run here, and
+      // kept with its buffer); other filters are reordered by each call.
+      if (const FusionPlan::Buffer* filter = ConvFilter(k)) {
+        const nvptx::ConvPlan& plan = calls_[k].convolution.plan;
+        uint64_t& address = pointers[k][calls_[k].convolution.filter];
+        uint64_t kept = reordered_constants_[k];
+        const Tensor* input = filter->kind == FusionPlan::Buffer::Kind::kArgument ? &ctx.inputs[filter->source] : nullptr;
+        if (input && ctx.IsConstantInput(filter->source) && !OnDeviceOnly(*input) && input->bytes() > 0) {
+          const std::string form = FilterForm(plan.conv);
+          std::shared_ptr<DeviceMemory> memory = input->buffer()->DeviceCopy(cuda_.get(), form);
+          if (!memory) {
+            GJ_ASSIGN_OR_RETURN(memory, DeviceMemory::Allocate(cuda_, plan.filter_offset));
+            GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
+            GJ_RETURN_IF_ERROR(traced(name + "/reorder_filter_" + std::to_string(k), "cuDNN", 0, [&] {
+              return dnn_->ReorderFilter(plan, address, memory->address(), stream.handle());
+            }));
+            input->buffer()->AddDeviceCopy(memory, form);
+          }
+          kept = memory->address();
+        }
+        if (kept) address = kept, reordered[k] = 1;
+      }
     }
     // 3. The kernels, in order: replayed as one launch graph, or launched one by one.
     const bool profile = ctx.options && ctx.options->gpu_profile;
     const bool graphs = (!ctx.options || ctx.options->gpu_graphs) && !profile && cuda_->has_graphs() &&
                         std::any_of(program_.module.kernels.begin(), program_.module.kernels.end(), Launches);
     if (graphs) {
-      GJ_RETURN_IF_ERROR(traced(name + "/graph", "graph launch", 0, [&] { return LaunchGraph(stream, pointers); }));
+      GJ_RETURN_IF_ERROR(traced(name + "/graph", "graph launch", 0, [&] { return LaunchGraph(stream, pointers, reordered); }));
       recorder_->CountGraphLaunches(1);
     } else {
       for (size_t k = 0; k < kernels_.size(); ++k) {
@@ -483,7 +527,7 @@ class GpuExecutable : public ClusterExecutable {
         }
         const char* op = emitted.library_node < 0 ? "gpu kernel" : calls_[k].conv ? "cuDNN" : "cuBLASLt";
         GJ_RETURN_IF_ERROR(traced(name + "/" + emitted.function, op, 0,
-                                  [&] { return LaunchKernel(k, pointers[k], stream); }));
+                                  [&] { return LaunchKernel(k, pointers[k], reordered[k], stream); }));
         recorder_->CountGpuLaunches(1);
         if (profile) {
           GJ_ASSIGN_OR_RETURN(after, stream.Record());
@@ -533,13 +577,22 @@ class GpuExecutable : public ClusterExecutable {
     return Status::Ok();
   }
 
+  // Kernel k's convolution filter, if k is a convolution whose filter is a program constant
+  // or an argument (what may stay the same from run to run); else null.
+  const FusionPlan::Buffer* ConvFilter(size_t k) const {
+    if (program_.module.kernels[k].library_node < 0 || !calls_[k].conv || calls_[k].convolution.empty) return nullptr;
+    const FusionPlan::Buffer& b = program_.buffers[program_.module.kernels[k].buffers[calls_[k].convolution.filter]];
+    return b.kind == FusionPlan::Buffer::Kind::kConstant || b.kind == FusionPlan::Buffer::Kind::kArgument ? &b : nullptr;
+  }
+
   // Whether a kernel is launched: one with no grid (roots it stores that nothing reads) only
   // has its buffers allocated.
   static bool Launches(const EmittedKernel& k) { return k.library_node >= 0 || k.grid > 0; }
 
   // Kernel k (a library call: cuBLASLt's or cuDNN's), with its buffers and scratch areas at
-  // `pointers` (a library call's workspace after them).
-  Status LaunchKernel(size_t k, std::vector<uint64_t> pointers, CudaDevice::Stream& stream) const {
+  // `pointers` (a library call's workspace after them); a convolution's filter there is in
+  // cuDNN's layout if `filter_reordered`.
+  Status LaunchKernel(size_t k, std::vector<uint64_t> pointers, bool filter_reordered, CudaDevice::Stream& stream) const {
     const EmittedKernel& emitted = program_.module.kernels[k];
     if (emitted.library_node < 0) {
       std::vector<void*> args;
@@ -556,7 +609,7 @@ class GpuExecutable : public ClusterExecutable {
       if (c.empty) return Status::Ok();
       auto operand = [&](int i) { return i < 0 ? 0 : pointers[i]; };
       return dnn_->Run(c.plan, operand(c.x), operand(c.filter), operand(c.bias), operand(c.residual), pointers.back(), workspace,
-                       stream.handle());
+                       stream.handle(), filter_reordered);
     }
     // A GEMM: operands a, b (and the bias), then its output.
     const GemmCall& call = calls_[k].gemm;
@@ -572,9 +625,11 @@ class GpuExecutable : public ClusterExecutable {
   // replayed. The last few sets of arguments keep their graphs (a caller that holds one
   // run's outputs while the next runs alternates between buffers); beyond that, the least
   // recently used graph is updated to the new arguments.
-  Status LaunchGraph(CudaDevice::Stream& stream, const std::vector<std::vector<uint64_t>>& pointers) const {
+  Status LaunchGraph(CudaDevice::Stream& stream, const std::vector<std::vector<uint64_t>>& pointers,
+                     const std::vector<char>& reordered) const {
     std::lock_guard<std::mutex> lock(graphs_mu_);
-    auto it = std::find_if(graphs_.begin(), graphs_.end(), [&](const Captured& c) { return c.pointers == pointers; });
+    auto it = std::find_if(graphs_.begin(), graphs_.end(),
+                           [&](const Captured& c) { return c.pointers == pointers && c.reordered == reordered; });
     if (it == graphs_.end()) {
       std::shared_ptr<CudaDevice::Graph> reuse;
       if (graphs_.size() >= kGraphsPerExecutable) {
@@ -584,11 +639,11 @@ class GpuExecutable : public ClusterExecutable {
       GJ_RETURN_IF_ERROR(stream.BeginCapture());
       Status captured = Status::Ok();
       for (size_t k = 0; k < kernels_.size() && captured.ok(); ++k)
-        if (Launches(program_.module.kernels[k])) captured = LaunchKernel(k, pointers[k], stream);
+        if (Launches(program_.module.kernels[k])) captured = LaunchKernel(k, pointers[k], reordered[k], stream);
       auto graph = stream.EndCapture(std::move(reuse));  // (ends the capture in any case)
       GJ_RETURN_IF_ERROR(captured);
       GJ_RETURN_IF_ERROR(graph.status());
-      graphs_.push_front({pointers, std::move(*graph)});
+      graphs_.push_front({pointers, reordered, std::move(*graph)});
       it = graphs_.begin();
     } else if (it != graphs_.begin()) {
       graphs_.splice(graphs_.begin(), graphs_, it);
@@ -651,10 +706,12 @@ class GpuExecutable : public ClusterExecutable {
   RunRecorder* const recorder_;
   std::vector<CudaDevice::Kernel> kernels_;
   std::vector<uint64_t> constants_;  // device memory, per program constant
+  std::vector<uint64_t> reordered_constants_;  // per kernel: its convolution's constant filter in cuDNN's layout, or 0
   // Launch graphs by the kernels' arguments they were captured with, most recently used first.
   static constexpr size_t kGraphsPerExecutable = 4;
   struct Captured {
     std::vector<std::vector<uint64_t>> pointers;
+    std::vector<char> reordered;
     std::shared_ptr<CudaDevice::Graph> graph;
   };
   mutable std::mutex graphs_mu_;

@@ -75,7 +75,7 @@ StatusOr<std::shared_ptr<Buffer>> Buffer::Create(Allocator* allocator, size_t by
 
 std::shared_ptr<Buffer> Buffer::OnDevice(std::shared_ptr<DeviceMemory> memory, size_t bytes, Allocator* allocator) {
   std::shared_ptr<Buffer> buffer(new Buffer(allocator->weak_from_this().lock(), allocator, nullptr, bytes));
-  buffer->device_.push_back(std::move(memory));
+  buffer->device_.emplace_back("", std::move(memory));
   return buffer;
 }
 
@@ -90,10 +90,10 @@ Buffer::~Buffer() {
   if (p && allocator_) allocator_->Deallocate(p, size_);
 }
 
-std::shared_ptr<DeviceMemory> Buffer::DeviceCopy(const void* device) const {
+std::shared_ptr<DeviceMemory> Buffer::DeviceCopy(const void* device, const std::string& form) const {
   std::lock_guard<std::mutex> lock(device_mu_);
-  for (const auto& memory : device_)
-    if (memory->device() == device) return memory;
+  for (const auto& [kept_form, memory] : device_)
+    if (memory->device() == device && kept_form == form) return memory;
   return nullptr;
 }
 
@@ -102,9 +102,9 @@ bool Buffer::HasDeviceCopy() const {
   return !device_.empty();
 }
 
-void Buffer::AddDeviceCopy(std::shared_ptr<DeviceMemory> memory) {
+void Buffer::AddDeviceCopy(std::shared_ptr<DeviceMemory> memory, std::string form) {
   std::lock_guard<std::mutex> lock(device_mu_);
-  device_.push_back(std::move(memory));
+  device_.emplace_back(std::move(form), std::move(memory));
 }
 
 Status Buffer::FillHostOnce(const std::function<Status(void* host)>& copy) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "ir/status.h"
@@ -99,11 +100,13 @@ class Buffer {
   void* data() const { return data_.load(std::memory_order_acquire); }
   size_t size() const { return size_; }
 
-  // The buffer's bytes on `device` (a CudaDevice), if it has them there.
-  std::shared_ptr<DeviceMemory> DeviceCopy(const void* device) const;
+  // The buffer's bytes on `device` (a CudaDevice), if it has them there; with a `form`, a
+  // form of them a library made there (a filter in cuDNN's layout), if it made one.
+  std::shared_ptr<DeviceMemory> DeviceCopy(const void* device, const std::string& form = "") const;
   bool HasDeviceCopy() const;
-  // Keeps `memory`, which holds the host bytes on its device, for later readers there.
-  void AddDeviceCopy(std::shared_ptr<DeviceMemory> memory);
+  // Keeps `memory`, which holds the host bytes (or their `form`) on its device, for later
+  // readers there.
+  void AddDeviceCopy(std::shared_ptr<DeviceMemory> memory, std::string form = "");
   // Host memory for a buffer that has none yet, filled by `copy` (once: concurrent callers
   // wait for the first, and a failed copy leaves the buffer as it was).
   Status FillHostOnce(const std::function<Status(void* host)>& copy);
@@ -120,7 +123,7 @@ class Buffer {
   // holds the stream's lock and then takes device_mu_.
   std::mutex fill_mu_;
   mutable std::mutex device_mu_;
-  std::vector<std::shared_ptr<DeviceMemory>> device_;  // per device, at most one
+  std::vector<std::pair<std::string, std::shared_ptr<DeviceMemory>>> device_;  // (form, memory): one per device and form
 };
 
 }  // namespace graphjit

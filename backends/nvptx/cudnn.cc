@@ -20,7 +20,10 @@ StatusOr<std::shared_ptr<const Cudnn>> Cudnn::Open(const std::string&) {
 Cudnn::~Cudnn() = default;
 struct ConvPlan::Descriptors {};
 StatusOr<ConvPlan> Cudnn::Plan(const Conv&, size_t, int) const { return Unimplemented("no cuDNN support in this build"); }
-Status Cudnn::Run(const ConvPlan&, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, void*) const {
+Status Cudnn::Run(const ConvPlan&, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, void*, bool) const {
+  return Unimplemented("no cuDNN support in this build");
+}
+Status Cudnn::ReorderFilter(const ConvPlan&, uint64_t, uint64_t, void*) const {
   return Unimplemented("no cuDNN support in this build");
 }
 
@@ -223,8 +226,22 @@ StatusOr<ConvPlan> Cudnn::Plan(const Conv& c, size_t max_workspace, int max_algo
   return plan;
 }
 
+Status Cudnn::ReorderFilter(const ConvPlan& plan, uint64_t hwio, uint64_t reordered, void* stream) const {
+  if (!plan.conv.filter_hwio) return InvalidArgument("the plan's filter is in cuDNN's layout already");
+  const Api& api = *api_;
+  const float one = 1, zero = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto handle = static_cast<cudnnHandle_t>(context_);
+  cudnnStatus_t s = api.cudnnSetStream(handle, static_cast<cudaStream_t>(stream));
+  if (s == CUDNN_STATUS_SUCCESS)
+    s = api.cudnnTransformTensor(handle, &one, plan.descriptors->hwio, reinterpret_cast<void*>(hwio), &zero,
+                                 plan.descriptors->reordered, reinterpret_cast<void*>(reordered));
+  if (s == CUDNN_STATUS_SUCCESS) return Status::Ok();
+  return Internal(std::string("cudnnTransformTensor failed: ") + api.cudnnGetErrorString(s));
+}
+
 Status Cudnn::Run(const ConvPlan& plan, uint64_t x, uint64_t w, uint64_t bias, uint64_t z, uint64_t y, uint64_t workspace,
-                  void* stream) const {
+                  void* stream, bool filter_reordered) const {
   const Api& api = *api_;
   const ConvPlan::Descriptors& d = *plan.descriptors;
   const Conv& c = plan.conv;
@@ -237,9 +254,11 @@ Status Cudnn::Run(const ConvPlan& plan, uint64_t x, uint64_t w, uint64_t bias, u
   cudnnStatus_t s = api.cudnnSetStream(handle, static_cast<cudaStream_t>(stream));
   const char* call = "cudnnSetStream";
   if (s == CUDNN_STATUS_SUCCESS && c.filter_hwio) {
-    call = "cudnnTransformTensor";
-    s = api.cudnnTransformTensor(handle, &one, d.hwio, ptr(w), &zero, d.reordered, ptr(workspace));
-    w = workspace;
+    if (!filter_reordered) {
+      call = "cudnnTransformTensor";
+      s = api.cudnnTransformTensor(handle, &one, d.hwio, ptr(w), &zero, d.reordered, ptr(workspace));
+      w = workspace;
+    }
     workspace = workspace_bytes ? workspace + plan.filter_offset : 0;
   }
   if (s == CUDNN_STATUS_SUCCESS) {

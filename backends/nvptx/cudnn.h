@@ -49,7 +49,8 @@ struct ConvPlan {
   Conv conv;
   std::vector<int> algorithms;     // cuDNN's algorithm numbers
   std::vector<size_t> workspaces;  // per algorithm (with the reordered filter's bytes)
-  size_t filter_offset = 0;        // where the algorithm's part of the workspace starts
+  size_t filter_offset = 0;        // where the algorithm's part of the workspace starts (the
+                                   // reordered filter's bytes, rounded up)
   int algorithm = 0;
   size_t workspace_bytes() const { return workspaces.empty() ? 0 : workspaces[algorithm]; }
   struct Descriptors;  // cuDNN's, in cudnn.cc
@@ -70,9 +71,14 @@ class Cudnn {
   // Queues the planned convolution on `stream` (a CUstream) over device memory at these
   // addresses: forward x, w (bias, z: 0 when the epilogue has none), y; backward data
   // dy as `x`, w, dx as `y`. `workspace`: at least plan.workspace_bytes(), 0 if none.
-  // Safe to call from several threads.
+  // With `filter_reordered`, w is a filter_hwio plan's filter already in cuDNN's layout
+  // (ReorderFilter's), which the call does not reorder. Safe to call from several threads.
   Status Run(const ConvPlan& plan, uint64_t x, uint64_t w, uint64_t bias, uint64_t z, uint64_t y, uint64_t workspace,
-             void* stream) const;
+             void* stream, bool filter_reordered = false) const;
+  // Queues the reordering of a filter_hwio plan's filter at `hwio` into cuDNN's layout at
+  // `reordered` (plan.filter_offset bytes), for calls that take it as it is (a filter that
+  // stays the same from call to call is reordered once).
+  Status ReorderFilter(const ConvPlan& plan, uint64_t hwio, uint64_t reordered, void* stream) const;
 
  private:
   struct Api;

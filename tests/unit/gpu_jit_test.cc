@@ -20,6 +20,7 @@
 #include "passes/passes.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/trace.h"
 #include "tests/support/test_util.h"
 
 namespace graphjit {
@@ -1115,6 +1116,48 @@ TEST_F(GpuJit, PoolsAndBatchNormsAreFusedLoops) {
                          fetches);
   for (size_t i = 0; i < fetches.size(); ++i) ExpectClose(r.gpu[i], r.reference[i], 1e-6, fetches[i]);
   EXPECT_EQ(r.launches, 3) << "a loop kernel per pool and for the batch norm";
+}
+
+// TensorFlow's filter is reordered into cuDNN's layout once where it stays the same: a
+// session constant's at the session's first run (a traced "reorder_filter" event), kept
+// with its buffer for the runs after it; a fed filter by each call, inside it. Both give
+// the CPU's answer, every run alike.
+TEST_F(GpuJit, ConstantFiltersAreReorderedOnce) {
+  for (const bool fed : {false, true}) {
+    SCOPED_TRACE(fed ? "fed filter" : "constant filter");
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {-1, 9, 8, 3});
+    const Tensor w = Random(Shape{3, 3, 3, 16}, 1);
+    if (fed) {
+      b.Placeholder("w", DType::kFloat, {3, 3, 3, 16});
+    } else {
+      b.Const("w", w);
+    }
+    Conv(b, "conv", "Conv2D", {"x", "w"}, 1, "SAME");
+    b.Op("y", "Relu6", {"conv"});
+    std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Random(Shape{2, 9, 8, 3}, 2)}};
+    if (fed) feeds.emplace_back("w", w);
+    SessionOptions cpu;
+    cpu.jit_level = JitLevel::kOff;
+    const Tensor want = testing::RunOrDie(*testing::MakeSession(b.graph_def(), cpu), feeds, {"y"})[0];
+    SessionOptions options = OnGpu(JitLevel::kOn2);
+    options.gpu_graphs = true;
+    auto session = testing::MakeSession(b.graph_def(), options);
+    std::vector<Tensor> first;
+    for (int run = 0; run < 3; ++run) {
+      Tracer tracer;
+      RunOptions traced;
+      traced.tracer = &tracer;
+      std::vector<Tensor> out;
+      ASSERT_TRUE(session->Run(traced, feeds, {"y"}, {}, &out).ok());
+      int reorders = 0;
+      for (const TraceEvent& e : tracer.events()) reorders += e.name.find("/reorder_filter_") != std::string::npos;
+      EXPECT_EQ(reorders, !fed && run == 0 ? 1 : 0) << "run " << run;
+      ExpectClose(out[0], want, 1e-5, "y", 1e-5);
+      if (run == 0) first = out;
+      EXPECT_EQ(std::memcmp(out[0].raw(), first[0].raw(), out[0].bytes()), 0) << "run " << run;
+    }
+  }
 }
 
 // A convolution's cuDNN algorithms are timed once per shape (the stand-in offers three for a
