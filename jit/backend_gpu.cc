@@ -210,7 +210,9 @@ struct LibraryPlan {
   bool conv = false;
   GemmCall gemm;
   ConvCall convolution;
-  size_t workspace_bytes() const { return conv ? convolution.plan.workspace_bytes() : gemm.plan.workspace_bytes(); }
+  size_t workspace_bytes(bool filter_reordered) const {
+    return conv ? convolution.plan.workspace_bytes(filter_reordered) : gemm.plan.workspace_bytes();
+  }
 };
 
 // The index of the fastest of `count` ways to make one call on the device, run on
@@ -481,11 +483,6 @@ class GpuExecutable : public ClusterExecutable {
         }
         pointers[k].push_back(scratch[area]);
       }
-      if (emitted.library_node >= 0 && calls_[k].workspace_bytes()) {  // the library's workspace, this call's
-        GJ_ASSIGN_OR_RETURN(uint64_t workspace, cuda_->Allocate(calls_[k].workspace_bytes()));
-        owned->push_back(workspace);
-        pointers[k].push_back(workspace);
-      }
       // A filter that stays the same from run to run, in cuDNN's layout: a program constant's
       // (reordered at load), or a session constant's (reordered at its first run here, and
       // kept with its buffer); other filters are reordered by each call.
@@ -508,6 +505,11 @@ class GpuExecutable : public ClusterExecutable {
           kept = memory->address();
         }
         if (kept) address = kept, reordered[k] = 1;
+      }
+      if (emitted.library_node >= 0 && calls_[k].workspace_bytes(reordered[k])) {  // the library's workspace, this call's
+        GJ_ASSIGN_OR_RETURN(uint64_t workspace, cuda_->Allocate(calls_[k].workspace_bytes(reordered[k])));
+        owned->push_back(workspace);
+        pointers[k].push_back(workspace);
       }
     }
     // 3. The kernels, in order: replayed as one launch graph, or launched one by one.
@@ -602,7 +604,7 @@ class GpuExecutable : public ClusterExecutable {
       return stream.Launch(kernels_[k], grid, block, static_cast<unsigned>(emitted.shared_bytes), args);
     }
     GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
-    const uint64_t workspace = calls_[k].workspace_bytes() ? pointers.back() : 0;  // after the output
+    const uint64_t workspace = calls_[k].workspace_bytes(filter_reordered) ? pointers.back() : 0;  // after the output
     if (workspace) pointers.pop_back();
     if (calls_[k].conv) {  // its operands by position, then its output
       const ConvCall& c = calls_[k].convolution;

@@ -253,12 +253,10 @@ Status Cudnn::Run(const ConvPlan& plan, uint64_t x, uint64_t w, uint64_t bias, u
   const auto handle = static_cast<cudnnHandle_t>(context_);
   cudnnStatus_t s = api.cudnnSetStream(handle, static_cast<cudaStream_t>(stream));
   const char* call = "cudnnSetStream";
-  if (s == CUDNN_STATUS_SUCCESS && c.filter_hwio) {
-    if (!filter_reordered) {
-      call = "cudnnTransformTensor";
-      s = api.cudnnTransformTensor(handle, &one, d.hwio, ptr(w), &zero, d.reordered, ptr(workspace));
-      w = workspace;
-    }
+  if (s == CUDNN_STATUS_SUCCESS && c.filter_hwio && !filter_reordered) {  // the filter first, then the algorithm's part
+    call = "cudnnTransformTensor";
+    s = api.cudnnTransformTensor(handle, &one, d.hwio, ptr(w), &zero, d.reordered, ptr(workspace));
+    w = workspace;
     workspace = workspace_bytes ? workspace + plan.filter_offset : 0;
   }
   if (s == CUDNN_STATUS_SUCCESS) {

@@ -52,7 +52,10 @@ struct ConvPlan {
   size_t filter_offset = 0;        // where the algorithm's part of the workspace starts (the
                                    // reordered filter's bytes, rounded up)
   int algorithm = 0;
-  size_t workspace_bytes() const { return workspaces.empty() ? 0 : workspaces[algorithm]; }
+  // A call's workspace; one given the filter in cuDNN's layout needs no room to reorder it.
+  size_t workspace_bytes(bool filter_reordered = false) const {
+    return workspaces.empty() ? 0 : workspaces[algorithm] - (filter_reordered ? filter_offset : 0);
+  }
   struct Descriptors;  // cuDNN's, in cudnn.cc
   std::shared_ptr<Descriptors> descriptors;
 };
@@ -70,9 +73,10 @@ class Cudnn {
   StatusOr<ConvPlan> Plan(const Conv& conv, size_t max_workspace, int max_algorithms = 1) const;
   // Queues the planned convolution on `stream` (a CUstream) over device memory at these
   // addresses: forward x, w (bias, z: 0 when the epilogue has none), y; backward data
-  // dy as `x`, w, dx as `y`. `workspace`: at least plan.workspace_bytes(), 0 if none.
-  // With `filter_reordered`, w is a filter_hwio plan's filter already in cuDNN's layout
-  // (ReorderFilter's), which the call does not reorder. Safe to call from several threads.
+  // dy as `x`, w, dx as `y`. `workspace`: at least plan.workspace_bytes(filter_reordered),
+  // 0 if none. With `filter_reordered`, w is a filter_hwio plan's filter already in cuDNN's
+  // layout (ReorderFilter's), which the call does not reorder. Safe to call from several
+  // threads.
   Status Run(const ConvPlan& plan, uint64_t x, uint64_t w, uint64_t bias, uint64_t z, uint64_t y, uint64_t workspace,
              void* stream, bool filter_reordered = false) const;
   // Queues the reordering of a filter_hwio plan's filter at `hwio` into cuDNN's layout at

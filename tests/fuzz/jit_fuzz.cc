@@ -240,7 +240,7 @@ class Generator {
     auto out_size = [&](int64_t in, int64_t k) { return same ? (in + stride - 1) / stride : (in - k) / stride + 1; };
     std::vector<int64_t> dims = v.dims;
     dims[h] = out_size(v.dims[h], kh), dims[h + 1] = out_size(v.dims[h + 1], kw);
-    auto attrs = [&](const std::string& op) {
+    auto attrs = [&] {
       tensorflow::NodeDef* n = b.graph_def().mutable_node(b.graph_def().node_size() - 1);
       std::vector<int64_t> window(4, 1), strides(4, 1);
       window[h] = kh, window[h + 1] = kw, strides[h] = strides[h + 1] = stride;
@@ -251,13 +251,12 @@ class Generator {
       ops.back() = ' ';
       ops += std::string("[") + std::to_string(kh) + "x" + std::to_string(kw) + " /" + std::to_string(stride) +
              (same ? " SAME" : " VALID") + (nchw ? " NCHW" : "") + "] ";
-      (void)op;
     };
     if (pool) {
       const std::string op = Pick(2) ? "MaxPool" : "AvgPool";
       Value out = Node(op, {v.name}, v.dtype, dims, op == "MaxPool" && v.exact);
       out.reordered = v.reordered || op == "AvgPool";
-      attrs(op);
+      attrs();
       return out;
     }
     const bool depthwise = Pick(3) == 0;
@@ -271,7 +270,7 @@ class Generator {
     const std::string op = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
     Value out = Node(op, {v.name, filter}, v.dtype, dims, false);
     out.reordered = true;
-    attrs(op);
+    attrs();
     return out;
   }
 
