@@ -1272,13 +1272,11 @@ bool ParamsFromExtra(const Kernel& k, void** extra, std::vector<uint8_t>* params
   return true;
 }
 
-}  // namespace
-
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                                unsigned int bx, unsigned int by, unsigned int bz,
-                                unsigned int shared_bytes, CUstream stream, void** kernel_params,
-                                void** extra) {
-  std::lock_guard lock(D().mu);
+// cuLaunchKernel and cuLaunchKernelEx: a launch of clusters of `cluster` blocks.
+CUresult LaunchKernel(const char* api, CUfunction f, const unsigned grid[3], const unsigned block[3],
+                      const unsigned cluster[3], unsigned int shared_bytes, CUstream stream, void** kernel_params,
+                      void** extra) {
+  const unsigned gx = grid[0], gy = grid[1], gz = grid[2], bx = block[0], by = block[1], bz = block[2];
   CUctx_st* ctx;
   if (CUresult r = Enter(&ctx)) return r;
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
@@ -1287,7 +1285,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   const Kernel& k = *f->kernel;
   auto invalid = [&](const std::string& why, CUresult r = CUDA_ERROR_INVALID_VALUE) {
-    Report("cuLaunchKernel of '" + k.name + "': " + why);
+    Report(std::string(api) + " of '" + k.name + "': " + why);
     return r;
   };
   // 1. The launch's shape against the device's limits and the kernel's.
@@ -1317,6 +1315,21 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
                    " KB");
   if (shared_bytes == 0 && k.static_shared_bytes > kSharedDefault)
     return invalid("more than 48 KB of static shared memory");
+  const uint64_t cluster_size = static_cast<uint64_t>(cluster[0]) * cluster[1] * cluster[2];
+  if (cluster_size > 1) {
+    if (D().device->major < 9)
+      return invalid("thread-block clusters need compute capability 9.0; the device has " + std::to_string(D().device->major) +
+                         "." + std::to_string(D().device->minor),
+                     CUDA_ERROR_NOT_SUPPORTED);
+    for (int d = 0; d < 3; ++d)
+      if (cluster[d] == 0 || grid[d] % cluster[d] != 0)
+        return invalid("cluster (" + std::to_string(cluster[0]) + "," + std::to_string(cluster[1]) + "," +
+                           std::to_string(cluster[2]) + ") does not divide grid (" + std::to_string(gx) + "," +
+                           std::to_string(gy) + "," + std::to_string(gz) + ")",
+                       CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    if (cluster_size > 8)
+      return invalid(std::to_string(cluster_size) + " blocks per cluster exceed the portable 8", CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  }
   // 2. The parameters, copied now (the caller may reuse its buffers when this returns).
   if (kernel_params && extra) return invalid("both kernelParams and extra are given");
   std::vector<uint8_t> params(k.param_bytes);
@@ -1340,6 +1353,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
   launch->constant_values = f->constant_values;
   launch->grid[0] = gx, launch->grid[1] = gy, launch->grid[2] = gz;
   launch->block[0] = bx, launch->block[1] = by, launch->block[2] = bz;
+  std::copy(cluster, cluster + 3, launch->cluster);
   launch->dynamic_shared = shared_bytes;
   launch->multiprocessors = D().device->multiprocessors;
   launch->params = std::move(params);
@@ -1385,6 +1399,38 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
     }
     return CUDA_ERROR_UNKNOWN;
   });
+}
+
+}  // namespace
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                unsigned int bx, unsigned int by, unsigned int bz,
+                                unsigned int shared_bytes, CUstream stream, void** kernel_params,
+                                void** extra) {
+  std::lock_guard lock(D().mu);
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz}, cluster[3] = {1, 1, 1};
+  return LaunchKernel("cuLaunchKernel", f, grid, block, cluster, shared_bytes, stream, kernel_params, extra);
+}
+
+// Of the launch attributes, the cluster's dimensions (a zero cluster is no cluster).
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernel_params, void** extra) {
+  std::lock_guard lock(D().mu);
+  if (!config || (config->numAttrs > 0 && !config->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  const unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
+  const unsigned block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
+  unsigned cluster[3] = {1, 1, 1};
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    if (a.id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      Report("cuLaunchKernelEx: launch attribute " + std::to_string(a.id) + " is not emulated");
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (a.value.clusterDim.x * a.value.clusterDim.y * a.value.clusterDim.z != 0) {
+      cluster[0] = a.value.clusterDim.x, cluster[1] = a.value.clusterDim.y, cluster[2] = a.value.clusterDim.z;
+    }
+  }
+  return LaunchKernel("cuLaunchKernelEx", f, grid, block, cluster, config->sharedMemBytes, config->hStream, kernel_params,
+                      extra);
 }
 
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size,
@@ -1620,7 +1666,7 @@ const Entry kEntries[] = {
     CUEMU_ENTRY(cuEventCreate), CUEMU_ENTRY(cuEventDestroy), CUEMU_ENTRY(cuEventRecord),
     CUEMU_ENTRY(cuEventSynchronize), CUEMU_ENTRY(cuEventQuery), CUEMU_ENTRY(cuEventElapsedTime),
     CUEMU_ENTRY(cuLaunchHostFunc),
-    CUEMU_ENTRY(cuLaunchKernel), CUEMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
+    CUEMU_ENTRY(cuLaunchKernel), CUEMU_ENTRY(cuLaunchKernelEx), CUEMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
     CUEMU_ENTRY(cuStreamBeginCapture), CUEMU_ENTRY(cuStreamEndCapture), CUEMU_ENTRY(cuStreamIsCapturing),
     CUEMU_ENTRY(cuGraphGetNodes), CUEMU_ENTRY(cuGraphNodeGetType), CUEMU_ENTRY(cuGraphDestroy),
     CUEMU_ENTRY(cuGraphInstantiateWithFlags), CUEMU_ENTRY(cuGraphExecDestroy), CUEMU_ENTRY(cuGraphLaunch),

@@ -42,7 +42,7 @@ enum class Op : uint8_t {
   kLd, kSt, kAtom, kRed, kShfl, kVote, kRedux, kBar, kBarWarp, kBra, kRet, kExit,
   kEx2, kLg2, kRcp, kSqrt, kRsqrt, kSin, kCos, kTanh, kPopc, kClz, kBrev, kBfe, kBfi,
   kPrmt, kCopysign, kTestp, kActivemask, kPack, kUnpack, kClock, kTrap, kBfind, kLop3, kSad,
-  kMatch,
+  kMatch, kBarCluster, kMapa,
 };
 
 // Modifiers, as bits of Instr::flags.
@@ -61,6 +61,7 @@ enum class Round : uint8_t { kDefault, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRp
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
 enum class AtomOp : uint8_t { kAdd, kMin, kMax, kAnd, kOr, kXor, kExch, kCas, kInc, kDec };
+enum class BarClusterMode : uint8_t { kArrive, kWait };
 enum class TestpMode : uint8_t { kFinite, kInfinite, kNumber, kNotANumber, kNormal, kSubnormal };
 
 struct Instr {
@@ -111,7 +112,13 @@ enum Special : int {
   kTidX, kTidY, kTidZ, kNtidX, kNtidY, kNtidZ, kCtaidX, kCtaidY, kCtaidZ,
   kNctaidX, kNctaidY, kNctaidZ, kLaneid, kWarpid, kNwarpid, kSmid, kNsmid, kGridid,
   kLanemaskEq, kLanemaskLe, kLanemaskLt, kLanemaskGe, kLanemaskGt,
-  kDynamicSmemSize, kTotalSmemSize, kNumSpecials,
+  kDynamicSmemSize, kTotalSmemSize,
+  // Thread-block clusters (sm_90): the block's rank in its cluster and the cluster's size,
+  // the block's index in its cluster, the cluster's dims, its index in the grid, the grid's
+  // dims in clusters.
+  kClusterCtarank, kClusterNctarank, kClusterCtaidX, kClusterCtaidY, kClusterCtaidZ,
+  kClusterNctaidX, kClusterNctaidY, kClusterNctaidZ, kClusteridX, kClusteridY, kClusteridZ,
+  kNclusteridX, kNclusteridY, kNclusteridZ, kNumSpecials,
 };
 
 struct Kernel {

@@ -534,7 +534,13 @@ int SpecialIndex(const std::string& name) {
       {"%nsmid", kNsmid}, {"%gridid", kGridid}, {"%lanemask_eq", kLanemaskEq},
       {"%lanemask_le", kLanemaskLe}, {"%lanemask_lt", kLanemaskLt},
       {"%lanemask_ge", kLanemaskGe}, {"%lanemask_gt", kLanemaskGt},
-      {"%dynamic_smem_size", kDynamicSmemSize}, {"%total_smem_size", kTotalSmemSize}};
+      {"%dynamic_smem_size", kDynamicSmemSize}, {"%total_smem_size", kTotalSmemSize},
+      {"%cluster_ctarank", kClusterCtarank}, {"%cluster_nctarank", kClusterNctarank},
+      {"%cluster_ctaid.x", kClusterCtaidX}, {"%cluster_ctaid.y", kClusterCtaidY}, {"%cluster_ctaid.z", kClusterCtaidZ},
+      {"%cluster_nctaid.x", kClusterNctaidX}, {"%cluster_nctaid.y", kClusterNctaidY},
+      {"%cluster_nctaid.z", kClusterNctaidZ}, {"%clusterid.x", kClusteridX}, {"%clusterid.y", kClusteridY},
+      {"%clusterid.z", kClusteridZ}, {"%nclusterid.x", kNclusteridX}, {"%nclusterid.y", kNclusteridY},
+      {"%nclusterid.z", kNclusteridZ}};
   auto it = specials.find(name);
   return it == specials.end() ? -1 : it->second;
 }
@@ -689,7 +695,7 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
   const std::string base = parts.empty() ? "" : parts[0];
   std::vector<Type> types;
   bool to = false;
-  bool bar_sync = false;
+  bool bar_sync = false, bar_cluster = false, cluster_step = false;
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string& m = parts[i];
     auto t = TypeNames().find(m);
@@ -766,6 +772,12 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
     if (base == "bar" || base == "barrier") {
       if (m == "sync") { bar_sync = true; continue; }
       if (m == "warp") { in->op = Op::kBarWarp; continue; }
+      if (m == "cluster") { bar_cluster = true; continue; }
+      if (bar_cluster && (m == "arrive" || m == "wait")) {
+        cluster_step = true;
+        in->mode = static_cast<uint8_t>(m == "arrive" ? BarClusterMode::kArrive : BarClusterMode::kWait);
+        continue;
+      }
     }
     if (IsIgnoredModifier(m)) continue;
     return Fail(line, "unsupported modifier ." + m + " in '" + st.opcode + "'");
@@ -962,13 +974,24 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
     return true;
   }
   if (base == "redux") return simple(Op::kRedux, 2, in->type);
+  // mapa.u64 d, a, rank: the generic address of `a`'s shared memory location in the block
+  // of that rank in the cluster (the shared::cluster form is not supported).
+  if (base == "mapa") {
+    if (in->space != Space::kGeneric || in->type != Type::kU64) return Fail(line, "only the generic mapa.u64 is supported: '" + st.opcode + "'");
+    return simple(Op::kMapa, 2, in->type) && Source(ops[2], Type::kU32, line, &in->src[1]);
+  }
   if (base == "bar" || base == "barrier") {
     if (in->op == Op::kBarWarp) {
       if (!need(1) || !Source(ops[0], Type::kU32, line, &in->src[0])) return false;
       in->nsrc = 1;
       return true;
     }
-    if (!bar_sync) return Fail(line, "only bar.sync / barrier.sync are supported: '" + st.opcode + "'");
+    if (bar_cluster) {  // barrier.cluster.arrive / barrier.cluster.wait
+      if (!cluster_step) return Fail(line, "barrier.cluster needs .arrive or .wait: '" + st.opcode + "'");
+      in->op = Op::kBarCluster;
+      return need(0);
+    }
+    if (!bar_sync) return Fail(line, "only bar.sync, barrier.sync and barrier.cluster are supported: '" + st.opcode + "'");
     in->op = Op::kBar;
     if (ops.empty() || ops.size() > 2) return Fail(line, "bar.sync takes a barrier and an optional count");
     for (size_t i = 0; i < ops.size(); ++i)

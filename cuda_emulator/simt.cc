@@ -1,7 +1,9 @@
 // The SIMT executor. A warp runs the group of its lanes that are at the lowest program
 // counter (so lanes that diverged at a branch reconverge where their paths meet), until
-// every lane has exited or waits at a barrier; then the block's next warp runs. Every
-// memory access is checked against its allocation or state space.
+// every lane has exited or waits at a barrier; then the block's next warp runs. The blocks
+// of a thread-block cluster run together: each until its lanes wait at the cluster's
+// barrier or exit, then the next. Every memory access is checked against its allocation
+// or state space (another block's shared memory too, which is gone once that block exits).
 #include "cuda_emulator/simt.h"
 
 #include <algorithm>
@@ -159,7 +161,10 @@ class Executor {
  private:
   struct Warp {
     int index = 0;
+    int rank = 0;  // its block's in the cluster
     uint32_t all = 0, exited = 0, waiting = 0;
+    // barrier.cluster: lanes that arrived in this phase, and those waiting for the others.
+    uint32_t arrived = 0, cluster_waiting = 0;
     uint32_t parked = 0;        // lanes waiting at a warp-synchronous instruction for its other members
     uint32_t backward = 0;      // backward branches taken while diverged, since the last rotation
     uint32_t last_pc = 0;       // where the last group stopped (to rotate past it)
@@ -178,8 +183,20 @@ class Executor {
   void WaitForLoads(Warp& w, const Instr& in, uint32_t pc);
   std::vector<bool> block_starts_;  // per instruction: a branch's target
 
+  // A block of the running cluster, its state its own.
+  struct Block {
+    unsigned index[3] = {0, 0, 0};
+    std::vector<Warp> warps;
+    std::vector<uint64_t> regs;
+    std::vector<uint8_t> shared, local;
+    bool exited = false;  // every thread has: its shared memory is gone
+  };
+
   uint64_t* R(Warp& w, int slot) { return w.regs + static_cast<size_t>(slot) * 32; }
-  bool RunBlock(unsigned bx, unsigned by, unsigned bz);
+  void StartBlock(Block& b, const unsigned index[3], const unsigned rank[3]);
+  bool RunCluster();
+  // Runs the block until each of its lanes has exited or waits at barrier.cluster.wait.
+  bool RunBlock(Block& b);
   bool RunWarp(Warp& w);
   bool Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group);
   bool Fail(Fault fault, const Instr& in, const std::string& what);
@@ -228,12 +245,9 @@ class Executor {
   Fault fault_ = Fault::kNone;
 
   unsigned threads_per_block_ = 0;
-  unsigned block_[3] = {0, 0, 0};  // the running block's index
-  std::vector<Warp> warps_;
-  std::vector<uint64_t> regs_;
-  std::vector<uint8_t> shared_;
-  std::vector<uint8_t> local_;
-  std::vector<int> warp_order_;
+  unsigned cluster_[3] = {1, 1, 1};
+  std::vector<Block> blocks_;  // the running cluster's, by rank
+  std::vector<int> warp_order_, block_order_;
   int lane_order_[32];
   std::mt19937_64 rng_;
 };
@@ -244,12 +258,16 @@ std::string Hex(uint64_t v) {
   return s.str();
 }
 
+std::string BlockName(const unsigned index[3]) {
+  return "block (" + std::to_string(index[0]) + "," + std::to_string(index[1]) + "," + std::to_string(index[2]) + ")";
+}
+
 std::string Executor::ThreadName(const Warp& w, int lane) const {
   unsigned t = w.index * 32 + lane;
   const unsigned* b = l_.block;
   std::ostringstream s;
-  s << "thread (" << t % b[0] << "," << (t / b[0]) % b[1] << "," << t / (b[0] * b[1]) << ") of block ("
-    << block_[0] << "," << block_[1] << "," << block_[2] << ")";
+  s << "thread (" << t % b[0] << "," << (t / b[0]) % b[1] << "," << t / (b[0] * b[1]) << ") of "
+    << BlockName(blocks_[w.rank].index);
   return s.str();
 }
 
@@ -267,92 +285,143 @@ Fault Executor::Run() {
     if (in.op == Op::kBra && in.target >= 0) block_starts_[in.target] = true;
   const unsigned* b = l_.block;
   threads_per_block_ = b[0] * b[1] * b[2];
-  int nwarps = static_cast<int>((threads_per_block_ + 31) / 32);
-  warps_.resize(nwarps);
-  regs_.assign(static_cast<size_t>(nwarps) * k_.num_slots * 32, 0);
-  shared_.resize(k_.dynamic_shared_offset + l_.dynamic_shared);
-  if (l_.dynamic_shared == 0) shared_.resize(k_.static_shared_bytes);
-  local_.resize(static_cast<size_t>(k_.local_bytes) * nwarps * 32);
+  for (int d = 0; d < 3; ++d) cluster_[d] = std::max(l_.cluster[d], 1u);
+  const int nwarps = static_cast<int>((threads_per_block_ + 31) / 32);
+  const unsigned size = cluster_[0] * cluster_[1] * cluster_[2];
+  blocks_.resize(size);
+  block_order_.resize(size);
+  warp_order_.resize(nwarps);
   rng_.seed(l_.seed);
   for (int i = 0; i < 32; ++i) lane_order_[i] = l_.order == ThreadOrder::kReverse ? 31 - i : i;
   if (l_.order == ThreadOrder::kShuffle) std::shuffle(lane_order_, lane_order_ + 32, rng_);
-  warp_order_.resize(nwarps);
-  for (int i = 0; i < nwarps; ++i) {
-    Warp& w = warps_[i];
-    w.index = i;
-    w.regs = regs_.data() + static_cast<size_t>(i) * k_.num_slots * 32;
-    unsigned first = i * 32;
-    unsigned count = std::min(32u, threads_per_block_ - first);
-    w.all = count == 32 ? ~0u : (1u << count) - 1;
-    for (size_t c = 0; c < k_.constants.size(); ++c) {
-      uint64_t* r = R(w, k_.constants[c].slot);
-      std::fill(r, r + 32, l_.constant_values[c]);
-    }
-    uint64_t* s = R(w, k_.special_base);
-    for (int lane = 0; lane < 32; ++lane) {
-      unsigned t = first + lane;
-      s[kTidX * 32 + lane] = t % b[0];
-      s[kTidY * 32 + lane] = (t / b[0]) % b[1];
-      s[kTidZ * 32 + lane] = t / (b[0] * b[1]);
-      s[kNtidX * 32 + lane] = b[0];
-      s[kNtidY * 32 + lane] = b[1];
-      s[kNtidZ * 32 + lane] = b[2];
-      s[kNctaidX * 32 + lane] = l_.grid[0];
-      s[kNctaidY * 32 + lane] = l_.grid[1];
-      s[kNctaidZ * 32 + lane] = l_.grid[2];
-      s[kLaneid * 32 + lane] = lane;
-      s[kWarpid * 32 + lane] = i;
-      s[kNwarpid * 32 + lane] = 64;
-      s[kNsmid * 32 + lane] = l_.multiprocessors;
-      s[kGridid * 32 + lane] = 1;
-      s[kLanemaskEq * 32 + lane] = 1u << lane;
-      s[kLanemaskLe * 32 + lane] = lane == 31 ? ~0u : (2u << lane) - 1;
-      s[kLanemaskLt * 32 + lane] = (1u << lane) - 1;
-      s[kLanemaskGe * 32 + lane] = ~((1u << lane) - 1) & 0xffffffffu;
-      s[kLanemaskGt * 32 + lane] = lane == 31 ? 0 : ~((2u << lane) - 1) & 0xffffffffu;
-      s[kDynamicSmemSize * 32 + lane] = l_.dynamic_shared;
-      s[kTotalSmemSize * 32 + lane] = shared_.size();
+  for (unsigned rank = 0; rank < size; ++rank) {
+    Block& block = blocks_[rank];
+    block.warps.resize(nwarps);
+    block.regs.assign(static_cast<size_t>(nwarps) * k_.num_slots * 32, 0);
+    block.shared.resize(l_.dynamic_shared == 0 ? k_.static_shared_bytes : k_.dynamic_shared_offset + l_.dynamic_shared);
+    block.local.resize(static_cast<size_t>(k_.local_bytes) * nwarps * 32);
+    for (int i = 0; i < nwarps; ++i) {
+      Warp& w = block.warps[i];
+      w.index = i;
+      w.rank = static_cast<int>(rank);
+      w.regs = block.regs.data() + static_cast<size_t>(i) * k_.num_slots * 32;
+      unsigned first = i * 32;
+      unsigned count = std::min(32u, threads_per_block_ - first);
+      w.all = count == 32 ? ~0u : (1u << count) - 1;
+      for (size_t c = 0; c < k_.constants.size(); ++c) {
+        uint64_t* r = R(w, k_.constants[c].slot);
+        std::fill(r, r + 32, l_.constant_values[c]);
+      }
+      uint64_t* s = R(w, k_.special_base);
+      auto set = [&](int special, uint64_t v) { std::fill(s + special * 32, s + special * 32 + 32, v); };
+      for (int lane = 0; lane < 32; ++lane) {
+        unsigned t = first + lane;
+        s[kTidX * 32 + lane] = t % b[0];
+        s[kTidY * 32 + lane] = (t / b[0]) % b[1];
+        s[kTidZ * 32 + lane] = t / (b[0] * b[1]);
+        s[kLaneid * 32 + lane] = lane;
+        s[kLanemaskEq * 32 + lane] = 1u << lane;
+        s[kLanemaskLe * 32 + lane] = lane == 31 ? ~0u : (2u << lane) - 1;
+        s[kLanemaskLt * 32 + lane] = (1u << lane) - 1;
+        s[kLanemaskGe * 32 + lane] = ~((1u << lane) - 1) & 0xffffffffu;
+        s[kLanemaskGt * 32 + lane] = lane == 31 ? 0 : ~((2u << lane) - 1) & 0xffffffffu;
+      }
+      for (int d = 0; d < 3; ++d) {
+        set(kNtidX + d, b[d]);
+        set(kNctaidX + d, l_.grid[d]);
+        set(kClusterNctaidX + d, cluster_[d]);
+        set(kNclusteridX + d, l_.grid[d] / cluster_[d]);
+      }
+      set(kWarpid, i);
+      set(kNwarpid, 64);
+      set(kNsmid, l_.multiprocessors);
+      set(kGridid, 1);
+      set(kDynamicSmemSize, l_.dynamic_shared);
+      set(kTotalSmemSize, block.shared.size());
+      set(kClusterCtarank, rank);
+      set(kClusterNctarank, size);
     }
   }
-  for (unsigned z = 0; z < l_.grid[2]; ++z)
-    for (unsigned y = 0; y < l_.grid[1]; ++y)
-      for (unsigned x = 0; x < l_.grid[0]; ++x)
-        if (!RunBlock(x, y, z)) return fault_;
+  for (unsigned z = 0; z < l_.grid[2]; z += cluster_[2])
+    for (unsigned y = 0; y < l_.grid[1]; y += cluster_[1])
+      for (unsigned x = 0; x < l_.grid[0]; x += cluster_[0]) {
+        for (unsigned rank = 0; rank < size; ++rank) {
+          const unsigned r[3] = {rank % cluster_[0], rank / cluster_[0] % cluster_[1], rank / (cluster_[0] * cluster_[1])};
+          const unsigned index[3] = {x + r[0], y + r[1], z + r[2]};
+          StartBlock(blocks_[rank], index, r);
+        }
+        if (!RunCluster()) return fault_;
+      }
   return Fault::kNone;
 }
 
-bool Executor::RunBlock(unsigned bx, unsigned by, unsigned bz) {
-  block_[0] = bx, block_[1] = by, block_[2] = bz;
+void Executor::StartBlock(Block& b, const unsigned index[3], const unsigned rank[3]) {
+  std::copy(index, index + 3, b.index);
+  b.exited = false;
   ++stats_->blocks;
   stats_->threads += threads_per_block_;
   // A read before a write shows as NaN.
-  if (!shared_.empty()) std::memset(shared_.data(), 0xff, shared_.size());
-  if (!local_.empty()) std::memset(local_.data(), 0xff, local_.size());
-  uint64_t linear = bx + static_cast<uint64_t>(l_.grid[0]) * (by + static_cast<uint64_t>(l_.grid[1]) * bz);
-  for (Warp& w : warps_) {
+  if (!b.shared.empty()) std::memset(b.shared.data(), 0xff, b.shared.size());
+  if (!b.local.empty()) std::memset(b.local.data(), 0xff, b.local.size());
+  uint64_t linear = index[0] + static_cast<uint64_t>(l_.grid[0]) * (index[1] + static_cast<uint64_t>(l_.grid[1]) * index[2]);
+  for (Warp& w : b.warps) {
     w.exited = ~w.all;
     w.waiting = w.parked = w.backward = w.last_pc = 0;
+    w.arrived = w.cluster_waiting = 0;
     w.loads_in_flight = 0;
     w.loading.clear();
     std::fill(std::begin(w.pc), std::end(w.pc), 0);
     uint64_t* s = R(w, k_.special_base);
-    std::fill(s + kCtaidX * 32, s + kCtaidX * 32 + 32, bx);
-    std::fill(s + kCtaidY * 32, s + kCtaidY * 32 + 32, by);
-    std::fill(s + kCtaidZ * 32, s + kCtaidZ * 32 + 32, bz);
+    for (int d = 0; d < 3; ++d) {
+      std::fill(s + (kCtaidX + d) * 32, s + (kCtaidX + d) * 32 + 32, index[d]);
+      std::fill(s + (kClusterCtaidX + d) * 32, s + (kClusterCtaidX + d) * 32 + 32, rank[d]);
+      std::fill(s + (kClusteridX + d) * 32, s + (kClusteridX + d) * 32 + 32, index[d] / cluster_[d]);
+    }
     std::fill(s + kSmid * 32, s + kSmid * 32 + 32, linear % l_.multiprocessors);
   }
-  for (size_t i = 0; i < warps_.size(); ++i) warp_order_[i] = static_cast<int>(i);
+}
+
+bool Executor::RunCluster() {
+  for (size_t i = 0; i < blocks_.size(); ++i) block_order_[i] = static_cast<int>(i);
+  for (;;) {
+    if (l_.order == ThreadOrder::kReverse) std::reverse(block_order_.begin(), block_order_.end());
+    if (l_.order == ThreadOrder::kShuffle) std::shuffle(block_order_.begin(), block_order_.end(), rng_);
+    bool done = true;
+    for (int i : block_order_) {
+      Block& b = blocks_[i];
+      if (b.exited) continue;
+      if (!RunBlock(b)) return false;
+      b.exited = std::all_of(b.warps.begin(), b.warps.end(), [](const Warp& w) { return w.exited == ~0u; });
+      done &= b.exited;
+    }
+    if (done) return true;
+    // Every lane that has not exited waits at barrier.cluster.wait, having arrived: release.
+    for (Block& b : blocks_)
+      for (Warp& w : b.warps) w.arrived = w.cluster_waiting = 0;
+  }
+}
+
+bool Executor::RunBlock(Block& b) {
+  for (size_t i = 0; i < b.warps.size(); ++i) warp_order_[i] = static_cast<int>(i);
   for (;;) {
     if (l_.order == ThreadOrder::kReverse) std::reverse(warp_order_.begin(), warp_order_.end());
     if (l_.order == ThreadOrder::kShuffle) std::shuffle(warp_order_.begin(), warp_order_.end(), rng_);
     for (int i : warp_order_)
-      if (!RunWarp(warps_[i])) return false;
-    bool done = true;
-    for (Warp& w : warps_) {
-      if (w.exited != ~0u) done = false;
-      w.waiting = 0;  // every lane that has not exited waits at the barrier: release
+      if (!RunWarp(b.warps[i])) return false;
+    bool done = true, at_bar = false, at_cluster = false;
+    for (Warp& w : b.warps) {
+      done &= w.exited == ~0u;
+      at_bar |= w.waiting != 0;
+      at_cluster |= w.cluster_waiting != 0;
     }
-    if (done) return true;
+    if (done || !at_bar) return true;
+    if (at_cluster) {
+      fault_ = Fault::kLaunchFailed;
+      *message_ = "kernel '" + l_.kernel_name + "': deadlock in " + BlockName(b.index) +
+                  ": some of its warps wait at bar.sync, others at barrier.cluster.wait";
+      return false;
+    }
+    for (Warp& w : b.warps) w.waiting = 0;  // every lane that has not exited waits at the barrier: release
     if (l_.order == ThreadOrder::kReverse) std::reverse(warp_order_.begin(), warp_order_.end());
   }
 }
@@ -365,9 +434,9 @@ bool Executor::RunBlock(unsigned bx, unsigned by, unsigned bz) {
 bool Executor::RunWarp(Warp& w) {
   const Instr* code = k_.code.data();
   for (;;) {
-    uint32_t runnable = ~w.exited & ~w.waiting & ~w.parked;
+    uint32_t runnable = ~w.exited & ~w.waiting & ~w.cluster_waiting & ~w.parked;
     if (!runnable) {
-      if (!w.parked || w.waiting) return true;  // parked lanes may be joined after the barrier
+      if (!w.parked || w.waiting || w.cluster_waiting) return true;  // parked lanes may be joined after the barrier
       // Parked lanes whose members will never come: run them, to report it.
       runnable = w.parked;
       w.parked = 0;
@@ -381,7 +450,7 @@ bool Executor::RunWarp(Warp& w) {
     uint32_t group = 0;
     ForLanes(runnable | w.parked, [&](int l) { group |= (w.pc[l] == pc) << l; });
     w.parked &= ~group;
-    const bool diverged = group != (~w.exited & ~w.waiting);
+    const bool diverged = group != (~w.exited & ~w.waiting & ~w.cluster_waiting);
     for (;;) {
       const Instr& in = code[pc];
       uint32_t exec = group;
@@ -434,6 +503,20 @@ bool Executor::RunWarp(Warp& w) {
         w.waiting |= group;
         ForLanes(group, [&](int l) { w.pc[l] = pc + 1; });
         break;
+      } else if (in.op == Op::kBarCluster && exec == 0) {
+        ++pc;  // no lane executes it
+      } else if (in.op == Op::kBarCluster) {
+        if (exec != group) return Fail(Fault::kLaunchFailed, in, "barrier.cluster under a predicate that differs between lanes");
+        if (in.mode == static_cast<uint8_t>(BarClusterMode::kArrive)) {
+          if (w.arrived & exec) return Fail(Fault::kLaunchFailed, in, "barrier.cluster.arrive twice without a wait between");
+          w.arrived |= exec;
+          ++pc;
+        } else {
+          if (exec & ~w.arrived) return Fail(Fault::kLaunchFailed, in, "barrier.cluster.wait without barrier.cluster.arrive first");
+          w.cluster_waiting |= group;
+          ForLanes(group, [&](int l) { w.pc[l] = pc + 1; });
+          break;
+        }
       } else {
         if (!Step(w, in, exec, group)) return false;
         ++pc;
@@ -454,10 +537,25 @@ uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, 
                           bool write, Space* resolved, DeviceMemory::Allocation** hint) {
   Space space = in.space;
   uint64_t offset = address;
+  Block* block = &blocks_[w.rank];
   if (space == Space::kGeneric) {
     if (address - kSharedWindow < kWindowSize) {
+      // The shared memory of the cluster's block of rank offset >> 32 (mapa's addresses).
       space = Space::kShared;
       offset = address - kSharedWindow;
+      const uint64_t rank = offset >> kRankShift;
+      offset &= (uint64_t{1} << kRankShift) - 1;
+      if (rank >= blocks_.size()) {
+        Fail(Fault::kIllegalAddress, in, "shared memory of rank " + std::to_string(rank) + " of a cluster of " +
+                                             std::to_string(blocks_.size()) + " blocks, read by " + ThreadName(w, lane));
+        return nullptr;
+      }
+      block = &blocks_[rank];
+      if (block->exited) {
+        Fail(Fault::kIllegalAddress, in, std::string(write ? "write to" : "read of") + " the shared memory of " +
+                                             BlockName(block->index) + ", which has exited, by " + ThreadName(w, lane));
+        return nullptr;
+      }
     } else if (address - kLocalWindow < kWindowSize) {
       space = Space::kLocal;
       offset = address - kLocalWindow;
@@ -472,11 +570,11 @@ uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, 
   if (offset % bytes == 0) {
     switch (space) {
       case Space::kShared:
-        if (offset + bytes <= shared_.size()) return shared_.data() + offset;
+        if (offset + bytes <= block->shared.size()) return block->shared.data() + offset;
         break;
       case Space::kLocal:
         if (offset + bytes <= static_cast<uint64_t>(k_.local_bytes))
-          return local_.data() + (static_cast<size_t>(w.index) * 32 + lane) * k_.local_bytes + offset;
+          return block->local.data() + (static_cast<size_t>(w.index) * 32 + lane) * k_.local_bytes + offset;
         break;
       case Space::kParam:
         if (!write && offset + bytes <= l_.params.size()) return const_cast<uint8_t*>(l_.params.data()) + offset;
@@ -511,7 +609,7 @@ void Executor::AccessFault(Warp& w, int lane, const Instr& in, uint64_t address,
   s << "out-of-bounds " << name << " " << kind << " of " << bytes << " bytes at address " << Hex(address)
     << " by " << ThreadName(w, lane);
   if (space == Space::kShared) {
-    s << " (the block has " << shared_.size() << " bytes of shared memory)";
+    s << " (the block has " << blocks_[w.rank].shared.size() << " bytes of shared memory)";
   } else if (space == Space::kLocal) {
     s << " (each thread has " << k_.local_bytes << " bytes of local memory)";
   } else if (space == Space::kParam) {
@@ -738,8 +836,7 @@ bool Executor::SyncMask(Warp& w, const Instr& in, uint32_t exec, uint32_t masks[
   if (missing)
     return Fail(Fault::kLaunchFailed, in,
                 "lanes " + Hex(missing) + " of the member mask have not exited and never reach this instruction (warp " +
-                    std::to_string(w.index) + " of block (" + std::to_string(block_[0]) + "," +
-                    std::to_string(block_[1]) + "," + std::to_string(block_[2]) + "))");
+                    std::to_string(w.index) + " of " + BlockName(blocks_[w.rank].index) + ")");
   return true;
 }
 
@@ -1365,10 +1462,30 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
                         : in.space == Space::kLocal ? kLocalWindow
                         : in.space == Space::kParam ? kParamWindow
                                                     : 0;
+      // A generic shared address names the block's rank in its cluster (see kRankShift).
+      if (in.space == Space::kShared) window += static_cast<uint64_t>(w.rank) << kRankShift;
       bool to = in.flags & kTo;
       uint64_t mask = Bytes(in.type) == 4 ? 0xffffffffull : ~0ull;
       ForLanes(exec, [&](int l) { d[l] = (to ? a[l] - window : a[l] + window) & mask; });
       return true;
+    }
+    case Op::kMapa: {
+      uint64_t* d = R(w, in.dst[0]);
+      const uint64_t* a = R(w, in.src[0]);
+      const uint64_t* rank = R(w, in.src[1]);
+      bool ok = true;
+      ForLanes(exec, [&](int l) {
+        if (!ok) return;
+        if (a[l] - kSharedWindow >= kWindowSize)
+          ok = Fail(Fault::kIllegalAddress, in, "mapa of " + Hex(a[l]) + ", not a shared memory address, by " + ThreadName(w, l));
+        else if (static_cast<uint32_t>(rank[l]) >= blocks_.size())
+          ok = Fail(Fault::kIllegalAddress, in, "mapa to rank " + std::to_string(static_cast<uint32_t>(rank[l])) + " of a cluster of " +
+                                                   std::to_string(blocks_.size()) + " blocks, by " + ThreadName(w, l));
+        else
+          d[l] = kSharedWindow + (static_cast<uint64_t>(static_cast<uint32_t>(rank[l])) << kRankShift) +
+                 ((a[l] - kSharedWindow) & ((uint64_t{1} << kRankShift) - 1));
+      });
+      return ok;
     }
     case Op::kLd:
     case Op::kSt:

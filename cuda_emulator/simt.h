@@ -1,5 +1,7 @@
-// Executing a grid of a decoded PTX kernel on the CPU: blocks one after another, the warps
-// of a block one at a time between barriers, 32 lanes per warp with an active mask.
+// Executing a grid of a decoded PTX kernel on the CPU: clusters of blocks one after another
+// (a block is a cluster of one), the blocks of a cluster one at a time between cluster
+// barriers, the warps of a block one at a time between barriers, 32 lanes per warp with an
+// active mask.
 #ifndef GRAPHJIT_CUDA_EMULATOR_SIMT_H_
 #define GRAPHJIT_CUDA_EMULATOR_SIMT_H_
 
@@ -54,6 +56,10 @@ constexpr uint64_t kSharedWindow = 0x0000100000000000ull;
 constexpr uint64_t kLocalWindow = 0x0000200000000000ull;
 constexpr uint64_t kParamWindow = 0x0000300000000000ull;  // kernel parameters (cvta.param)
 constexpr uint64_t kWindowSize = 0x0000010000000000ull;
+// A generic shared address is kSharedWindow + (rank << kRankShift) + offset: the offset in
+// the shared memory of the block of that rank in the cluster (cvta.shared gives the
+// block's own, mapa another's).
+constexpr int kRankShift = 32;
 
 enum class ThreadOrder { kForward, kReverse, kShuffle };
 
@@ -63,6 +69,7 @@ struct Launch {
   std::vector<uint64_t> constant_values;  // resolved kernel->constants[i].value
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
+  unsigned cluster[3] = {1, 1, 1};  // blocks per thread-block cluster (divides grid)
   unsigned dynamic_shared = 0;
   unsigned multiprocessors = 132;  // the device's: %nsmid, and %smid's range
   std::vector<uint8_t> params;  // kernel->param_bytes

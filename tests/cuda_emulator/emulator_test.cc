@@ -432,6 +432,107 @@ TEST_P(ThreadOrderTest, MissingBarrierIsWrongInSomeOrder) {
 
 CUEMU_INSTANTIATE_ARCHS(ThreadOrderTest);
 
+// Thread-block clusters (sm_90 only): cuLaunchKernelEx with a cluster dimension.
+class ClusterTest : public KernelTest {
+ protected:
+  void SetUp() override {
+    KernelTest::SetUp();
+    if (std::string(Arch()) != "sm_90") GTEST_SKIP() << "clusters need sm_90";
+  }
+  CUresult LaunchCluster(CUfunction f, unsigned grid, unsigned block, unsigned cluster, CUdeviceptr in,
+                         CUdeviceptr sums, CUdeviceptr ids, int exit_early) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attribute.value.clusterDim.x = cluster;
+    attribute.value.clusterDim.y = attribute.value.clusterDim.z = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = block;
+    config.blockDimY = config.blockDimZ = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    void* params[] = {&in, &sums, &ids, &exit_early};
+    return cuLaunchKernelEx(&config, f, params, nullptr);
+  }
+};
+
+// Each block reads every block of its cluster through distributed shared memory: the
+// same sums in every thread order, the cluster's registers as CUDA defines them.
+TEST_P(ClusterTest, BlocksReadEachOthersSharedMemory) {
+  CUEMU_LOAD_KERNEL(f, "cluster", "cluster_sums");
+  const unsigned grid = 12, block = 64;
+  std::vector<float> in(grid);
+  for (unsigned b = 0; b < grid; ++b) in[b] = static_cast<float>(1u << b);
+  CUdeviceptr din = mem_.Upload(in), sums = mem_.Alloc<float>(grid * block), ids = mem_.Alloc<unsigned>(3 * grid * block);
+  for (const unsigned cluster : {1u, 2u, 4u, 6u}) {
+    for (const Order& o : kOrders) {
+      SCOPED_TRACE(std::string(o.name) + ", cluster " + std::to_string(cluster));
+      CU_ASSERT_OK(cuemuSetThreadOrder(o.order, o.seed));
+      CU_ASSERT_OK(LaunchCluster(f, grid, block, cluster, din, sums, ids, 0));
+      CU_ASSERT_OK(cuCtxSynchronize());
+      const std::vector<float> got = Download<float>(sums, grid * block);
+      const std::vector<unsigned> got_ids = Download<unsigned>(ids, 3 * grid * block);
+      for (unsigned t = 0; t < grid * block; ++t) {
+        const unsigned b = t / block, first = b / cluster * cluster;
+        float want = 0;
+        for (unsigned r = 0; r < cluster; ++r) want += in[first + r];
+        ASSERT_EQ(got[t], want) << "thread " << t;
+        ASSERT_EQ(got_ids[3 * t], b % cluster) << "rank of thread " << t;
+        ASSERT_EQ(got_ids[3 * t + 1], cluster) << "cluster size seen by thread " << t;
+        ASSERT_EQ(got_ids[3 * t + 2], b / cluster) << "cluster index of thread " << t;
+      }
+    }
+  }
+}
+
+// A block that exits while another block of its cluster still reads its shared memory
+// (the kernel without its last cluster barrier): an illegal address, naming the block.
+TEST_P(ClusterTest, ReadingTheSharedMemoryOfAnExitedBlockFaults) {
+  CUcontext context = nullptr;
+  Check(cuCtxCreate(&context, nullptr, 0, Device()), "cuCtxCreate");
+  CUmodule module = nullptr;
+  std::string log;
+  ASSERT_EQ(LoadPtx(ReadPtx("cluster", Arch()), &module, &log), CUDA_SUCCESS) << log;
+  CUfunction f = nullptr;
+  CU_ASSERT_OK(cuModuleGetFunction(&f, module, "cluster_sums"));
+  CUdeviceptr in = 0, sums = 0, ids = 0;
+  CU_ASSERT_OK(cuMemAlloc(&in, 4 * 4));
+  CU_ASSERT_OK(cuMemAlloc(&sums, 4 * 4 * 32));
+  CU_ASSERT_OK(cuMemAlloc(&ids, 12 * 4 * 32));
+  CU_ASSERT_OK(LaunchCluster(f, 4, 32, 4, in, sums, ids, 1));
+  const CUresult sync = cuCtxSynchronize();
+  EXPECT_EQ(sync, CUDA_ERROR_ILLEGAL_ADDRESS) << Describe(sync);
+  EXPECT_NE(LastMessage().find("which has exited"), std::string::npos) << LastMessage();
+  CU_EXPECT_OK(cuCtxDestroy(context));
+  CU_ASSERT_OK(cuCtxSetCurrent(PrimaryContext()));
+}
+
+// Launches the driver refuses: a cluster that does not divide the grid, one of more than
+// the portable 8 blocks, a launch attribute the emulator does not model.
+TEST_P(ClusterTest, BadClustersAreRefused) {
+  CUEMU_LOAD_KERNEL(f, "cluster", "cluster_sums");
+  CUdeviceptr in = mem_.Alloc<float>(16), sums = mem_.Alloc<float>(16 * 32), ids = mem_.Alloc<unsigned>(3 * 16 * 32);
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_CLUSTER_SIZE, LaunchCluster(f, 6, 32, 4, in, sums, ids, 0));
+  EXPECT_NE(LastMessage().find("does not divide grid (6,1,1)"), std::string::npos) << LastMessage();
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_CLUSTER_SIZE, LaunchCluster(f, 16, 32, 16, in, sums, ids, 0));
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attribute.value.cooperative = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = config.blockDimY = config.blockDimZ = 32;
+  config.blockDimY = config.blockDimZ = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int exit_early = 0;
+  void* params[] = {&in, &sums, &ids, &exit_early};
+  CU_EXPECT_RESULT(CUDA_ERROR_NOT_SUPPORTED, cuLaunchKernelEx(&config, f, params, nullptr));
+  CU_EXPECT_OK(cuCtxSynchronize());
+}
+
+CUEMU_INSTANTIATE_ARCHS(ClusterTest);
+
 // The ISA's rounding modifiers on float arithmetic and conversions: 1 + 2^-24 is a tie
 // that .rn rounds to 1, .rz and .rm keep below, .rp rounds up; 1/3 and 2^24 + 1 likewise.
 TEST(CudaEmulatorRounding, DirectedRoundingModes) {
