@@ -32,6 +32,7 @@ std::string Interface(const ClusterProgram& program) {
     if (kernel.library_node >= 0) text += " (library: " + program.calls[k].op->name + ")";
     text += " rows " + std::to_string(kernel.rows) + " grid " + std::to_string(kernel.grid) + " block " +
             std::to_string(kernel.block) + " (" + List(kernel.buffers) + ")";
+    if (kernel.cluster > 1) text += " cluster " + std::to_string(kernel.cluster);
     if (kernel.shared_bytes) text += " shared " + std::to_string(kernel.shared_bytes);
     for (int area : kernel.scratch) text += " scratch " + std::to_string(program.module.scratch[area]);
     text += "\n";

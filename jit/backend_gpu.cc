@@ -601,7 +601,8 @@ class GpuExecutable : public ClusterExecutable {
       for (uint64_t& p : pointers) args.push_back(&p);
       const unsigned grid[3] = {static_cast<unsigned>(emitted.grid), 1, 1};
       const unsigned block[3] = {static_cast<unsigned>(emitted.block), 1, 1};
-      return stream.Launch(kernels_[k], grid, block, static_cast<unsigned>(emitted.shared_bytes), args);
+      return stream.Launch(kernels_[k], grid, block, static_cast<unsigned>(emitted.shared_bytes), args,
+                           static_cast<unsigned>(emitted.cluster));
     }
     GJ_RETURN_IF_ERROR(cuda_->MakeCurrent());
     const uint64_t workspace = calls_[k].workspace_bytes(filter_reordered) ? pointers.back() : 0;  // after the output
@@ -661,6 +662,7 @@ class GpuExecutable : public ClusterExecutable {
     p.name = name + "/" + emitted.function;
     p.grid = emitted.grid;
     p.block = emitted.block;
+    p.cluster = emitted.cluster;
     for (int b : emitted.buffers)
       p.io_bytes += CheckedBytes(program_.buffers[b].shape.dims(), static_cast<int64_t>(DTypeSize(program_.buffers[b].dtype)))
                         .value_or(0);
@@ -791,13 +793,21 @@ class GpuTarget : public Backend {
         std::string launches;
         for (const EmittedKernel& k : program.module.kernels)
           launches += k.function + ": grid " + std::to_string(k.grid) + ", block " + std::to_string(k.block) +
+                      (k.cluster > 1 ? ", clusters of " + std::to_string(k.cluster) + " blocks" : "") +
                       (k.shared_bytes ? ", dynamic shared memory " + std::to_string(k.shared_bytes) + " bytes" : "") + "\n";
         stages->files.emplace_back("launch.txt", launches);
       }
       if (ptxas_check_ || keep_stages) {
-        // ptxas on the code for both targets; spills are errors under the check.
+        // ptxas on the code for both targets (only sm_90 where a kernel runs in thread-block
+        // clusters); spills are errors under the check.
         std::string reports;
+        const bool clusters = std::any_of(program.module.kernels.begin(), program.module.kernels.end(),
+                                          [](const EmittedKernel& k) { return k.cluster > 1; });
         for (int sm : {80, 90}) {
+          if (clusters && sm < 90) {
+            reports += "# sm_" + std::to_string(sm) + ": not assembled (the kernels run in thread-block clusters)\n";
+            continue;
+          }
           std::string code = ptx;
           if (sm != sm_) {
             nvptx::CompileOptions other;

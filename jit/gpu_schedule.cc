@@ -21,6 +21,7 @@
 // every float reduction combines in a fixed order, so results are the same from run to run.
 // What these do not take (ArgMax/ArgMin, 64-bit integer rows) runs a thread per row.
 #include <algorithm>
+#include <set>
 
 #include "jit/elemental.h"
 #include "jit/kernel_emitter.h"
@@ -48,6 +49,10 @@ constexpr int64_t kRowsPerWarpBlock = 4;
 // A block's static shared memory (CombineAcross's arrays: a warp's partial results per
 // accumulator) stays within this; the rest of the block's shared memory may stage rows.
 constexpr int64_t kStaticSharedReserve = 4096;
+// A row longer than one block's shared memory is staged across a thread-block cluster of
+// up to this many blocks (the portable limit; sm_90).
+constexpr int64_t kMaxCluster = 8;
+constexpr int kClusterCapability = 90;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -105,6 +110,7 @@ void KernelEmitter::StartGpuFunction() {
   stage_cols_.clear();
   stage_loop_ = 0;
   stage_bytes_ = stage_budget_ = 0;
+  cluster_wait_at_end_ = false;
   tid_ = Let(0, "gpu.thread_id x", "index");
   bid_ = Let(0, "gpu.block_id x", "index");
 }
@@ -123,6 +129,7 @@ void KernelEmitter::EndGpuFunction(EmittedKernel kernel, EmittedModule* module, 
     kernel.scratch.push_back(area);
   }
   kernel.shared_bytes = stage_bytes_;
+  if (cluster_wait_at_end_) code_[0] += "nvvm.cluster.arrive\nnvvm.cluster.wait\n";
   for (const std::string& w : workgroup_) workgroup += (workgroup.empty() ? "" : ", ") + w;
   if (!workgroup.empty()) workgroup = " workgroup(" + workgroup + ")";
   *functions += "gpu.func @" + kernel.function + "(" + params + ")" + workgroup +
@@ -249,12 +256,44 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
   // T threads per row: a warp for short rows (several rows per block), else a block.
   const bool warp_per_row = cols <= warp_ * kMaxHeld;
   const int64_t threads = warp_per_row ? warp_ : std::min<int64_t>(target_.gpu.max_threads_per_block, std::max<int64_t>(64, RoundUp(CeilDiv(cols, kMaxHeld), warp_)));
-  if (const int64_t parts = PartsPerOutput(rows, cols, target_.gpu); parts >= kPhasesGain * threads)
+  // A row too long for a block's registers and read by more than one loop is staged in
+  // shared memory (FromStage); one too long for a block's is split among the blocks of a
+  // thread-block cluster (sm_90), each staging a slice, where a cluster holds it.
+  const bool stages = CeilDiv(cols, threads) > kMaxHeld && fusion_.reductions.size() + (full.empty() ? 0 : 1) > 1;
+  const int64_t budget = target_.gpu.shared_memory_per_block_optin - kStaticSharedReserve;
+  // A cluster's block takes a slice of whole warps' worth of columns (its loads start aligned).
+  auto slice_of = [&](int64_t n) { return RoundUp(CeilDiv(cols, n), warp_); };
+  int64_t cluster = 1;
+  if (stages && target_.gpu.compute_capability >= kClusterCapability) {
+    const std::vector<int64_t> column_bytes = StagedColumnBytes();
+    auto staged = [&](int64_t slice) {
+      int64_t bytes = 0;
+      for (int64_t b : column_bytes) bytes = RoundUp(bytes, 16) + b * slice;
+      return bytes;
+    };
+    if (staged(cols) > budget) {
+      for (int64_t n = 2; n <= kMaxCluster && cluster == 1; ++n)
+        if (staged(slice_of(n)) <= budget && CeilDiv(slice_of(n), threads) > kMaxHeld && slice_of(n) * (n - 1) < cols)
+          cluster = n;
+    }
+  }
+  const int64_t slice = cluster > 1 ? slice_of(cluster) : cols;  // a block's columns
+  if (const int64_t parts = PartsPerOutput(rows, cols, target_.gpu); parts >= kPhasesGain * threads * cluster)
     return GpuRowsInPhases(full, per_row, row_dims, reduced, parts, module, functions);
   const int64_t rows_per_block = warp_per_row ? kRowsPerWarpBlock : 1;
   kernel->block = threads * rows_per_block;
-  kernel->grid = CeilDiv(rows, rows_per_block);
-  Value lane = tid_, row = bid_;
+  kernel->grid = CeilDiv(rows, rows_per_block) * cluster;
+  kernel->cluster = cluster;
+  // The thread's first column (lane) and, in a cluster, its block's slice [first, end).
+  Value lane = tid_, row = bid_, first, end = IndexConst(cols);
+  if (cluster > 1) {
+    const Value rank = Let(0, "arith.remui " + bid_.name + ", " + IndexConst(cluster).name + " : index", "index");
+    row = Let(0, "arith.divui " + bid_.name + ", " + IndexConst(cluster).name + " : index", "index");
+    first = Let(0, "arith.muli " + rank.name + ", " + IndexConst(slice).name + " : index", "index");
+    lane = Let(0, "arith.addi " + first.name + ", " + tid_.name + " : index", "index");
+    const Value last = Let(0, "arith.addi " + first.name + ", " + IndexConst(slice).name + " : index", "index");
+    end = Let(0, "arith.minui " + last.name + ", " + end.name + " : index", "index");
+  }
   if (warp_per_row) {
     lane = Let(0, "arith.remui " + tid_.name + ", " + IndexConst(warp_).name + " : index", "index");
     const Value warp = Let(0, "arith.divui " + tid_.name + ", " + IndexConst(warp_).name + " : index", "index");
@@ -265,7 +304,7 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
     row_ = Delinearize(row, row_dims);
     // The thread's columns: lane + k * threads. Held: each a value the reductions and
     // stores share (the last one guarded when the row does not fill it).
-    const int64_t per_thread = CeilDiv(cols, threads);
+    const int64_t per_thread = CeilDiv(slice, threads);
     const bool held = per_thread <= kMaxHeld;
     std::vector<Value> columns;
     if (held)
@@ -277,12 +316,17 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
       return index;
     };
     // Not held: the row staged in shared memory when more than one loop reads it (FromStage).
-    if (!held && fusion_.reductions.size() + (full.empty() ? 0 : 1) > 1)
-      stage_budget_ = target_.gpu.shared_memory_per_block_optin - kStaticSharedReserve;
+    if (stages) {
+      stage_budget_ = budget;
+      stage_len_ = slice;
+    }
     auto loop_at = [&](const Value& column, int loop) {
       stage_loop_ = loop;
       const Index index = at(column);
-      if (stage_budget_ > 0) stage_cols_.assign(index.begin() + static_cast<std::ptrdiff_t>(row_.size()), index.end());
+      if (stage_budget_ > 0) {
+        stage_cols_.assign(index.begin() + static_cast<std::ptrdiff_t>(row_.size()), index.end());
+        stage_at_ = cluster > 1 ? Let(column.depth, "arith.subi " + column.name + ", " + first.name + " : index", "index") : column;
+      }
       return index;
     };
     auto in_row = [&](int64_t k) { return (k + 1) * threads > cols; };
@@ -310,14 +354,16 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
           }
         }
       } else {
-        GJ_ASSIGN_OR_RETURN(accs, LoopCarrying(lane, cols, threads, accs, [&](const Value& column, const std::vector<Value>& args)
+        GJ_ASSIGN_OR_RETURN(accs, LoopCarrying(lane, end, threads, accs, [&](const Value& column, const std::vector<Value>& args)
                                                    -> StatusOr<std::vector<Value>> {
           GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], loop_at(column, static_cast<int>(j))));
           return f.step(args, v);
         }));
         stage_cols_.clear();
       }
-      reduced_[r] = RoundedTo(dtype, f.finish(CombineAcross(f, accs, threads)));
+      accs = CombineAcross(f, accs, threads);
+      if (cluster > 1) accs = CombineAcrossCluster(f, accs, cluster);
+      reduced_[r] = RoundedTo(dtype, f.finish(accs));
     }
     // 2. What is stored per row (by the row's first thread), then per element.
     if (!per_row.empty())
@@ -325,7 +371,7 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
                             [&] { return StorePerRow(per_row); }));
     if (full.empty()) return Status::Ok();
     if (!held) {
-      GJ_RETURN_IF_ERROR(Loop(lane, cols, threads, [&](const Value& column) {
+      GJ_RETURN_IF_ERROR(Loop(lane, end, threads, [&](const Value& column) {
         return StoreRoots(full, loop_at(column, static_cast<int>(fusion_.reductions.size())));
       }));
       stage_cols_.clear();
@@ -353,7 +399,7 @@ bool KernelEmitter::Stages(int buffer, const Index& index, int depth) const {
 std::optional<Value> KernelEmitter::FromStage(int buffer, const Index& index, int depth) {
   auto it = stages_.find(buffer);
   if (it == stages_.end() || it->second.loop >= stage_loop_ || !Stages(buffer, index, depth)) return std::nullopt;
-  return Let(DepthOf(stage_cols_), "memref.load " + it->second.name + "[" + Names(stage_cols_) + "] : " + it->second.type,
+  return Let(DepthOf(stage_cols_), "memref.load " + it->second.name + "[" + stage_at_.name + "] : " + it->second.type,
              StorageType(p_.buffers[buffer].dtype));
 }
 
@@ -361,19 +407,14 @@ void KernelEmitter::ToStage(int buffer, const Index& index, const Value& v) {
   if (stages_.count(buffer) || !Stages(buffer, index, v.depth)) return;
   const FusionPlan::Buffer& b = p_.buffers[buffer];
   const int64_t offset = RoundUp(stage_bytes_, 16);
-  int64_t bytes = static_cast<int64_t>(DTypeSize(b.dtype));
-  std::string type = "memref<";
-  for (size_t k = row_.size(); k < index.size(); ++k) {
-    bytes *= b.shape.dim(static_cast<int>(k));
-    type += std::to_string(b.shape.dim(static_cast<int>(k))) + "x";
-  }
+  const int64_t bytes = static_cast<int64_t>(DTypeSize(b.dtype)) * stage_len_;
   if (offset + bytes > stage_budget_) return;
-  type += v.type + ", #gpu.address_space<workgroup>>";
+  const std::string type = "memref<" + std::to_string(stage_len_) + "x" + v.type + ", #gpu.address_space<workgroup>>";
   const std::string shared = "memref<?xi8, #gpu.address_space<workgroup>>";
   if (stages_.empty()) code_[0] += "%dsm = gpu.dynamic_shared_memory : " + shared + "\n";
   const Stage stage{"%stage" + std::to_string(buffer), type, stage_loop_};
   code_[0] += stage.name + " = memref.view %dsm[" + IndexConst(offset).name + "][] : " + shared + " to " + type + "\n";
-  code_[v.depth] += "memref.store " + v.name + ", " + stage.name + "[" + Names(stage_cols_) + "] : " + type + "\n";
+  code_[v.depth] += "memref.store " + v.name + ", " + stage.name + "[" + stage_at_.name + "] : " + type + "\n";
   stages_[buffer] = stage;
   stage_bytes_ = offset + bytes;
 }
@@ -489,6 +530,67 @@ std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Va
     accs[i] = acc;
   }
   return accs;
+}
+
+std::vector<Value> KernelEmitter::CombineAcrossCluster(const Folding& f, std::vector<Value> accs, int64_t cluster) {
+  // Thread 0 of each block writes the block's results to its shared memory; after the
+  // cluster's barrier every thread reads them from each block (mapa: the address of the
+  // same array in the block of a rank) and folds them in rank order.
+  const Value first = Let(0, "arith.cmpi eq, " + tid_.name + ", " + IndexConst(0).name + " : index", "i1");
+  std::vector<std::string> arrays, types;
+  std::string stores;
+  for (const Value& acc : accs) {
+    arrays.push_back("%ws" + std::to_string(workgroup_.size()));
+    // 16 bytes, as CombineAcross's arrays take: LLVM reads those with 16-byte loads while
+    // declaring them 4-byte aligned, so every array keeps the next at a multiple of 16.
+    types.push_back("memref<4x" + acc.type + ", #gpu.address_space<workgroup>>");
+    workgroup_.push_back(arrays.back() + " : " + types.back());
+    stores += "memref.store " + acc.name + ", " + arrays.back() + "[" + IndexConst(0).name + "] : " + types.back() + "\n";
+  }
+  const int at = Innermost();
+  code_[at] += "scf.if " + first.name + " {\n" + stores + "}\nnvvm.cluster.arrive\nnvvm.cluster.wait\n";
+  for (size_t i = 0; i < accs.size(); ++i) {
+    const Value address = Let(at, "memref.extract_aligned_pointer_as_index " + arrays[i] + " : " + types[i] + " -> index", "index");
+    const Value integer = Let(at, "arith.index_cast " + address.name + " : index to i64", "i64");
+    const Value shared = Let(at, "llvm.inttoptr " + integer.name + " : i64 to !llvm.ptr<3>", "!llvm.ptr<3>");
+    const Value generic = Let(at, "llvm.addrspacecast " + shared.name + " : !llvm.ptr<3> to !llvm.ptr", "!llvm.ptr");
+    Value acc;
+    for (int64_t rank = 0; rank < cluster; ++rank) {
+      const Value remote = Let(at, "llvm.call_intrinsic \"llvm.nvvm.mapa\"(" + generic.name + ", " + IntConst(rank, "i32").name +
+                                       ") : (!llvm.ptr, i32) -> !llvm.ptr", "!llvm.ptr");
+      const Value v = Let(at, "llvm.load " + remote.name + " : !llvm.ptr -> " + accs[i].type, accs[i].type);
+      acc = rank == 0 ? v : Combine(f, i, acc, v);
+    }
+    accs[i] = acc;
+  }
+  cluster_wait_at_end_ = true;  // no block may exit (its shared memory gone) before the others read it
+  return accs;
+}
+
+std::vector<int64_t> KernelEmitter::StagedColumnBytes() {
+  std::set<int> buffers, seen;
+  std::vector<TensorId> work = fusion_.roots;
+  for (int r : fusion_.reductions) work.push_back(g_.graph.node(r)->inputs[0]);
+  while (!work.empty()) {
+    const TensorId v = work.back();
+    work.pop_back();
+    if (auto it = p_.buffer_of.find(v); it != p_.buffer_of.end()) {
+      const FusionPlan::Buffer& b = p_.buffers[it->second];
+      if (b.kind != FusionPlan::Buffer::Kind::kTemp || b.fusion < f_) {  // loaded (as Compute does)
+        if (b.shape == fusion_.space) buffers.insert(it->second);
+        continue;
+      }
+    }
+    if (!seen.insert(v.node).second) continue;
+    auto kind = ClassifyNode(g_, v.node);
+    if (!kind.ok() || *kind == NodeKind::kConstant || *kind == NodeKind::kReduction) continue;
+    const Node& n = *g_.graph.node(v.node);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (IsDataInput(n, static_cast<int>(i))) work.push_back(n.inputs[i]);
+  }
+  std::vector<int64_t> bytes;
+  for (int b : buffers) bytes.push_back(static_cast<int64_t>(DTypeSize(p_.buffers[b].dtype)));
+  return bytes;
 }
 
 // --- Column and full reductions.

@@ -136,22 +136,31 @@ std::string KernelEmitter::CloseScope() {
 }
 
 Status KernelEmitter::Loop(const Value& lower, int64_t upper, int64_t step, const std::function<Status(const Value&)>& body) {
+  return Loop(lower, IndexConst(upper), step, body);
+}
+
+Status KernelEmitter::Loop(const Value& lower, const Value& upper, int64_t step, const std::function<Status(const Value&)>& body) {
   const int at = Innermost();
-  const Value upper_value = IndexConst(upper), step_value = IndexConst(step);
+  const Value step_value = IndexConst(step);
   OpenScope();
   const Value iv{Fresh("%x"), Innermost(), "index"};
   Status s = body(iv);
   std::string inner = CloseScope();
   GJ_RETURN_IF_ERROR(s);
-  code_[at] += "scf.for " + iv.name + " = " + lower.name + " to " + upper_value.name + " step " + step_value.name + " {\n" +
+  code_[at] += "scf.for " + iv.name + " = " + lower.name + " to " + upper.name + " step " + step_value.name + " {\n" +
                inner + "}\n";
   return Status::Ok();
 }
 
 StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, int64_t upper, int64_t step,
                                                          const std::vector<Value>& accs, const CarriedBody& body) {
+  return LoopCarrying(lower, IndexConst(upper), step, accs, body);
+}
+
+StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, const Value& upper, int64_t step,
+                                                         const std::vector<Value>& accs, const CarriedBody& body) {
   const int at = Innermost();
-  const Value upper_value = IndexConst(upper), step_value = IndexConst(step);
+  const Value step_value = IndexConst(step);
   OpenScope();
   const Value iv{Fresh("%x"), Innermost(), "index"};
   std::vector<Value> args;
@@ -162,7 +171,7 @@ StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, int
   std::string lhs, inits;
   std::vector<Value> out = Results(at, accs, &lhs);
   for (size_t i = 0; i < accs.size(); ++i) inits += (i ? ", " : "") + args[i].name + " = " + accs[i].name;
-  code_[at] += lhs + " = scf.for " + iv.name + " = " + lower.name + " to " + upper_value.name + " step " +
+  code_[at] += lhs + " = scf.for " + iv.name + " = " + lower.name + " to " + upper.name + " step " +
                step_value.name + " iter_args(" + inits + ") -> (" + Types(accs) + ") {\n" + inner + "scf.yield " +
                Names(*next) + " : " + Types(accs) + "\n}\n";
   return out;

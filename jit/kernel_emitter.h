@@ -84,9 +84,12 @@ class KernelEmitter {
   // A loop over lower, lower + step, ... below upper; the same carrying values (body gives
   // the next from the current: `args`), which returns the last.
   Status Loop(const Value& lower, int64_t upper, int64_t step, const std::function<Status(const Value&)>& body);
+  Status Loop(const Value& lower, const Value& upper, int64_t step, const std::function<Status(const Value&)>& body);
   using CarriedBody = std::function<StatusOr<std::vector<Value>>(const Value& iv, const std::vector<Value>& args)>;
   StatusOr<std::vector<Value>> LoopCarrying(const Value& lower, int64_t upper, int64_t step, const std::vector<Value>& accs,
                                             const CarriedBody& body);
+  StatusOr<std::vector<Value>> LoopCarrying(const Value& lower, const Value& upper, int64_t step,
+                                            const std::vector<Value>& accs, const CarriedBody& body);
   // Folds the values elements(lower), elements(lower + step), ... below upper into `accs`
   // in that order, the loop unrolled `unroll` times: an iteration computes the values of
   // `unroll` steps first (their loads independent, in flight together), then folds them in
@@ -274,6 +277,14 @@ class KernelEmitter {
   // Partial results of `threads` threads (a warp or a block, one row) combined, in a fixed
   // order; every thread gets the result.
   std::vector<Value> CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads);
+  // The results of the `cluster` blocks of a thread-block cluster (each block's in all its
+  // threads) combined in rank order through distributed shared memory; every thread gets
+  // the result. The kernel then ends with the cluster's barrier: a block's shared memory
+  // stays until the others have read it.
+  std::vector<Value> CombineAcrossCluster(const Folding& f, std::vector<Value> accs, int64_t cluster);
+  // The element sizes of the full-shaped buffers the row fusion loads: what a column of
+  // the row takes staged (an estimate from the graph, before the kernel is written).
+  std::vector<int64_t> StagedColumnBytes();
   // Accumulator i's partial results `a` and `b` combined.
   Value Combine(const Folding& f, size_t i, const Value& a, const Value& b);
   // A row too long for a block's registers, read by more than one of its loops: each
@@ -322,10 +333,15 @@ class KernelEmitter {
     std::string name, type;
     int loop = 0;
   };
+  // A stage holds the block's `stage_len_` columns of the row (a cluster's block: its
+  // slice), the loop's column at `stage_at_` of them.
   std::map<int, Stage> stages_;
   int stage_loop_ = 0;
   Index stage_cols_;
+  Value stage_at_;
+  int64_t stage_len_ = 0;
   int64_t stage_bytes_ = 0, stage_budget_ = 0;
+  bool cluster_wait_at_end_ = false;  // GPU: the kernel ends with its cluster's barrier
   std::map<int, std::string> scratch_params_;  // GPU: the scratch areas a function reads or writes -> memref type
   // The row cache: per cached value, its stack array, the loop that stores it and whether
   // it did; loop_ is the row loop being written (reductions, then the stores).

@@ -47,7 +47,9 @@ StatusOr<std::shared_ptr<CudaDevice::Graph>> CudaDevice::Stream::EndCapture(std:
 Status CudaDevice::Stream::Launch(const Graph&) { return NoCuda(); }
 Status CudaDevice::Stream::CopyToDevice(uint64_t, const void*, size_t) { return NoCuda(); }
 Status CudaDevice::Stream::CopyToHost(void*, uint64_t, size_t) { return NoCuda(); }
-Status CudaDevice::Stream::Launch(const Kernel&, const unsigned[3], const unsigned[3], unsigned, std::vector<void*>) { return NoCuda(); }
+Status CudaDevice::Stream::Launch(const Kernel&, const unsigned[3], const unsigned[3], unsigned, std::vector<void*>, unsigned) {
+  return NoCuda();
+}
 StatusOr<int> CudaDevice::Stream::Record() { return NoCuda(); }
 StatusOr<float> CudaDevice::Stream::ElapsedMillis(int, int) { return NoCuda(); }
 void CudaDevice::Stream::ClearPoints() {}
@@ -74,6 +76,7 @@ Status CudaDevice::Stream::Synchronize() { return NoCuda(); }
   X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")                                              \
   X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")                                              \
   X(cuLaunchKernel, "cuLaunchKernel")                                                       \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx")                                                   \
   X(cuEventCreate, "cuEventCreate")                                                         \
   X(cuEventDestroy, "cuEventDestroy_v2")                                                    \
   X(cuEventRecord, "cuEventRecord")                                                         \
@@ -338,12 +341,26 @@ Status CudaDevice::Stream::CopyToHost(void* host, uint64_t device, size_t bytes)
 }
 
 Status CudaDevice::Stream::Launch(const Kernel& kernel, const unsigned grid[3], const unsigned block[3],
-                                  unsigned shared_bytes, std::vector<void*> args) {
+                                  unsigned shared_bytes, std::vector<void*> args, unsigned cluster) {
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
-  return device_->Check(device_->api_->cuLaunchKernel(static_cast<CUfunction>(kernel.function), grid[0], grid[1],
-                                                      grid[2], block[0], block[1], block[2], shared_bytes,
-                                                      static_cast<CUstream>(stream_), args.data(), nullptr),
-                        ("cuLaunchKernel of " + kernel.name).c_str());
+  if (cluster <= 1)
+    return device_->Check(device_->api_->cuLaunchKernel(static_cast<CUfunction>(kernel.function), grid[0], grid[1],
+                                                        grid[2], block[0], block[1], block[2], shared_bytes,
+                                                        static_cast<CUstream>(stream_), args.data(), nullptr),
+                          ("cuLaunchKernel of " + kernel.name).c_str());
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = cluster;
+  attribute.value.clusterDim.y = attribute.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid[0], config.gridDimY = grid[1], config.gridDimZ = grid[2];
+  config.blockDimX = block[0], config.blockDimY = block[1], config.blockDimZ = block[2];
+  config.sharedMemBytes = shared_bytes;
+  config.hStream = static_cast<CUstream>(stream_);
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return device_->Check(device_->api_->cuLaunchKernelEx(&config, static_cast<CUfunction>(kernel.function), args.data(), nullptr),
+                        ("cuLaunchKernelEx of " + kernel.name + " in clusters of " + std::to_string(cluster)).c_str());
 }
 
 StatusOr<int> CudaDevice::Stream::Record() {

@@ -131,9 +131,10 @@ class CudaDevice {
     Status CopyToDevice(uint64_t device, const void* host, size_t bytes);
     // Copies and waits for the stream.
     Status CopyToHost(void* host, uint64_t device, size_t bytes);
-    // `args` point at the arguments' values, in the kernel's parameter order.
+    // `args` point at the arguments' values, in the kernel's parameter order. A `cluster`
+    // above 1: thread-block clusters of that many blocks along x (sm_90 and later).
     Status Launch(const Kernel& kernel, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
-                  std::vector<void*> args);
+                  std::vector<void*> args, unsigned cluster = 1);
     // Records a point on the stream; milliseconds between two points once both are done.
     StatusOr<int> Record();
     StatusOr<float> ElapsedMillis(int from, int to);

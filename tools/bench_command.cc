@@ -167,7 +167,8 @@ void PrintGpuTable(DeviceKind device, const GpuModelDevice& gpu_model, const std
                     {"d2h_bytes", c.copies.d2h_bytes}, {"d2h_copies", c.copies.d2h_copies}};
   }
   // Each kernel of the compiled configurations: what it moved, its prediction, and on a GPU
-  // its measured time and the bandwidth it achieved against the DRAM's peak.
+  // its measured time and the bandwidth it achieved against the DRAM's peak. A kernel run
+  // in thread-block clusters shows their blocks after its launch ("8 x 1024/2").
   std::printf("\n%-5s %-44s %14s %10s %14s %12s %10s %10s\n", "jit", "kernel", "grid x block", "MB moved", "predicted us",
               "measured us", "GB/s", "of peak");
   for (const Config& c : configs) {
@@ -178,9 +179,10 @@ void PrintGpuTable(DeviceKind device, const GpuModelDevice& gpu_model, const std
       const int64_t moved = work.moved_bytes;
       const double predicted = PredictKernel(gpu_model, work).us;
       char launch[32], measured[32] = "-", gbs[32] = "-", share[32] = "-";
-      std::snprintf(launch, sizeof launch, "%lld x %lld", static_cast<long long>(p.grid), static_cast<long long>(p.block));
-      nlohmann::json k = {{"name", p.name}, {"grid", p.grid}, {"block", p.block}, {"moved_bytes", moved},
-                          {"predicted_us", predicted}};
+      std::snprintf(launch, sizeof launch, p.cluster > 1 ? "%lld x %lld/%lld" : "%lld x %lld", static_cast<long long>(p.grid),
+                    static_cast<long long>(p.block), static_cast<long long>(p.cluster));
+      nlohmann::json k = {{"name", p.name}, {"grid", p.grid}, {"block", p.block}, {"cluster", p.cluster},
+                          {"moved_bytes", moved}, {"predicted_us", predicted}};
       if (!emulated && p.measured_us > 0) {
         const double bandwidth = moved / (p.measured_us * 1e-6);
         std::snprintf(measured, sizeof measured, "%.1f", p.measured_us);

@@ -106,6 +106,9 @@ def gpu_graphs():
         ("bias_relu_tanh_8192", [rows, rows], bias_relu_tanh(rows), "tanh(relu(x + b)), 8192 x 8192"),
         ("dense_softmax", [rows, 1024], dense_softmax(1024, 1024), "softmax(relu(x @ W + b)), W 1024x1024"),
         ("column_sum_of_squares", [rows, cols], column_sum_of_squares, "sum over the rows of x^2 (%d outputs)" % cols),
+        # Rows longer than a block's shared memory (1 MB each): a thread-block cluster per row.
+        ("softmax_long_rows", [128, 262144], softmax_decomposed,
+         "softmax over rows of 262144 from Max, Sub, Exp, Sum, RealDiv"),
     ]
 
 

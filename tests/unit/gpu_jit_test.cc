@@ -111,14 +111,19 @@ tensorflow::GraphDef Softmax(int64_t cols) {
 
 // Rows of 5 (a warp per row, 4 rows per block, the last block short), 256, 1000 (a block per
 // row, the last column guarded), 1024 (8 per thread, held), 10000 (looped over), 150000 (too
-// long for a block: each reduction in two phases, then the stores).
+// long for a block's shared memory: on sm_90 a cluster of blocks per row, elsewhere each
+// reduction in two phases, then the stores), 600000 (too long for a cluster: in phases).
 TEST_F(GpuJit, RowSchedulesMatchTheReference) {
+  auto driver = CudaDriver::Open(CudaDriverLibrary(testing::TestGpu(), "").value());
+  ASSERT_TRUE(driver.ok()) << driver.status().message();
+  const bool clusters = (*driver)->device().compute_capability_major >= 9;
   struct Case {
     int64_t rows, cols, launches;
   };
   // Two clusters (nothing connects the mean to the softmax), one kernel each; or in phases:
   // max, sum and the mean two kernels each, then the softmax's stores.
-  for (const Case& c : std::vector<Case>{{7, 5, 2}, {9, 256, 2}, {3, 1000, 2}, {5, 1024, 2}, {2, 10000, 2}, {2, 150000, 7}}) {
+  for (const Case& c : std::vector<Case>{{7, 5, 2}, {9, 256, 2}, {3, 1000, 2}, {5, 1024, 2}, {2, 10000, 2},
+                                         {2, 150000, clusters ? 3 : 7}, {1, 600000, 7}}) {
     SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols));
     const Runs r = RunBoth(Softmax(c.cols), {{"x", Random(Shape({c.rows, c.cols}), static_cast<uint32_t>(c.cols))}},
                            {"softmax", "mean", "max"});
@@ -134,15 +139,21 @@ TEST_F(GpuJit, RowSchedulesMatchTheReference) {
 // Rows too long for a block's registers (more than 8 elements for each of 1024 threads) are
 // read from memory once: the softmax's first loop (the max) stages each thread's columns in
 // dynamic shared memory, the later ones (the sum, the stores) read them there. Above 48 KB
-// the kernel opts in; a row beyond what a block may have (227 KB on an H100, 163 KB on an
-// A100, less 4 KB kept for the kernel's own arrays) is read by each loop, as before.
+// the kernel opts in. A row beyond what a block may have (227 KB on an H100, 163 KB on an
+// A100, less 4 KB kept for the kernel's own arrays) is split among the blocks of a
+// thread-block cluster on an sm_90 GPU (up to 8, each staging a slice; their maxima and
+// sums combined through distributed shared memory); on an A100 it is read by each loop.
 TEST_F(GpuJit, LongRowsAreReadFromMemoryOnce) {
   auto driver = CudaDriver::Open(CudaDriverLibrary(testing::TestGpu(), "").value());
   ASSERT_TRUE(driver.ok()) << driver.status().message();
   const int64_t shared = (*driver)->device().shared_memory_per_block_optin - 4096;
-  for (const int64_t cols : {10000, 16384, 50000, 70000}) {
+  const bool clusters = (*driver)->device().compute_capability_major >= 9;
+  for (const int64_t cols : {10000, 16384, 50000, 70000, 100000, 262144}) {
     SCOPED_TRACE(cols);
     const int64_t rows = 3, bytes = rows * cols * 4;
+    int64_t cluster = 0;  // blocks per row holding it: 0 where none do
+    for (int64_t n = 1; n <= (clusters ? 8 : 1) && cluster == 0; ++n)
+      if ((cols + n - 1) / n * 4 <= shared) cluster = n;
     const Tensor x = Random(Shape({rows, cols}), static_cast<uint32_t>(cols));
     SessionOptions options = OnGpu(JitLevel::kOn2);
     options.gpu_profile = true;
@@ -153,54 +164,71 @@ TEST_F(GpuJit, LongRowsAreReadFromMemoryOnce) {
     cpu.jit_level = JitLevel::kOff;
     const std::vector<Tensor> want = testing::RunOrDie(*testing::MakeSession(Softmax(cols), cpu), {{"x", x}}, {"softmax"});
     ExpectClose(gpu[0], want[0], 2e-6 + 3e-8 * std::sqrt(static_cast<double>(cols)), "softmax", 1e-9);
+    if (cols == 262144) {  // launched from a launch graph too (captured, then replayed): the same bits
+      SessionOptions graphs = OnGpu(JitLevel::kOn2);
+      graphs.gpu_graphs = true;
+      auto session = testing::MakeSession(Softmax(cols), graphs);
+      for (int run = 0; run < 2; ++run)
+        ExpectClose(testing::RunOrDie(*session, {{"x", x}}, {"softmax"})[0], gpu[0], 0, "softmax from a graph", 0);
+    }
+    if (cols > 70000 && !clusters) continue;  // an A100: rows too few for a block each (two phases)
     ASSERT_EQ(profiles.size(), 1u);
     const GpuKernelProfile& p = profiles[0];
-    EXPECT_EQ(p.grid, rows);
+    EXPECT_EQ(p.grid, rows * std::max<int64_t>(cluster, 1));
     EXPECT_EQ(p.block, 1024);
     if (!p.counted) continue;  // a GPU: what it read is not counted
-    const bool staged = cols * 4 <= shared;
     // Loaded (once, or by the max, the sum and the stores) and stored once.
-    EXPECT_EQ(p.requested_bytes, (staged ? 1 : 3) * bytes + bytes);
-    EXPECT_EQ(p.shared_bytes >= cols * 4, staged) << p.shared_bytes;
+    EXPECT_EQ(p.requested_bytes, (cluster ? 1 : 3) * bytes + bytes);
+    EXPECT_EQ(p.shared_bytes >= (cols + std::max<int64_t>(cluster, 1) - 1) / std::max<int64_t>(cluster, 1) * 4, cluster > 0)
+        << p.shared_bytes;
   }
 }
 
-// A row over two axes (8 x 2048) of a float16 input, normalized (mean, variance, stores):
-// the row is staged as float16 in a two-dimensional array of shared memory (32 KB), and
-// read from memory once.
+// A row over two axes of a float16 input, normalized (mean, variance, stores): 8 x 2048 is
+// staged as float16 in one block's shared memory (32 KB), 8 x 40000 (625 KB) across a
+// cluster of three blocks on sm_90; either is read from memory once.
 TEST_F(GpuJit, LongRowsOfHalvesOverTwoAxesAreStagedToo) {
-  const int64_t rows = 3, cols = 8 * 2048;
-  GraphBuilder b;
-  b.Placeholder("x", DType::kHalf, {-1, 8, 2048});
-  b.Const("axes", testing::MakeInt32({2}, {1, 2}));
-  auto* cast = b.Op("xf", "Cast", {"x"}, DType::kInvalid);
-  testing::SetAttrType(cast, "SrcT", DType::kHalf);
-  testing::SetAttrType(cast, "DstT", DType::kFloat);
-  for (const auto& [name, input] : std::vector<std::pair<std::string, std::string>>{{"mean", "xf"}, {"var", "sqdiff"}}) {
-    if (name == "var") b.Op("sqdiff", "SquaredDifference", {"xf", "mean"});
-    auto* mean = b.Op(name, "Mean", {input, "axes"});
-    testing::SetAttrType(mean, "Tidx", DType::kInt32);
-    testing::SetAttrBool(mean, "keep_dims", true);
+  auto driver = CudaDriver::Open(CudaDriverLibrary(testing::TestGpu(), "").value());
+  ASSERT_TRUE(driver.ok()) << driver.status().message();
+  const bool clusters = (*driver)->device().compute_capability_major >= 9;
+  for (const int64_t inner : {2048, 40000}) {
+    SCOPED_TRACE(inner);
+    const int64_t rows = 3, cols = 8 * inner;
+    GraphBuilder b;
+    b.Placeholder("x", DType::kHalf, {-1, 8, -1});
+    b.Const("axes", testing::MakeInt32({2}, {1, 2}));
+    auto* cast = b.Op("xf", "Cast", {"x"}, DType::kInvalid);
+    testing::SetAttrType(cast, "SrcT", DType::kHalf);
+    testing::SetAttrType(cast, "DstT", DType::kFloat);
+    for (const auto& [name, input] : std::vector<std::pair<std::string, std::string>>{{"mean", "xf"}, {"var", "sqdiff"}}) {
+      if (name == "var") b.Op("sqdiff", "SquaredDifference", {"xf", "mean"});
+      auto* mean = b.Op(name, "Mean", {input, "axes"});
+      testing::SetAttrType(mean, "Tidx", DType::kInt32);
+      testing::SetAttrBool(mean, "keep_dims", true);
+    }
+    b.Op("centered", "Sub", {"xf", "mean"});
+    b.Op("y", "Mul", {"centered", "var"});
+    const Tensor xf = Random(Shape{rows, 8, inner}, 11);
+    std::vector<double> values(xf.num_elements());
+    for (size_t i = 0; i < values.size(); ++i) values[i] = xf.data<float>()[i];
+    const Tensor x = testing::MakeTensor(DType::kHalf, Shape{rows, 8, inner}, values);
+    SessionOptions options = OnGpu(JitLevel::kOn2);
+    options.gpu_profile = true;
+    (void)TakeGpuProfiles();
+    const std::vector<Tensor> gpu = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), {{"x", x}}, {"y"});
+    const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
+    SessionOptions cpu;
+    cpu.jit_level = JitLevel::kOff;
+    const std::vector<Tensor> want = testing::RunOrDie(*testing::MakeSession(b.graph_def(), cpu), {{"x", x}}, {"y"});
+    ExpectClose(gpu[0], want[0], 1e-5, "y", 1e-4);
+    const int64_t cluster = inner == 2048 ? 1 : 3;
+    if (cluster > 1 && !clusters) continue;  // an A100: read by each loop
+    ASSERT_EQ(profiles.size(), 1u);
+    EXPECT_EQ(profiles[0].grid, rows * cluster);
+    if (!profiles[0].counted) continue;  // a GPU: what it read is not counted
+    EXPECT_GE(profiles[0].shared_bytes, cols / cluster * 2);
+    EXPECT_EQ(profiles[0].requested_bytes, rows * cols * (2 + 4));  // read once (float16), stored once (float32)
   }
-  b.Op("centered", "Sub", {"xf", "mean"});
-  b.Op("y", "Mul", {"centered", "var"});
-  const Tensor xf = Random(Shape{rows, 8, 2048}, 11);
-  std::vector<double> values(xf.num_elements());
-  for (size_t i = 0; i < values.size(); ++i) values[i] = xf.data<float>()[i];
-  const Tensor x = testing::MakeTensor(DType::kHalf, Shape{rows, 8, 2048}, values);
-  SessionOptions options = OnGpu(JitLevel::kOn2);
-  options.gpu_profile = true;
-  (void)TakeGpuProfiles();
-  const std::vector<Tensor> gpu = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), {{"x", x}}, {"y"});
-  const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
-  SessionOptions cpu;
-  cpu.jit_level = JitLevel::kOff;
-  const std::vector<Tensor> want = testing::RunOrDie(*testing::MakeSession(b.graph_def(), cpu), {{"x", x}}, {"y"});
-  ExpectClose(gpu[0], want[0], 1e-5, "y", 1e-4);
-  ASSERT_EQ(profiles.size(), 1u);
-  if (!profiles[0].counted) return;  // a GPU: what it read is not counted
-  EXPECT_GE(profiles[0].shared_bytes, cols * 2);
-  EXPECT_EQ(profiles[0].requested_bytes, rows * cols * (2 + 4));  // read once (float16), stored once (float32)
 }
 
 // The unfused baseline: the same clusters, each op a kernel of its own (max, sub, exp, sum,
