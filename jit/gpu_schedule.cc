@@ -354,11 +354,14 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
           }
         }
       } else {
-        GJ_ASSIGN_OR_RETURN(accs, LoopCarrying(lane, end, threads, accs, [&](const Value& column, const std::vector<Value>& args)
-                                                   -> StatusOr<std::vector<Value>> {
-          GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], loop_at(column, static_cast<int>(j))));
-          return f.step(args, v);
-        }));
+        // kUnroll of the thread's columns at a time, their loads in flight together.
+        GJ_ASSIGN_OR_RETURN(accs, LoopFolding(
+                                      lane, end, threads, kUnroll, accs,
+                                      [&](const Value& column) -> StatusOr<std::vector<Value>> {
+                                        GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], loop_at(column, static_cast<int>(j))));
+                                        return std::vector<Value>{v};
+                                      },
+                                      [&](const std::vector<Value>& args, const std::vector<Value>& v) { return f.step(args, v[0]); }));
         stage_cols_.clear();
       }
       accs = CombineAcross(f, accs, threads);
@@ -404,7 +407,13 @@ std::optional<Value> KernelEmitter::FromStage(int buffer, const Index& index, in
 }
 
 void KernelEmitter::ToStage(int buffer, const Index& index, const Value& v) {
-  if (stages_.count(buffer) || !Stages(buffer, index, v.depth)) return;
+  if (!Stages(buffer, index, v.depth)) return;
+  if (auto it = stages_.find(buffer); it != stages_.end()) {
+    // The loop that stages the buffer loads it again at another column (an unrolled step).
+    if (it->second.loop == stage_loop_)
+      code_[v.depth] += "memref.store " + v.name + ", " + it->second.name + "[" + stage_at_.name + "] : " + it->second.type + "\n";
+    return;
+  }
   const FusionPlan::Buffer& b = p_.buffers[buffer];
   const int64_t offset = RoundUp(stage_bytes_, 16);
   const int64_t bytes = static_cast<int64_t>(DTypeSize(b.dtype)) * stage_len_;

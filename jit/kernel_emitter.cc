@@ -180,12 +180,30 @@ StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, con
 StatusOr<std::vector<Value>> KernelEmitter::LoopFolding(const Value& lower, int64_t upper, int64_t step, int64_t unroll,
                                                         const std::vector<Value>& accs, const Elements& elements,
                                                         const FoldValues& fold) {
+  const int64_t group_upper = upper - (unroll - 1) * step;  // a group starting below it is whole
+  if (unroll <= 1 || group_upper <= 0) return FoldGroups(lower, IndexConst(upper), std::nullopt, step, 1, accs, elements, fold);
+  return FoldGroups(lower, IndexConst(upper), IndexConst(group_upper), step, unroll, accs, elements, fold);
+}
+
+StatusOr<std::vector<Value>> KernelEmitter::LoopFolding(const Value& lower, const Value& upper, int64_t step, int64_t unroll,
+                                                        const std::vector<Value>& accs, const Elements& elements,
+                                                        const FoldValues& fold) {
+  if (unroll <= 1) return FoldGroups(lower, upper, std::nullopt, step, 1, accs, elements, fold);
+  // Signed, as scf.for compares: below the lower bound where the range holds no whole group.
+  const Value group_upper =
+      Let(Innermost(), "arith.subi " + upper.name + ", " + IndexConst((unroll - 1) * step).name + " : index", "index");
+  return FoldGroups(lower, upper, group_upper, step, unroll, accs, elements, fold);
+}
+
+StatusOr<std::vector<Value>> KernelEmitter::FoldGroups(const Value& lower, const Value& upper,
+                                                       const std::optional<Value>& group_upper, int64_t step, int64_t unroll,
+                                                       const std::vector<Value>& accs, const Elements& elements,
+                                                       const FoldValues& fold) {
   auto one = [&](const Value& iv, const std::vector<Value>& args) -> StatusOr<std::vector<Value>> {
     GJ_ASSIGN_OR_RETURN(std::vector<Value> values, elements(iv));
     return fold(args, values);
   };
-  const int64_t group_upper = upper - (unroll - 1) * step;  // a group starting below it is whole
-  if (unroll <= 1 || group_upper <= 0) return LoopCarrying(lower, upper, step, accs, one);
+  if (!group_upper) return LoopCarrying(lower, upper, step, accs, one);
   // The groups, carrying the accumulators and the index after the group.
   const int at = Innermost();
   OpenScope();
@@ -211,7 +229,7 @@ StatusOr<std::vector<Value>> KernelEmitter::LoopFolding(const Value& lower, int6
   std::vector<Value> out = Results(at, carried, &lhs);
   for (size_t i = 0; i < carried.size(); ++i)
     inits += (i ? ", " : "") + (i < args.size() ? args[i].name : after_arg.name) + " = " + carried[i].name;
-  code_[at] += lhs + " = scf.for " + iv.name + " = " + lower.name + " to " + IndexConst(group_upper).name + " step " +
+  code_[at] += lhs + " = scf.for " + iv.name + " = " + lower.name + " to " + group_upper->name + " step " +
                IndexConst(unroll * step).name + " iter_args(" + inits + ") -> (" + Types(carried) + ") {\n" + inner +
                "scf.yield " + Names(next) + " : " + Types(carried) + "\n}\n";
   // The rest, one step at a time.

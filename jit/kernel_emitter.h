@@ -99,6 +99,12 @@ class KernelEmitter {
   using FoldValues = std::function<std::vector<Value>(const std::vector<Value>& accs, const std::vector<Value>& values)>;
   StatusOr<std::vector<Value>> LoopFolding(const Value& lower, int64_t upper, int64_t step, int64_t unroll,
                                            const std::vector<Value>& accs, const Elements& elements, const FoldValues& fold);
+  StatusOr<std::vector<Value>> LoopFolding(const Value& lower, const Value& upper, int64_t step, int64_t unroll,
+                                           const std::vector<Value>& accs, const Elements& elements, const FoldValues& fold);
+  // LoopFolding's loops: the groups below `group_upper` (none: no groups), then the rest.
+  StatusOr<std::vector<Value>> FoldGroups(const Value& lower, const Value& upper, const std::optional<Value>& group_upper,
+                                          int64_t step, int64_t unroll, const std::vector<Value>& accs,
+                                          const Elements& elements, const FoldValues& fold);
   // The results of a region op written in scope `at`, of `like`'s types, and its left-hand
   // side ("%vN" or "%vN:k").
   std::vector<Value> Results(int at, const std::vector<Value>& like, std::string* lhs);
