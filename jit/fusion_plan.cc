@@ -24,6 +24,8 @@ namespace {
 
 bool IsReduction(const std::string& op) { return TraitsOf(op).pattern == OpPattern::kReduction; }
 
+// Identity and StopGradient: the operand as it is (elemental, computed inline).
+bool IsPassThrough(const Node& n) { return n.op == "Identity" || n.op == "StopGradient"; }
 // Reshape, ExpandDims, Squeeze: a view of the input, or a size-1 reshape (computed inline).
 // (Identity and StopGradient, views too, are elemental: the operand as it is.)
 bool IsReshape(const Node& n) { return TraitsOf(n.op).pattern == OpPattern::kView && !IsElementalOp(n.op); }
@@ -105,8 +107,18 @@ class Planner {
         AddRoot(f, {id, 0});
       }
     }
-    // 3. The outputs are stored (or are inputs, constants or views of them).
+    // 3. The outputs are stored (or are inputs, constants or views of them). An output that
+    // passes on a value with a buffer of its own (tf.identity of a reduction or a GEMM)
+    // views that buffer rather than being copied by a kernel.
     for (const TensorId& t : outputs) {
+      if (const Node& n = *g_.graph.node(t.node); fuse_ && !p_.buffer_of.count(t) && IsPassThrough(n)) {
+        const TensorId in = n.inputs[0];
+        const NodeKind from = kind_[in.node];
+        if (p_.buffer_of.count(in) || from == NodeKind::kReduction || from == NodeKind::kLibrary) {
+          GJ_RETURN_IF_ERROR(MakeRoot(in));
+          AddBuffer({FusionPlan::Buffer::Kind::kView, t, StaticShape(g_, t), StaticDType(g_, t), p_.buffer_of.at(in)});
+        }
+      }
       GJ_RETURN_IF_ERROR(MakeRoot(t));
       p_.outputs.push_back(p_.buffer_of.at(t));
     }

@@ -12,6 +12,10 @@
 #     DRAM bandwidth against the device's peak, next to the performance model's prediction
 #  6. ncu's DRAM throughput of each fused kernel of the bench graphs and the GPU-sized ones
 #     (hardware with ncu only)
+#  7. the peers on the GPU-sized graphs (hardware, with JAX or PyTorch for CUDA in python3):
+#     graphjit's kernels against JAX's (XLA:GPU) jitted call, torch.compile's and PyTorch
+#     eager's, device-resident, all in float32 (graphjit with --gpu_tf32=off), each peer's
+#     output checked against graphjit's
 # It writes OUT/summary.md (and each step's log beside it) and exits non-zero on any
 # mismatch, test failure or sanitizer error. With --device gpu-emu (the CUDA emulator, as in
 # CI) it skips what needs hardware and says so.
@@ -210,6 +214,47 @@ if hardware && command -v ncu > /dev/null; then
   step ncu ncu_all
 else
   skip ncu "needs a GPU and ncu"
+fi
+
+# 7. The peers on the GPU-sized graphs, device-resident, in float32.
+peers_have() { python3 -c "import $1" > /dev/null 2>&1; }
+if hardware && [ -d "$root/bench/peers" ] && (peers_have jax || peers_have torch); then
+  peers_all() {
+    local graph name dir peer status=0
+    for graph in "$root"/bench/graphs/gpu/*.pb; do
+      name=$(basename "$graph" .pb)
+      dir=$out/peers/$name
+      mkdir -p "$dir"
+      echo "== $name"
+      # The input (seeded), the graph's constants and graphjit's output, for the peers.
+      python3 -c "import json, sys, numpy as np
+shape = json.load(open(sys.argv[1]))[sys.argv[2]]['shape']
+np.save(sys.argv[3], np.random.default_rng(1).standard_normal(shape).astype(np.float32))" \
+        "$root/bench/graphs/gpu/manifest.json" "$name" "$dir/x.npy" || { status=1; continue; }
+      local consts=()
+      mapfile -t consts < <(python3 -c "import json, sys
+for n in json.load(open(sys.argv[1]))['nodes']:
+    if n['op'] == 'Const': print('--fetch'); print(n['name'])" "$root/bench/graphs/gpu/$name.json")
+      cp "$root/bench/graphs/gpu/$name.json" "$dir/graph.json"
+      "$graphjit" run "$graph" --no-optimize --jit off --feed "x=$dir/x.npy" "${consts[@]}" --out "$dir/graph.consts" \
+        > /dev/null || { status=1; continue; }
+      GRAPHJIT_FLAGS=--gpu_tf32=off "$graphjit" run "$graph" --device gpu --jit on --feed "x=$dir/x.npy" --fetch y \
+        --out "$dir" > /dev/null || { status=1; continue; }
+      GRAPHJIT_FLAGS=--gpu_tf32=off "$graphjit" bench "$graph" --device gpu --jit on --iters 20 \
+        --json "$dir/graphjit.json" > /dev/null || status=1
+      for peer in jax torch; do
+        peers_have "$peer" || continue
+        python3 "$root/bench/peers/${peer}_gpu.py" "$dir/graph" --feed "x=$dir/x.npy" --fetch y --precision highest \
+          --expect "$dir/y.npy" --iters 100 > "$dir/$peer.json" || status=1
+        cat "$dir/$peer.json"
+      done
+    done
+    return $status
+  }
+  step peers peers_all
+  python3 "$root/bench/peers/peer_table.py" "$out/peers" >> "$summary"
+else
+  skip peers "needs a GPU and python3 with JAX or PyTorch for CUDA"
 fi
 
 echo "- total: $(( $(date +%s) - start )) s; $( ((failed)) && echo FAILED || echo all passed)" >> "$summary"

@@ -19,7 +19,9 @@ float32 inputs (128 MiB), larger than an H100's or H200's L2 cache (50-60 MB), s
 fused kernel's DRAM bandwidth can be measured on them; the tanh(relu(x + b)) of
 8192 x 8192 and the dense + softmax of an 8192 x 1024 x 1024 GEMM are the sizes measured
 on an H200 before. They are for a GPU (scripts/gpu_check.sh --device gpu); the CPU and
-the CUDA emulator's checks run the graphs of bench/graphs only.
+the CUDA emulator's checks run the graphs of bench/graphs only. Each also comes as
+<name>.json, the graph as bench/peers' JAX and PyTorch runners take it (a GPU machine
+has no TensorFlow; their constants are fetched by graphjit there).
 """
 
 import json
@@ -37,6 +39,8 @@ except ImportError as e:  # pragma: no cover
     sys.exit(2)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "peers"))
+import peers  # noqa: E402  (graph_json: the graphs for the JAX and PyTorch runners)
 ELEMENTS = 1 << 20  # every [N x D] input holds 2^20 floats (4 MiB)
 
 
@@ -128,7 +132,7 @@ def graphs():
     return g
 
 
-def write(folder, graphs):
+def write(folder, graphs, peer_json=False):
     os.makedirs(folder, exist_ok=True)
     manifest = {}
     for name, shape, fn, what in graphs:
@@ -137,6 +141,9 @@ def write(folder, graphs):
         gd = f.get_concrete_function().graph.as_graph_def()
         with open(os.path.join(folder, name + ".pb"), "wb") as out:
             out.write(gd.SerializeToString(deterministic=True))
+        if peer_json:
+            with open(os.path.join(folder, name + ".json"), "w") as out:
+                json.dump(peers.graph_json(gd)[0], out, sort_keys=True)
         manifest[name] = {"input": "x", "shape": shape, "output": "y", "work": what}
         print("%-24s %-14s %3d nodes" % (name, shape, len(gd.node)))
     manifest["_generator"] = "bench/graphs/make_bench_graphs.py (tensorflow %s)" % tf.__version__
@@ -151,7 +158,7 @@ def main():
     if "cpu" in which:
         write(HERE, graphs())
     if "gpu" in which:
-        write(os.path.join(HERE, "gpu"), gpu_graphs())
+        write(os.path.join(HERE, "gpu"), gpu_graphs(), peer_json=True)
 
 
 if __name__ == "__main__":

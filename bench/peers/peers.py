@@ -112,11 +112,9 @@ def mnist_train_step(tf, feeds, jit_compile):
     return step, [x, y]
 
 
-def export_for_jax(work, path):
-    """The GraphDef as JSON (+ its constants as .npz), for the JAX worker."""
+def graph_json(gd):
+    """A GraphDef as the JSON graph_to_jax and graph_to_torch take, and its constants."""
     import tensorflow as tf
-    gd = tf.compat.v1.GraphDef()
-    gd.ParseFromString(open(work["model"], "rb").read())
     nodes, consts = [], {}
     for n in gd.node:
         attrs = {}
@@ -134,7 +132,16 @@ def export_for_jax(work, path):
             consts[n.name] = tf.make_ndarray(n.attr["value"].tensor)
         nodes.append({"name": n.name, "op": n.op, "attrs": attrs,
                       "inputs": [i for i in n.input if not i.startswith("^")]})
-    json.dump({"nodes": nodes}, open(path + ".json", "w"))
+    return {"nodes": nodes}, consts
+
+
+def export_for_jax(work, path):
+    """The GraphDef as JSON (+ its constants as .npz), for the JAX worker."""
+    import tensorflow as tf
+    gd = tf.compat.v1.GraphDef()
+    gd.ParseFromString(open(work["model"], "rb").read())
+    graph, consts = graph_json(gd)
+    json.dump(graph, open(path + ".json", "w"))
     np.savez(path + ".npz", **consts)
 
 
