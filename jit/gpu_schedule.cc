@@ -43,6 +43,8 @@ constexpr int64_t kManyOutputs = 1024;
 constexpr int64_t kMinPerPart = 32;
 constexpr int64_t kUnroll = 4;
 constexpr int64_t kPhasesGain = 4;
+// A column reduction's first phase: a block of this many warps, each a part of the rows.
+constexpr int64_t kTileParts = 8;
 // A row thread keeps up to this many of its elements in registers.
 constexpr int64_t kMaxHeld = 8;
 constexpr int64_t kRowsPerWarpBlock = 4;
@@ -671,15 +673,18 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
                                         const std::function<Status(const Value&, const Value&)>& store,
                                         EmittedModule* module, std::string* functions) {
   const std::string type = ElementType(g_.info(n.id).dtypes[0]);
-  // 1. Many outputs: unit u = part * outputs + output, neighbouring threads read
-  // neighbouring outputs, and each thread's partial result is kept. Few (and parts for whole
-  // blocks): u = output * parts + part, parts a multiple of the block, neighbouring threads
-  // read neighbouring elements of one output, and each block combines its threads' results
-  // into one: few partial results for the second phase, however many threads the first had.
+  // 1. Many outputs: a block is a tile of a warp's width of outputs over `tile_parts` parts
+  // (its warps); neighbouring threads read neighbouring outputs, and the block combines its
+  // warps' partial results per output, in order, into one: partial result `group` of output
+  // o at group * outputs + o. Few (and parts for whole blocks): u = output * parts + part,
+  // parts a multiple of the block, neighbouring threads read neighbouring elements of one
+  // output, and each block combines its threads' results into one. Either way the second
+  // phase has few partial results to read, however many threads the first had.
   const bool by_block = outputs < kManyOutputs && parts >= kBlock;
-  if (by_block) parts = parts / kBlock * kBlock;
+  const int64_t tile_parts = by_block ? 0 : parts >= kTileParts ? kTileParts : kTileParts / 2;
+  parts = by_block ? parts / kBlock * kBlock : parts / tile_parts * tile_parts;
   const int64_t units = parts * outputs;
-  const int64_t kept = by_block ? parts / kBlock : parts;  // partial results per output
+  const int64_t kept = by_block ? parts / kBlock : parts / tile_parts;  // partial results per output
   std::vector<int> areas;  // per accumulator: the partial results (f32 or i32)
   {
     StartGpuFunction();
@@ -697,12 +702,51 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
           [&](const std::vector<Value>& args, const std::vector<Value>& v) { return f.step(args, v[0]); });
     };
     if (!by_block) {
-      GJ_RETURN_IF_ERROR(GridStride(units, kBlock, &kernel, [&](const Value& u) -> Status {
-        const Value output = Let(u.depth, "arith.remui " + u.name + ", " + IndexConst(outputs).name + " : index", "index");
-        const Value part = Let(u.depth, "arith.divui " + u.name + ", " + IndexConst(outputs).name + " : index", "index");
-        GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, fold(output, part));
-        for (size_t i = 0; i < accs.size(); ++i)
-          code_[Innermost()] += "memref.store " + accs[i].name + ", " + ScratchAccess(areas[i], units, accs[i].type, u) + "\n";
+      const int64_t tiles = CeilDiv(outputs, warp_);
+      kernel.block = warp_ * tile_parts;
+      kernel.grid = tiles * (parts / tile_parts);
+      const Value tile = Let(0, "arith.remui " + bid_.name + ", " + IndexConst(tiles).name + " : index", "index");
+      const Value group = Let(0, "arith.divui " + bid_.name + ", " + IndexConst(tiles).name + " : index", "index");
+      const Value lane = Let(0, "arith.remui " + tid_.name + ", " + IndexConst(warp_).name + " : index", "index");
+      const Value warp = Let(0, "arith.divui " + tid_.name + ", " + IndexConst(warp_).name + " : index", "index");
+      const Value first = Let(0, "arith.muli " + tile.name + ", " + IndexConst(warp_).name + " : index", "index");
+      const Value output = Let(0, "arith.addi " + first.name + ", " + lane.name + " : index", "index");
+      const Value first_part = Let(0, "arith.muli " + group.name + ", " + IndexConst(tile_parts).name + " : index", "index");
+      const Value part = Let(0, "arith.addi " + first_part.name + ", " + warp.name + " : index", "index");
+      const Value inside = Let(0, "arith.cmpi ult, " + output.name + ", " + IndexConst(outputs).name + " : index", "i1");
+      std::vector<Value> accs = f.init;
+      if (outputs % warp_ == 0) {
+        GJ_ASSIGN_OR_RETURN(accs, fold(output, part));
+      } else {
+        GJ_ASSIGN_OR_RETURN(accs, If(inside, f.init, [&] { return fold(output, part); }));
+      }
+      // The warps' partial results per output, through shared memory, folded in order by
+      // the first warp.
+      std::vector<std::string> arrays, types;
+      std::string stores;
+      for (const Value& acc : accs) {
+        arrays.push_back("%ws" + std::to_string(workgroup_.size()));
+        types.push_back("memref<" + std::to_string(tile_parts) + "x" + std::to_string(warp_) + "x" + acc.type +
+                        ", #gpu.address_space<workgroup>>");
+        workgroup_.push_back(arrays.back() + " : " + types.back());
+        stores += "memref.store " + acc.name + ", " + arrays.back() + "[" + warp.name + ", " + lane.name + "] : " + types.back() + "\n";
+      }
+      code_[0] += stores + "gpu.barrier\n";
+      const Value stores_results =
+          Let(0, "arith.cmpi eq, " + warp.name + ", " + IndexConst(0).name + " : index", "i1");
+      const Value store_here = outputs % warp_ == 0 ? stores_results : Let(0, "arith.andi " + stores_results.name + ", " + inside.name + " : i1", "i1");
+      GJ_RETURN_IF_ERROR(If(store_here, [&] {
+        const Value scaled = Let(Innermost(), "arith.muli " + group.name + ", " + IndexConst(outputs).name + " : index", "index");
+        const Value at = Let(Innermost(), "arith.addi " + scaled.name + ", " + output.name + " : index", "index");
+        for (size_t i = 0; i < accs.size(); ++i) {
+          Value acc;
+          for (int64_t w = 0; w < tile_parts; ++w) {
+            const Value v = Let(Innermost(), "memref.load " + arrays[i] + "[" + IndexConst(w).name + ", " + lane.name + "] : " + types[i],
+                                accs[i].type);
+            acc = w == 0 ? v : Combine(f, i, acc, v);
+          }
+          code_[Innermost()] += "memref.store " + acc.name + ", " + ScratchAccess(areas[i], kept * outputs, acc.type, at) + "\n";
+        }
         return Status::Ok();
       }));
     } else {

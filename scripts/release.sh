@@ -110,7 +110,7 @@ if [ "$tests" = ON ]; then
   # The peers' GPU runners (JAX, PyTorch), which gpu_check.sh times on the GPU-sized graphs.
   mkdir -p "$tests_stage/bench/peers"
   cp bench/peers/graph_to_jax.py bench/peers/jax_gpu.py bench/peers/graph_to_torch.py bench/peers/torch_gpu.py \
-    bench/peers/peer_table.py \
+    bench/peers/exported_graph.py bench/peers/peer_table.py \
     "$tests_stage/bench/peers/"
   # The real models that fit (bench/models/make_models.py's, where they were made): a GPU
   # machine may have no TensorFlow to make them. ResNet50 (94 MB) does not fit.

@@ -12,6 +12,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import erf, erfc
 
+import exported_graph
+
 
 def _xp(*values):
     return np if all(isinstance(v, (np.ndarray, np.generic, int, float)) for v in values) else jnp
@@ -149,26 +151,4 @@ OPS = {
 
 def make_function(graph, consts, inputs, outputs):
     """The graph as fn(*inputs) -> tuple(outputs); `inputs` and `outputs` are names."""
-    nodes = {n["name"]: n for n in graph["nodes"]}
-
-    def fn(*args):
-        values = {}
-        for name, v in zip(inputs, args):
-            values[name] = (v,)
-
-        def get(ref):
-            name, _, index = ref.partition(":")
-            if name not in values:
-                n = nodes[name]
-                if n["op"] == "Const":
-                    values[name] = (np.asarray(consts[name]),)
-                elif n["op"] not in OPS:
-                    raise NotImplementedError("no JAX for op " + n["op"])
-                else:
-                    out = OPS[n["op"]](n, *[get(i) for i in n["inputs"]])
-                    values[name] = out if isinstance(out, tuple) else (out,)
-            return values[name][int(index or 0)]
-
-        return tuple(get(o) for o in outputs)
-
-    return fn
+    return exported_graph.make_function(graph, {k: np.asarray(v) for k, v in consts.items()}, inputs, outputs, OPS, "JAX")

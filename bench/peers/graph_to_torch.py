@@ -1,6 +1,7 @@
 """A TensorFlow GraphDef as a PyTorch function: the same math, op for op, for torch.compile.
 
-The graph comes as graph_to_jax takes it (the JSON peers.py exports, and its constants).
+The graph comes as graph_to_jax takes it (exported_graph.py: the JSON peers.py exports,
+and its constants).
 Float constants become tensors on the device once, when the function is made; integer
 constants (axes, shapes, permutations) stay NumPy values, read as Python numbers, so the
 function's shapes are static as torch.compile likes them.
@@ -8,6 +9,8 @@ function's shapes are static as torch.compile likes them.
 
 import numpy as np
 import torch
+
+import exported_graph
 
 
 def _static(v):
@@ -92,29 +95,9 @@ OPS = {
 
 def make_function(graph, consts, inputs, outputs, device):
     """The graph as fn(*inputs) -> tuple(outputs) on `device`; `inputs`, `outputs` are names."""
-    nodes = {n["name"]: n for n in graph["nodes"]}
     # Float constants as tensors on the device, made once; the rest stay NumPy (static).
     constants = {}
     for name, value in consts.items():
         value = np.asarray(value)
         constants[name] = torch.from_numpy(value.copy()).to(device) if value.dtype.kind == "f" else value
-
-    def fn(*args):
-        values = {name: (v,) for name, v in zip(inputs, args)}
-
-        def get(ref):
-            name, _, index = ref.partition(":")
-            if name not in values:
-                n = nodes[name]
-                if n["op"] == "Const":
-                    values[name] = (constants[name],)
-                elif n["op"] not in OPS:
-                    raise NotImplementedError("no PyTorch for op " + n["op"])
-                else:
-                    out = OPS[n["op"]](n, *[get(i) for i in n["inputs"]])
-                    values[name] = out if isinstance(out, tuple) else (out,)
-            return values[name][int(index or 0)]
-
-        return tuple(get(o) for o in outputs)
-
-    return fn
+    return exported_graph.make_function(graph, constants, inputs, outputs, OPS, "PyTorch")

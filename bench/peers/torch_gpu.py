@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import exported_graph  # noqa: E402
 
 
 def median_us(call, iters, cuda):
@@ -58,12 +59,7 @@ def main():
     device = "cuda" if cuda else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
     torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
-    graph = json.load(open(args.graph + ".json"))
-    if os.path.exists(args.graph + ".npz"):
-        consts = dict(np.load(args.graph + ".npz"))
-    else:
-        consts = {n["name"]: np.load(os.path.join(args.graph + ".consts", n["name"].replace("/", "_") + ".npy"))
-                  for n in graph["nodes"] if n["op"] == "Const"}
+    graph, consts = exported_graph.load(args.graph)
     feeds = dict(f.split("=", 1) for f in args.feed)
     names = list(feeds)
     host = [np.load(feeds[k]) for k in names]

@@ -133,6 +133,14 @@ TEST_F(GpuModel, TheColumnReductionStreamsAtTheDramsPace) {
               work.loads_in_flight, p.warps_per_sm, p.bytes_in_flight / 1e6, p.us, at_peak);
   EXPECT_FALSE(p.latency_bound);
   EXPECT_LE(p.us / at_peak, 1.3);
+  // Then the partial results, 8 per column (64 parts of the rows; a block combines its 8
+  // warps'), and no copy for the graph's output (tf.identity of the sum: a view of it).
+  ASSERT_EQ(profiles.size(), 2u);
+  const KernelPrediction finish = PredictKernel(device_, profiles[1].Work());
+  std::printf("%s: grid %lld x %lld, %.2f MB: predicted %.1f us; both %.1f us\n", profiles[1].name.c_str(),
+              static_cast<long long>(profiles[1].grid), static_cast<long long>(profiles[1].block), profiles[1].io_bytes / 1e6,
+              finish.us, p.us + finish.us);
+  EXPECT_EQ(profiles[1].io_bytes, (8 + 1) * 4096 * 4);
 }
 
 }  // namespace
