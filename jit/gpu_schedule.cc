@@ -1,5 +1,6 @@
 // The GPU schedules: one `gpu.func @fusion_N(<buffers>...) kernel` per fusion, launched on
-// a 1-D grid (EmittedKernel::grid blocks of EmittedKernel::block threads).
+// a 1-D grid (EmittedKernel::grid blocks of EmittedKernel::block threads, in thread-block
+// clusters of EmittedKernel::cluster blocks where that is above 1).
 //
 //  - loop: a thread per element, or per 4 consecutive elements when the last dim allows
 //    (their loads and stores become 128-bit ones: every buffer is 16-byte aligned), in a
@@ -8,16 +9,20 @@
 //    per row; each thread folds its elements (columns lane, lane + T, ...), then the
 //    threads combine through warp shuffles and, across warps, shared memory. When a thread
 //    has at most 8 elements of the row they are held in registers from the first reduction
-//    to the stores, so the row is read from memory once; a longer row is staged in dynamic
-//    shared memory by the first loop that reads it, where it fits (FromStage). Rows too few
-//    and too long for that to keep the GPU busy: each reduction in two phases (below), then
-//    the stores;
+//    to the stores, so the row is read from memory once; a longer row is folded four
+//    columns at a time (their loads in flight together) and staged in dynamic shared
+//    memory by the first loop that reads it, where it fits (FromStage); on sm_90 a row too
+//    long for one block's shared memory is split among the blocks of a thread-block cluster
+//    (up to 8), each staging its slice, their partial results combined through distributed
+//    shared memory (CombineAcrossCluster). Rows too few and too long for that to keep the
+//    GPU busy: each reduction in two phases (below), then the stores;
 //  - reduce (columns, or everything): a thread per output element folding in order when
 //    there are many outputs, else a block per output element (a two-level tree); when
 //    that leaves the GPU idle (few outputs, each of many elements), two kernels: the first
 //    splits each output's elements among many threads (part p of P takes elements p,
-//    p + P, ...) which store partial results to scratch memory, the second combines
-//    each output's partials in a fixed tree;
+//    p + P, ...), whose partial results a block combines (a column reduction's block: a
+//    warp's width of columns over 8 parts) and stores to scratch memory, the second
+//    combines each output's partials in a fixed order;
 // every float reduction combines in a fixed order, so results are the same from run to run.
 // What these do not take (ArgMax/ArgMin, 64-bit integer rows) runs a thread per row.
 #include <algorithm>
