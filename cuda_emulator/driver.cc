@@ -528,7 +528,8 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
     case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: *value = 1; break;
     case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: *value = 2; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: *value = 1; break;
-    default: *value = 0; break;  // features the emulator does not provide (managed memory, clusters, ...)
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *value = m.major >= 9; break;
+    default: *value = 0; break;  // features the emulator does not provide (managed memory, ...)
   }
   return CUDA_SUCCESS;
 }
@@ -1425,9 +1426,14 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
       Report("cuLaunchKernelEx: launch attribute " + std::to_string(a.id) + " is not emulated");
       return CUDA_ERROR_NOT_SUPPORTED;
     }
-    if (a.value.clusterDim.x * a.value.clusterDim.y * a.value.clusterDim.z != 0) {
-      cluster[0] = a.value.clusterDim.x, cluster[1] = a.value.clusterDim.y, cluster[2] = a.value.clusterDim.z;
+    const unsigned x = a.value.clusterDim.x, y = a.value.clusterDim.y, z = a.value.clusterDim.z;
+    if (x == 0 && y == 0 && z == 0) continue;  // no cluster
+    if (x == 0 || y == 0 || z == 0) {
+      Report("cuLaunchKernelEx: cluster (" + std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z) +
+             ") has a zero dimension");
+      return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     }
+    cluster[0] = x, cluster[1] = y, cluster[2] = z;
   }
   return LaunchKernel("cuLaunchKernelEx", f, grid, block, cluster, config->sharedMemBytes, config->hStream, kernel_params,
                       extra);

@@ -163,8 +163,11 @@ class Executor {
     int index = 0;
     int rank = 0;  // its block's in the cluster
     uint32_t all = 0, exited = 0, waiting = 0;
-    // barrier.cluster: lanes that arrived in this phase, and those waiting for the others.
-    uint32_t arrived = 0, cluster_waiting = 0;
+    // barrier.cluster: per lane, its arrivals and its completed waits (its k-th wait returns
+    // once every lane of the cluster that has not exited has arrived k times), and the lanes
+    // blocked in a wait.
+    uint32_t arrivals[32] = {}, waits[32] = {};
+    uint32_t cluster_waiting = 0;
     uint32_t parked = 0;        // lanes waiting at a warp-synchronous instruction for its other members
     uint32_t backward = 0;      // backward branches taken while diverged, since the last rotation
     uint32_t last_pc = 0;       // where the last group stopped (to rotate past it)
@@ -195,6 +198,9 @@ class Executor {
   uint64_t* R(Warp& w, int slot) { return w.regs + static_cast<size_t>(slot) * 32; }
   void StartBlock(Block& b, const unsigned index[3], const unsigned rank[3]);
   bool RunCluster();
+  // The fewest arrivals at the cluster's barrier of any lane of the cluster that has not
+  // exited (UINT32_MAX when none is left).
+  uint32_t ClusterArrivals() const;
   // Runs the block until each of its lanes has exited or waits at barrier.cluster.wait.
   bool RunBlock(Block& b);
   bool RunWarp(Warp& w);
@@ -367,7 +373,9 @@ void Executor::StartBlock(Block& b, const unsigned index[3], const unsigned rank
   for (Warp& w : b.warps) {
     w.exited = ~w.all;
     w.waiting = w.parked = w.backward = w.last_pc = 0;
-    w.arrived = w.cluster_waiting = 0;
+    w.cluster_waiting = 0;
+    std::fill(std::begin(w.arrivals), std::end(w.arrivals), 0);
+    std::fill(std::begin(w.waits), std::end(w.waits), 0);
     w.loads_in_flight = 0;
     w.loading.clear();
     std::fill(std::begin(w.pc), std::end(w.pc), 0);
@@ -395,10 +403,32 @@ bool Executor::RunCluster() {
       done &= b.exited;
     }
     if (done) return true;
-    // Every lane that has not exited waits at barrier.cluster.wait, having arrived: release.
+    // Every block waits for the cluster: release the waits every lane has arrived for.
+    const uint32_t arrived = ClusterArrivals();
+    bool released = false;
     for (Block& b : blocks_)
-      for (Warp& w : b.warps) w.arrived = w.cluster_waiting = 0;
+      for (Warp& w : b.warps)
+        ForLanes(w.cluster_waiting, [&](int l) {
+          if (arrived <= w.waits[l]) return;
+          ++w.waits[l];
+          w.cluster_waiting &= ~(1u << l);
+          released = true;
+        });
+    if (!released) {
+      fault_ = Fault::kLaunchFailed;
+      *message_ = "kernel '" + l_.kernel_name + "': deadlock in the cluster of " + BlockName(blocks_[0].index) +
+                  ": lanes wait at barrier.cluster.wait for lanes that never arrive (waiting at bar.sync or at a "
+                  "warp-synchronous instruction)";
+      return false;
+    }
   }
+}
+
+uint32_t Executor::ClusterArrivals() const {
+  uint32_t fewest = UINT32_MAX;
+  for (const Block& b : blocks_)
+    for (const Warp& w : b.warps) ForLanes(~w.exited, [&](int l) { fewest = std::min(fewest, w.arrivals[l]); });
+  return fewest;
 }
 
 bool Executor::RunBlock(Block& b) {
@@ -414,13 +444,9 @@ bool Executor::RunBlock(Block& b) {
       at_bar |= w.waiting != 0;
       at_cluster |= w.cluster_waiting != 0;
     }
-    if (done || !at_bar) return true;
-    if (at_cluster) {
-      fault_ = Fault::kLaunchFailed;
-      *message_ = "kernel '" + l_.kernel_name + "': deadlock in " + BlockName(b.index) +
-                  ": some of its warps wait at bar.sync, others at barrier.cluster.wait";
-      return false;
-    }
+    // Lanes waiting for the cluster: the block goes on once RunCluster releases them (its
+    // lanes at bar.sync wait for them meanwhile).
+    if (done || !at_bar || at_cluster) return true;
     for (Warp& w : b.warps) w.waiting = 0;  // every lane that has not exited waits at the barrier: release
     if (l_.order == ThreadOrder::kReverse) std::reverse(warp_order_.begin(), warp_order_.end());
   }
@@ -450,7 +476,7 @@ bool Executor::RunWarp(Warp& w) {
     uint32_t group = 0;
     ForLanes(runnable | w.parked, [&](int l) { group |= (w.pc[l] == pc) << l; });
     w.parked &= ~group;
-    const bool diverged = group != (~w.exited & ~w.waiting & ~w.cluster_waiting);
+    const bool diverged = group != (~w.exited & ~w.waiting);  // lanes waiting for the cluster are elsewhere
     for (;;) {
       const Instr& in = code[pc];
       uint32_t exec = group;
@@ -507,15 +533,26 @@ bool Executor::RunWarp(Warp& w) {
         ++pc;  // no lane executes it
       } else if (in.op == Op::kBarCluster) {
         if (exec != group) return Fail(Fault::kLaunchFailed, in, "barrier.cluster under a predicate that differs between lanes");
+        bool ok = true;
         if (in.mode == static_cast<uint8_t>(BarClusterMode::kArrive)) {
-          if (w.arrived & exec) return Fail(Fault::kLaunchFailed, in, "barrier.cluster.arrive twice without a wait between");
-          w.arrived |= exec;
+          ForLanes(exec, [&](int l) { ok &= w.arrivals[l]++ == w.waits[l]; });
+          if (!ok) return Fail(Fault::kLaunchFailed, in, "barrier.cluster.arrive twice without a wait between");
           ++pc;
         } else {
-          if (exec & ~w.arrived) return Fail(Fault::kLaunchFailed, in, "barrier.cluster.wait without barrier.cluster.arrive first");
-          w.cluster_waiting |= group;
-          ForLanes(group, [&](int l) { w.pc[l] = pc + 1; });
-          break;
+          ForLanes(exec, [&](int l) { ok &= w.arrivals[l] == w.waits[l] + 1; });
+          if (!ok) return Fail(Fault::kLaunchFailed, in, "barrier.cluster.wait without barrier.cluster.arrive first");
+          // It returns at once where the whole cluster has arrived, else it waits.
+          const uint32_t arrived = ClusterArrivals();
+          bool now = true;
+          ForLanes(exec, [&](int l) { now &= arrived > w.waits[l]; });
+          if (now) {
+            ForLanes(exec, [&](int l) { ++w.waits[l]; });
+            ++pc;
+          } else {
+            w.cluster_waiting |= group;
+            ForLanes(group, [&](int l) { w.pc[l] = pc + 1; });
+            break;
+          }
         }
       } else {
         if (!Step(w, in, exec, group)) return false;

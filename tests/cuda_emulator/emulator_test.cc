@@ -516,6 +516,22 @@ TEST_P(ClusterTest, BadClustersAreRefused) {
   CU_EXPECT_RESULT(CUDA_ERROR_INVALID_CLUSTER_SIZE, LaunchCluster(f, 6, 32, 4, in, sums, ids, 0));
   EXPECT_NE(LastMessage().find("does not divide grid (6,1,1)"), std::string::npos) << LastMessage();
   CU_EXPECT_RESULT(CUDA_ERROR_INVALID_CLUSTER_SIZE, LaunchCluster(f, 16, 32, 16, in, sums, ids, 0));
+  CUlaunchAttribute zero{};
+  zero.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  zero.value.clusterDim.x = 2;  // y and z 0
+  CUlaunchConfig with_zero{};
+  with_zero.gridDimX = 4;
+  with_zero.gridDimY = with_zero.gridDimZ = 1;
+  with_zero.blockDimX = 32;
+  with_zero.blockDimY = with_zero.blockDimZ = 1;
+  with_zero.attrs = &zero;
+  with_zero.numAttrs = 1;
+  int no_exit = 0;
+  void* zero_params[] = {&in, &sums, &ids, &no_exit};
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_CLUSTER_SIZE, cuLaunchKernelEx(&with_zero, f, zero_params, nullptr));
+  int launchable = 0;
+  CU_EXPECT_OK(cuDeviceGetAttribute(&launchable, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, Device()));
+  EXPECT_EQ(launchable, 1);
   CUlaunchAttribute attribute{};
   attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
   attribute.value.cooperative = 1;
@@ -532,6 +548,75 @@ TEST_P(ClusterTest, BadClustersAreRefused) {
 }
 
 CUEMU_INSTANTIATE_ARCHS(ClusterTest);
+
+// The cluster's barrier as the PTX ISA has it: a wait returns once every thread of the
+// cluster has arrived, whatever the others wait at meanwhile. Here warp 0 waits at bar.sync
+// between its arrive and its wait while warp 1 passes its wait (all have arrived) and meets
+// it at bar.sync: legal. With lanes 16-31 held at a warp-wide shuffle before they arrive,
+// lanes 0-15 would wait forever: a deadlock, reported as a launch failure.
+TEST(CudaEmulatorCluster, TheBarrierWaitsForArrivalsOnly) {
+  const std::string ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry arrive_then_bar(.param .u64 out)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 32;
+  setp.ge.u32 %p2, %r1, 32;
+  barrier.cluster.arrive;
+  @%p1 bar.sync 0;
+  barrier.cluster.wait;
+  @%p2 bar.sync 0;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd2, %rd1, %rd2;
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+.visible .entry shuffle_between(.param .u64 out)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<4>;
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 16;
+  @!%p1 bra SHUFFLE;
+  barrier.cluster.arrive;
+  barrier.cluster.wait;
+SHUFFLE:
+  shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;
+  @%p1 bra DONE;
+  barrier.cluster.arrive;
+  barrier.cluster.wait;
+DONE:
+  ret;
+}
+)";
+  CUcontext context = nullptr;
+  Check(cuCtxCreate(&context, nullptr, 0, Device()), "cuCtxCreate");
+  CUmodule module;
+  std::string log;
+  ASSERT_EQ(LoadPtx(ptx, &module, &log), CUDA_SUCCESS) << log;
+  CUfunction legal, deadlock;
+  CU_ASSERT_OK(cuModuleGetFunction(&legal, module, "arrive_then_bar"));
+  CU_ASSERT_OK(cuModuleGetFunction(&deadlock, module, "shuffle_between"));
+  CUdeviceptr out = 0;
+  CU_ASSERT_OK(cuMemAlloc(&out, 64 * 4));
+  CU_ASSERT_OK(Launch(legal, {1}, {64}, 0, nullptr, out));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  std::vector<unsigned> got(64);
+  CU_ASSERT_OK(cuMemcpyDtoH(got.data(), out, 64 * 4));
+  for (unsigned t = 0; t < 64; ++t) EXPECT_EQ(got[t], t);
+  CU_ASSERT_OK(Launch(deadlock, {1}, {32}, 0, nullptr, out));
+  const CUresult sync = cuCtxSynchronize();
+  EXPECT_EQ(sync, CUDA_ERROR_LAUNCH_FAILED) << Describe(sync);
+  EXPECT_NE(LastMessage().find("deadlock"), std::string::npos) << LastMessage();
+  CU_EXPECT_OK(cuCtxDestroy(context));
+  CU_ASSERT_OK(cuCtxSetCurrent(PrimaryContext()));
+}
+
 
 // The ISA's rounding modifiers on float arithmetic and conversions: 1 + 2^-24 is a tie
 // that .rn rounds to 1, .rz and .rm keep below, .rp rounds up; 1/3 and 2^24 + 1 likewise.
