@@ -137,7 +137,8 @@ void KernelEmitter::EndGpuFunction(EmittedKernel kernel, EmittedModule* module, 
   }
   kernel.shared_bytes = stage_bytes_;
   if (cluster_wait_at_end_) code_[0] += "nvvm.cluster.arrive\nnvvm.cluster.wait\n";
-  for (const std::string& w : workgroup_) workgroup += (workgroup.empty() ? "" : ", ") + w;
+  // Shared arrays 16-byte aligned: LLVM reads them with 16-byte loads (ld.shared.v4).
+  for (const std::string& w : workgroup_) workgroup += (workgroup.empty() ? "" : ", ") + w + " {llvm.align = 16 : i64}";
   if (!workgroup.empty()) workgroup = " workgroup(" + workgroup + ")";
   *functions += "gpu.func @" + kernel.function + "(" + params + ")" + workgroup +
                 " kernel attributes {gpu.known_block_size = array<i32: " + std::to_string(std::max<int64_t>(kernel.block, 1)) +
@@ -557,9 +558,7 @@ std::vector<Value> KernelEmitter::CombineAcrossCluster(const Folding& f, std::ve
   std::string stores;
   for (const Value& acc : accs) {
     arrays.push_back("%ws" + std::to_string(workgroup_.size()));
-    // 16 bytes, as CombineAcross's arrays take: LLVM reads those with 16-byte loads while
-    // declaring them 4-byte aligned, so every array keeps the next at a multiple of 16.
-    types.push_back("memref<4x" + acc.type + ", #gpu.address_space<workgroup>>");
+    types.push_back("memref<1x" + acc.type + ", #gpu.address_space<workgroup>>");
     workgroup_.push_back(arrays.back() + " : " + types.back());
     stores += "memref.store " + acc.name + ", " + arrays.back() + "[" + IndexConst(0).name + "] : " + types.back() + "\n";
   }
