@@ -511,6 +511,13 @@ Status KernelEmitter::GpuRowsInPhases(const std::vector<TensorId>& full, const s
   return Status::Ok();
 }
 
+std::pair<std::string, std::string> KernelEmitter::SharedArray(const std::string& dims, const std::string& type) {
+  const std::string name = "%ws" + std::to_string(workgroup_.size());
+  const std::string memref = "memref<" + dims + "x" + type + ", #gpu.address_space<workgroup>>";
+  workgroup_.push_back(name + " : " + memref);
+  return {name, memref};
+}
+
 std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads) {
   // 1. Within each warp: a butterfly, after which every lane holds the warp's result.
   const Value width = IntConst(warp_, "i32");
@@ -532,10 +539,10 @@ std::vector<Value> KernelEmitter::CombineAcross(const Folding& f, std::vector<Va
   std::vector<std::string> arrays, types;
   std::string stores;
   for (const Value& acc : accs) {
-    arrays.push_back("%ws" + std::to_string(workgroup_.size()));
-    types.push_back("memref<" + std::to_string(warp_) + "x" + acc.type + ", #gpu.address_space<workgroup>>");
-    workgroup_.push_back(arrays.back() + " : " + types.back());
-    stores += "memref.store " + acc.name + ", " + arrays.back() + "[" + warp.name + "] : " + types.back() + "\n";
+    const auto [array, type] = SharedArray(std::to_string(warp_), acc.type);
+    arrays.push_back(array);
+    types.push_back(type);
+    stores += "memref.store " + acc.name + ", " + array + "[" + warp.name + "] : " + type + "\n";
   }
   code_[Innermost()] += "scf.if " + first.name + " {\n" + stores + "}\ngpu.barrier\n";
   for (size_t i = 0; i < accs.size(); ++i) {
@@ -557,10 +564,10 @@ std::vector<Value> KernelEmitter::CombineAcrossCluster(const Folding& f, std::ve
   std::vector<std::string> arrays, types;
   std::string stores;
   for (const Value& acc : accs) {
-    arrays.push_back("%ws" + std::to_string(workgroup_.size()));
-    types.push_back("memref<1x" + acc.type + ", #gpu.address_space<workgroup>>");
-    workgroup_.push_back(arrays.back() + " : " + types.back());
-    stores += "memref.store " + acc.name + ", " + arrays.back() + "[" + IndexConst(0).name + "] : " + types.back() + "\n";
+    const auto [array, type] = SharedArray("1", acc.type);
+    arrays.push_back(array);
+    types.push_back(type);
+    stores += "memref.store " + acc.name + ", " + array + "[" + IndexConst(0).name + "] : " + type + "\n";
   }
   const int at = Innermost();
   code_[at] += "scf.if " + first.name + " {\n" + stores + "}\nnvvm.cluster.arrive\nnvvm.cluster.wait\n";
@@ -729,11 +736,10 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
       std::vector<std::string> arrays, types;
       std::string stores;
       for (const Value& acc : accs) {
-        arrays.push_back("%ws" + std::to_string(workgroup_.size()));
-        types.push_back("memref<" + std::to_string(tile_parts) + "x" + std::to_string(warp_) + "x" + acc.type +
-                        ", #gpu.address_space<workgroup>>");
-        workgroup_.push_back(arrays.back() + " : " + types.back());
-        stores += "memref.store " + acc.name + ", " + arrays.back() + "[" + warp.name + ", " + lane.name + "] : " + types.back() + "\n";
+        const auto [array, type] = SharedArray(std::to_string(tile_parts) + "x" + std::to_string(warp_), acc.type);
+        arrays.push_back(array);
+        types.push_back(type);
+        stores += "memref.store " + acc.name + ", " + array + "[" + warp.name + ", " + lane.name + "] : " + type + "\n";
       }
       code_[0] += stores + "gpu.barrier\n";
       const Value stores_results =

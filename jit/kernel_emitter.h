@@ -282,6 +282,9 @@ class KernelEmitter {
                                   const std::function<StatusOr<std::vector<Value>>()>& then);
   // Partial results of `threads` threads (a warp or a block, one row) combined, in a fixed
   // order; every thread gets the result.
+  // A new shared array (a workgroup attribution of the function) of `dims` ("32", "8x32")
+  // elements of `type`: its name and memref type.
+  std::pair<std::string, std::string> SharedArray(const std::string& dims, const std::string& type);
   std::vector<Value> CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads);
   // The results of the `cluster` blocks of a thread-block cluster (each block's in all its
   // threads) combined in rank order through distributed shared memory; every thread gets

@@ -5,6 +5,7 @@ share: each node by the framework's function for its op, once, from the outputs 
 
 import json
 import os
+import time
 
 import numpy as np
 
@@ -44,3 +45,17 @@ def make_function(graph, constants, inputs, outputs, ops, framework):
         return tuple(get(o) for o in outputs)
 
     return fn
+
+
+def wall_us(call):
+    """One call's wall time in microseconds."""
+    t0 = time.perf_counter()
+    call()
+    return (time.perf_counter() - t0) * 1e6
+
+
+def median_us(call, iters, timed=wall_us):
+    """The median of `iters` calls after 20 warm-up calls, each timed by `timed(call)` (us)."""
+    for _ in range(20):
+        call()
+    return float(np.median([timed(call) for _ in range(iters)]))

@@ -23,17 +23,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exported_graph  # noqa: E402
 
 
-def median_us(call, iters):
-    for _ in range(20):
-        call()
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - t0) * 1e6)
-    return float(np.median(times))
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("graph", help="the exported graph, without .json")
@@ -56,8 +45,9 @@ def main():
     t0 = time.perf_counter()
     out = [o.block_until_ready() for o in fn(*on_device)]
     compile_ms = (time.perf_counter() - t0) * 1e3
-    resident = median_us(lambda: [o.block_until_ready() for o in fn(*on_device)], args.iters)
-    host_to_host = median_us(lambda: [np.asarray(o) for o in fn(*[jax.device_put(h) for h in host])], args.iters)
+    resident = exported_graph.median_us(lambda: [o.block_until_ready() for o in fn(*on_device)], args.iters)
+    host_to_host = exported_graph.median_us(lambda: [np.asarray(o) for o in fn(*[jax.device_put(h) for h in host])],
+                                            args.iters)
     result = {"graph": os.path.basename(args.graph), "backend": jax.default_backend(), "precision": args.precision,
               "compile_ms": round(compile_ms, 1), "device_resident_us": round(resident, 1),
               "host_to_host_us": round(host_to_host, 1)}

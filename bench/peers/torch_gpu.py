@@ -22,24 +22,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exported_graph  # noqa: E402
 
 
-def median_us(call, iters, cuda):
+def cuda_us(call):
+    """One call's time in microseconds between CUDA events recorded around it."""
     import torch
-    for _ in range(20):
-        call()
-    times = []
-    for _ in range(iters):
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            call()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1e3)
-        else:
-            t0 = time.perf_counter()
-            call()
-            times.append((time.perf_counter() - t0) * 1e6)
-    return float(np.median(times))
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    call()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3
 
 
 def main():
@@ -67,6 +58,7 @@ def main():
     compiled = torch.compile(eager)
     on_device = [torch.from_numpy(h).to(device) for h in host]
     sync = torch.cuda.synchronize if cuda else (lambda: None)
+    timed = cuda_us if cuda else exported_graph.wall_us
     with torch.no_grad():
         t0 = time.perf_counter()
         out = compiled(*on_device)
@@ -74,11 +66,11 @@ def main():
         compile_ms = (time.perf_counter() - t0) * 1e3
         result = {"graph": os.path.basename(args.graph), "device": torch.cuda.get_device_name() if cuda else "cpu",
                   "torch": torch.__version__, "precision": args.precision, "compile_ms": round(compile_ms, 1),
-                  "compiled_us": round(median_us(lambda: compiled(*on_device), args.iters, cuda), 1),
-                  "eager_us": round(median_us(lambda: eager(*on_device), args.iters, cuda), 1),
-                  "host_to_host_us": round(median_us(
+                  "compiled_us": round(exported_graph.median_us(lambda: compiled(*on_device), args.iters, timed), 1),
+                  "eager_us": round(exported_graph.median_us(lambda: eager(*on_device), args.iters, timed), 1),
+                  "host_to_host_us": round(exported_graph.median_us(
                       lambda: [o.cpu().numpy() for o in compiled(*[torch.from_numpy(h).to(device) for h in host])],
-                      args.iters, False), 1)}
+                      args.iters), 1)}
         if args.expect:
             want = np.load(args.expect).astype(np.float64)
             result["max_rel_diff"] = float(np.max(np.abs(out[0].cpu().numpy().astype(np.float64) - want)) / np.max(np.abs(want)))
