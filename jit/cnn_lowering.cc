@@ -45,6 +45,7 @@ class Writer {
     g_.node(node.node)->attrs["Tpaddings"].set_type(tensorflow::DT_INT32);
     return node;
   }
+  Graph& graph() { return g_; }
   TensorId Cast(TensorId x, DType from, DType to) {
     Node* node = g_.AddNode(UniqueName(g_, name_ + "/cast"), "Cast");
     node->device = device_;
@@ -149,44 +150,155 @@ Status LowerPool(AnalyzedGraph& body, int id) {
   return Status::Ok();
 }
 
-// FusedBatchNormV3 with is_training=false (see the header); `moved` gets where each of its
-// outputs 1-5 now is.
+// Writes a batch norm's per-channel arithmetic: x's layout (NHWC or NCHW, rank 4), the sums
+// over every dim but the channels', and [C] vectors broadcast against x.
+class ChannelMath {
+ public:
+  ChannelMath(AnalyzedGraph& body, int id, Writer& write, int x_input) : write_(write) {
+    const Node& node = *body.graph.node(id);
+    nchw_ = GetStringAttrOr(node, "data_format", "NHWC").value_or("NHWC") == "NCHW";
+    const Shape x = StaticShape(body, node.inputs[x_input]);
+    count_ = x.num_elements() / std::max<int64_t>(x.dim(nchw_ ? 1 : 3), 1);
+    axes_ = write.Ints("axes", nchw_ ? std::vector<int32_t>{0, 2, 3} : std::vector<int32_t>{0, 1, 2}, Shape{3});
+  }
+  // The elements per channel.
+  int64_t count() const { return count_; }
+  TensorId Op(const std::string& name, const std::string& op, std::vector<TensorId> inputs) {
+    return write_.Op(name, op, std::move(inputs), DType::kFloat);
+  }
+  TensorId Add(const std::string& name, TensorId a, TensorId b) { return Op(name, "AddV2", {a, b}); }
+  TensorId Sub(const std::string& name, TensorId a, TensorId b) { return Op(name, "Sub", {a, b}); }
+  TensorId Mul(const std::string& name, TensorId a, TensorId b) { return Op(name, "Mul", {a, b}); }
+  TensorId Scalar(const std::string& name, float v) { return write_.Const(name, Tensor::Scalar(v)); }
+  // Per channel: the sum or the mean over every other dim.
+  TensorId Sum(const std::string& name, TensorId x) { return Reduce(name, "Sum", x); }
+  TensorId Mean(const std::string& name, TensorId x) { return Reduce(name, "Mean", x); }
+  // A [C] vector shaped to broadcast against x (along dim 1 in NCHW).
+  TensorId Broadcast(TensorId v) {
+    if (!nchw_) return v;
+    const TensorId r = Op("per_channel", "Reshape", {v, write_.Ints("channel_shape", {-1, 1, 1}, Shape{3})});
+    write_.graph().node(r.node)->attrs["Tshape"].set_type(tensorflow::DT_INT32);
+    return r;
+  }
+  // 1 / sqrt(variance + epsilon).
+  TensorId InverseStd(TensorId variance, float epsilon) {
+    const TensorId shifted = Add("shifted", variance, Scalar("epsilon", epsilon));
+    return Op("inverse", "Reciprocal", {Op("root", "Sqrt", {shifted})});
+  }
+
+ private:
+  TensorId Reduce(const std::string& name, const char* op, TensorId x) {
+    const TensorId r = Op(name, op, {x, axes_});
+    Node* node = write_.graph().node(r.node);
+    node->attrs["Tidx"].set_type(tensorflow::DT_INT32);
+    node->attrs["keep_dims"].set_b(false);
+    return r;
+  }
+
+  Writer& write_;
+  bool nchw_ = false;
+  int64_t count_ = 0;
+  TensorId axes_;
+};
+
+// The node being replaced becomes float32 `y` in its type T (an Identity, free in the kernel
+// that computes y, or a Cast).
+void BecomeInType(Writer& write, int id, TensorId y, DType t) {
+  AttrMap attrs;
+  if (t == DType::kFloat) {
+    attrs["T"].set_type(tensorflow::DT_FLOAT);
+    write.Become(id, "Identity", {y}, std::move(attrs));
+    return;
+  }
+  attrs["SrcT"].set_type(tensorflow::DT_FLOAT);
+  attrs["DstT"].set_type(static_cast<tensorflow::DataType>(t));
+  write.Become(id, "Cast", {y}, std::move(attrs));
+}
+
+// FusedBatchNormV3 (see the header); `moved` gets where each of its outputs 1-5 now is.
 Status LowerBatchNorm(AnalyzedGraph& body, int id, std::vector<TensorId>* moved) {
   Graph& g = body.graph;
   const Node& node = *g.node(id);
   const DType t = body.info(id).dtypes[0];
-  GJ_ASSIGN_OR_RETURN(const bool training, GetBoolAttrOr(node, "is_training", true));
-  if (training) return Unimplemented(NodeLabel(node) + ": a batch norm in training");
-  GJ_ASSIGN_OR_RETURN(const std::string format, GetStringAttrOr(node, "data_format", "NHWC"));
+  const bool training = GetBoolAttrOr(node, "is_training", true).value_or(true);
   const float epsilon = GetFloatAttrOr(node, "epsilon", 1e-4f).value_or(1e-4f);
+  const float factor = GetFloatAttrOr(node, "exponential_avg_factor", 1.0f).value_or(1.0f);
   const std::vector<TensorId> in = node.inputs;  // x, scale, offset, mean, variance
   Writer write(g, id);
-  const DType f = DType::kFloat;
-  const TensorId shifted = write.Op("shifted", "AddV2", {in[4], write.Const("epsilon", Tensor::Scalar(epsilon))}, f);
-  const TensorId root = write.Op("root", "Sqrt", {shifted}, f);
-  TensorId mul = write.Op("scale", "Mul", {in[1], write.Op("inverse", "Reciprocal", {root}, f)}, f);
-  TensorId add = write.Op("shift", "Sub", {in[2], write.Op("mean_scaled", "Mul", {in[3], mul}, f)}, f);
-  if (format == "NCHW") {  // per channel along dim 1
-    const TensorId shape = write.Ints("channel_shape", {-1, 1, 1}, Shape{3});
-    for (TensorId* v : {&mul, &add}) {
-      *v = write.Op("per_channel", "Reshape", {*v, shape}, f);
-      g.node(v->node)->attrs["Tshape"].set_type(tensorflow::DT_INT32);
-    }
+  ChannelMath m(body, id, write, 0);
+  const TensorId x = t == DType::kFloat ? in[0] : write.Cast(in[0], t, DType::kFloat);
+  const TensorId reserve = write.Const("reserve", Tensor::Allocate(DType::kFloat, Shape{0}).value());
+  if (!training) {
+    // x * s + (offset - mean * s), s = scale / sqrt(variance + epsilon): one multiply-add.
+    const TensorId mul = m.Mul("scale", in[1], m.InverseStd(in[4], epsilon));
+    const TensorId add = m.Sub("shift", in[2], m.Mul("mean_scaled", in[3], mul));
+    BecomeInType(write, id, m.Add("normalized", m.Mul("scaled", x, m.Broadcast(mul)), m.Broadcast(add)), t);
+    *moved = {in[3], in[4], in[3], in[4], reserve};
+    return Status::Ok();
   }
-  const TensorId x = t == f ? in[0] : write.Cast(in[0], t, f);
-  const TensorId scaled = write.Op("scaled", "Mul", {x, mul}, f);
-  AttrMap attrs;
-  if (t == f) {
-    attrs["T"].set_type(static_cast<tensorflow::DataType>(f));
-    write.Become(id, "AddV2", {scaled, add}, std::move(attrs));
+  // The batch's mean, then its variance from the centered x (two column reductions: exact
+  // where the mean is large against the spread), then (x - mean) * s + offset.
+  const int64_t n = m.count();
+  TensorId mean, variance, running_mean, running_variance;
+  if (n == 0) {  // as TensorFlow: NaN running statistics, zero batch ones
+    const int64_t c = StaticShape(body, in[1]).dim(0);
+    auto fill = [&](const char* name, float v) {
+      Tensor value = Tensor::Allocate(DType::kFloat, Shape{c}).value();
+      std::fill_n(value.data<float>(), c, v);
+      return write.Const(name, value);
+    };
+    mean = variance = fill("batch_statistic", 0.0f);
+    running_mean = running_variance = fill("running_statistic", std::numeric_limits<float>::quiet_NaN());
+    BecomeInType(write, id, x, t);
   } else {
-    const TensorId y = write.Op("normalized", "AddV2", {scaled, add}, f);
-    attrs["SrcT"].set_type(static_cast<tensorflow::DataType>(f));
-    attrs["DstT"].set_type(static_cast<tensorflow::DataType>(t));
-    write.Become(id, "Cast", {y}, std::move(attrs));
+    mean = m.Mean("mean", x);
+    const TensorId centered = m.Sub("centered", x, m.Broadcast(mean));
+    variance = m.Mean("variance", m.Op("squared", "Square", {centered}));
+    const TensorId mul = m.Mul("scale", in[1], m.InverseStd(variance, epsilon));
+    BecomeInType(write, id, m.Add("normalized", m.Mul("scaled", centered, m.Broadcast(mul)), m.Broadcast(in[2])), t);
+    const float unbias = static_cast<float>(static_cast<double>(n) / static_cast<double>(std::max<int64_t>(n - 1, 1)));
+    running_mean = mean;
+    running_variance = m.Mul("unbiased", variance, m.Scalar("unbias", unbias));
   }
-  // Inference's other outputs: the mean and variance given, twice, and an empty reserve.
-  *moved = {in[3], in[4], in[3], in[4], write.Const("reserve", Tensor::Allocate(f, Shape{0}).value())};
+  if (factor != 1.0f) {  // (1 - f) * given + f * batch
+    auto blend = [&](TensorId given, TensorId batch) {
+      return m.Add("running", m.Mul("kept", given, m.Scalar("keep", 1.0f - factor)),
+                   m.Mul("new", batch, m.Scalar("factor", factor)));
+    };
+    running_mean = blend(in[3], running_mean);
+    running_variance = blend(in[4], running_variance);
+  }
+  *moved = {running_mean, running_variance, mean, variance, reserve};
+  return Status::Ok();
+}
+
+// FusedBatchNormGradV3 (see the header); `moved` gets where each of its outputs 1-4 now is.
+Status LowerBatchNormGrad(AnalyzedGraph& body, int id, std::vector<TensorId>* moved) {
+  Graph& g = body.graph;
+  const Node& node = *g.node(id);
+  const DType t = body.info(id).dtypes[0];
+  const bool training = GetBoolAttrOr(node, "is_training", true).value_or(true);
+  const float epsilon = GetFloatAttrOr(node, "epsilon", 1e-4f).value_or(1e-4f);
+  const std::vector<TensorId> in = node.inputs;  // dy, x, scale, mean, variance, (reserve)
+  Writer write(g, id);
+  ChannelMath m(body, id, write, 1);
+  auto f32 = [&](TensorId v) { return t == DType::kFloat ? v : write.Cast(v, t, DType::kFloat); };
+  const TensorId dy = f32(in[0]), x = f32(in[1]);
+  const TensorId inverse = m.InverseStd(in[4], epsilon);
+  const TensorId normalized = m.Mul("normalized", m.Sub("centered", x, m.Broadcast(in[3])), m.Broadcast(inverse));
+  const TensorId d_offset = m.Sum("offset_backprop", dy);
+  const TensorId d_scale = m.Sum("scale_backprop", m.Mul("dy_normalized", dy, normalized));
+  const TensorId factor = m.Broadcast(m.Mul("dx_scale", in[2], inverse));
+  TensorId g_x = dy;
+  if (training) {  // dy - sum(dy) / n - normalized * sum(dy * normalized) / n
+    const TensorId per = m.Scalar("per_element", 1.0f / static_cast<float>(std::max<int64_t>(m.count(), 1)));
+    const TensorId mean_dy = m.Broadcast(m.Mul("mean_dy", d_offset, per));
+    const TensorId mean_dy_n = m.Broadcast(m.Mul("mean_dy_normalized", d_scale, per));
+    g_x = m.Sub("dy_centered", m.Sub("dy_less_mean", dy, mean_dy), m.Mul("along_normalized", normalized, mean_dy_n));
+  }
+  BecomeInType(write, id, m.Mul("x_backprop", g_x, factor), t);
+  const TensorId zero = m.Scalar("placeholder", 0.0f);
+  *moved = {d_scale, d_offset, zero, zero};
   return Status::Ok();
 }
 
@@ -245,15 +357,15 @@ Status PadSymmetrically(AnalyzedGraph& body, int id) {
 StatusOr<bool> LowerCnnOps(AnalyzedGraph* body, std::vector<TensorId>* outputs) {
   Graph& g = body->graph;
   const int n = g.num_nodes();
-  std::map<TensorId, TensorId> moved;  // a batch norm's outputs 1-5 -> where they are now
+  std::map<TensorId, TensorId> moved;  // a batch norm's other outputs -> where they are now
   bool changed = false;
   for (int id = 0; id < n; ++id) {
     const std::string op = g.node(id)->op;
     if (op == "MaxPool" || op == "AvgPool") {
       GJ_RETURN_IF_ERROR(LowerPool(*body, id));
-    } else if (op == "FusedBatchNormV3") {
+    } else if (op == "FusedBatchNormV3" || op == "FusedBatchNormGradV3") {
       std::vector<TensorId> to;
-      GJ_RETURN_IF_ERROR(LowerBatchNorm(*body, id, &to));
+      GJ_RETURN_IF_ERROR(op == "FusedBatchNormV3" ? LowerBatchNorm(*body, id, &to) : LowerBatchNormGrad(*body, id, &to));
       for (int k = 0; k < static_cast<int>(to.size()); ++k) moved[{id, k + 1}] = to[k];
     } else if (TraitsOf(op).pattern == OpPattern::kConv) {
       const int before = g.num_nodes();

@@ -11,6 +11,15 @@
 //  - FusedBatchNormV3 in inference: x * (scale / sqrt(variance + epsilon)) + (offset -
 //    mean * that), computed in float32 per channel and fused with the rest; its other
 //    outputs are the mean and variance it was given (and an empty reserve);
+//  - FusedBatchNormV3 in training: the batch's mean and (biased) variance as two reductions
+//    over every dim but the channels' (column reductions in NHWC), the variance of x less
+//    the mean (exact where the mean is large against the spread), then
+//    (x - mean) * (scale / sqrt(variance + epsilon)) + offset; the running statistics (the
+//    variance unbiased, blended with the given ones by exponential_avg_factor) and the
+//    batch's as its other outputs;
+//  - FusedBatchNormGradV3: d_offset = sum(dy) and d_scale = sum(dy * x^) per channel
+//    (x^ = (x - mean) / sqrt(variance + epsilon)), and dx = scale / sqrt(variance + epsilon)
+//    times dy, less, in training, sum(dy) / n + x^ * sum(dy * x^) / n;
 //  - a convolution that TensorFlow pads more on one side than the other (SAME with an odd
 //    total): cuDNN pads symmetrically, so the input gets the extra row or column first (Pad,
 //    fused into its producer's kernel), or, for Conv2DBackpropInput, the gradient is

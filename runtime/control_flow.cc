@@ -543,6 +543,8 @@ StatusOr<int> OutputIndex(const tensorflow::NodeDef& node, const std::string& ar
       {"FusedBatchNormV2", {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"}},
       {"FusedBatchNormV3",
        {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"}},
+      {"FusedBatchNormGradV3",
+       {"x_backprop", "scale_backprop", "offset_backprop", "reserve_space_4", "reserve_space_5"}},
       {"SoftmaxCrossEntropyWithLogits", {"loss", "backprop"}},
       {"SparseSoftmaxCrossEntropyWithLogits", {"loss", "backprop"}},
       {"TopKV2", {"values", "indices"}},

@@ -86,9 +86,10 @@ std::vector<OpTraitsEntry> MakeTable() {
       GpuOnly(Of("Conv2D", P::kConv, kOn2), kCudnn), GpuOnly(Of("DepthwiseConv2dNative", P::kConv, kOn2), kCudnn),
       GpuOnly(Of("_FusedConv2D", P::kConv, kOn2), kCudnn), GpuOnly(Of("_FusedDepthwiseConv2dNative", P::kConv, kOn2), kCudnn),
       GpuOnly(Of("Conv2DBackpropInput", P::kConv, kOn2), kCudnn),
-      // Pools and inference batch norms: the windows and channels they read, written out on GPUs.
+      // Pools, batch norms and their gradients: the windows and channels they read, written out on GPUs.
       GpuOnly(Of("MaxPool", P::kOther, kOn1), kOwnKernel), GpuOnly(Of("AvgPool", P::kOther, kOn1), kOwnKernel),
       GpuOnly(Of("FusedBatchNormV3", P::kOther, kOn1), kOwnKernel),
+      GpuOnly(Of("FusedBatchNormGradV3", P::kOther, kOn1), kOwnKernel),
       // No computation, control flow, clusters.
       Of("Const", P::kSource, kNever), Of("Placeholder", P::kSource, kNever),
       Of("PlaceholderWithDefault", P::kSource, kNever), Of("NoOp", P::kSource, kNever),

@@ -110,6 +110,8 @@ def gpu_graphs():
         ("bias_relu_tanh_8192", [rows, rows], bias_relu_tanh(rows), "tanh(relu(x + b)), 8192 x 8192"),
         ("dense_softmax", [rows, 1024], dense_softmax(1024, 1024), "softmax(relu(x @ W + b)), W 1024x1024"),
         ("column_sum_of_squares", [rows, cols], column_sum_of_squares, "sum over the rows of x^2 (%d outputs)" % cols),
+        ("batch_norm_train_step", [256, 32, 32, 128], batch_norm_train_step(128),
+         "a training batch norm's forward and backward over 128 channels (NHWC)"),
         # Rows longer than a block's shared memory (1 MB each): a thread-block cluster per row.
         ("softmax_long_rows", [128, 262144], softmax_decomposed,
          "softmax over rows of 262144 from Max, Sub, Exp, Sum, RealDiv"),
@@ -130,6 +132,27 @@ def graphs():
     g.append(("column_mean", [1024, 1024], column_mean, "mean over the batch (axis 0)"))
     g.append(("sum_of_squares", [1024, 1024], sum_of_squares, "sum of x^2 over every element"))
     return g
+
+
+def batch_norm_train_step(c):
+    # A batch norm's training step: the forward op on the batch's statistics (two column
+    # reductions and a normalization), relu(y) standing for the gradient from above, and
+    # the backward op's dx (two more column reductions and an elementwise pass).
+    rng = np.random.default_rng(4)
+    scale = rng.normal(1.0, 0.1, size=[c]).astype(np.float32)
+    offset = rng.normal(0.0, 0.1, size=[c]).astype(np.float32)
+    empty = np.zeros([0], np.float32)
+
+    def f(x):
+        y, _, _, mean, variance, reserve = tf.raw_ops.FusedBatchNormV3(
+            x=x, scale=tf.constant(scale), offset=tf.constant(offset), mean=tf.constant(empty),
+            variance=tf.constant(empty), epsilon=1e-3, is_training=True)
+        dx = tf.raw_ops.FusedBatchNormGradV3(
+            y_backprop=tf.nn.relu(y), x=x, scale=tf.constant(scale), reserve_space_1=mean,
+            reserve_space_2=variance, reserve_space_3=reserve, epsilon=1e-3, is_training=True)[0]
+        return dx
+
+    return f
 
 
 def write(folder, graphs, peer_json=False):

@@ -1,6 +1,7 @@
 """A GraphDef as peers.py exports it (`graph_json`: GRAPH.json, its nodes with their data
 inputs and plain attrs), its constants, and the evaluation graph_to_jax and graph_to_torch
-share: each node by the framework's function for its op, once, from the outputs back.
+share: each node by the framework's function for its op, once, from the outputs back, and
+the ops both write alike (the batch norm and its gradient, in array methods both have).
 """
 
 import json
@@ -45,6 +46,52 @@ def make_function(graph, constants, inputs, outputs, ops, framework):
         return tuple(get(o) for o in outputs)
 
     return fn
+
+
+# ---- ops both frameworks write the same way (NumPy-like arrays: JAX's, PyTorch's)
+
+def _channel_layout(n):
+    """A batch norm's reduced axes and the shape that broadcasts a [C] vector against x."""
+    if n["attrs"].get("data_format", "NHWC") == "NCHW":
+        return (0, 2, 3), (1, -1, 1, 1)
+    return (0, 1, 2), (1, 1, 1, -1)
+
+
+def fused_batch_norm(n, x, scale, offset, mean, variance):
+    """FusedBatchNormV3 (float32): y, the running mean and variance, the batch's (or the given)
+    mean and variance, and an empty reserve."""
+    a = n["attrs"]
+    axes, per_channel = _channel_layout(n)
+    eps = a.get("epsilon", 1e-4)
+    running_mean, running_variance = mean, variance
+    if a.get("is_training", True):
+        mean = x.mean(axis=axes)
+        variance = ((x - mean.reshape(per_channel)) ** 2).mean(axis=axes)
+        count = int(np.prod(x.shape)) // int(scale.shape[0])
+        factor = a.get("exponential_avg_factor", 1.0)
+        unbiased = variance * (count / max(count - 1, 1))
+        if factor == 1.0:
+            running_mean, running_variance = mean, unbiased
+        else:
+            running_mean = (1 - factor) * running_mean + factor * mean
+            running_variance = (1 - factor) * running_variance + factor * unbiased
+    s = scale * (variance + eps) ** -0.5
+    y = (x - mean.reshape(per_channel)) * s.reshape(per_channel) + offset.reshape(per_channel)
+    return y, running_mean, running_variance, mean, variance, mean[:0]
+
+
+def fused_batch_norm_grad(n, dy, x, scale, mean, variance, reserve):
+    """FusedBatchNormGradV3 (float32): dx, d_scale, d_offset and two zero placeholders."""
+    axes, per_channel = _channel_layout(n)
+    inverse = (variance + n["attrs"].get("epsilon", 1e-4)) ** -0.5
+    normalized = (x - mean.reshape(per_channel)) * inverse.reshape(per_channel)
+    d_offset, d_scale = dy.sum(axis=axes), (dy * normalized).sum(axis=axes)
+    g = dy
+    if n["attrs"].get("is_training", True):
+        count = int(np.prod(x.shape)) // int(scale.shape[0])
+        g = dy - (d_offset / count).reshape(per_channel) - normalized * (d_scale / count).reshape(per_channel)
+    zero = d_offset[:1].sum() * 0
+    return (scale * inverse).reshape(per_channel) * g, d_scale, d_offset, zero, zero
 
 
 def wall_us(call):

@@ -146,6 +146,8 @@ OPS = {
     "StridedSlice": _strided_slice,
     "Slice": _slice,
     "SoftmaxCrossEntropyWithLogits": _softmax_xent,
+    "FusedBatchNormV3": exported_graph.fused_batch_norm,
+    "FusedBatchNormGradV3": exported_graph.fused_batch_norm_grad,
 }
 
 

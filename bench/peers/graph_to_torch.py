@@ -90,6 +90,8 @@ OPS = {
     "Transpose": lambda n, x, perm: x.permute(tuple(_static(perm))),
     "Squeeze": _squeeze,
     "ConcatV2": lambda n, *xs: torch.cat(xs[:-1], dim=int(_static(xs[-1]))),
+    "FusedBatchNormV3": exported_graph.fused_batch_norm,
+    "FusedBatchNormGradV3": exported_graph.fused_batch_norm_grad,
 }
 
 

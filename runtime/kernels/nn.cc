@@ -1,5 +1,5 @@
 // Neural-network ops: Conv2D, _FusedConv2D and DepthwiseConv2dNative (oneDNN for f32, a direct loop
-// nest otherwise), MaxPool, AvgPool, FusedBatchNormV3 (inference), and
+// nest otherwise), MaxPool, AvgPool, FusedBatchNormV3 and its gradient, and
 // SparseSoftmaxCrossEntropyWithLogits. Layout: NHWC, as TensorFlow's CPU kernels.
 
 
@@ -553,62 +553,222 @@ OpDef PoolOp(const char* name) {
 
 // ---- batch norm ----------------------------------------------------------------------
 
-// FusedBatchNormV3 in inference mode: y = (x - mean) * scale / sqrt(var + eps) + offset.
-// Outputs 1-4 echo the given mean and variance, as TensorFlow does in inference.
+// A batch norm's tensors: x (or its gradient) of rank 4 with the channels at dim 3 (NHWC) or
+// 1 (NCHW); element (o, c, k) is at (o * C + c) * inner + k.
+struct ChannelLayout {
+  int64_t outer = 0, C = 0, inner = 1;
+  int64_t per_channel() const { return outer * inner; }
+};
+
+StatusOr<ChannelLayout> LayoutOf(const Node& node, const Shape& x) {
+  GJ_ASSIGN_OR_RETURN(std::string format, GetStringAttrOr(node, "data_format", "NHWC"));
+  const bool nhwc = format == "NHWC";
+  ChannelLayout l;
+  l.C = x.dim(nhwc ? 3 : 1);
+  l.inner = nhwc ? 1 : x.dim(2) * x.dim(3);
+  l.outer = l.C == 0 ? 0 : x.num_elements() / (l.C * l.inner);
+  return l;
+}
+
+// Per channel, the sum over every other dim of f(i, c) (in double: the reference's sums).
+template <typename F>
+std::vector<double> ChannelSums(const ChannelLayout& l, F f) {
+  std::vector<double> sums(l.C, 0.0);
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t c = 0; c < l.C; ++c)
+      for (int64_t i = (o * l.C + c) * l.inner, e = i + l.inner; i < e; ++i) sums[c] += f(i, c);
+  return sums;
+}
+
+// Checks the type attrs and data format of FusedBatchNormV3 and FusedBatchNormGradV3; `t_inputs`
+// are the inputs of type T, `u_inputs` those of type U (float32); `x` is the rank-4 input.
+Status CheckBatchNorm(InferenceContext& c, std::initializer_list<int> t_inputs, std::initializer_list<int> u_inputs, int x,
+                      DType* t, int64_t* channels) {
+  GJ_ASSIGN_OR_RETURN(*t, c.TypeAttrMatching("T", t_inputs));
+  GJ_ASSIGN_OR_RETURN(DType u, c.TypeAttrMatching("U", u_inputs));
+  if (u != DType::kFloat) return c.TypeError("U must be float32");
+  GJ_RETURN_IF_ERROR(CheckTypeSet(c, *t, TypeSet::kFloat));
+  GJ_ASSIGN_OR_RETURN(std::string format, GetStringAttrOr(c.node, "data_format", "NHWC"));
+  if (format != "NHWC" && format != "NCHW") return c.TypeError("unknown data_format '" + format + "'");
+  const Shape& s = c.shape(x);
+  if (!s.unknown_rank() && s.rank() != 4) return c.ShapeError("x must have rank 4, got " + s.ToString());
+  *channels = s.unknown_rank() ? -1 : s.dim(format == "NHWC" ? 3 : 1);
+  return Status::Ok();
+}
+
+// Input i is a vector of the channels (or, where `empty_ok`, of none).
+Status CheckChannelVector(InferenceContext& c, int i, int64_t channels, bool empty_ok) {
+  const Shape& s = c.shape(i);
+  if (s.unknown_rank()) return Status::Ok();
+  const bool fits = s.rank() == 1 && (channels < 0 || s.dim(0) < 0 || s.dim(0) == channels || (empty_ok && s.dim(0) == 0));
+  if (fits) return Status::Ok();
+  return c.ShapeError("input " + std::to_string(i) + " must be a vector of " + std::to_string(channels) +
+                      " channels" + (empty_ok ? " (or empty)" : "") + ", got " + s.ToString());
+}
+
+// FusedBatchNormV3. In inference: y = (x - mean) * scale / sqrt(var + eps) + offset, and
+// outputs 1-4 echo the given mean and variance, as TensorFlow does. In training the mean and
+// variance are the batch's, over every dim but the channels: y uses the biased variance;
+// outputs 1 and 2 are the running mean and the running (unbiased) variance, blended with the
+// given ones by exponential_avg_factor f as (1 - f) * given + f * batch (the given ones may be
+// empty where f is 1); outputs 3 and 4 the batch's mean and biased variance, which the
+// gradient reads. An empty batch has NaN running statistics and zero batch ones.
 OpDef FusedBatchNormOp() {
   OpDef def;
   def.name = "FusedBatchNormV3";
   def.min_inputs = def.max_inputs = 5;
   def.infer = [](InferenceContext& c) -> Status {
-    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
-    GJ_ASSIGN_OR_RETURN(DType u, c.TypeAttrMatching("U", {1, 2, 3, 4}));
-    if (u != DType::kFloat) return c.TypeError("U must be float32");
-    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    DType t;
+    int64_t channels;
+    GJ_RETURN_IF_ERROR(CheckBatchNorm(c, {0}, {1, 2, 3, 4}, 0, &t, &channels));
     GJ_ASSIGN_OR_RETURN(bool training, GetBoolAttrOr(c.node, "is_training", true));
-    if (training)
-      return Unimplemented(NodeLabel(c.node) + ": is_training=true is not supported (graphjit runs inference graphs)");
-    GJ_ASSIGN_OR_RETURN(std::string format, GetStringAttrOr(c.node, "data_format", "NHWC"));
-    if (format != "NHWC" && format != "NCHW") return c.TypeError("unknown data_format '" + format + "'");
-    const Shape& x = c.shape(0);
-    if (!x.unknown_rank() && x.rank() != 4) return c.ShapeError("x must have rank 4, got " + x.ToString());
-    int64_t channels = x.unknown_rank() ? -1 : x.dim(format == "NHWC" ? 3 : 1);
-    for (int i = 1; i <= 4; ++i) {
-      const Shape& s = c.shape(i);
-      if (!s.unknown_rank() && (s.rank() != 1 || (channels >= 0 && s.dim(0) >= 0 && s.dim(0) != channels)))
-        return c.ShapeError("input " + std::to_string(i) + " must be a vector of " + std::to_string(channels) +
-                            " channels, got " + s.ToString());
-    }
-    c.AddOutput(t, x);
-    for (int i = 0; i < 4; ++i) c.AddOutput(u, Shape{channels});
-    c.AddOutput(u, Shape{0});
+    for (int i = 1; i <= 4; ++i) GJ_RETURN_IF_ERROR(CheckChannelVector(c, i, channels, training && i >= 3));
+    c.AddOutput(t, c.shape(0));
+    for (int i = 0; i < 4; ++i) c.AddOutput(DType::kFloat, Shape{channels});
+    c.AddOutput(DType::kFloat, Shape{0});
     return Status::Ok();
   };
   def.compute = [](KernelContext& ctx) -> Status {
     GJ_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0));
     const Tensor& x = ctx.input(0);
     const float eps = GetFloatAttrOr(ctx.node, "epsilon", 1e-4f).value();
-    const bool nhwc = GetStringAttrOr(ctx.node, "data_format", "NHWC").value() == "NHWC";
-    const int64_t C = x.shape().dim(nhwc ? 3 : 1);
-    std::vector<float> mul(C), add(C);
-    for (int64_t c = 0; c < C; ++c) {
-      float inv = 1.0f / std::sqrt(ctx.input(4).data<float>()[c] + eps);
-      mul[c] = ctx.input(1).data<float>()[c] * inv;
-      add[c] = ctx.input(2).data<float>()[c] - ctx.input(3).data<float>()[c] * mul[c];
+    const bool training = GetBoolAttrOr(ctx.node, "is_training", true).value();
+    const float factor = GetFloatAttrOr(ctx.node, "exponential_avg_factor", 1.0f).value();
+    GJ_ASSIGN_OR_RETURN(const ChannelLayout l, LayoutOf(ctx.node, x.shape()));
+    auto given = [&](int i) { return ctx.input(i).data<float>(); };
+    if (training && factor != 1.0f)
+      for (int i : {3, 4})
+        if (ctx.input(i).num_elements() != l.C)
+          return ctx.Error("When exponential_avg_factor != 1, input " + std::to_string(i) + " must have the " +
+                           std::to_string(l.C) + " elements of x's channels, got " +
+                           std::to_string(ctx.input(i).num_elements()));
+    std::vector<double> mean(l.C), var(l.C);
+    if (!training) {
+      for (int64_t c = 0; c < l.C; ++c) mean[c] = given(3)[c], var[c] = given(4)[c];
+    } else {
+      GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(x.dtype(), [&](auto tag) -> Status {
+        using T = decltype(tag);
+        const T* px = x.data<T>();
+        const double n = static_cast<double>(l.per_channel());
+        mean = ChannelSums(l, [&](int64_t i, int64_t) { return static_cast<double>(px[i]); });
+        for (double& m : mean) m /= n;
+        var = ChannelSums(l, [&](int64_t i, int64_t c) {
+          const double d = static_cast<double>(px[i]) - mean[c];
+          return d * d;
+        });
+        for (double& v : var) v /= n;
+        return Status::Ok();
+      }));
     }
-    const int64_t inner = nhwc ? 1 : x.shape().dim(2) * x.shape().dim(3);
+    std::vector<float> mul(l.C), add(l.C);
+    for (int64_t c = 0; c < l.C; ++c) {
+      const double s = given(1)[c] / std::sqrt(var[c] + eps);
+      mul[c] = static_cast<float>(s);
+      add[c] = static_cast<float>(given(2)[c] - mean[c] * s);
+    }
     GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(x.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
       using CT = ComputeType<T>;
-      ctx.ParallelFor(x.num_elements(), 2, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          int64_t c = (i / inner) % C;
-          y->data<T>()[i] = static_cast<T>(static_cast<CT>(x.data<T>()[i]) * mul[c] + add[c]);
-        }
+      ctx.ParallelFor(l.outer, l.C * l.inner, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o)
+          for (int64_t c = 0; c < l.C; ++c)
+            for (int64_t i = (o * l.C + c) * l.inner, end = i + l.inner; i < end; ++i)
+              y->data<T>()[i] = static_cast<T>(static_cast<CT>(x.data<T>()[i]) * mul[c] + add[c]);
       });
       return Status::Ok();
     }));
-    for (int i = 1; i <= 4; ++i) ctx.ForwardOutput(i, ctx.input(i <= 2 ? i + 2 : i));
+    if (!training) {
+      for (int i = 1; i <= 4; ++i) ctx.ForwardOutput(i, ctx.input(i <= 2 ? i + 2 : i));
+    } else {
+      const int64_t n = l.per_channel();
+      const double unbias = static_cast<double>(n) / static_cast<double>(std::max<int64_t>(n - 1, 1));
+      float* out[4];
+      for (int i = 0; i < 4; ++i) {
+        GJ_ASSIGN_OR_RETURN(Tensor * t, ctx.AllocateOutput(i + 1));
+        out[i] = t->data<float>();
+      }
+      for (int64_t c = 0; c < l.C; ++c) {
+        if (n == 0) {
+          out[0][c] = out[1][c] = std::numeric_limits<float>::quiet_NaN();
+          out[2][c] = out[3][c] = 0.0f;
+          continue;
+        }
+        const double running_mean = mean[c], running_var = var[c] * unbias;
+        out[0][c] = static_cast<float>(factor == 1.0f ? running_mean : (1.0 - factor) * given(3)[c] + factor * running_mean);
+        out[1][c] = static_cast<float>(factor == 1.0f ? running_var : (1.0 - factor) * given(4)[c] + factor * running_var);
+        out[2][c] = static_cast<float>(mean[c]);
+        out[3][c] = static_cast<float>(var[c]);
+      }
+    }
     GJ_RETURN_IF_ERROR(ctx.AllocateOutput(5).status());
+    return Status::Ok();
+  };
+  return def;
+}
+
+// FusedBatchNormGradV3(dy, x, scale, reserve_space_1..3): the gradients of FusedBatchNormV3's y
+// for x, scale and offset, with reserve_space_1 and 2 the mean and variance the forward op
+// normalized by (the batch's in training: its outputs 3 and 4; the given ones in inference).
+// With s = rsqrt(var + eps) and x^ = (x - mean) * s, summing over every dim but the channels:
+// d_offset = sum(dy), d_scale = sum(dy * x^); in training, where the mean and variance depend
+// on x, dx = scale * s * (dy - sum(dy) / n - x^ * sum(dy * x^) / n); in inference
+// dx = scale * s * dy. Outputs 3 and 4 are TensorFlow's placeholders: scalar zeros.
+OpDef FusedBatchNormGradOp() {
+  OpDef def;
+  def.name = "FusedBatchNormGradV3";
+  def.min_inputs = def.max_inputs = 6;
+  def.infer = [](InferenceContext& c) -> Status {
+    DType t;
+    int64_t channels;
+    GJ_RETURN_IF_ERROR(CheckBatchNorm(c, {0, 1}, {2, 3, 4, 5}, 1, &t, &channels));
+    const Shape &dy = c.shape(0), &x = c.shape(1);
+    if (dy.IsFullyDefined() && x.IsFullyDefined() && dy != x) return c.ShapeError("y_backprop " + dy.ToString() + " and x " + x.ToString() + " differ");
+    for (int i = 2; i <= 4; ++i) GJ_RETURN_IF_ERROR(CheckChannelVector(c, i, channels, false));
+    c.AddOutput(t, x.unknown_rank() ? dy : x);
+    for (int i = 0; i < 2; ++i) c.AddOutput(DType::kFloat, Shape{channels});
+    for (int i = 0; i < 2; ++i) c.AddOutput(DType::kFloat, Shape{});
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    const Tensor &dy = ctx.input(0), &x = ctx.input(1);
+    if (dy.shape() != x.shape())
+      return ctx.Error("y_backprop " + dy.shape().ToString() + " and x " + x.shape().ToString() + " differ");
+    GJ_ASSIGN_OR_RETURN(Tensor * dx, ctx.AllocateOutput(0));
+    GJ_ASSIGN_OR_RETURN(Tensor * d_scale, ctx.AllocateOutput(1));
+    GJ_ASSIGN_OR_RETURN(Tensor * d_offset, ctx.AllocateOutput(2));
+    const float eps = GetFloatAttrOr(ctx.node, "epsilon", 1e-4f).value();
+    const bool training = GetBoolAttrOr(ctx.node, "is_training", true).value();
+    GJ_ASSIGN_OR_RETURN(const ChannelLayout l, LayoutOf(ctx.node, x.shape()));
+    const float *scale = ctx.input(2).data<float>(), *mean = ctx.input(3).data<float>(), *var = ctx.input(4).data<float>();
+    std::vector<double> inv(l.C);
+    for (int64_t c = 0; c < l.C; ++c) inv[c] = 1.0 / std::sqrt(static_cast<double>(var[c]) + eps);
+    GJ_RETURN_IF_ERROR(VisitTypes<TypeSet::kFloat>(x.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      const T *pdy = dy.data<T>(), *px = x.data<T>();
+      auto normalized = [&](int64_t i, int64_t c) { return (static_cast<double>(px[i]) - mean[c]) * inv[c]; };
+      const std::vector<double> sum_dy = ChannelSums(l, [&](int64_t i, int64_t) { return static_cast<double>(pdy[i]); });
+      const std::vector<double> sum_dy_xn =
+          ChannelSums(l, [&](int64_t i, int64_t c) { return static_cast<double>(pdy[i]) * normalized(i, c); });
+      const double n = static_cast<double>(std::max<int64_t>(l.per_channel(), 1));
+      for (int64_t c = 0; c < l.C; ++c) {
+        d_scale->data<float>()[c] = static_cast<float>(sum_dy_xn[c]);
+        d_offset->data<float>()[c] = static_cast<float>(sum_dy[c]);
+      }
+      ctx.ParallelFor(l.outer, 4 * l.C * l.inner, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o)
+          for (int64_t c = 0; c < l.C; ++c)
+            for (int64_t i = (o * l.C + c) * l.inner, end = i + l.inner; i < end; ++i) {
+              double g = pdy[i];
+              if (training) g -= (sum_dy[c] + normalized(i, c) * sum_dy_xn[c]) / n;
+              dx->data<T>()[i] = static_cast<T>(scale[c] * inv[c] * g);
+            }
+      });
+      return Status::Ok();
+    }));
+    for (int i : {3, 4}) {
+      GJ_ASSIGN_OR_RETURN(Tensor * placeholder, ctx.AllocateOutput(i));
+      placeholder->data<float>()[0] = 0.0f;
+    }
     return Status::Ok();
   };
   return def;
@@ -670,7 +830,7 @@ OpDef SparseSoftmaxXentOp() {
 const bool kRegistered = RegisterOps({ConvOp("Conv2D", false), ConvOp("DepthwiseConv2dNative", true),
                                       ConvOp("_FusedConv2D", false), ConvOp("_FusedDepthwiseConv2dNative", true),
                                       ConvBackpropInputOp(),
-                                      PoolOp<true>("MaxPool"), PoolOp<false>("AvgPool"), FusedBatchNormOp(),
+                                      PoolOp<true>("MaxPool"), PoolOp<false>("AvgPool"), FusedBatchNormOp(), FusedBatchNormGradOp(),
                                       SparseSoftmaxXentOp()});
 
 }  // namespace

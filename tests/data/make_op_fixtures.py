@@ -2106,6 +2106,138 @@ simple_case("fused_batch_norm_v3_partial_shape_f32",
             "epsilon 1e-5; fetches only y", _fused_bn([1, 3, 5, 4], 1e-5, xph="batch"),
             tol=BN_TOL)
 
+# ----------------------------- FusedBatchNormV3 (training) and its gradient --
+
+
+def _bn_axes(fmt):
+    return (0, 1, 2) if fmt == "NHWC" else (0, 2, 3)
+
+
+def _per_channel(v, fmt):
+    return v if fmt == "NHWC" else v.reshape(-1, 1, 1)
+
+
+def _bn_train_ref(xv, scale, offset, eps, fmt, factor=1.0, mean_in=None, var_in=None):
+    """float64 reference of FusedBatchNormV3 in training: y and outputs 1-4."""
+    x = xv.astype(np.float64)
+    axes = _bn_axes(fmt)
+    n = x.size // len(scale)
+    mean, var = x.mean(axis=axes), x.var(axis=axes)
+    y = (x - _per_channel(mean, fmt)) / np.sqrt(_per_channel(var, fmt) + eps)
+    y = y * _per_channel(scale, fmt) + _per_channel(offset, fmt)
+    running_mean, running_var = mean, var * n / max(n - 1, 1)
+    if factor != 1.0:
+        running_mean = (1 - factor) * mean_in + factor * running_mean
+        running_var = (1 - factor) * var_in + factor * running_var
+    return {"y": y, "y:1": running_mean, "y:2": running_var, "y:3": mean, "y:4": var}
+
+
+def _fused_bn_training(xshape, fmt, eps, dtype=np.float32, factor=1.0, xph="full"):
+    def fn(b):
+        c = xshape[3 if fmt == "NHWC" else 1]
+        # A mean large against the spread: a one-pass variance would lose it.
+        xv = (normal(b.rng, xshape, 2.0) + 30.0).astype(dtype)
+        scale, offset = uniform(b.rng, [c], 0.5, 1.5), normal(b.rng, [c], 0.3)
+        if factor != 1.0:
+            mean_in, var_in = normal(b.rng, [c], 0.5), uniform(b.rng, [c], 0.25, 2.0)
+        else:
+            mean_in = var_in = np.zeros([0], np.float32)
+        x = b.ph("x", xv, xph)
+        tf.raw_ops.FusedBatchNormV3(
+            x=x, scale=const(scale, "scale"), offset=const(offset, "offset"),
+            mean=const(mean_in, "mean"), variance=const(var_in, "variance"), epsilon=eps,
+            exponential_avg_factor=factor, data_format=fmt, is_training=True, name="y")
+        b.fetch("y", "y:1", "y:2", "y:3", "y:4")
+        b.ref = lambda: _bn_train_ref(xv, scale, offset, eps, fmt, factor, mean_in, var_in)
+    return fn
+
+
+BN_TRAIN_TOL = Tol(2e-5, 1e-5,
+    "Training batch norm: per-channel means and variances of a few hundred float32 elements "
+    "(summation order differs between implementations: a few ulp of the sums), the variance "
+    "of x less its mean (|mean| ~30 against a spread of 2: the centered values keep ~5 fewer "
+    "bits), then y = (x - mean) * scale * rsqrt(var + eps) + offset; rtol 2e-5, atol 1e-5.")
+simple_case("fused_batch_norm_v3_training_nhwc_f32",
+            "FusedBatchNormV3 is_training=True NHWC float32[4, 5, 6, 3] (mean ~30, spread 2), "
+            "epsilon 0.001, exponential_avg_factor 1 with empty mean/variance; fetches y and "
+            "outputs 1-4 (running mean and unbiased variance, batch mean and variance)",
+            _fused_bn_training([4, 5, 6, 3], "NHWC", 0.001), tol=BN_TRAIN_TOL)
+simple_case("fused_batch_norm_v3_training_nchw_avg_f32",
+            "FusedBatchNormV3 is_training=True NCHW float32[?, 4, 5, 6] fed [3, 4, 5, 6], "
+            "epsilon 1e-5, exponential_avg_factor 0.25 blending the given mean/variance; "
+            "fetches y and outputs 1-4",
+            _fused_bn_training([3, 4, 5, 6], "NCHW", 1e-5, factor=0.25, xph="batch"),
+            tol=BN_TRAIN_TOL)
+simple_case("fused_batch_norm_v3_training_f16",
+            "FusedBatchNormV3 is_training=True NHWC float16[2, 4, 4, 8] (statistics in "
+            "float32), epsilon 0.001; fetches y and outputs 1-4",
+            _fused_bn_training([2, 4, 4, 8], "NHWC", 0.001, dtype=np.float16),
+            tol=Tol(2e-3, 2e-3, "float16 x and y around a float32 batch norm: a float16 ulp of "
+                    "|x| ~30 is 0.016 (x is stored rounded, the reference reads the same values); y "
+                    "rounds to float16 (~1e-3 relative); rtol 2e-3, atol 2e-3."))
+
+
+def _bn_grad_ref(dyv, xv, scale, mean, var, eps, fmt, training):
+    """float64 reference of FusedBatchNormGradV3: dx, d_scale, d_offset."""
+    dy, x = dyv.astype(np.float64), xv.astype(np.float64)
+    axes = _bn_axes(fmt)
+    inv = 1.0 / np.sqrt(np.asarray(var, np.float64) + eps)
+    xn = (x - _per_channel(np.asarray(mean, np.float64), fmt)) * _per_channel(inv, fmt)
+    sum_dy, sum_dy_xn = dy.sum(axis=axes), (dy * xn).sum(axis=axes)
+    g = dy
+    if training:
+        n = x.size // len(scale)
+        g = dy - _per_channel(sum_dy / n, fmt) - xn * _per_channel(sum_dy_xn / n, fmt)
+    return {"grad": _per_channel(scale * inv, fmt) * g, "grad:1": sum_dy_xn, "grad:2": sum_dy}
+
+
+def _fused_bn_grad(xshape, fmt, eps, training):
+    def fn(b):
+        c = xshape[3 if fmt == "NHWC" else 1]
+        xv, dyv = normal(b.rng, xshape, 2.0) + 1.0, normal(b.rng, xshape)
+        scale, offset = uniform(b.rng, [c], 0.5, 1.5), normal(b.rng, [c], 0.3)
+        x, dy = b.ph("x", xv), b.ph("dy", dyv)
+        if training:  # the batch statistics from the forward op, as TensorFlow's gradient reads them
+            fwd = tf.raw_ops.FusedBatchNormV3(
+                x=x, scale=const(scale, "scale"), offset=const(offset, "offset"),
+                mean=const(np.zeros([0], np.float32), "mean"),
+                variance=const(np.zeros([0], np.float32), "variance"), epsilon=eps,
+                data_format=fmt, is_training=True, name="forward")
+            mean, var, reserve = fwd[3], fwd[4], fwd[5]
+            axes = _bn_axes(fmt)
+            mean_v, var_v = xv.astype(np.float64).mean(axis=axes), xv.astype(np.float64).var(axis=axes)
+        else:
+            mean_v, var_v = normal(b.rng, [c], 0.5), uniform(b.rng, [c], 0.25, 2.0)
+            mean, var = const(mean_v, "mean"), const(var_v, "variance")
+            reserve = const(np.zeros([0], np.float32), "reserve")
+        tf.raw_ops.FusedBatchNormGradV3(
+            y_backprop=dy, x=x, scale=const(scale, "scale_for_grad"), reserve_space_1=mean,
+            reserve_space_2=var, reserve_space_3=reserve, epsilon=eps, data_format=fmt,
+            is_training=training, name="grad")
+        b.fetch("grad", "grad:1", "grad:2")
+        b.ref = lambda: _bn_grad_ref(dyv, xv, scale, mean_v, var_v, eps, fmt, training)
+    return fn
+
+
+BN_GRAD_TOL = Tol(1e-4, 2e-5,
+    "Batch norm gradient: per-channel sums of dy and dy * x^ over ~100 float32 elements "
+    "(|sums| up to ~30, summation order differs: a few ulp of the sums) and, in training, "
+    "dx = scale * rsqrt(var + eps) * (dy - sum(dy) / n - x^ * sum(dy * x^) / n), which "
+    "cancels (its terms are ~1, the result can be ~1e-2); rtol 1e-4, atol 2e-5.")
+simple_case("fused_batch_norm_grad_v3_training_nhwc_f32",
+            "FusedBatchNormGradV3 is_training=True NHWC float32[2, 4, 5, 3] of a training "
+            "FusedBatchNormV3's batch mean and variance (outputs 3, 4, 5), epsilon 0.001; fetches "
+            "x, scale and offset backprops",
+            _fused_bn_grad([2, 4, 5, 3], "NHWC", 0.001, True), tol=BN_GRAD_TOL)
+simple_case("fused_batch_norm_grad_v3_training_nchw_f32",
+            "FusedBatchNormGradV3 is_training=True NCHW float32[2, 3, 4, 5] of a training "
+            "FusedBatchNormV3's batch statistics, epsilon 1e-5; fetches the three backprops",
+            _fused_bn_grad([2, 3, 4, 5], "NCHW", 1e-5, True), tol=BN_GRAD_TOL)
+simple_case("fused_batch_norm_grad_v3_inference_nhwc_f32",
+            "FusedBatchNormGradV3 is_training=False NHWC float32[2, 4, 5, 3] with Const mean "
+            "and variance, epsilon 0.001; fetches the three backprops",
+            _fused_bn_grad([2, 4, 5, 3], "NHWC", 0.001, False), tol=BN_GRAD_TOL)
+
 # ----------------------------- SparseSoftmaxCrossEntropyWithLogits ---------
 
 

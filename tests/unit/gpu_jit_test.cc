@@ -1160,6 +1160,57 @@ TEST_F(GpuJit, PoolsAndBatchNormsAreFusedLoops) {
   EXPECT_EQ(r.launches, 3) << "a loop kernel per pool and for the batch norm";
 }
 
+// A batch norm's training step, in both layouts: the forward op on the batch's statistics
+// and the backward op on them, with relu(y) as the gradient from above. On the GPU they are
+// column reductions (the mean, the variance of x less the mean, sum(dy), sum(dy * x^)) and
+// elementwise kernels; they match the CPU's kernels (sums in float64), and a second run
+// gives the same bits.
+TEST_F(GpuJit, TrainingBatchNormsAndTheirGradientsAreColumnReductions) {
+  for (const char* format : {"NHWC", "NCHW"}) {
+    SCOPED_TRACE(format);
+    const bool nhwc = std::string(format) == "NHWC";
+    // 32768 elements per channel: enough for the reductions' two phases (48 blocks would not
+    // fill the GPU).
+    const Shape shape = nhwc ? Shape{128, 16, 16, 48} : Shape{128, 48, 16, 16};
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {-1, shape.dim(1), shape.dim(2), shape.dim(3)});
+    b.Const("scale", Random(Shape{48}, 2));
+    b.Const("offset", Random(Shape{48}, 3));
+    b.Const("empty", testing::MakeFloat({0}, {}));
+    tensorflow::NodeDef* bn = b.Op("bn", "FusedBatchNormV3", {"x", "scale", "offset", "empty", "empty"});
+    b.Op("dy", "Relu", {"bn"});
+    tensorflow::NodeDef* grad = b.Op("grad", "FusedBatchNormGradV3", {"dy", "x", "scale", "bn:3", "bn:4", "bn:5"});
+    for (tensorflow::NodeDef* n : {bn, grad}) {
+      testing::SetAttrType(n, "U", DType::kFloat);
+      testing::SetAttrBool(n, "is_training", true);
+      testing::SetAttrFloat(n, "epsilon", 0.001f);
+      testing::SetAttrString(n, "data_format", format);
+    }
+    // A mean of 20 against a spread of 3: the variance must be taken of x less the mean.
+    Tensor x = Random(shape, 1);
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] += 20.0f;
+    const std::vector<std::string> fetches = {"bn", "bn:1", "bn:2", "bn:3", "bn:4", "grad", "grad:1", "grad:2"};
+    const Runs r = RunBoth(b.graph_def(), {{"x", x}}, fetches);
+    for (size_t i = 0; i + 2 < fetches.size(); ++i) ExpectClose(r.gpu[i], r.reference[i], 2e-5, fetches[i], 2e-5);
+    ExpectClose(r.gpu[7], r.reference[7], 2e-5, "grad:2");
+    // The scale's gradient, sum(dy * (x - mean) / sigma), moves by sum(dy) / sigma per unit of
+    // the mean: the two sides' means of ~20 (float32 sums in different orders) may be a few
+    // ulp apart, which moves it by that times sum(dy) / sigma (up to ~1e5).
+    for (int64_t c = 0; c < 48; ++c) {
+      auto at = [&](int i) { return r.reference[i].ValueAsDouble(c); };
+      const double mean_ulps = 4 * std::fabs(at(3)) * std::numeric_limits<float>::epsilon();
+      const double tolerance = mean_ulps * std::fabs(at(7)) / std::sqrt(at(4) + 0.001) + 2e-5 * std::fabs(at(6));
+      EXPECT_NEAR(r.gpu[6].ValueAsDouble(c), at(6), tolerance) << "grad:1 of channel " << c;
+    }
+    EXPECT_EQ(r.launches, 11) << "the four column reductions in two kernels each (the blocks' partial sums, then "
+                                 "their sum), a kernel for the per-channel factors, one for y, one for dx";
+    const std::vector<Tensor> again = testing::RunOrDie(*testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2)),
+                                                        {{"x", x}}, fetches);
+    for (size_t i = 0; i < fetches.size(); ++i)
+      EXPECT_EQ(std::memcmp(again[i].raw(), r.gpu[i].raw(), again[i].bytes()), 0) << fetches[i];
+  }
+}
+
 // TensorFlow's filter is reordered into cuDNN's layout once where it stays the same: a
 // session constant's at the session's first run (a traced "reorder_filter" event), kept
 // with its buffer for the runs after it; a fed filter by each call, inside it. Both give

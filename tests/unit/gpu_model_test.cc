@@ -143,5 +143,44 @@ TEST_F(GpuModel, TheColumnReductionStreamsAtTheDramsPace) {
   EXPECT_EQ(profiles[1].io_bytes, (8 + 1) * 4096 * 4);
 }
 
+// A batch norm's training step at a GPU's size (bench/graphs/gpu/batch_norm_train_step: x of
+// 256 x 32 x 32 x 128, 128 MiB): its four column reductions (the batch's mean and variance,
+// sum(dy) and sum(dy * x^)) take the column reductions' path, each first phase predicted
+// within 1.3x of its bytes at the H200's peak, not bound by its loads in flight; dx is one
+// elementwise kernel (x in, dx out).
+TEST_F(GpuModel, TheBatchNormTrainingStepStreamsAtTheDramsPace) {
+  auto graph_def = ReadGraphDefFile(testing::SourcePath("bench/graphs/gpu/batch_norm_train_step.pb"));
+  ASSERT_TRUE(graph_def.ok()) << graph_def.status().message();
+  SessionOptions options;
+  options.device = DeviceKind::kGpuEmu;
+  options.jit_level = JitLevel::kOn2;
+  options.gpu_profile = true;
+  const Shape shape{256, 32, 32, 128};
+  std::vector<float> x(shape.num_elements());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) - 6;
+  (void)TakeGpuProfiles();
+  const std::vector<Tensor> dx =
+      testing::RunOrDie(*testing::MakeSession(*graph_def, options), {{"x", testing::MakeFloat(shape, x)}}, {"y"});
+  ASSERT_EQ(dx[0].shape(), shape);
+  const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
+  int streaming = 0;
+  double total = 0;
+  for (const GpuKernelProfile& k : profiles) {
+    const KernelPrediction p = PredictKernel(device_, k.Work());
+    const double at_peak = k.moved_bytes / device_.dram_bytes_per_s * 1e6;
+    std::printf("%-36s grid %5lld x %-4lld %8.2f MB moved: predicted %6.1f us, %6.1f us at the DRAM's peak%s\n",
+                k.name.c_str(), static_cast<long long>(k.grid), static_cast<long long>(k.block), k.moved_bytes / 1e6, p.us,
+                at_peak, p.latency_bound ? " (latency-bound)" : "");
+    total += p.us;
+    if (k.moved_bytes < shape.num_elements() * 4) continue;  // the small finishing kernels
+    ++streaming;
+    SCOPED_TRACE(k.name);
+    EXPECT_FALSE(p.latency_bound);
+    EXPECT_LE(p.us / at_peak, 1.3);
+  }
+  std::printf("the step: %zu kernels, predicted %.1f us\n", profiles.size(), total);
+  EXPECT_EQ(streaming, 5) << "four column reductions' first phases and dx read x";
+}
+
 }  // namespace
 }  // namespace graphjit

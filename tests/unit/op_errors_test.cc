@@ -47,6 +47,13 @@ Tensor F(std::vector<int64_t> dims) {
 }
 
 TEST(OpErrors, ShapeProblemsAreRunTimeErrorsNamingTheNode) {
+  auto batch_norm = [](float factor) {
+    return [factor](tensorflow::NodeDef* n) {
+      testing::SetAttrType(n, "U", DType::kFloat);
+      testing::SetAttrBool(n, "is_training", true);
+      testing::SetAttrFloat(n, "exponential_avg_factor", factor);
+    };
+  };
   auto tidx = [](const char* attr) {
     return [attr](tensorflow::NodeDef* n) { testing::SetAttrType(n, attr, DType::kInt32); };
   };
@@ -82,6 +89,12 @@ TEST(OpErrors, ShapeProblemsAreRunTimeErrorsNamingTheNode) {
       {"bias size", "BiasAdd", {F({2, 3}), F({4})}, nullptr, "bias of size 4 does not match"},
       {"bias grad rank", "BiasAddGrad", {F({3})}, nullptr, "out_backprop must have rank >= 2, got [3]"},
       {"softmax scalar", "Softmax", {F({})}, nullptr, "logits must have rank >= 1"},
+      {"batch norm scale", "FusedBatchNormV3", {F({2, 2, 2, 3}), F({4}), F({3}), F({0}), F({0})}, batch_norm(0.5f),
+       "input 1 must be a vector of 3 channels, got [4]"},
+      {"batch norm running mean", "FusedBatchNormV3", {F({2, 2, 2, 3}), F({3}), F({3}), F({0}), F({0})},
+       batch_norm(0.5f), "When exponential_avg_factor != 1, input 3 must have the 3 elements of x's channels, got 0"},
+      {"batch norm grad shapes", "FusedBatchNormGradV3", {F({2, 2, 2, 3}), F({2, 2, 3, 3}), F({3}), F({3}), F({3}), F({0})},
+       batch_norm(1.0f), "y_backprop [2,2,2,3] and x [2,2,3,3] differ"},
       {"select shapes", "Select", {testing::MakeTensor(DType::kBool, Shape{2}, {1, 0}), F({2, 3}), F({3, 2})}, nullptr,
        "x and y must have the same shape"},
   };
