@@ -753,6 +753,7 @@ class GpuTarget : public Backend {
     d.gpu.shared_memory_per_block_optin = info.shared_memory_per_block_optin;
     d.gpu.registers_per_block = info.registers_per_block;
     d.gpu.l2_bytes = info.l2_cache_bytes;
+    d.gpu.dram_bytes_per_s = info.PeakDramBytesPerSecond();
     return d;
   }
 

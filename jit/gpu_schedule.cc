@@ -9,8 +9,9 @@
 //    per row; each thread folds its elements (columns lane, lane + T, ...), then the
 //    threads combine through warp shuffles and, across warps, shared memory. When a thread
 //    has at most 8 elements of the row they are held in registers from the first reduction
-//    to the stores, so the row is read from memory once; a longer row is folded four
-//    columns at a time (their loads in flight together) and staged in dynamic shared
+//    to the stores, so the row is read from memory once; a longer row is folded several
+//    columns at a time (their loads in flight together: GpuLoadsInFlight, from the
+//    device's DRAM bandwidth and SMs) and staged in dynamic shared
 //    memory by the first loop that reads it, where it fits (FromStage); on sm_90 a row too
 //    long for one block's shared memory is split among the blocks of a thread-block cluster
 //    (up to 8), each staging its slice, their partial results combined through distributed
@@ -30,6 +31,7 @@
 
 #include "jit/elemental.h"
 #include "jit/kernel_emitter.h"
+#include "runtime/gpu_model.h"
 #include "runtime/op_traits.h"
 
 namespace graphjit::emitter {
@@ -41,12 +43,10 @@ constexpr int64_t kBlock = 256;
 constexpr int64_t kManyOutputs = 1024;
 // A reduction in two phases: each first-phase thread folds at least kMinPerPart elements,
 // and there are up to as many of them as the GPU holds at once (every SM full: 270336 on
-// an H100's 132 SMs; their partial results, 1 MiB of f32 scratch), each with kUnroll
-// elements' loads in flight (32 KiB per SM: enough, by Little's law, to keep an H100's or
-// H200's memory busy). It is chosen when it gives each output at least kPhasesGain times the
-// threads one kernel would.
+// an H100's 132 SMs; their partial results, 1 MiB of f32 scratch), each with
+// GpuLoadsInFlight's loads in flight. It is chosen when it gives each output at least
+// kPhasesGain times the threads one kernel would.
 constexpr int64_t kMinPerPart = 32;
-constexpr int64_t kUnroll = 4;
 constexpr int64_t kPhasesGain = 4;
 // A column reduction's first phase: a block of this many warps, each a part of the rows.
 constexpr int64_t kTileParts = 8;
@@ -362,9 +362,9 @@ Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std:
           }
         }
       } else {
-        // kUnroll of the thread's columns at a time, their loads in flight together.
+        // Several of the thread's columns at a time, their loads in flight together.
         GJ_ASSIGN_OR_RETURN(accs, LoopFolding(
-                                      lane, end, threads, kUnroll, accs,
+                                      lane, end, threads, GpuLoadsInFlight(target_.gpu), accs,
                                       [&](const Value& column) -> StatusOr<std::vector<Value>> {
                                         GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], loop_at(column, static_cast<int>(j))));
                                         return std::vector<Value>{v};
@@ -705,7 +705,7 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
     for (size_t i = 0; i < f.init.size(); ++i) areas.push_back(NewScratch(kept * outputs * 4, module));
     auto fold = [&](const Value& output, const Value& part) {
       return LoopFolding(
-          part, count, parts, kUnroll, f.init,
+          part, count, parts, GpuLoadsInFlight(target_.gpu), f.init,
           [&](const Value& i) -> StatusOr<std::vector<Value>> {
             GJ_ASSIGN_OR_RETURN(Value v, element(output, i));
             return std::vector<Value>{v};
@@ -776,7 +776,7 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
     }
     EndGpuFunction(std::move(kernel), module, functions);
   }
-  // 2. Each output's partial results in order (kUnroll loads in flight): a thread per output
+  // 2. Each output's partial results in order (several loads in flight): a thread per output
   // when there are many (reading neighbouring outputs), else a block per output.
   StartGpuFunction();
   EmittedKernel kernel;
@@ -784,7 +784,7 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
   const Folding f = FoldingOf(n, type, count, /*reassoc=*/true);
   auto partials = [&](const Value& output, const Value& first, int64_t step) {
     return LoopFolding(
-        first, kept, step, kUnroll, f.init,
+        first, kept, step, GpuLoadsInFlight(target_.gpu), f.init,
         [&](const Value& part) -> StatusOr<std::vector<Value>> {
           const int depth = std::max(part.depth, output.depth);  // output * kept + part, or part * outputs + output
           const Value scaled = Let(depth, "arith.muli " + (by_block ? output.name : part.name) + ", " +
@@ -820,3 +820,19 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
 }
 
 }  // namespace graphjit::emitter
+
+namespace graphjit {
+
+int64_t GpuLoadsInFlight(const GpuDescription& gpu) {
+  // The bytes in flight a fold keeps, over what Little's law asks to keep the DRAM busy: its
+  // latency grows under load.
+  constexpr double kHeadroom = 2;
+  if (gpu.dram_bytes_per_s <= 0 || gpu.multiprocessors <= 0 || gpu.max_threads_per_multiprocessor <= 0) return 4;
+  const double per_sm = kHeadroom * gpu.dram_bytes_per_s * kDramLatencyUs * 1e-6 / gpu.multiprocessors;
+  const double per_thread = per_sm / (gpu.max_threads_per_multiprocessor * 4.0);
+  int64_t loads = 2;
+  while (loads < 8 && loads < per_thread) loads *= 2;
+  return loads;
+}
+
+}  // namespace graphjit

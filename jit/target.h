@@ -1,5 +1,5 @@
 // What a backend's code is made for, read from its device: the GPU's limits (SMs, warp,
-// threads and blocks, shared memory, registers, L2) or the CPU's (vector width, cores,
+// threads and blocks, shared memory, registers, L2, DRAM bandwidth) or the CPU's (vector width, cores,
 // caches). The schedules size grids, blocks and tiles from it, never from constants, and
 // the backend's target string (part of every signature) says what in it decides the code.
 #pragma once
@@ -22,7 +22,14 @@ struct GpuDescription {
   int shared_memory_per_block_optin = 0;  // bytes
   int registers_per_block = 0;
   int64_t l2_bytes = 0;
+  double dram_bytes_per_s = 0;  // peak: 2 x the memory clock x the bus width (0: unknown)
 };
+
+// The loads a GPU thread keeps in flight as it folds a reduction's elements (a power of two,
+// 2 to 8): enough that every SM full of threads keeps twice the bytes Little's law asks of
+// the device (its DRAM's peak bandwidth times its latency, kDramLatencyUs, over its SMs), in
+// 4-byte loads. An H100 or H200: 4; an A100: 2; 4 where the bandwidth is not known.
+int64_t GpuLoadsInFlight(const GpuDescription& gpu);
 
 struct CpuDescription {
   int vector_bits = 0;  // the widest vectors the code uses
@@ -36,8 +43,9 @@ struct TargetDescription {
   CpuDescription cpu;  // kCpu
 
   // What the code depends on, for the target string: "108 SMs x 32 blocks x 2048 threads,
-  // warp 32, 1024 threads, 163 KB shared" (the grids' limits, and the shared memory a block
-  // may opt in to) or "512-bit vectors".
+  // warp 32, 1024 threads, 163 KB shared, 1555 GB/s" (the grids' limits, the shared memory a
+  // block may opt in to, the DRAM's peak: the loads a thread keeps in flight) or "512-bit
+  // vectors".
   std::string CodeDecidingFacts() const;
 };
 

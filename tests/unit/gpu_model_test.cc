@@ -16,8 +16,10 @@
 
 #include "ir/graphdef.h"
 #include "jit/jit.h"
+#include "jit/target.h"
 #include "passes/passes.h"
 #include "runtime/cuda_device.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/gpu_model.h"
 #include "tests/support/test_util.h"
 
@@ -141,6 +143,28 @@ TEST_F(GpuModel, TheColumnReductionStreamsAtTheDramsPace) {
               static_cast<long long>(profiles[1].grid), static_cast<long long>(profiles[1].block), profiles[1].io_bytes / 1e6,
               finish.us, p.us + finish.us);
   EXPECT_EQ(profiles[1].io_bytes, (8 + 1) * 4096 * 4);
+}
+
+// The loads a thread keeps in flight as it folds follow the device: twice the bytes Little's
+// law asks of it (its DRAM's bandwidth times the model's latency) on every SM full of
+// threads, in a power of two of 4-byte loads; an A100's slower memory needs fewer.
+TEST(GpuSchedule, ALoadsInFlightFollowTheDevicesMemory) {
+  CudaDeviceInfo h200 = NominalCudaDevice(90);
+  h200.memory_clock_khz = 3201000;
+  h200.memory_bus_bits = 6144;
+  for (const auto& [info, want] : {std::pair{NominalCudaDevice(80), 2}, std::pair{NominalCudaDevice(90), 4}, std::pair{h200, 4}}) {
+    GpuDescription gpu;
+    gpu.multiprocessors = info.multiprocessors;
+    gpu.max_threads_per_multiprocessor = info.max_threads_per_multiprocessor;
+    gpu.dram_bytes_per_s = info.PeakDramBytesPerSecond();
+    const int64_t loads = GpuLoadsInFlight(gpu);
+    EXPECT_EQ(loads, want) << info.name;
+    const double little = gpu.dram_bytes_per_s * kDramLatencyUs * 1e-6 / gpu.multiprocessors;
+    const double in_flight = static_cast<double>(gpu.max_threads_per_multiprocessor) * loads * 4;
+    EXPECT_GE(in_flight, 2 * little) << info.name;
+    EXPECT_LT(in_flight, 4 * little) << info.name << ": not the fewest loads that do";
+  }
+  EXPECT_EQ(GpuLoadsInFlight(GpuDescription{}), 4) << "an unknown device";
 }
 
 // A batch norm's training step at a GPU's size (bench/graphs/gpu/batch_norm_train_step: x of
