@@ -101,29 +101,37 @@ TEST_F(GpuModel, PredictsTheKernelsAnH200Measured) {
   EXPECT_EQ(kernels, 9);
 }
 
+// Runs bench/graphs/gpu/<graph> on the emulator at JIT level on_2 with x fed: its output y,
+// and the profiles of the kernels it launched.
+std::vector<GpuKernelProfile> RunProfiled(const std::string& graph, const Tensor& x, std::vector<Tensor>* y) {
+  auto graph_def = ReadGraphDefFile(testing::SourcePath("bench/graphs/gpu/" + graph + ".pb"));
+  EXPECT_TRUE(graph_def.ok()) << graph_def.status().message();
+  if (!graph_def.ok()) return {};
+  SessionOptions options;
+  options.device = DeviceKind::kGpuEmu;
+  options.jit_level = JitLevel::kOn2;
+  options.gpu_profile = true;
+  (void)TakeGpuProfiles();
+  *y = testing::RunOrDie(*testing::MakeSession(*graph_def, options), {{"x", x}}, {"y"});
+  return TakeGpuProfiles();
+}
+
 // The column reduction of bench/graphs/gpu (the sum over 8192 rows of x * x, 4096 outputs)
 // as graphjit compiles it now: its first kernel, which reads the 128 MiB, is predicted
 // within 1.3x of those bytes at the H200's peak, not bound by its loads in flight (the
 // kernel kept from before, 14.6% of the peak on the H200, is: 65536 threads with one load
 // each in flight).
 TEST_F(GpuModel, TheColumnReductionStreamsAtTheDramsPace) {
-  auto graph_def = ReadGraphDefFile(testing::SourcePath("bench/graphs/gpu/column_sum_of_squares.pb"));
-  ASSERT_TRUE(graph_def.ok()) << graph_def.status().message();
-  SessionOptions options;
-  options.device = DeviceKind::kGpuEmu;
-  options.jit_level = JitLevel::kOn2;
-  options.gpu_profile = true;
   std::vector<float> x(8192 * 4096);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3;
-  (void)TakeGpuProfiles();
-  const std::vector<Tensor> y = testing::RunOrDie(*testing::MakeSession(*graph_def, options),
-                                                  {{"x", testing::MakeFloat(Shape({8192, 4096}), x)}}, {"y"});
+  std::vector<Tensor> y;
+  const std::vector<GpuKernelProfile> profiles =
+      RunProfiled("column_sum_of_squares", testing::MakeFloat(Shape({8192, 4096}), x), &y);
   for (const int64_t column : {0, 5, 4095}) {
     double want = 0;
     for (int64_t r = 0; r < 8192; ++r) want += static_cast<double>(x[r * 4096 + column]) * x[r * 4096 + column];
     EXPECT_EQ(y[0].data<float>()[column], want) << column;  // small integers: exact in any order
   }
-  const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
   ASSERT_FALSE(profiles.empty());
   const GpuKernelProfile& first = profiles[0];
   const KernelWork work = first.Work();
@@ -173,20 +181,13 @@ TEST(GpuSchedule, ALoadsInFlightFollowTheDevicesMemory) {
 // within 1.3x of its bytes at the H200's peak, not bound by its loads in flight; dx is one
 // elementwise kernel (x in, dx out).
 TEST_F(GpuModel, TheBatchNormTrainingStepStreamsAtTheDramsPace) {
-  auto graph_def = ReadGraphDefFile(testing::SourcePath("bench/graphs/gpu/batch_norm_train_step.pb"));
-  ASSERT_TRUE(graph_def.ok()) << graph_def.status().message();
-  SessionOptions options;
-  options.device = DeviceKind::kGpuEmu;
-  options.jit_level = JitLevel::kOn2;
-  options.gpu_profile = true;
   const Shape shape{256, 32, 32, 128};
   std::vector<float> x(shape.num_elements());
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) - 6;
-  (void)TakeGpuProfiles();
-  const std::vector<Tensor> dx =
-      testing::RunOrDie(*testing::MakeSession(*graph_def, options), {{"x", testing::MakeFloat(shape, x)}}, {"y"});
+  std::vector<Tensor> dx;
+  const std::vector<GpuKernelProfile> profiles =
+      RunProfiled("batch_norm_train_step", testing::MakeFloat(shape, x), &dx);
   ASSERT_EQ(dx[0].shape(), shape);
-  const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
   int streaming = 0;
   double total = 0;
   for (const GpuKernelProfile& k : profiles) {
