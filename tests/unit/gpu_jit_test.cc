@@ -1174,7 +1174,8 @@ TEST_F(GpuJit, TrainingBatchNormsAndTheirGradientsAreColumnReductions) {
     const Shape shape = nhwc ? Shape{128, 16, 16, 48} : Shape{128, 48, 16, 16};
     GraphBuilder b;
     b.Placeholder("x", DType::kFloat, {-1, shape.dim(1), shape.dim(2), shape.dim(3)});
-    b.Const("scale", Random(Shape{48}, 2));
+    const Tensor scale = Random(Shape{48}, 2);
+    b.Const("scale", scale);
     b.Const("offset", Random(Shape{48}, 3));
     b.Const("empty", testing::MakeFloat({0}, {}));
     tensorflow::NodeDef* bn = b.Op("bn", "FusedBatchNormV3", {"x", "scale", "offset", "empty", "empty"});
@@ -1191,16 +1192,38 @@ TEST_F(GpuJit, TrainingBatchNormsAndTheirGradientsAreColumnReductions) {
     for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] += 20.0f;
     const std::vector<std::string> fetches = {"bn", "bn:1", "bn:2", "bn:3", "bn:4", "grad", "grad:1", "grad:2"};
     const Runs r = RunBoth(b.graph_def(), {{"x", x}}, fetches);
-    for (size_t i = 0; i + 2 < fetches.size(); ++i) ExpectClose(r.gpu[i], r.reference[i], 2e-5, fetches[i], 2e-5);
-    ExpectClose(r.gpu[7], r.reference[7], 2e-5, "grad:2");
-    // The scale's gradient, sum(dy * (x - mean) / sigma), moves by sum(dy) / sigma per unit of
-    // the mean: the two sides' means of ~20 (float32 sums in different orders) may be a few
-    // ulp apart, which moves it by that times sum(dy) / sigma (up to ~1e5).
-    for (int64_t c = 0; c < 48; ++c) {
-      auto at = [&](int i) { return r.reference[i].ValueAsDouble(c); };
-      const double mean_ulps = 4 * std::fabs(at(3)) * std::numeric_limits<float>::epsilon();
-      const double tolerance = mean_ulps * std::fabs(at(7)) / std::sqrt(at(4) + 0.001) + 2e-5 * std::fabs(at(6));
-      EXPECT_NEAR(r.gpu[6].ValueAsDouble(c), at(6), tolerance) << "grad:1 of channel " << c;
+    for (size_t i = 0; i < 5; ++i) ExpectClose(r.gpu[i], r.reference[i], 2e-5, fetches[i], 2e-5);
+    // The gradient against float64 from the GPU's own forward pass (its y, batch mean and
+    // variance): with x ~20 against a spread of 3, the two sides' float32 means may be a few
+    // ulp (2e-6) apart, which moves sum(dy * x^) by that times sum(dy) / sigma (~1e5).
+    const int64_t C = 48, inner = nhwc ? 1 : shape.dim(2) * shape.dim(3), n = shape.num_elements() / C;
+    auto channel = [&](int64_t i) { return (i / inner) % C; };
+    auto value = [](const Tensor& t, int64_t i) { return static_cast<double>(t.data<float>()[i]); };
+    const Tensor &y = r.gpu[0], &mean = r.gpu[3], &var = r.gpu[4];
+    std::vector<double> inv(C), sum_dy(C), sum_dy_xn(C), magnitude(C);
+    for (int64_t c = 0; c < C; ++c) inv[c] = 1 / std::sqrt(value(var, c) + 0.001);
+    auto normalized = [&](int64_t i) { return (value(x, i) - value(mean, channel(i))) * inv[channel(i)]; };
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const double dy = std::max(value(y, i), 0.0);
+      sum_dy[channel(i)] += dy;
+      sum_dy_xn[channel(i)] += dy * normalized(i);
+      magnitude[channel(i)] += std::fabs(dy * normalized(i));
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      EXPECT_NEAR(value(r.gpu[7], c), sum_dy[c], 1e-5 * sum_dy[c]) << "grad:2 of channel " << c;
+      EXPECT_NEAR(value(r.gpu[6], c), sum_dy_xn[c], 1e-5 * magnitude[c]) << "grad:1 of channel " << c;
+    }
+    int reported = 0;
+    for (int64_t i = 0; i < x.num_elements() && reported < 5; ++i) {
+      const int64_t c = channel(i);
+      // dx = scale / sigma * (dy - sum(dy) / n - x^ * sum(dy * x^) / n): within 1e-5 of its
+      // terms' magnitude, which cancel.
+      const double dy = std::max(value(y, i), 0.0), along = normalized(i) * sum_dy_xn[c] / n;
+      const double factor = std::fabs(value(scale, c)) * inv[c];
+      const double want = value(scale, c) * inv[c] * (dy - sum_dy[c] / n - along);
+      const double terms = factor * (dy + sum_dy[c] / n + std::fabs(along));
+      if (std::fabs(value(r.gpu[5], i) - want) > 1e-5 * terms + 1e-6)
+        ADD_FAILURE() << "grad element " << i << ": gpu " << value(r.gpu[5], i) << ", float64 " << want << (++reported, "");
     }
     EXPECT_EQ(r.launches, 11) << "the four column reductions in two kernels each (the blocks' partial sums, then "
                                  "their sum), a kernel for the per-channel factors, one for y, one for dx";
