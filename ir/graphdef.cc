@@ -57,6 +57,19 @@ Status ParseText(const std::string& path, const std::string& text, google::proto
 
 }  // namespace
 
+Status ParseBinaryOrText(const std::string& bytes, const std::string& what, google::protobuf::Message* message,
+                         bool allow_unknown_text) {
+  if (message->ParseFromString(bytes)) return Status::Ok();
+  message->Clear();
+  google::protobuf::TextFormat::Parser parser;
+  CollectErrors errors;
+  parser.RecordErrorsTo(&errors);
+  parser.AllowUnknownField(allow_unknown_text);
+  if (parser.ParseFromString(bytes, message)) return Status::Ok();
+  return InvalidArgument(what + " is neither a binary " + message->GetTypeName() + " nor a text one (as text, " +
+                         errors.first + ")");
+}
+
 StatusOr<tensorflow::GraphDef> ReadGraphDefFile(const std::string& path) {
   GJ_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   tensorflow::GraphDef graph_def;

@@ -19,6 +19,10 @@ Status WriteGraphDefFile(const tensorflow::GraphDef& graph_def, const std::strin
 // Reads any message in text format. Fields graphjit does not know (e.g. the parts of
 // a TensorFlow ConfigProto it does not model) are skipped.
 Status ReadTextProtoFile(const std::string& path, google::protobuf::Message* message);
+// A message from bytes that hold its binary or its text form (`what` names them in errors;
+// text fields the message lacks are an error unless `allow_unknown_text`).
+Status ParseBinaryOrText(const std::string& bytes, const std::string& what, google::protobuf::Message* message,
+                         bool allow_unknown_text = false);
 
 // Builds the IR. Checks what needs no knowledge of ops: non-empty unique names,
 // well-formed input strings, inputs that name existing nodes, control inputs after

@@ -439,6 +439,12 @@ Status Compute(KernelContext& ctx) {
   } else {
     entry = jit.cache().Get(signature, [&] { return Compile(state, ctx.inputs, report); }, &hit);
   }
+  if (hit && !report.dump_dir.empty() && !std::filesystem::exists(report.dump_dir)) {
+    // Compiled before (the kernel cache is the process's): compiled again for the dump.
+    CompileReporting dump = report;
+    dump.disk = nullptr;
+    (void)Compile(state, ctx.inputs, dump);
+  }
   if (!hit) {
     // TensorFlow's rule: more than 10 compiles at fewer than 50 runs per compile.
     const int64_t compiles = ++state.compiles;

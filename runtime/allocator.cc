@@ -85,6 +85,12 @@ std::shared_ptr<Buffer> Buffer::Alias(std::shared_ptr<Buffer> buffer) {
   return alias;
 }
 
+std::shared_ptr<Buffer> Buffer::External(void* data, size_t bytes, std::shared_ptr<void> keep) {
+  std::shared_ptr<Buffer> buffer(new Buffer(nullptr, nullptr, data, bytes));
+  buffer->external_ = std::move(keep);
+  return buffer;
+}
+
 Buffer::~Buffer() {
   void* p = data_.load(std::memory_order_relaxed);
   if (p && allocator_) allocator_->Deallocate(p, size_);

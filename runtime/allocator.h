@@ -93,6 +93,9 @@ class Buffer {
   // run's view of a fed tensor, whose copies on a device must not outlive the run (the
   // caller may change the bytes before the next).
   static std::shared_ptr<Buffer> Alias(std::shared_ptr<Buffer> buffer);
+  // The caller's host memory at `data`, read in place and never freed here; `keep` (which
+  // holds it, or releases it as it goes) goes with the buffer's last reference.
+  static std::shared_ptr<Buffer> External(void* data, size_t bytes, std::shared_ptr<void> keep);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -117,6 +120,7 @@ class Buffer {
   std::shared_ptr<Allocator> owner_;  // set when the allocator is shared-owned
   Allocator* allocator_;              // null for an alias
   std::shared_ptr<Buffer> aliased_;   // an alias's buffer
+  std::shared_ptr<void> external_;    // what holds an external buffer's memory
   std::atomic<void*> data_;
   size_t size_;
   // Two locks: a copy to the host holds fill_mu_ and then takes the stream's lock; a cluster

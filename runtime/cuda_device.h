@@ -195,10 +195,13 @@ class DeviceMemory {
   static StatusOr<std::shared_ptr<DeviceMemory>> Allocate(std::shared_ptr<CudaDevice> device, size_t bytes);
   // Takes over `address`, from device->Allocate.
   DeviceMemory(std::shared_ptr<CudaDevice> device, uint64_t address) : device_(std::move(device)), address_(address) {}
-  // The caller's memory at `address`, used in place and never freed here.
-  static std::shared_ptr<DeviceMemory> Borrow(std::shared_ptr<CudaDevice> device, uint64_t address) {
+  // The caller's memory at `address`, used in place and never freed here; `keep` (which
+  // holds it, or releases it as it goes) goes with the last reference.
+  static std::shared_ptr<DeviceMemory> Borrow(std::shared_ptr<CudaDevice> device, uint64_t address,
+                                              std::shared_ptr<void> keep = nullptr) {
     auto memory = std::make_shared<DeviceMemory>(std::move(device), address);
     memory->owned_ = false;
+    memory->keep_ = std::move(keep);
     return memory;
   }
   ~DeviceMemory() {
@@ -213,6 +216,7 @@ class DeviceMemory {
   const std::shared_ptr<CudaDevice> device_;
   const uint64_t address_;
   bool owned_ = true;
+  std::shared_ptr<void> keep_;  // what holds a borrowed address's memory
 };
 
 // A session's GPU: the device and the session's stream, on which one cluster at a time

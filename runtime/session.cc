@@ -224,13 +224,14 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   return s;
 }
 
-StatusOr<Tensor> Session::DeviceTensor(DType dtype, const Shape& shape, uint64_t address) const {
+StatusOr<Tensor> Session::DeviceTensor(DType dtype, const Shape& shape, uint64_t address,
+                                       std::shared_ptr<void> keep) const {
   if (!gpu_ || !gpu_->cuda) return FailedPrecondition("a device tensor needs a session with a GPU (device gpu or gpu-emu)");
   if (!shape.IsFullyDefined()) return InvalidArgument("a device tensor's shape must be known: " + shape.ToString());
   GJ_ASSIGN_OR_RETURN(const int64_t bytes, CheckedBytes(shape.dims(), static_cast<int64_t>(DTypeSize(dtype))));
   if (bytes > 0) GJ_RETURN_IF_ERROR(gpu_->cuda->CheckDeviceMemory(address, static_cast<size_t>(bytes)));
   return Tensor(dtype, shape,
-                Buffer::OnDevice(DeviceMemory::Borrow(gpu_->cuda, address), static_cast<size_t>(bytes),
+                Buffer::OnDevice(DeviceMemory::Borrow(gpu_->cuda, address, std::move(keep)), static_cast<size_t>(bytes),
                                  gpu_->cuda->host_allocator()));
 }
 

@@ -58,8 +58,10 @@ class Session {
   // major) whose bytes are the caller's device memory at `address` on the session's GPU:
   // fed, it is read in place (a cluster on the GPU takes it with no copy; a CPU op gets a
   // copy for its run). The memory must stay valid, and unchanged until the run that reads it
-  // returns; the session never frees it.
-  StatusOr<Tensor> DeviceTensor(DType dtype, const Shape& shape, uint64_t address) const;
+  // returns; the session never frees it. `keep` goes with the tensor's last reference (every
+  // tensor that views the memory: a fetch may be the feed itself).
+  StatusOr<Tensor> DeviceTensor(DType dtype, const Shape& shape, uint64_t address,
+                                std::shared_ptr<void> keep = nullptr) const;
   // Where a tensor's bytes are on the session's GPU (a fetch with
   // RunOptions::fetch_on_device, or a DeviceTensor); NotFound for one with none there. A
   // fetched tensor's device memory is the caller's for as long as it holds the tensor.
