@@ -76,3 +76,7 @@ echo "== graphjit inside TensorFlow: TensorFlow's MNIST XLA tutorial (softmax re
 echo "   GradientDescentOptimizer(0.5) in a tf.compat.v1.Session) without and with the plugin at ON_1"
 scripts/setup_tf_plugin.sh
 build-tf/venv/bin/python examples/mnist_softmax_xla.py --trace build/demo/mnist_timeline.json 2>&1 | grep -v -E "^(WARNING: All log|I0000|W0000|To enable the following)"
+echo
+echo "== graphjit from Python (the package python/graphjit over the C API, capi/graphjit.h): the BERT-like"
+echo "   encoder from NumPy on the CPU and on the CUDA emulator"
+GRAPHJIT_LIBRARY=build/lib/libgraphjit_c.so PYTHONPATH=python build-tf/venv/bin/python examples/python_api.py

@@ -5,7 +5,10 @@
 #     lib/libgraphjit.so           graphjit with LLVM, MLIR and protobuf linked in
 #     lib/libdnnl.so.*, ...        the shared libraries it still needs (oneDNN, OpenMP, OpenCL's loader)
 #     lib/cuda_emulator/           the CUDA emulator and its cuBLASLt and cuDNN stand-ins (--device gpu-emu)
+#     lib/libgraphjit_c.so, include/graphjit.h   the C API
 #     README.md, licenses/         graphjit's README and the licenses of what is bundled
+#   dist/graphjit-<version>-py3-none-linux_x86_64.whl, the Python package `graphjit`: its
+#     modules (python/graphjit) with lib/ beside them (scripts/make_wheel.py), for any CPython 3
 # Unpacked anywhere it needs only glibc and libstdc++ (and libgcc_s). Nothing is compiled
 # for this machine's CPU (no -march): the reference kernels are baseline x86-64, and the JIT
 # compiles for the CPU it runs on. The archive must stay within 40 MB.
@@ -34,7 +37,7 @@ start=$(date +%s)
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAPHJIT_RELEASE=ON -DGRAPHJIT_TF_PLUGIN=OFF -DGRAPHJIT_BUILD_TESTS=$tests \
   > build-release.configure.log 2>&1 || { cat build-release.configure.log; exit 1; }
 rm -f build-release.configure.log
-targets=(graphjit cuda_emulator cublaslt_emulator cudnn_emulator)
+targets=(graphjit graphjit_c cuda_emulator cublaslt_emulator cudnn_emulator)
 [ "$tests" = ON ] && targets+=("${test_binaries[@]}")
 cmake --build build-release -j2 --target "${targets[@]}"
 echo "release: built in $(( $(date +%s) - start )) s"
@@ -43,9 +46,11 @@ version=$(sed -n 's/^project(graphjit VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt
 name=graphjit-$version
 stage=build-release/stage/$name
 rm -rf build-release/stage
-mkdir -p "$stage/bin" "$stage/lib/cuda_emulator" "$stage/licenses"
+mkdir -p "$stage/bin" "$stage/lib/cuda_emulator" "$stage/licenses" "$stage/include"
 strip -o "$stage/bin/graphjit" build-release/bin/graphjit
 strip -o "$stage/lib/libgraphjit.so" build-release/lib/libgraphjit.so
+strip -o "$stage/lib/libgraphjit_c.so" build-release/lib/libgraphjit_c.so
+cp capi/graphjit.h "$stage/include/"
 for f in build-release/lib/cuda_emulator/libcuda.so.1 build-release/lib/cuda_emulator/libcublasLt.so.13 \
   build-release/lib/cuda_emulator/libcudnn.so.9; do
   strip -o "$stage/lib/cuda_emulator/$(basename "$f")" "$(readlink -f "$f")"
@@ -56,7 +61,7 @@ done
 system='^(linux-vdso|ld-linux-x86-64|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so'
 stage_abs=$(readlink -f "$stage")
 needed() {  # "soname path" of each library that the binary (or an emulator library) loads from outside the folder
-  for f in "$stage/bin/graphjit" "$stage"/lib/cuda_emulator/*; do ldd "$f"; done |
+  for f in "$stage/bin/graphjit" "$stage/lib/libgraphjit_c.so" "$stage"/lib/cuda_emulator/*; do ldd "$f"; done |
     awk '$2 == "=>" {print $1, $3}' | sort -u | while read -r soname path; do
       [[ $soname =~ $system ]] || [[ $(readlink -f "$path") == "$stage_abs"/* ]] || echo "$soname $path"
     done
@@ -97,6 +102,8 @@ if (( bytes > MAX_MB * 1000 * 1000 )); then
   echo "release: the archive is over $MAX_MB MB" >&2
   exit 1
 fi
+wheel=$(python3 scripts/make_wheel.py "$stage" "$version" dist)
+echo "release: $wheel, $(( $(stat -c %s "$wheel") / 1000 / 1000 )) MB"
 
 if [ "$tests" = ON ]; then
   tests_stage=build-release/stage-tests/$name

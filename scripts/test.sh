@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds graphjit and runs the whole test suite (ctest), the TensorFlow plugin's tests, the
-# release's checks (built, unpacked elsewhere, run there), then the sanitizer builds and the
-# fuzzer (scripts/sanitize.sh), printing how long each stage took.
+# release's checks (built, unpacked elsewhere, run there; its Python wheel in a fresh venv),
+# then the sanitizer builds and the fuzzer (scripts/sanitize.sh), printing how long each
+# stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -31,6 +32,12 @@ python3 "$release/scripts/check_fixtures.py" --graphjit "$release/bin/graphjit" 
   "$release/tests/data" "$release"/bench/graphs/*.pb
 "$release/bin/jit_fuzz" --seed 20261127 --graphs 500 --kernels "x86-64 (SSE2)" --known tests/fuzz/jit_fuzz_known.txt
 "$release/scripts/gpu_check.sh" --device gpu-emu --out build-release/gpu-check --no-bench
+# The Python package: its wheel installed in a fresh venv with only NumPy (and pytest, which
+# runs its tests against TensorFlow's fixtures, DLPack on the CPU and the emulator, errors
+# and threads).
+python3 -m venv "$unpacked/venv"
+"$unpacked/venv/bin/pip" install -q numpy pytest dist/graphjit-*-py3-none-linux_x86_64.whl
+"$unpacked/venv/bin/python" -m pytest -q -p no:cacheprovider tests/python
 rm -rf "$unpacked"
 t4=$(date +%s)
 echo "test.sh: the release (build, package, checks unpacked) took $((t4 - t3)) s"
