@@ -34,7 +34,9 @@ GJ_API const char* gj_version(void);
 /* A session over `model` (a GraphDef, binary or text). `config`: a ConfigProto, binary or
  * text, or NULL; `jit`: "off", "on_1" or "on_2", or NULL for the config's level; `device`:
  * "cpu", "gpu" or "gpu-emu", or NULL for the config's; `options`: flags as GRAPHJIT_FLAGS
- * takes them (applied after the config and GRAPHJIT_FLAGS itself), or NULL. */
+ * takes them (applied after the config and GRAPHJIT_FLAGS itself), or NULL. What the process
+ * shares is sized by the first session: its --jit_cache_mb bounds the kernel cache, and a later
+ * session's other value is reported on stderr and ignored. */
 GJ_API gj_status* gj_session_new(const void* model, size_t model_bytes, const void* config, size_t config_bytes,
                                  const char* jit, const char* device, const char* options, gj_session** session);
 GJ_API void gj_session_free(gj_session* session);

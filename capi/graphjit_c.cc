@@ -2,6 +2,8 @@
 // JIT registered as the command line registers them.
 #include "capi/graphjit.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -70,6 +72,32 @@ void RegisterOnce() {
   });
 }
 
+// What the process shares is sized by the first session: the kernel cache's bound
+// (--jit_cache_mb, which the JIT reads from GRAPHJIT_FLAGS when it first compiles) is added to
+// GRAPHJIT_FLAGS before that; a later session that asks for another is told so on stderr.
+// (The command line in process, gj_command, counts as a first session with GRAPHJIT_FLAGS'.)
+void SizeTheProcess(const SessionOptions& options) {
+  static std::mutex mu;
+  static bool sized = false;
+  static int64_t cache_mb = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!sized) {
+    sized = true;
+    cache_mb = options.jit_cache_mb;
+    if (cache_mb <= 0) return;
+    const char* env = std::getenv("GRAPHJIT_FLAGS");
+    const std::string flags = std::string(env ? env : "") + " --jit_cache_mb=" + std::to_string(cache_mb);
+    setenv("GRAPHJIT_FLAGS", flags.c_str(), 1);
+    return;
+  }
+  if (options.jit_cache_mb > 0 && options.jit_cache_mb != cache_mb)
+    std::fprintf(stderr,
+                 "graphjit: --jit_cache_mb=%lld is process-wide: the first session's (%s) took effect; this "
+                 "session's is ignored\n",
+                 static_cast<long long>(options.jit_cache_mb),
+                 cache_mb > 0 ? std::to_string(cache_mb).c_str() : "the default, 1024");
+}
+
 StatusOr<std::vector<std::pair<std::string, Tensor>>> Feeds(int n, const char* const* names, gj_tensor* const* feeds) {
   std::vector<std::pair<std::string, Tensor>> out;
   for (int i = 0; i < n; ++i) {
@@ -99,7 +127,12 @@ const char* gj_version(void) {
   return version.c_str();
 }
 
-int gj_command(int argc, const char* const* argv) { return CommandLine(argc, argv); }
+int gj_command(int argc, const char* const* argv) {
+  SessionOptions flags;
+  if (const char* env = std::getenv("GRAPHJIT_FLAGS")) (void)ApplyFlags(env, &flags);
+  SizeTheProcess(flags);
+  return CommandLine(argc, argv);
+}
 
 gj_status* gj_session_new(const void* model, size_t model_bytes, const void* config, size_t config_bytes,
                           const char* jit, const char* device, const char* options, gj_session** session) {
@@ -125,6 +158,7 @@ gj_status* gj_session_new(const void* model, size_t model_bytes, const void* con
     if (!kind.ok()) return ToC(kind.status());
     s->options.device = *kind;
   }
+  SizeTheProcess(s->options);
   auto created = Session::Create(s->options, s->model);
   if (!created.ok()) return ToC(created.status());
   s->session = std::move(*created);

@@ -140,10 +140,10 @@ class _HostTensor:
     """A fetched host tensor as NumPy sees it (__array_interface__), freed with the last array
     that views it."""
 
-    def __init__(self, tensor, dtype, shape):
+    def __init__(self, tensor, typestr, shape):
         self._tensor = tensor
         self.__array_interface__ = {"data": (lib.gj_tensor_data(tensor) or 0, False), "shape": shape,
-                                    "typestr": np.dtype(_DTYPES[dtype]).str, "version": 3}
+                                    "typestr": typestr, "version": 3}
 
     def __del__(self):
         lib.gj_tensor_free(self._tensor)
@@ -156,23 +156,20 @@ def _fetched(tensor):
     shape = tuple(dims[i] for i in range(rank))
     if lib.gj_tensor_on_device(tensor):
         return DeviceArray(tensor, dtype, shape)
-    if dtype == _BFLOAT16:  # NumPy has no bfloat16: widened to float32 (exact)
-        raw = np.ctypeslib.as_array((ctypes.c_uint16 * int(np.prod(shape, dtype=np.int64))).from_address(
-            lib.gj_tensor_data(tensor))) if np.prod(shape) else np.zeros(0, np.uint16)
-        out = (raw.astype(np.uint32) << 16).view(np.float32).reshape(shape)
-        lib.gj_tensor_free(tensor)
-        return out
+    if dtype == _BFLOAT16:  # NumPy has no bfloat16: its bits widened to float32 (exact), a copy
+        bits = np.asarray(_HostTensor(tensor, "<u2", shape))
+        return (bits.astype(np.uint32) << 16).view(np.float32)
     if dtype not in _DTYPES:
         lib.gj_tensor_free(tensor)
         raise InvalidArgumentError(3, "a fetch of data type %d, which NumPy cannot hold" % dtype)
-    return np.asarray(_HostTensor(tensor, dtype, shape))
+    return np.asarray(_HostTensor(tensor, np.dtype(_DTYPES[dtype]).str, shape))
 
 
 class DeviceArray:
     """A fetched tensor on the session's GPU, handed out without a copy: DLPack takes it
-    (torch.from_dlpack, jax.dlpack.from_dlpack, cupy.from_dlpack), a run takes it as a feed,
-    and numpy() copies it to the host. Its memory stays valid while it, or a consumer of its
-    DLPack capsule, holds it."""
+    (torch.from_dlpack, jax.dlpack.from_dlpack, cupy.from_dlpack) and a run takes it as a feed
+    (run(..., fetch_on_device=False) fetches to the host instead). Its memory stays valid while
+    it, or a consumer of its DLPack capsule, holds it."""
 
     def __init__(self, tensor, dtype, shape):
         self._tensor, self._dtype, self.shape = tensor, dtype, shape
@@ -199,9 +196,10 @@ class Session:
 
     model: a path to a GraphDef (.pb binary, .pbtxt text), or its bytes. jit: "off", "on_1" or
     "on_2". device: "cpu", "gpu" or "gpu-emu" (the CUDA emulator). config: a ConfigProto, in
-    text (str) or as bytes. options: flags as GRAPHJIT_FLAGS takes them; options that are
-    process-wide (cache sizes, the cache directory, the GPU's memory share) take effect at
-    the first session that opens what they size, as in TensorFlow.
+    text (str) or as bytes. options: flags as GRAPHJIT_FLAGS takes them; options that size what
+    the process shares take effect at the first session, as in TensorFlow: --jit_cache_mb
+    (the kernel cache's bound; a later session's other value is reported on stderr and
+    ignored) and the GPU's memory share (the first session to open the GPU sets it).
     """
 
     def __init__(self, model, jit="on_1", device="cpu", config=None, options=""):

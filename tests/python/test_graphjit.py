@@ -243,3 +243,44 @@ def test_dlpack_on_the_gpu_emulator_without_copies():
                                    atol=1e-7)
         host = s.run("z", {"x": x}, fetch_on_device=False)
         assert isinstance(host, np.ndarray)
+
+
+def test_bench_returns_the_json_table():
+    table = graphjit.bench(os.path.join(ROOT, "bench", "graphs", "bias_relu_tanh.pb"), jit="off,on", iters=2)
+    assert [c["jit"] for c in table["configs"]] == ["off", "on"]
+    assert all(c["median_ms"] > 0 for c in table["configs"]), table
+    with pytest.raises(graphjit.InvalidArgumentError, match="graphjit bench failed"):
+        graphjit.bench(b"not a graph", iters=1)
+
+
+def test_empty_half_and_bfloat16_fetches():
+    model = b"""
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "h" op: "Cast" input: "x" attr { key: "SrcT" value { type: DT_FLOAT } } attr { key: "DstT" value { type: DT_HALF } } }
+node { name: "b" op: "Cast" input: "x" attr { key: "SrcT" value { type: DT_FLOAT } } attr { key: "DstT" value { type: DT_BFLOAT16 } } }
+"""
+    x = np.array([1.5, -2.25, 3e4], np.float32)
+    with graphjit.Session(model) as s:
+        h, b = s.run(["h", "b"], {"x": x})
+        assert h.dtype == np.float16 and h.tolist() == [1.5, -2.25, 30000.0]
+        assert b.dtype == np.float32 and b.tolist() == [1.5, -2.25, 29952.0]  # bfloat16's 8 bits
+        empty = s.run("h", {"x": np.zeros((0, 3), np.float32)})
+        assert empty.shape == (0, 3) and empty.dtype == np.float16
+
+
+def test_process_wide_options_take_effect_at_the_first_session():
+    import subprocess
+    import sys
+    script = """
+import graphjit
+model = b'node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }'
+graphjit.Session(model, options="--jit_cache_mb=64")
+graphjit.Session(model, options="--jit_cache_mb=64")
+graphjit.Session(model, options="--jit_cache_mb=32")
+"""
+    env = dict(os.environ)
+    env.pop("GRAPHJIT_FLAGS", None)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("process-wide") == 1, result.stderr
+    assert "--jit_cache_mb=32 is process-wide: the first session's (64) took effect" in result.stderr
