@@ -47,8 +47,8 @@ GJ_API void gj_session_free(gj_session* session);
 /* A tensor over the caller's memory, read in place by the runs it is fed to: `data` holds
  * the dense, row-major elements, in host memory (`on_device` 0) or at a device address of
  * the session's GPU (`on_device` 1). The memory must stay valid, and unchanged while a run
- * reads it, until `release(release_arg)` is called (when no run and no tensor holds it any
- * more; `release` may be NULL). */
+ * reads it, until `release(release_arg)` is called (once: when no run and no tensor holds it
+ * any more, or before this returns an error; `release` may be NULL). */
 GJ_API gj_status* gj_tensor_wrap(gj_session* session, int dtype, int rank, const int64_t* dims, void* data,
                                  int on_device, void (*release)(void*), void* release_arg, gj_tensor** tensor);
 GJ_API int gj_tensor_dtype(const gj_tensor* tensor);

@@ -170,6 +170,11 @@ void gj_session_free(gj_session* session) { delete session; }
 
 gj_status* gj_tensor_wrap(gj_session* session, int dtype, int rank, const int64_t* dims, void* data, int on_device,
                           void (*release)(void*), void* release_arg, gj_tensor** tensor) {
+  // Released with the last tensor that views the memory, or at once where this fails.
+  std::shared_ptr<void> owner(release_arg, [release](void* arg) {
+    if (release) release(arg);
+  });
+  if (rank < 0 || (rank > 0 && dims == nullptr)) return ToC(InvalidArgument("a tensor of rank " + std::to_string(rank)));
   auto t = std::make_unique<gj_tensor>();
   t->dims.assign(dims, dims + rank);
   const DType type = static_cast<DType>(dtype);
@@ -177,9 +182,6 @@ gj_status* gj_tensor_wrap(gj_session* session, int dtype, int rank, const int64_
   const Shape shape(t->dims);
   auto bytes = CheckedBytes(t->dims, static_cast<int64_t>(DTypeSize(type)));
   if (!bytes.ok()) return ToC(bytes.status());
-  std::shared_ptr<void> owner(release_arg, [release](void* arg) {
-    if (release) release(arg);
-  });
   if (on_device) {
     auto wrapped = session->session->DeviceTensor(type, shape, reinterpret_cast<uint64_t>(data), std::move(owner));
     if (!wrapped.ok()) return ToC(wrapped.status());

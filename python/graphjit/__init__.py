@@ -106,18 +106,15 @@ def _wrap(session, dtype, shape, address, on_device, owner):
     dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
     key = _keep(owner)
     tensor = ctypes.c_void_p()
-    status = lib.gj_tensor_wrap(session, dtype, len(shape), dims, address, on_device, _release, key,
-                                ctypes.byref(tensor))
-    if status:
-        _release(key)
-    _check(status)
+    _check(lib.gj_tensor_wrap(session, dtype, len(shape), dims, address, on_device, _release, key,
+                              ctypes.byref(tensor)))  # (on an error, the library has released `owner`)
     return tensor
 
 
-def _host_feed(session, value):
+def _host_feed(session, name, value):
     array = np.asarray(value)
     if array.dtype not in _CODES:
-        raise InvalidArgumentError(3, "graphjit takes no %s tensors" % array.dtype)
+        raise InvalidArgumentError(3, "feed '%s': graphjit takes no %s tensors" % (name, array.dtype))
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)  # a copy: the library reads dense row-major elements
     return _wrap(session, _CODES[array.dtype], array.shape, array.ctypes.data, 0, array)
@@ -126,14 +123,14 @@ def _host_feed(session, value):
 def _feed(session, name, value):
     if isinstance(value, DeviceArray):
         return _wrap(session, value._dtype, value.shape, value._address, 1, value)
-    if hasattr(value, "__dlpack_device__"):
+    if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack_device__"):
         device_type, _ = value.__dlpack_device__()
         if device_type == 2:  # kDLCUDA: on the GPU, read in place
             return _dlpack.cuda_feed(session, value, _wrap)
         if device_type == 1:  # kDLCPU: NumPy views it
-            return _host_feed(session, np.from_dlpack(value))
+            return _host_feed(session, name, np.from_dlpack(value))
         raise InvalidArgumentError(3, "feed '%s': DLPack device type %d is neither the CPU nor CUDA" % (name, device_type))
-    return _host_feed(session, value)
+    return _host_feed(session, name, value)
 
 
 class _HostTensor:

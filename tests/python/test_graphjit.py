@@ -65,6 +65,7 @@ def test_numpy_in_and_out_without_copies():
     x = np.linspace(-4, 4, 1 << 20, dtype=np.float32).reshape(1024, 1024)
     with graphjit.Session(IDENTITY, jit="off") as s:
         z = s.run("z", {"x": x})
+        assert not graphjit._kept  # the feed was handed back once the run was done with it
         # The run read the feed's buffer: the session's memory held the output alone.
         stats = s.stats()
         assert x.nbytes <= stats["host_peak_bytes"] < 1.25 * x.nbytes, stats
@@ -111,6 +112,8 @@ node { name: "m" op: "MatMul" input: "a" input: "b" attr { key: "T" value { type
             s.run("m", {"a": np.ones((2, 3), np.float32), "b": np.ones((4, 5), np.float32)})
         with pytest.raises(graphjit.Error, match="nope"):
             s.run("nope", {"a": np.ones((2, 3), np.float32)})
+        with pytest.raises(graphjit.InvalidArgumentError, match="feed 'a': graphjit takes no <U1 tensors"):
+            s.run("m", {"a": np.array(["x"]), "b": np.ones((1, 1), np.float32)})
 
 
 def test_concurrent_runs_from_threads():
