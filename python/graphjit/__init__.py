@@ -133,6 +133,29 @@ def _feed(session, name, value):
     return _host_feed(session, name, value)
 
 
+class _Feeds:
+    """A run's feeds as the library takes them (their names, their wrapped tensors), freed
+    when the call returns."""
+
+    def __init__(self, session, feeds):
+        self._session, self._feeds, self._tensors = session, feeds or {}, []
+
+    def __enter__(self):
+        try:
+            for name, value in self._feeds.items():
+                self._tensors.append(_feed(self._session, name, value))
+        except BaseException:
+            self.__exit__()
+            raise
+        return (self._session, len(self._tensors), _capi.strings(list(self._feeds)),
+                (ctypes.c_void_p * max(len(self._tensors), 1))(*self._tensors))
+
+    def __exit__(self, *exc):
+        for t in self._tensors:
+            lib.gj_tensor_free(t)
+        self._tensors = []
+
+
 class _HostTensor:
     """A fetched host tensor as NumPy sees it (__array_interface__), freed with the last array
     that views it."""
@@ -239,23 +262,13 @@ class Session:
         object with __dlpack__ (a CUDA one on the session's GPU is read in place). Host
         results are NumPy arrays; on a GPU, results the GPU made are DeviceArrays
         (fetch_on_device=False copies them to the host)."""
-        session = self._session()
         single = isinstance(fetches, str)
         names = [fetches] if single else list(fetches)
-        feeds = feeds or {}
-        wrapped = []
-        try:
-            for name, value in feeds.items():
-                wrapped.append(_feed(session, name, value))
-            outputs = (ctypes.c_void_p * max(len(names), 1))()
-            trace, self._trace = self._trace, None
-            _check(lib.gj_session_run(session, len(wrapped), _capi.strings(list(feeds)),
-                                      (ctypes.c_void_p * max(len(wrapped), 1))(*wrapped), len(names),
-                                      _capi.strings(names), int(fetch_on_device), None,
-                                      trace.encode() if trace else None, outputs))
-        finally:
-            for t in wrapped:
-                lib.gj_tensor_free(t)
+        outputs = (ctypes.c_void_p * max(len(names), 1))()
+        trace, self._trace = self._trace, None
+        with _Feeds(self._session(), feeds) as (session, count, feed_names, tensors):
+            _check(lib.gj_session_run(session, count, feed_names, tensors, len(names), _capi.strings(names),
+                                      int(fetch_on_device), None, trace.encode() if trace else None, outputs))
         results = [_fetched(outputs[i]) for i in range(len(names))]
         return results[0] if single else results
 
@@ -285,19 +298,10 @@ class Session:
     def dump(self, directory, fetches, feeds=None):
         """Runs the model once (as run does), writing every compiled cluster's stages to
         directory: DIR/<cluster>/<NN>_<stage>.<ext>, as `graphjit dump`."""
-        session = self._session()
         names = [fetches] if isinstance(fetches, str) else list(fetches)
-        feeds = feeds or {}
-        wrapped = []
-        try:
-            for name, value in feeds.items():
-                wrapped.append(_feed(session, name, value))
-            _check(lib.gj_session_dump(session, str(directory).encode(), len(wrapped), _capi.strings(list(feeds)),
-                                       (ctypes.c_void_p * max(len(wrapped), 1))(*wrapped), len(names),
+        with _Feeds(self._session(), feeds) as (session, count, feed_names, tensors):
+            _check(lib.gj_session_dump(session, str(directory).encode(), count, feed_names, tensors, len(names),
                                        _capi.strings(names)))
-        finally:
-            for t in wrapped:
-                lib.gj_tensor_free(t)
 
 
 def bench(model, feeds=None, jit="off,on", iters=50, threads="1", device=None, config=None):
