@@ -123,7 +123,30 @@ class Simplifier {
     if (op == "Transpose") return RewriteTranspose(id);
     if (op == "Reshape") return RewriteReshape(id);
     if (op == "BiasAddGrad") return RewriteBiasAddGrad(id);
+    if (op == "Pow" && N(id)->inputs.size() == 2) return RewritePow(id);
     return false;
+  }
+
+  // Pow(x, c) with every element of the constant c 1, 2, 3 or -1: x, Square(x),
+  // x * Square(x), Reciprocal(x), as Grappler rewrites them: multiplications, where pow
+  // is a call per element that no loop vectorizes (GELU's tanh form has x^3). Square and
+  // Reciprocal round once, as pow does; x * x^2 within an ulp of pow. Not 0.5 or -0.5:
+  // pow(-0, 0.5) is +0 and pow(-Inf, 0.5) +Inf, where Sqrt gives -0 and NaN.
+  bool RewritePow(int id) {
+    const TensorId x = N(id)->inputs[0], e = N(id)->inputs[1];
+    const Tensor* c = Const(e);
+    if (!c || !IsFloat(c->dtype()) || !KeepsShape(ShapeOf(x), ShapeOf(e))) return false;
+    if (AllEqual(*c, 1.0)) return Forward(id, x), true;
+    if (AllEqual(*c, 2.0)) return Become(id, "Square", x), true;
+    if (AllEqual(*c, -1.0)) return Become(id, "Reciprocal", x), true;
+    if (!AllEqual(*c, 3.0)) return false;
+    Node* square = g_.AddNode(UniqueName(g_, N(id)->name + "/square"), "Square");
+    square->device = N(id)->device;
+    square->attrs["T"] = N(id)->attrs["T"];
+    square->inputs = {x};
+    SetInput(id, 1, {square->id, 0});
+    N(id)->op = "Mul";
+    return true;
   }
 
   // BiasAddGrad(g) -> Sum(g, every axis but the channels'), where g's rank is known: a

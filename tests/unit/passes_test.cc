@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -470,6 +471,54 @@ TEST_F(Numbers, ArithmeticRewritesKeepValues) {
   EXPECT_TRUE(Has(ops, "Reciprocal"));
   EXPECT_FALSE(Has(ops, "Transpose"));
   EXPECT_FALSE(Has(ops, "Sub"));
+}
+
+// Pow with a constant exponent of 1, 2, 3 or -1 becomes multiplications (no call of pow
+// per element); 0.5 and mixed exponents stay Pow. Same values as Pow, special ones too:
+// signed zeros, infinities, NaN, overflow and underflow.
+TEST_F(Numbers, PowOfASmallIntegerBecomesMultiplications) {
+  const std::vector<float> xs = {0.f, -0.f, 1.5f, -2.25f, 1e13f, -1e13f, 1e-30f, -1e-30f, 3.f,
+                                 std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                                 std::numeric_limits<float>::quiet_NaN()};
+  struct Case {
+    std::vector<float> exponent;
+    const char* becomes;  // an op the rewritten graph has, or nullptr: it stays Pow
+  } cases[] = {{{1}, nullptr}, {{2}, "Square"}, {{3}, "Mul"}, {{-1}, "Reciprocal"}, {{3, 3}, "Mul"},
+               {{0.5}, nullptr}, {{2, 3}, nullptr}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("exponent " + std::to_string(c.exponent[0]) + (c.exponent.size() > 1 ? ", ..." : ""));
+    GraphBuilder b;
+    const int64_t n = static_cast<int64_t>(xs.size());
+    b.Placeholder("x", DType::kFloat, {n / 2, 2});
+    b.Const("e", MakeFloat(c.exponent.size() == 1 ? Shape{} : Shape{2}, c.exponent));
+    b.Op("y", "Pow", {"x", "e"});
+    Tensor x = MakeFloat(Shape{n / 2, 2}, xs);
+    SessionOptions off;
+    off.rewrite_options.set_disable_meta_optimizer(true);
+    auto want = Values(testing::RunOrDie(*testing::MakeSession(b.graph_def(), off), {{"x", x}}, {"y"})[0]);
+    auto optimized = testing::MakeSession(b.graph_def());
+    auto got = Values(testing::RunOrDie(*optimized, {{"x", x}}, {"y"})[0]);
+    for (int64_t i = 0; i < n; ++i) {
+      SCOPED_TRACE("x = " + std::to_string(xs[i]));
+      if (std::isnan(want[i]) || std::isinf(want[i]) || want[i] == 0) {
+        EXPECT_EQ(std::isnan(got[i]), std::isnan(want[i]));
+        if (!std::isnan(want[i])) {
+          EXPECT_EQ(got[i], want[i]);
+        }
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i]));
+      } else {
+        EXPECT_NEAR(got[i], want[i], std::fabs(want[i]) * 2.5e-7);  // an ulp of float32
+      }
+    }
+    auto graph = optimized->OptimizedGraph({"x"}, {"y"});
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    std::vector<std::string> ops;
+    for (int id = 0; id < (*graph)->graph.num_nodes(); ++id) ops.push_back((*graph)->graph.node(id)->op);
+    EXPECT_EQ(Has(ops, "Pow"), c.becomes == nullptr && c.exponent[0] != 1);
+    if (c.becomes) {
+      EXPECT_TRUE(Has(ops, c.becomes));
+    }
+  }
 }
 
 TEST_F(Numbers, AFedTensorIsNeverFoldedAway) {
