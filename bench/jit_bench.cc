@@ -5,6 +5,7 @@
 //
 //   build/bin/jit_bench --benchmark_enable_random_interleaving=true --benchmark_repetitions=10
 //   build/bin/jit_bench --benchmark_filter=vector_width   # 128-, 256- and 512-bit vectors
+//   build/bin/jit_bench --benchmark_filter=StreamingStores  # stores cached or around the caches
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -137,6 +138,42 @@ void RegisterVectorWidths(const std::string& name, std::shared_ptr<StatusOr<Work
       ->ArgNames({"threads", "bits"})
       ->Unit(benchmark::kMicrosecond);
 }
+
+// What non-temporal stores are worth (cpu::CompileOptions::streaming_store_bytes, which the
+// JIT turns on from 4 x the L2 cache): y = 1.5 x + 1, then z = 1.5 y + 1, over range(0) MiB
+// of floats in rows of 1024, one thread, with the stores cached (range(1) = 0) or streamed
+// (1): two kernels, the second reading what the first wrote, as a model's kernels do.
+void StreamingStores(benchmark::State& state) {
+  const int64_t rows = state.range(0) * 256;
+  const std::string type = "memref<" + std::to_string(rows) + "x1024xf32>";
+  const std::string facts = "llvm.noalias, llvm.dereferenceable = " + std::to_string(rows * 4096) + " : i64";
+  const std::string mlir = "func.func @scale(%x: " + type + " {" + facts + "}, %y: " + type + " {" + facts +
+                           ", llvm.align = 64 : i64}) {\n"
+                           "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+                           "  %rows = arith.constant " + std::to_string(rows) + " : index\n"
+                           "  %cols = arith.constant 1024 : index\n"
+                           "  %a = arith.constant 1.5 : f32\n  %b = arith.constant 1.0 : f32\n"
+                           "  scf.for %r = %c0 to %rows step %c1 {\n    scf.for %c = %c0 to %cols step %c1 {\n"
+                           "      %v = memref.load %x[%r, %c] : " + type + "\n"
+                           "      %m = arith.mulf %v, %a : f32\n      %s = arith.addf %m, %b : f32\n"
+                           "      memref.store %s, %y[%r, %c] : " + type + "\n    }\n  }\n  return\n}\n";
+  cpu::CompileOptions options;
+  options.streaming_store_bytes = state.range(1) ? 1 : 0;
+  auto exe = cpu::Compile(mlir, options);
+  if (!exe.ok()) return state.SkipWithError(exe.status().ToString().c_str());
+  Tensor x = RandomTensor(Shape{rows, 1024}, 1), y = Tensor::Allocate(DType::kFloat, Shape{rows, 1024}).value(),
+         z = Tensor::Allocate(DType::kFloat, Shape{rows, 1024}).value();
+  for (auto _ : state) {
+    Status s = (*exe)->Call("scale", {x.raw(), y.raw()});
+    if (s.ok()) s = (*exe)->Call("scale", {y.raw(), z.raw()});
+    if (!s.ok()) return state.SkipWithError(s.ToString().c_str());
+  }
+  state.SetBytesProcessed(state.iterations() * 4 * static_cast<int64_t>(x.bytes()));
+}
+BENCHMARK(StreamingStores)
+    ->ArgsProduct({{1, 2, 4, 8, 16, 32, 64}, {0, 1}})
+    ->ArgNames({"MiB", "streamed"})
+    ->Unit(benchmark::kMicrosecond);
 
 const bool kRegistered = [] {
   RegisterGraphOptimizer();

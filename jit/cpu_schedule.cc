@@ -6,6 +6,7 @@
 
 #include "jit/elemental.h"
 #include "jit/kernel_emitter.h"
+#include "runtime/allocator.h"
 #include "runtime/op_traits.h"
 
 namespace graphjit::emitter {
@@ -47,7 +48,18 @@ StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
   kernel->function = "fusion_" + std::to_string(f_);
   std::string params = "%begin: index, %end: index";
   for (int b : params_) {
-    params += ", %b" + std::to_string(b) + ": " + MemRefType(p_.buffers[b].shape, p_.buffers[b].dtype) + " {llvm.noalias}";
+    const FusionPlan::Buffer& buffer = p_.buffers[b];
+    // What LLVM may rely on: the buffer's bytes and, for the outputs this kernel stores
+    // (which the runtime allocates for it, as the ahead-of-time runner does),
+    // Allocator::kAlignment; what it reads may be a caller's memory, aligned or not.
+    // With them, stores into a large output stream past the caches (CompileOptions::
+    // streaming_store_bytes).
+    std::string facts = "llvm.noalias";
+    const int64_t bytes = CheckedBytes(buffer.shape.dims(), static_cast<int64_t>(DTypeSize(buffer.dtype))).value_or(0);
+    if (bytes > 0) facts += ", llvm.dereferenceable = " + std::to_string(bytes) + " : i64";
+    if (buffer.kind == FusionPlan::Buffer::Kind::kTemp && buffer.fusion == f_)
+      facts += ", llvm.align = " + std::to_string(Allocator::kAlignment) + " : i64";
+    params += ", %b" + std::to_string(b) + ": " + MemRefType(buffer.shape, buffer.dtype) + " {" + facts + "}";
     kernel->buffers.push_back(b);
   }
   return "func.func @" + kernel->function + "(" + params + ") {\n" + code_[0] + "return\n}\n";

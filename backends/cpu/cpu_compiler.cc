@@ -14,6 +14,7 @@
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -22,6 +23,8 @@
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -34,6 +37,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/Local.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -250,6 +254,40 @@ void CompileKernelsOnce(llvm::Module& module) {
   }
 }
 
+// CompileOptions::streaming_store_bytes: a vector store into an argument of at least
+// `min_bytes` (its dereferenceable bytes) at an address known to be a multiple of the
+// vector's size (the argument's alignment and the loop's index) becomes non-temporal
+// (MOVNTPS: the line goes to memory, not into the caches, and is not read first). A
+// function with such stores ends with an SFENCE, so that they are visible to whichever
+// thread reads the buffer once the caller has seen the function return.
+void StreamLargeStores(llvm::Module& module, int64_t min_bytes) {
+  if (min_bytes <= 0 || !llvm::Triple(module.getTargetTriple()).isX86()) return;
+  const llvm::DataLayout& layout = module.getDataLayout();
+  llvm::LLVMContext& ctx = module.getContext();
+  llvm::MDNode* nontemporal =
+      llvm::MDNode::get(ctx, llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), 1)));
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    bool streams = false;
+    for (llvm::Instruction& i : llvm::instructions(f)) {
+      auto* store = llvm::dyn_cast<llvm::StoreInst>(&i);
+      if (!store || !store->getValueOperand()->getType()->isVectorTy()) continue;
+      auto* arg = llvm::dyn_cast<llvm::Argument>(llvm::getUnderlyingObject(store->getPointerOperand()));
+      if (!arg || arg->getDereferenceableBytes() < static_cast<uint64_t>(min_bytes)) continue;
+      const uint64_t size = layout.getTypeStoreSize(store->getValueOperand()->getType());
+      const llvm::Align known = llvm::getKnownAlignment(store->getPointerOperand(), layout);
+      if (known.value() < size) continue;
+      store->setAlignment(std::max(store->getAlign(), known));
+      store->setMetadata(llvm::LLVMContext::MD_nontemporal, nontemporal);
+      streams = true;
+    }
+    if (!streams) continue;
+    for (llvm::BasicBlock& block : f)
+      if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(block.getTerminator()))
+        llvm::IRBuilder<>(ret).CreateIntrinsic(llvm::Intrinsic::x86_sse_sfence, {}, {});
+  }
+}
+
 // Ahead-of-time code (CompileOptions::ahead_of_time): the packed entry points renamed
 // `<prefix><function>`, everything else local, and the data as constant symbols.
 void ExportForLinker(llvm::Module& module, const CompileOptions& options) {
@@ -417,6 +455,7 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
   KeepLongLoopsRolled(*ir);
   if (llvm::Error e = mlir::makeOptimizingTransformer(options.llvm_opt_level, 0, &machine)(ir.get()))
     return Internal("LLVM optimization failed: " + llvm::toString(std::move(e)));
+  StreamLargeStores(*ir, options.streaming_store_bytes);
   if (options.keep_stages) {
     llvm::raw_string_ostream os(report->llvm_ir);
     ir->print(os, nullptr);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,6 +31,12 @@ struct CompileOptions {
   int llvm_opt_level = 3;
   bool keep_stages = false;  // keep the lowered MLIR, the LLVM IR and the assembly
   Target target;
+  // Vector stores into a buffer argument of at least this many bytes (its
+  // llvm.dereferenceable), at addresses known to be multiples of the vector's size (from
+  // the argument's llvm.align and the loop's index), are non-temporal: a stream larger
+  // than the caches only evicts what they hold, and a cached store first reads the line
+  // it writes. 0: none.
+  int64_t streaming_store_bytes = 0;
   // Ahead of time (graphjit aot): position-independent code for the system linker, whose
   // packed entry points are `<symbol_prefix><function>` (the module's own functions become
   // local), with `data` as read-only symbols `<symbol_prefix><name>` (64-byte aligned).

@@ -5,7 +5,7 @@ How to run (from the repository root), with the pinned fixture environment:
 
     python3 -m venv /tmp/tfvenv
     /tmp/tfvenv/bin/pip install -r tests/data/requirements.txt
-    /tmp/tfvenv/bin/python bench/graphs/make_bench_graphs.py [cpu|gpu]
+    /tmp/tfvenv/bin/python bench/graphs/make_bench_graphs.py [cpu|large|gpu]
 
 Each graph is a tf.function traced for one static input shape, with its
 weights as Const nodes (made inside the traced function), written to bench/graphs/<name>.pb (deterministic binary
@@ -22,6 +22,10 @@ on an H200 before. They are for a GPU (scripts/gpu_check.sh --device gpu); the C
 the CUDA emulator's checks run the graphs of bench/graphs only. Each also comes as
 <name>.json, the graph as bench/peers' JAX and PyTorch runners take it (a GPU machine
 has no TensorFlow; their constants are fetched by graphjit there).
+
+bench/graphs/large/ (with its own manifest.json) holds the elementwise, softmax and layer
+norm graphs at the sizes a CPU's users run: inputs of 16 MiB and 64 MiB (past every
+core's L2 cache), for bench/peers, where each is timed against the copy of its bytes.
 """
 
 import json
@@ -134,6 +138,19 @@ def graphs():
     return g
 
 
+def large_graphs():
+    g = []
+    for mib, square, rows in ((16, 2048, 4096), (64, 4096, 16384)):
+        # 2^22 or 2^24 floats: square inputs for the elementwise graphs, rows of 1024 for the others.
+        g.append(("bias_relu_tanh_%dmb" % mib, [square, square], bias_relu_tanh(square), "tanh(relu(x + b))"))
+        g.append(("gelu_exact_%dmb" % mib, [square, square], gelu_exact, "0.5 x (1 + erf(x / sqrt 2))"))
+        g.append(("softmax_op_%dmb" % mib, [rows, 1024], softmax_op, "the Softmax op over rows of 1024"))
+        g.append(("softmax_decomposed_%dmb" % mib, [rows, 1024], softmax_decomposed,
+                  "softmax over rows of 1024 from Max, Sub, Exp, Sum, RealDiv"))
+        g.append(("layer_norm_%dmb" % mib, [rows, 1024], layer_norm(1024), "layer norm over rows of 1024 from primitives"))
+    return g
+
+
 def batch_norm_train_step(c):
     # A batch norm's training step: the forward op on the batch's statistics (two column
     # reductions and a normalization), relu(y) standing for the gradient from above, and
@@ -176,10 +193,12 @@ def write(folder, graphs, peer_json=False):
 
 
 def main():
-    # make_bench_graphs.py [cpu|gpu]: one set only (default: both).
-    which = sys.argv[1:] or ["cpu", "gpu"]
+    # make_bench_graphs.py [cpu|large|gpu]: these sets only (default: all).
+    which = sys.argv[1:] or ["cpu", "large", "gpu"]
     if "cpu" in which:
         write(HERE, graphs())
+    if "large" in which:
+        write(os.path.join(HERE, "large"), large_graphs())
     if "gpu" in which:
         write(os.path.join(HERE, "gpu"), gpu_graphs(), peer_json=True)
 

@@ -17,6 +17,9 @@ them), it times, interleaved:
   graphjit_on   graphjit with the JIT on (ON_1: XLA auto-clustering's level)
   graphjit_on_2 graphjit at ON_2 (whole models in one cluster, as jit_compile and JAX
                 compile a whole function): the ratios are this one's
+  copy          for the bench graphs whose output is their input's size: NumPy's copy of
+                the input into a buffer of the output's size (one thread's memcpy), the
+                time a loop that reads its input and writes its output once cannot beat
 
 Every system's outputs are compared with TensorFlow's before anything is timed. Each
 Python system runs in a worker process of its own (pinned to one core for 1 thread);
@@ -62,17 +65,18 @@ REAL_MODELS = ("mobilenet_v2", "resnet50", "bert_encoder", "lstm_classifier")
 def works(selected):
     """name -> {"model", "feeds": {name: .npy path}, "fetches": [names], "rtol", "atol"}."""
     out = {}
-    manifest = json.load(open(os.path.join(REPO, "bench", "graphs", "manifest.json")))
     data = os.path.join(tempfile.gettempdir(), "graphjit-peers-feeds")
     os.makedirs(data, exist_ok=True)
     rng = np.random.default_rng(0)
-    for name, m in sorted(manifest.items()):
-        if name.startswith("_"):
-            continue
-        x = os.path.join(data, name + "_x.npy")
-        np.save(x, rng.standard_normal(m["shape"]).astype(np.float32))
-        out[name] = {"model": os.path.join(REPO, "bench", "graphs", name + ".pb"), "feeds": {m["input"]: x},
-                     "fetches": [m["output"]]}
+    for folder in (os.path.join(REPO, "bench", "graphs"), os.path.join(REPO, "bench", "graphs", "large")):
+        manifest = json.load(open(os.path.join(folder, "manifest.json")))
+        for name, m in sorted(manifest.items()):
+            if name.startswith("_") or (selected and name not in selected):
+                continue
+            x = os.path.join(data, name + "_x.npy")
+            np.save(x, rng.standard_normal(m["shape"]).astype(np.float32))
+            out[name] = {"model": os.path.join(folder, name + ".pb"), "feeds": {m["input"]: x},
+                         "fetches": [m["output"]], "copy": True}
     for model in ("keras_mlp", "transformer_block", "small_cnn", "mnist_softmax"):
         d = os.path.join(REPO, "tests", "data", model)
         m = json.load(open(os.path.join(d, "manifest.json")))
@@ -152,8 +156,9 @@ def worker(kind, threads):
     if threads == 1:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     if kind == "jax":
-        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=%s intra_op_parallelism_threads=%d" % (
-            "true" if threads > 1 else "false", threads)
+        # One thread: pinned to one core, and Eigen's thread pool off. (XLA reads no thread
+        # count from XLA_FLAGS; a word without "--" there ends its flags.)
+        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=%s" % ("true" if threads > 1 else "false")
     if kind == "tf_xla_auto":
         os.environ["TF_XLA_FLAGS"] = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -164,6 +169,8 @@ def worker(kind, threads):
     if kind == "jax":
         import jax
         import graph_to_jax
+    elif kind == "copy":
+        pass
     else:
         import tensorflow as tf
         tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -173,6 +180,15 @@ def worker(kind, threads):
         work = req["work"]
         feeds = {k: np.load(v) for k, v in work["feeds"].items()}
         names = list(feeds)
+        if kind == "copy":
+            xs = [feeds[k] for k in names]
+            dsts = [np.empty_like(x) for x in xs]
+            run = lambda: [np.copyto(d, x) for d, x in zip(dsts, xs)]
+            run()
+            t0 = time.perf_counter()
+            run()
+            loaded[(req["name"], req["system"])] = run
+            return {"ms": (time.perf_counter() - t0) * 1e3}
         if kind == "jax":
             graph = json.load(open(req["jax_graph"] + ".json"))
             consts = dict(np.load(req["jax_graph"] + ".npz"))
@@ -281,7 +297,7 @@ def agree(work, want, got):
 
 
 def run_threads(threads, all_works, rounds, tmp):
-    workers = {k: Worker(k, threads) for k in ("tf", "tf_xla_auto", "tf_graphjit", "jax")}
+    workers = {k: Worker(k, threads) for k in ("tf", "tf_xla_auto", "tf_graphjit", "jax", "copy")}
     results = {}  # (work, system) -> {"ms": [...], "compile_ms", "error"}
     try:
         # 1. Load, check agreement, estimate each batch's size.
@@ -320,6 +336,10 @@ def run_threads(threads, all_works, rounds, tmp):
                     r["error"] = "outputs differ from TensorFlow's"
                 results[(name, system)] = r
                 print("  %-24s %-13s %s" % (name, system, r.get("error", "agrees")), flush=True)
+            feeds = [np.load(f, mmap_mode="r") for f in work["feeds"].values()]
+            if work.get("copy") and reference and sum(o.nbytes for o in reference) == sum(f.nbytes for f in feeds):
+                a = workers["copy"].ask(cmd="load", name=name, system="copy", work=work)
+                results[(name, "copy")] = {"ms": [], "iters": max(3, int(BATCH_SECONDS * 1e3 / max(a["ms"], 1e-3)))}
         # 2. Rounds: one batch of every (work, system), interleaved.
         for rnd in range(rounds):
             for name, work in all_works.items():
@@ -345,6 +365,9 @@ def run_threads(threads, all_works, rounds, tmp):
                             r["error"] = a["error"]
                         else:
                             r["ms"] += a["ms"]
+                if (name, "copy") in results:
+                    r = results[(name, "copy")]
+                    r["ms"] += workers["copy"].ask(cmd="time", name=name, system="copy", iters=r["iters"])["ms"]
             print("round %d/%d done (%d thread%s)" % (rnd + 1, rounds, threads, "" if threads == 1 else "s"), flush=True)
     finally:
         for w in workers.values():
@@ -386,14 +409,15 @@ def machine():
 
 def table(all_works, results, threads):
     peers = ["tf", "tf_xla_auto", "tf_jit", "jax"]
-    head = ("| work | " + " | ".join(SYSTEMS) + " | on_2/tf | on_2/xla_auto | on_2/tf_jit | on_2/jax | tf_graphjit/tf "
-            "| compile ms: xla_auto / tf_jit / jax / graphjit |")
-    rows = [head, "|" + "---|" * (len(SYSTEMS) + 7)]
+    head = ("| work | " + " | ".join(SYSTEMS) + " | copy | on_2/tf | on_2/xla_auto | on_2/tf_jit | on_2/jax | on_2/copy "
+            "| tf_graphjit/tf | compile ms: xla_auto / tf_jit / jax / graphjit |")
+    rows = [head, "|" + "---|" * (len(SYSTEMS) + 9)]
     for name in all_works:
         med = {s: _median(results[(name, s)]["ms"]) if "error" not in results[(name, s)] else None for s in SYSTEMS}
-        cells = ["%.3f" % med[s] if med[s] is not None else "—" for s in SYSTEMS]
+        med["copy"] = _median(results[(name, "copy")]["ms"]) if (name, "copy") in results else None
+        cells = ["%.3f" % med[s] if med[s] is not None else "—" for s in SYSTEMS + ["copy"]]
         on = med[RATIO_SYSTEM]
-        ratios = ["%.2f" % (on / med[p]) if on is not None and med[p] else "—" for p in peers]
+        ratios = ["%.2f" % (on / med[p]) if on is not None and med[p] else "—" for p in peers + ["copy"]]
         plugin = med["tf_graphjit"]
         ratios.append("%.2f" % (plugin / med["tf"]) if plugin is not None and med["tf"] else "—")
         comp = [results[(name, s)].get("compile_ms") for s in ("tf_xla_auto", "tf_jit", "jax")]
@@ -436,7 +460,10 @@ def main():
             "checked against TensorFlow's (rtol %g, atol %g; the real models: their manifests') before timing. Rounds: %d, each one batch "
             "(about %.1f s) of every work on every system, interleaved. Compile ms: XLA auto-clustering and "
             "jit_compile, the first call (tracing and compiles); JAX, lower+compile; graphjit at ON_2, its "
-            "compile stages (each graphjit level runs in a process of its own)." % (datetime.date.today().isoformat(), time.time() - started, RTOL, ATOL, a.rounds,
+            "compile stages (each graphjit level runs in a process of its own). copy: for the bench graphs whose "
+            "output is their input's size, NumPy's copy of the input into a buffer of the output's size (one thread, "
+            "in both tables), the time of reading the input and writing the output once; the graphs of "
+            "bench/graphs/large (names ending in _16mb and _64mb) have inputs of 16 and 64 MiB." % (datetime.date.today().isoformat(), time.time() - started, RTOL, ATOL, a.rounds,
                          BATCH_SECONDS), "",
             "Machine: " + "; ".join(machine()), "",
             "Versions: " + ", ".join("%s %s" % kv for kv in v.items()), ""] + sections
