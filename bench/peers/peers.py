@@ -389,7 +389,7 @@ def versions():
             out[mod] = __import__(mod).__version__
         except Exception:
             pass
-    out["graphjit"] = subprocess.run([GRAPHJIT, "--version"], capture_output=True, text=True).stdout.split()[-1]
+    out["graphjit"] = subprocess.run([GRAPHJIT, "--version"], capture_output=True, text=True).stdout.split()[1]  # "graphjit 0.1.0 (...)"
     try:
         out["graphjit_commit"] = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                                                 text=True).stdout.strip()
