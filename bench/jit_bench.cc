@@ -140,7 +140,7 @@ void RegisterVectorWidths(const std::string& name, std::shared_ptr<StatusOr<Work
 }
 
 // What non-temporal stores are worth (cpu::CompileOptions::streaming_store_bytes, which the
-// JIT turns on from 4 x the L2 cache): y = 1.5 x + 1, then z = 1.5 y + 1, over range(0) MiB
+// JIT turns on from 8 x the L2 cache): y = 1.5 x + 1, then z = 1.5 y + 1, over range(0) MiB
 // of floats in rows of 1024, one thread, with the stores cached (range(1) = 0) or streamed
 // (1): two kernels, the second reading what the first wrote, as a model's kernels do.
 void StreamingStores(benchmark::State& state) {
