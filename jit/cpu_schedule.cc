@@ -35,7 +35,16 @@ StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
       for (const TensorId& root : fusion_.roots)
         (g_.info(root.node).shapes[root.index] == fusion_.space ? full : per_row).push_back(root);
       PlanRowCache(full, reduced);
-      GJ_RETURN_IF_ERROR(Rows(rows, kernel, [&] { return RowBody(full, per_row, reduced, cols); }));
+      GJ_RETURN_IF_ERROR(Rows(rows, kernel, [&] {
+        int64_t count = 1;
+        for (int64_t d : rows) count *= d;
+        if (count > 1) {
+          const Value next = Let(Innermost(), "arith.addi %r, " + IndexConst(1).name + " : index", "index");
+          next_row_ = Delinearize(
+              Let(Innermost(), "arith.minui " + next.name + ", " + IndexConst(count - 1).name + " : index", "index"), rows);
+        }
+        return RowBody(full, per_row, reduced, cols);
+      }));
       break;
     }
     case FusionPlan::Kind::kReduce:
@@ -77,6 +86,27 @@ Status KernelEmitter::Rows(const std::vector<int64_t>& dims, EmittedKernel* kern
   GJ_RETURN_IF_ERROR(s);
   code_[0] += "scf.for %r = %begin to %end step %i1 {\n" + inner + "}\n";
   return Status::Ok();
+}
+
+// --- Prefetching the next row.
+// A row kernel's first loop (a reduction) is the only one that reads the row from memory;
+// the loops after it compute on the row in L1 (or in the row cache), and no load misses
+// while they run, so the hardware's prefetchers have no stream to follow: a core would wait
+// on memory for a row, then compute on it, never both at once. The second loop prefetches
+// the next row's elements at its own columns (one line per vector), so that the next row
+// is in L1 when its first loop starts. LLVM vectorizes the loop around the prefetch
+// (backends/cpu/cpu_compiler.cc).
+void KernelEmitter::PrefetchNextRow(const Index& at) {
+  if (next_row_.empty() || loop_ != 1 || prefetched_) return;
+  prefetched_ = true;
+  Index index = next_row_;
+  index.insert(index.end(), at.begin() + fusion_.split, at.end());
+  for (int b : params_) {
+    const FusionPlan::Buffer& buffer = p_.buffers[b];
+    if (buffer.shape != fusion_.space || (buffer.kind == FusionPlan::Buffer::Kind::kTemp && buffer.fusion == f_)) continue;
+    code_[Innermost()] += "memref.prefetch %b" + std::to_string(b) + "[" + Names(index) + "], read, locality<3>, data : " +
+                          BufferType(b) + "\n";
+  }
 }
 
 // --- The row cache.

@@ -386,7 +386,10 @@ Status KernelEmitter::ReduceRow(int r, const std::vector<int64_t>& reduced, int6
   }
   Index index = row_;
   GJ_ASSIGN_OR_RETURN(Value acc, FoldReduction(n, ElementType(g_.info(r).dtypes[0]), reduced, index, count,
-                                               /*reassoc=*/true, [&](const Index& at) { return Get(n.inputs[0], at); }));
+                                               /*reassoc=*/true, [&](const Index& at) {
+                                                 PrefetchNextRow(at);
+                                                 return Get(n.inputs[0], at);
+                                               }));
   reduced_[r] = RoundedTo(g_.info(r).dtypes[0], acc);
   return Status::Ok();
 }
@@ -524,7 +527,10 @@ Status KernelEmitter::RowBody(const std::vector<TensorId>& full, const std::vect
   GJ_RETURN_IF_ERROR(StorePerRow(per_row));
   if (full.empty()) return Status::Ok();
   Index index = row_;
-  return Nest(reduced, 0, index, [&](const Index& at) { return StoreRoots(full, at); });
+  return Nest(reduced, 0, index, [&](const Index& at) {
+    PrefetchNextRow(at);
+    return StoreRoots(full, at);
+  });
 }
 
 Status KernelEmitter::StorePerRow(const std::vector<TensorId>& per_row) {

@@ -163,6 +163,9 @@ class KernelEmitter {
                  const std::vector<int64_t>& reduced, int64_t cols);
   Status StorePerRow(const std::vector<TensorId>& per_row);
   Status ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count);
+  // CPU: in a row's second loop, at its column `at`, prefetches of the next row (next_row_)
+  // of the full-shaped buffers the first loop read (jit/cpu_schedule.cc).
+  void PrefetchNextRow(const Index& at);
 
   // How `n` reduces in the computed type `type`, `count` elements: the accumulators'
   // initial values, the step that folds one element in, per accumulator the op that
@@ -363,6 +366,8 @@ class KernelEmitter {
   std::map<TensorId, Cached> cache_;
   std::string cache_type_;
   int loop_ = 0;
+  Index next_row_;          // CPU: the row after row_ (the last row's is itself); empty: no prefetches
+  bool prefetched_ = false;  // the second loop has its prefetches
 };
 
 }  // namespace graphjit::emitter

@@ -27,6 +27,7 @@
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/VFABIDemangler.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/CrashRecoveryContext.h"
@@ -38,6 +39,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -288,6 +290,84 @@ void StreamLargeStores(llvm::Module& module, int64_t min_bytes) {
   }
 }
 
+// Prefetches in loops that LLVM vectorizes. The row kernels prefetch the next row in a
+// loop that computes (jit/cpu_schedule.cc), but LLVM 19's loop vectorizer leaves a loop with
+// an llvm.prefetch in it scalar. Before optimization, each prefetch (of a read into all
+// caches) of element i of an array of S-byte elements becomes a call
+// `graphjit_prefetch_<S>(array, i)`, declared with vector variants of 2 to 64 lanes (VFABI:
+// the array uniform, i linear): the vectorizer calls the variant of its width with lane 0's
+// i, a scalar. After optimization, each call is llvm.prefetch again, a variant's once per
+// 64-byte line of its lanes' bytes.
+constexpr llvm::StringLiteral kPrefetch = "graphjit_prefetch_";
+constexpr int kPrefetchLanes[] = {2, 4, 8, 16, 32, 64};
+constexpr uint64_t kLineBytes = 64;
+
+void MakePrefetchesVectorizable(llvm::Module& module) {
+  llvm::Function* prefetch = module.getFunction("llvm.prefetch.p0");
+  if (prefetch == nullptr) return;
+  llvm::LLVMContext& ctx = module.getContext();
+  auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                       {llvm::PointerType::getUnqual(ctx), llvm::Type::getInt64Ty(ctx)}, false);
+  auto declare = [&](const std::string& name) {
+    llvm::Function* f = llvm::cast<llvm::Function>(module.getOrInsertFunction(name, type).getCallee());
+    f->setDoesNotThrow();
+    f->setWillReturn();
+    f->setMemoryEffects(llvm::MemoryEffects::inaccessibleMemOnly());
+    return f;
+  };
+  for (llvm::User* user : llvm::make_early_inc_range(prefetch->users())) {
+    auto* call = llvm::dyn_cast<llvm::CallInst>(user);
+    auto* gep = call ? llvm::dyn_cast<llvm::GetElementPtrInst>(call->getArgOperand(0)) : nullptr;
+    if (gep == nullptr || gep->getNumIndices() != 1 || !gep->getOperand(1)->getType()->isIntegerTy(64)) continue;
+    auto constant = [&](int i) { return llvm::cast<llvm::ConstantInt>(call->getArgOperand(i))->getZExtValue(); };
+    if (constant(1) != 0 || constant(2) != 3 || constant(3) != 1) continue;
+    const uint64_t bytes = module.getDataLayout().getTypeAllocSize(gep->getResultElementType());
+    if (bytes == 0) continue;
+    const std::string name = kPrefetch.str() + std::to_string(bytes);
+    llvm::Function* scalar = declare(name);
+    std::vector<std::string> variants;
+    for (int lanes : kPrefetchLanes) {
+      const std::string vector = name + "_v" + std::to_string(lanes);
+      if (module.getFunction(vector) == nullptr) llvm::appendToCompilerUsed(module, {declare(vector)});
+      variants.push_back("_ZGV_LLVM_N" + std::to_string(lanes) + "ul_" + name + "(" + vector + ")");
+    }
+    auto* replacement =
+        llvm::CallInst::Create(scalar, {gep->getPointerOperand(), gep->getOperand(1)}, "", call->getIterator());
+    llvm::VFABI::setVectorVariantNames(replacement, variants);
+    call->eraseFromParent();
+    if (gep->use_empty()) gep->eraseFromParent();
+  }
+}
+
+void RestorePrefetches(llvm::Module& module) {
+  std::vector<llvm::Function*> declared;
+  for (llvm::Function& f : module)
+    if (f.isDeclaration() && f.getName().starts_with(kPrefetch)) declared.push_back(&f);
+  if (declared.empty()) return;
+  llvm::removeFromUsedLists(module, [&](llvm::Constant* c) {
+    return std::find(declared.begin(), declared.end(), c) != declared.end();
+  });
+  for (llvm::Function* f : declared) {
+    // graphjit_prefetch_<S> or graphjit_prefetch_<S>_v<lanes>
+    auto [size, lanes] = f->getName().drop_front(kPrefetch.size()).split("_v");
+    uint64_t bytes = 1, count = 1;
+    size.getAsInteger(10, bytes);
+    if (!lanes.empty()) lanes.getAsInteger(10, count);
+    llvm::Type* element = llvm::ArrayType::get(llvm::Type::getInt8Ty(module.getContext()), bytes);
+    f->removeDeadConstantUsers();  // the list removeFromUsedLists replaced
+    for (llvm::User* user : llvm::make_early_inc_range(f->users())) {
+      auto* call = llvm::cast<llvm::CallInst>(user);
+      llvm::IRBuilder<> b(call);
+      llvm::Value* at = b.CreateGEP(element, call->getArgOperand(0), call->getArgOperand(1));
+      for (uint64_t offset = 0; offset < bytes * count; offset += kLineBytes)
+        b.CreateIntrinsic(llvm::Intrinsic::prefetch, {b.getPtrTy()},
+                          {b.CreateConstGEP1_64(b.getInt8Ty(), at, offset), b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+      call->eraseFromParent();
+    }
+    f->eraseFromParent();
+  }
+}
+
 // Ahead-of-time code (CompileOptions::ahead_of_time): the packed entry points renamed
 // `<prefix><function>`, everything else local, and the data as constant symbols.
 void ExportForLinker(llvm::Module& module, const CompileOptions& options) {
@@ -453,8 +533,10 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
   }
   CompileKernelsOnce(*ir);
   KeepLongLoopsRolled(*ir);
+  MakePrefetchesVectorizable(*ir);
   if (llvm::Error e = mlir::makeOptimizingTransformer(options.llvm_opt_level, 0, &machine)(ir.get()))
     return Internal("LLVM optimization failed: " + llvm::toString(std::move(e)));
+  RestorePrefetches(*ir);
   StreamLargeStores(*ir, options.streaming_store_bytes);
   if (options.keep_stages) {
     llvm::raw_string_ostream os(report->llvm_ir);
