@@ -19,8 +19,8 @@ constexpr float kLog2E = 1.44269504089f;
 constexpr float kLn2Hi = 0.693145751953125f;
 constexpr float kLn2Lo = 1.428606765330187e-06f;
 // Adding 1.5 * 2^23 to an integer-valued float of magnitude below 2^22 puts the integer
-// in the low bits of the sum's representation.
-constexpr float kIntegerInLowBits = 12582912.0f;
+// in the low bits of the sum's representation; adding 127 more, the integer plus 127.
+constexpr float kIntegerPlus127InLowBits = 12582912.0f + 127.0f;
 
 struct FastExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -40,11 +40,12 @@ struct FastExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
     r = b.create<mlir::math::FmaOp>(k, f32(-kLn2Lo), r);
     mlir::Value p = f32(kP[6]);
     for (int i = 5; i >= 0; --i) p = b.create<mlir::math::FmaOp>(p, r, f32(kP[i]));
-    // 2^k's bits: (k + 127) << 23, k taken from the low bits of k + 1.5 * 2^23 (no
-    // float-to-integer conversion, which LLVM makes poison for NaN).
+    // 2^k's bits: (k + 127) << 23, k + 127 taken from the low bits of k + 127 + 1.5 * 2^23
+    // (no float-to-integer conversion, which LLVM makes poison for NaN); the shift drops
+    // the sum's own exponent and leading bit.
     mlir::Value k_bits = b.create<mlir::arith::BitcastOp>(
-        b.getI32Type(), b.create<mlir::arith::AddFOp>(k, f32(kIntegerInLowBits)));
-    mlir::Value scale_bits = b.create<mlir::arith::ShLIOp>(b.create<mlir::arith::AddIOp>(k_bits, i32(127)), i32(23));
+        b.getI32Type(), b.create<mlir::arith::AddFOp>(k, f32(kIntegerPlus127InLowBits)));
+    mlir::Value scale_bits = b.create<mlir::arith::ShLIOp>(k_bits, i32(23));
     mlir::Value scale = b.create<mlir::arith::BitcastOp>(b.getF32Type(), scale_bits);
     rewriter.replaceOp(op, b.create<mlir::arith::MulFOp>(p, scale).getResult());
     return mlir::success();
