@@ -151,6 +151,7 @@ bool ValidVectorWidth(int bits) { return bits == 0 || bits == 128 || bits == 256
 struct Machine {
   std::unique_ptr<llvm::TargetMachine> tm;
   int vector_width = 0;  // the preferred width, resolved
+  bool scalef = false;   // VSCALEFPS in 128, 256 and 512 bits (AVX-512F and VL)
   std::string missing;   // the features its code needs that the host lacks
 };
 
@@ -213,6 +214,7 @@ StatusOr<Machine> MakeTargetMachine(const Target& target, bool position_independ
   // a preference for wider ones than it has means those).
   const int widest = sti.checkFeatures("+avx512f") ? 512 : sti.checkFeatures("+avx") ? 256 : 128;
   machine.vector_width = target.prefer_vector_width ? std::min(target.prefer_vector_width, widest) : widest;
+  machine.scalef = sti.checkFeatures("+avx512f") && sti.checkFeatures("+avx512vl");
   machine.tm = std::move(*tm);
   return machine;
 }
@@ -290,31 +292,78 @@ void StreamLargeStores(llvm::Module& module, int64_t min_bytes) {
   }
 }
 
+// --- Calls the loop vectorizer widens. A function the kernels call is declared with
+// vector variants (VFABI: `_ZGV_LLVM_N<lanes><params>_<f>(<f>_v<lanes>)`, `params` a letter
+// per parameter: v a vector, u uniform, l linear with step 1), named on every call of it, so
+// that LLVM's loop vectorizer calls the variant of its width where it widens the call. Once
+// the module is optimized, every call of the function or a variant is replaced by the
+// instructions it stands for.
+void DeclareVectorVariants(llvm::Function& f, llvm::StringRef params, llvm::ArrayRef<int> widths) {
+  llvm::Module& module = *f.getParent();
+  std::vector<std::string> mappings;
+  for (int lanes : widths) {
+    std::vector<llvm::Type*> types;
+    for (size_t i = 0; i < params.size(); ++i) {
+      llvm::Type* t = f.getFunctionType()->getParamType(i);
+      types.push_back(params[i] == 'v' ? llvm::FixedVectorType::get(t, lanes) : t);
+    }
+    llvm::Type* result = f.getReturnType();
+    if (!result->isVoidTy()) result = llvm::FixedVectorType::get(result, lanes);
+    const std::string name = f.getName().str() + "_v" + std::to_string(lanes);
+    auto* variant = llvm::Function::Create(llvm::FunctionType::get(result, types, false),
+                                           llvm::GlobalValue::ExternalLinkage, name, module);
+    variant->setAttributes(f.getAttributes());
+    llvm::appendToCompilerUsed(module, {variant});
+    mappings.push_back("_ZGV_LLVM_N" + std::to_string(lanes) + params.str() + "_" + f.getName().str() + "(" + name + ")");
+  }
+  for (llvm::User* user : f.users())
+    if (auto* call = llvm::dyn_cast<llvm::CallInst>(user)) llvm::VFABI::setVectorVariantNames(call, mappings);
+}
+
+// Replaces each call of the function `name` (lanes 1) or of its vector variants by what
+// `lower` builds before it (its result, if any, replacing the call's), and deletes them.
+void ReplaceCalls(llvm::Module& module, llvm::StringRef name,
+                  llvm::function_ref<llvm::Value*(llvm::IRBuilder<>&, llvm::CallInst&, int lanes)> lower) {
+  std::vector<std::pair<llvm::Function*, int>> functions;
+  for (llvm::Function& f : module) {
+    if (!f.isDeclaration() || !f.getName().starts_with(name)) continue;
+    llvm::StringRef rest = f.getName().drop_front(name.size());
+    int lanes = 1;
+    if (rest.empty() || (rest.consume_front("_v") && !rest.getAsInteger(10, lanes))) functions.push_back({&f, lanes});
+  }
+  llvm::removeFromUsedLists(module, [&](llvm::Constant* c) {
+    return std::any_of(functions.begin(), functions.end(), [&](const auto& f) { return f.first == c; });
+  });
+  for (auto [f, lanes] : functions) {
+    f->removeDeadConstantUsers();  // the list removeFromUsedLists replaced
+    for (llvm::User* user : llvm::make_early_inc_range(f->users())) {
+      auto* call = llvm::cast<llvm::CallInst>(user);
+      llvm::IRBuilder<> b(call);
+      llvm::Value* value = lower(b, *call, lanes);
+      if (value != nullptr) call->replaceAllUsesWith(value);
+      call->eraseFromParent();
+    }
+    f->eraseFromParent();
+  }
+}
+
 // Prefetches in loops that LLVM vectorizes. The row kernels prefetch the next row in a
 // loop that computes (jit/cpu_schedule.cc), but LLVM 19's loop vectorizer leaves a loop with
 // an llvm.prefetch in it scalar. Before optimization, each prefetch (of a read into all
 // caches) of element i of an array of S-byte elements becomes a call
-// `graphjit_prefetch_<S>(array, i)`, declared with vector variants of 2 to 64 lanes (VFABI:
-// the array uniform, i linear): the vectorizer calls the variant of its width with lane 0's
-// i, a scalar. After optimization, each call is llvm.prefetch again, a variant's once per
-// 64-byte line of its lanes' bytes.
+// `graphjit_prefetch_<S>(array, i)` with vector variants (the array uniform, i linear):
+// a variant gets lane 0's i, a scalar. After optimization each call is llvm.prefetch
+// again, a variant's once per 64-byte line of its lanes' bytes.
 constexpr llvm::StringLiteral kPrefetch = "graphjit_prefetch_";
-constexpr int kPrefetchLanes[] = {2, 4, 8, 16, 32, 64};
 constexpr uint64_t kLineBytes = 64;
 
-void MakePrefetchesVectorizable(llvm::Module& module) {
+std::vector<uint64_t> MakePrefetchesVectorizable(llvm::Module& module) {
+  std::vector<uint64_t> sizes;
   llvm::Function* prefetch = module.getFunction("llvm.prefetch.p0");
-  if (prefetch == nullptr) return;
+  if (prefetch == nullptr) return sizes;
   llvm::LLVMContext& ctx = module.getContext();
   auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
                                        {llvm::PointerType::getUnqual(ctx), llvm::Type::getInt64Ty(ctx)}, false);
-  auto declare = [&](const std::string& name) {
-    llvm::Function* f = llvm::cast<llvm::Function>(module.getOrInsertFunction(name, type).getCallee());
-    f->setDoesNotThrow();
-    f->setWillReturn();
-    f->setMemoryEffects(llvm::MemoryEffects::inaccessibleMemOnly());
-    return f;
-  };
   for (llvm::User* user : llvm::make_early_inc_range(prefetch->users())) {
     auto* call = llvm::dyn_cast<llvm::CallInst>(user);
     auto* gep = call ? llvm::dyn_cast<llvm::GetElementPtrInst>(call->getArgOperand(0)) : nullptr;
@@ -323,49 +372,67 @@ void MakePrefetchesVectorizable(llvm::Module& module) {
     if (constant(1) != 0 || constant(2) != 3 || constant(3) != 1) continue;
     const uint64_t bytes = module.getDataLayout().getTypeAllocSize(gep->getResultElementType());
     if (bytes == 0) continue;
-    const std::string name = kPrefetch.str() + std::to_string(bytes);
-    llvm::Function* scalar = declare(name);
-    std::vector<std::string> variants;
-    for (int lanes : kPrefetchLanes) {
-      const std::string vector = name + "_v" + std::to_string(lanes);
-      if (module.getFunction(vector) == nullptr) llvm::appendToCompilerUsed(module, {declare(vector)});
-      variants.push_back("_ZGV_LLVM_N" + std::to_string(lanes) + "ul_" + name + "(" + vector + ")");
+    llvm::Function* f = module.getFunction(kPrefetch.str() + std::to_string(bytes));
+    if (f == nullptr) {
+      f = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, kPrefetch.str() + std::to_string(bytes), module);
+      f->setDoesNotThrow();
+      f->setWillReturn();
+      f->setMemoryEffects(llvm::MemoryEffects::inaccessibleMemOnly());
+      sizes.push_back(bytes);
     }
-    auto* replacement =
-        llvm::CallInst::Create(scalar, {gep->getPointerOperand(), gep->getOperand(1)}, "", call->getIterator());
-    llvm::VFABI::setVectorVariantNames(replacement, variants);
+    llvm::CallInst::Create(f, {gep->getPointerOperand(), gep->getOperand(1)}, "", call->getIterator());
     call->eraseFromParent();
     if (gep->use_empty()) gep->eraseFromParent();
   }
+  for (uint64_t bytes : sizes)
+    DeclareVectorVariants(*module.getFunction(kPrefetch.str() + std::to_string(bytes)), "ul", {2, 4, 8, 16, 32, 64});
+  return sizes;
 }
 
-void RestorePrefetches(llvm::Module& module) {
-  std::vector<llvm::Function*> declared;
-  for (llvm::Function& f : module)
-    if (f.isDeclaration() && f.getName().starts_with(kPrefetch)) declared.push_back(&f);
-  if (declared.empty()) return;
-  llvm::removeFromUsedLists(module, [&](llvm::Constant* c) {
-    return std::find(declared.begin(), declared.end(), c) != declared.end();
-  });
-  for (llvm::Function* f : declared) {
-    // graphjit_prefetch_<S> or graphjit_prefetch_<S>_v<lanes>
-    auto [size, lanes] = f->getName().drop_front(kPrefetch.size()).split("_v");
-    uint64_t bytes = 1, count = 1;
-    size.getAsInteger(10, bytes);
-    if (!lanes.empty()) lanes.getAsInteger(10, count);
+void RestorePrefetches(llvm::Module& module, const std::vector<uint64_t>& sizes) {
+  for (uint64_t bytes : sizes) {
     llvm::Type* element = llvm::ArrayType::get(llvm::Type::getInt8Ty(module.getContext()), bytes);
-    f->removeDeadConstantUsers();  // the list removeFromUsedLists replaced
-    for (llvm::User* user : llvm::make_early_inc_range(f->users())) {
-      auto* call = llvm::cast<llvm::CallInst>(user);
-      llvm::IRBuilder<> b(call);
-      llvm::Value* at = b.CreateGEP(element, call->getArgOperand(0), call->getArgOperand(1));
-      for (uint64_t offset = 0; offset < bytes * count; offset += kLineBytes)
+    ReplaceCalls(module, kPrefetch.str() + std::to_string(bytes), [&](llvm::IRBuilder<>& b, llvm::CallInst& call, int lanes) {
+      llvm::Value* at = b.CreateGEP(element, call.getArgOperand(0), call.getArgOperand(1));
+      for (uint64_t offset = 0; offset < bytes * lanes; offset += kLineBytes)
         b.CreateIntrinsic(llvm::Intrinsic::prefetch, {b.getPtrTy()},
                           {b.CreateConstGEP1_64(b.getInt8Ty(), at, offset), b.getInt32(0), b.getInt32(3), b.getInt32(1)});
-      call->eraseFromParent();
-    }
-    f->eraseFromParent();
+      return nullptr;
+    });
   }
+}
+
+// kScalef (the fast exp's p 2^k on AVX-512): vectorized in 4, 8 and 16 lanes, then
+// VSCALEFPS of the variant's width (VSCALEFSS for a scalar call).
+void MakeScalefVectorizable(llvm::Module& module) {
+  llvm::Function* f = module.getFunction(kScalef);
+  if (f == nullptr) return;
+  f->setDoesNotThrow();
+  f->setWillReturn();
+  f->setDoesNotAccessMemory();
+  DeclareVectorVariants(*f, "vv", {4, 8, 16});
+}
+
+void RestoreScalef(llvm::Module& module) {
+  ReplaceCalls(module, kScalef, [](llvm::IRBuilder<>& b, llvm::CallInst& call, int lanes) -> llvm::Value* {
+    llvm::Value* p = call.getArgOperand(0);
+    llvm::Value* k = call.getArgOperand(1);
+    const unsigned width = lanes == 1 ? 4 : lanes;
+    llvm::Value* zero = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b.getFloatTy(), width));
+    if (lanes == 1) {
+      llvm::Value* v = b.CreateIntrinsic(
+          llvm::Intrinsic::x86_avx512_mask_scalef_ss, {},
+          {b.CreateInsertElement(zero, p, uint64_t{0}), b.CreateInsertElement(zero, k, uint64_t{0}), zero, b.getInt8(0xff),
+           b.getInt32(4)});
+      return b.CreateExtractElement(v, uint64_t{0});
+    }
+    if (lanes == 16)
+      return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                               {p, k, zero, b.getInt16(0xffff), b.getInt32(4)});
+    return b.CreateIntrinsic(lanes == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256
+                                        : llvm::Intrinsic::x86_avx512_mask_scalef_ps_128,
+                             {}, {p, k, zero, b.getInt8(0xff)});
+  });
 }
 
 // Ahead-of-time code (CompileOptions::ahead_of_time): the packed entry points renamed
@@ -491,6 +558,7 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
   if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics.text());
 
   // 2. exp, tanh, erf, ... as polynomials (vectorizable, no libm calls), then lowering.
+  GJ_ASSIGN_OR_RETURN(Machine target, MakeTargetMachine(options.target, options.ahead_of_time));
   auto keep = [&](const char* stage) {
     if (!options.keep_stages) return;
     std::string text;
@@ -499,7 +567,7 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
     report->mlir_stages.emplace_back(stage, std::move(text));
   };
   mlir::RewritePatternSet approximations(&context);
-  AddFastExpPattern(approximations);
+  AddFastExpPattern(approximations, *module, target.scalef);
   mlir::populateMathPolynomialApproximationPatterns(approximations);
   // bf16 <-> f32 as integer operations (round to nearest even, NaN kept): without
   // AVX512-BF16, LLVM would call compiler-rt's __truncsfbf2, which the JIT otherwise cannot resolve.
@@ -517,7 +585,6 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
 
   // 3. LLVM: optimize for the target, then generate an object file.
   start = Clock::now();
-  GJ_ASSIGN_OR_RETURN(Machine target, MakeTargetMachine(options.target, options.ahead_of_time));
   llvm::TargetMachine& machine = *target.tm;
   llvm::LLVMContext llvm_context;
   std::unique_ptr<llvm::Module> ir = mlir::translateModuleToLLVMIR(*module, llvm_context);
@@ -533,10 +600,12 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
   }
   CompileKernelsOnce(*ir);
   KeepLongLoopsRolled(*ir);
-  MakePrefetchesVectorizable(*ir);
+  const std::vector<uint64_t> prefetched = MakePrefetchesVectorizable(*ir);
+  MakeScalefVectorizable(*ir);
   if (llvm::Error e = mlir::makeOptimizingTransformer(options.llvm_opt_level, 0, &machine)(ir.get()))
     return Internal("LLVM optimization failed: " + llvm::toString(std::move(e)));
-  RestorePrefetches(*ir);
+  RestorePrefetches(*ir, prefetched);
+  RestoreScalef(*ir);
   StreamLargeStores(*ir, options.streaming_store_bytes);
   if (options.keep_stages) {
     llvm::raw_string_ostream os(report->llvm_ir);

@@ -3,8 +3,10 @@
 #include <cstdint>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace graphjit::cpu {
@@ -23,7 +25,9 @@ constexpr float kLn2Lo = 1.428606765330187e-06f;
 constexpr float kIntegerPlus127InLowBits = 12582912.0f + 127.0f;
 
 struct FastExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
-  using OpRewritePattern::OpRewritePattern;
+  FastExp(mlir::MLIRContext* context, bool scalef)
+      : OpRewritePattern(context, /*benefit=*/2), scalef(scalef) {}  // above MLIR's patterns for math.exp
+  const bool scalef;
 
   mlir::LogicalResult matchAndRewrite(mlir::math::ExpOp op, mlir::PatternRewriter& rewriter) const override {
     if (!op.getType().isF32()) return mlir::failure();
@@ -40,6 +44,10 @@ struct FastExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
     r = b.create<mlir::math::FmaOp>(k, f32(-kLn2Lo), r);
     mlir::Value p = f32(kP[6]);
     for (int i = 5; i >= 0; --i) p = b.create<mlir::math::FmaOp>(p, r, f32(kP[i]));
+    if (scalef) {
+      rewriter.replaceOp(op, b.create<mlir::func::CallOp>(kScalef, b.getF32Type(), mlir::ValueRange{p, k}).getResult(0));
+      return mlir::success();
+    }
     // 2^k's bits: (k + 127) << 23, k + 127 taken from the low bits of k + 127 + 1.5 * 2^23
     // (no float-to-integer conversion, which LLVM makes poison for NaN); the shift drops
     // the sum's own exponent and leading bit.
@@ -54,9 +62,13 @@ struct FastExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
 
 }  // namespace
 
-void AddFastExpPattern(mlir::RewritePatternSet& patterns) {
-  // Above MLIR's approximation patterns, which also match math.exp.
-  patterns.add<FastExp>(patterns.getContext(), /*benefit=*/2);
+void AddFastExpPattern(mlir::RewritePatternSet& patterns, mlir::ModuleOp module, bool scalef) {
+  if (scalef && !module.lookupSymbol(kScalef)) {
+    mlir::OpBuilder b(module.getBodyRegion());
+    auto f32 = b.getF32Type();
+    b.create<mlir::func::FuncOp>(module.getLoc(), kScalef, b.getFunctionType({f32, f32}, {f32})).setPrivate();
+  }
+  patterns.add<FastExp>(patterns.getContext(), scalef);
 }
 
 }  // namespace graphjit::cpu

@@ -256,11 +256,13 @@ TEST(CpuBackend, TheVectorWidthIsAnOption) {
   EXPECT_NE(cpu::DescribeTarget({"znver4", "", 256}).value().find("vw=256"), std::string::npos);
 }
 
-// exp over a chunk of 4096 elements, as the CPU backend rewrites it (backends/cpu/fast_exp.cc).
+// exp over a chunk of 4099 elements, as the CPU backend rewrites it (backends/cpu/fast_exp.cc):
+// vector loops and a scalar remainder.
+constexpr int kExpChunk = 4099;
 constexpr const char* kExp = R"mlir(
-func.func @exp(%x: memref<4096xf32>, %out: memref<4096xf32>) {
+func.func @exp(%x: memref<4099xf32>, %out: memref<4099xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
-      ins(%x : memref<4096xf32>) outs(%out : memref<4096xf32>) {
+      ins(%x : memref<4099xf32>) outs(%out : memref<4099xf32>) {
   ^bb0(%a: f32, %o: f32):
     %e = math.exp %a fastmath<afn> : f32
     linalg.yield %e : f32
@@ -271,13 +273,25 @@ func.func @exp(%x: memref<4096xf32>, %out: memref<4096xf32>) {
 
 // Within 2 ulp of exp wherever the result is a normal float, over every 61st float from
 // -89 to 89 and the edges: overflow to Inf exactly above ln(FLT_MAX), 0 (or a subnormal)
-// below 2^-126, exp(0) = 1 and powers of two exact, NaN kept.
-TEST(CpuBackend, ExpIsWithinTwoUlpsOfTheTrueValue) {
+// below 2^-126, exp(0) = 1 and powers of two exact, NaN kept. Both forms: 2^k by VSCALEFPS
+// (the host's CPU, if it has AVX-512, in vectors of 512, 256 and 128 bits and the scalar
+// remainder's VSCALEFSS) and by k's bits (x86-64-v3).
+class ExpForms : public testing::TestWithParam<std::pair<const char*, int>> {};
+
+TEST_P(ExpForms, ExpIsWithinTwoUlpsOfTheTrueValue) {
+  const bool host = std::string(GetParam().first).empty();
+  if (!HostHas(host ? "avx512vl" : "avx2")) GTEST_SKIP() << "the host has no " << (host ? "AVX-512" : "AVX2");
   cpu::CompileOptions options;
   options.keep_stages = true;
+  options.target = {GetParam().first, "", GetParam().second};
   auto exe = cpu::Compile(kExp, options);
   ASSERT_TRUE(exe.ok()) << exe.status().ToString();
   EXPECT_EQ((*exe)->report().llvm_ir.find("select"), std::string::npos) << "exp has no selects";
+  const std::string& assembly = (*exe)->report().assembly;
+  const char* widest = GetParam().second == 128 ? "xmm" : GetParam().second == 256 ? "ymm" : "zmm";
+  EXPECT_EQ(assembly.find(std::string("vscalefps\t%") + widest) != std::string::npos, host) << assembly;
+  EXPECT_EQ(assembly.find("vscalefss") != std::string::npos, host);
+  EXPECT_EQ(assembly.find("graphjit_scalef"), std::string::npos);
   const float inf = std::numeric_limits<float>::infinity(), max = std::numeric_limits<float>::max();
   std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e38f, -1e38f,
                            88.72283172607422f, 88.72283935546875f, 88.7228f, 89.0f, -87.33654022216797f,
@@ -293,9 +307,9 @@ TEST(CpuBackend, ExpIsWithinTwoUlpsOfTheTrueValue) {
       std::memcpy(&x, &b, sizeof x);
       xs.push_back(x);
     }
-  xs.resize((xs.size() + 4095) / 4096 * 4096, 0.0f);
+  xs.resize((xs.size() + kExpChunk - 1) / kExpChunk * kExpChunk, 0.0f);
   std::vector<float> out(xs.size());
-  for (size_t i = 0; i < xs.size(); i += 4096) ASSERT_TRUE((*exe)->Call("exp", {&xs[i], &out[i]}).ok());
+  for (size_t i = 0; i < xs.size(); i += kExpChunk) ASSERT_TRUE((*exe)->Call("exp", {&xs[i], &out[i]}).ok());
   int64_t failures = 0;
   double worst = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -321,6 +335,9 @@ TEST(CpuBackend, ExpIsWithinTwoUlpsOfTheTrueValue) {
   EXPECT_EQ(out[0], 1.0f);
   EXPECT_EQ(out[1], 1.0f);
 }
+
+INSTANTIATE_TEST_SUITE_P(CpuBackend, ExpForms,
+                         testing::Values(std::pair{"", 0}, std::pair{"", 256}, std::pair{"", 128}, std::pair{"x86-64-v3", 0}));
 
 // Code for a CPU without AVX-512 runs on every x86-64 host of this project.
 TEST(CpuBackend, RunsCodeForACpuWithoutAvx512) {
