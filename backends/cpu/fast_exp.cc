@@ -63,6 +63,9 @@ struct FastExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
 }  // namespace
 
 void AddFastExpPattern(mlir::RewritePatternSet& patterns, mlir::ModuleOp module, bool scalef) {
+  bool exp_f32 = false;
+  module.walk([&](mlir::math::ExpOp op) { exp_f32 |= op.getType().isF32(); });
+  if (!exp_f32) scalef = false;  // nothing to rewrite: no declaration either
   if (scalef && !module.lookupSymbol(kScalef)) {
     mlir::OpBuilder b(module.getBodyRegion());
     auto f32 = b.getF32Type();
