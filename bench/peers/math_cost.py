@@ -46,6 +46,8 @@ FUNCTIONS = {
     "softplus": (lambda tf, x: tf.nn.softplus(x), (-20, 20)),
     "gelu_exact": (lambda tf, x: tf.nn.gelu(x, approximate=False), (-5, 5)),
     "gelu_tanh": (lambda tf, x: tf.nn.gelu(x, approximate=True), (-5, 5)),
+    # bench/graphs/large/gelu_exact_*: GELU by erf, as BERT's reference code writes it
+    "gelu_erf": (lambda tf, x: 0.5 * x * (1 + tf.math.erf(x / 2**0.5)), (-5, 5)),
 }
 
 
