@@ -36,12 +36,11 @@ StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
         (g_.info(root.node).shapes[root.index] == fusion_.space ? full : per_row).push_back(root);
       PlanRowCache(full, reduced);
       GJ_RETURN_IF_ERROR(Rows(rows, kernel, [&] {
-        int64_t count = 1;
-        for (int64_t d : rows) count *= d;
-        if (count > 1) {
+        if (kernel->rows > 1) {
           const Value next = Let(Innermost(), "arith.addi %r, " + IndexConst(1).name + " : index", "index");
           next_row_ = Delinearize(
-              Let(Innermost(), "arith.minui " + next.name + ", " + IndexConst(count - 1).name + " : index", "index"), rows);
+              Let(Innermost(), "arith.minui " + next.name + ", " + IndexConst(kernel->rows - 1).name + " : index", "index"),
+              rows);
         }
         return RowBody(full, per_row, reduced, cols);
       }));

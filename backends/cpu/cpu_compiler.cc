@@ -372,9 +372,10 @@ std::vector<uint64_t> MakePrefetchesVectorizable(llvm::Module& module) {
     if (constant(1) != 0 || constant(2) != 3 || constant(3) != 1) continue;
     const uint64_t bytes = module.getDataLayout().getTypeAllocSize(gep->getResultElementType());
     if (bytes == 0) continue;
-    llvm::Function* f = module.getFunction(kPrefetch.str() + std::to_string(bytes));
+    const std::string name = kPrefetch.str() + std::to_string(bytes);
+    llvm::Function* f = module.getFunction(name);
     if (f == nullptr) {
-      f = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, kPrefetch.str() + std::to_string(bytes), module);
+      f = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, name, module);
       f->setDoesNotThrow();
       f->setWillReturn();
       f->setMemoryEffects(llvm::MemoryEffects::inaccessibleMemOnly());
