@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/machine.h"
 #include "cuda_emulator/cuemu.h"
 
 namespace {
@@ -103,4 +104,4 @@ BENCHMARK(BM_FmaChain)->Arg(256)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) { return graphjit::bench::Main(argc, argv, {}); }

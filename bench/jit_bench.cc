@@ -14,9 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_compiler.h"
+#include "bench/machine.h"
 #include "ir/graphdef.h"
 #include "jit/jit.h"
 #include "passes/passes.h"
+#include "runtime/build_info.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 
@@ -193,4 +195,7 @@ const bool kRegistered = [] {
 }  // namespace
 }  // namespace graphjit
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  return graphjit::bench::Main(argc, argv, {{"reference_kernels", graphjit::KernelsIsa()},
+                                            {"jit_target", graphjit::cpu::SummarizeTarget().value()}});
+}

@@ -8,8 +8,10 @@
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/machine.h"
 #include "ir/graphdef.h"
 #include "passes/passes.h"
+#include "runtime/build_info.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 
@@ -63,4 +65,6 @@ const bool kRegistered = [] {
 }  // namespace
 }  // namespace graphjit
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  return graphjit::bench::Main(argc, argv, {{"reference_kernels", graphjit::KernelsIsa()}});
+}

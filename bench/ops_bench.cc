@@ -11,6 +11,8 @@
 #include <Eigen/Dense>
 #include <random>
 
+#include "bench/machine.h"
+#include "runtime/build_info.h"
 #include "runtime/session.h"
 
 namespace graphjit {
@@ -328,4 +330,6 @@ BENCHMARK(BM_Eigen_MatMul)->Args({256, 1});
 }  // namespace
 }  // namespace graphjit
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  return graphjit::bench::Main(argc, argv, {{"reference_kernels", graphjit::KernelsIsa()}});
+}

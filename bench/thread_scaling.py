@@ -92,13 +92,12 @@ def main():
             print(f"{name:28} jit {jit:3}  1 thread {one_ms:9.3f} ms  2 threads {two_ms:9.3f} ms"
                   f"  {speedup:5.2f}x (copy {copy:4.2f}x)  runs {every}  {verdict}", flush=True)
 
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    flags = next((l for l in open("/proc/cpuinfo") if l.startswith("flags")), "")
+    # "cpu: MODEL, N hardware threads; JIT code for CPU, N-bit vectors; reference kernels for ISA"
+    cpu = subprocess.run([GRAPHJIT, "devices", "--device", "cpu"], capture_output=True, text=True).stdout.strip()
     with open(args.out, "w") as f:
         f.write("# One thread against two\n\n")
-        f.write(f"Written by `bench/thread_scaling.py --iters {args.iters} --runs {args.runs}` on {cpu} "
-                f"({os.cpu_count()} cores, {'with' if 'avx512f' in flags else 'without'} AVX-512, "
-                f"{platform.system()} {platform.release()}). Each work is {args.runs} `graphjit bench --jit off,on "
+        f.write(f"Written by `bench/thread_scaling.py --iters {args.iters} --runs {args.runs}` on "
+                f"{cpu.removeprefix('cpu: ')} ({platform.system()} {platform.release()}). Each work is {args.runs} `graphjit bench --jit off,on "
                 "--threads 1,2` runs: in each, the four configurations interleaved, medians, each timed run "
                 "right after an untimed one of the same configuration and followed by a copy of the largest input at the same thread count. A row shows the run in the middle by "
                 "speed-up against the copy's; the last column lists every run's speed-up/copy's speed-up, so "

@@ -328,11 +328,13 @@ int BenchCommand(const BenchArgs& a) {
 
   // 4. The table, and the JSON.
   const int64_t stream_bytes = copies.begin()->second->bytes();
-  std::printf("%s: %s thread%s, %d runs per configuration, interleaved; stream: a copy of %.2f MB\n", a.model.c_str(),
-              a.threads.c_str(), a.threads == "1" ? "" : "s", a.iters, stream_bytes / 1e6);
+  const std::string cpu = DescribeCpu(configs.front().session->options());
+  std::printf("%s: %s thread%s, %d runs per configuration, interleaved; stream: a copy of %.2f MB\ncpu: %s\n",
+              a.model.c_str(), a.threads.c_str(), a.threads == "1" ? "" : "s", a.iters, stream_bytes / 1e6, cpu.c_str());
   std::printf("%-5s %7s %10s %8s %8s %11s %9s %8s %10s %8s %12s %10s\n", "jit", "threads", "median ms", "p10 ms", "p90 ms",
               "compile ms", "compiles", "kernels", "MB moved", "GB/s", "stream GB/s", "of stream");
   nlohmann::json json = {{"model", a.model},
+                         {"cpu", cpu},
                          {"threads", thread_counts},
                          {"stream_bytes", stream_bytes},
                          {"configs", nlohmann::json::array()}};

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <thread>
 
+#include "backends/cpu/cpu_compiler.h"
+#include "runtime/build_info.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 #include "tools/options.h"
@@ -30,11 +32,17 @@ std::string CpuName() {
 
 }  // namespace
 
+std::string DescribeCpu(const SessionOptions& options) {
+  auto jit = cpu::SummarizeTarget({options.jit_cpu, options.jit_cpu_features, options.prefer_vector_width});
+  return CpuName() + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads; JIT code for " +
+         (jit.ok() ? *jit : jit.status().message()) + "; reference kernels for " + KernelsIsa();
+}
+
 int DevicesCommand(const DevicesArgs& a) {
   auto loaded = LoadSessionOptions("", "");
   if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
   if (a.device.empty() || a.device == "cpu")
-    std::printf("cpu: %s, %u hardware threads\n", CpuName().c_str(), std::thread::hardware_concurrency());
+    std::printf("cpu: %s\n", DescribeCpu(*loaded).c_str());
   for (DeviceKind kind : {DeviceKind::kGpu, DeviceKind::kGpuEmu}) {
     const char* device = DeviceKindName(kind);
     if (!a.device.empty() && a.device != device) continue;

@@ -752,6 +752,13 @@ StatusOr<std::string> DescribeTarget(const Target& target, int* vector_width) {
 
 std::string HostCpu() { return DescribeTarget().value(); }
 
+StatusOr<std::string> SummarizeTarget(const Target& target) {
+  int bits = 0;
+  GJ_RETURN_IF_ERROR(DescribeTarget(target, &bits).status());
+  const std::string cpu = target.cpu.empty() ? llvm::sys::getHostCPUName().str() : target.cpu;
+  return cpu + (target.features.empty() ? "" : " " + target.features) + ", " + std::to_string(bits) + "-bit vectors";
+}
+
 std::string LlvmVersion() { return LLVM_VERSION_STRING; }
 
 }  // namespace graphjit::cpu

@@ -110,6 +110,9 @@ StatusOr<std::unique_ptr<Executable>> Compile(const std::string& mlir, const Com
 // `*vector_width`, if given, gets the widest vectors the code uses, in bits.
 StatusOr<std::string> DescribeTarget(const Target& target = {}, int* vector_width = nullptr);
 std::string HostCpu();  // DescribeTarget of the host
+// The CPU and the vector width in words, for people: "znver3, 256-bit vectors",
+// "sapphirerapids -avx512f, 256-bit vectors" (the host's name where target.cpu is empty).
+StatusOr<std::string> SummarizeTarget(const Target& target = {});
 std::string LlvmVersion();  // of the LLVM that generates the code ("19.1.7")
 
 }  // namespace graphjit::cpu

@@ -245,12 +245,13 @@ def main():
     print(table)
     if a.out:
         import jax
-        cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0]
+        # "cpu: MODEL, N hardware threads; JIT code for CPU, N-bit vectors; reference kernels for ISA"
+        cpu = subprocess.run([GRAPHJIT, "devices", "--device", "cpu"], capture_output=True, text=True).stdout.strip()
         head = ("# What one element of a math function costs: graphjit against XLA\n\n"
                 "Written by `bench/peers/math_cost.py` on %s: y = f(x) over %d float32 (in and out within one "
                 "core's L2 cache), one thread, %d interleaved rounds of 200 calls, medians. Instructions per "
                 "element: the hot loop's instructions over the floats it stores (graphjit: its assembly at ON_2; "
-                "XLA: jax %s's object file). CPU: %s.\n\n" % (time.strftime("%Y-%m-%d"), N, ROUNDS,
+                "XLA: jax %s's object file). graphjit's %s.\n\n" % (time.strftime("%Y-%m-%d"), N, ROUNDS,
                                                               jax.__version__, cpu))
         open(a.out, "w").write(head + table)
         print("wrote " + a.out)

@@ -404,7 +404,10 @@ def machine():
     lines = [" ".join(l.split()) for l in lscpu.splitlines() if l.split(":")[0].strip() in keep]
     flags = [f for f in ("avx2", "avx512f", "avx512bw", "fma") if f in lscpu.split()]
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return lines + ["vector: " + ", ".join(flags), "memory: %.0f GiB" % mem, "kernel: " + platform.release()]
+    # "cpu: MODEL, N hardware threads; JIT code for CPU, N-bit vectors; reference kernels for ISA"
+    code = subprocess.run([GRAPHJIT, "devices", "--device", "cpu"], capture_output=True, text=True).stdout.strip()
+    return lines + ["vector: " + ", ".join(flags), "graphjit's " + code, "memory: %.0f GiB" % mem,
+                    "kernel: " + platform.release()]
 
 
 def table(all_works, results, threads):

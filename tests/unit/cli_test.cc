@@ -532,6 +532,21 @@ TEST(CliErrors, RunTimeErrors) {
              "node 'sum' (AddV2): incompatible shapes for broadcasting: [3] and [2]");
 }
 
+// `graphjit devices` names the CPU and the code the JIT makes for it: the host's, or the
+// target GRAPHJIT_FLAGS pins, at its vector width.
+TEST(Cli, DevicesNameTheJitsCode) {
+  auto host = RunGraphjit("devices --device cpu");
+  ASSERT_EQ(host.exit_code, 0) << host.err;
+  EXPECT_NE(host.out.find("hardware threads; JIT code for "), std::string::npos) << host.out;
+  EXPECT_NE(host.out.find("-bit vectors; reference kernels for x86-64"), std::string::npos) << host.out;
+  auto v3 = RunGraphjit("devices --device cpu", "GRAPHJIT_FLAGS=--jit_cpu=x86-64-v3");
+  EXPECT_NE(v3.out.find("JIT code for x86-64-v3, 256-bit vectors;"), std::string::npos) << v3.out;
+  auto narrow = RunGraphjit("devices --device cpu", "GRAPHJIT_FLAGS='--jit_cpu=znver4 --prefer_vector_width=128'");
+  EXPECT_NE(narrow.out.find("JIT code for znver4, 128-bit vectors;"), std::string::npos) << narrow.out;
+  auto wide = RunGraphjit("devices --device cpu", "GRAPHJIT_FLAGS=--jit_cpu=znver4");
+  EXPECT_NE(wide.out.find("JIT code for znver4, 512-bit vectors;"), std::string::npos) << wide.out;
+}
+
 // The CUDA device: `--device gpu-emu` opens the CUDA emulator built with graphjit,
 // GRAPHJIT_FLAGS' --cuda_driver any driver library; a missing driver, the toolkit's stub
 // (no GPU) and an unknown device are each one clear error.
