@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds graphjit and runs the whole test suite (ctest), the TensorFlow plugin's tests, the
-# release's checks (built, unpacked elsewhere, run there; its Python wheel in a fresh venv),
-# then the sanitizer builds and the fuzzer (scripts/sanitize.sh), printing how long each
+# release's checks (built, unpacked elsewhere, run there; the JIT on an emulated CPU without
+# AVX-512; its Python wheel in a fresh venv), then the sanitizer builds and the fuzzer (scripts/sanitize.sh), printing how long each
 # stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +32,9 @@ python3 "$release/scripts/check_fixtures.py" --graphjit "$release/bin/graphjit" 
   "$release/tests/data" "$release"/bench/graphs/*.pb
 "$release/bin/jit_fuzz" --seed 20261127 --graphs 500 --kernels "x86-64 (SSE2)" --known tests/fuzz/jit_fuzz_known.txt
 "$release/scripts/gpu_check.sh" --device gpu-emu --out build-release/gpu-check --no-bench
+# The JIT on a CPU without AVX-512, whatever CPU this is: the release build under qemu-user as
+# an AMD EPYC of Zen 3 (AVX2 only): the lit tests, the JIT's unit tests and a fuzz seed.
+scripts/emulated_cpu_check.sh
 # The Python package: its wheel installed in a fresh venv with only NumPy (and pytest, which
 # runs its tests against TensorFlow's fixtures, DLPack on the CPU and the emulator, errors
 # and threads).

@@ -174,8 +174,9 @@ TEST(CpuBackend, StoresIntoLargeAlignedOutputsAreNonTemporal) {
 // here each row's sum of squares prefetches the next row, one PREFETCHT0 per vector load
 // (per 64-byte line of it), and nothing of the prefetch calls the backend passes through
 // LLVM is left in the code. In the code for a CPU with AVX-512 (16-float vectors: a line
-// each) and for one with AVX2 only (8-float vectors: two prefetches per line, the second
-// redundant), whatever the host; each runs where the host can run it.
+// each) and for one with AVX2 only (8-float vectors: half a line each, so each line is
+// prefetched twice; prefetching every other one measured no faster), whatever the host;
+// each runs where the host can run it.
 TEST(CpuBackend, LoopsWithPrefetchesAreVectorized) {
   const char* kRowSums = R"mlir(
 func.func @row_sums(%x: memref<8x1024xf32> {llvm.noalias}, %y: memref<8xf32> {llvm.noalias}) {
