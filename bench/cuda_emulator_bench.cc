@@ -104,4 +104,4 @@ BENCHMARK(BM_FmaChain)->Arg(256)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-int main(int argc, char** argv) { return graphjit::bench::Main(argc, argv, {}); }
+int main(int argc, char** argv) { return graphjit::bench::Main(argc, argv); }

@@ -18,7 +18,6 @@
 #include "ir/graphdef.h"
 #include "jit/jit.h"
 #include "passes/passes.h"
-#include "runtime/build_info.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 
@@ -196,6 +195,5 @@ const bool kRegistered = [] {
 }  // namespace graphjit
 
 int main(int argc, char** argv) {
-  return graphjit::bench::Main(argc, argv, {{"reference_kernels", graphjit::KernelsIsa()},
-                                            {"jit_target", graphjit::cpu::SummarizeTarget().value()}});
+  return graphjit::bench::Main(argc, argv, {{"jit_target", graphjit::cpu::SummarizeTarget().value()}});
 }

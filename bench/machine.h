@@ -6,31 +6,22 @@
 // x86-64 CPU and 256-bit on the next.
 #pragma once
 
-#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "runtime/build_info.h"
+
 namespace graphjit::bench {
 
-// The CPU's model name as the kernel reports it ("AMD EPYC 7B13", "Intel(R) Xeon(R) ...").
-inline std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      const size_t value = line.find_first_not_of(" \t", line.find(':') + 1);
-      return value == std::string::npos ? "" : line.substr(value);
-    }
-  return "unknown";
-}
-
-// Google Benchmark's main, with "cpu" and the given facts in the context.
-inline int Main(int argc, char** argv, const std::vector<std::pair<std::string, std::string>>& context) {
+// Google Benchmark's main, with "cpu", "reference_kernels" and the given facts in the context.
+inline int Main(int argc, char** argv, const std::vector<std::pair<std::string, std::string>>& context = {}) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("cpu", CpuModel());
+  benchmark::AddCustomContext("cpu", CpuModelName());
+  benchmark::AddCustomContext("reference_kernels", KernelsIsa());
   for (const auto& [key, value] : context) benchmark::AddCustomContext(key, value);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -11,7 +11,6 @@
 #include "bench/machine.h"
 #include "ir/graphdef.h"
 #include "passes/passes.h"
-#include "runtime/build_info.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 
@@ -65,6 +64,4 @@ const bool kRegistered = [] {
 }  // namespace
 }  // namespace graphjit
 
-int main(int argc, char** argv) {
-  return graphjit::bench::Main(argc, argv, {{"reference_kernels", graphjit::KernelsIsa()}});
-}
+int main(int argc, char** argv) { return graphjit::bench::Main(argc, argv); }

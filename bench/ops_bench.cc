@@ -12,7 +12,6 @@
 #include <random>
 
 #include "bench/machine.h"
-#include "runtime/build_info.h"
 #include "runtime/session.h"
 
 namespace graphjit {
@@ -330,6 +329,4 @@ BENCHMARK(BM_Eigen_MatMul)->Args({256, 1});
 }  // namespace
 }  // namespace graphjit
 
-int main(int argc, char** argv) {
-  return graphjit::bench::Main(argc, argv, {{"reference_kernels", graphjit::KernelsIsa()}});
-}
+int main(int argc, char** argv) { return graphjit::bench::Main(argc, argv); }

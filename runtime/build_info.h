@@ -1,5 +1,7 @@
-// What the runtime library was built for.
+// What the runtime library was built for, and the CPU it runs on.
 #pragma once
+
+#include <string>
 
 namespace graphjit {
 
@@ -7,5 +9,8 @@ namespace graphjit {
 // "x86-64-v3 (AVX2)", "x86-64 (SSE2)", ...): the build machine's with GRAPHJIT_NATIVE, else
 // baseline x86-64. Their answers must not depend on it.
 const char* KernelsIsa();
+
+// The CPU's model name as the kernel reports it ("AMD EPYC 7B13"), else "unknown CPU".
+std::string CpuModelName();
 
 }  // namespace graphjit

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds graphjit and runs the whole test suite (ctest), the TensorFlow plugin's tests, the
 # release's checks (built, unpacked elsewhere, run there; the JIT on an emulated CPU without
-# AVX-512; its Python wheel in a fresh venv), then the sanitizer builds and the fuzzer (scripts/sanitize.sh), printing how long each
-# stage took.
+# AVX-512; its Python wheel in a fresh venv), then the sanitizer builds and the fuzzer
+# (scripts/sanitize.sh), printing how long each stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)

@@ -1,7 +1,6 @@
 #include "tools/devices_command.h"
 
 #include <cstdio>
-#include <fstream>
 #include <thread>
 
 #include "backends/cpu/cpu_compiler.h"
@@ -17,24 +16,9 @@ void AddDevicesCommand(CLI::App& app, DevicesArgs* a) {
   cmd->add_option("--device", a->device, "Only this device")->check(CLI::IsMember({"cpu", "gpu", "gpu-emu"}));
 }
 
-namespace {
-
-std::string CpuName() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-    }
-  }
-  return "unknown CPU";
-}
-
-}  // namespace
-
 std::string DescribeCpu(const SessionOptions& options) {
   auto jit = cpu::SummarizeTarget({options.jit_cpu, options.jit_cpu_features, options.prefer_vector_width});
-  return CpuName() + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads; JIT code for " +
+  return CpuModelName() + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads; JIT code for " +
          (jit.ok() ? *jit : jit.status().message()) + "; reference kernels for " + KernelsIsa();
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/kernels/common.h"
 
+#include <fstream>
+
 #include "runtime/build_info.h"
 
 namespace graphjit {
@@ -16,6 +18,16 @@ const char* KernelsIsa() {
 #else
   return "not x86-64";
 #endif
+}
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const size_t value = line.find_first_not_of(" \t", line.find(':') + 1);
+      if (value != std::string::npos) return line.substr(value);
+    }
+  return "unknown CPU";
 }
 
 bool InSet(DType d, TypeSet s) {
