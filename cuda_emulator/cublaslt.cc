@@ -13,14 +13,39 @@
 // a split's partial sums go through that workspace, which a call must pass (at least the
 // algorithm's workspaceSize bytes of device memory, else CUBLAS_STATUS_INVALID_VALUE) and
 // which must stay its own until the GEMM has run.
+// As strict as cuBLASLt where a program may get away with less on one GPU:
+//  - An algorithm from the heuristic assumes the preference's
+//    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES (powers of two; 256 unless set, as in
+//    cublasLt.h) and the alignment of the descriptor's bias pointer when the heuristic ran
+//    (its largest power-of-two divisor up to 256; 16 bytes if it had none): cublasLtMatmul
+//    with a less aligned A, B, C (read when beta != 0), D or bias is
+//    CUBLAS_STATUS_NOT_SUPPORTED, reported. A null algorithm is picked from the actual
+//    pointers and needs no more than the elements' alignment.
+//  - CUEMU_REJECT_ALGOS=i,j,...: the algorithms at those positions of the heuristic's list
+//    (0: its first choice; a null algorithm is position 0) are still offered, and
+//    cublasLtMatmul refuses them with CUBLAS_STATUS_NOT_SUPPORTED, reported once per call,
+//    as a library may refuse at run time an algorithm its heuristic offered.
+//  - CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE=1: the first cublasLtMatmul of a plan on a handle
+//    (the plan: the descriptor's compute type, transposes, epilogue and bias type, the
+//    matrices' type and the algorithm's split of k) loads its kernel, which a capture cannot
+//    record: made while its stream captures, it invalidates the capture (as an unsafe driver
+//    call does) and returns CUBLAS_STATUS_NOT_SUPPORTED. Once the plan ran outside a capture
+//    on that handle, captured calls of it succeed.
+// Reports go to the emulator's channel (cuemuReport: stderr unless CUEMU_QUIET, and
+// cuemuGetLastErrorMessage).
 #include <cublasLt.h>
 #include <cuda.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "cuda_emulator/cuemu.h"
@@ -32,8 +57,14 @@ namespace {
 
 constexpr uint64_t kHandleMagic = 0x6375626c61734c74ull;  // "cublasLt"
 
+// What makes a GEMM's kernel: the descriptor's settings, the matrices' type and the
+// algorithm's split of k (see FirstCallUncapturable).
+using Plan = std::array<int64_t, 7>;
+
 struct Handle {
   uint64_t magic = kHandleMagic;
+  std::mutex mu;
+  std::set<Plan> warm;  // the plans this handle has run outside a capture
 };
 
 struct MatmulDesc {
@@ -55,6 +86,7 @@ struct Layout {
 
 struct Preference {
   uint64_t max_workspace = 0;
+  uint32_t min_alignment[4] = {256, 256, 256, 256};  // A, B, C, D: cublasLt.h's default
 };
 
 MatmulDesc* Desc(cublasLtMatmulDesc_t d) { return reinterpret_cast<MatmulDesc*>(d); }
@@ -92,12 +124,19 @@ bool HasBias(cublasLtEpilogue_t e) {
 }
 
 // The stand-in's algorithms, as cublasLtMatmulAlgo_t holds them: k in `splits` parts, whose
-// partial sums need `workspace` bytes.
+// partial sums need `workspace` bytes; `index`, its position in the heuristic's list (0:
+// its first choice); the alignments (bytes) the heuristic was promised for A, B, C and D
+// (the preference's CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES; 0: no requirement, for the
+// algorithm cublasLtMatmul picks itself from the actual pointers), and that of the bias
+// pointer the descriptor had then (0: none).
 constexpr uint64_t kAlgoMagic = 0x616c676f456d7531ull;  // "algoEmu1"
 struct Algo {
   uint64_t magic = kAlgoMagic;
   uint64_t splits = 1;
   uint64_t workspace = 0;
+  uint32_t index = 0;
+  uint32_t alignment[4] = {0, 0, 0, 0};
+  uint32_t bias_alignment = 0;
 };
 static_assert(sizeof(Algo) <= sizeof(cublasLtMatmulAlgo_t), "an algorithm fits cuBLASLt's opaque struct");
 
@@ -184,12 +223,47 @@ std::vector<Algo> Algos(const Shape& shape, uint64_t max_workspace) {
   std::vector<Algo> algos(1);
   for (uint64_t splits : {2, 4}) {
     const uint64_t partials = splits * shape.m * shape.n * static_cast<uint64_t>(shape.batch) * sizeof(float);
-    if (partials > 0 && shape.k >= 64 * splits && partials <= max_workspace) algos.push_back({kAlgoMagic, splits, partials});
+    if (partials > 0 && shape.k >= 64 * splits && partials <= max_workspace) {
+      Algo algo;
+      algo.splits = splits;
+      algo.workspace = partials;
+      algos.push_back(algo);
+    }
   }
   if (algos.back().splits == 4 && shape.k >= 1024 && shape.k >= 8 * std::max(shape.m, shape.n))
     std::rotate(algos.begin(), algos.end() - 1, algos.end());
+  for (size_t i = 0; i < algos.size(); ++i) algos[i].index = static_cast<uint32_t>(i);
   return algos;
 }
+
+// The largest power of two (at most 256) that divides a device address.
+uint32_t AlignmentOf(const void* ptr) {
+  const uint64_t p = reinterpret_cast<uint64_t>(ptr);
+  return p == 0 ? 256 : static_cast<uint32_t>(std::min<uint64_t>(p & -p, 256));
+}
+
+// Whether CUEMU_REJECT_ALGOS (indices in the heuristic's list, comma-separated) names `index`.
+bool Rejected(uint32_t index) {
+  const char* env = std::getenv("CUEMU_REJECT_ALGOS");
+  if (!env) return false;
+  for (const char* p = env; *p;) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(p, &end, 10);
+    if (end != p && v == index) return true;
+    p = end != p ? end : p + 1;
+    while (*p == ',' || *p == ' ') ++p;
+  }
+  return false;
+}
+
+// CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE=1: the first GEMM of a plan on a handle loads and
+// configures its kernel, which a stream capture cannot record.
+bool FirstCallUncapturable() {
+  const char* env = std::getenv("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE");
+  return env && *env && std::string(env) != "0";
+}
+
+void Report(const std::string& message) { cuemuReport(("cuBLASLt: " + message).c_str()); }
 
 // A GEMM queued on a stream: its operands' device addresses, resolved each time it runs
 // (a captured GEMM runs once per graph launch).
@@ -459,11 +533,26 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMat
                                                                      const void* buf, size_t size) {
   Preference* p = Pref(pref);
   if (!p) return CUBLAS_STATUS_INVALID_VALUE;
-  if (attr != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) return CUBLAS_STATUS_NOT_SUPPORTED;
-  uint64_t bytes;
-  if (!Read(buf, size, &bytes)) return CUBLAS_STATUS_INVALID_VALUE;
-  p->max_workspace = bytes;
-  return CUBLAS_STATUS_SUCCESS;
+  switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: {
+      uint64_t bytes;
+      if (!Read(buf, size, &bytes)) return CUBLAS_STATUS_INVALID_VALUE;
+      p->max_workspace = bytes;
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: {
+      // A power of two; an algorithm never needs more than 256 (cudaMalloc's alignment).
+      uint32_t bytes;
+      if (!Read(buf, size, &bytes) || bytes == 0 || (bytes & (bytes - 1)) != 0) return CUBLAS_STATUS_INVALID_VALUE;
+      p->min_alignment[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] = std::min<uint32_t>(bytes, 256);
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    default:
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -480,9 +569,14 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (CheckShape(Desc(desc), Lay(a), Lay(b), Lay(c), Lay(d), &shape) != CUBLAS_STATUS_SUCCESS)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   if (!Pref(pref)) return CUBLAS_STATUS_INVALID_VALUE;
-  const std::vector<Algo> algos = Algos(shape, Pref(pref)->max_workspace);
+  std::vector<Algo> algos = Algos(shape, Pref(pref)->max_workspace);
   *returned = std::min(requested, static_cast<int>(algos.size()));
   for (int i = 0; i < *returned; ++i) {
+    // What the algorithm may assume of the pointers: the preference's alignments, and the
+    // bias pointer's (the heuristic's result depends on it, as cublasLt.h says).
+    std::copy(std::begin(Pref(pref)->min_alignment), std::end(Pref(pref)->min_alignment), algos[i].alignment);
+    const MatmulDesc* dd = Desc(desc);
+    algos[i].bias_alignment = HasBias(dd->epilogue) && dd->bias ? AlignmentOf(dd->bias) : 0;
     std::memset(&results[i], 0, sizeof(results[i]));
     std::memcpy(&results[i].algo, &algos[i], sizeof algos[i]);
     results[i].workspaceSize = algos[i].workspace;
@@ -499,6 +593,7 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
                                                cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
                                                void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (!ValidHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  Handle* h = reinterpret_cast<Handle*>(handle);
   if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
   auto w = std::make_unique<Work>();
   if (cublasStatus_t s = CheckShape(Desc(desc), Lay(a_desc), Lay(b_desc), Lay(c_desc), Lay(d_desc), &w->shape))
@@ -520,6 +615,12 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
       return CUBLAS_STATUS_INVALID_VALUE;
   } else {
     w->algo = Algos(w->shape, workspace_bytes)[0];
+  }
+  // An algorithm the heuristic offers may still fail at run time (CUEMU_REJECT_ALGOS).
+  if (Rejected(w->algo.index)) {
+    Report("cublasLtMatmul: algorithm " + std::to_string(w->algo.index) + " of the heuristic (k in " +
+           std::to_string(w->algo.splits) + " parts) is not supported here (CUEMU_REJECT_ALGOS)");
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   if (w->algo.workspace) {
     void* host = nullptr;
@@ -543,9 +644,52 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
        cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), w->shape.m * ElementSize(w->d.type), &host) !=
            CUDA_SUCCESS))
     return CUBLAS_STATUS_INVALID_VALUE;
+  // The pointers as aligned as the heuristic was told (an algorithm cublasLtMatmul picks
+  // itself sees the actual pointers), the bias at least as aligned as when the heuristic
+  // ran (16 bytes if it saw no bias pointer).
+  if (algo) {
+    const void* pointers[4] = {A, B, C, D};
+    const char* names = "ABCD";
+    for (int i = 0; i < 4; ++i) {
+      if (i == 2 && w->beta == 0) continue;  // C is not read
+      if (AlignmentOf(pointers[i]) < w->algo.alignment[i]) {
+        Report("cublasLtMatmul: " + std::string(1, names[i]) + " (" + std::to_string(reinterpret_cast<uint64_t>(pointers[i])) +
+               ") is not aligned to the " + std::to_string(w->algo.alignment[i]) +
+               " bytes of the heuristic's preference (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_" + names[i] + "_BYTES)");
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+      }
+    }
+    const uint32_t bias_needs = w->algo.bias_alignment ? w->algo.bias_alignment : 16;
+    if (HasBias(w->desc.epilogue) && AlignmentOf(w->desc.bias) < bias_needs) {
+      Report("cublasLtMatmul: the bias pointer is aligned to " + std::to_string(AlignmentOf(w->desc.bias)) +
+             " bytes; the algorithm needs " + std::to_string(bias_needs) +
+             (w->algo.bias_alignment ? " (the bias pointer's alignment when the heuristic ran)"
+                                     : " (the heuristic saw no bias pointer)"));
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+  }
+  // The first GEMM of a plan on a handle cannot be captured (CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE).
+  const Plan plan = {w->desc.tf32, w->desc.trans_a, w->desc.trans_b, w->desc.epilogue, w->desc.bias_type, w->d.type,
+                     static_cast<int64_t>(w->algo.splits)};
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (cuStreamIsCapturing(reinterpret_cast<CUstream>(stream), &capture) != CUDA_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
+  const bool captured = capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (captured && FirstCallUncapturable()) {
+    std::lock_guard lock(h->mu);
+    if (!h->warm.count(plan)) {
+      cuemuStreamCaptureUnsupported(reinterpret_cast<CUstream>(stream),
+                                    "cuBLASLt: the first cublasLtMatmul of this plan on this handle (it loads its kernel; "
+                                    "CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE)");
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+  }
   CUresult r = cuemuLaunchHostTask(reinterpret_cast<CUstream>(stream), RunWork, w.release(), ReleaseWork);
   if (r != CUDA_SUCCESS)
     return r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_VALUE ? CUBLAS_STATUS_INVALID_VALUE
                                                                             : CUBLAS_STATUS_EXECUTION_FAILED;
+  if (!captured) {
+    std::lock_guard lock(h->mu);
+    h->warm.insert(plan);
+  }
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -83,6 +83,16 @@ CUresult cuemuDeviceMemory(CUdeviceptr address, size_t bytes, void** host);
 // called once nothing can run the task any more (also when this call fails).
 CUresult cuemuLaunchHostTask(CUstream stream, CUresult (*run)(void*), void* data, void (*release)(void*));
 
+// The emulator's report channel for the stand-ins: `message` becomes the last error
+// message (cuemuGetLastErrorMessage) and is printed on stderr unless CUEMU_QUIET is set.
+void cuemuReport(const char* message);
+
+// What a library call that cannot be captured does while `stream` captures: the capture
+// is invalidated (cuStreamEndCapture then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+// and `call` is reported. CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when the stream captured;
+// CUDA_SUCCESS when it does not capture (nothing happens).
+CUresult cuemuStreamCaptureUnsupported(CUstream stream, const char* call);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1639,6 +1639,21 @@ CUEMU_API CUresult cuemuLaunchHostTask(CUstream stream, CUresult (*run)(void*), 
   });
 }
 
+CUEMU_API void cuemuReport(const char* message) {
+  std::lock_guard lock(D().mu);
+  Report(message ? message : "");
+}
+
+CUEMU_API CUresult cuemuStreamCaptureUnsupported(CUstream stream, const char* call) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (CUresult r = Enter(&ctx)) return r;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!s->capture) return CUDA_SUCCESS;
+  return Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call ? call : "a library call");
+}
+
 // ---------------------------------------------------------------------------------------
 // cuGetProcAddress and the emulator's own entry points
 
@@ -1679,7 +1694,7 @@ const Entry kEntries[] = {
     CUEMU_ENTRY(cuGraphExecUpdate), CUEMU_ENTRY(cuemuLaunchHostTask),
     CUEMU_ENTRY(cuGetProcAddress), CUEMU_ENTRY(cuemuGetLastLaunchCounters),
     CUEMU_ENTRY(cuemuGetLastErrorMessage), CUEMU_ENTRY(cuemuSetThreadOrder),
-    CUEMU_ENTRY(cuemuDeviceMemory),
+    CUEMU_ENTRY(cuemuDeviceMemory), CUEMU_ENTRY(cuemuReport), CUEMU_ENTRY(cuemuStreamCaptureUnsupported),
 };
 #undef CUEMU_ENTRY
 }  // namespace

@@ -806,6 +806,171 @@ TEST_F(CublasLtEmulator, CapturedGemmRunsAtEachGraphLaunch) {
   memory_.Forget();
 }
 
+// CUEMU_REJECT_ALGOS names positions in the heuristic's list: the heuristic still offers
+// those algorithms, and cublasLtMatmul refuses them (NOT_SUPPORTED, reported), as a real
+// library may refuse at run time an algorithm it offered. A null algorithm is the
+// heuristic's first choice, position 0.
+TEST_F(CublasLtEmulator, RejectedAlgorithmsAreOfferedButFail) {
+  const int m = 9, n = 7, k = 300;
+  const Matrix a = RandomMatrix(m, k, 90), b = RandomMatrix(k, n, 91);
+  std::vector<float> ha, hb, hd(static_cast<size_t>(m) * n, 0.0f);
+  Store(a, m, &ha, 0);
+  Store(b, k, &hb, 0);
+  CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dd = memory_.Upload(hd);
+  const CUdeviceptr workspace = memory_.Upload(std::vector<float>(4 * m * n, 0.0f));
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
+  cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
+  const float alpha = 1, beta = 0;
+  auto matmul = [&](const cublasLtMatmulAlgo_t* algo, size_t bytes) {
+    return lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld, algo,
+                               bytes ? Ptr(workspace) : nullptr, bytes, nullptr);
+  };
+  ScopedEnv reject("CUEMU_REJECT_ALGOS", "0,2");
+  const auto offered = Heuristic(desc, la, lb, ld, 1 << 20, 8);
+  ASSERT_EQ(offered.size(), 3u) << "rejected algorithms are still offered";
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, matmul(&offered[0].algo, offered[0].workspaceSize));
+  EXPECT_NE(LastMessage().find("algorithm 0"), std::string::npos) << LastMessage();
+  EXPECT_NE(LastMessage().find("CUEMU_REJECT_ALGOS"), std::string::npos) << LastMessage();
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, matmul(&offered[2].algo, offered[2].workspaceSize));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, matmul(nullptr, 0));
+  LT_ASSERT_OK(matmul(&offered[1].algo, offered[1].workspaceSize));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  const Matrix want = Reference(a, b, nullptr, 1, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT);
+  const Matrix got = Load(Download<float>(dd, hd.size()), m, n, m, 0);
+  for (int r = 0; r < m; ++r)
+    for (int c = 0; c < n; ++c) EXPECT_NEAR(got.at(r, c), want.at(r, c), 1e-4) << r << "," << c;
+  // Without the variable, every algorithm runs.
+  unsetenv("CUEMU_REJECT_ALGOS");
+  for (const auto& o : offered) LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, matmul(&o.algo, o.workspaceSize));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, matmul(nullptr, 0));
+  CU_ASSERT_OK(cuCtxSynchronize());
+}
+
+// With CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE=1, the first GEMM of a plan (descriptor
+// settings, type, algorithm) on a handle cannot be captured: it fails and invalidates the
+// capture. Once it ran outside a capture, the plan captures; another plan, or another
+// handle, fails again.
+TEST_F(CublasLtEmulator, FirstCallOfAPlanIsNotCapturable) {
+  const int m = 8, n = 8, k = 8;
+  CUdeviceptr da = memory_.Upload(std::vector<float>(m * k, 1.0f)), db = memory_.Upload(std::vector<float>(k * n, 1.0f)),
+              dd = memory_.Upload(std::vector<float>(m * n, 0.0f));
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N), desc_t = Desc(CUBLAS_OP_T, CUBLAS_OP_N);
+  cublasLtMatrixLayout_t l = Layout(8, 8, 8);
+  const float alpha = 1, beta = 0;
+  CUstream stream = nullptr;
+  CU_ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  auto matmul = [&](cublasLtHandle_t h, cublasLtMatmulDesc_t d) {
+    return lt().cublasLtMatmul(h, d, &alpha, Ptr(da), l, Ptr(db), l, &beta, Ptr(dd), l, Ptr(dd), l, nullptr, nullptr, 0,
+                               stream);
+  };
+  // One captured call: its status, and what cuStreamEndCapture says.
+  auto captured = [&](cublasLtHandle_t h, cublasLtMatmulDesc_t d, cublasStatus_t* status) {
+    EXPECT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    *status = matmul(h, d);
+    CUgraph graph = nullptr;
+    const CUresult end = cuStreamEndCapture(stream, &graph);
+    if (graph) cuGraphDestroy(graph);
+    return end;
+  };
+  ScopedEnv first("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE", "1");
+  cublasStatus_t status;
+  EXPECT_EQ(captured(handle_, desc, &status), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(status, CUBLAS_STATUS_NOT_SUPPORTED);
+  EXPECT_NE(LastMessage().find("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE"), std::string::npos) << LastMessage();
+  LT_ASSERT_OK(matmul(handle_, desc));  // outside a capture
+  CU_ASSERT_OK(cuStreamSynchronize(stream));
+  EXPECT_EQ(captured(handle_, desc, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(captured(handle_, desc_t, &status), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) << "another plan";
+  EXPECT_EQ(status, CUBLAS_STATUS_NOT_SUPPORTED);
+  cublasLtHandle_t other = nullptr;
+  LT_ASSERT_OK(lt().cublasLtCreate(&other));
+  EXPECT_EQ(captured(other, desc, &status), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) << "a new handle";
+  EXPECT_EQ(status, CUBLAS_STATUS_NOT_SUPPORTED);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, lt().cublasLtDestroy(other));
+  // Without the variable the first call captures.
+  unsetenv("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE");
+  EXPECT_EQ(captured(handle_, desc_t, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CUBLAS_STATUS_SUCCESS);
+  CU_ASSERT_OK(cuStreamDestroy(stream));
+}
+
+// An algorithm from the heuristic assumes the preference's minimum alignments of A, B, C
+// and D (256 bytes unless set) and the alignment of the bias pointer the descriptor had
+// (16 bytes when it had none): less aligned pointers are NOT_SUPPORTED, reported. An
+// algorithm cublasLtMatmul picks itself (null) sees the actual pointers.
+TEST_F(CublasLtEmulator, PointersAsAlignedAsTheHeuristicWasTold) {
+  const int m = 8, n = 8, k = 8;
+  const size_t pad = 64;  // floats after each matrix, for offset pointers
+  CUdeviceptr da = memory_.Upload(std::vector<float>(m * k + pad, 1.0f)),
+              db = memory_.Upload(std::vector<float>(k * n + pad, 1.0f)),
+              dd = memory_.Upload(std::vector<float>(m * n + pad, 0.0f)), dbias = memory_.Alloc<float>(m + pad);
+  cublasLtMatrixLayout_t l = Layout(8, 8, 8);
+  const float alpha = 1, beta = 0;
+  auto heuristic = [&](cublasLtMatmulDesc_t desc, uint32_t align_a) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    EXPECT_EQ(lt().cublasLtMatmulPreferenceCreate(&pref), CUBLAS_STATUS_SUCCESS);
+    if (align_a) {
+      EXPECT_EQ(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
+                                                          sizeof align_a),
+                CUBLAS_STATUS_SUCCESS);
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int count = 0;
+    EXPECT_EQ(lt().cublasLtMatmulAlgoGetHeuristic(handle_, desc, l, l, l, l, pref, 1, &result, &count),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(count, 1);
+    lt().cublasLtMatmulPreferenceDestroy(pref);
+    return result.algo;
+  };
+  auto matmul = [&](cublasLtMatmulDesc_t desc, const cublasLtMatmulAlgo_t* algo, size_t a_off, size_t d_off) {
+    return lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da + a_off), l, Ptr(db), l, &beta, Ptr(dd + d_off), l,
+                               Ptr(dd + d_off), l, algo, nullptr, 0, nullptr);
+  };
+  cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
+  const cublasLtMatmulAlgo_t strict = heuristic(desc, 0), loose = heuristic(desc, 16);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, matmul(desc, &strict, 0, 0));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, matmul(desc, &strict, 16, 0));
+  EXPECT_NE(LastMessage().find("A ("), std::string::npos) << LastMessage();
+  EXPECT_NE(LastMessage().find("256"), std::string::npos) << LastMessage();
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, matmul(desc, &strict, 0, 128));
+  EXPECT_NE(LastMessage().find("D ("), std::string::npos) << LastMessage();
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, matmul(desc, &loose, 16, 0));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, matmul(desc, &loose, 8, 0));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, matmul(desc, nullptr, 4, 4));
+  // Alignments are powers of two.
+  cublasLtMatmulPreference_t pref = nullptr;
+  LT_ASSERT_OK(lt().cublasLtMatmulPreferenceCreate(&pref));
+  const uint32_t three = 3;
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmulPreferenceSetAttribute(
+                                                    pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &three, sizeof three));
+  lt().cublasLtMatmulPreferenceDestroy(pref);
+  // The bias pointer: as aligned as when the heuristic ran.
+  cublasLtMatmulDesc_t bias_desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_BIAS, dbias);
+  auto set_bias = [&](CUdeviceptr p) {
+    void* v = Ptr(p);
+    EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(bias_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &v, sizeof v),
+              CUBLAS_STATUS_SUCCESS);
+  };
+  const cublasLtMatmulAlgo_t aligned_bias = heuristic(bias_desc, 0);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, matmul(bias_desc, &aligned_bias, 0, 0));
+  set_bias(dbias + 16);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, matmul(bias_desc, &aligned_bias, 0, 0));
+  EXPECT_NE(LastMessage().find("bias"), std::string::npos) << LastMessage();
+  const cublasLtMatmulAlgo_t bias16 = heuristic(bias_desc, 0);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, matmul(bias_desc, &bias16, 0, 0));
+  set_bias(dbias + 4);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, matmul(bias_desc, &bias16, 0, 0));
+  // No bias pointer when the heuristic ran: 16 bytes.
+  set_bias(0);
+  const cublasLtMatmulAlgo_t unset = heuristic(bias_desc, 0);
+  set_bias(dbias + 8);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, matmul(bias_desc, &unset, 0, 0));
+  set_bias(dbias + 16);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, matmul(bias_desc, &unset, 0, 0));
+  CU_ASSERT_OK(cuCtxSynchronize());
+}
+
 #else  // !CUEMU_TEST_HAVE_CUBLASLT_H
 
 TEST(CublasLtEmulator, Unavailable) {
