@@ -25,14 +25,35 @@
 // a descriptor used before it is set, shapes that do not agree (the output's must be what
 // cudnnGetConvolution2dForwardOutputDim gives) or device memory that is not allocated is
 // CUDNN_STATUS_BAD_PARAM.
+// As strict as cuDNN where a program may get away with less on one GPU:
+//  - The data pointers of a convolution (x, w, y, z, bias and the workspace; dx, dy and w
+//    backward) must be 16-byte aligned, as cuDNN documents: else
+//    CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER (in the BAD_PARAM category), reported.
+//  - CUEMU_REJECT_ALGOS=i,j,...: the algorithms at those positions of the v7 heuristic's
+//    list, which does not depend on the problem (forward: 0 IMPLICIT_PRECOMP_GEMM,
+//    1 IMPLICIT_GEMM, 2 GEMM; backward data: 0 ALGO_1, 1 ALGO_0), are still offered, and
+//    the convolutions refuse them with CUDNN_STATUS_NOT_SUPPORTED, reported once per call.
+//  - CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE=1: the first call of a plan on a handle (the plan:
+//    the kind of call (forward, fused forward, backward data, transform), its algorithm, the
+//    data type and the math type) loads its kernel, which a capture cannot record: made while
+//    the handle's stream captures, it invalidates the capture (as an unsafe driver call does)
+//    and returns CUDNN_STATUS_NOT_SUPPORTED. Once the plan ran outside a capture on that
+//    handle, captured calls of it succeed.
+// Reports go to the emulator's channel (cuemuReport: stderr unless CUEMU_QUIET, and
+// cuemuGetLastErrorMessage).
 #include <cuda.h>
 #include <cudnn.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "cuda_emulator/cuemu.h"
@@ -44,9 +65,15 @@ namespace {
 
 constexpr uint64_t kMagic = 0x6375646e6e656d75ull;  // "cudnnemu"
 
+// What makes a call's kernel: the kind of call, its algorithm, the data type and the
+// math type (see FirstCallUncapturable).
+using Plan = std::array<int64_t, 4>;
+
 struct Handle {
   uint64_t magic = kMagic;
   cudaStream_t stream = nullptr;
+  std::mutex mu;
+  std::set<Plan> warm;  // the plans this handle has run outside a capture
 };
 
 struct Tensor {
@@ -185,6 +212,51 @@ bool KnownForward(cudnnConvolutionFwdAlgo_t algo) {
 }
 
 enum class Kind { kForward, kFused, kBackwardData, kTransform };
+
+void Report(const std::string& message) { cuemuReport(("cuDNN: " + message).c_str()); }
+
+// Whether CUEMU_REJECT_ALGOS (positions in the heuristic's list, comma-separated) names `index`.
+bool Rejected(int index) {
+  const char* env = std::getenv("CUEMU_REJECT_ALGOS");
+  if (!env) return false;
+  for (const char* p = env; *p;) {
+    char* end = nullptr;
+    const long v = std::strtol(p, &end, 10);
+    if (end != p && v == index) return true;
+    p = end != p ? end : p + 1;
+    while (*p == ',' || *p == ' ') ++p;
+  }
+  return false;
+}
+
+// An algorithm's position in the v7 heuristic's list (the list does not depend on the
+// problem), refused when CUEMU_REJECT_ALGOS names it.
+template <typename A, size_t N>
+cudnnStatus_t RefuseRejected(const char* call, const A (&list)[N], A algo) {
+  const int index = static_cast<int>(std::find(std::begin(list), std::end(list), algo) - std::begin(list));
+  if (!Rejected(index)) return CUDNN_STATUS_SUCCESS;
+  Report(std::string(call) + ": algorithm " + std::to_string(static_cast<int>(algo)) + " (position " +
+         std::to_string(index) + " of the heuristic's list) is not supported here (CUEMU_REJECT_ALGOS)");
+  return CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+// cuDNN's data pointers must be 16-byte aligned.
+cudnnStatus_t RefuseMisaligned(const char* call, std::initializer_list<std::pair<const char*, const void*>> pointers) {
+  for (const auto& [name, p] : pointers) {
+    if (reinterpret_cast<uint64_t>(p) % 16 == 0) continue;
+    Report(std::string(call) + ": " + name + " (" + std::to_string(reinterpret_cast<uint64_t>(p)) +
+           ") is not 16-byte aligned");
+    return CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER;
+  }
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE=1: the first call of a plan on a handle loads and
+// configures its kernel, which a stream capture cannot record.
+bool FirstCallUncapturable() {
+  const char* env = std::getenv("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE");
+  return env && *env && std::string(env) != "0";
+}
 
 // A convolution queued on a stream: its operands' device addresses, resolved each time it
 // runs (a captured one runs once per graph launch).
@@ -352,10 +424,29 @@ void ReleaseWork(void* user) { delete static_cast<Work*>(user); }
 
 cudnnStatus_t Queue(Handle* h, std::unique_ptr<Work> w) {
   if (w->workspace_bytes && !ResolveBytes(w->workspace, w->workspace_bytes)) return CUDNN_STATUS_BAD_PARAM;
-  const CUresult r = cuemuLaunchHostTask(reinterpret_cast<CUstream>(h->stream), RunWork, w.release(), ReleaseWork);
-  if (r == CUDA_SUCCESS) return CUDNN_STATUS_SUCCESS;
-  return r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_VALUE ? CUDNN_STATUS_BAD_PARAM
-                                                                          : CUDNN_STATUS_EXECUTION_FAILED;
+  const CUstream stream = reinterpret_cast<CUstream>(h->stream);
+  const Plan plan = {static_cast<int64_t>(w->kind), w->kind == Kind::kTransform ? -1 : w->algo, w->x.type,
+                     w->kind == Kind::kTransform ? -1 : w->cv.math};
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS) return CUDNN_STATUS_BAD_PARAM;
+  const bool captured = capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (captured && FirstCallUncapturable()) {
+    std::lock_guard lock(h->mu);
+    if (!h->warm.count(plan)) {
+      cuemuStreamCaptureUnsupported(stream, "cuDNN: the first call of this plan on this handle (it loads its kernel; "
+                                            "CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE)");
+      return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+  }
+  const CUresult r = cuemuLaunchHostTask(stream, RunWork, w.release(), ReleaseWork);
+  if (r != CUDA_SUCCESS)
+    return r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_VALUE ? CUDNN_STATUS_BAD_PARAM
+                                                                            : CUDNN_STATUS_EXECUTION_FAILED;
+  if (!captured) {
+    std::lock_guard lock(h->mu);
+    h->warm.insert(plan);
+  }
+  return CUDNN_STATUS_SUCCESS;
 }
 
 // The operands of a forward convolution, checked: descriptors set, shapes agreeing,
@@ -371,6 +462,7 @@ cudnnStatus_t PrepareForward(cudnnHandle_t handle, const void* alpha, cudnnTenso
   const Tensor* yd = ValidSet<Tensor>(y_desc);
   if (!alpha || !xd || !fd || !cd || !yd || !Agrees(*cd, *xd, *fd, *yd)) return CUDNN_STATUS_BAD_PARAM;
   if (!KnownForward(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (cudnnStatus_t s = RefuseRejected("forward convolution", kForwardAlgos, algo)) return s;
   w->x = *xd, w->f = *fd, w->cv = *cd, w->y = *yd;
   w->algo = algo;
   w->workspace_bytes = ForwardWorkspace(algo, *fd, *yd);
@@ -381,6 +473,9 @@ cudnnStatus_t PrepareForward(cudnnHandle_t handle, const void* alpha, cudnnTenso
   if (!Resolve(x, Span(*xd), xd->type) || !Resolve(wt, fd->k * fd->c * fd->r * fd->s, fd->type) ||
       !Resolve(y, Span(*yd), yd->type))
     return CUDNN_STATUS_BAD_PARAM;
+  if (cudnnStatus_t s = RefuseMisaligned("forward convolution", {{"x", x}, {"w", wt}, {"y", y}})) return s;
+  if (w->workspace_bytes)
+    if (cudnnStatus_t s = RefuseMisaligned("forward convolution", {{"the workspace", workspace}})) return s;
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -395,6 +490,7 @@ CUDNN_EMU_API const char* cudnnGetErrorString(cudnnStatus_t status) {
     case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
     case CUDNN_STATUS_NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
     case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
+    case CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER: return "CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER";
     case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
     case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
     default: return "CUDNN_STATUS_INTERNAL_ERROR";
@@ -602,6 +698,9 @@ CUDNN_EMU_API cudnnStatus_t cudnnConvolutionBiasActivationForward(
   work->alpha2 = *static_cast<const float*>(alpha2);
   work->Z = z, work->B = bias;
   if (!Resolve(bias, bd->c, bd->type) || (work->alpha2 != 0 && !Resolve(z, Span(*zd), zd->type))) return CUDNN_STATUS_BAD_PARAM;
+  if (cudnnStatus_t s = RefuseMisaligned("cudnnConvolutionBiasActivationForward", {{"bias", bias}})) return s;
+  if (work->alpha2 != 0)
+    if (cudnnStatus_t s = RefuseMisaligned("cudnnConvolutionBiasActivationForward", {{"z", z}})) return s;
   return Queue(Valid<Handle>(handle), std::move(work));
 }
 
@@ -671,6 +770,7 @@ CUDNN_EMU_API cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, c
   const Tensor* dxd = ValidSet<Tensor>(dx_desc);
   if (!alpha || !beta || !BackwardAgrees(f, dyd, cv, dxd)) return CUDNN_STATUS_BAD_PARAM;
   if (!KnownBackwardData(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (cudnnStatus_t s = RefuseRejected("cudnnConvolutionBackwardData", kBackwardDataAlgos, algo)) return s;
   auto work = std::make_unique<Work>();
   work->kind = Kind::kBackwardData;
   work->x = *dxd, work->y = *dyd, work->f = *f, work->cv = *cv;
@@ -680,6 +780,7 @@ CUDNN_EMU_API cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, c
   work->W = w, work->DY = dy, work->Y = dx;
   if (!Resolve(w, f->k * f->c * f->r * f->s, f->type) || !Resolve(dy, Span(*dyd), dyd->type) || !Resolve(dx, Span(*dxd), dxd->type))
     return CUDNN_STATUS_BAD_PARAM;
+  if (cudnnStatus_t s = RefuseMisaligned("cudnnConvolutionBackwardData", {{"w", w}, {"dy", dy}, {"dx", dx}})) return s;
   return Queue(h, std::move(work));
 }
 

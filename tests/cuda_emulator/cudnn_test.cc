@@ -463,6 +463,156 @@ TEST_F(CudnnEmulator, RefusesWhatCudnnRefuses) {
   for (float v : Download<float>(Y, size_t{1} * g.n * g.k * g.oh() * g.ow())) ASSERT_EQ(v, 7.0f);
 }
 
+// Buffers of a forward convolution of the default geometry, with room for offset pointers.
+struct ForwardBuffers {
+  CUdeviceptr x = 0, w = 0, y = 0, ws = 0;
+  size_t ws_bytes = 0;
+};
+
+// CUEMU_REJECT_ALGOS names positions in the v7 heuristic's list (forward: 0 =
+// IMPLICIT_PRECOMP_GEMM, 1 = IMPLICIT_GEMM, 2 = GEMM; backward data: 0 = ALGO_1, 1 =
+// ALGO_0): still offered, refused by the convolution (NOT_SUPPORTED, reported).
+TEST_F(CudnnEmulator, RejectedAlgorithmsAreOfferedButFail) {
+  const Geometry g;
+  auto xd = Tensor(false, g.n, g.c, g.h, g.w);
+  auto fd = Filter(false, g);
+  auto cd = Conv(g);
+  auto yd = Tensor(false, g.n, g.k, g.oh(), g.ow());
+  const CUdeviceptr X = memory_.Upload(std::vector<float>(size_t{1} * g.n * g.c * g.h * g.w, 1.0f));
+  const CUdeviceptr W = memory_.Upload(std::vector<float>(size_t{1} * g.k * g.cg() * g.r * g.s, 1.0f));
+  const CUdeviceptr Y = memory_.Alloc<float>(size_t{1} * g.n * g.k * g.oh() * g.ow());
+  const CUdeviceptr ws = memory_.Alloc(1 << 20);
+  ScopedEnv reject("CUEMU_REJECT_ALGOS", "0,2");
+  cudnnConvolutionFwdAlgoPerf_t perf[8];
+  int count = 0;
+  DNN_ASSERT_OK(dnn().cudnnGetConvolutionForwardAlgorithm_v7(handle_, xd, fd, cd, yd, 8, &count, perf));
+  ASSERT_EQ(count, 3) << "rejected algorithms are still offered";
+  auto forward = [&](cudnnConvolutionFwdAlgo_t algo) {
+    return dnn().cudnnConvolutionForward(handle_, &kOne, xd, Ptr(X), fd, Ptr(W), cd, algo, Ptr(ws), 1 << 20, &kZero, yd,
+                                         Ptr(Y));
+  };
+  EXPECT_EQ(forward(perf[0].algo), CUDNN_STATUS_NOT_SUPPORTED);
+  EXPECT_NE(LastMessage().find("CUEMU_REJECT_ALGOS"), std::string::npos) << LastMessage();
+  EXPECT_NE(LastMessage().find("position 0"), std::string::npos) << LastMessage();
+  EXPECT_EQ(forward(perf[2].algo), CUDNN_STATUS_NOT_SUPPORTED);
+  DNN_ASSERT_OK(forward(perf[1].algo));
+  // Backward data: position 0 (ALGO_1) refused, 1 (ALGO_0) runs.
+  cudnnConvolutionBwdDataAlgoPerf_t bperf[4];
+  DNN_ASSERT_OK(dnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, fd, yd, cd, xd, 4, &count, bperf));
+  ASSERT_EQ(count, 2);
+  auto backward = [&](cudnnConvolutionBwdDataAlgo_t algo) {
+    return dnn().cudnnConvolutionBackwardData(handle_, &kOne, fd, Ptr(W), yd, Ptr(Y), cd, algo, nullptr, 0, &kZero, xd,
+                                              Ptr(X));
+  };
+  EXPECT_EQ(backward(bperf[0].algo), CUDNN_STATUS_NOT_SUPPORTED);
+  DNN_ASSERT_OK(backward(bperf[1].algo));
+  unsetenv("CUEMU_REJECT_ALGOS");
+  for (int i = 0; i < 3; ++i) DNN_ASSERT_OK(forward(perf[i].algo));
+  DNN_ASSERT_OK(backward(bperf[0].algo));
+  Sync();
+}
+
+// With CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE=1 the first call of a plan (kind of call,
+// algorithm, types) on a handle fails under capture and invalidates it; once run outside
+// a capture, the plan captures. A transform (a filter reorder) too; a new handle again.
+TEST_F(CudnnEmulator, FirstCallOfAPlanIsNotCapturable) {
+  const Geometry g;
+  auto xd = Tensor(false, g.n, g.c, g.h, g.w);
+  auto fd = Filter(false, g);
+  auto cd = Conv(g);
+  auto yd = Tensor(false, g.n, g.k, g.oh(), g.ow());
+  auto y_nhwc = Tensor(true, g.n, g.k, g.oh(), g.ow());
+  const size_t ny = size_t{1} * g.n * g.k * g.oh() * g.ow();
+  const CUdeviceptr X = memory_.Upload(std::vector<float>(size_t{1} * g.n * g.c * g.h * g.w, 1.0f));
+  const CUdeviceptr W = memory_.Upload(std::vector<float>(size_t{1} * g.k * g.cg() * g.r * g.s, 1.0f));
+  const CUdeviceptr Y = memory_.Alloc<float>(ny), Y2 = memory_.Alloc<float>(ny);
+  const auto algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  CUstream stream = nullptr;
+  CU_ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  auto forward = [&](cudnnHandle_t h) {
+    return dnn().cudnnConvolutionForward(h, &kOne, xd, Ptr(X), fd, Ptr(W), cd, algo, nullptr, 0, &kZero, yd, Ptr(Y));
+  };
+  auto transform = [&](cudnnHandle_t h) {
+    return dnn().cudnnTransformTensor(h, &kOne, yd, Ptr(Y), &kZero, y_nhwc, Ptr(Y2));
+  };
+  auto captured = [&](cudnnHandle_t h, auto call, cudnnStatus_t* status) {
+    EXPECT_EQ(dnn().cudnnSetStream(h, reinterpret_cast<cudaStream_t>(stream)), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    *status = call(h);
+    CUgraph graph = nullptr;
+    const CUresult end = cuStreamEndCapture(stream, &graph);
+    if (graph) cuGraphDestroy(graph);
+    return end;
+  };
+  ScopedEnv first("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE", "1");
+  cudnnStatus_t status;
+  EXPECT_EQ(captured(handle_, forward, &status), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(status, CUDNN_STATUS_NOT_SUPPORTED);
+  EXPECT_NE(LastMessage().find("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE"), std::string::npos) << LastMessage();
+  EXPECT_EQ(captured(handle_, transform, &status), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(status, CUDNN_STATUS_NOT_SUPPORTED);
+  DNN_ASSERT_OK(forward(handle_));  // outside a capture
+  DNN_ASSERT_OK(transform(handle_));
+  CU_ASSERT_OK(cuStreamSynchronize(stream));
+  EXPECT_EQ(captured(handle_, forward, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(captured(handle_, transform, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CUDNN_STATUS_SUCCESS);
+  cudnnHandle_t other = nullptr;
+  DNN_ASSERT_OK(dnn().cudnnCreate(&other));
+  EXPECT_EQ(captured(other, forward, &status), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) << "a new handle";
+  unsetenv("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE");
+  EXPECT_EQ(captured(other, forward, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(dnn().cudnnDestroy(other), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(dnn().cudnnSetStream(handle_, nullptr), CUDNN_STATUS_SUCCESS);
+  CU_ASSERT_OK(cuStreamDestroy(stream));
+}
+
+// cuDNN's data pointers (x, w, y, z, bias, the workspace; dx, dy) must be 16-byte aligned:
+// BAD_PARAM_MISALIGNED_POINTER (of the BAD_PARAM category), reported.
+TEST_F(CudnnEmulator, DataPointersMustBe16ByteAligned) {
+  const Geometry g;
+  auto xd = Tensor(false, g.n, g.c, g.h, g.w);
+  auto fd = Filter(false, g);
+  auto cd = Conv(g);
+  auto yd = Tensor(false, g.n, g.k, g.oh(), g.ow());
+  auto bd = Tensor(false, 1, g.k, 1, 1);
+  const size_t pad = 16;
+  const CUdeviceptr X = memory_.Alloc<float>(size_t{1} * g.n * g.c * g.h * g.w + pad);
+  const CUdeviceptr W = memory_.Alloc<float>(size_t{1} * g.k * g.cg() * g.r * g.s + pad);
+  const CUdeviceptr Y = memory_.Alloc<float>(size_t{1} * g.n * g.k * g.oh() * g.ow() + pad);
+  const CUdeviceptr B = memory_.Alloc<float>(g.k + pad);
+  const CUdeviceptr ws = memory_.Alloc(1 << 20);
+  auto forward = [&](size_t x_off, size_t w_off, size_t y_off, cudnnConvolutionFwdAlgo_t algo, size_t ws_off) {
+    return dnn().cudnnConvolutionForward(handle_, &kOne, xd, Ptr(X + x_off), fd, Ptr(W + w_off), cd, algo,
+                                         Ptr(ws + ws_off), 1 << 19, &kZero, yd, Ptr(Y + y_off));
+  };
+  const auto implicit = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, gemm = CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
+  DNN_ASSERT_OK(forward(16, 32, 48, gemm, 16));
+  EXPECT_EQ(forward(4, 0, 0, implicit, 0), CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER);
+  EXPECT_NE(LastMessage().find("x ("), std::string::npos) << LastMessage();
+  EXPECT_EQ(forward(0, 8, 0, implicit, 0), CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER);
+  EXPECT_EQ(forward(0, 0, 4, implicit, 0), CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER);
+  EXPECT_EQ(forward(0, 0, 0, gemm, 8), CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER);
+  EXPECT_NE(LastMessage().find("workspace"), std::string::npos) << LastMessage();
+  auto act = Act(CUDNN_ACTIVATION_RELU);
+  auto fused = [&](size_t b_off) {
+    return dnn().cudnnConvolutionBiasActivationForward(handle_, &kOne, xd, Ptr(X), fd, Ptr(W), cd, implicit, nullptr, 0,
+                                                       &kZero, yd, Ptr(Y), bd, Ptr(B + b_off), act, yd, Ptr(Y));
+  };
+  DNN_ASSERT_OK(fused(16));
+  EXPECT_EQ(fused(4), CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER);
+  EXPECT_NE(LastMessage().find("bias"), std::string::npos) << LastMessage();
+  auto backward = [&](size_t dx_off) {
+    return dnn().cudnnConvolutionBackwardData(handle_, &kOne, fd, Ptr(W), yd, Ptr(Y), cd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+                                              nullptr, 0, &kZero, xd, Ptr(X + dx_off));
+  };
+  DNN_ASSERT_OK(backward(32));
+  EXPECT_EQ(backward(2), CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER);
+  Sync();
+}
+
 }  // namespace
 }  // namespace cuemu_test
 
