@@ -63,6 +63,7 @@ using Plan = std::array<int64_t, 7>;
 
 struct Handle {
   uint64_t magic = kHandleMagic;
+  CUdevice device = 0;  // the device current at cublasLtCreate
   std::mutex mu;
   std::set<Plan> warm;  // the plans this handle has run outside a capture
 };
@@ -368,7 +369,9 @@ void ReleaseWork(void* user) { delete static_cast<Work*>(user); }
 
 CUBLASLT_EMU_API cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
   if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
-  *handle = reinterpret_cast<cublasLtHandle_t>(new Handle);
+  auto* h = new Handle;
+  if (cuCtxGetDevice(&h->device) != CUDA_SUCCESS) h->device = 0;  // no context: device 0's, as the runtime's
+  *handle = reinterpret_cast<cublasLtHandle_t>(h);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -595,6 +598,13 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
   if (!ValidHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   Handle* h = reinterpret_cast<Handle*>(handle);
   if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
+  // A handle works on its device: with another device current (its streams and memory).
+  CUdevice current = 0;
+  if (cuCtxGetDevice(&current) == CUDA_SUCCESS && current != h->device) {
+    Report("cublasLtMatmul: the handle is device " + std::to_string(h->device) + "'s; device " + std::to_string(current) +
+           " is current");
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
   auto w = std::make_unique<Work>();
   if (cublasStatus_t s = CheckShape(Desc(desc), Lay(a_desc), Lay(b_desc), Lay(c_desc), Lay(d_desc), &w->shape))
     return s;

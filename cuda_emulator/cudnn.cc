@@ -71,6 +71,7 @@ using Plan = std::array<int64_t, 4>;
 
 struct Handle {
   uint64_t magic = kMagic;
+  CUdevice device = 0;  // the device current at cudnnCreate
   cudaStream_t stream = nullptr;
   std::mutex mu;
   std::set<Plan> warm;  // the plans this handle has run outside a capture
@@ -238,6 +239,15 @@ cudnnStatus_t RefuseRejected(const char* call, const A (&list)[N], A algo) {
   Report(std::string(call) + ": algorithm " + std::to_string(static_cast<int>(algo)) + " (position " +
          std::to_string(index) + " of the heuristic's list) is not supported here (CUEMU_REJECT_ALGOS)");
   return CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+// A handle works on its device: not while another device is current (its streams and memory).
+cudnnStatus_t RefuseOtherDevice(const Handle* h, const char* call) {
+  CUdevice current = 0;
+  if (cuCtxGetDevice(&current) != CUDA_SUCCESS || current == h->device) return CUDNN_STATUS_SUCCESS;
+  Report(std::string(call) + ": the handle is device " + std::to_string(h->device) + "'s; device " +
+         std::to_string(current) + " is current");
+  return CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH;
 }
 
 // cuDNN's data pointers must be 16-byte aligned.
@@ -456,6 +466,7 @@ cudnnStatus_t PrepareForward(cudnnHandle_t handle, const void* alpha, cudnnTenso
                              cudnnConvolutionFwdAlgo_t algo, void* workspace, size_t workspace_bytes,
                              cudnnTensorDescriptor_t y_desc, void* y, Work* w) {
   if (!Valid<Handle>(handle)) return CUDNN_STATUS_NOT_INITIALIZED;
+  if (cudnnStatus_t s = RefuseOtherDevice(Valid<Handle>(handle), "forward convolution")) return s;
   const Tensor* xd = ValidSet<Tensor>(x_desc);
   const Filter* fd = ValidSet<Filter>(w_desc);
   const Convolution* cd = ValidSet<Convolution>(conv_desc);
@@ -491,13 +502,19 @@ CUDNN_EMU_API const char* cudnnGetErrorString(cudnnStatus_t status) {
     case CUDNN_STATUS_NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
     case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
     case CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER: return "CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER";
+    case CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH: return "CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH";
     case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
     case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
     default: return "CUDNN_STATUS_INTERNAL_ERROR";
   }
 }
 
-CUDNN_EMU_API cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) { return Create<Handle>(handle); }
+CUDNN_EMU_API cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
+  if (cudnnStatus_t s = Create<Handle>(handle)) return s;
+  Handle* h = Valid<Handle>(*handle);
+  if (cuCtxGetDevice(&h->device) != CUDA_SUCCESS) h->device = 0;  // no context: device 0's, as the runtime's
+  return CUDNN_STATUS_SUCCESS;
+}
 CUDNN_EMU_API cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) { return Destroy<Handle>(handle); }
 CUDNN_EMU_API cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
   Handle* h = Valid<Handle>(handle);
@@ -764,6 +781,7 @@ CUDNN_EMU_API cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, c
                                                          const cudnnTensorDescriptor_t dx_desc, void* dx) {
   Handle* h = Valid<Handle>(handle);
   if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
+  if (cudnnStatus_t s = RefuseOtherDevice(h, "cudnnConvolutionBackwardData")) return s;
   const Filter* f = ValidSet<Filter>(w_desc);
   const Tensor* dyd = ValidSet<Tensor>(dy_desc);
   const Convolution* cv = ValidSet<Convolution>(conv_desc);
@@ -790,6 +808,7 @@ CUDNN_EMU_API cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const voi
                                                  const void* x, const void* beta, const cudnnTensorDescriptor_t y_desc, void* y) {
   Handle* h = Valid<Handle>(handle);
   if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
+  if (cudnnStatus_t s = RefuseOtherDevice(h, "cudnnTransformTensor")) return s;
   const Tensor* xd = ValidSet<Tensor>(x_desc);
   const Tensor* yd = ValidSet<Tensor>(y_desc);
   if (!alpha || !beta || !xd || !yd || xd->n != yd->n || xd->c != yd->c || xd->h != yd->h || xd->w != yd->w)

@@ -68,7 +68,9 @@ typedef enum CUemuThreadOrder {
 CUresult cuemuSetThreadOrder(CUemuThreadOrder order, unsigned long long seed);
 
 // The host address of emulated device memory [address, address + bytes), which must lie
-// in one live allocation (CUDA_ERROR_INVALID_VALUE otherwise; bytes 0 counts as 1). An
+// in one live allocation of the current context's device (of the device whose work runs,
+// in a task; CUDA_ERROR_INVALID_VALUE otherwise, e.g. for another device's memory; bytes 0
+// counts as 1). An
 // allocation's memory does not move until cuMemFree, which first runs all queued work, so
 // the address stays valid for work queued before then. Host functions queued with
 // cuLaunchHostFunc run under the driver's lock and must not call the driver; tasks queued

@@ -1,5 +1,11 @@
-// The CUDA driver API of cuda.h, for one emulated GPU whose kernels run on the CPU: an H100
-// SXM, or the device CUEMU_DEVICE names (h100, h200, a100).
+// The CUDA driver API of cuda.h, for emulated GPUs whose kernels run on the CPU: an H100
+// SXM, or the device CUEMU_DEVICE names (h100, h200, a100); CUEMU_DEVICE_COUNT of them (1 to
+// 8, default 1; else cuInit fails with CUDA_ERROR_INVALID_VALUE), each with its own primary
+// context and CUEMU_MEMORY_MB of memory at addresses of its own (unified addressing:
+// cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) and cuMemGetAddressRange find
+// any device's allocation). There is no peer access: in a context of device B, a copy or
+// memset with device A's memory, or a free of it, is CUDA_ERROR_INVALID_VALUE, and a kernel
+// that touches it faults with CUDA_ERROR_ILLEGAL_ADDRESS (sticky for B's context).
 // Defining the functions under cuda.h's names gives them its versioned symbols
 // (cuMemAlloc -> cuMemAlloc_v2, ...), so programs linked against the toolkit's stub
 // libcuda.so run on this library unchanged.
@@ -158,11 +164,20 @@ struct CUctx_st {
 namespace cuemu {
 namespace {
 
+// One of the CUEMU_DEVICE_COUNT devices: its memory, at addresses of its own (unified
+// addressing: a pointer says which device it is on), and its primary context.
+struct Device {
+  std::unique_ptr<DeviceMemory> memory;
+  CUctx_st* primary = nullptr;
+};
+constexpr int kMaxDevices = 8;
+constexpr uint64_t kDeviceAddressSpan = 1ull << 40;  // each device's range of addresses
+
 struct Driver {
   std::recursive_mutex mu;
   bool initialized = false;
-  std::unique_ptr<DeviceMemory> memory;
-  CUctx_st* primary = nullptr;
+  std::vector<Device> devices;
+  CUctx_st* running = nullptr;  // the context whose stream work is running, if any
   std::set<CUctx_st*> contexts;
   uint64_t seq = 0;
   ThreadOrder order = ThreadOrder::kForward;
@@ -182,6 +197,19 @@ Driver& D() {
 thread_local std::vector<CUctx_st*> context_stack;
 
 CUctx_st* Current() { return context_stack.empty() ? nullptr : context_stack.back(); }
+
+bool ValidDevice(CUdevice dev) { return dev >= 0 && dev < static_cast<int>(D().devices.size()); }
+DeviceMemory& MemoryOf(const CUctx_st* ctx) { return *D().devices[ctx->device].memory; }
+
+// The allocation of any device that holds [ptr, ptr + bytes), and its device.
+DeviceMemory::Allocation* FindOnAnyDevice(CUdeviceptr ptr, size_t bytes, int* device) {
+  for (size_t d = 0; d < D().devices.size(); ++d)
+    if (DeviceMemory::Allocation* a = D().devices[d].memory->Find(ptr, bytes)) {
+      if (device) *device = static_cast<int>(d);
+      return a;
+    }
+  return nullptr;
+}
 
 void Report(const std::string& message) {
   D().last_error = message;
@@ -212,7 +240,10 @@ CUresult RunTask(CUctx_st* ctx, CUstream_st* s, CUstream_st::Task& task) {
     Drain(ctx, &ctx->null_stream, task.seq - 1);
   }
   if (ctx->sticky != CUDA_SUCCESS) return ctx->sticky;
+  CUctx_st* outer = D().running;
+  D().running = ctx;
   CUresult r = task.run();
+  D().running = outer;
   if (r != CUDA_SUCCESS) ctx->sticky = r;
   return r;
 }
@@ -291,12 +322,12 @@ CUresult LegacyCall(CUctx_st* ctx, const char* call) {
   return r;
 }
 
-// [ptr, ptr + bytes) must lie in one live allocation.
-bool ValidRange(CUdeviceptr ptr, size_t bytes) {
-  return bytes == 0 || D().memory->Find(ptr, bytes) != nullptr;
+// [ptr, ptr + bytes) must lie in one live allocation of the device's memory.
+bool ValidRange(DeviceMemory* memory, CUdeviceptr ptr, size_t bytes) {
+  return bytes == 0 || memory->Find(ptr, bytes) != nullptr;
 }
-uint8_t* HostOf(CUdeviceptr ptr) {
-  DeviceMemory::Allocation* a = D().memory->Find(ptr, 1);
+uint8_t* HostOf(DeviceMemory* memory, CUdeviceptr ptr) {
+  DeviceMemory::Allocation* a = memory->Find(ptr, 1);
   return a->data.get() + (ptr - a->base);
 }
 
@@ -311,11 +342,11 @@ void DestroyContextResources(CUctx_st* ctx) {
   for (CUevent_st* e : ctx->events) delete e;
   ctx->events.clear();
   for (CUmod_st* m : ctx->modules) {
-    for (uint64_t a : m->global_addresses) D().memory->Free(a);
+    for (uint64_t a : m->global_addresses) MemoryOf(ctx).Free(a);
     delete m;
   }
   ctx->modules.clear();
-  for (uint64_t a : ctx->allocations) D().memory->Free(a);
+  for (uint64_t a : ctx->allocations) MemoryOf(ctx).Free(a);
   ctx->allocations.clear();
   ctx->sticky = CUDA_SUCCESS;
 }
@@ -426,9 +457,21 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
         return CUDA_ERROR_INVALID_VALUE;
       }
     }
+    int count = 1;
+    if (const char* env = std::getenv("CUEMU_DEVICE_COUNT")) {
+      char* end = nullptr;
+      const long n = std::strtol(env, &end, 10);
+      if (end == env || *end != '\0' || n < 1 || n > kMaxDevices) {
+        Report("CUEMU_DEVICE_COUNT='" + std::string(env) + "' is not a device count the emulator can have (1 to 8)");
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      count = static_cast<int>(n);
+    }
     uint64_t mb = 4096;
     if (const char* env = std::getenv("CUEMU_MEMORY_MB")) mb = std::strtoull(env, nullptr, 10);
-    D().memory = std::make_unique<DeviceMemory>(mb << 20);
+    D().devices.clear();
+    for (int d = 0; d < count; ++d)
+      D().devices.push_back({std::make_unique<DeviceMemory>(mb << 20, 0x7e0000000000ull + d * kDeviceAddressSpan), nullptr});
     D().order = OrderFromEnvironment(&D().seed);
     D().quiet = std::getenv("CUEMU_QUIET") != nullptr;
     const char* limit = std::getenv("CUEMU_MAX_WARP_INSTRUCTIONS");
@@ -447,22 +490,22 @@ CUresult CUDAAPI cuDriverGetVersion(int* version) {
 CUresult CUDAAPI cuDeviceGetCount(int* count) {
   if (!count) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  *count = 1;
+  *count = static_cast<int>(D().devices.size());
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
   if (!device) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *device = 0;
+  if (!ValidDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   std::snprintf(name, len, "%s", D().device->name);
   return CUDA_SUCCESS;
 }
@@ -470,15 +513,15 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
 CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *bytes = D().memory->capacity();
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = D().devices[dev].memory->capacity();
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
   if (!major || !minor) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   *major = D().device->major;
   *minor = D().device->minor;
   return CUDA_SUCCESS;
@@ -487,7 +530,7 @@ CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice dev)
 CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice dev) {
   if (!value) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (attribute <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
   const DeviceModel& m = *D().device;
   switch (attribute) {
@@ -529,6 +572,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
     case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: *value = 2; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: *value = 1; break;
     case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *value = m.major >= 9; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = dev; break;  // one bus per device, device 0's as before
     default: *value = 0; break;  // features the emulator does not provide (managed memory, ...)
   }
   return CUDA_SUCCESS;
@@ -553,27 +597,29 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   std::lock_guard lock(D().mu);
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  if (!D().primary) D().primary = NewContext(dev, 0, true);
-  ++D().primary->refcount;
-  *pctx = D().primary;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  CUctx_st*& primary = D().devices[dev].primary;
+  if (!primary) primary = NewContext(dev, 0, true);
+  ++primary->refcount;
+  *pctx = primary;
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
   std::lock_guard lock(D().mu);
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  if (!D().primary || D().primary->refcount == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  if (--D().primary->refcount == 0) DestroyContextResources(D().primary);
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  CUctx_st* primary = D().devices[dev].primary;
+  if (!primary || primary->refcount == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (--primary->refcount == 0) DestroyContextResources(primary);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
   std::lock_guard lock(D().mu);
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  if (D().primary) DestroyContextResources(D().primary);
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (CUctx_st* primary = D().devices[dev].primary) DestroyContextResources(primary);
   return CUDA_SUCCESS;
 }
 
@@ -581,18 +627,20 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, i
   std::lock_guard lock(D().mu);
   if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *flags = D().primary ? D().primary->flags : 0;
-  *active = D().primary && D().primary->refcount > 0;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  const CUctx_st* primary = D().devices[dev].primary;
+  *flags = primary ? primary->flags : 0;
+  *active = primary && primary->refcount > 0;
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
   std::lock_guard lock(D().mu);
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  if (!D().primary) D().primary = NewContext(dev, flags, true);
-  D().primary->flags = flags;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  CUctx_st*& primary = D().devices[dev].primary;
+  if (!primary) primary = NewContext(dev, flags, true);
+  primary->flags = flags;
   return CUDA_SUCCESS;
 }
 
@@ -600,7 +648,7 @@ CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, CUctxCreateParams* params, unsigne
   std::lock_guard lock(D().mu);
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (params && (params->execAffinityParams || params->cigParams)) return CUDA_ERROR_NOT_SUPPORTED;
   CUctx_st* ctx = NewContext(dev, flags, false);
   ctx->refcount = 1;
@@ -737,11 +785,11 @@ CUresult LoadModule(CUmodule* out, const void* image, char* error_log, size_t er
   }
   // 3. Module-scope variables get device memory.
   for (const GlobalVar& g : m->module.globals) {
-    uint64_t a = D().memory->Allocate(std::max<uint64_t>(g.size, 1));
+    uint64_t a = MemoryOf(ctx).Allocate(std::max<uint64_t>(g.size, 1));
     if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
     // .global and .const variables start as their initializer, else as zeros (the ISA's rule).
-    std::memset(HostOf(a), 0, g.size);
-    if (!g.init.empty()) std::memcpy(HostOf(a), g.init.data(), g.init.size());
+    std::memset(HostOf(&MemoryOf(ctx), a), 0, g.size);
+    if (!g.init.empty()) std::memcpy(HostOf(&MemoryOf(ctx), a), g.init.data(), g.init.size());
     m->global_addresses.push_back(a);
   }
   m->ctx = ctx;
@@ -801,7 +849,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   if (!module || !ctx->modules.count(module)) return CUDA_ERROR_INVALID_HANDLE;
   if (CUresult r = UnsafeCall("cuModuleUnload")) return r;
   DrainAll(ctx);  // queued launches may use it
-  for (uint64_t a : module->global_addresses) D().memory->Free(a);
+  for (uint64_t a : module->global_addresses) MemoryOf(ctx).Free(a);
   ctx->modules.erase(module);
   delete module;
   return CUDA_SUCCESS;
@@ -884,7 +932,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
   if (CUresult r = Enter(&ctx)) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = UnsafeCall("cuMemAlloc")) return r;
-  uint64_t a = D().memory->Allocate(bytes);
+  uint64_t a = MemoryOf(ctx).Allocate(bytes);
   if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
   ctx->allocations.insert(a);
   *dptr = a;
@@ -899,7 +947,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   if (!ctx->allocations.count(dptr)) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = UnsafeCall("cuMemFree")) return r;
   if (CUresult r = DrainAll(ctx)) return r;  // frees synchronize, as on a GPU
-  D().memory->Free(dptr);
+  MemoryOf(ctx).Free(dptr);
   ctx->allocations.erase(dptr);
   return CUDA_SUCCESS;
 }
@@ -909,8 +957,8 @@ CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
   CUctx_st* ctx;
   if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = Enter(&ctx)) return r;
-  *total = D().memory->capacity();
-  *free_bytes = D().memory->capacity() - D().memory->used();
+  *total = MemoryOf(ctx).capacity();
+  *free_bytes = MemoryOf(ctx).capacity() - MemoryOf(ctx).used();
   return CUDA_SUCCESS;
 }
 
@@ -918,10 +966,43 @@ CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdevicep
   std::lock_guard lock(D().mu);
   CUctx_st* ctx;
   if (CUresult r = Enter(&ctx)) return r;
-  DeviceMemory::Allocation* a = D().memory->Find(dptr, 1);
+  DeviceMemory::Allocation* a = FindOnAnyDevice(dptr, 1, nullptr);  // unified addressing: any device's
   if (!a) return CUDA_ERROR_NOT_FOUND;
   if (base) *base = a->base;
   if (size) *size = a->size;
+  return CUDA_SUCCESS;
+}
+
+// Unified addressing: the allocation of any device that holds `ptr`, whatever the current
+// context. Of the attributes, those of device memory (a pointer that is no allocation of
+// device memory is CUDA_ERROR_INVALID_VALUE).
+CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  std::lock_guard lock(D().mu);
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  int device = 0;
+  DeviceMemory::Allocation* a = FindOnAnyDevice(ptr, 1, &device);
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = device; break;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: {
+      CUcontext owner = nullptr;
+      for (CUctx_st* ctx : D().contexts) {
+        if (ctx->allocations.count(a->base)) owner = ctx;
+        for (CUmod_st* m : ctx->modules)
+          if (std::count(m->global_addresses.begin(), m->global_addresses.end(), a->base)) owner = ctx;
+      }
+      *static_cast<CUcontext*>(data) = owner;
+      break;
+    }
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *static_cast<CUdeviceptr*>(data) = ptr; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data) = a->base; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data) = a->size; break;
+    default:
+      Report("cuPointerGetAttribute: attribute " + std::to_string(attribute) + " is not emulated");
+      return CUDA_ERROR_INVALID_VALUE;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -992,12 +1073,14 @@ CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr
   CUctx_st* ctx;
   if (CUresult r = Enter(&ctx)) return r;
   if (bytes == 0) return CUDA_SUCCESS;
+  // Without peer access, a context copies its own device's memory only.
+  DeviceMemory* memory = &MemoryOf(ctx);
   bool ok = true;
-  if (kind != Copy::kDtoH) ok &= ValidRange(dst, bytes);
-  if (kind != Copy::kHtoD) ok &= ValidRange(src, bytes);
+  if (kind != Copy::kDtoH) ok &= ValidRange(memory, dst, bytes);
+  if (kind != Copy::kHtoD) ok &= ValidRange(memory, src, bytes);
   if ((kind == Copy::kHtoD && !host_src) || (kind == Copy::kDtoH && !host_dst)) ok = false;
   if (!ok) {
-    Report("cuMemcpy: a range outside every allocation");
+    Report("cuMemcpy: a range outside every allocation of the context's device");
     return CUDA_ERROR_INVALID_VALUE;
   }
   // Host memory is staged when the copy is issued, as drivers do for pageable memory: the
@@ -1011,9 +1094,9 @@ CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr
   }
   auto run = [=]() {  // (holds `staged` until the copy has run)
     switch (kind) {
-      case Copy::kHtoD: std::memcpy(HostOf(dst), staged ? staged->data() : host_src, bytes); break;
-      case Copy::kDtoH: std::memcpy(host_dst, HostOf(src), bytes); break;
-      case Copy::kDtoD: std::memmove(HostOf(dst), HostOf(src), bytes); break;
+      case Copy::kHtoD: std::memcpy(HostOf(memory, dst), staged ? staged->data() : host_src, bytes); break;
+      case Copy::kDtoH: std::memcpy(host_dst, HostOf(memory, src), bytes); break;
+      case Copy::kDtoD: std::memmove(HostOf(memory, dst), HostOf(memory, src), bytes); break;
     }
     return CUDA_SUCCESS;
   };
@@ -1025,9 +1108,10 @@ CUresult MemsetImpl(CUdeviceptr dst, uint32_t value, int width, size_t count, bo
   CUctx_st* ctx;
   if (CUresult r = Enter(&ctx)) return r;
   if (count == 0) return CUDA_SUCCESS;
-  if (dst % width != 0 || !ValidRange(dst, count * width)) return CUDA_ERROR_INVALID_VALUE;
+  DeviceMemory* memory = &MemoryOf(ctx);
+  if (dst % width != 0 || !ValidRange(memory, dst, count * width)) return CUDA_ERROR_INVALID_VALUE;
   auto run = [=]() {
-    uint8_t* p = HostOf(dst);
+    uint8_t* p = HostOf(memory, dst);
     for (size_t i = 0; i < count; ++i) std::memcpy(p + i * width, &value, width);
     return CUDA_SUCCESS;
   };
@@ -1362,10 +1446,11 @@ CUresult LaunchKernel(const char* api, CUfunction f, const unsigned grid[3], con
   launch->seed = D().seed;
   launch->max_warp_instructions = D().max_warp_instructions;
   KernelResources resources = f->resources;
-  return Submit(s, CU_GRAPH_NODE_TYPE_KERNEL, f, [launch, resources]() {
+  DeviceMemory* memory = &MemoryOf(ctx);  // another device's memory is an illegal address
+  return Submit(s, CU_GRAPH_NODE_TYPE_KERNEL, f, [launch, resources, memory]() {
     Stats stats;
     std::string message;
-    Fault fault = RunGrid(*launch, D().memory.get(), &stats, &message);
+    Fault fault = RunGrid(*launch, memory, &stats, &message);
     CUemuCounters& c = D().last_counters;
     c = CUemuCounters{};
     c.blocks = stats.blocks;
@@ -1676,7 +1761,7 @@ const Entry kEntries[] = {
     CUEMU_ENTRY(cuModuleLoadData), CUEMU_ENTRY(cuModuleLoadDataEx), CUEMU_ENTRY(cuModuleUnload),
     CUEMU_ENTRY(cuModuleGetFunction), CUEMU_ENTRY(cuModuleGetGlobal), CUEMU_ENTRY(cuFuncGetAttribute),
     CUEMU_ENTRY(cuFuncSetAttribute), CUEMU_ENTRY(cuFuncSetCacheConfig), CUEMU_ENTRY(cuMemAlloc),
-    CUEMU_ENTRY(cuMemFree), CUEMU_ENTRY(cuMemGetInfo), CUEMU_ENTRY(cuMemGetAddressRange),
+    CUEMU_ENTRY(cuMemFree), CUEMU_ENTRY(cuMemGetInfo), CUEMU_ENTRY(cuMemGetAddressRange), CUEMU_ENTRY(cuPointerGetAttribute),
     CUEMU_ENTRY(cuMemAllocHost), CUEMU_ENTRY(cuMemHostAlloc), CUEMU_ENTRY(cuMemFreeHost),
     CUEMU_ENTRY(cuMemcpyHtoD), CUEMU_ENTRY(cuMemcpyDtoH), CUEMU_ENTRY(cuMemcpyDtoD),
     CUEMU_ENTRY(cuMemcpyHtoDAsync), CUEMU_ENTRY(cuMemcpyDtoHAsync), CUEMU_ENTRY(cuMemcpyDtoDAsync),
@@ -1730,7 +1815,10 @@ CUEMU_API CUresult cuemuDeviceMemory(CUdeviceptr address, size_t bytes, void** h
   std::lock_guard lock(D().mu);
   if (!host) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  DeviceMemory::Allocation* a = D().memory->Find(address, 1);
+  // The memory of the device whose work runs (a library's task), else the current context's.
+  CUctx_st* ctx = D().running ? D().running : Current();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  DeviceMemory::Allocation* a = MemoryOf(ctx).Find(address, 1);
   if (!a || std::max<uint64_t>(bytes, 1) > a->size - (address - a->base)) return CUDA_ERROR_INVALID_VALUE;
   *host = a->data.get() + (address - a->base);
   return CUDA_SUCCESS;

@@ -29,7 +29,8 @@ class DeviceMemory {
     };
     std::unique_ptr<uint8_t, Free> data;
   };
-  explicit DeviceMemory(uint64_t capacity) : capacity_(capacity) {}
+  // Addresses from `base` on (each device of the emulator has a range of its own).
+  explicit DeviceMemory(uint64_t capacity, uint64_t base = 0x7e0000000000ull) : capacity_(capacity), next_(base) {}
   uint64_t capacity() const { return capacity_; }
   uint64_t used() const { return used_; }
   // 0 when the capacity would be exceeded.
@@ -45,7 +46,7 @@ class DeviceMemory {
  private:
   uint64_t capacity_;
   uint64_t used_ = 0;
-  uint64_t next_ = 0x7e0000000000ull;
+  uint64_t next_;
   std::map<uint64_t, Allocation> live_;
   std::map<uint64_t, uint64_t> freed_;  // base -> size
 };

@@ -971,6 +971,55 @@ TEST_F(CublasLtEmulator, PointersAsAlignedAsTheHeuristicWasTold) {
   CU_ASSERT_OK(cuCtxSynchronize());
 }
 
+// With two devices (run by CudaEmulatorDevices.SeveralDevicesInAProcessOfTheirOwn): a
+// handle is bound to the device current at cublasLtCreate; a GEMM while another device is
+// current, or with another device's memory, is CUBLAS_STATUS_INVALID_VALUE.
+TEST(CublasLtTwoDevices, AHandleWorksOnItsDeviceOnly) {
+  const char* devices = std::getenv("CUEMU_DEVICE_COUNT");
+  if (!devices || std::string(devices) != "2") GTEST_SKIP() << "needs CUEMU_DEVICE_COUNT=2";
+  const Lt& lt = Library();
+  ASSERT_TRUE(lt.error.empty()) << lt.error;
+  CU_ASSERT_OK(cuInit(0));
+  CUcontext ctx[2];
+  for (int d = 0; d < 2; ++d) CU_ASSERT_OK(cuDevicePrimaryCtxRetain(&ctx[d], d));
+  const int m = 8;
+  const size_t bytes = m * m * sizeof(float);
+  CUdeviceptr on0 = 0, a = 0, d = 0;
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  CU_ASSERT_OK(cuMemAlloc(&on0, bytes));
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  CU_ASSERT_OK(cuMemAlloc(&a, bytes));
+  CU_ASSERT_OK(cuMemAlloc(&d, bytes));
+  CU_ASSERT_OK(cuMemsetD32(a, 0x3f800000, m * m));  // 1.0f
+  cublasLtHandle_t handle = nullptr;
+  LT_ASSERT_OK(lt.cublasLtCreate(&handle));  // device 1's
+  cublasLtMatmulDesc_t desc = nullptr;
+  LT_ASSERT_OK(lt.cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtMatrixLayout_t l = nullptr;
+  LT_ASSERT_OK(lt.cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, m, m, m));
+  const float alpha = 1, beta = 0;
+  auto matmul = [&](CUdeviceptr A) {
+    return lt.cublasLtMatmul(handle, desc, &alpha, reinterpret_cast<void*>(A), l, reinterpret_cast<void*>(a), l, &beta,
+                             reinterpret_cast<void*>(d), l, reinterpret_cast<void*>(d), l, nullptr, nullptr, 0, nullptr);
+  };
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, matmul(a));
+  CU_ASSERT_OK(cuCtxSynchronize());
+  EXPECT_EQ(Download<float>(d, m * m), std::vector<float>(m * m, 8.0f));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, matmul(on0));  // device 0's A
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, matmul(a));  // device 0 current
+  EXPECT_NE(LastMessage().find("device 1's"), std::string::npos) << LastMessage();
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  lt.cublasLtMatrixLayoutDestroy(l);
+  lt.cublasLtMatmulDescDestroy(desc);
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, lt.cublasLtDestroy(handle));
+  CU_EXPECT_OK(cuMemFree(a));
+  CU_EXPECT_OK(cuMemFree(d));
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  CU_EXPECT_OK(cuMemFree(on0));
+  for (int dev = 0; dev < 2; ++dev) CU_EXPECT_OK(cuDevicePrimaryCtxRelease(dev));
+}
+
 #else  // !CUEMU_TEST_HAVE_CUBLASLT_H
 
 TEST(CublasLtEmulator, Unavailable) {

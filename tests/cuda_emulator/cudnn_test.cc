@@ -613,6 +613,60 @@ TEST_F(CudnnEmulator, DataPointersMustBe16ByteAligned) {
   Sync();
 }
 
+// With two devices (run by CudaEmulatorDevices.SeveralDevicesInAProcessOfTheirOwn): a
+// handle is bound to the device current at cudnnCreate; a call while another device is
+// current is CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH, one with another device's memory
+// CUDNN_STATUS_BAD_PARAM.
+TEST(CudnnTwoDevices, AHandleWorksOnItsDeviceOnly) {
+  const char* devices = std::getenv("CUEMU_DEVICE_COUNT");
+  if (!devices || std::string(devices) != "2") GTEST_SKIP() << "needs CUEMU_DEVICE_COUNT=2";
+  const Dnn& dnn = Library();
+  ASSERT_TRUE(dnn.error.empty()) << dnn.error;
+  CU_ASSERT_OK(cuInit(0));
+  CUcontext ctx[2];
+  for (int d = 0; d < 2; ++d) CU_ASSERT_OK(cuDevicePrimaryCtxRetain(&ctx[d], d));
+  const size_t bytes = 4 * 4 * 4 * 4;  // 1x4x4x4 floats
+  CUdeviceptr on0 = 0, x = 0, w = 0, y = 0;
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  CU_ASSERT_OK(cuMemAlloc(&on0, bytes));
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  for (CUdeviceptr* p : {&x, &w, &y}) CU_ASSERT_OK(cuMemAlloc(p, bytes));
+  cudnnHandle_t handle = nullptr;
+  DNN_ASSERT_OK(dnn.cudnnCreate(&handle));  // device 1's
+  cudnnTensorDescriptor_t xd = nullptr, yd = nullptr;
+  cudnnFilterDescriptor_t fd = nullptr;
+  cudnnConvolutionDescriptor_t cd = nullptr;
+  DNN_ASSERT_OK(dnn.cudnnCreateTensorDescriptor(&xd));
+  DNN_ASSERT_OK(dnn.cudnnCreateTensorDescriptor(&yd));
+  DNN_ASSERT_OK(dnn.cudnnCreateFilterDescriptor(&fd));
+  DNN_ASSERT_OK(dnn.cudnnCreateConvolutionDescriptor(&cd));
+  DNN_ASSERT_OK(dnn.cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 4, 4, 4));
+  DNN_ASSERT_OK(dnn.cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 4, 4, 4));
+  DNN_ASSERT_OK(dnn.cudnnSetFilter4dDescriptor(fd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 4, 4, 1, 1));
+  DNN_ASSERT_OK(dnn.cudnnSetConvolution2dDescriptor(cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  auto forward = [&](CUdeviceptr X) {
+    return dnn.cudnnConvolutionForward(handle, &kOne, xd, reinterpret_cast<void*>(X), fd, reinterpret_cast<void*>(w), cd,
+                                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &kZero, yd,
+                                       reinterpret_cast<void*>(y));
+  };
+  EXPECT_EQ(forward(x), CUDNN_STATUS_SUCCESS);
+  CU_ASSERT_OK(cuCtxSynchronize());
+  EXPECT_EQ(forward(on0), CUDNN_STATUS_BAD_PARAM);  // device 0's x
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  EXPECT_EQ(forward(x), CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH);  // device 0 current
+  EXPECT_NE(LastMessage().find("device 1's"), std::string::npos) << LastMessage();
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  dnn.cudnnDestroyTensorDescriptor(xd);
+  dnn.cudnnDestroyTensorDescriptor(yd);
+  dnn.cudnnDestroyFilterDescriptor(fd);
+  dnn.cudnnDestroyConvolutionDescriptor(cd);
+  EXPECT_EQ(dnn.cudnnDestroy(handle), CUDNN_STATUS_SUCCESS);
+  for (CUdeviceptr p : {x, w, y}) CU_EXPECT_OK(cuMemFree(p));
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  CU_EXPECT_OK(cuMemFree(on0));
+  for (int dev = 0; dev < 2; ++dev) CU_EXPECT_OK(cuDevicePrimaryCtxRelease(dev));
+}
+
 }  // namespace
 }  // namespace cuemu_test
 
