@@ -19,7 +19,8 @@
 // stream's work is recorded, not queued, and a call that would need the device at once
 // (an allocation, a free, a synchronous copy, a synchronization of the capturing stream)
 // fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, as the
-// driver's capture modes say. An instantiated graph runs its nodes in capture order;
+// driver's capture modes say; a free (cuMemFree, cuMemFreeHost) may synchronize the device,
+// so from any thread it does so to every capture but a relaxed one. An instantiated graph runs its nodes in capture order;
 // cuGraphExecUpdate takes a graph of the same nodes (kinds and kernels) with new parameters.
 // Cross-stream capture (events recorded or waited on during a capture) is not emulated: it
 // fails as unsupported.
@@ -300,14 +301,16 @@ CUresult Invalidate(CUstream_st* s, CUresult why, const std::string& call) {
 // A call that is not ordered in a stream (an allocation, a free, a synchronous copy or
 // memset, a context synchronization) is refused while the calling thread captures (in
 // global or thread-local mode) or another thread captures in global mode, as in the
-// driver's default (global) mode for threads; it invalidates those captures.
-CUresult UnsafeCall(const char* call) {
+// driver's default (global) mode for threads; it invalidates those captures. A free
+// (`frees`) may synchronize the device: it is refused, and invalidates the capture, also
+// while another thread captures in thread-local mode; only relaxed captures let it be.
+CUresult UnsafeCall(const char* call, bool frees = false) {
   CUresult r = CUDA_SUCCESS;
   for (CUctx_st* ctx : D().contexts)
     for (CUstream_st* s : ctx->streams) {
       CUstream_st::Capture* c = s->capture.get();
       if (!c || c->mode == CU_STREAM_CAPTURE_MODE_RELAXED) continue;
-      if (c->thread == std::this_thread::get_id() || c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
+      if (c->thread == std::this_thread::get_id() || c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL || frees)
         r = Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call);
     }
   return r;
@@ -945,7 +948,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   if (CUresult r = Enter(&ctx)) return r;
   if (dptr == 0) return CUDA_SUCCESS;
   if (!ctx->allocations.count(dptr)) return CUDA_ERROR_INVALID_VALUE;
-  if (CUresult r = UnsafeCall("cuMemFree")) return r;
+  if (CUresult r = UnsafeCall("cuMemFree", true)) return r;
   if (CUresult r = DrainAll(ctx)) return r;  // frees synchronize, as on a GPU
   MemoryOf(ctx).Free(dptr);
   ctx->allocations.erase(dptr);
@@ -1037,7 +1040,7 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
 CUresult CUDAAPI cuMemFreeHost(void* p) {
   {
     std::lock_guard lock(D().mu);
-    if (CUresult r = UnsafeCall("cuMemFreeHost")) return r;
+    if (CUresult r = UnsafeCall("cuMemFreeHost", true)) return r;
   }
   {
     std::lock_guard<std::mutex> lock(host_mu);

@@ -783,6 +783,61 @@ TEST_P(GraphTest, CaptureModesBoundOtherThreads) {
   EndCapture(s);
 }
 
+// A free may synchronize the device: from another thread it invalidates a capture in
+// thread-local mode too (and fails), not a relaxed one. Other calls from another thread
+// (an allocation, an event recorded on another stream) leave a thread-local capture be.
+TEST_P(GraphTest, FreesOfOtherThreadsBreakThreadLocalCaptures) {
+  CUEMU_LOAD_KERNEL(f, "basic", "fill_affine");
+  CUstream s = NewStream(CU_STREAM_NON_BLOCKING), other = NewStream(CU_STREAM_NON_BLOCKING);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(128);
+  CUcontext ctx = nullptr;
+  CU_ASSERT_OK(cuCtxGetCurrent(&ctx));
+  CUevent event;
+  CU_ASSERT_OK(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
+  auto elsewhere = [&](auto call) {
+    CUresult result = CUDA_SUCCESS;
+    std::thread t([&] {
+      cuCtxSetCurrent(ctx);
+      result = call();
+    });
+    t.join();
+    return result;
+  };
+  CUdeviceptr spare[3] = {};
+  void* host[2] = {};
+  for (CUdeviceptr& p : spare) CU_ASSERT_OK(cuMemAlloc(&p, 64));
+  for (void*& p : host) CU_ASSERT_OK(cuMemAllocHost(&p, 64));
+  // Thread-local: an allocation and an event record elsewhere are fine, a free is not.
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  CU_ASSERT_OK(Launch(f, {1}, {128}, 0, s, 128u, out));
+  CUdeviceptr p = 0;
+  CU_EXPECT_OK(elsewhere([&] { return cuMemAlloc(&p, 64); }));
+  CU_EXPECT_OK(elsewhere([&] { return cuEventRecord(event, other); }));
+  CU_EXPECT_OK(elsewhere([&] { return cuStreamWaitEvent(other, event, 0); }));
+  CUstreamCaptureStatus status;
+  CU_ASSERT_OK(cuStreamIsCapturing(s, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, elsewhere([&] { return cuMemFree(spare[0]); }));
+  CUgraph g = nullptr;
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s, &g));
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, elsewhere([&] { return cuMemFreeHost(host[0]); }));
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s, &g));
+  // Global: likewise.
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, elsewhere([&] { return cuMemFree(spare[1]); }));
+  CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s, &g));
+  // Relaxed: the frees happen and the capture goes on.
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  CU_ASSERT_OK(Launch(f, {1}, {128}, 0, s, 128u, out));
+  CU_EXPECT_OK(elsewhere([&] { return cuMemFree(spare[2]); }));
+  CU_EXPECT_OK(elsewhere([&] { return cuMemFreeHost(host[1]); }));
+  EndCapture(s);
+  for (CUdeviceptr q : {spare[0], spare[1], p}) CU_EXPECT_OK(cuMemFree(q));
+  CU_EXPECT_OK(cuMemFreeHost(host[0]));
+  CU_EXPECT_OK(cuEventDestroy(event));
+}
+
 // The legacy default stream is not captured; a capture does not nest; cuStreamEndCapture
 // needs one.
 TEST_P(GraphTest, CaptureNeedsAStreamOfItsOwn) {
