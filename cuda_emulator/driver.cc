@@ -24,7 +24,11 @@
 // cuGraphExecUpdate takes a graph of the same nodes (kinds and kernels) with new parameters.
 // Cross-stream capture (events recorded or waited on during a capture) is not emulated: it
 // fails as unsupported.
+//
+// After cuInit, a child of fork() gets CUDA_ERROR_NOT_INITIALIZED from every call (cuInit
+// included), as from NVIDIA's driver.
 #include <cuda.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +40,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
 #include <sstream>
 #include <string>
@@ -177,6 +182,7 @@ constexpr uint64_t kDeviceAddressSpan = 1ull << 40;  // each device's range of a
 struct Driver {
   std::recursive_mutex mu;
   bool initialized = false;
+  bool forked = false;  // a child of fork() after cuInit: nothing works, cuInit included
   std::vector<Device> devices;
   CUctx_st* running = nullptr;  // the context whose stream work is running, if any
   std::set<CUctx_st*> contexts;
@@ -446,10 +452,16 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str) {
 // ---------------------------------------------------------------------------------------
 // Initialization and the device
 
+namespace {
+void RegisterForkHandlers();
+}  // namespace
+
 CUresult CUDAAPI cuInit(unsigned int flags) {
   std::lock_guard lock(D().mu);
+  if (D().forked) return CUDA_ERROR_NOT_INITIALIZED;
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (!D().initialized) {
+    RegisterForkHandlers();
     if (const char* env = std::getenv("CUEMU_DEVICE")) {
       D().device = nullptr;
       for (const DeviceModel& m : kDevices)
@@ -922,6 +934,8 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attribute
 }
 
 CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction f, CUfunc_cache config) {
+  std::lock_guard lock(D().mu);
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
@@ -1016,12 +1030,40 @@ std::set<void*>& HostBlocks() {
   static auto* blocks = new std::set<void*>();
   return *blocks;
 }
+
+// fork() after cuInit: as with NVIDIA's driver, the child cannot use the device; every call
+// there (cuInit too) is CUDA_ERROR_NOT_INITIALIZED. The driver's locks are held across the
+// fork, so the child's copy of the state is whole, and the child starts with new ones.
+void RegisterForkHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(
+        [] {
+          D().mu.lock();
+          host_mu.lock();
+        },
+        [] {
+          host_mu.unlock();
+          D().mu.unlock();
+        },
+        [] {
+          new (&host_mu) std::mutex;
+          new (&D().mu) std::recursive_mutex;  // (the parent's owner is no thread here)
+          if (D().initialized) {
+            D().forked = true;
+            D().initialized = false;
+          }
+          context_stack.clear();
+        });
+  });
+}
 }  // namespace
 
 CUresult CUDAAPI cuMemAllocHost(void** pp, size_t bytes) {
   if (!pp) return CUDA_ERROR_INVALID_VALUE;
   {
     std::lock_guard lock(D().mu);
+    if (D().forked) return CUDA_ERROR_NOT_INITIALIZED;
     if (CUresult r = UnsafeCall("cuMemAllocHost")) return r;
   }
   constexpr size_t kPage = 4096;
@@ -1040,6 +1082,7 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
 CUresult CUDAAPI cuMemFreeHost(void* p) {
   {
     std::lock_guard lock(D().mu);
+    if (D().forked) return CUDA_ERROR_NOT_INITIALIZED;
     if (CUresult r = UnsafeCall("cuMemFreeHost", true)) return r;
   }
   {
@@ -1530,6 +1573,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size,
                                                              size_t dynamic_shared) {
   std::lock_guard lock(D().mu);
+  if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!blocks || !f || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
   int warps = (block_size + 31) / 32;
   int by_threads = 2048 / (warps * 32);
@@ -1804,6 +1848,7 @@ CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_versi
 
 CUEMU_API CUresult cuemuGetLastLaunchCounters(CUemuCounters* counters) {
   std::lock_guard lock(D().mu);
+  if (D().forked) return CUDA_ERROR_NOT_INITIALIZED;
   if (!counters) return CUDA_ERROR_INVALID_VALUE;
   *counters = D().last_counters;
   return CUDA_SUCCESS;
@@ -1829,6 +1874,7 @@ CUEMU_API CUresult cuemuDeviceMemory(CUdeviceptr address, size_t bytes, void** h
 
 CUEMU_API CUresult cuemuSetThreadOrder(CUemuThreadOrder order, unsigned long long seed) {
   std::lock_guard lock(D().mu);
+  if (D().forked) return CUDA_ERROR_NOT_INITIALIZED;
   switch (order) {
     case CUEMU_ORDER_FORWARD: D().order = ThreadOrder::kForward; break;
     case CUEMU_ORDER_REVERSE: D().order = ThreadOrder::kReverse; break;

@@ -5,6 +5,10 @@
 #include <cuda.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -55,6 +59,45 @@ TEST(CudaEmulatorDevice, ReportsAnH100) {
   const char* mb = std::getenv("CUEMU_MEMORY_MB");
   const size_t expected = mb != nullptr ? std::strtoull(mb, nullptr, 10) << 20 : size_t{4} << 30;
   EXPECT_EQ(total, expected);
+}
+
+// After cuInit, a child of fork() cannot use the driver, as with NVIDIA's: every call,
+// cuInit included, is CUDA_ERROR_NOT_INITIALIZED; the parent goes on. A thread of the
+// parent that holds the driver's lock does not hang the child.
+TEST(CudaEmulatorDevice, ForkedChildIsNotInitialized) {
+  Primary();
+  CUcontext ctx = PrimaryContext();
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx));
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {  // in and out of the driver while the test forks
+    cuCtxSetCurrent(ctx);
+    size_t free_bytes, total;
+    while (!stop) cuMemGetInfo(&free_bytes, &total);
+  });
+  const pid_t pid = fork();
+  if (pid == 0) {
+    CUdeviceptr p = 0;
+    void* host = nullptr;
+    int count = 0;
+    CUdevice dev = 0;
+    CUstream stream = nullptr;
+    const CUresult results[] = {cuInit(0),          cuCtxSetCurrent(ctx),         cuMemAlloc(&p, 64),
+                                cuDeviceGetCount(&count), cuDeviceGet(&dev, 0), cuMemAllocHost(&host, 64),
+                                cuStreamCreate(&stream, 0), cuCtxSynchronize(), cuInit(0)};
+    for (size_t i = 0; i < std::size(results); ++i)
+      if (results[i] != CUDA_ERROR_NOT_INITIALIZED) _exit(static_cast<int>(10 + i));
+    _exit(0);
+  }
+  stop = true;
+  busy.join();
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "call " << WEXITSTATUS(status) - 10 << " of the child did not fail as it should";
+  CUdeviceptr p = 0;
+  CU_ASSERT_OK(cuMemAlloc(&p, 64));  // the parent goes on
+  CU_EXPECT_OK(cuMemFree(p));
 }
 
 // --- Module loading -----------------------------------------------------------------
