@@ -14,6 +14,10 @@
 // waits for it: a stream, event or context synchronization, or a synchronous call, which
 // like the legacy default stream first runs the pending work of the NULL stream and of
 // every blocking stream. A program that forgets to synchronize sees stale results.
+// CU_STREAM_PER_THREAD is the calling thread's own default stream of the context (made on
+// first use), a blocking stream: it and the legacy default stream (NULL, CU_STREAM_LEGACY)
+// wait for each other's earlier work, and cuStreamSynchronize(CU_STREAM_PER_THREAD) waits
+// for the calling thread's stream only.
 //
 // Graphs come from stream capture: between cuStreamBeginCapture and cuStreamEndCapture a
 // stream's work is recorded, not queued, and a call that would need the device at once
@@ -31,6 +35,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +43,7 @@
 #include <deque>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -159,7 +165,8 @@ struct CUctx_st {
   unsigned flags = 0;
   CUresult sticky = CUDA_SUCCESS;  // a kernel's fault breaks the context, as on a GPU
   CUstream_st null_stream;
-  std::set<CUstream_st*> streams;
+  std::set<CUstream_st*> streams;  // those created, and the per-thread default streams
+  std::map<uint64_t, CUstream_st*> per_thread;  // CU_STREAM_PER_THREAD of each thread (ThreadSerial)
   std::set<CUmod_st*> modules;
   std::set<CUevent_st*> events;
   std::set<CUgraph_st*> graphs;
@@ -231,8 +238,26 @@ CUresult Enter(CUctx_st** ctx) {
   return (*ctx)->sticky;
 }
 
+// A number of the calling thread's own, never reused (std::thread::id is, after a join).
+uint64_t ThreadSerial() {
+  static std::atomic<uint64_t> next{0};
+  thread_local const uint64_t serial = ++next;
+  return serial;
+}
+
+// CU_STREAM_PER_THREAD is the calling thread's default stream of the context, made on first
+// use: a blocking stream, so it and the legacy default stream wait for each other.
 CUstream_st* StreamOf(CUctx_st* ctx, CUstream s) {
-  if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return &ctx->null_stream;
+  if (s == nullptr || s == CU_STREAM_LEGACY) return &ctx->null_stream;
+  if (s == CU_STREAM_PER_THREAD) {
+    CUstream_st*& mine = ctx->per_thread[ThreadSerial()];
+    if (!mine) {
+      mine = new CUstream_st;
+      mine->ctx = ctx;
+      ctx->streams.insert(mine);
+    }
+    return mine;
+  }
   return ctx->streams.count(s) ? s : nullptr;
 }
 
@@ -347,6 +372,7 @@ void DestroyContextResources(CUctx_st* ctx) {
   ctx->graphs.clear();
   for (CUstream_st* s : ctx->streams) delete s;
   ctx->streams.clear();
+  ctx->per_thread.clear();
   ctx->null_stream.queue.clear();
   for (CUevent_st* e : ctx->events) delete e;
   ctx->events.clear();
@@ -1230,6 +1256,8 @@ CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!(ctx = Current())) return CUDA_ERROR_INVALID_CONTEXT;
   if (!stream || !ctx->streams.count(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  for (const auto& [thread, mine] : ctx->per_thread)
+    if (mine == stream) return CUDA_ERROR_INVALID_HANDLE;  // a default stream is not destroyed
   Drain(ctx, stream, UINT64_MAX);  // work already queued still completes (a capture is dropped)
   ctx->streams.erase(stream);
   for (CUevent_st* e : ctx->events)

@@ -663,6 +663,67 @@ TEST_P(StreamTest, ContextSynchronizeRunsAllStreams) {
 
 CUEMU_INSTANTIATE_ARCHS(StreamTest);
 
+// CU_STREAM_PER_THREAD is each thread's own default stream: another thread's
+// synchronization of its own does not run this one's work. It is a blocking stream: work
+// on the legacy default stream waits for it, and it for earlier legacy work.
+TEST(CudaEmulatorPerThreadStream, EachThreadHasItsOwn) {
+  Primary();
+  CUcontext ctx = PrimaryContext();
+  CU_ASSERT_OK(cuCtxSetCurrent(ctx));
+  DeviceMemory memory;
+  const size_t n = 64;
+  const CUdeviceptr a = memory.Alloc<uint32_t>(n), b = memory.Alloc<uint32_t>(n);
+  uint32_t* host_a = nullptr;
+  CU_ASSERT_OK(cuemuDeviceMemory(a, n * 4, reinterpret_cast<void**>(&host_a)));  // a view, no synchronization
+  auto on_thread = [&](auto call) {
+    CUresult result = CUDA_SUCCESS;
+    std::thread t([&] {
+      cuCtxSetCurrent(ctx);
+      result = call();
+    });
+    t.join();
+    return result;
+  };
+  // Thread 1 queues on its stream; thread 2's and this thread's per-thread synchronizations
+  // leave that work queued.
+  CU_ASSERT_OK(on_thread([&] { return cuMemsetD32Async(a, 7, n, CU_STREAM_PER_THREAD); }));
+  CU_ASSERT_OK(on_thread([&] { return cuStreamSynchronize(CU_STREAM_PER_THREAD); }));
+  CU_ASSERT_OK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+  EXPECT_EQ(host_a[0], 0u) << "another thread's per-thread stream ran";
+  CU_ASSERT_OK(cuStreamQuery(CU_STREAM_PER_THREAD));
+  // Legacy work waits for it.
+  CU_ASSERT_OK(cuMemcpyDtoDAsync(b, a, n * 4, CU_STREAM_LEGACY));
+  CU_ASSERT_OK(cuStreamSynchronize(CU_STREAM_LEGACY));
+  EXPECT_EQ(Download<uint32_t>(b, n), std::vector<uint32_t>(n, 7u));
+  // It waits for earlier legacy work.
+  CU_ASSERT_OK(cuMemsetD32Async(a, 9, n, CU_STREAM_LEGACY));
+  CU_ASSERT_OK(cuMemcpyDtoDAsync(b, a, n * 4, CU_STREAM_PER_THREAD));
+  CU_ASSERT_OK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+  std::vector<uint32_t> seen(n);
+  CU_ASSERT_OK(cuMemcpyDtoHAsync(seen.data(), b, n * 4, CU_STREAM_PER_THREAD));
+  CU_ASSERT_OK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+  EXPECT_EQ(seen, std::vector<uint32_t>(n, 9u));
+  // An event recorded on one thread's per-thread stream orders another stream's work.
+  CUevent event;
+  CU_ASSERT_OK(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
+  CU_ASSERT_OK(on_thread([&] {
+    if (CUresult r = cuMemsetD32Async(a, 11, n, CU_STREAM_PER_THREAD)) return r;
+    return cuEventRecord(event, CU_STREAM_PER_THREAD);
+  }));
+  CU_EXPECT_RESULT(CUDA_ERROR_NOT_READY, cuEventQuery(event));
+  CUstream s = nullptr;
+  CU_ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CU_ASSERT_OK(cuStreamWaitEvent(s, event, 0));
+  CU_ASSERT_OK(cuMemcpyDtoDAsync(b, a, n * 4, s));
+  CU_ASSERT_OK(cuStreamSynchronize(s));
+  CU_ASSERT_OK(cuMemcpyDtoHAsync(seen.data(), b, n * 4, s));
+  CU_ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_EQ(seen, std::vector<uint32_t>(n, 11u));
+  CU_EXPECT_OK(cuEventQuery(event));
+  CU_EXPECT_OK(cuStreamDestroy(s));
+  CU_EXPECT_OK(cuEventDestroy(event));
+}
+
 // --- Graphs: stream capture, launch, update -------------------------------------------
 
 class GraphTest : public StreamTest {
