@@ -145,6 +145,8 @@ struct CUstream_st {
     CUstreamCaptureMode mode;
     std::thread::id thread;
     bool invalidated = false;
+    uint64_t id = 0;                // unique among the process's captures
+    CUgraphNode last = nullptr;     // the node the stream's next work depends on
   };
   std::unique_ptr<Capture> capture;
 };
@@ -316,6 +318,7 @@ CUresult Submit(CUstream_st* s, CUgraphNodeType type, const void* callee, std::f
   if (s->capture) {
     if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     s->capture->graph->nodes.push_back(std::make_shared<CUgraphNode_st>(CUgraphNode_st{type, callee, std::move(run)}));
+    s->capture->last = s->capture->graph->nodes.back().get();
     return CUDA_SUCCESS;
   }
   Enqueue(s, std::move(run));
@@ -1635,6 +1638,8 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode)
   s->capture->graph->ctx = ctx;
   s->capture->mode = mode;
   s->capture->thread = std::this_thread::get_id();
+  static uint64_t captures = 0;
+  s->capture->id = ++captures;
   return CUDA_SUCCESS;
 }
 
@@ -1666,6 +1671,29 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* sta
   *status = !s->capture                ? CU_STREAM_CAPTURE_STATUS_NONE
             : s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                       : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CUDA_SUCCESS;
+}
+
+// The capture's status, id and graph; its dependencies are the last node captured (the
+// captured work is a chain), none before the first.
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                                        const CUgraphNode** dependencies, const CUgraphEdgeData** edge_data,
+                                        size_t* count) {
+  std::lock_guard lock(D().mu);
+  CUctx_st* ctx;
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = Enter(&ctx)) return r;
+  CUstream_st* s = StreamOf(ctx, stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (s->capture) st = s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  *status = st;
+  const bool active = st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  if (id && s->capture) *id = s->capture->id;
+  if (graph) *graph = active ? s->capture->graph.get() : nullptr;
+  if (dependencies) *dependencies = active && s->capture->last ? &s->capture->last : nullptr;
+  if (edge_data) *edge_data = nullptr;
+  if (count) *count = active && s->capture->last ? 1 : 0;
   return CUDA_SUCCESS;
 }
 
@@ -1848,7 +1876,7 @@ const Entry kEntries[] = {
     CUEMU_ENTRY(cuEventSynchronize), CUEMU_ENTRY(cuEventQuery), CUEMU_ENTRY(cuEventElapsedTime),
     CUEMU_ENTRY(cuLaunchHostFunc),
     CUEMU_ENTRY(cuLaunchKernel), CUEMU_ENTRY(cuLaunchKernelEx), CUEMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
-    CUEMU_ENTRY(cuStreamBeginCapture), CUEMU_ENTRY(cuStreamEndCapture), CUEMU_ENTRY(cuStreamIsCapturing),
+    CUEMU_ENTRY(cuStreamBeginCapture), CUEMU_ENTRY(cuStreamEndCapture), CUEMU_ENTRY(cuStreamIsCapturing), CUEMU_ENTRY(cuStreamGetCaptureInfo),
     CUEMU_ENTRY(cuGraphGetNodes), CUEMU_ENTRY(cuGraphNodeGetType), CUEMU_ENTRY(cuGraphDestroy),
     CUEMU_ENTRY(cuGraphInstantiateWithFlags), CUEMU_ENTRY(cuGraphExecDestroy), CUEMU_ENTRY(cuGraphLaunch),
     CUEMU_ENTRY(cuGraphExecUpdate), CUEMU_ENTRY(cuemuLaunchHostTask),
