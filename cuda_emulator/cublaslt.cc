@@ -31,6 +31,10 @@
 //    record: made while its stream captures, it invalidates the capture (as an unsafe driver
 //    call does) and returns CUBLAS_STATUS_NOT_SUPPORTED. Once the plan ran outside a capture
 //    on that handle, captured calls of it succeed.
+//  - A handle is bound to the device current at cublasLtCreate (device 0 without a context):
+//    a GEMM while another device is current, or with another device's memory, is
+//    CUBLAS_STATUS_INVALID_VALUE, reported (a queued GEMM whose memory is out of reach when
+//    it runs is the kernel's illegal address).
 // Reports go to the emulator's channel (cuemuReport: stderr unless CUEMU_QUIET, and
 // cuemuGetLastErrorMessage).
 #include <cublasLt.h>
@@ -645,9 +649,20 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
   w->A = A, w->B = B, w->C = C, w->D = D;
   const bool empty = w->shape.m == 0 || w->shape.n == 0;
   if (empty) return CUBLAS_STATUS_SUCCESS;
-  if (!Resolve(D, &w->d)) return CUBLAS_STATUS_INVALID_VALUE;
-  if (w->shape.k > 0 && (!Resolve(A, &w->a) || !Resolve(B, &w->b))) return CUBLAS_STATUS_INVALID_VALUE;
-  if (w->beta != 0 && !Resolve(C, &w->c)) return CUBLAS_STATUS_INVALID_VALUE;
+  // (Another device's memory is out of reach too: say so.)
+  auto out_of_reach = [&](const char* name, const void* p) {
+    int device = -1;
+    if (cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, reinterpret_cast<CUdeviceptr>(p)) ==
+            CUDA_SUCCESS &&
+        device != h->device)
+      Report(std::string("cublasLtMatmul: ") + name + " is device " + std::to_string(device) + "'s memory; the handle is device " +
+             std::to_string(h->device) + "'s");
+    return CUBLAS_STATUS_INVALID_VALUE;
+  };
+  if (!Resolve(D, &w->d)) return out_of_reach("D", D);
+  if (w->shape.k > 0 && !Resolve(A, &w->a)) return out_of_reach("A", A);
+  if (w->shape.k > 0 && !Resolve(B, &w->b)) return out_of_reach("B", B);
+  if (w->beta != 0 && !Resolve(C, &w->c)) return out_of_reach("C", C);
   void* host = nullptr;
   if (HasBias(w->desc.epilogue) &&
       (!w->desc.bias ||

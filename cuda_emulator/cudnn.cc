@@ -39,6 +39,11 @@
 //    the handle's stream captures, it invalidates the capture (as an unsafe driver call does)
 //    and returns CUDNN_STATUS_NOT_SUPPORTED. Once the plan ran outside a capture on that
 //    handle, captured calls of it succeed.
+//  - A handle is bound to the device current at cudnnCreate (device 0 without a context):
+//    a call while another device is current is CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH (the
+//    stream would be that device's), one with another device's memory CUDNN_STATUS_BAD_PARAM
+//    (as memory not allocated; a queued convolution whose memory is out of reach when it runs
+//    is the kernel's illegal address).
 // Reports go to the emulator's channel (cuemuReport: stderr unless CUEMU_QUIET, and
 // cuemuGetLastErrorMessage).
 #include <cuda.h>

@@ -1,6 +1,14 @@
 // What the CUDA emulator adds to the driver API of cuda.h: per-launch counters, the
-// message of the last error, and the order in which a block's threads run. A program
-// finds these with dlsym (or cuGetProcAddress); a real driver does not have them.
+// message of the last error, the order in which a block's threads run, and what the
+// stand-ins for CUDA's libraries use (host tasks, device memory, reports, captures they
+// refuse). A program finds these with dlsym (or cuGetProcAddress); a real driver does not
+// have them.
+//
+// The environment the emulator reads: CUEMU_DEVICE (h100, h200, a100), CUEMU_DEVICE_COUNT
+// (1 to 8 devices of that model), CUEMU_MEMORY_MB (per device), CUEMU_THREAD_ORDER,
+// CUEMU_MAX_WARP_INSTRUCTIONS and CUEMU_QUIET, at cuInit; the stand-ins read
+// CUEMU_REJECT_ALGOS and CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE at each call (see
+// cublaslt.cc and cudnn.cc).
 #ifndef GRAPHJIT_CUDA_EMULATOR_CUEMU_H_
 #define GRAPHJIT_CUDA_EMULATOR_CUEMU_H_
 

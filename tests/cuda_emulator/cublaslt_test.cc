@@ -1006,6 +1006,7 @@ TEST(CublasLtTwoDevices, AHandleWorksOnItsDeviceOnly) {
   CU_ASSERT_OK(cuCtxSynchronize());
   EXPECT_EQ(Download<float>(d, m * m), std::vector<float>(m * m, 8.0f));
   LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, matmul(on0));  // device 0's A
+  EXPECT_NE(LastMessage().find("A is device 0's memory"), std::string::npos) << LastMessage();
   CU_ASSERT_OK(cuCtxSetCurrent(ctx[0]));
   LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, matmul(a));  // device 0 current
   EXPECT_NE(LastMessage().find("device 1's"), std::string::npos) << LastMessage();

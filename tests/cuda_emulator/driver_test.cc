@@ -720,6 +720,14 @@ TEST(CudaEmulatorPerThreadStream, EachThreadHasItsOwn) {
   CU_ASSERT_OK(cuStreamSynchronize(s));
   EXPECT_EQ(seen, std::vector<uint32_t>(n, 11u));
   CU_EXPECT_OK(cuEventQuery(event));
+  // Likewise an event recorded on the legacy default stream.
+  CU_ASSERT_OK(cuMemsetD32Async(a, 13, n, CU_STREAM_LEGACY));
+  CU_ASSERT_OK(cuEventRecord(event, CU_STREAM_LEGACY));
+  CU_ASSERT_OK(cuStreamWaitEvent(s, event, 0));
+  CU_ASSERT_OK(cuMemcpyDtoDAsync(b, a, n * 4, s));
+  CU_ASSERT_OK(cuMemcpyDtoHAsync(seen.data(), b, n * 4, s));
+  CU_ASSERT_OK(cuStreamSynchronize(s));
+  EXPECT_EQ(seen, std::vector<uint32_t>(n, 13u));
   CU_EXPECT_OK(cuStreamDestroy(s));
   CU_EXPECT_OK(cuEventDestroy(event));
 }
