@@ -33,7 +33,8 @@ GJ_API const char* gj_version(void);
 
 /* A session over `model` (a GraphDef, binary or text). `config`: a ConfigProto, binary or
  * text, or NULL; `jit`: "off", "on_1" or "on_2", or NULL for the config's level; `device`:
- * "cpu", "gpu" or "gpu-emu", or NULL for the config's; `options`: flags as GRAPHJIT_FLAGS
+ * "cpu", "gpu" or "gpu-emu" (their first GPU), "gpu:N" or "gpu-emu:N" (the driver's GPU N),
+ * or NULL for the config's; `options`: flags as GRAPHJIT_FLAGS
  * takes them (applied after the config and GRAPHJIT_FLAGS itself), or NULL. What the process
  * shares is sized by the first session: its --jit_cache_mb bounds the kernel cache, and a later
  * session's other value is reported on stderr and ignored. */
@@ -59,11 +60,21 @@ GJ_API const int64_t* gj_tensor_dims(const gj_tensor* tensor);
 GJ_API void* gj_tensor_data(const gj_tensor* tensor);
 GJ_API int gj_tensor_on_device(const gj_tensor* tensor);
 GJ_API void gj_tensor_free(gj_tensor* tensor);
+/* The number of the GPU a device tensor is on (gpu:N), -1 for a host tensor. */
+GJ_API int gj_tensor_device(const gj_tensor* tensor);
+/* The caller has queued work on `stream` (a CUstream; CU_STREAM_LEGACY for the legacy
+ * default stream) that uses the device memory of `tensor` (a fetch on the GPU), and may free
+ * the tensor before that work is done: the memory is not handed out again until it is (an
+ * event recorded on `stream` now, queried before reuse). */
+GJ_API gj_status* gj_tensor_record_stream(const gj_tensor* tensor, void* stream);
 
 /* Runs the session: feeds[i] replaces the tensor feed_names[i] ("node" or "node:i");
  * outputs[j] gets the fetch fetch_names[j], a tensor the caller frees. With
- * `fetch_on_device`, fetches the GPU made stay there (gj_tensor_on_device). `stream`: a
- * CUstream whose work so far makes the device tensors fed (the run waits for it), or NULL.
+ * `fetch_on_device`, fetches the GPU made stay there (gj_tensor_on_device), complete when
+ * this returns (ready for any stream). `stream`: a CUstream whose work so far makes the
+ * device tensors fed, or CU_STREAM_LEGACY (or CU_STREAM_PER_THREAD) for work on a default
+ * stream: the session's stream waits for it on the device, without blocking the caller;
+ * NULL: none.
  * `trace_path`: where to write a Chrome trace of this run, or NULL. */
 GJ_API gj_status* gj_session_run(gj_session* session, int num_feeds, const char* const* feed_names,
                                  gj_tensor* const* feeds, int num_fetches, const char* const* fetch_names,

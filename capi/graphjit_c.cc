@@ -37,6 +37,8 @@ struct gj_tensor {
   std::vector<int64_t> dims;
   bool on_device = false;
   void* data = nullptr;  // host pointer or device address
+  int device = -1;       // on_device: the GPU's number
+  std::shared_ptr<graphjit::DeviceMemory> memory;  // a fetch's on the session's GPU
 };
 
 namespace graphjit {
@@ -154,9 +156,10 @@ gj_status* gj_session_new(const void* model, size_t model_bytes, const void* con
   if (jit != nullptr && !ParseJitLevel(jit, &s->options.jit_level))
     return ToC(InvalidArgument("jit must be off, on_1 or on_2, not '" + std::string(jit) + "'"));
   if (device != nullptr) {
-    auto kind = ParseDeviceKind(device);
-    if (!kind.ok()) return ToC(kind.status());
-    s->options.device = *kind;
+    auto parsed = ParseDevice(device);
+    if (!parsed.ok()) return ToC(parsed.status());
+    s->options.device = parsed->kind;
+    s->options.gpu_index = parsed->index;
   }
   SizeTheProcess(s->options);
   auto created = Session::Create(s->options, s->model);
@@ -190,6 +193,7 @@ gj_status* gj_tensor_wrap(gj_session* session, int dtype, int rank, const int64_
     t->tensor = Tensor(type, shape, Buffer::External(data, static_cast<size_t>(*bytes), std::move(owner)));
   }
   t->on_device = on_device != 0;
+  t->device = on_device ? session->options.gpu_index : -1;
   t->data = data;
   *tensor = t.release();
   return nullptr;
@@ -201,6 +205,13 @@ const int64_t* gj_tensor_dims(const gj_tensor* tensor) { return tensor->dims.dat
 void* gj_tensor_data(const gj_tensor* tensor) { return tensor->data; }
 int gj_tensor_on_device(const gj_tensor* tensor) { return tensor->on_device; }
 void gj_tensor_free(gj_tensor* tensor) { delete tensor; }
+
+int gj_tensor_device(const gj_tensor* tensor) { return tensor->device; }
+
+gj_status* gj_tensor_record_stream(const gj_tensor* tensor, void* stream) {
+  if (!tensor->memory || !stream) return nullptr;
+  return ToC(tensor->memory->RecordUse(stream));
+}
 
 gj_status* gj_session_run(gj_session* session, int num_feeds, const char* const* feed_names, gj_tensor* const* feeds,
                           int num_fetches, const char* const* fetch_names, int fetch_on_device, void* stream,
@@ -220,9 +231,11 @@ gj_status* gj_session_run(gj_session* session, int num_feeds, const char* const*
     auto* t = new gj_tensor;
     t->tensor = std::move(out[i]);
     t->dims = t->tensor.shape().dims();
-    auto address = session->session->DeviceAddress(t->tensor);
-    t->on_device = address.ok() && t->tensor.raw() == nullptr;
-    t->data = t->on_device ? reinterpret_cast<void*>(*address) : t->tensor.raw();
+    t->memory = session->session->DeviceMemoryOf(t->tensor);
+    t->on_device = t->memory && t->tensor.raw() == nullptr;
+    if (!t->on_device) t->memory = nullptr;
+    t->device = t->on_device ? session->options.gpu_index : -1;
+    t->data = t->on_device ? reinterpret_cast<void*>(t->memory->address()) : t->tensor.raw();
     outputs[i] = t;
   }
   return nullptr;

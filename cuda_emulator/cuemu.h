@@ -7,7 +7,8 @@
 // The environment the emulator reads: CUEMU_DEVICE (h100, h200, a100), CUEMU_DEVICE_COUNT
 // (1 to 8 devices of that model), CUEMU_MEMORY_MB (per device), CUEMU_THREAD_ORDER,
 // CUEMU_MAX_WARP_INSTRUCTIONS and CUEMU_QUIET, at cuInit; the stand-ins read
-// CUEMU_REJECT_ALGOS and CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE at each call (see
+// CUEMU_REJECT_ALGOS and CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE, the driver
+// CUEMU_INVALIDATE_CAPTURES (every stream capture fails at its end), at each call (see
 // cublaslt.cc and cudnn.cc).
 #ifndef GRAPHJIT_CUDA_EMULATOR_CUEMU_H_
 #define GRAPHJIT_CUDA_EMULATOR_CUEMU_H_

@@ -1655,6 +1655,12 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph* graph) {
     return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   std::unique_ptr<CUstream_st::Capture> capture = std::move(s->capture);
   *graph = nullptr;
+  // CUEMU_INVALIDATE_CAPTURES=1 (read at each call): every capture fails, as one would that
+  // met a call it cannot take, so a program's way out of a failed capture can be tested.
+  if (const char* env = std::getenv("CUEMU_INVALIDATE_CAPTURES"); env && std::string(env) == "1" && !capture->invalidated) {
+    Report("cuStreamEndCapture: the capture is invalidated (CUEMU_INVALIDATE_CAPTURES=1)");
+    capture->invalidated = true;
+  }
   if (capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   *graph = capture->graph.release();
   ctx->graphs.insert(*graph);

@@ -38,6 +38,27 @@ const char* DeviceKindName(DeviceKind kind) {
   return "?";
 }
 
+StatusOr<Device> ParseDevice(std::string_view name) {
+  Device d;
+  const size_t colon = name.find(':');
+  GJ_ASSIGN_OR_RETURN(d.kind, ParseDeviceKind(name.substr(0, colon)));
+  if (colon == std::string_view::npos) return d;
+  const std::string_view number = name.substr(colon + 1);
+  auto bad = [&] {
+    return InvalidArgument("the device must be cpu, gpu, gpu-emu, gpu:N or gpu-emu:N (N a GPU's number, from 0), got '" +
+                           std::string(name) + "'");
+  };
+  if (d.kind == DeviceKind::kCpu || number.empty() || number.size() > 2) return bad();
+  for (char c : number)
+    if (c < '0' || c > '9') return bad();
+  d.index = std::stoi(std::string(number));
+  return d;
+}
+
+std::string DeviceLabel(DeviceKind kind, int index) {
+  return kind == DeviceKind::kCpu ? "cpu" : std::string(DeviceKindName(kind)) + ":" + std::to_string(index);
+}
+
 StatusOr<DeviceName> ParseDeviceName(std::string_view device) {
   DeviceName out;
   auto bad = [&](const std::string& why) {

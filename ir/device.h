@@ -27,6 +27,15 @@ enum class DeviceKind { kCpu, kGpu, kGpuEmu };
 // "cpu" (or ""), "gpu", "gpu-emu"; InvalidArgument for anything else.
 StatusOr<DeviceKind> ParseDeviceKind(std::string_view name);
 const char* DeviceKindName(DeviceKind kind);  // "cpu", "gpu", "gpu-emu"
+// A device with its number among the driver's GPUs: "gpu:1", "gpu-emu:0"; "gpu" is gpu:0.
+struct Device {
+  DeviceKind kind = DeviceKind::kCpu;
+  int index = 0;
+};
+// "cpu", "gpu", "gpu-emu", "gpu:N", "gpu-emu:N" (N from 0 to 63); InvalidArgument else.
+StatusOr<Device> ParseDevice(std::string_view name);
+// "cpu", "gpu:N", "gpu-emu:N".
+std::string DeviceLabel(DeviceKind kind, int index);
 
 // Parses a TensorFlow device string. An empty string, or one without a device part,
 // is the default device CPU:0; only the local job/replica/task are accepted.

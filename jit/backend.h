@@ -35,6 +35,8 @@ class RunRecorder {
   virtual void CountGraphLaunches(int64_t launches) = 0;
   virtual void CountGemmsAutotuned(int64_t gemms) = 0;
   virtual void CountConvsAutotuned(int64_t convs) = 0;
+  virtual void CountFailedCaptures(int64_t captures) = 0;
+  virtual void CountAlignedCopies(int64_t copies) = 0;
   virtual void RecordGpuProfile(GpuKernelProfile profile) = 0;
 };
 

@@ -43,6 +43,13 @@ constexpr size_t kGemmWorkspaceBytes = 32 << 20;
 constexpr size_t kConvWorkspaceBytes = 64 << 20;
 // The most algorithms a library call's autotuning times (the library's heuristic's best first).
 constexpr int kLibraryAlgorithms = 8;
+// What the kernels assume of every buffer's address: parameters are declared 16-byte
+// aligned (llvm.align) and loop fusions load 16 bytes at a time, as cuDNN's kernels do.
+// Memory graphjit allocates is 256-byte aligned; a feed of the caller's that is less
+// aligned (a slice) is copied first.
+constexpr uint64_t kBufferAlignment = 16;
+// The largest power of two (up to 256) that divides `bytes` (256 for 0).
+int AlignmentOf(uint64_t bytes) { return bytes == 0 ? 256 : static_cast<int>(std::min<uint64_t>(bytes & -bytes, 256)); }
 
 // cuBLASLt's epilogue for a GEMM node: none for MatMul and BatchMatMulV2; bias, or bias
 // and ReLU, for a _FusedMatMul; Unimplemented for what cuBLASLt does not fuse.
@@ -75,7 +82,10 @@ struct GemmCall {
   nvptx::GemmPlan plan;  // its gemm, then (at load) cuBLASLt's descriptors and algorithm
   std::vector<std::array<int64_t, 3>> offsets = {{0, 0, 0}};
 };
-StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inputs, bool tf32) {
+// `aligned`: what each of the call's buffers (a, b, the bias if any, d) is aligned to at
+// least; the plan's alignments are those with every batch matrix's offset.
+StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inputs, bool tf32,
+                          const std::vector<int>& aligned = {}) {
   const Node& node = *call.node;
   GemmCall c;
   nvptx::Gemm& g = c.plan.gemm;
@@ -126,6 +136,16 @@ StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inp
   auto epilogue = EpilogueOf(node);
   if (!epilogue.ok()) return Unimplemented(NodeLabel(node) + ": " + epilogue.status().message());
   g.epilogue = *epilogue;
+  if (!aligned.empty()) {
+    const uint64_t element = g.type == nvptx::Gemm::Type::kF32 ? 4 : 2;
+    g.align_a = aligned[0], g.align_b = aligned[1], g.align_d = aligned.back();
+    if (g.epilogue != nvptx::Gemm::Epilogue::kNone) g.align_bias = aligned[2];
+    for (const auto& [a, b, d] : c.offsets) {
+      g.align_a = std::min(g.align_a, AlignmentOf(static_cast<uint64_t>(a) * element));
+      g.align_b = std::min(g.align_b, AlignmentOf(static_cast<uint64_t>(b) * element));
+      g.align_d = std::min(g.align_d, AlignmentOf(static_cast<uint64_t>(d) * element));
+    }
+  }
   return c;
 }
 
@@ -188,13 +208,31 @@ StatusOr<ConvCall> ConvOf(const LibraryCall& call, const std::vector<Shape>& inp
 // Whether a library call is a convolution (else a GEMM).
 bool IsConv(const LibraryCall& call) { return TraitsOf(call.node->op).pattern == OpPattern::kConv; }
 
-// cuDNN for a device (gpu: NVIDIA's; gpu-emu: the emulator's stand-in); FailedPrecondition
-// with the reason if it cannot be opened.
-StatusOr<std::shared_ptr<const nvptx::Cudnn>> OpenCudnn(DeviceKind device) {
+// cuDNN for a device (gpu: NVIDIA's; gpu-emu: the emulator's stand-in), with a handle for
+// `cuda`; FailedPrecondition with the reason if it cannot be opened.
+StatusOr<std::shared_ptr<const nvptx::Cudnn>> OpenCudnn(DeviceKind device, const CudaDevice& cuda) {
   auto library = CudnnLibrary(device);
-  auto opened = library.ok() ? nvptx::Cudnn::Open(*library) : library.status();
+  GJ_RETURN_IF_ERROR(cuda.MakeCurrent());  // (the handle is the current device's)
+  auto opened = library.ok() ? nvptx::Cudnn::Open(*library, cuda.ordinal()) : library.status();
   if (!opened.ok()) return FailedPrecondition("convolutions on the GPU need cuDNN: " + opened.status().message());
   return *opened;
+}
+
+// cuBLASLt for a device, with a handle for `cuda`, as OpenCudnn.
+StatusOr<std::shared_ptr<const nvptx::CublasLt>> OpenCublasLt(DeviceKind device, const CudaDevice& cuda) {
+  auto library = CublasLtLibrary(device);
+  GJ_RETURN_IF_ERROR(cuda.MakeCurrent());
+  auto opened = library.ok() ? nvptx::CublasLt::Open(*library, cuda.ordinal()) : library.status();
+  if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
+  return *opened;
+}
+
+// What a buffer's address is aligned to at least: graphjit's own memory (a program's
+// constant or temporary) to 256 bytes, an argument to kBufferAlignment (a less aligned
+// one is copied first).
+int BaseAlignment(const ClusterProgram& program, int b) {
+  while (program.buffers[b].kind == FusionPlan::Buffer::Kind::kView) b = program.buffers[b].source;
+  return program.buffers[b].kind == FusionPlan::Buffer::Kind::kArgument ? static_cast<int>(kBufferAlignment) : 256;
 }
 
 // What a filter reordered for a convolution is, as a buffer keeps it among its device
@@ -216,34 +254,49 @@ struct LibraryPlan {
 };
 
 // The index of the fastest of `count` ways to make one call on the device, run on
-// `stream`: each once to warm up, then the best of three, timed by events.
-StatusOr<int> Fastest(CudaDevice::Stream& stream, int count, const std::function<Status(int)>& run) {
-  int fastest = 0;
+// `stream`: each once to warm up, then the best of three, timed by events. A way the
+// library refuses (an algorithm its heuristic offered that fails on this device) is left
+// out; an error if every way fails, or if the device broke (cuda.Fault()).
+StatusOr<int> Fastest(CudaDevice& cuda, CudaDevice::Stream& stream, int count, const std::function<Status(int)>& run) {
+  int fastest = -1;
   float fastest_ms = 0;
+  Status first_failure = Status::Ok();
   for (int i = 0; i < count; ++i) {
-    GJ_RETURN_IF_ERROR(run(i));
-    GJ_RETURN_IF_ERROR(stream.Synchronize());
-    float best = 0;
-    stream.ClearPoints();
-    for (int round = 0; round < 3; ++round) {
-      GJ_ASSIGN_OR_RETURN(int before, stream.Record());
+    auto time = [&]() -> StatusOr<float> {
       GJ_RETURN_IF_ERROR(run(i));
-      GJ_ASSIGN_OR_RETURN(int after, stream.Record());
-      GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));
-      if (round == 0 || ms < best) best = ms;
+      GJ_RETURN_IF_ERROR(stream.Synchronize());
+      float best = 0;
+      stream.ClearPoints();
+      for (int round = 0; round < 3; ++round) {
+        GJ_ASSIGN_OR_RETURN(int before, stream.Record());
+        GJ_RETURN_IF_ERROR(run(i));
+        GJ_ASSIGN_OR_RETURN(int after, stream.Record());
+        GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));
+        if (round == 0 || ms < best) best = ms;
+      }
+      return best;
+    };
+    auto ms = time();
+    if (!ms.ok()) {
+      GJ_RETURN_IF_ERROR(cuda.Fault());
+      GJ_RETURN_IF_ERROR(stream.Synchronize());  // what was queued before the refusal
+      if (first_failure.ok()) first_failure = ms.status();
+      continue;
     }
-    if (i == 0 || best < fastest_ms) fastest = i, fastest_ms = best;
+    if (fastest < 0 || *ms < fastest_ms) fastest = i, fastest_ms = *ms;
   }
+  if (fastest < 0) return Status(first_failure.code(), "every algorithm the library offered failed: " + first_failure.message());
   return fastest;
 }
 
-// Device memory of these sizes for timing a call, the first `filled` of them holding small
-// numbers of every type (0.0115, 1.06); freed with it.
+// Device memory of these sizes for timing a call on `stream`, the first `filled` of them
+// holding small numbers of every type (0.0115, 1.06); freed with it, once the work queued
+// on the stream is done.
 class Operands {
  public:
   static StatusOr<std::unique_ptr<Operands>> Make(CudaDevice& cuda, CudaDevice::Stream& stream, const std::vector<size_t>& sizes,
                                                   size_t filled) {
-    std::unique_ptr<Operands> o(new Operands(cuda));
+    std::unique_ptr<Operands> o(new Operands(cuda, stream));
     for (size_t i = 0; i < sizes.size(); ++i) {
       GJ_ASSIGN_OR_RETURN(uint64_t address, cuda.Allocate(std::max<size_t>(sizes[i], 1)));
       o->memory_.push_back(address);
@@ -256,13 +309,15 @@ class Operands {
     return o;
   }
   ~Operands() {
+    (void)stream_.Synchronize();  // (after a failure, work queued before it may still read them)
     for (uint64_t address : memory_) cuda_.Free(address);
   }
   uint64_t operator[](size_t i) const { return memory_[i]; }
 
  private:
-  explicit Operands(CudaDevice& cuda) : cuda_(cuda) {}
+  Operands(CudaDevice& cuda, CudaDevice::Stream& stream) : cuda_(cuda), stream_(stream) {}
   CudaDevice& cuda_;
+  CudaDevice::Stream& stream_;
   std::vector<uint64_t> memory_;
 };
 
@@ -279,7 +334,7 @@ StatusOr<int> FastestAlgorithm(CudaDevice& cuda, const nvptx::CublasLt& blas, co
                                                    static_cast<size_t>(g.n) * element,
                                                    static_cast<size_t>(g.batch * g.m * g.n) * element, workspace},
                                                   2));
-  return Fastest(*stream, static_cast<int>(plan.workspaces.size()), [&](int algorithm) {
+  return Fastest(cuda, *stream, static_cast<int>(plan.workspaces.size()), [&](int algorithm) {
     nvptx::GemmPlan candidate = plan;
     candidate.algorithm = algorithm;
     const Operands& m = *memory;
@@ -301,7 +356,7 @@ StatusOr<int> FastestAlgorithm(CudaDevice& cuda, const nvptx::Cudnn& dnn, const 
                                                   {forward ? x : y, filter, static_cast<size_t>(v.filters) * element, y,
                                                    forward ? y : x, *std::max_element(plan.workspaces.begin(), plan.workspaces.end())},
                                                   2));
-  return Fastest(*stream, static_cast<int>(plan.workspaces.size()), [&](int algorithm) {
+  return Fastest(cuda, *stream, static_cast<int>(plan.workspaces.size()), [&](int algorithm) {
     nvptx::ConvPlan candidate = plan;
     candidate.algorithm = algorithm;
     const Operands& m = *memory;
@@ -439,6 +494,9 @@ class GpuExecutable : public ClusterExecutable {
             break;
           }
           std::shared_ptr<DeviceMemory> memory = input.buffer()->DeviceCopy(cuda_.get());
+          if (memory && memory->address() % kBufferAlignment != 0) {
+            GJ_ASSIGN_OR_RETURN(memory, AlignedCopy(ctx, name, input, std::move(memory), stream, traced));
+          }
           if (!memory) {
             if (OnDeviceOnly(input)) return Internal("an input on another device than the cluster's");
             // On the host: copied once and kept with its buffer, for every later reader on
@@ -512,14 +570,25 @@ class GpuExecutable : public ClusterExecutable {
         pointers[k].push_back(workspace);
       }
     }
-    // 3. The kernels, in order: replayed as one launch graph, or launched one by one.
+    // 3. The kernels, in order: replayed as one launch graph, or launched one by one. The
+    // first call launches them one by one (the libraries' first calls of a plan may set
+    // things up that a capture cannot take); a capture that fails is said once, and the
+    // executable's kernels are launched one by one from then on.
     const bool profile = ctx.options && ctx.options->gpu_profile;
-    const bool graphs = (!ctx.options || ctx.options->gpu_graphs) && !profile && cuda_->has_graphs() &&
+    const bool graphs = (!ctx.options || ctx.options->gpu_graphs) && !profile && cuda_->has_graphs() && ran_once_.load() &&
+                        !capture_failed_.load() &&
                         std::any_of(program_.module.kernels.begin(), program_.module.kernels.end(), Launches);
+    bool launched = false;
     if (graphs) {
-      GJ_RETURN_IF_ERROR(traced(name + "/graph", "graph launch", 0, [&] { return LaunchGraph(stream, pointers, reordered); }));
-      recorder_->CountGraphLaunches(1);
-    } else {
+      StatusOr<bool> graph = false;
+      GJ_RETURN_IF_ERROR(traced(name + "/graph", "graph launch", 0, [&] {
+        graph = LaunchGraph(ctx, name, stream, pointers, reordered);
+        return graph.status();
+      }));
+      launched = *graph;
+      if (launched) recorder_->CountGraphLaunches(1);
+    }
+    if (!launched) {
       for (size_t k = 0; k < kernels_.size(); ++k) {
         const EmittedKernel& emitted = program_.module.kernels[k];
         if (!Launches(emitted)) continue;
@@ -536,6 +605,7 @@ class GpuExecutable : public ClusterExecutable {
           GJ_RETURN_IF_ERROR(Profile(name, k, stream, before, after));
         }
       }
+      ran_once_ = true;
     }
     // 4. The outputs, left on the device (an input or a constant passed through is the
     // caller's tensor).
@@ -627,9 +697,11 @@ class GpuExecutable : public ClusterExecutable {
   // All the kernels as one launch graph: captured for these arguments the first time, then
   // replayed. The last few sets of arguments keep their graphs (a caller that holds one
   // run's outputs while the next runs alternates between buffers); beyond that, the least
-  // recently used graph is updated to the new arguments.
-  Status LaunchGraph(CudaDevice::Stream& stream, const std::vector<std::vector<uint64_t>>& pointers,
-                     const std::vector<char>& reordered) const {
+  // recently used graph is updated to the new arguments. False where the capture failed
+  // (nothing was launched; said once with --jit_verbose): the caller launches the kernels
+  // one by one, as every later call of this executable does.
+  StatusOr<bool> LaunchGraph(KernelContext& ctx, const std::string& name, CudaDevice::Stream& stream,
+                             const std::vector<std::vector<uint64_t>>& pointers, const std::vector<char>& reordered) const {
     std::lock_guard<std::mutex> lock(graphs_mu_);
     auto it = std::find_if(graphs_.begin(), graphs_.end(),
                            [&](const Captured& c) { return c.pointers == pointers && c.reordered == reordered; });
@@ -639,20 +711,57 @@ class GpuExecutable : public ClusterExecutable {
         reuse = std::move(graphs_.back().graph);
         graphs_.pop_back();
       }
-      GJ_RETURN_IF_ERROR(stream.BeginCapture());
-      Status captured = Status::Ok();
-      for (size_t k = 0; k < kernels_.size() && captured.ok(); ++k)
-        if (Launches(program_.module.kernels[k])) captured = LaunchKernel(k, pointers[k], reordered[k], stream);
-      auto graph = stream.EndCapture(std::move(reuse));  // (ends the capture in any case)
-      GJ_RETURN_IF_ERROR(captured);
-      GJ_RETURN_IF_ERROR(graph.status());
-      graphs_.push_front({pointers, reordered, std::move(*graph)});
+      Status captured = stream.BeginCapture();
+      if (captured.ok()) {
+        for (size_t k = 0; k < kernels_.size() && captured.ok(); ++k)
+          if (Launches(program_.module.kernels[k])) captured = LaunchKernel(k, pointers[k], reordered[k], stream);
+        auto graph = stream.EndCapture(std::move(reuse));  // (ends the capture in any case)
+        if (captured.ok()) captured = graph.status();
+        if (captured.ok()) graphs_.push_front({pointers, reordered, std::move(*graph)});
+      }
+      if (!captured.ok()) {
+        GJ_RETURN_IF_ERROR(cuda_->Fault());  // a broken device is no capture's fault
+        capture_failed_ = true;
+        graphs_.clear();
+        recorder_->CountFailedCaptures(1);
+        if (ctx.options && ctx.options->jit_verbose)
+          std::fprintf(stderr, "graphjit: %s: its kernels could not be captured into a CUDA graph (%s); they are launched one by one from now on\n",
+                       name.c_str(), captured.message().c_str());
+        return false;
+      }
       it = graphs_.begin();
     } else if (it != graphs_.begin()) {
       graphs_.splice(graphs_.begin(), graphs_, it);
       it = graphs_.begin();
     }
-    return stream.Launch(*it->graph);
+    GJ_RETURN_IF_ERROR(stream.Launch(*it->graph));
+    return true;
+  }
+
+  // A copy of `input` (whose device memory `memory` is not kBufferAlignment-aligned: the
+  // caller's, a slice) in aligned memory on the session's stream, kept with its buffer for
+  // the run's later readers; counted, and said once with --jit_verbose.
+  template <class Traced>
+  StatusOr<std::shared_ptr<DeviceMemory>> AlignedCopy(KernelContext& ctx, const std::string& name, const Tensor& input,
+                                                      std::shared_ptr<DeviceMemory> memory, CudaDevice::Stream& stream,
+                                                      Traced& traced) const {
+    constexpr char kAligned[] = "aligned";
+    if (std::shared_ptr<DeviceMemory> kept = input.buffer()->DeviceCopy(cuda_.get(), kAligned)) return kept;
+    const size_t bytes = input.buffer()->size();
+    GJ_ASSIGN_OR_RETURN(std::shared_ptr<DeviceMemory> aligned, DeviceMemory::Allocate(cuda_, bytes));
+    GJ_RETURN_IF_ERROR(traced(name + "/align_input", "DtoD", static_cast<int64_t>(bytes),
+                              [&] { return stream.CopyOnDevice(aligned->address(), memory->address(), bytes); }, ""));
+    input.buffer()->AddDeviceCopy(aligned, kAligned);
+    recorder_->CountAlignedCopies(1);
+    static std::once_flag said;
+    if (ctx.options && ctx.options->jit_verbose)
+      std::call_once(said, [&] {
+        std::fprintf(stderr, "graphjit: %s: a device tensor at 0x%llx is not %d-byte aligned (a slice?): the kernels "
+                             "read 16 bytes at a time, so it is copied to aligned memory first (counted as aligned_copies; "
+                             "said once)\n",
+                     name.c_str(), static_cast<unsigned long long>(memory->address()), static_cast<int>(kBufferAlignment));
+      });
+    return aligned;
   }
 
   // Kernel k, launched last on the stream between points `before` and `after`: what it did.
@@ -720,6 +829,8 @@ class GpuExecutable : public ClusterExecutable {
   };
   mutable std::mutex graphs_mu_;
   mutable std::list<Captured> graphs_;
+  mutable std::atomic<bool> ran_once_{false};        // the kernels were launched one by one once
+  mutable std::atomic<bool> capture_failed_{false};  // a capture failed: no more graphs
 };
 
 // The shapes of a library call's arguments (all its buffers but the last, its result).
@@ -734,16 +845,19 @@ class GpuTarget : public Backend {
   GpuTarget(std::shared_ptr<CudaDevice> cuda, DeviceKind device, int sm, bool ptxas_check, bool tf32, bool autotune,
             RunRecorder* recorder)
       : cuda_(std::move(cuda)), device_(device), sm_(sm), ptxas_check_(ptxas_check), tf32_(tf32), autotune_(autotune),
-        recorder_(recorder), description_(DescriptionOf(cuda_ ? cuda_->info() : NominalCudaDevice(sm))),
+        recorder_(recorder), description_(DescriptionOf(cuda_ ? cuda_->info() : NominalCudaDevice(sm), sm)),
         target_(Describe(cuda_.get(), sm, description_) + (tf32 ? ", GEMMs in TF32" : "") +
                 (autotune ? "" : ", GEMMs untuned")) {}
   const TargetDescription& description() const override { return description_; }
   const std::string& target() const override { return target_; }
 
-  static TargetDescription DescriptionOf(const CudaDeviceInfo& info) {
+  // The device's limits, for code of sm_`sm`: the code may use what that target has (its
+  // compute capability, not the device's: sm_80 code has no thread-block clusters on an
+  // sm_90 device).
+  static TargetDescription DescriptionOf(const CudaDeviceInfo& info, int sm) {
     TargetDescription d;
     d.schedule = Schedule::kGpu;
-    d.gpu.compute_capability = info.compute_capability_major * 10 + info.compute_capability_minor;
+    d.gpu.compute_capability = std::min(info.compute_capability_major * 10 + info.compute_capability_minor, sm);
     d.gpu.multiprocessors = info.multiprocessors;
     d.gpu.warp_size = info.warp_size;
     d.gpu.max_threads_per_block = info.max_threads_per_block;
@@ -764,7 +878,7 @@ class GpuTarget : public Backend {
     std::string text = "nvptx sm_" + std::to_string(sm);
     if (!cuda) return text + " (compile only), " + d.CodeDecidingFacts();
     const CudaDeviceInfo& info = cuda->info();
-    return text + " " + info.library + " cc " + std::to_string(info.compute_capability_major) + "." +
+    return text + " " + info.library + " gpu:" + std::to_string(info.ordinal) + " cc " + std::to_string(info.compute_capability_major) + "." +
            std::to_string(info.compute_capability_minor) + (info.emulated ? " emulated" : "") + ", " +
            d.CodeDecidingFacts();
   }
@@ -876,18 +990,17 @@ class GpuTarget : public Backend {
           continue;
         }
         if (!dnn) {
-          GJ_ASSIGN_OR_RETURN(dnn, OpenCudnn(device_));
+          GJ_ASSIGN_OR_RETURN(dnn, OpenCudnn(device_, *cuda_));
         }
         nvptx::ConvPlan& plan = call.convolution.plan;
         GJ_ASSIGN_OR_RETURN(plan, dnn->Plan(plan.conv, kConvWorkspaceBytes, kLibraryAlgorithms));
         offered = static_cast<int>(plan.workspaces.size());
       } else {
-        GJ_ASSIGN_OR_RETURN(call.gemm, GemmOf(program.calls[k], ArgumentShapes(program, kernel), tf32_));
+        std::vector<int> aligned;
+        for (int b : kernel.buffers) aligned.push_back(BaseAlignment(program, b));
+        GJ_ASSIGN_OR_RETURN(call.gemm, GemmOf(program.calls[k], ArgumentShapes(program, kernel), tf32_, aligned));
         if (!blas) {
-          auto library = CublasLtLibrary(device_);
-          auto opened = library.ok() ? nvptx::CublasLt::Open(*library) : library.status();
-          if (!opened.ok()) return FailedPrecondition("GEMMs on the GPU need cuBLASLt: " + opened.status().message());
-          blas = *opened;
+          GJ_ASSIGN_OR_RETURN(blas, OpenCublasLt(device_, *cuda_));
         }
         nvptx::GemmPlan& plan = call.gemm.plan;
         GJ_ASSIGN_OR_RETURN(plan, blas->Plan(plan.gemm, kGemmWorkspaceBytes, kLibraryAlgorithms));

@@ -169,6 +169,8 @@ JitStats Jit::Stats() const {
   stats.graph_launches = graph_launches_.load();
   stats.gemms_autotuned = gemms_autotuned_.load();
   stats.convs_autotuned = convs_autotuned_.load();
+  stats.captures_failed = captures_failed_.load();
+  stats.aligned_copies = aligned_copies_.load();
   stats.numerics_checked = numerics_checked.load();
   stats.numerics_mismatches = numerics_mismatches.load();
   stats.async_runs = async_runs.load();
@@ -276,7 +278,8 @@ std::string JitStatsLine() {
                 "jit: clusters=%d compiled=%d fallback=%d cache_hits=%lld cache_misses=%lld compile_ms=%.1f "
                 "internal_errors=%lld cache_kernels=%lld cache_mb=%.1f cache_evictions=%lld gpu_launches=%lld "
                 "numerics_checked=%lld numerics_mismatches=%lld async_runs=%lld compiles=%lld disk_hits=%lld "
-                "disk_writes=%lld disk_dropped=%lld disk_evictions=%lld gemms_autotuned=%lld convs_autotuned=%lld",
+                "disk_writes=%lld disk_dropped=%lld disk_evictions=%lld gemms_autotuned=%lld convs_autotuned=%lld "
+                "captures_failed=%lld aligned_copies=%lld",
                 s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
                 static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors),
                 static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
@@ -285,7 +288,8 @@ std::string JitStatsLine() {
                 static_cast<long long>(s.async_runs), static_cast<long long>(s.compiles),
                 static_cast<long long>(s.disk_hits), static_cast<long long>(s.disk_writes),
                 static_cast<long long>(s.disk_dropped), static_cast<long long>(s.disk_evictions), static_cast<long long>(s.gemms_autotuned),
-                static_cast<long long>(s.convs_autotuned));
+                static_cast<long long>(s.convs_autotuned), static_cast<long long>(s.captures_failed),
+                static_cast<long long>(s.aligned_copies));
   return buf;
 }
 

@@ -67,6 +67,10 @@ struct JitStats {
   // timed on the device (--gpu_autotune): once per shape and process, none for a kernel
   // loaded from the disk cache.
   int64_t gemms_autotuned = 0, convs_autotuned = 0;
+  // Captures of a cluster's kernels into a CUDA graph that failed (its kernels are then
+  // launched one by one), and device feeds copied because the kernels need their address
+  // aligned (a slice's is not).
+  int64_t captures_failed = 0, aligned_copies = 0;
   // The numerics guard (SessionOptions::jit_check_numerics): compiled runs checked against
   // op by op, and those whose outputs differed beyond the JIT's tolerance: integers and
   // bools exactly; floats within rtol x (|reference| + the output's largest |reference|),

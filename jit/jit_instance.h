@@ -72,6 +72,8 @@ class Jit final : public RunRecorder {
   void CountGraphLaunches(int64_t launches) override { graph_launches_ += launches; }
   void CountGemmsAutotuned(int64_t gemms) override { gemms_autotuned_ += gemms; }
   void CountConvsAutotuned(int64_t convs) override { convs_autotuned_ += convs; }
+  void CountFailedCaptures(int64_t captures) override { captures_failed_ += captures; }
+  void CountAlignedCopies(int64_t copies) override { aligned_copies_ += copies; }
   void RecordGpuProfile(GpuKernelProfile profile) override;
   std::vector<GpuKernelProfile> TakeGpuProfiles();
 
@@ -107,6 +109,7 @@ class Jit final : public RunRecorder {
   JitStats retired_;
 
   std::atomic<int64_t> gpu_launches_{0}, graph_launches_{0}, gemms_autotuned_{0}, convs_autotuned_{0};
+  std::atomic<int64_t> captures_failed_{0}, aligned_copies_{0};
   std::mutex profiles_mu_;
   std::vector<GpuKernelProfile> profiles_;
 

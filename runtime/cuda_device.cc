@@ -21,7 +21,7 @@ namespace graphjit {
 
 // Built without the CUDA toolkit's cuda.h: no CUDA devices.
 struct CudaDevice::Api {};
-StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string&) {
+StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string&, int) {
   return Unimplemented("this build of graphjit has no CUDA support (the CUDA toolkit's cuda.h was not found)");
 }
 CudaDevice::~CudaDevice() = default;
@@ -35,7 +35,10 @@ size_t CudaDevice::bytes_in_use() const { return 0; }
 size_t CudaDevice::bytes_cached() const { return 0; }
 size_t CudaDevice::LimitMemory(size_t) { return 0; }
 Status CudaDevice::CheckDeviceMemory(uint64_t, size_t) const { return NoCuda(); }
-Status CudaDevice::SynchronizeStream(void*) const { return NoCuda(); }
+Status CudaDevice::RecordUse(uint64_t, void*) { return NoCuda(); }
+Status CudaDevice::Fault() const { return Status::Ok(); }
+Status CudaDevice::Stream::WaitFor(void*) { return NoCuda(); }
+Status CudaDevice::Stream::CopyOnDevice(uint64_t, uint64_t, size_t) { return NoCuda(); }
 bool CudaDevice::IsPinned(const void*, size_t) const { return false; }
 StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string&, const std::string&, int) { return NoCuda(); }
 StatusOr<std::unique_ptr<CudaDevice::Stream>> CudaDevice::NewStream() { return NoCuda(); }
@@ -60,6 +63,7 @@ Status CudaDevice::Stream::Synchronize() { return NoCuda(); }
 // The driver entry points the device uses, with their cuda.h types, by exported name.
 #define GRAPHJIT_CUDA_FUNCTIONS(X)                                                          \
   X(cuGetErrorName, "cuGetErrorName")                                                       \
+  X(cuDeviceGet, "cuDeviceGet")                                                             \
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                                   \
   X(cuCtxSetCurrent, "cuCtxSetCurrent")                                                     \
   X(cuMemAlloc, "cuMemAlloc_v2")                                                            \
@@ -75,6 +79,9 @@ Status CudaDevice::Stream::Synchronize() { return NoCuda(); }
   X(cuStreamSynchronize, "cuStreamSynchronize")                                             \
   X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")                                              \
   X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")                                              \
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")                                              \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent")                                                 \
+  X(cuEventQuery, "cuEventQuery")                                                           \
   X(cuLaunchKernel, "cuLaunchKernel")                                                       \
   X(cuLaunchKernelEx, "cuLaunchKernelEx")                                                   \
   X(cuEventCreate, "cuEventCreate")                                                         \
@@ -97,6 +104,7 @@ struct CudaDevice::Api {
   GRAPHJIT_CUDA_GRAPH_FUNCTIONS(GRAPHJIT_CUDA_MEMBER)
 #undef GRAPHJIT_CUDA_MEMBER
   bool graphs = true;
+  decltype(&::cuPointerGetAttribute) cuPointerGetAttribute = nullptr;  // optional: which device memory is on
 };
 
 namespace {
@@ -106,13 +114,17 @@ size_t SizeClass(size_t bytes) { return std::bit_ceil(std::max<size_t>(bytes, 25
 
 }  // namespace
 
-StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string& library) {
+StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string& library, int ordinal) {
+  GJ_RETURN_IF_ERROR(CheckNotForkedAfterCuda());
   static std::mutex mu;
-  static auto* devices = new std::map<std::string, std::shared_ptr<CudaDevice>>();
+  static auto* devices = new std::map<std::pair<std::string, int>, std::shared_ptr<CudaDevice>>();
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = devices->find(library); it != devices->end()) return it->second;
+  if (auto it = devices->find({library, ordinal}); it != devices->end()) {
+    GJ_RETURN_IF_ERROR(it->second->Fault());
+    return it->second;
+  }
   std::shared_ptr<CudaDevice> device(new CudaDevice);
-  GJ_ASSIGN_OR_RETURN(device->driver_, CudaDriver::Open(library));
+  GJ_ASSIGN_OR_RETURN(device->driver_, CudaDriver::Open(library, ordinal));
   device->api_ = std::make_unique<Api>();
   Api& api = *device->api_;
 #define GRAPHJIT_CUDA_LOAD(fn, symbol)                                                     \
@@ -125,15 +137,18 @@ StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string& library
   api.graphs = api.graphs && api.fn;
   GRAPHJIT_CUDA_GRAPH_FUNCTIONS(GRAPHJIT_CUDA_LOAD_OPTIONAL)
 #undef GRAPHJIT_CUDA_LOAD_OPTIONAL
+  api.cuPointerGetAttribute = reinterpret_cast<decltype(&::cuPointerGetAttribute)>(device->driver_->Symbol("cuPointerGetAttribute"));
+  CUdevice dev = 0;
+  GJ_RETURN_IF_ERROR(device->Check(api.cuDeviceGet(&dev, ordinal), "cuDeviceGet"));
   CUcontext context = nullptr;
-  GJ_RETURN_IF_ERROR(device->Check(api.cuDevicePrimaryCtxRetain(&context, 0), "cuDevicePrimaryCtxRetain"));
+  GJ_RETURN_IF_ERROR(device->Check(api.cuDevicePrimaryCtxRetain(&context, dev), "cuDevicePrimaryCtxRetain"));
   device->context_ = context;
   // (The device is never destroyed: see below.)
   CudaDevice* d = device.get();
   device->host_allocator_ = std::make_shared<Allocator>(
       Allocator::kDefaultMaxAllocationBytes, Allocator::kDefaultMaxCachedBytes,
       Allocator::Backing{[d](size_t bytes) { return d->AllocateHost(bytes); }, [d](void* p) { d->FreeHost(p); }});
-  devices->emplace(library, device);
+  devices->emplace(std::make_pair(library, ordinal), device);
   return device;
 }
 
@@ -141,14 +156,57 @@ StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string& library
 // released by the driver at exit.
 CudaDevice::~CudaDevice() = default;
 
+namespace {
+
+// The errors after which CUDA's context is unusable: every later call of the process on the
+// device fails with the same error (cuda.h: "the process must be terminated and relaunched").
+bool BreaksTheContext(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::string CudaDevice::Label() const { return "gpu:" + std::to_string(ordinal()) + " (" + info().name + ")"; }
+
+Status CudaDevice::Fault() const {
+  std::lock_guard<std::mutex> lock(fault_mu_);
+  if (fault_.empty()) return Status::Ok();
+  return Internal(fault_);
+}
+
 Status CudaDevice::Check(int result, const char* call) const {
   if (result == CUDA_SUCCESS) return Status::Ok();
   const char* name = nullptr;
   if (api_->cuGetErrorName(static_cast<CUresult>(result), &name) != CUDA_SUCCESS) name = nullptr;
-  return Internal(std::string(call) + " failed on " + info().name + ": " + (name ? name : std::to_string(result)));
+  const std::string error = name ? name : std::to_string(result);
+  {
+    std::lock_guard<std::mutex> lock(fault_mu_);
+    if (!fault_.empty()) return Internal(fault_);
+    if (BreaksTheContext(static_cast<CUresult>(result))) {
+      fault_ = Label() + " had a fault CUDA cannot recover from: " + error + " (first reported by " + call +
+               "); every later use of this GPU by this process fails: restart the process";
+      return Internal(fault_);
+    }
+  }
+  return Internal(std::string(call) + " failed on " + info().name + ": " + error);
 }
 
 Status CudaDevice::MakeCurrent() const {
+  GJ_RETURN_IF_ERROR(Fault());
   return Check(api_->cuCtxSetCurrent(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
 }
 
@@ -160,6 +218,17 @@ size_t CudaDevice::LimitMemory(size_t bytes) {
 
 Status CudaDevice::CheckDeviceMemory(uint64_t address, size_t bytes) const {
   GJ_RETURN_IF_ERROR(MakeCurrent());
+  int owner = ordinal();
+  if (api_->cuPointerGetAttribute &&
+      api_->cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address) == CUDA_SUCCESS &&
+      owner != ordinal()) {
+    char at[32];
+    std::snprintf(at, sizeof at, "0x%llx", static_cast<unsigned long long>(address));
+    auto other = CudaDriver::Open(info().library, owner);
+    return InvalidArgument(std::string("the device memory at ") + at + " is on gpu:" + std::to_string(owner) +
+                           (other.ok() ? " (" + (*other)->device().name + ")" : "") + ", not on the session's " + Label() +
+                           ": a tensor must be on the GPU that runs it");
+  }
   CUdeviceptr base = 0;
   size_t size = 0;
   const char* what = nullptr;
@@ -172,14 +241,57 @@ Status CudaDevice::CheckDeviceMemory(uint64_t address, size_t bytes) const {
   return InvalidArgument(std::string(range) + what + info().name);
 }
 
-Status CudaDevice::SynchronizeStream(void* stream) const {
+void CudaDevice::ReclaimUsedBlocks() {
+  if (used_.empty() || !MakeCurrent().ok()) return;
+  std::erase_if(used_, [&](Used& u) {
+    for (void* e : u.events)
+      if (api_->cuEventQuery(static_cast<CUevent>(e)) == CUDA_ERROR_NOT_READY) return false;
+    for (void* e : u.events) api_->cuEventDestroy(static_cast<CUevent>(e));
+    free_[u.size].push_back(u.address);
+    cached_ += u.size;
+    in_use_ -= u.size;
+    return true;
+  });
+}
+
+Status CudaDevice::RecordUse(uint64_t address, void* stream) {
   GJ_RETURN_IF_ERROR(MakeCurrent());
-  return Check(api_->cuStreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize of the caller's stream");
+  CUevent event = nullptr;
+  GJ_RETURN_IF_ERROR(Check(api_->cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+  if (Status s = Check(api_->cuEventRecord(event, static_cast<CUstream>(stream)), "cuEventRecord on the caller's stream");
+      !s.ok()) {
+    api_->cuEventDestroy(event);
+    return s;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!live_.count(address)) {  // not this allocator's block (the caller's own memory)
+    api_->cuEventDestroy(event);
+    return Status::Ok();
+  }
+  uses_[address].push_back(event);
+  return Status::Ok();
+}
+
+void CudaDevice::CaptureBegins() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++captures_;
+}
+
+void CudaDevice::CaptureEnds() {
+  std::vector<void*> frees;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--captures_ > 0) return;
+    frees.swap(host_frees_);
+  }
+  no_captures_.notify_all();
+  for (void* p : frees) FreeHost(p);
 }
 
 StatusOr<uint64_t> CudaDevice::Allocate(size_t bytes) {
   const size_t size = SizeClass(bytes);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  ReclaimUsedBlocks();
   if (auto it = free_.find(size); it != free_.end() && !it->second.empty()) {
     uint64_t address = it->second.back();
     it->second.pop_back();
@@ -190,6 +302,7 @@ StatusOr<uint64_t> CudaDevice::Allocate(size_t bytes) {
   }
   GJ_RETURN_IF_ERROR(MakeCurrent());
   auto release_cache = [&] {
+    no_captures_.wait(lock, [&] { return captures_ == 0; });  // (the lock is let go meanwhile)
     for (auto& [cls, blocks] : free_)
       for (uint64_t block : blocks) api_->cuMemFree(block);
     free_.clear();
@@ -222,6 +335,12 @@ void CudaDevice::Free(uint64_t address) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(address);
   if (it == live_.end()) return;
+  if (auto uses = uses_.find(address); uses != uses_.end()) {  // in use until its events are done
+    used_.push_back({address, it->second, std::move(uses->second)});
+    uses_.erase(uses);
+    live_.erase(it);
+    return;
+  }
   free_[it->second].push_back(address);
   cached_ += it->second;
   in_use_ -= it->second;
@@ -244,6 +363,10 @@ void CudaDevice::FreeHost(void* p) {
     auto it = pinned_.find(static_cast<const char*>(p));
     if (it == pinned_.end()) {
       std::free(p);
+      return;
+    }
+    if (captures_ > 0) {  // cuMemFreeHost may synchronize the device: after the captures
+      host_frees_.push_back(p);
       return;
     }
     pinned_.erase(it);
@@ -307,6 +430,7 @@ CudaDevice::Stream::~Stream() {
   (void)Synchronize();  // (the staging goes back once its copies are done)
   (void)device_->MakeCurrent();
   for (void* e : events_) device_->api_->cuEventDestroy(static_cast<CUevent>(e));
+  if (wait_event_) device_->api_->cuEventDestroy(static_cast<CUevent>(wait_event_));
   device_->api_->cuStreamDestroy(static_cast<CUstream>(stream_));
 }
 
@@ -329,6 +453,25 @@ Status CudaDevice::Stream::CopyToDevice(uint64_t device, const void* host, size_
     GJ_RETURN_IF_ERROR(copy(device + at, static_cast<char*>(staging) + at, n));
   }
   return Status::Ok();
+}
+
+Status CudaDevice::Stream::CopyOnDevice(uint64_t to, uint64_t from, size_t bytes) {
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  return device_->Check(device_->api_->cuMemcpyDtoDAsync(to, from, bytes, static_cast<CUstream>(stream_)), "cuMemcpyDtoDAsync");
+}
+
+Status CudaDevice::Stream::WaitFor(void* other) {
+  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  const CudaDevice::Api& api = *device_->api_;
+  if (!wait_event_) {
+    CUevent event = nullptr;
+    GJ_RETURN_IF_ERROR(device_->Check(api.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+    wait_event_ = event;
+  }
+  // (A wait takes the event's state when it is queued: the event may be recorded again at once.)
+  CUevent event = static_cast<CUevent>(wait_event_);
+  GJ_RETURN_IF_ERROR(device_->Check(api.cuEventRecord(event, static_cast<CUstream>(other)), "cuEventRecord on the caller's stream"));
+  return device_->Check(api.cuStreamWaitEvent(static_cast<CUstream>(stream_), event, 0), "cuStreamWaitEvent");
 }
 
 Status CudaDevice::Stream::CopyToHost(void* host, uint64_t device, size_t bytes) {
@@ -394,16 +537,22 @@ CudaDevice::Graph::~Graph() {
 Status CudaDevice::Stream::BeginCapture() {
   if (!device_->has_graphs()) return Unimplemented("the CUDA driver has no graph API");
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
-  return device_->Check(
+  device_->CaptureBegins();
+  Status s = device_->Check(
       device_->api_->cuStreamBeginCapture(static_cast<CUstream>(stream_), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
       "cuStreamBeginCapture");
+  if (!s.ok()) device_->CaptureEnds();
+  return s;
 }
 
 StatusOr<std::shared_ptr<CudaDevice::Graph>> CudaDevice::Stream::EndCapture(std::shared_ptr<Graph> reuse) {
   const Api& api = *device_->api_;
-  GJ_RETURN_IF_ERROR(device_->MakeCurrent());
+  Status current = device_->MakeCurrent();
   CUgraph graph = nullptr;
-  GJ_RETURN_IF_ERROR(device_->Check(api.cuStreamEndCapture(static_cast<CUstream>(stream_), &graph), "cuStreamEndCapture"));
+  const CUresult ended = current.ok() ? api.cuStreamEndCapture(static_cast<CUstream>(stream_), &graph) : CUDA_SUCCESS;
+  device_->CaptureEnds();
+  GJ_RETURN_IF_ERROR(current);
+  GJ_RETURN_IF_ERROR(device_->Check(ended, "cuStreamEndCapture"));
   std::unique_ptr<CUgraph_st, decltype(api.cuGraphDestroy)> owned(graph, api.cuGraphDestroy);
   if (reuse) {
     CUgraphExecUpdateResultInfo info{};
@@ -503,11 +652,12 @@ Status GpuContext::CopyToHost(const Tensor& t, Tracer* tracer, const std::string
 }
 
 StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(DeviceKind device, const std::string& cuda_driver,
-                                                       double memory_fraction) {
+                                                       double memory_fraction, int ordinal) {
   auto gpu = std::make_unique<GpuContext>();
   gpu->device = device == DeviceKind::kCpu ? DeviceKind::kGpu : device;
+  gpu->ordinal = ordinal;
   GJ_ASSIGN_OR_RETURN(gpu->library, CudaDriverLibrary(gpu->device, cuda_driver));
-  GJ_ASSIGN_OR_RETURN(gpu->cuda, CudaDevice::Get(gpu->library));
+  GJ_ASSIGN_OR_RETURN(gpu->cuda, CudaDevice::Get(gpu->library, ordinal));
   if (memory_fraction > 0)
     gpu->cuda->LimitMemory(static_cast<size_t>(memory_fraction * static_cast<double>(gpu->cuda->info().total_memory)));
   GJ_ASSIGN_OR_RETURN(gpu->stream, gpu->cuda->NewStream());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -39,35 +40,49 @@ struct StreamCounts {
 
 class CudaDevice {
  public:
-  // The device 0 of the driver `library`, opened once per library for the process.
-  static StatusOr<std::shared_ptr<CudaDevice>> Get(const std::string& library);
+  // The device `ordinal` of the driver `library` (gpu:N), opened once per library and
+  // device for the process.
+  static StatusOr<std::shared_ptr<CudaDevice>> Get(const std::string& library, int ordinal = 0);
   ~CudaDevice();
 
   const CudaDeviceInfo& info() const { return driver_->device(); }
+  int ordinal() const { return info().ordinal; }
+  // "gpu:N (NAME)", for messages.
+  std::string Label() const;
   // Makes the device's context current on the calling thread (for libraries that use it).
   Status MakeCurrent() const;
+
+  // After a fault that breaks the device's context (an illegal or misaligned address, a
+  // kernel that failed), CUDA fails every later call of the process on the device with
+  // the same error: from then on every call here fails with one message that names the
+  // first fault and says the process must be restarted.
+  Status Fault() const;
 
   // Device memory. Freed blocks are kept by size class (powers of two from 256 bytes)
   // and handed out again, as TensorFlow's and PyTorch's allocators do: cuMemAlloc and
   // cuMemFree synchronize the device. A block may be freed once its last use is queued
   // on a stream and reused by later work of that stream (stream order); work on another
   // stream must synchronize first. When memory runs out, the cache is given back and the
-  // allocation tried again.
+  // allocation tried again (after every stream capture under way has ended: a free may
+  // synchronize the device, which would break a capture).
   // With a memory limit, the blocks in use and cached stay within it: the cache is given
   // back first, then the allocation fails (ResourceExhausted).
   StatusOr<uint64_t> Allocate(size_t bytes);
   void Free(uint64_t address);
+  // Work queued on `stream` (a CUstream of the caller's, CU_STREAM_LEGACY included) so far
+  // uses the block at `address`: once freed, it is not handed out again before that work
+  // has finished (an event recorded now, queried before reuse).
+  Status RecordUse(uint64_t address, void* stream);
   size_t bytes_in_use() const;
   size_t bytes_cached() const;
   // Bounds the memory the allocator holds, for the process, once (TensorFlow's
   // per_process_gpu_memory_fraction: its first GPU session sets it); later calls leave the
   // first limit in place. Returns the limit in force.
   size_t LimitMemory(size_t bytes);
-  // InvalidArgument unless [address, address + bytes) lies in one allocation of the device's
-  // memory (the caller's, or this allocator's).
+  // InvalidArgument unless [address, address + bytes) lies in one allocation of this
+  // device's memory (the caller's, or this allocator's); the message names the device the
+  // memory is on where it is another GPU's.
   Status CheckDeviceMemory(uint64_t address, size_t bytes) const;
-  // Waits for the work queued on a stream of the caller's (a CUstream) so far.
-  Status SynchronizeStream(void* stream) const;
 
   // Host memory for tensors that cross to or from the device: page-locked (cuMemHostAlloc),
   // so copies run at the bus's speed and asynchronously, where the driver grants it, else
@@ -142,6 +157,12 @@ class CudaDevice {
     void ClearPoints();
     void* handle() const { return stream_; }  // the CUstream, for libraries (cuBLASLt)
     Status Synchronize();
+    // Later work of this stream waits for the work queued on `other` so far (a CUstream of
+    // the caller's, or CU_STREAM_LEGACY / CU_STREAM_PER_THREAD), on the device: an event
+    // recorded there and waited for here; the host does not wait.
+    Status WaitFor(void* other);
+    // Copies between two places of the device's memory.
+    Status CopyOnDevice(uint64_t to, uint64_t from, size_t bytes);
 
     // Between BeginCapture and EndCapture the stream's launches and copies are recorded,
     // not run, and nothing may use the device otherwise (allocate or free its memory, copy
@@ -162,6 +183,7 @@ class CudaDevice {
     CudaDevice* device_;
     void* stream_ = nullptr;             // CUstream
     std::vector<void*> events_;          // CUevent, by Record's index
+    void* wait_event_ = nullptr;         // CUevent, WaitFor's (re-recorded each time)
     std::vector<std::pair<void*, size_t>> staged_;  // staging of queued copies, from host_allocator()
     std::atomic<int64_t> h2d_bytes_{0}, d2h_bytes_{0}, h2d_copies_{0}, d2h_copies_{0};
     std::atomic<int64_t> graph_launches_{0};
@@ -174,6 +196,11 @@ class CudaDevice {
   Status Check(int result, const char* call) const;
   void* AllocateHost(size_t bytes);  // host_allocator()'s backing
   void FreeHost(void* p);
+  // Moves the blocks whose recorded uses have finished to the cache (mu_ held).
+  void ReclaimUsedBlocks();
+  // Stream captures under way on the device; cuMemFree and cuMemFreeHost wait for none.
+  void CaptureBegins();
+  void CaptureEnds();
 
   std::unique_ptr<CudaDriver> driver_;
   std::unique_ptr<Api> api_;
@@ -181,7 +208,19 @@ class CudaDevice {
   mutable std::mutex mu_;
   std::map<size_t, std::vector<uint64_t>> free_;  // size class -> cached blocks
   std::map<uint64_t, size_t> live_;               // address -> size class
+  std::map<uint64_t, std::vector<void*>> uses_;   // live address -> CUevents of work on other streams that uses it
+  struct Used {
+    uint64_t address;
+    size_t size;
+    std::vector<void*> events;
+  };
+  std::vector<Used> used_;                        // freed blocks that wait for their uses' events
   size_t cached_ = 0, in_use_ = 0;
+  int captures_ = 0;
+  std::condition_variable_any no_captures_;
+  std::vector<void*> host_frees_;                 // page-locked blocks freed during a capture, released after
+  mutable std::mutex fault_mu_;
+  mutable std::string fault_;                     // the first fault that broke the context
   size_t limit_ = 0;                              // 0: none
   std::map<std::string, void*> modules_;          // PTX text -> CUmodule
   std::map<const char*, size_t> pinned_;          // page-locked host blocks: start -> bytes
@@ -211,6 +250,10 @@ class DeviceMemory {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
   const CudaDevice* device() const { return device_.get(); }
   uint64_t address() const { return address_; }
+  // Work the caller queued on `stream` (a CUstream) reads or writes this memory: once its
+  // last reference goes, the memory is not handed out again before that work has finished
+  // (PyTorch's record_stream). Nothing to do for borrowed memory.
+  Status RecordUse(void* stream) const { return owned_ ? device_->RecordUse(address_, stream) : Status::Ok(); }
 
  private:
   const std::shared_ptr<CudaDevice> device_;
@@ -229,16 +272,18 @@ class DeviceMemory {
 struct GpuContext {
   DeviceKind device = DeviceKind::kGpu;  // kGpu or kGpuEmu
   std::string library;  // the driver library it was opened with
+  int ordinal = 0;      // gpu:N
   std::shared_ptr<CudaDevice> cuda;
   std::unique_ptr<CudaDevice::Stream> stream;
   std::mutex mu;
 
   // The device named by a session's `device` (a GPU, or the emulator) and `cuda_driver`
   // options (see CudaDriverLibrary), with a new stream; errors say what is missing.
+  // `ordinal` names the GPU among the driver's (gpu:N).
   // `memory_fraction` (in (0, 1]) bounds the device's memory for the process, if no session
   // did before.
   static StatusOr<std::unique_ptr<GpuContext>> Open(DeviceKind device, const std::string& cuda_driver,
-                                                    double memory_fraction = 0);
+                                                    double memory_fraction = 0, int ordinal = 0);
 
   // Gives `t` its bytes on the host if it has them on the device alone (one copy, kept with
   // its buffer); traced as `trace_name` ("DtoH") when `tracer` is set. Takes `mu`.

@@ -1,7 +1,9 @@
 #include "runtime/cuda_driver.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -14,6 +16,21 @@
 
 namespace graphjit {
 
+namespace {
+// The process that first initialized a CUDA driver (0: none yet). A child made by fork()
+// inherits the value and sees another pid: the driver's state it inherited is unusable.
+std::atomic<pid_t> cuda_process{0};
+}  // namespace
+
+Status CheckNotForkedAfterCuda() {
+  const pid_t parent = cuda_process.load();
+  if (parent == 0 || parent == getpid()) return Status::Ok();
+  return FailedPrecondition("this process was made by fork() from process " + std::to_string(parent) +
+                            ", which had initialized CUDA: CUDA cannot be used in a forked child (the driver "
+                            "refuses every call there); start the child from a new program instead (exec, or "
+                            "Python multiprocessing's 'spawn' start method)");
+}
+
 #ifdef GRAPHJIT_HAVE_CUDA_H
 namespace {
 // The entry points' own types: calling through a pointer of another type is undefined.
@@ -24,10 +41,11 @@ F Get(void* handle, const char* name) {
 }  // namespace
 #endif
 
-StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Open(const std::string& library) {
+StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Open(const std::string& library, int ordinal) {
 #ifndef GRAPHJIT_HAVE_CUDA_H
   return Unimplemented("this build of graphjit has no CUDA support (the CUDA toolkit's cuda.h was not found)");
 #else
+  GJ_RETURN_IF_ERROR(CheckNotForkedAfterCuda());
   std::unique_ptr<CudaDriver> driver(new CudaDriver);
   driver->handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!driver->handle_) return NotFound("cannot open the CUDA driver " + library + ": " + dlerror());
@@ -50,14 +68,21 @@ StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Open(const std::string& librar
                     (r == CUDA_ERROR_STUB_LIBRARY ? " (the toolkit's stub, not a driver: no GPU)" : ""));
   };
   if (CUresult r = init(0)) return failed("cuInit", r);
+  pid_t none = 0;
+  cuda_process.compare_exchange_strong(none, getpid());
   int devices = 0;
   if (CUresult r = count(&devices)) return failed("cuDeviceGetCount", r);
   if (devices == 0) return NotFound(library + ": no CUDA device");
+  if (ordinal < 0 || ordinal >= devices)
+    return NotFound(library + ": no device gpu:" + std::to_string(ordinal) + " (the driver has " + std::to_string(devices) +
+                    (devices == 1 ? " device, gpu:0)" : " devices, gpu:0 to gpu:" + std::to_string(devices - 1) + ")"));
   CUdevice dev;
-  if (CUresult r = device_get(&dev, 0)) return failed("cuDeviceGet", r);
+  if (CUresult r = device_get(&dev, ordinal)) return failed("cuDeviceGet", r);
   char text[256] = {};
   size_t memory = 0;
   CudaDeviceInfo& info = driver->device_;
+  info.ordinal = ordinal;
+  info.device_count = devices;
   if (CUresult r = name(text, sizeof text, dev)) return failed("cuDeviceGetName", r);
   info.name = text;
   version(&info.driver_version);
@@ -77,7 +102,7 @@ StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Open(const std::string& librar
   attribute(&info.memory_bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev);
   if (info.warp_size <= 0 || info.max_threads_per_block <= 0 || info.multiprocessors <= 0 ||
       info.max_blocks_per_multiprocessor <= 0 || info.max_threads_per_multiprocessor <= 0)
-    return InvalidArgument(library + " describes device 0 without a warp size, a block size or SMs");
+    return InvalidArgument(library + " describes device " + std::to_string(ordinal) + " without a warp size, a block size or SMs");
   total(&memory, dev);
   info.total_memory = memory;
   info.emulated = driver->Symbol("cuemuGetLastLaunchCounters") != nullptr;

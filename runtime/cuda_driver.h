@@ -15,6 +15,8 @@ namespace graphjit {
 
 struct CudaDeviceInfo {
   std::string library;  // the path the driver was opened from
+  int ordinal = 0;      // the driver's device number (gpu:N)
+  int device_count = 0; // how many devices the driver has
   std::string name;
   int driver_version = 0;  // e.g. 13000
   int compute_capability_major = 0, compute_capability_minor = 0;
@@ -46,8 +48,9 @@ CudaDeviceInfo NominalCudaDevice(int sm);
 class CudaDriver {
  public:
   // Opens `library` (a path, or a name the dynamic loader finds), initializes it and
-  // reads device 0. Fails with the reason: no library, a stub library, no device.
-  static StatusOr<std::unique_ptr<CudaDriver>> Open(const std::string& library);
+  // reads device `ordinal`. Fails with the reason: no library, a stub library, no such
+  // device, a process forked from one that had initialized CUDA.
+  static StatusOr<std::unique_ptr<CudaDriver>> Open(const std::string& library, int ordinal = 0);
   ~CudaDriver();
 
   const CudaDeviceInfo& device() const { return device_; }
@@ -74,6 +77,10 @@ StatusOr<std::string> CublasLtLibrary(DeviceKind device);
 StatusOr<std::string> CudnnLibrary(DeviceKind device);
 // Ok if that library opens (asked once per process and device), else why not.
 Status CudnnOpens(DeviceKind device);
+
+// FailedPrecondition in a child made by fork() of a process that had initialized CUDA (the
+// driver refuses every call there, with an error that says nothing of why); else Ok.
+Status CheckNotForkedAfterCuda();
 
 // "NVIDIA H100 SXM (graphjit CUDA emulator), sm_90, 132 SMs, 4096 MiB, driver 13.0 (path)".
 std::string DescribeCudaDevice(const CudaDeviceInfo& info);

@@ -30,7 +30,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options
     if (!(options.gpu_memory_fraction >= 0 && options.gpu_memory_fraction <= 1))
       return InvalidArgument("gpu_options.per_process_gpu_memory_fraction must be between 0 and 1, got " +
                              std::to_string(options.gpu_memory_fraction));
-    auto opened = GpuContext::Open(options.device, options.cuda_driver, options.gpu_memory_fraction);
+    auto opened = GpuContext::Open(options.device, options.cuda_driver, options.gpu_memory_fraction, options.gpu_index);
     if (opened.ok()) {
       gpu = std::move(opened).value();
     } else if (options.gpu_compile_only) {
@@ -201,9 +201,10 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   }
   for (const std::string& name : targets)
     if (graph_->graph.FindNode(name) == nullptr) return FailedPrecondition("target '" + name + "': no node with that name");
-  if (run_options.stream) {
+  if (run_options.stream) {  // the session's stream waits for the caller's, on the device
     if (!gpu_ || !gpu_->cuda) return FailedPrecondition("RunOptions::stream is set, but the session has no GPU");
-    GJ_RETURN_IF_ERROR(gpu_->cuda->SynchronizeStream(run_options.stream));
+    std::lock_guard<std::mutex> lock(gpu_->mu);
+    GJ_RETURN_IF_ERROR(gpu_->stream->WaitFor(run_options.stream));
   }
   // 2. The program for this combination (cached), then run it.
   GJ_ASSIGN_OR_RETURN(auto program, GetProgram(feed_names, fetch_names, targets));
@@ -235,8 +236,12 @@ StatusOr<Tensor> Session::DeviceTensor(DType dtype, const Shape& shape, uint64_t
                                  gpu_->cuda->host_allocator()));
 }
 
+std::shared_ptr<DeviceMemory> Session::DeviceMemoryOf(const Tensor& t) const {
+  return gpu_ && gpu_->cuda && t.buffer() ? t.buffer()->DeviceCopy(gpu_->cuda.get()) : nullptr;
+}
+
 StatusOr<uint64_t> Session::DeviceAddress(const Tensor& t) const {
-  std::shared_ptr<DeviceMemory> memory = gpu_ && gpu_->cuda && t.buffer() ? t.buffer()->DeviceCopy(gpu_->cuda.get()) : nullptr;
+  std::shared_ptr<DeviceMemory> memory = DeviceMemoryOf(t);
   if (!memory) return NotFound("the tensor has no bytes on the session's GPU");
   return memory->address();
 }

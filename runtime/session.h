@@ -28,9 +28,10 @@ struct RunOptions {
   // bytes on the device alone: Session::DeviceAddress), not copied to the host. Fetches
   // made on the host are host tensors as always.
   bool fetch_on_device = false;
-  // A CUDA stream of the caller's (a CUstream) whose work so far makes the device tensors
-  // fed: the run waits for it first. (The run's own device results are complete when Run
-  // returns.)
+  // A CUDA stream of the caller's (a CUstream, or CU_STREAM_LEGACY / CU_STREAM_PER_THREAD
+  // for work on a default stream) whose work so far makes the device tensors fed: the
+  // session's stream waits for it on the device (the host does not). Null: none. (The run's
+  // own device results are complete when Run returns, ready for any stream.)
   void* stream = nullptr;
 };
 
@@ -66,6 +67,8 @@ class Session {
   // RunOptions::fetch_on_device, or a DeviceTensor); NotFound for one with none there. A
   // fetched tensor's device memory is the caller's for as long as it holds the tensor.
   StatusOr<uint64_t> DeviceAddress(const Tensor& t) const;
+  // The same as the memory itself (null for none): see DeviceMemory::RecordUse.
+  std::shared_ptr<DeviceMemory> DeviceMemoryOf(const Tensor& t) const;
 
   // The graph as the model wrote it (analyzed, before any graph pass).
   const AnalyzedGraph& graph() const { return *graph_; }

@@ -161,10 +161,11 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
     } else if (key == "--cache_max_mb") {
       GJ_RETURN_IF_ERROR(number(1, &options->cache_max_mb, int64_t{1} << 40));
     } else if (key == "--device") {
-      auto kind = ParseDeviceKind(value);
-      if (!kind.ok() || value.empty())
-        return InvalidArgument("GRAPHJIT_FLAGS: --device must be cpu, gpu or gpu-emu, got '" + value + "'");
-      options->device = *kind;
+      auto device = ParseDevice(value);
+      if (!device.ok() || value.empty())
+        return InvalidArgument("GRAPHJIT_FLAGS: --device must be cpu, gpu, gpu-emu, gpu:N or gpu-emu:N, got '" + value + "'");
+      options->device = device->kind;
+      options->gpu_index = device->index;
     } else if (key == "--cuda_driver") {
       if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --cuda_driver needs the path of a CUDA driver library");
       options->cuda_driver = value;

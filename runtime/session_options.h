@@ -70,6 +70,7 @@ struct SessionOptions {
   // libcuda.so.1) or the CUDA emulator (cuda_emulator/, which runs the GPU's kernels on
   // the CPU). `cuda_driver` names the driver library to open instead, and implies kGpu.
   DeviceKind device = DeviceKind::kCpu;
+  int gpu_index = 0;  // which of the driver's GPUs (gpu:N, gpu-emu:N)
   std::string cuda_driver;
   // The GPU code is generated for: "sm_80" or "sm_90"; empty: the device's (sm_90 for a
   // compute capability of 9.0 and above, else sm_80).
@@ -119,7 +120,7 @@ struct SessionOptions {
 // --jit_strict, --jit_verbose, --jit_check_numerics[=warn|fail|off], --jit_async, --jit_cpu=NAME,
 // --jit_cpu_features=+a,-b,
 // --prefer_vector_width=128|256|512, --jit_cache_mb=N, --cache_dir=DIR, --cache_max_mb=N,
-// --device=cpu|gpu|gpu-emu,
+// --device=cpu|gpu|gpu-emu (gpu:N, gpu-emu:N: the driver's device N),
 // --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check, --gpu_graphs=on|off,
 // --gpu_tf32=on|off, --gpu_autotune=on|off.
 // Unknown flags are an error, so a typo

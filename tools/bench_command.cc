@@ -33,8 +33,8 @@ void AddBenchCommand(CLI::App& app, BenchArgs* a) {
   bench->add_option("--threads", a->threads, "Intra- and inter-op threads; a list (1,2) times each configuration at each")
       ->capture_default_str();
   bench->add_option("--json", a->json, "Also write the results to FILE as JSON");
-  bench->add_option("--device", a->device, "Device: cpu, gpu (the CUDA driver), gpu-emu (the CUDA emulator)")
-      ->check(CLI::IsMember({"cpu", "gpu", "gpu-emu"}));
+  bench->add_option("--device", a->device, "Device: cpu, gpu (the CUDA driver), gpu-emu (the CUDA emulator); gpu:N, gpu-emu:N for GPU N")
+      ->check(CheckDevice);
 }
 
 namespace {
@@ -218,7 +218,7 @@ int BenchCommand(const BenchArgs& a) {
   // 1. The configurations, each a session on the same model.
   auto loaded = LoadSessionOptions(a.config, "");
   if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
-  if (!a.device.empty()) loaded->device = ParseDeviceKind(a.device).value();  // checked by the parser
+  if (!a.device.empty()) SetDevice(a.device, &*loaded);
   if (Status s = OpenSessionDevice(*loaded); !s.ok())
     return Fail(kExitBadInput, std::string("--device ") + DeviceKindName(loaded->device) + ": " + s.message());
   auto graph_def = ReadGraphDefFile(a.model);
@@ -284,7 +284,7 @@ int BenchCommand(const BenchArgs& a) {
   GpuModelDevice gpu_model;
   if (gpu) {
     auto library = CudaDriverLibrary(loaded->device, configs.front().session->options().cuda_driver);
-    auto cuda = library.ok() ? CudaDevice::Get(*library) : library.status();
+    auto cuda = library.ok() ? CudaDevice::Get(*library, loaded->gpu_index) : library.status();
     if (!cuda.ok()) return Fail(kExitBadInput, cuda.status().message());
     gpu_model = ModelDeviceOf((*cuda)->info());
     for (Config& c : configs) {

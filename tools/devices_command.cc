@@ -37,8 +37,18 @@ int DevicesCommand(const DevicesArgs& a) {
       continue;
     }
     auto driver = CudaDriver::Open(*library);
-    if (driver.ok()) std::printf("%s: %s\n", device, DescribeCudaDevice((*driver)->device()).c_str());
-    else std::printf("%s: unavailable: %s\n", device, driver.status().message().c_str());
+    if (!driver.ok()) {
+      std::printf("%s: unavailable: %s\n", device, driver.status().message().c_str());
+      continue;
+    }
+    // One GPU: "gpu: ..."; several: "gpu:0: ...", "gpu:1: ...", each a device of its own.
+    const int count = (*driver)->device().device_count;
+    for (int i = 0; i < count; ++i) {
+      auto each = i == 0 ? std::move(driver) : CudaDriver::Open(*library, i);
+      const std::string label = count == 1 ? device : DeviceLabel(kind, i);
+      if (each.ok()) std::printf("%s: %s\n", label.c_str(), DescribeCudaDevice((*each)->device()).c_str());
+      else std::printf("%s: unavailable: %s\n", label.c_str(), each.status().message().c_str());
+    }
   }
   return 0;
 }
@@ -47,9 +57,11 @@ Status OpenSessionDevice(const SessionOptions& options) {
   if (options.device == DeviceKind::kCpu) return Status::Ok();
   auto library = CudaDriverLibrary(options.device, options.cuda_driver);
   if (!library.ok()) return library.status();
-  auto device = CudaDevice::Get(*library);
+  auto device = CudaDevice::Get(*library, options.gpu_index);
   if (!device.ok()) return device.status();
-  std::fprintf(stderr, "graphjit: device %s: %s\n", DeviceKindName(options.device), DescribeCudaDevice((*device)->info()).c_str());
+  std::fprintf(stderr, "graphjit: device %s: %s\n",
+               (*device)->info().device_count == 1 ? DeviceKindName(options.device) : DeviceLabel(options.device, options.gpu_index).c_str(),
+               DescribeCudaDevice((*device)->info()).c_str());
   return Status::Ok();
 }
 

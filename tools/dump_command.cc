@@ -17,8 +17,8 @@ void AddDumpCommand(CLI::App& app, DumpArgs* a) {
   dump->add_option("--config", a->config, "Text-format TensorFlow ConfigProto");
   dump->add_option("--jit", a->jit, "JIT level: on (= on_1) or on_2")->capture_default_str()->check(CLI::IsMember({"on", "on_1", "on_2"}));
   dump->add_option("--device", a->device,
-                   "Device: cpu, gpu or gpu-emu; for a GPU without a driver, PTX is written and the graph runs on the CPU")
-      ->check(CLI::IsMember({"cpu", "gpu", "gpu-emu"}));
+                   "Device: cpu, gpu or gpu-emu (gpu:N, gpu-emu:N: GPU N); for a GPU without a driver, PTX is written and the graph runs on the CPU")
+      ->check(CheckDevice);
   dump->add_option("--gpu_arch", a->gpu_arch, "The GPU code's target: sm_80 or sm_90 (default: the device's, else sm_90)")
       ->check(CLI::IsMember({"sm_80", "sm_90"}));
 }
@@ -27,7 +27,7 @@ int DumpCommand(const DumpArgs& a) {
   auto options = LoadSessionOptions(a.config, a.jit);
   if (!options.ok()) return Fail(kExitBadInput, options.status().message());
   options->dump_to = a.to;
-  if (!a.device.empty()) options->device = ParseDeviceKind(a.device).value();  // checked by the parser
+  if (!a.device.empty()) SetDevice(a.device, &*options);
   if (!a.gpu_arch.empty()) options->gpu_arch = a.gpu_arch;
   options->gpu_compile_only = true;
   auto graph_def = ReadGraphDefFile(a.model);

@@ -37,4 +37,15 @@ Status CheckPassNames(const std::vector<std::string>& names) {
   return Status::Ok();
 }
 
+std::string CheckDevice(const std::string& value) {
+  auto device = ParseDevice(value);
+  return device.ok() ? "" : device.status().message();
+}
+
+void SetDevice(const std::string& value, SessionOptions* options) {
+  const Device device = ParseDevice(value).value();  // checked by the parser
+  options->device = device.kind;
+  options->gpu_index = device.index;
+}
+
 }  // namespace graphjit

@@ -23,4 +23,9 @@ StatusOr<SessionOptions> LoadSessionOptions(const std::string& config, const std
 // InvalidArgument, listing the passes, if a name is not one of the graph passes.
 Status CheckPassNames(const std::vector<std::string>& names);
 
+// --device's values: cpu, gpu, gpu-emu, gpu:N, gpu-emu:N (the driver's GPU N).
+std::string CheckDevice(const std::string& value);  // "" if valid, else why not (for CLI11's check)
+// Sets the session's device (and GPU number) from a --device value CheckDevice accepted.
+void SetDevice(const std::string& value, SessionOptions* options);
+
 }  // namespace graphjit

@@ -36,8 +36,8 @@ void AddRunCommand(CLI::App& app, RunArgs* a) {
   auto* on = run->add_flag("--optimize", a->optimize, "Run the graph optimizations (the default)");
   run->add_flag("--no-optimize", a->no_optimize, "Skip the graph optimizations (pruning, folding, remapping, ...)")
       ->excludes(on);
-  run->add_option("--device", a->device, "Device: cpu, gpu (the CUDA driver), gpu-emu (the CUDA emulator)")
-      ->check(CLI::IsMember({"cpu", "gpu", "gpu-emu"}));
+  run->add_option("--device", a->device, "Device: cpu, gpu (the CUDA driver), gpu-emu (the CUDA emulator); gpu:N, gpu-emu:N for GPU N")
+      ->check(CheckDevice);
   run->add_flag("--stats", a->stats,
                 "Print the JIT's counters last: clusters, compiled, fallback, cache hits and misses, compile ms");
 }
@@ -83,7 +83,7 @@ int RunCommand(const RunArgs& a) {
   SessionOptions options = *loaded;
   if (a.threads > 0) options.intra_op_threads = options.inter_op_threads = a.threads;
   if (a.optimize || a.no_optimize) options.rewrite_options.set_disable_meta_optimizer(a.no_optimize);
-  if (!a.device.empty()) options.device = ParseDeviceKind(a.device).value();  // checked by the parser
+  if (!a.device.empty()) SetDevice(a.device, &options);
   if (Status s = OpenSessionDevice(options); !s.ok())
     return Fail(kExitBadInput, std::string("--device ") + DeviceKindName(options.device) + ": " + s.message());
 

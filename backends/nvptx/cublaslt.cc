@@ -16,7 +16,7 @@ namespace graphjit::nvptx {
 #ifndef GRAPHJIT_HAVE_CUBLASLT_H
 
 struct CublasLt::Api {};
-StatusOr<std::shared_ptr<const CublasLt>> CublasLt::Open(const std::string&) {
+StatusOr<std::shared_ptr<const CublasLt>> CublasLt::Open(const std::string&, int) {
   return Unimplemented("this build of graphjit has no cuBLASLt support (the CUDA toolkit's cublasLt.h was not found)");
 }
 CublasLt::~CublasLt() = default;
@@ -65,11 +65,11 @@ struct Owned {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const CublasLt>> CublasLt::Open(const std::string& library) {
+StatusOr<std::shared_ptr<const CublasLt>> CublasLt::Open(const std::string& library, int device) {
   static std::mutex mu;
-  static auto* opened = new std::map<std::string, std::shared_ptr<const CublasLt>>();
+  static auto* opened = new std::map<std::pair<std::string, int>, std::shared_ptr<const CublasLt>>();
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = opened->find(library); it != opened->end()) return it->second;
+  if (auto it = opened->find({library, device}); it != opened->end()) return it->second;
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return NotFound("cannot open cuBLASLt (" + library + "): " + dlerror());
   std::shared_ptr<CublasLt> lt(new CublasLt());
@@ -85,7 +85,7 @@ StatusOr<std::shared_ptr<const CublasLt>> CublasLt::Open(const std::string& libr
   if (cublasStatus_t s = lt->api_->cublasLtCreate(&context); s != CUBLAS_STATUS_SUCCESS)
     return Internal(library + ": cublasLtCreate failed: " + lt->api_->cublasLtGetStatusName(s));
   lt->context_ = context;
-  opened->emplace(library, lt);
+  opened->emplace(std::make_pair(library, device), lt);
   return std::shared_ptr<const CublasLt>(lt);
 }
 
@@ -142,6 +142,13 @@ StatusOr<GemmPlan> CublasLt::Plan(const Gemm& g, size_t max_workspace, int max_a
     GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                                 sizeof bias_type),
                              "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"));
+    // The heuristic's choice depends on the bias pointer's value (cublasLt.h): it is asked
+    // with an address of the alignment every call's bias has (the least such address;
+    // nothing reads it), and each call sets the real one.
+    const void* bias_pointer = reinterpret_cast<const void*>(static_cast<uintptr_t>(g.align_bias));
+    GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                                                sizeof bias_pointer),
+                             "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
   }
   auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t stride) -> Status {
     GJ_RETURN_IF_ERROR(check(api.cublasLtMatrixLayoutCreate(l, type, rows, cols, rows), "cublasLtMatrixLayoutCreate"));
@@ -162,6 +169,15 @@ StatusOr<GemmPlan> CublasLt::Plan(const Gemm& g, size_t max_workspace, int max_a
   GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulPreferenceSetAttribute(preference.value, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                     &workspace, sizeof workspace),
                            "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)"));
+  // The pointers' alignments (cuBLASLt's A is our B, its B our A; C and D are our D).
+  for (auto [attribute, bytes] : {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.align_b},
+                                  std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.align_a},
+                                  std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.align_d},
+                                  std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.align_d}}) {
+    const uint32_t value = static_cast<uint32_t>(bytes);
+    GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulPreferenceSetAttribute(preference.value, attribute, &value, sizeof value),
+                             "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)"));
+  }
   std::vector<cublasLtMatmulHeuristicResult_t> results(std::max(max_algorithms, 1));
   int found = 0;
   GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(context_), d.desc, d.x, d.y, d.out,

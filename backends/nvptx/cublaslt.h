@@ -27,6 +27,10 @@ struct Gemm {
   int64_t batch_stride_a = 0, batch_stride_b = 0;  // elements between matrices; 0: one for all
   enum class Epilogue { kNone, kBias, kReluBias } epilogue = Epilogue::kNone;
   bool tf32 = false;
+  // The alignment (bytes, a power of two up to 256) every call's A, B, D and bias pointers
+  // have at least: cuBLASLt's algorithms may assume it (MIN_ALIGNMENT_*_BYTES; its default,
+  // 256, is what cuMemAlloc gives, not what a slice or a batch's matrix has).
+  int align_a = 256, align_b = 256, align_d = 256, align_bias = 256;
 };
 
 // A GEMM as cuBLASLt runs it: its descriptors and layouts, made once for every call, and
@@ -43,9 +47,11 @@ struct GemmPlan {
 
 class CublasLt {
  public:
-  // The library (a path or a name the dynamic loader finds), opened once per process;
-  // NotFound with the reason if it cannot be.
-  static StatusOr<std::shared_ptr<const CublasLt>> Open(const std::string& library);
+  // The library (a path or a name the dynamic loader finds) with a handle for GPU `device`
+  // (the driver's number), made once per process and device: the caller makes that
+  // device's context current first (cuBLASLt binds a handle to the current device).
+  // NotFound with the reason if it cannot be opened.
+  static StatusOr<std::shared_ptr<const CublasLt>> Open(const std::string& library, int device = 0);
   ~CublasLt();
 
   // The plan of `gemm`, with up to `max_algorithms` algorithms that need at most

@@ -14,7 +14,7 @@ namespace graphjit::nvptx {
 #ifndef GRAPHJIT_HAVE_CUDNN_H
 
 struct Cudnn::Api {};
-StatusOr<std::shared_ptr<const Cudnn>> Cudnn::Open(const std::string&) {
+StatusOr<std::shared_ptr<const Cudnn>> Cudnn::Open(const std::string&, int) {
   return Unimplemented("this build of graphjit has no cuDNN support (cuDNN's cudnn.h was not found)");
 }
 Cudnn::~Cudnn() = default;
@@ -63,11 +63,11 @@ struct Cudnn::Api {
 #undef GRAPHJIT_CUDNN_MEMBER
 };
 
-StatusOr<std::shared_ptr<const Cudnn>> Cudnn::Open(const std::string& library) {
+StatusOr<std::shared_ptr<const Cudnn>> Cudnn::Open(const std::string& library, int device) {
   static std::mutex mu;
-  static auto* opened = new std::map<std::string, std::shared_ptr<const Cudnn>>();
+  static auto* opened = new std::map<std::pair<std::string, int>, std::shared_ptr<const Cudnn>>();
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = opened->find(library); it != opened->end()) return it->second;
+  if (auto it = opened->find({library, device}); it != opened->end()) return it->second;
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return NotFound("cannot open cuDNN (" + library + "): " + dlerror());
   std::shared_ptr<Cudnn> dnn(new Cudnn());
@@ -83,7 +83,7 @@ StatusOr<std::shared_ptr<const Cudnn>> Cudnn::Open(const std::string& library) {
   if (cudnnStatus_t s = dnn->api_->cudnnCreate(&context); s != CUDNN_STATUS_SUCCESS)
     return Internal(library + ": cudnnCreate failed: " + dnn->api_->cudnnGetErrorString(s));
   dnn->context_ = context;
-  opened->emplace(library, dnn);
+  opened->emplace(std::make_pair(library, device), dnn);
   return std::shared_ptr<const Cudnn>(dnn);
 }
 

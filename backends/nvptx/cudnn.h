@@ -62,9 +62,11 @@ struct ConvPlan {
 
 class Cudnn {
  public:
-  // The library (a path or a name the dynamic loader finds), opened once per process;
-  // NotFound with the reason if it cannot be.
-  static StatusOr<std::shared_ptr<const Cudnn>> Open(const std::string& library);
+  // The library (a path or a name the dynamic loader finds) with a handle for GPU `device`
+  // (the driver's number), made once per process and device: the caller makes that
+  // device's context current first (cuDNN binds a handle to the current device). NotFound
+  // with the reason if it cannot be opened.
+  static StatusOr<std::shared_ptr<const Cudnn>> Open(const std::string& library, int device = 0);
   ~Cudnn();
 
   // The plan of `conv`, with up to `max_algorithms` algorithms that need at most

@@ -120,12 +120,13 @@ def _host_feed(session, name, value):
     return _wrap(session, _CODES[array.dtype], array.shape, array.ctypes.data, 0, array)
 
 
-def _feed(session, name, value):
+def _feed(session, name, value, feeds):
     if isinstance(value, DeviceArray):
         return _wrap(session, value._dtype, value.shape, value._address, 1, value)
     if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack_device__"):
         device_type, _ = value.__dlpack_device__()
-        if device_type == 2:  # kDLCUDA: on the GPU, read in place
+        if device_type == 2:  # kDLCUDA: on the GPU, read in place once the producer's work is done
+            feeds.stream = _dlpack.LEGACY_STREAM
             return _dlpack.cuda_feed(session, value, _wrap)
         if device_type == 1:  # kDLCPU: NumPy views it
             return _host_feed(session, name, np.from_dlpack(value))
@@ -139,16 +140,17 @@ class _Feeds:
 
     def __init__(self, session, feeds):
         self._session, self._feeds, self._tensors = session, feeds or {}, []
+        self.stream = None  # the CUstream whose work the run waits for (DLPack feeds' producers')
 
     def __enter__(self):
         try:
             for name, value in self._feeds.items():
-                self._tensors.append(_feed(self._session, name, value))
+                self._tensors.append(_feed(self._session, name, value, self))
         except BaseException:
             self.__exit__()
             raise
         return (self._session, len(self._tensors), _capi.strings(list(self._feeds)),
-                (ctypes.c_void_p * max(len(self._tensors), 1))(*self._tensors))
+                (ctypes.c_void_p * max(len(self._tensors), 1))(*self._tensors), self.stream)
 
     def __exit__(self, *exc):
         for t in self._tensors:
@@ -188,19 +190,22 @@ def _fetched(tensor):
 class DeviceArray:
     """A fetched tensor on the session's GPU, handed out without a copy: DLPack takes it
     (torch.from_dlpack, jax.dlpack.from_dlpack, cupy.from_dlpack) and a run takes it as a feed
-    (run(..., fetch_on_device=False) fetches to the host instead). Its memory stays valid while
-    it, or a consumer of its DLPack capsule, holds it."""
+    (run(..., fetch_on_device=False) fetches to the host instead). Its values are complete when
+    the run returns, so they are ready on any stream. Its memory stays valid while it, or a
+    consumer of its DLPack capsule, holds it, and after the consumer lets it go, until the work
+    the consumer queued on its stream (the `stream` it gave __dlpack__) by then has finished."""
 
     def __init__(self, tensor, dtype, shape):
         self._tensor, self._dtype, self.shape = tensor, dtype, shape
         self._address = lib.gj_tensor_data(tensor)
+        self._device = lib.gj_tensor_device(tensor)
         self.dtype = np.dtype(_DTYPES[dtype]) if dtype in _DTYPES else "bfloat16"
 
     def __dlpack_device__(self):
-        return (2, 0)
+        return (2, self._device)
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        return _dlpack.capsule(self)
+        return _dlpack.capsule(self, stream)
 
     def __del__(self):
         if self._tensor:
@@ -266,9 +271,9 @@ class Session:
         names = [fetches] if single else list(fetches)
         outputs = (ctypes.c_void_p * max(len(names), 1))()
         trace, self._trace = self._trace, None
-        with _Feeds(self._session(), feeds) as (session, count, feed_names, tensors):
+        with _Feeds(self._session(), feeds) as (session, count, feed_names, tensors, stream):
             _check(lib.gj_session_run(session, count, feed_names, tensors, len(names), _capi.strings(names),
-                                      int(fetch_on_device), None, trace.encode() if trace else None, outputs))
+                                      int(fetch_on_device), stream, trace.encode() if trace else None, outputs))
         results = [_fetched(outputs[i]) for i in range(len(names))]
         return results[0] if single else results
 

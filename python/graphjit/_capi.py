@@ -37,6 +37,8 @@ def _load():
         "gj_tensor_data": (ctypes.c_void_p, [tensor]),
         "gj_tensor_on_device": (ctypes.c_int, [tensor]),
         "gj_tensor_free": (None, [tensor]),
+        "gj_tensor_device": (ctypes.c_int, [tensor]),
+        "gj_tensor_record_stream": (status, [tensor, ctypes.c_void_p]),
         "gj_session_run": (status, [session, ctypes.c_int, strings, tensors, ctypes.c_int, strings, ctypes.c_int,
                                     ctypes.c_void_p, ctypes.c_char_p, tensors]),
         "gj_session_stats": (status, [session, ctypes.POINTER(ctypes.c_void_p)]),

@@ -1,11 +1,17 @@
 """DLPack (dlpack.h's unversioned DLManagedTensor, in capsules named "dltensor") for device
-tensors: handing a DeviceArray out, and reading a CUDA feed in place."""
+tensors: handing a DeviceArray out, and reading a CUDA feed in place, with the streams of the
+array API's protocol: a producer makes its data ready on the stream its consumer names, and
+the consumer's memory outlives the work the consumer queued on it."""
 
 import ctypes
+import warnings
 
 import graphjit
 
 _CUDA = 2
+# The array API's stream numbers for CUDA: the legacy default stream (a CUstream of its own,
+# CU_STREAM_LEGACY); None means it too.
+LEGACY_STREAM = 1
 
 
 class _Device(ctypes.Structure):
@@ -49,8 +55,18 @@ _NAME, _USED = b"dltensor", b"used_dltensor"
 
 @_DELETER
 def _delete(managed):
-    # The consumer is done: what the capsule kept (the DeviceArray, its shape) goes.
-    graphjit._release(_Managed.from_address(managed).manager_ctx)
+    # The consumer is done: its memory is not reused before the work it queued on its stream
+    # has run (an event recorded there), and what the capsule kept (the DeviceArray, its
+    # shape, the stream) goes.
+    key = _Managed.from_address(managed).manager_ctx
+    with graphjit._kept_lock:
+        _, _, array, stream = graphjit._kept[key]
+    try:
+        if array._tensor:
+            graphjit._check(graphjit.lib.gj_tensor_record_stream(array._tensor, stream))
+    except graphjit.Error as e:  # (a deleter cannot raise: said, and the memory goes all the same)
+        warnings.warn("graphjit: a DLPack consumer's stream could not be recorded: %s" % e)
+    graphjit._release(key)
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -60,16 +76,22 @@ def _destroy_capsule(capsule):
         _delete(_raw.PyCapsule_GetPointer(capsule, _NAME))
 
 
-def capsule(array):
+def capsule(array, stream):
     """A DLPack capsule over a DeviceArray's memory, which stays valid until the consumer
-    calls the deleter (or the capsule goes unconsumed)."""
+    calls the deleter (or the capsule goes unconsumed), and then until the work the consumer
+    queued on `stream` (its CUDA stream, as the protocol numbers them) so far has run. The
+    values are ready on every stream: the run that made them has finished them."""
+    if stream == 0:
+        raise graphjit.InvalidArgumentError(3, "__dlpack__(stream=0): the protocol does not allow 0 for CUDA")
+    if stream is None or stream == -1:  # (-1: the consumer synchronizes itself; its stream is unknown)
+        stream = LEGACY_STREAM
     managed = _Managed()
     shape = (ctypes.c_int64 * max(len(array.shape), 1))(*array.shape)
     code, bits = graphjit._DLPACK[array._dtype]
     t = managed.dl_tensor
-    t.data, t.device, t.ndim = array._address, _Device(_CUDA, 0), len(array.shape)
+    t.data, t.device, t.ndim = array._address, _Device(_CUDA, array._device), len(array.shape)
     t.dtype, t.shape, t.strides, t.byte_offset = _DataType(code, bits, 1), shape, None, 0
-    managed.manager_ctx = graphjit._keep((managed, shape, array))
+    managed.manager_ctx = graphjit._keep((managed, shape, array, stream))
     managed.deleter = _delete
     return _api.PyCapsule_New(ctypes.addressof(managed), _NAME, ctypes.cast(_destroy_capsule, ctypes.c_void_p))
 
@@ -87,9 +109,10 @@ class _Borrowed:
 
 
 def cuda_feed(session, value, wrap):
-    """A CUDA DLPack feed, read in place: the producer's work is made visible to the legacy
-    default stream (DLPack's stream 1), which the run waits for."""
-    cap = value.__dlpack__(stream=1)
+    """A CUDA DLPack feed, read in place: the producer is asked to make its data ready on the
+    legacy default stream (the protocol's stream 1), and the run's stream waits for that
+    stream's work on the device (the caller passes LEGACY_STREAM to the run)."""
+    cap = value.__dlpack__(stream=LEGACY_STREAM)
     pointer = _api.PyCapsule_GetPointer(cap, _NAME)  # raises where it is no DLPack capsule
     t = _Managed.from_address(pointer).dl_tensor
     shape = tuple(t.shape[i] for i in range(t.ndim))

@@ -984,6 +984,26 @@ TEST_P(GraphTest, CaptureNeedsAStreamOfItsOwn) {
   CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(blocking, &g));
 }
 
+// CUEMU_INVALIDATE_CAPTURES=1 makes every capture fail at its end (for programs' tests of
+// what they do then); unset, the same capture succeeds.
+TEST_P(GraphTest, CapturesFailOnRequest) {
+  CUstream s = NewStream(CU_STREAM_NON_BLOCKING);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(16);
+  CUgraph g = nullptr;
+  {
+    cuemu_test::ScopedEnv fail("CUEMU_INVALIDATE_CAPTURES", "1");
+    CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CU_ASSERT_OK(cuMemsetD32Async(out, 1, 16, s));
+    CU_EXPECT_RESULT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s, &g));
+    EXPECT_EQ(g, nullptr);
+  }
+  CU_ASSERT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  CU_ASSERT_OK(cuMemsetD32Async(out, 1, 16, s));
+  CU_ASSERT_OK(cuStreamEndCapture(s, &g));
+  ASSERT_NE(g, nullptr);
+  CU_ASSERT_OK(cuGraphDestroy(g));
+}
+
 // cuGraphExecUpdate takes a graph of the same nodes with other parameters (here another
 // output buffer); a launch already queued keeps the parameters it was launched with.
 TEST_P(GraphTest, UpdateChangesParametersNotTheGraph) {

@@ -85,6 +85,26 @@ std::vector<Tensor> RunOrDie(Session& s, const std::vector<std::pair<std::string
 
 // Runs `ENV graphjit ARGS` through the shell (ENV: "VAR=value ..." or empty);
 // captures exit status, stdout and stderr.
+// Sets an environment variable for the scope's life (the CUDA emulator's stand-ins and
+// driver read some at each call); the old value after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_.c_str(), old_.c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 struct CommandResult {
   int exit_code = -1;
   bool signaled = false;

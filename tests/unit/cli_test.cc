@@ -203,7 +203,10 @@ TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
   for (const bool graphs : {false, true}) {
     SCOPED_TRACE(graphs ? "launch graphs" : "kernels one by one");
     std::string path = testing::TempDir() + "/gpu_trace.json";
-    auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --device " + testing::TestGpuName() + " --jit on --trace " + path,
+    // (Two runs with graphs: a cluster's first call launches its kernels one by one, later
+    // calls replay their graph; the trace is the last run's.)
+    auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --device " + testing::TestGpuName() + " --jit on --trace " + path +
+                             (graphs ? " --repeat 2" : ""),
                          graphs ? "" : "GRAPHJIT_FLAGS=--gpu_graphs=off");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
@@ -575,7 +578,7 @@ TEST(Cli, CudaDevices) {
   ExpectExit(RunGraphjit("bench " + Mnist() + MnistFeeds() + " --device gpu", "GRAPHJIT_FLAGS=--cuda_driver=/nonexistent/libcuda.so.1"),
              2, "--device gpu: cannot open the CUDA driver /nonexistent/libcuda.so.1");
   ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--device=tpu"), 2,
-             "--device must be cpu, gpu or gpu-emu, got 'tpu'");
+             "--device must be cpu, gpu, gpu-emu, gpu:N or gpu-emu:N, got 'tpu'");
   const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
   if (std::filesystem::exists(stub))
     ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--cuda_driver=" + stub), 2,

@@ -191,8 +191,9 @@ TEST(DiskCacheCli, GpuCodeIsKeptToo) {
   const std::string flags = "GRAPHJIT_FLAGS='--cache_dir=" + dir + "/cache --device=gpu-emu'";
   auto first = RunGraphjit(Transformer() + " --out " + dir + "/first", flags);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  EXPECT_EQ(Stat(first, "gpu_launches"), 0) << "the kernels are in launch graphs";
-  EXPECT_GT(Stat(first, "graph_launches"), 0);
+  // (One run: each cluster's first call launches its kernels one by one, before any capture.)
+  EXPECT_GT(Stat(first, "gpu_launches"), 0);
+  EXPECT_EQ(Stat(first, "graph_launches"), 0);
   EXPECT_EQ(Stat(first, "disk_writes"), Stat(first, "compiles"));
   const std::vector<std::string> entries = Entries(dir + "/cache");
   ASSERT_FALSE(entries.empty());

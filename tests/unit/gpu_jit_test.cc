@@ -538,6 +538,63 @@ TEST_F(GpuJit, GemmAlgorithmsAreTimedOncePerShape) {
   }
 }
 
+// An algorithm the library's heuristic offers may still fail on the device: autotuning
+// leaves it out and times the rest (here the emulator's cuBLASLt refuses the heuristic's
+// first choice, CUEMU_REJECT_ALGOS=0), and the GEMM compiles with another.
+TEST_F(GpuJit, AutotuningSkipsWhatTheLibraryRejects) {
+  if (testing::TestGpu() != DeviceKind::kGpuEmu) GTEST_SKIP() << "the CUDA emulator's cuBLASLt rejects algorithms on request";
+  testing::ScopedEnv reject("CUEMU_REJECT_ALGOS", "0");
+  const int64_t k = 256;
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, k});
+  b.Const("w", Random(Shape{k, 24}, 81));
+  b.Op("y", "MatMul", {"x", "w"});
+  const int64_t before = GetJitStats().gemms_autotuned;
+  const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape{11, k}, 82)}}, {"y"});  // nothing falls back
+  EXPECT_EQ(GetJitStats().gemms_autotuned - before, 1);
+  ExpectClose(r.gpu[0], r.reference[0], 1e-5, "y", 1e-4);
+}
+
+// A capture that fails (CUEMU_INVALIDATE_CAPTURES=1: as one would that met a call it
+// cannot take) does not fail the run: its kernels are launched one by one, right, and the
+// executable is not captured again (--jit_verbose says so once).
+TEST_F(GpuJit, AFailedCaptureIsReplayedByLaunchesAndNotTriedAgain) {
+  if (testing::TestGpu() != DeviceKind::kGpuEmu) GTEST_SKIP() << "the CUDA emulator fails captures on request";
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {6, 48});
+  b.Const("w", Random(Shape({48, 20}), 91));
+  b.Op("mm", "MatMul", {"x", "w"});
+  b.Op("y", "Softsign", {"mm"});
+  SessionOptions options = OnGpu(JitLevel::kOn2);
+  options.gpu_graphs = true;
+  options.jit_verbose = true;
+  auto session = testing::MakeSession(b.graph_def(), options);
+  SessionOptions cpu;
+  cpu.jit_level = JitLevel::kOff;
+  auto reference = testing::MakeSession(b.graph_def(), cpu);
+  testing::ScopedEnv fail("CUEMU_INVALIDATE_CAPTURES", "1");
+  ::testing::internal::CaptureStderr();
+  for (int run = 0; run < 4; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const Tensor x = Random(Shape({6, 48}), 92 + run);
+    const JitStats before = GetJitStats();
+    std::vector<Tensor> got;
+    Status s = session->Run({{"x", x}}, {"y"}, {}, &got);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const JitStats after = GetJitStats();
+    EXPECT_EQ(after.fallback, before.fallback);
+    EXPECT_EQ(after.graph_launches, before.graph_launches);
+    EXPECT_EQ(after.gpu_launches - before.gpu_launches, 2) << "the GEMM and the Softsign, one by one";
+    // The first call launches one by one; the second tries a capture, which fails; no later one tries.
+    EXPECT_EQ(after.captures_failed - before.captures_failed, run == 1 ? 1 : 0);
+    ExpectClose(got[0], testing::RunOrDie(*reference, {{"x", x}}, {"y"})[0], 1e-5, "y", 1e-5);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string said = "could not be captured into a CUDA graph";
+  EXPECT_NE(err.find(said), std::string::npos) << err;
+  EXPECT_EQ(err.find(said), err.rfind(said)) << "said more than once: " << err;
+}
+
 // float16 and bfloat16 GEMMs (a Keras mixed_float16 Dense: Casts around MatMul + BiasAdd,
 // which the remapper makes one _FusedMatMul, and a BatchMatMulV2) are cuBLASLt's on the
 // GPU, summed in float32 as the CPU's reference kernels sum them.
@@ -793,6 +850,53 @@ TEST_F(GpuJit, DeviceTensorsGoInAndOutWithoutCopies) {
   (*device)->Free(*x_address);
 }
 
+// Memory the caller lends is not always 16-byte aligned (a slice of a tensor): a feed 4
+// bytes past such a boundary is copied to aligned memory once per run (the kernels load 16
+// bytes at a time; on a GPU a misaligned load breaks the context for good), and gives the
+// answer of the aligned one. A GEMM of broadcast batches calls cuBLASLt per matrix, at
+// offsets 4-byte aligned only: its plan declares the alignments it gets (the emulator's
+// cuBLASLt, like NVIDIA's, refuses pointers less aligned than the plan's minimums, 256
+// bytes by default).
+TEST_F(GpuJit, MisalignedFeedsAndBroadcastBatchesGetTheirAlignment) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {3, 1, 5, 7});
+  b.Placeholder("v", DType::kFloat, {1, 4, 7, 3});
+  b.Op("e", "Exp", {"x"});
+  b.Op("bmm", "BatchMatMulV2", {"e", "v"});
+  b.Op("y", "Tanh", {"bmm"});
+  auto session = testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2));
+  SessionOptions cpu;
+  cpu.jit_level = JitLevel::kOff;
+  auto reference = testing::MakeSession(b.graph_def(), cpu);
+  auto device = CudaDevice::Get(CudaDriverLibrary(testing::TestGpu(), "").value());
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  auto stream = (*device)->NewStream();
+  ASSERT_TRUE(stream.ok());
+  const Tensor x = Random(Shape({3, 1, 5, 7}), 71), v = Random(Shape({1, 4, 7, 3}), 72);
+  auto base = (*device)->Allocate(x.bytes() + v.bytes() + 64);
+  ASSERT_TRUE(base.ok());
+  const uint64_t x_at = *base + 4, v_at = *base + 36 + x.bytes();  // 4 mod 16 both
+  ASSERT_TRUE((*stream)->CopyToDevice(x_at, x.raw(), x.bytes()).ok());
+  ASSERT_TRUE((*stream)->CopyToDevice(v_at, v.raw(), v.bytes()).ok());
+  ASSERT_TRUE((*stream)->Synchronize().ok());
+  auto x_on_device = session->DeviceTensor(DType::kFloat, x.shape(), x_at);
+  auto v_on_device = session->DeviceTensor(DType::kFloat, v.shape(), v_at);
+  ASSERT_TRUE(x_on_device.ok() && v_on_device.ok());
+  const std::vector<Tensor> want = testing::RunOrDie(*reference, {{"x", x}, {"v", v}}, {"y"});
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const JitStats before = GetJitStats();
+    std::vector<Tensor> got;
+    Status s = session->Run({{"x", *x_on_device}, {"v", *v_on_device}}, {"y"}, {}, &got);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const JitStats after = GetJitStats();
+    EXPECT_EQ(after.fallback, before.fallback) << "a cluster ran op by op";
+    EXPECT_EQ(after.aligned_copies - before.aligned_copies, 2) << "each misaligned feed copied once per run";
+    ExpectClose(got[0], want[0], 1e-5, "y", 1e-5);
+  }
+  (*device)->Free(*base);
+}
+
 // ---- Launch graphs ----
 
 // A dense layer, a softmax and a centring tail (a GEMM and a fused kernel in one cluster):
@@ -827,6 +931,8 @@ TEST_F(GpuJit, ClustersReplayOneLaunchGraphPerRun) {
     EXPECT_EQ(without->LastRunCounts().graph_launches, 0);
     before = GetJitStats();
     const Tensor replayed = testing::RunOrDie(*with, {{"x", x}}, {"y"})[0];
+    // (The kernels are the other session's, which launched them one by one first: an
+    // executable's first call is never captured.)
     EXPECT_EQ(GetJitStats().gpu_launches, before.gpu_launches) << "a kernel launched outside the graph";
     EXPECT_EQ(GetJitStats().graph_launches, before.graph_launches + 1);
     EXPECT_EQ(with->LastRunCounts().graph_launches, 1);
