@@ -4,7 +4,12 @@
 #  1. `graphjit devices`
 #  2. every TensorFlow fixture (tests/data) at on_2 on the device, against TensorFlow's outputs,
 #     and the bench graphs against op by op on the CPU
-#  3. the GPU test suites (fixtures, GPU JIT, GPU trace) with GRAPHJIT_TEST_DEVICE=<device>
+#  3. the GPU test suites (fixtures, GPU JIT, GPU trace) with GRAPHJIT_TEST_DEVICE=<device>,
+#     and scripts/gpu_stream_check.py: producers whose values are still being written when
+#     they hand them over through DLPack (on the driver through ctypes; PyTorch's where
+#     installed), a sliced (misaligned) feed, a convolution with launch graphs and
+#     --gpu_autotune=off from a warm disk cache, a second GPU where there is one (in $PYTHON,
+#     python3 by default, where it has NumPy)
 #  4. compute-sanitizer memcheck and racecheck on the fixture models, fused (hardware only)
 #  5. `graphjit bench --jit off,on` on the bench graphs (on hardware, the GPU-sized ones of
 #     bench/graphs/gpu too), the fixture models and the real models where they are
@@ -125,6 +130,16 @@ if [ -x "$bin/fixtures_test" ] && [ -x "$bin/gpu_jit_test" ] && [ -x "$bin/cli_t
   grep -E '^\[  (PASSED|FAILED)' "$out/tests.log" | sed 's/^/    /' >> "$summary"
 else
   skip tests "no test binaries beside $graphjit (scripts/release.sh --tests)"
+fi
+# The Python package (a release's tests archive carries its modules; a build tree has them
+# in python/) over the C API beside graphjit, in $PYTHON (python3 by default) with NumPy.
+python=${PYTHON:-python3}
+if "$python" -c "import numpy" 2>/dev/null && [ -f "$root/python/graphjit/__init__.py" ]; then
+  step streams env PYTHONPATH="$root/python" GRAPHJIT_LIBRARY="$(dirname "$bin")/lib/libgraphjit_c.so" \
+    "$python" "$root/scripts/gpu_stream_check.py" --device "$device" --graphjit "$graphjit" --data "$root/tests/data"
+  grep -E '^(ok|FAILED|skipped)' "$out/streams.log" | sed 's/^/    /' >> "$summary"
+else
+  skip streams "needs python3 with NumPy and graphjit's Python modules"
 fi
 
 # 4. compute-sanitizer on the fixture models, fused.

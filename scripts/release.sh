@@ -16,7 +16,8 @@
 # first: the GPU suites' test binaries in bin/ (fixtures_test, gpu_jit_test, cli_test,
 # jit_fuzz), the fixtures (tests/data), the bench graphs, the real models where
 # bench/models/make_models.py made them (MobileNetV2, the BERT-like encoder, the LSTM) and
-# scripts/gpu_check.sh, which runs them on a GPU machine (see the README).
+# scripts/gpu_check.sh with what it runs (gpu_stream_check.py and the Python package's modules),
+# which runs them on a GPU machine (see the README).
 #   scripts/release.sh [--tests]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -127,7 +128,9 @@ if [ "$tests" = ON ]; then
       cp -r "bench/models/out/$model" "$tests_stage/bench/models/"
     fi
   done
-  cp scripts/gpu_check.sh scripts/check_fixtures.py "$tests_stage/scripts/"
+  cp scripts/gpu_check.sh scripts/check_fixtures.py scripts/gpu_stream_check.py "$tests_stage/scripts/"
+  mkdir -p "$tests_stage/python/graphjit"
+  cp python/graphjit/*.py "$tests_stage/python/graphjit/"
   tests_archive=dist/$name-tests-linux-x86_64.tar.xz
   bytes=$(pack "$tests_stage" "$tests_archive" 2)  # mostly float weights: -6 is 2% smaller, 2x the time
   echo "release: $tests_archive, $(( bytes / 1000 / 1000 )) MB: unpack it over the release, then $name/scripts/gpu_check.sh"

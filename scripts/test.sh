@@ -31,15 +31,16 @@ release=$(echo "$unpacked"/graphjit-*)
 python3 "$release/scripts/check_fixtures.py" --graphjit "$release/bin/graphjit" --device cpu --jit on_2 --jobs 2 \
   "$release/tests/data" "$release"/bench/graphs/*.pb
 "$release/bin/jit_fuzz" --seed 20261127 --graphs 500 --kernels "x86-64 (SSE2)" --known tests/fuzz/jit_fuzz_known.txt
-"$release/scripts/gpu_check.sh" --device gpu-emu --out build-release/gpu-check --no-bench
+# The Python package: its wheel installed in a fresh venv with only NumPy (and pytest, which
+# runs its tests below); gpu_check.sh's Python steps run there too.
+python3 -m venv "$unpacked/venv"
+"$unpacked/venv/bin/pip" install -q numpy pytest dist/graphjit-*-py3-none-linux_x86_64.whl
+PYTHON="$unpacked/venv/bin/python" "$release/scripts/gpu_check.sh" --device gpu-emu --out build-release/gpu-check --no-bench
 # The JIT on a CPU without AVX-512, whatever CPU this is: the release build under qemu-user as
 # an AMD EPYC of Zen 3 (AVX2 only): the lit tests, the JIT's unit tests and a fuzz seed.
 scripts/emulated_cpu_check.sh
-# The Python package: its wheel installed in a fresh venv with only NumPy (and pytest, which
-# runs its tests against TensorFlow's fixtures, DLPack on the CPU and the emulator, errors
-# and threads).
-python3 -m venv "$unpacked/venv"
-"$unpacked/venv/bin/pip" install -q numpy pytest dist/graphjit-*-py3-none-linux_x86_64.whl
+# The Python package's tests, against the wheel: TensorFlow's fixtures, DLPack on the CPU
+# and the emulator (streams, alignment, two GPUs, faults, fork), errors and threads.
 "$unpacked/venv/bin/python" -m pytest -q -p no:cacheprovider tests/python
 rm -rf "$unpacked"
 t4=$(date +%s)

@@ -220,7 +220,8 @@ class Session:
     """A graph run by graphjit.
 
     model: a path to a GraphDef (.pb binary, .pbtxt text), or its bytes. jit: "off", "on_1" or
-    "on_2". device: "cpu", "gpu" or "gpu-emu" (the CUDA emulator). config: a ConfigProto, in
+    "on_2". device: "cpu", "gpu" or "gpu-emu" (the CUDA emulator), "gpu:N" or "gpu-emu:N" for
+    the driver's GPU N (a device tensor fed must be on it). config: a ConfigProto, in
     text (str) or as bytes. options: flags as GRAPHJIT_FLAGS takes them; options that size what
     the process shares take effect at the first session, as in TensorFlow: --jit_cache_mb
     (the kernel cache's bound; a later session's other value is reported on stderr and
@@ -264,7 +265,9 @@ class Session:
     def run(self, fetches, feeds=None, fetch_on_device=True):
         """As TensorFlow's Session.run: `fetches` a name ("node" or "node:i") or a list of
         names, `feeds` a dict of name -> NumPy array (or anything np.asarray takes) or any
-        object with __dlpack__ (a CUDA one on the session's GPU is read in place). Host
+        object with __dlpack__ (a CUDA one on the session's GPU is read in place, once the
+        work its producer queued on its stream is done: the producer is asked for the legacy
+        default stream, which the run waits for on the device, not on the host). Host
         results are NumPy arrays; on a GPU, results the GPU made are DeviceArrays
         (fetch_on_device=False copies them to the host)."""
         single = isinstance(fetches, str)

@@ -572,6 +572,17 @@ TEST(Cli, CudaDevices) {
   auto r = RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y --device gpu-emu");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("device gpu-emu: NVIDIA H100 SXM (graphjit CUDA emulator)"), std::string::npos) << r.err;
+  // Every GPU of the machine (here two emulated ones): a line each, a session on any.
+  auto two = RunGraphjit("devices --device gpu-emu", "CUEMU_DEVICE_COUNT=2");
+  EXPECT_NE(two.out.find("gpu-emu:0: NVIDIA H100 SXM (graphjit CUDA emulator), sm_90"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("gpu-emu:1: NVIDIA H100 SXM (graphjit CUDA emulator), sm_90"), std::string::npos) << two.out;
+  auto second = RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y --device gpu-emu:1 --jit on", "CUEMU_DEVICE_COUNT=2");
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("device gpu-emu:1: NVIDIA H100 SXM"), std::string::npos) << second.err;
+  ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y --device gpu-emu:1"), 2,
+             "no device gpu:1 (the driver has 1 device, gpu:0)");
+  ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y --device gpu-emu:one"), 2,
+             "the device must be cpu, gpu, gpu-emu, gpu:N or gpu-emu:N");
 
   ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--cuda_driver=/nonexistent/libcuda.so.1"),
              2, "cannot open the CUDA driver /nonexistent/libcuda.so.1");

@@ -2,9 +2,12 @@
 // allocator, copies, PTX kernels launched on a stream, timing points, errors.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/allocator.h"
@@ -180,6 +183,44 @@ TEST(CudaDevice, ErrorsNameTheCallAndTheDevice) {
     ASSERT_FALSE(no_gpu.ok());
     EXPECT_NE(no_gpu.status().message().find("no GPU"), std::string::npos) << no_gpu.status().message();
   }
+}
+
+// A free may synchronize the device, which breaks a capture under way (the emulator, as the
+// strict reading of the driver's rules, invalidates it from any thread): an allocation that
+// must give the cache back first waits for the capture to end. (Last in this file: it sets
+// the process's memory limit.)
+TEST(CudaDevice, TheCacheIsNotGivenBackDuringACapture) {
+  REQUIRE_EMULATOR(device);
+  ASSERT_EQ(device->LimitMemory(size_t{96} << 20), size_t{96} << 20) << "another test set the process's limit";
+  auto a = device->Allocate(256), b = device->Allocate(256);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_LT(device->bytes_in_use(), size_t{16} << 20);
+  auto cached = device->Allocate(size_t{40} << 20);  // a block of the 64 MiB class, kept in the cache
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  device->Free(*cached);
+  auto stream = device->NewStream();
+  ASSERT_TRUE(stream.ok());
+  std::atomic<bool> capturing{false}, ending{false};
+  Status captured = Status::Ok();
+  std::thread capture([&] {
+    captured = (*stream)->BeginCapture();
+    capturing = true;
+    if (!captured.ok()) return;
+    captured = (*stream)->CopyOnDevice(*b, *a, 256);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ending = true;
+    auto graph = (*stream)->EndCapture();
+    if (captured.ok()) captured = graph.status();
+  });
+  while (!capturing) std::this_thread::yield();
+  auto big = device->Allocate(size_t{20} << 20);  // 32 MiB more: the cache must go first
+  const bool after_the_capture = ending;
+  capture.join();
+  EXPECT_TRUE(captured.ok()) << captured.ToString();
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_TRUE(after_the_capture) << "the cache was given back while the capture was under way";
+  EXPECT_EQ(device->bytes_cached(), 0u) << "the cache was not given back";
+  for (uint64_t address : {*big, *a, *b}) device->Free(address);
 }
 
 #endif
