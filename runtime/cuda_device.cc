@@ -655,7 +655,6 @@ StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(DeviceKind device, const 
                                                        double memory_fraction, int ordinal) {
   auto gpu = std::make_unique<GpuContext>();
   gpu->device = device == DeviceKind::kCpu ? DeviceKind::kGpu : device;
-  gpu->ordinal = ordinal;
   GJ_ASSIGN_OR_RETURN(gpu->library, CudaDriverLibrary(gpu->device, cuda_driver));
   GJ_ASSIGN_OR_RETURN(gpu->cuda, CudaDevice::Get(gpu->library, ordinal));
   if (memory_fraction > 0)

@@ -272,7 +272,6 @@ class DeviceMemory {
 struct GpuContext {
   DeviceKind device = DeviceKind::kGpu;  // kGpu or kGpuEmu
   std::string library;  // the driver library it was opened with
-  int ordinal = 0;      // gpu:N
   std::shared_ptr<CudaDevice> cuda;
   std::unique_ptr<CudaDevice::Stream> stream;
   std::mutex mu;
