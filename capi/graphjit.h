@@ -87,10 +87,10 @@ GJ_API gj_status* gj_session_stats(gj_session* session, char** text);
 /* What clustering does to the model, and why each other node is left out: the table
  * `graphjit clusters` prints. */
 GJ_API gj_status* gj_session_clusters(gj_session* session, char** text);
-/* Runs the model once, as gj_session_run does, compiling every cluster afresh and writing
- * its stages to `dir` (DIR/<cluster>/<NN>_<stage>.<ext>, as `graphjit dump`). */
+/* Runs the model once, as gj_session_run does (`stream` as there), compiling every cluster
+ * afresh and writing its stages to `dir` (DIR/<cluster>/<NN>_<stage>.<ext>, as `graphjit dump`). */
 GJ_API gj_status* gj_session_dump(gj_session* session, const char* dir, int num_feeds, const char* const* feed_names,
-                                  gj_tensor* const* feeds, int num_fetches, const char* const* fetch_names);
+                                  gj_tensor* const* feeds, int num_fetches, const char* const* fetch_names, void* stream);
 
 /* The graphjit command line in process (argv[0] the program's name): `graphjit bench ...`
  * and the other subcommands, printing what they print; their exit status. */

@@ -263,15 +263,17 @@ gj_status* gj_session_clusters(gj_session* session, char** text) {
 }
 
 gj_status* gj_session_dump(gj_session* session, const char* dir, int num_feeds, const char* const* feed_names,
-                           gj_tensor* const* feeds, int num_fetches, const char* const* fetch_names) {
+                           gj_tensor* const* feeds, int num_fetches, const char* const* fetch_names, void* stream) {
   SessionOptions options = session->options;
   options.dump_to = dir;
   auto dumping = Session::Create(options, session->model);
   if (!dumping.ok()) return ToC(dumping.status());
   auto in = Feeds(num_feeds, feed_names, feeds);
   if (!in.ok()) return ToC(in.status());
+  RunOptions run;
+  run.stream = stream;
   std::vector<Tensor> out;
-  return ToC((*dumping)->Run(*in, Names(num_fetches, fetch_names), {}, &out));
+  return ToC((*dumping)->Run(run, *in, Names(num_fetches, fetch_names), {}, &out));
 }
 
 }  // extern "C"

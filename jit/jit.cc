@@ -9,6 +9,7 @@
 #include "clustering/pass.h"
 #include "ir/device.h"
 #include "jit/cluster_kernel.h"
+#include "jit/fault_injection.h"
 #include "jit/fusion_plan.h"
 #include "jit/jit_instance.h"
 #include "runtime/op_registry.h"

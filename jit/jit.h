@@ -32,12 +32,6 @@ Status CheckJitTarget(const SessionOptions& options);
 // Returns when no background compile (--jit_async) is pending or running.
 void WaitForBackgroundCompiles();
 
-// While `reason` is not empty, every compile fails with it: for fault tests.
-void InjectCompileFailure(const std::string& reason);
-// While `from` is not empty, every compile replaces the first `from` in its cluster's MLIR
-// with `to`: a wrong kernel, for the numerics guard's tests.
-void InjectMiscompile(const std::string& from, const std::string& to);
-
 // Counted per cluster: `compiled` clusters ran compiled kernels only; `fallback` ones ran
 // op by op at least once (not compilable, megamorphic). `internal_errors`: compiles that
 // failed for another reason than an unsupported cluster (a compiler bug; they also run op

@@ -307,9 +307,9 @@ class Session:
         """Runs the model once (as run does), writing every compiled cluster's stages to
         directory: DIR/<cluster>/<NN>_<stage>.<ext>, as `graphjit dump`."""
         names = [fetches] if isinstance(fetches, str) else list(fetches)
-        with _Feeds(self._session(), feeds) as (session, count, feed_names, tensors):
+        with _Feeds(self._session(), feeds) as (session, count, feed_names, tensors, stream):
             _check(lib.gj_session_dump(session, str(directory).encode(), count, feed_names, tensors, len(names),
-                                       _capi.strings(names)))
+                                       _capi.strings(names), stream))
 
 
 def bench(model, feeds=None, jit="off,on", iters=50, threads="1", device=None, config=None):

@@ -43,7 +43,8 @@ def _load():
                                     ctypes.c_void_p, ctypes.c_char_p, tensors]),
         "gj_session_stats": (status, [session, ctypes.POINTER(ctypes.c_void_p)]),
         "gj_session_clusters": (status, [session, ctypes.POINTER(ctypes.c_void_p)]),
-        "gj_session_dump": (status, [session, ctypes.c_char_p, ctypes.c_int, strings, tensors, ctypes.c_int, strings]),
+        "gj_session_dump": (status, [session, ctypes.c_char_p, ctypes.c_int, strings, tensors, ctypes.c_int, strings,
+                                     ctypes.c_void_p]),
         "gj_command": (ctypes.c_int, [ctypes.c_int, strings]),
     }
     for name, (restype, argtypes) in signatures.items():

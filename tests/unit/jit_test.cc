@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "jit/fault_injection.h"
 #include "jit/jit.h"
 #include "jit/kernel_cache.h"
 #include "passes/passes.h"
