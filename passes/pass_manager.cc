@@ -1,5 +1,6 @@
 #include "passes/pass_manager.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -44,6 +45,20 @@ std::vector<std::string> PassManager::names() const {
   std::vector<std::string> out;
   for (const auto& [name, run] : passes_) out.push_back(name);
   return out;
+}
+
+StatusOr<PassManager> PassManager::Only(const std::vector<std::string>& names) const {
+  PassManager only(options_);
+  for (const std::string& name : names) {
+    auto it = std::find_if(passes_.begin(), passes_.end(), [&](const auto& pass) { return pass.first == name; });
+    if (it == passes_.end()) {
+      std::string known;
+      for (const std::string& n : this->names()) known += (known.empty() ? "" : ", ") + n;
+      return InvalidArgument("'" + name + "' is not a graph pass (the passes: " + known + ")");
+    }
+    only.Add(it->first, it->second);
+  }
+  return only;
 }
 
 namespace {

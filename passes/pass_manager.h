@@ -71,6 +71,11 @@ class PassManager {
   explicit PassManager(PassManagerOptions options = {}) : options_(std::move(options)) {}
   void Add(std::string name, PassFunction run);
   std::vector<std::string> names() const;
+  // These passes only, in this order (a name may repeat), with this manager's options;
+  // InvalidArgument, listing the passes, for a name that is not one of them.
+  StatusOr<PassManager> Only(const std::vector<std::string>& names) const;
+  // Checks the graph after every pass (on by default in debug builds only).
+  void set_verify(bool verify) { options_.verify = verify; }
 
   // Runs the passes in order. Fails if a disabled name is not a pass here, if a pass
   // fails, or (when verifying) if a pass leaves an invalid graph, naming the pass.

@@ -1,6 +1,11 @@
 #include "tools/optimize_command.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include <google/protobuf/text_format.h>
 
 #include "ir/graphdef.h"
 #include "passes/passes.h"
@@ -12,15 +17,89 @@ namespace graphjit {
 void AddOptimizeCommand(CLI::App& app, OptimizeArgs* a) {
   CLI::App* c = app.add_subcommand("optimize", "Run the graph optimizations and write the optimized graph");
   c->add_option("model", a->model, "GraphDef file (.pb binary, .pbtxt text)")->required();
-  c->add_option("-o,--output", a->output, "Where to write the optimized GraphDef (.pb or .pbtxt)")->required();
+  c->add_option("-o,--output", a->output, "Where to write the optimized GraphDef (.pb or .pbtxt; - for text on stdout)")
+      ->required();
   c->add_option("--fetch", a->fetches,
                 "Tensor the optimized graph must still compute (node or node:i); default: every node without "
                 "consumers");
   c->add_option("--disable_pass", a->disable, "Passes to skip, comma-separated (prune, constant_folding, arithmetic, "
                                               "cse, remapper)");
+  c->add_option("--pass", a->passes, "Run only this pass (repeat for several, run in the order given)");
+  c->add_flag("--split-input-file", a->split,
+              "The text model holds several graphs, separated by lines starting with '# -----': each is optimized "
+              "on its own, and the outputs written in order, separated alike");
+  c->add_flag("--verify", a->verify, "Check the graph after every pass (structure, types, op arity; on in debug builds)");
   c->add_option("--config", a->config, "Text-format TensorFlow ConfigProto (graph_options.rewrite_options)");
   c->add_option("--dump_to", a->dump_to, "Write the graph after each pass to DIR/NN_<pass>.pbtxt");
 }
+
+namespace {
+
+constexpr char kSplitMarker[] = "# -----";
+
+// The graphs of a --split-input-file model: its text cut at each line that starts with the
+// marker (lines numbered as in the file, so a parse error's line is the file's).
+std::vector<std::string> SplitCases(const std::string& text) {
+  std::vector<std::string> cases(1);
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    if (line.rfind(kSplitMarker, 0) == 0) {
+      cases.emplace_back(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n') + 1, '\n');
+    } else {
+      cases.back() += line + "\n";
+    }
+    at = end + 1;
+  }
+  return cases;
+}
+
+// One graph through the passes: the table of what each did on `report`; the graph optimized
+// and its nodes before and after.
+struct Optimized {
+  tensorflow::GraphDef graph;
+  int before = 0, after = 0;
+};
+StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const OptimizeArgs& a,
+                                        const SessionOptions& options, FILE* report) {
+  GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
+  // The passes need a graph the runtime accepts (ops known, types consistent).
+  GJ_ASSIGN_OR_RETURN(AnalyzedGraph checked, AnalyzeGraph(graph.Clone()));
+  for (const std::string& fetch : a.fetches) {
+    ParsedInput parsed;
+    if (!ParseInputString(fetch, &parsed) || parsed.control) return InvalidArgument("--fetch " + fetch + ": malformed tensor name");
+    const Node* node = graph.FindNode(parsed.node);
+    if (node == nullptr) return InvalidArgument("--fetch " + fetch + ": no node with that name");
+    if (parsed.index >= static_cast<int>(checked.info(node->id).dtypes.size()))
+      return InvalidArgument("--fetch " + fetch + ": " + node->name + " has no output " + std::to_string(parsed.index));
+  }
+  // Keep the fetches (or the model's outputs) and every placeholder.
+  std::vector<std::string> targets;
+  for (int id = 0; id < graph.num_nodes(); ++id)
+    if (graph.node(id)->op == "Placeholder") targets.push_back(graph.node(id)->name);
+  if (a.fetches.empty()) targets = ModelOutputsAndInputs(graph);
+  PassContext context({}, a.fetches, targets);
+  PassManager pipeline = DefaultPipeline(options);
+  if (!a.passes.empty()) {
+    GJ_ASSIGN_OR_RETURN(pipeline, pipeline.Only(a.passes));
+  }
+  if (a.verify) pipeline.set_verify(true);
+  std::vector<PassRecord> records;
+  const int before = graph.num_nodes();
+  GJ_RETURN_IF_ERROR(pipeline.Run(graph, context, &records).status());
+  std::fprintf(report, "%-18s %8s %8s %9s\n", "pass", "before", "after", "ms");
+  for (const PassRecord& r : records) {
+    if (r.ran)
+      std::fprintf(report, "%-18s %8d %8d %9.2f%s\n", r.name.c_str(), r.nodes_before, r.nodes_after, r.ms,
+                   r.changed ? "" : "  (unchanged)");
+    else
+      std::fprintf(report, "%-18s %8s %8s %9s\n", r.name.c_str(), "-", "-", "disabled");
+  }
+  return Optimized{ExportGraphDef(graph), before, graph.num_nodes()};
+}
+
+}  // namespace
 
 int OptimizeCommand(const OptimizeArgs& a) {
   auto options = LoadSessionOptions(a.config, "");
@@ -29,47 +108,51 @@ int OptimizeCommand(const OptimizeArgs& a) {
   Status names = CheckPassNames(options->disabled_passes);
   if (!names.ok()) return Fail(kExitBadInput, names.message());
   if (!a.dump_to.empty()) options->dump_to = a.dump_to;
-
-  auto graph_def = ReadGraphDefFile(a.model);
-  if (!graph_def.ok()) return Fail(kExitBadInput, graph_def.status().message());
-  auto graph = ImportGraphDef(*graph_def);
-  if (!graph.ok()) return Fail(kExitBadInput, a.model + ": " + graph.status().message());
-  // The passes need a graph the runtime accepts (ops known, types consistent).
-  auto checked = AnalyzeGraph(graph->Clone());
-  if (!checked.ok()) return Fail(kExitBadInput, a.model + ": " + checked.status().message());
-  for (const std::string& fetch : a.fetches) {
-    ParsedInput parsed;
-    if (!ParseInputString(fetch, &parsed) || parsed.control)
-      return Fail(kExitBadInput, "--fetch " + fetch + ": malformed tensor name");
-    const Node* node = graph->FindNode(parsed.node);
-    if (node == nullptr) return Fail(kExitBadInput, "--fetch " + fetch + ": no node with that name");
-    if (parsed.index >= static_cast<int>(checked->info(node->id).dtypes.size()))
-      return Fail(kExitBadInput, "--fetch " + fetch + ": " + node->name + " has no output " +
-                                     std::to_string(parsed.index));
+  // The graphs: the model, or its cases.
+  std::vector<tensorflow::GraphDef> graphs;
+  if (a.split) {
+    std::ifstream in(a.model);
+    if (!in) return Fail(kExitBadInput, a.model + ": cannot be read");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const std::string& one : SplitCases(text)) {
+      graphs.emplace_back();
+      Status parsed = ParseBinaryOrText(one, a.model + " (case " + std::to_string(graphs.size()) + ")", &graphs.back());
+      if (!parsed.ok()) return Fail(kExitBadInput, parsed.message());
+    }
+  } else {
+    auto graph_def = ReadGraphDefFile(a.model);
+    if (!graph_def.ok()) return Fail(kExitBadInput, graph_def.status().message());
+    graphs.push_back(*std::move(graph_def));
   }
-
-  // Keep the fetches (or the model's outputs) and every placeholder.
-  std::vector<std::string> targets;
-  for (int id = 0; id < graph->num_nodes(); ++id)
-    if (graph->node(id)->op == "Placeholder") targets.push_back(graph->node(id)->name);
-  if (a.fetches.empty()) targets = ModelOutputsAndInputs(*graph);
-  PassContext context({}, a.fetches, targets);
-
-  std::vector<PassRecord> records;
-  const int before = graph->num_nodes();
-  auto changed = DefaultPipeline(*options).Run(*graph, context, &records);
-  if (!changed.ok()) return Fail(kExitBadInput, a.model + ": " + changed.status().message());
-  std::printf("%-18s %8s %8s %9s\n", "pass", "before", "after", "ms");
-  for (const PassRecord& r : records) {
-    if (r.ran)
-      std::printf("%-18s %8d %8d %9.2f%s\n", r.name.c_str(), r.nodes_before, r.nodes_after, r.ms,
-                  r.changed ? "" : "  (unchanged)");
-    else
-      std::printf("%-18s %8s %8s %9s\n", r.name.c_str(), "-", "-", "disabled");
+  // Each optimized; the report on stdout, or on stderr when stdout has the graphs.
+  const bool to_stdout = a.output == "-";
+  FILE* report = to_stdout ? stderr : stdout;
+  std::string text;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    auto optimized = Optimize(graphs[i], a, *options, report);
+    const std::string which = graphs.size() > 1 ? " (case " + std::to_string(i + 1) + ")" : "";
+    if (!optimized.ok()) return Fail(kExitBadInput, a.model + which + ": " + optimized.status().message());
+    std::fprintf(report, "%s%s: %d -> %d nodes%s", a.model.c_str(), which.c_str(), optimized->before, optimized->after,
+                 to_stdout || a.split ? "\n" : "");
+    graphs[i] = std::move(optimized->graph);
+    if (to_stdout || a.split) {
+      std::string one;
+      google::protobuf::TextFormat::PrintToString(graphs[i], &one);
+      text += (i ? std::string(kSplitMarker) + "\n" : "") + one;
+    }
   }
-  Status written = WriteGraphDefFile(ExportGraphDef(*graph), a.output);
-  if (!written.ok()) return Fail(kExitBadInput, written.message());
-  std::printf("%s: %d -> %d nodes, written to %s\n", a.model.c_str(), before, graph->num_nodes(), a.output.c_str());
+  if (to_stdout) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  if (a.split) {
+    std::ofstream out(a.output);
+    if (!(out << text)) return Fail(kExitBadInput, a.output + ": cannot be written");
+    std::fprintf(report, "written to %s\n", a.output.c_str());
+    return 0;
+  }
+  if (Status written = WriteGraphDefFile(graphs[0], a.output); !written.ok()) return Fail(kExitBadInput, written.message());
+  std::fprintf(report, ", written to %s\n", a.output.c_str());
   return 0;
 }
 

@@ -15,6 +15,9 @@ struct OptimizeArgs {
   std::string disable;  // A,B
   std::string config;
   std::string dump_to;
+  std::vector<std::string> passes;  // --pass: these only, in order
+  bool split = false;               // --split-input-file
+  bool verify = false;
 };
 
 void AddOptimizeCommand(CLI::App& app, OptimizeArgs* args);

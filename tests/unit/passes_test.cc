@@ -125,6 +125,27 @@ TEST(PassManager, DisabledPassesDoNotRunAndUnknownNamesFail) {
   EXPECT_NE(r.status().message().find("no graph pass named 'c'"), std::string::npos);
 }
 
+// A manager of some of the passes, in another order (one twice), runs those only; a name
+// that is not a pass is an error listing the passes.
+TEST(PassManager, OnlyTheNamedPassesInTheirOrder) {
+  std::vector<std::string> ran;
+  PassManager pm;
+  for (const char* name : {"a", "b", "c"})
+    pm.Add(name, [&ran, name](Graph&, const PassContext&) -> StatusOr<bool> {
+      ran.push_back(name);
+      return false;
+    });
+  auto only = pm.Only({"c", "a", "c"});
+  ASSERT_TRUE(only.ok()) << only.status().ToString();
+  EXPECT_EQ(only->names(), (std::vector<std::string>{"c", "a", "c"}));
+  Graph graph;
+  ASSERT_TRUE(only->Run(graph, PassContext({}, {}, {})).ok());
+  EXPECT_EQ(ran, (std::vector<std::string>{"c", "a", "c"}));
+  auto unknown = pm.Only({"a", "d"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(), "'d' is not a graph pass (the passes: a, b, c)");
+}
+
 TEST(PassManager, DumpsTheGraphAfterEveryPass) {
   Graph graph = Load(testing::TestData("keras_mlp/model.pb"));
   SessionOptions so;
