@@ -1667,17 +1667,16 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph* graph) {
   return CUDA_SUCCESS;
 }
 
+namespace {
+CUstreamCaptureStatus CaptureStatusOf(const CUstream_st* s) {
+  return !s->capture                ? CU_STREAM_CAPTURE_STATUS_NONE
+         : s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                   : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+}  // namespace
+
 CUresult CUDAAPI cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
-  std::lock_guard lock(D().mu);
-  CUctx_st* ctx;
-  if (!status) return CUDA_ERROR_INVALID_VALUE;
-  if (CUresult r = Enter(&ctx)) return r;
-  CUstream_st* s = StreamOf(ctx, stream);
-  if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  *status = !s->capture                ? CU_STREAM_CAPTURE_STATUS_NONE
-            : s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
-                                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
-  return CUDA_SUCCESS;
+  return cuStreamGetCaptureInfo(stream, status, nullptr, nullptr, nullptr, nullptr, nullptr);
 }
 
 // The capture's status, id and graph; its dependencies are the last node captured (the
@@ -1691,10 +1690,8 @@ CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus* 
   if (CUresult r = Enter(&ctx)) return r;
   CUstream_st* s = StreamOf(ctx, stream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (s->capture) st = s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
-  *status = st;
-  const bool active = st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  *status = CaptureStatusOf(s);
+  const bool active = *status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
   if (id && s->capture) *id = s->capture->id;
   if (graph) *graph = active ? s->capture->graph.get() : nullptr;
   if (dependencies) *dependencies = active && s->capture->last ? &s->capture->last : nullptr;

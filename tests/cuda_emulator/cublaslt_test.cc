@@ -865,12 +865,7 @@ TEST_F(CublasLtEmulator, FirstCallOfAPlanIsNotCapturable) {
   };
   // One captured call: its status, and what cuStreamEndCapture says.
   auto captured = [&](cublasLtHandle_t h, cublasLtMatmulDesc_t d, cublasStatus_t* status) {
-    EXPECT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    *status = matmul(h, d);
-    CUgraph graph = nullptr;
-    const CUresult end = cuStreamEndCapture(stream, &graph);
-    if (graph) cuGraphDestroy(graph);
-    return end;
+    return CapturedAlone(stream, [&] { return matmul(h, d); }, status);
   };
   ScopedEnv first("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE", "1");
   cublasStatus_t status;

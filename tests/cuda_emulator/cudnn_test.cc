@@ -537,12 +537,7 @@ TEST_F(CudnnEmulator, FirstCallOfAPlanIsNotCapturable) {
   };
   auto captured = [&](cudnnHandle_t h, auto call, cudnnStatus_t* status) {
     EXPECT_EQ(dnn().cudnnSetStream(h, reinterpret_cast<cudaStream_t>(stream)), CUDNN_STATUS_SUCCESS);
-    EXPECT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    *status = call(h);
-    CUgraph graph = nullptr;
-    const CUresult end = cuStreamEndCapture(stream, &graph);
-    if (graph) cuGraphDestroy(graph);
-    return end;
+    return CapturedAlone(stream, [&] { return call(h); }, status);
   };
   ScopedEnv first("CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE", "1");
   cudnnStatus_t status;

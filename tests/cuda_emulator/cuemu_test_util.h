@@ -20,6 +20,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_emulator/cuemu.h"
@@ -77,6 +78,31 @@ class ScopedEnv {
 // Throws (failing the test with the message) when a helper's driver call fails.
 inline void Check(CUresult result, const char* what) {
   if (result != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + ": " + Describe(result));
+}
+
+
+// `call()` made on a thread of its own with context `ctx` current; its result.
+template <class Call>
+CUresult OnAnotherThread(CUcontext ctx, Call call) {
+  CUresult result = CUDA_SUCCESS;
+  std::thread t([&] {
+    cuCtxSetCurrent(ctx);
+    result = call();
+  });
+  t.join();
+  return result;
+}
+
+// `call()` (a library's, returning its status into `*status`) captured alone on `stream`;
+// what cuStreamEndCapture says (its graph, if any, destroyed).
+template <class Status, class Call>
+CUresult CapturedAlone(CUstream stream, Call call, Status* status) {
+  EXPECT_EQ(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  *status = call();
+  CUgraph graph = nullptr;
+  const CUresult end = cuStreamEndCapture(stream, &graph);
+  if (graph) cuGraphDestroy(graph);
+  return end;
 }
 
 }  // namespace cuemu_test

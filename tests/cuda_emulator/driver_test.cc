@@ -675,15 +675,7 @@ TEST(CudaEmulatorPerThreadStream, EachThreadHasItsOwn) {
   const CUdeviceptr a = memory.Alloc<uint32_t>(n), b = memory.Alloc<uint32_t>(n);
   uint32_t* host_a = nullptr;
   CU_ASSERT_OK(cuemuDeviceMemory(a, n * 4, reinterpret_cast<void**>(&host_a)));  // a view, no synchronization
-  auto on_thread = [&](auto call) {
-    CUresult result = CUDA_SUCCESS;
-    std::thread t([&] {
-      cuCtxSetCurrent(ctx);
-      result = call();
-    });
-    t.join();
-    return result;
-  };
+  auto on_thread = [&](auto call) { return OnAnotherThread(ctx, call); };
   // Thread 1 queues on its stream; thread 2's and this thread's per-thread synchronizations
   // leave that work queued.
   CU_ASSERT_OK(on_thread([&] { return cuMemsetD32Async(a, 7, n, CU_STREAM_PER_THREAD); }));
@@ -921,15 +913,7 @@ TEST_P(GraphTest, FreesOfOtherThreadsBreakThreadLocalCaptures) {
   CU_ASSERT_OK(cuCtxGetCurrent(&ctx));
   CUevent event;
   CU_ASSERT_OK(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
-  auto elsewhere = [&](auto call) {
-    CUresult result = CUDA_SUCCESS;
-    std::thread t([&] {
-      cuCtxSetCurrent(ctx);
-      result = call();
-    });
-    t.join();
-    return result;
-  };
+  auto elsewhere = [&](auto call) { return OnAnotherThread(ctx, call); };
   CUdeviceptr spare[3] = {};
   void* host[2] = {};
   for (CUdeviceptr& p : spare) CU_ASSERT_OK(cuMemAlloc(&p, 64));
