@@ -11,7 +11,7 @@
 
 namespace graphjit::emitter {
 
-StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
+StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel, std::string* canonical) {
   const std::vector<int64_t>& dims = fusion_.space.dims();
   int64_t cols = 1;
   switch (fusion_.kind) {
@@ -37,10 +37,8 @@ StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
       PlanRowCache(full, reduced);
       GJ_RETURN_IF_ERROR(Rows(rows, kernel, [&] {
         if (kernel->rows > 1) {
-          const Value next = Let(Innermost(), "arith.addi %r, " + IndexConst(1).name + " : index", "index");
-          next_row_ = Delinearize(
-              Let(Innermost(), "arith.minui " + next.name + ", " + IndexConst(kernel->rows - 1).name + " : index", "index"),
-              rows);
+          const Value next = b_.Apply(Op::kAddI, {row_index_, IndexConst(1)});
+          next_row_ = Delinearize(b_.Apply(Op::kMinUI, {next, IndexConst(kernel->rows - 1)}), rows);
         }
         return RowBody(full, per_row, reduced, cols);
       }));
@@ -54,7 +52,7 @@ StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
   }
   kernel->cost_per_row = cols * (num_ops_ + 1);
   kernel->function = "fusion_" + std::to_string(f_);
-  std::string params = "%begin: index, %end: index";
+  std::vector<FunctionParam> params = {{begin_}, {end_}};
   for (int b : params_) {
     const FusionPlan::Buffer& buffer = p_.buffers[b];
     // What LLVM may rely on: the buffer's bytes and, for the outputs this kernel stores
@@ -62,15 +60,14 @@ StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
     // Allocator::kAlignment; what it reads may be a caller's memory, aligned or not.
     // With them, stores into a large output stream past the caches (CompileOptions::
     // streaming_store_bytes).
-    std::string facts = "llvm.noalias";
-    const int64_t bytes = CheckedBytes(buffer.shape.dims(), static_cast<int64_t>(DTypeSize(buffer.dtype))).value_or(0);
-    if (bytes > 0) facts += ", llvm.dereferenceable = " + std::to_string(bytes) + " : i64";
-    if (buffer.kind == FusionPlan::Buffer::Kind::kTemp && buffer.fusion == f_)
-      facts += ", llvm.align = " + std::to_string(Allocator::kAlignment) + " : i64";
-    params += ", %b" + std::to_string(b) + ": " + MemRefType(buffer.shape, buffer.dtype) + " {" + facts + "}";
+    FunctionParam param{Param(b), /*noalias=*/true};
+    param.dereferenceable = CheckedBytes(buffer.shape.dims(), static_cast<int64_t>(DTypeSize(buffer.dtype))).value_or(0);
+    if (buffer.kind == FusionPlan::Buffer::Kind::kTemp && buffer.fusion == f_) param.align = Allocator::kAlignment;
+    params.push_back(param);
     kernel->buffers.push_back(b);
   }
-  return "func.func @" + kernel->function + "(" + params + ") {\n" + code_[0] + "return\n}\n";
+  if (canonical) *canonical = b_.Function("kernel", params, /*locations=*/false);
+  return b_.Function(kernel->function, params);
 }
 
 // --- Loops.
@@ -78,12 +75,15 @@ StatusOr<std::string> KernelEmitter::EmitCpu(EmittedKernel* kernel) {
 Status KernelEmitter::Rows(const std::vector<int64_t>& dims, EmittedKernel* kernel, const std::function<Status()>& body) {
   kernel->rows = 1;
   for (int64_t d : dims) kernel->rows *= d;
+  begin_ = b_.Parameter("%begin", Type::Index());
+  end_ = b_.Parameter("%end", Type::Index());
   OpenScope();
-  row_ = Delinearize({"%r", Innermost(), "index"}, dims);
+  row_index_ = b_.InductionVar("%r");
+  row_ = Delinearize(row_index_, dims);
   Status s = body();
-  std::string inner = CloseScope();
+  Block inner = CloseScope();
   GJ_RETURN_IF_ERROR(s);
-  code_[0] += "scf.for %r = %begin to %end step %i1 {\n" + inner + "}\n";
+  b_.For(0, row_index_, begin_, end_, IndexConst(1), {}, {}, std::move(inner), {});
   return Status::Ok();
 }
 
@@ -116,9 +116,7 @@ void KernelEmitter::PrefetchNextRow(const Index& at) {
   if (bytes > kMaxPrefetchedRowBytes) return;
   Index index = next_row_;
   index.insert(index.end(), at.begin() + fusion_.split, at.end());
-  for (int b : buffers)
-    code_[Innermost()] += "memref.prefetch %b" + std::to_string(b) + "[" + Names(index) + "], read, locality<3>, data : " +
-                          BufferType(b) + "\n";
+  for (int b : buffers) b_.Prefetch(Param(b), index);
 }
 
 // --- The row cache.
@@ -151,10 +149,10 @@ bool KernelEmitter::Collect(TensorId v, std::map<TensorId, bool>* out) const {
 void KernelEmitter::Mark(TensorId v, const std::map<TensorId, std::pair<bool, int>>& earlier, int64_t* bytes, int64_t row_bytes) {
   if (!Inline(v)) return;
   auto it = earlier.find(v);
-  if (it != earlier.end() && it->second.first && ElementType(g_.info(v.node).dtypes[0]) == "f32") {
+  if (it != earlier.end() && it->second.first && ElementType(g_.info(v.node).dtypes[0]) == Type::F32()) {
     if (!cache_.count(v) && *bytes + row_bytes <= kMaxRowCacheBytes) {
       *bytes += row_bytes;
-      cache_[v] = {"%s" + std::to_string(cache_.size()), it->second.second, false};
+      cache_[v] = {Value{"%s" + std::to_string(cache_.size())}, it->second.second, false};
     }
     if (cache_.count(v)) return;
   }
@@ -174,10 +172,9 @@ void KernelEmitter::PlanRowCache(const std::vector<TensorId>& full, const std::v
     for (const TensorId& v : loops[j]) Collect(v, &computed);
     for (auto& [v, expensive] : computed) earlier.emplace(v, std::pair{expensive, static_cast<int>(j)});
   }
-  std::string type = "memref<";
-  for (int64_t d : reduced) type += std::to_string(d ? d : 1) + "x";
-  cache_type_ = type + "f32>";
-  for (auto& [v, entry] : cache_) code_[0] += entry.name + " = memref.alloca() : " + cache_type_ + "\n";
+  std::vector<int64_t> dims;
+  for (int64_t d : reduced) dims.push_back(d ? d : 1);
+  for (auto& [v, entry] : cache_) entry.array = b_.Alloca(Type::MemRef(dims, Type::F32()), entry.array.name);
 }
 
 // The cached element of `v` at `index` if an earlier loop stored it; else stores it if
@@ -186,14 +183,14 @@ std::optional<Value> KernelEmitter::FromRowCache(TensorId v, const Index& index)
   auto it = cache_.find(v);
   if (it == cache_.end() || loop_ <= it->second.loop || !it->second.stored) return std::nullopt;
   const Index cols(index.begin() + fusion_.split, index.end());
-  return Let(DepthOf(cols), "memref.load " + it->second.name + "[" + Names(cols) + "] : " + cache_type_, "f32");
+  return b_.Load(it->second.array, cols);
 }
 
 void KernelEmitter::ToRowCache(TensorId v, const Index& index, const Value& value) {
   auto it = cache_.find(v);
   if (it == cache_.end() || loop_ != it->second.loop || value.depth != Innermost()) return;
   const Index cols(index.begin() + fusion_.split, index.end());
-  code_[Innermost()] += "memref.store " + value.name + ", " + it->second.name + "[" + Names(cols) + "] : " + cache_type_ + "\n";
+  b_.Store(value, it->second.array, cols);
   it->second.stored = true;
 }
 
@@ -223,7 +220,7 @@ Status KernelEmitter::ReduceAll(int r) {
   if (dtype == DType::kHalf || dtype == DType::kBFloat16) return ReduceAllPerOutput(n, out, axes);
   if (dtype != DType::kFloat && dtype != DType::kInt32 && dtype != DType::kInt64)
     return Unimplemented(NodeLabel(n) + ": a column reduction of " + DTypeName(dtype));
-  const std::string type = ElementType(dtype);
+  const Type type = ElementType(dtype);
   const Reducer reducer = ReducerOf(n.op, type);
   int64_t count = 1;
   for (int a : axes.axes) count *= in.dim(a);
@@ -240,16 +237,15 @@ Status KernelEmitter::ReduceAll(int r) {
     }
     GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], at));
     const Value acc = Load(out, to, Innermost());
-    Store(out, to, Let(Innermost(), reducer.combine + " " + acc.name + ", " + v.name + " : " + type, type));
+    Store(out, to, b_.Apply(reducer.combine, {acc, v}, kExact, Innermost()));
     return Status::Ok();
   }));
   if (TraitsOf(n.op).reducer != OpReducer::kMean) return Status::Ok();
-  if (type != "f32" && count == 0) return Status::Ok();  // an integer mean of nothing stays 0
+  if (type != Type::F32() && count == 0) return Status::Ok();  // an integer mean of nothing stays 0
   return Nest(out_dims, 0, index, [&](const Index& at) {
     const Value sum = Load(out, at, Innermost());
-    const Value divisor = type == "f32" ? FloatConst(count) : IntConst(count, type);
-    Store(out, at, Let(Innermost(), std::string(type == "f32" ? "arith.divf " : "arith.divsi ") + sum.name + ", " +
-                                        divisor.name + " : " + type, type));
+    const bool f = type == Type::F32();
+    Store(out, at, b_.Apply(f ? Op::kDivF : Op::kDivSI, {sum, f ? FloatConst(count) : IntConst(count, type)}, kExact, Innermost()));
     return Status::Ok();
   });
 }

@@ -10,38 +10,28 @@
 
 namespace graphjit {
 
+using emitter::Builder;
+using emitter::Cast;
+using emitter::Op;
+using emitter::Pred;
+using emitter::Type;
+using emitter::Value;
+
 namespace {
 
 // No contraction: an FMA for x*y+z keeps x*y from overflowing, so an Inf or NaN of the
 // reference kernels would become a finite value. Math functions may be approximate (afn);
 // divisions are exact (no arcp: x * (1 / d) is 0 or NaN where x / d is not, for a huge or
 // subnormal d); never nnan/ninf.
-constexpr const char* kArith = " : f32";
-constexpr const char* kMath = " fastmath<afn> : f32";
+Value F32(Builder& b, double v) { return b.Float(v); }
+Value Binary(Op op, const Value& x, const Value& y, Builder& b) { return b.Apply(op, {x, y}); }
+Value Math(Op op, const Value& x, Builder& b) { return b.Apply(op, {x}, emitter::kAfn); }
+Value Divide(const Value& x, const Value& y, Builder& b) { return b.Apply(Op::kDivF, {x, y}); }
 
-std::string F32(MlirWriter& w, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "arith.constant %.9e : f32", v);
-  return w.Let(buf);
-}
-
-std::string Binary(const char* op, const std::vector<std::string>& x, MlirWriter& w) {
-  return w.Let(std::string(op) + " " + x[0] + ", " + x[1] + kArith);
-}
-std::string Divide(const std::string& x, const std::string& y, MlirWriter& w) {
-  return w.Let("arith.divf " + x + ", " + y + " : f32");
-}
-std::string Unary(const char* op, const std::string& x, MlirWriter& w) { return w.Let(std::string(op) + " " + x + kMath); }
-std::string Cmp(const char* pred, const std::vector<std::string>& x, MlirWriter& w) {
-  return w.Let(std::string("arith.cmpf ") + pred + ", " + x[0] + ", " + x[1] + " : f32");
-}
-std::string Select(const std::string& c, const std::string& a, const std::string& b, MlirWriter& w) {
-  return w.Let("arith.select " + c + ", " + a + ", " + b + " : f32");
-}
 // max(x, 0) with NaN passed through, as the reference Relu does.
-std::string Relu(const std::string& x, MlirWriter& w) {
-  std::string zero = F32(w, 0);
-  return Select(w.Let("arith.cmpf olt, " + x + ", " + zero + " : f32"), zero, x, w);
+Value Relu(const Value& x, Builder& b) {
+  const Value zero = F32(b, 0);
+  return b.Select(b.Cmp(Pred::kOlt, x, zero), zero, x);
 }
 
 // IEEE 754-2019 maximum or minimum, as the reference kernels compute them: NaN propagates
@@ -49,38 +39,35 @@ std::string Relu(const std::string& x, MlirWriter& w) {
 // a tie of the maximum (+0 of +-0), else a OR b (-0 of +-0, a NaN of a NaN). Not
 // arith.maximumf: between f16 loads and stores LLVM 19 narrows it to llvm.maximum on half
 // vectors, and the x86 code it made of that returned 0 for max(0, NaN) (found by jit_fuzz).
-std::string MaxOrMin(bool max, const std::string& a, const std::string& b, MlirWriter& w) {
-  auto bits = [&](const std::string& x) { return w.Let("arith.bitcast " + x + " : f32 to i32"); };
-  auto bitwise = [&](const char* op) {
-    return w.Let("arith.bitcast " + w.Let(std::string(op) + " " + bits(a) + ", " + bits(b) + " : i32") + " : i32 to f32");
-  };
-  std::string tie = bitwise("arith.ori");
-  if (max) tie = Select(Cmp("oeq", {a, b}, w), bitwise("arith.andi"), tie, w);
-  const std::string& lo = max ? b : a;
-  const std::string& hi = max ? a : b;
-  return Select(Cmp("olt", {lo, hi}, w), a, Select(Cmp("olt", {hi, lo}, w), b, tie, w), w);
+Value MaxOrMin(bool max, const Value& a, const Value& c, Builder& b) {
+  auto bits = [&](const Value& x) { return b.Convert(Cast::kBitcast, x, Type::I32()); };
+  auto bitwise = [&](Op op) { return b.Convert(Cast::kBitcast, b.Apply(op, {bits(a), bits(c)}), Type::F32()); };
+  Value tie = bitwise(Op::kOrI);
+  if (max) tie = b.Select(b.Cmp(Pred::kOeq, a, c), bitwise(Op::kAndI), tie);
+  const Value& lo = max ? c : a;
+  const Value& hi = max ? a : c;
+  return b.Select(b.Cmp(Pred::kOlt, lo, hi), a, b.Select(b.Cmp(Pred::kOlt, hi, lo), c, tie));
 }
 
 // r < 2^-126 ? 0 : r: the exp-based ops (Exp, Sigmoid, Softplus, Softmax) give 0 below the
 // normal range, as the reference kernels and TensorFlow do (runtime/kernels/ieee.h).
 // MLIR's exp already gives 0 below 2^-127; this makes the band just below 2^-126 agree.
-std::string ZeroBelowNormal(const std::string& r, MlirWriter& w) {
-  std::string tiny = w.Let("arith.cmpf olt, " + r + ", " + F32(w, 1.17549435e-38) + " : f32");
-  return Select(tiny, F32(w, 0), r, w);
+Value ZeroBelowNormal(const Value& r, Builder& b) {
+  return b.Select(b.Cmp(Pred::kOlt, r, F32(b, 1.17549435e-38)), F32(b, 0), r);
 }
 
-std::string Exp(const std::string& x, MlirWriter& w) { return ZeroBelowNormal(Unary("math.exp", x, w), w); }
+Value Exp(const Value& x, Builder& b) { return ZeroBelowNormal(Math(Op::kExp, x, b), b); }
 
 // exp(x) - 1 as TensorFlow's Elu and Selu compute it (not expm1: for a tiny negative x
 // they give +0, and 1 / Selu(x) is +Inf, not -Inf).
-std::string ExpMinusOne(const std::string& x, MlirWriter& w) {
-  return Binary("arith.subf", {Unary("math.exp", x, w), F32(w, 1)}, w);  // a tiny exp(x) gives -1 either way
+Value ExpMinusOne(const Value& x, Builder& b) {
+  return Binary(Op::kSubF, Math(Op::kExp, x, b), F32(b, 1), b);  // a tiny exp(x) gives -1 either way
 }
 
 // c[0] + c[1] t + c[2] t^2 + ..., by Horner's rule with fused multiply-adds.
-std::string Polynomial(const std::vector<double>& c, const std::string& t, MlirWriter& w) {
-  std::string r = F32(w, c.back());
-  for (size_t i = c.size() - 1; i-- > 0;) r = w.Let("math.fma " + r + ", " + t + ", " + F32(w, c[i]) + " : f32");
+Value Polynomial(const std::vector<double>& c, const Value& t, Builder& b) {
+  Value r = F32(b, c.back());
+  for (size_t i = c.size() - 1; i-- > 0;) r = b.Apply(Op::kFma, {r, t, F32(b, c[i])});
   return r;
 }
 
@@ -90,69 +77,47 @@ std::string Polynomial(const std::vector<double>& c, const std::string& t, MlirW
 // product t and its rounding error d (an FMA), e^(-x^2) = e^(-t) (1 - d). From |x| = 10 on,
 // e^(-100) R(10) is below 2^-126 and the result 0 (or 2), as the reference kernel gives it.
 // NaN stays NaN.
-std::string Erfc(const std::string& x, MlirWriter& w) {
+Value Erfc(const Value& x, Builder& b) {
   static const std::vector<double> p = {1.000000028e+00, 1.249548049e+00, 7.438750972e-01, 2.353138589e-01,
                                         3.417619160e-02};
   static const std::vector<double> q = {1.000000000e+00, 2.377928648e+00, 2.427062535e+00,
                                         1.348380754e+00, 4.171066021e-01, 6.057510185e-02};
-  const std::string a = w.Let("arith.minimumf " + Unary("math.absf", x, w) + ", " + F32(w, 10) + " : f32");
-  const std::string t = Binary("arith.mulf", {a, a}, w);
-  const std::string d = w.Let("math.fma " + a + ", " + a + ", " + w.Let("arith.negf " + t + " : f32") + " : f32");
-  const std::string e = Unary("math.exp", w.Let("arith.negf " + t + " : f32"), w);
-  const std::string scaled = w.Let("math.fma " + w.Let("arith.negf " + d + " : f32") + ", " + e + ", " + e + " : f32");
-  const std::string v = Binary("arith.mulf", {scaled, Divide(Polynomial(p, a, w), Polynomial(q, a, w), w)}, w);
-  const std::string negative = w.Let("arith.cmpf olt, " + x + ", " + F32(w, 0) + " : f32");
-  return ZeroBelowNormal(Select(negative, Binary("arith.subf", {F32(w, 2), v}, w), v, w), w);
+  const Value a = Binary(Op::kMinimumF, Math(Op::kAbsF, x, b), F32(b, 10), b);
+  const Value t = Binary(Op::kMulF, a, a, b);
+  const Value d = b.Apply(Op::kFma, {a, a, b.Apply(Op::kNegF, {t})});
+  const Value e = Math(Op::kExp, b.Apply(Op::kNegF, {t}), b);
+  const Value scaled = b.Apply(Op::kFma, {b.Apply(Op::kNegF, {d}), e, e});
+  const Value v = Binary(Op::kMulF, scaled, Divide(Polynomial(p, a, b), Polynomial(q, a, b), b), b);
+  const Value negative = b.Cmp(Pred::kOlt, x, F32(b, 0));
+  return ZeroBelowNormal(b.Select(negative, Binary(Op::kSubF, F32(b, 2), v, b), v), b);
 }
-
-// On integers of type `t` (i32, i64).
-std::string IntConst(MlirWriter& w, int64_t v, const std::string& t) {
-  return w.Let("arith.constant " + std::to_string(v) + " : " + t);
-}
-std::string IntBinary(const char* op, const std::string& a, const std::string& b, const std::string& t, MlirWriter& w) {
-  return w.Let(std::string(op) + " " + a + ", " + b + " : " + t);
-}
-std::string IntSelect(const std::string& c, const std::string& a, const std::string& b, const std::string& t,
-                      MlirWriter& w) {
-  return w.Let("arith.select " + c + ", " + a + ", " + b + " : " + t);
-}
-std::string IntCmp(const char* pred, const std::string& a, const std::string& b, const std::string& t, MlirWriter& w) {
-  return w.Let(std::string("arith.cmpi ") + pred + ", " + a + ", " + b + " : " + t);
-}
-
-bool IsInt(const std::string& t) { return t == "i32" || t == "i64"; }
 
 // Cast between the computed types (f32, i1, i32, i64), then rounded to a 16-bit float
 // type if that is the destination, as the reference kernel's Cast does.
-std::string EmitCast(const std::string& x, const std::string& from, DType to_dtype, MlirWriter& w) {
-  const std::string to = ElementType(to_dtype);
-  std::string v = x;
+Value EmitCast(const Value& x, DType to_dtype, Builder& b) {
+  const Type from = x.type, to = ElementType(to_dtype);
+  Value v = x;
   if (from == to) {
-  } else if (from == "i1") {
-    v = to == "f32" ? Select(x, F32(w, 1), F32(w, 0), w) : w.Let("arith.extui " + x + " : i1 to " + to);
-  } else if (to == "i1") {
-    v = from == "f32" ? w.Let("arith.cmpf une, " + x + ", " + F32(w, 0) + " : f32")
-                      : IntCmp("ne", x, IntConst(w, 0, from), from, w);
-  } else if (from == "f32") {
+  } else if (from == Type::I1()) {
+    v = to == Type::F32() ? b.Select(x, F32(b, 1), F32(b, 0)) : b.Convert(Cast::kExtUI, x, to);
+  } else if (to == Type::I1()) {
+    v = from == Type::F32() ? b.Cmp(Pred::kUne, x, F32(b, 0)) : b.Cmp(Pred::kNe, x, b.Int(0, from));
+  } else if (from == Type::F32()) {
     // Truncation toward zero; NaN and what is out of range give the minimum, as x86's
     // conversion does (fptosi alone would be poison there; the select never picks it).
-    const double bound = to == "i32" ? 2147483648.0 : 9223372036854775808.0;
-    const std::string out_of_range = w.Let(
-        "arith.ori " + w.Let("arith.cmpf uno, " + x + ", " + x + " : f32") + ", " +
-        w.Let("arith.ori " + w.Let("arith.cmpf olt, " + x + ", " + F32(w, -bound) + " : f32") + ", " +
-              w.Let("arith.cmpf oge, " + x + ", " + F32(w, bound) + " : f32") + " : i1") +
-        " : i1");
-    const std::string minimum = IntConst(w, to == "i32" ? INT32_MIN : INT64_MIN, to);
-    v = IntSelect(out_of_range, minimum, w.Let("arith.fptosi " + x + " : f32 to " + to), to, w);
-  } else if (to == "f32") {
-    v = w.Let("arith.sitofp " + x + " : " + from + " to f32");
+    const double bound = to == Type::I32() ? 2147483648.0 : 9223372036854775808.0;
+    const Value out_of_range =
+        b.Apply(Op::kOrI, {b.Cmp(Pred::kUno, x, x),
+                           b.Apply(Op::kOrI, {b.Cmp(Pred::kOlt, x, F32(b, -bound)), b.Cmp(Pred::kOge, x, F32(b, bound))})});
+    const Value minimum = b.Int(to == Type::I32() ? INT32_MIN : INT64_MIN, to);
+    v = b.Select(out_of_range, minimum, b.Convert(Cast::kFPToSI, x, to));
+  } else if (to == Type::F32()) {
+    v = b.Convert(Cast::kSIToFP, x, Type::F32());
   } else {
-    v = w.Let(std::string(from == "i32" ? "arith.extsi " : "arith.trunci ") + x + " : " + from + " to " + to);
+    v = b.Convert(from == Type::I32() ? Cast::kExtSI : Cast::kTruncI, x, to);
   }
-  if (to_dtype == DType::kHalf || to_dtype == DType::kBFloat16) {  // rounded as stored
-    const char* t = to_dtype == DType::kHalf ? "f16" : "bf16";
-    v = w.Let("arith.extf " + w.Let("arith.truncf " + v + " : f32 to " + t) + " : " + t + " to f32");
-  }
+  if (to_dtype == DType::kHalf || to_dtype == DType::kBFloat16)  // rounded as stored
+    v = b.Convert(Cast::kExtF, b.Convert(Cast::kTruncF, v, to_dtype == DType::kHalf ? Type::F16() : Type::BF16()), Type::F32());
   return v;
 }
 
@@ -160,60 +125,41 @@ std::string EmitCast(const std::string& x, const std::string& from, DType to_dty
 // (`i`, also on i1 where `bools`), or, for the ops that read their attrs or take operands
 // of any computed type, from the node (`any`).
 struct Lowering {
-  using Float = std::function<std::string(const std::vector<std::string>& x, MlirWriter& w)>;
-  using Int = std::function<std::string(const std::vector<std::string>& x, const std::string& t, MlirWriter& w)>;
-  using Any = std::function<StatusOr<std::string>(const Node& n, const std::vector<std::string>& x,
-                                                  const std::vector<std::string>& types, MlirWriter& w)>;
-  Lowering(Float f, Int i = nullptr, bool bools = false) : f(std::move(f)), i(std::move(i)), bools(bools) {}
+  using Scalar = std::function<Value(const std::vector<Value>& x, Builder& b)>;
+  using Any = std::function<StatusOr<Value>(const Node& n, const std::vector<Value>& x, Builder& b)>;
+  Lowering(Scalar f, Scalar i = nullptr, bool bools = false) : f(std::move(f)), i(std::move(i)), bools(bools) {}
   explicit Lowering(Any any) : any(std::move(any)) {}
-  Float f;
-  Int i;
+  Scalar f, i;
   Any any;
   bool bools = false;
 };
 
-Lowering::Float FloatBinary(const char* op) {
-  return [op](const auto& x, MlirWriter& w) { return Binary(op, x, w); };
+Lowering::Scalar BinaryOf(Op op) {
+  return [op](const auto& x, Builder& b) { return Binary(op, x[0], x[1], b); };
 }
-Lowering::Float FloatUnary(const char* op) {
-  return [op](const auto& x, MlirWriter& w) { return Unary(op, x[0], w); };
+Lowering::Scalar MathOf(Op op) {
+  return [op](const auto& x, Builder& b) { return Math(op, x[0], b); };
 }
-Lowering::Float FloatCmp(const char* pred) {
-  return [pred](const auto& x, MlirWriter& w) { return Cmp(pred, x, w); };
-}
-Lowering::Int IntBinaryOf(const char* op) {
-  return [op](const auto& x, const std::string& t, MlirWriter& w) { return IntBinary(op, x[0], x[1], t, w); };
-}
-Lowering::Int IntCmpOf(const char* pred) {
-  return [pred](const auto& x, const std::string& t, MlirWriter& w) { return IntCmp(pred, x[0], x[1], t, w); };
+Lowering::Scalar CmpOf(Pred pred) {
+  return [pred](const auto& x, Builder& b) { return b.Cmp(pred, x[0], x[1]); };
 }
 // The operand itself (BroadcastTo: the broadcast is in the operand's index, as for every
 // elementwise op).
-StatusOr<std::string> AsIs(const Node&, const std::vector<std::string>& x, const std::vector<std::string>&, MlirWriter&) {
-  return x[0];
-}
-std::string SumAll(const char* add, const std::vector<std::string>& x, const std::string& t, MlirWriter& w) {
-  std::string sum = x[0];
-  for (size_t i = 1; i < x.size(); ++i) sum = IntBinary(add, sum, x[i], t, w);
+StatusOr<Value> AsIs(const Node&, const std::vector<Value>& x, Builder&) { return x[0]; }
+Value SumAll(Op add, const std::vector<Value>& x, Builder& b) {
+  Value sum = x[0];
+  for (size_t i = 1; i < x.size(); ++i) sum = Binary(add, sum, x[i], b);
   return sum;
 }
-
-StatusOr<std::string> SelectOf(const Node&, const std::vector<std::string>& x, const std::vector<std::string>& types,
-                               MlirWriter& w) {
-  return IntSelect(x[0], x[1], x[2], types[1], w);
-}
-Lowering::Any LogicalOf(const char* op) {
-  return [op](const Node&, const auto& x, const auto&, MlirWriter& w) -> StatusOr<std::string> {
-    return w.Let(std::string(op) + " " + x[0] + ", " + x[1] + " : i1");
-  };
+StatusOr<Value> SelectOf(const Node&, const std::vector<Value>& x, Builder& b) { return b.Select(x[0], x[1], x[2]); }
+Lowering::Any LogicalOf(Op op) {
+  return [op](const Node&, const auto& x, Builder& b) -> StatusOr<Value> { return Binary(op, x[0], x[1], b); };
 }
 
 // ZerosLike and OnesLike: `c` of the result's type.
 Lowering::Any ConstantLike(int c) {
-  return [c](const Node&, const auto&, const auto& types, MlirWriter& w) -> StatusOr<std::string> {
-    if (types[0] == "f32") return F32(w, c);
-    if (types[0] == "i1") return w.Let(c ? "arith.constant true" : "arith.constant false");
-    return IntConst(w, c, types[0]);
+  return [c](const Node&, const auto& x, Builder& b) -> StatusOr<Value> {
+    return x[0].type == Type::F32() ? F32(b, c) : b.Int(c, x[0].type);
   };
 }
 
@@ -222,175 +168,159 @@ Lowering::Any ConstantLike(int c) {
 // minimum give the minimum).
 const std::map<std::string, Lowering, std::less<>>& Lowerings() {
   static const std::map<std::string, Lowering, std::less<>> ops = {
-      {"Add", {FloatBinary("arith.addf"), IntBinaryOf("arith.addi")}},
-      {"AddV2", {FloatBinary("arith.addf"), IntBinaryOf("arith.addi")}},
-      {"BiasAdd", {FloatBinary("arith.addf"), IntBinaryOf("arith.addi")}},
+      {"Add", {BinaryOf(Op::kAddF), BinaryOf(Op::kAddI)}},
+      {"AddV2", {BinaryOf(Op::kAddF), BinaryOf(Op::kAddI)}},
+      {"BiasAdd", {BinaryOf(Op::kAddF), BinaryOf(Op::kAddI)}},
       {"AddN",
-       {[](const auto& x, MlirWriter& w) { return SumAll("arith.addf", x, "f32", w); },
-        [](const auto& x, const std::string& t, MlirWriter& w) { return SumAll("arith.addi", x, t, w); }}},
-      {"Sub", {FloatBinary("arith.subf"), IntBinaryOf("arith.subi")}},
-      {"Mul", {FloatBinary("arith.mulf"), IntBinaryOf("arith.muli")}},
-      {"RealDiv", {[](const auto& x, MlirWriter& w) { return Divide(x[0], x[1], w); }}},
-      {"Maximum",
-       {[](const auto& x, MlirWriter& w) { return MaxOrMin(true, x[0], x[1], w); }, IntBinaryOf("arith.maxsi")}},
-      {"Minimum",
-       {[](const auto& x, MlirWriter& w) { return MaxOrMin(false, x[0], x[1], w); }, IntBinaryOf("arith.minsi")}},
+       {[](const auto& x, Builder& b) { return SumAll(Op::kAddF, x, b); },
+        [](const auto& x, Builder& b) { return SumAll(Op::kAddI, x, b); }}},
+      {"Sub", {BinaryOf(Op::kSubF), BinaryOf(Op::kSubI)}},
+      {"Mul", {BinaryOf(Op::kMulF), BinaryOf(Op::kMulI)}},
+      {"RealDiv", {BinaryOf(Op::kDivF)}},
+      {"Maximum", {[](const auto& x, Builder& b) { return MaxOrMin(true, x[0], x[1], b); }, BinaryOf(Op::kMaxSI)}},
+      {"Minimum", {[](const auto& x, Builder& b) { return MaxOrMin(false, x[0], x[1], b); }, BinaryOf(Op::kMinSI)}},
       // Activation gradients as TensorFlow computes them: times 0 or 1, not a select, so a
       // NaN or infinite gradient stays NaN where the activation is flat.
       {"ReluGrad",
-       {[](const auto& x, MlirWriter& w) {
-         return Binary("arith.mulf", {x[0], Select(Cmp("ogt", {x[1], F32(w, 0)}, w), F32(w, 1), F32(w, 0), w)}, w);
+       {[](const auto& x, Builder& b) {
+         return Binary(Op::kMulF, x[0], b.Select(b.Cmp(Pred::kOgt, x[1], F32(b, 0)), F32(b, 1), F32(b, 0)), b);
        }}},
       {"Relu6Grad",
-       {[](const auto& x, MlirWriter& w) {
-         std::string inside = w.Let("arith.andi " + Cmp("ogt", {x[1], F32(w, 0)}, w) + ", " +
-                                    Cmp("olt", {x[1], F32(w, 6)}, w) + " : i1");
-         return Binary("arith.mulf", {x[0], Select(inside, F32(w, 1), F32(w, 0), w)}, w);
+       {[](const auto& x, Builder& b) {
+         const Value inside = b.Apply(Op::kAndI, {b.Cmp(Pred::kOgt, x[1], F32(b, 0)), b.Cmp(Pred::kOlt, x[1], F32(b, 6))});
+         return Binary(Op::kMulF, x[0], b.Select(inside, F32(b, 1), F32(b, 0)), b);
        }}},
       {"TanhGrad",
-       {[](const auto& x, MlirWriter& w) {
-         return Binary("arith.mulf", {x[1], Binary("arith.subf", {F32(w, 1), Binary("arith.mulf", {x[0], x[0]}, w)}, w)}, w);
+       {[](const auto& x, Builder& b) {
+         return Binary(Op::kMulF, x[1], Binary(Op::kSubF, F32(b, 1), Binary(Op::kMulF, x[0], x[0], b), b), b);
        }}},
       {"SigmoidGrad",
-       {[](const auto& x, MlirWriter& w) {
-         std::string dy_y = Binary("arith.mulf", {x[1], x[0]}, w);
-         return Binary("arith.mulf", {dy_y, Binary("arith.subf", {F32(w, 1), x[0]}, w)}, w);
+       {[](const auto& x, Builder& b) {
+         return Binary(Op::kMulF, Binary(Op::kMulF, x[1], x[0], b), Binary(Op::kSubF, F32(b, 1), x[0], b), b);
        }}},
       {"SquaredDifference",
-       {[](const auto& x, MlirWriter& w) {
-          std::string d = Binary("arith.subf", x, w);
-          return Binary("arith.mulf", {d, d}, w);
+       {[](const auto& x, Builder& b) {
+          const Value d = Binary(Op::kSubF, x[0], x[1], b);
+          return Binary(Op::kMulF, d, d, b);
         },
-        [](const auto& x, const std::string& t, MlirWriter& w) {
-          std::string d = IntBinary("arith.subi", x[0], x[1], t, w);
-          return IntBinary("arith.muli", d, d, t, w);
+        [](const auto& x, Builder& b) {
+          const Value d = Binary(Op::kSubI, x[0], x[1], b);
+          return Binary(Op::kMulI, d, d, b);
         }}},
       // libm's powf, as the reference kernel calls it (no afn: it would let LLVM rewrite it).
-      {"Pow", {[](const auto& x, MlirWriter& w) { return w.Let("math.powf " + x[0] + ", " + x[1] + kArith); }}},
+      {"Pow", {BinaryOf(Op::kPowF)}},
       // Python's // and % on floats, as the reference kernels compute them: floor(x / y),
       // and fmod(x, y) moved to the divisor's sign.
-      {"FloorDiv", {[](const auto& x, MlirWriter& w) { return Unary("math.floor", Divide(x[0], x[1], w), w); }}},
+      {"FloorDiv", {[](const auto& x, Builder& b) { return Math(Op::kFloor, Divide(x[0], x[1], b), b); }}},
       {"FloorMod",
-       {[](const auto& x, MlirWriter& w) {
-         const std::string r = w.Let("arith.remf " + x[0] + ", " + x[1] + kArith), zero = F32(w, 0);
-         const std::string signs_differ = w.Let("arith.xori " + Cmp("olt", {r, zero}, w) + ", " +
-                                                Cmp("olt", {x[1], zero}, w) + " : i1");
-         const std::string moved = w.Let("arith.andi " + Cmp("une", {r, zero}, w) + ", " + signs_differ + " : i1");
-         return Select(moved, Binary("arith.addf", {r, x[1]}, w), r, w);
+       {[](const auto& x, Builder& b) {
+         const Value r = Binary(Op::kRemF, x[0], x[1], b), zero = F32(b, 0);
+         const Value signs_differ = b.Apply(Op::kXOrI, {b.Cmp(Pred::kOlt, r, zero), b.Cmp(Pred::kOlt, x[1], zero)});
+         const Value moved = b.Apply(Op::kAndI, {b.Cmp(Pred::kUne, r, zero), signs_differ});
+         return b.Select(moved, Binary(Op::kAddF, r, x[1], b), r);
        }}},
       {"Neg",
-       {[](const auto& x, MlirWriter& w) { return w.Let("arith.negf " + x[0] + " : f32"); },
-        [](const auto& x, const std::string& t, MlirWriter& w) {
-          return IntBinary("arith.subi", IntConst(w, 0, t), x[0], t, w);
-        }}},
-      {"Abs",
-       {FloatUnary("math.absf"),
-        [](const auto& x, const std::string& t, MlirWriter& w) { return w.Let("math.absi " + x[0] + " : " + t); }}},
-      {"Exp", {[](const auto& x, MlirWriter& w) { return Exp(x[0], w); }}},
-      {"Log", {FloatUnary("math.log")}},
-      {"Log1p", {FloatUnary("math.log1p")}},
-      {"Tanh", {FloatUnary("math.tanh")}},
-      {"Erf", {[](const auto& x, MlirWriter& w) { return ScaledErf(x[0], 1, w); }}},
-      {"Erfc", {[](const auto& x, MlirWriter& w) { return Erfc(x[0], w); }}},
-      {"Sqrt", {FloatUnary("math.sqrt")}},
+       {[](const auto& x, Builder& b) { return b.Apply(Op::kNegF, {x[0]}); },
+        [](const auto& x, Builder& b) { return Binary(Op::kSubI, b.Int(0, x[0].type), x[0], b); }}},
+      {"Abs", {MathOf(Op::kAbsF), [](const auto& x, Builder& b) { return b.Apply(Op::kAbsI, {x[0]}); }}},
+      {"Exp", {[](const auto& x, Builder& b) { return Exp(x[0], b); }}},
+      {"Log", {MathOf(Op::kLog)}},
+      {"Log1p", {MathOf(Op::kLog1p)}},
+      {"Tanh", {MathOf(Op::kTanh)}},
+      {"Erf", {[](const auto& x, Builder& b) { return ScaledErf(x[0], 1, b); }}},
+      {"Erfc", {[](const auto& x, Builder& b) { return Erfc(x[0], b); }}},
+      {"Sqrt", {MathOf(Op::kSqrt)}},
       // 1 / sqrt(x), not math.rsqrt, which LLVM makes an estimate and a Newton step: that
       // gives NaN for 0 and Inf (0 * Inf), where rsqrt is Inf and 0.
-      {"Rsqrt", {[](const auto& x, MlirWriter& w) { return Divide(F32(w, 1), Unary("math.sqrt", x[0], w), w); }}},
-      {"Floor", {FloatUnary("math.floor")}},
-      {"Ceil", {FloatUnary("math.ceil")}},
-      {"Round", {FloatUnary("math.roundeven")}},  // half to even, as TF
+      {"Rsqrt", {[](const auto& x, Builder& b) { return Divide(F32(b, 1), Math(Op::kSqrt, x[0], b), b); }}},
+      {"Floor", {MathOf(Op::kFloor)}},
+      {"Ceil", {MathOf(Op::kCeil)}},
+      {"Round", {MathOf(Op::kRoundEven)}},  // half to even, as TF
       {"Square",
-       {[](const auto& x, MlirWriter& w) { return Binary("arith.mulf", {x[0], x[0]}, w); },
-        [](const auto& x, const std::string& t, MlirWriter& w) { return IntBinary("arith.muli", x[0], x[0], t, w); }}},
-      {"Reciprocal", {[](const auto& x, MlirWriter& w) { return Divide(F32(w, 1), x[0], w); }}},
+       {[](const auto& x, Builder& b) { return Binary(Op::kMulF, x[0], x[0], b); },
+        [](const auto& x, Builder& b) { return Binary(Op::kMulI, x[0], x[0], b); }}},
+      {"Reciprocal", {[](const auto& x, Builder& b) { return Divide(F32(b, 1), x[0], b); }}},
       {"Sigmoid",
-       {[](const auto& x, MlirWriter& w) {
+       {[](const auto& x, Builder& b) {
          // exp(-x) unzeroed: a tiny one makes 1 / (1 + e) exactly 1 either way.
-         std::string e = Unary("math.exp", w.Let("arith.negf " + x[0] + " : f32"), w);
-         return ZeroBelowNormal(Binary("arith.divf", {F32(w, 1), Binary("arith.addf", {F32(w, 1), e}, w)}, w), w);
+         const Value e = Math(Op::kExp, b.Apply(Op::kNegF, {x[0]}), b);
+         return ZeroBelowNormal(Divide(F32(b, 1), Binary(Op::kAddF, F32(b, 1), e, b), b), b);
        }}},
       {"Relu",
-       {[](const auto& x, MlirWriter& w) { return Relu(x[0], w); },
-        [](const auto& x, const std::string& t, MlirWriter& w) {
-          return IntBinary("arith.maxsi", x[0], IntConst(w, 0, t), t, w);
-        }}},
+       {[](const auto& x, Builder& b) { return Relu(x[0], b); },
+        [](const auto& x, Builder& b) { return Binary(Op::kMaxSI, x[0], b.Int(0, x[0].type), b); }}},
       {"Relu6",
-       {[](const auto& x, MlirWriter& w) {
-          std::string r = Relu(x[0], w), six = F32(w, 6);
-          return Select(w.Let("arith.cmpf ogt, " + r + ", " + six + " : f32"), six, r, w);
+       {[](const auto& x, Builder& b) {
+          const Value r = Relu(x[0], b), six = F32(b, 6);
+          return b.Select(b.Cmp(Pred::kOgt, r, six), six, r);
         },
-        [](const auto& x, const std::string& t, MlirWriter& w) {
-          return IntBinary("arith.minsi", IntBinary("arith.maxsi", x[0], IntConst(w, 0, t), t, w), IntConst(w, 6, t), t, w);
+        [](const auto& x, Builder& b) {
+          const Type t = x[0].type;
+          return Binary(Op::kMinSI, Binary(Op::kMaxSI, x[0], b.Int(0, t), b), b.Int(6, t), b);
         }}},
       {"Elu",
-       {[](const auto& x, MlirWriter& w) {
-         std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
-         return Select(neg, ExpMinusOne(x[0], w), x[0], w);
+       {[](const auto& x, Builder& b) {
+         return b.Select(b.Cmp(Pred::kOlt, x[0], F32(b, 0)), ExpMinusOne(x[0], b), x[0]);
        }}},
       {"Sign",
-       {[](const auto& x, MlirWriter& w) {  // +-1; NaN stays NaN, and both zeros give +0 (x + 0), as the reference
-          std::string zero = F32(w, 0);
-          std::string as_is = Binary("arith.addf", {x[0], zero}, w);
-          std::string neg = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + zero + " : f32"), F32(w, -1), as_is, w);
-          return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + zero + " : f32"), F32(w, 1), neg, w);
+       {[](const auto& x, Builder& b) {  // +-1; NaN stays NaN, and both zeros give +0 (x + 0), as the reference
+          const Value zero = F32(b, 0);
+          const Value neg = b.Select(b.Cmp(Pred::kOlt, x[0], zero), F32(b, -1), Binary(Op::kAddF, x[0], zero, b));
+          return b.Select(b.Cmp(Pred::kOgt, x[0], zero), F32(b, 1), neg);
         },
-        [](const auto& x, const std::string& t, MlirWriter& w) {
-          std::string zero = IntConst(w, 0, t);
-          std::string neg = IntSelect(IntCmp("slt", x[0], zero, t, w), IntConst(w, -1, t), zero, t, w);
-          return IntSelect(IntCmp("sgt", x[0], zero, t, w), IntConst(w, 1, t), neg, t, w);
+        [](const auto& x, Builder& b) {
+          const Type t = x[0].type;
+          const Value zero = b.Int(0, t);
+          const Value neg = b.Select(b.Cmp(Pred::kSlt, x[0], zero), b.Int(-1, t), zero);
+          return b.Select(b.Cmp(Pred::kSgt, x[0], zero), b.Int(1, t), neg);
         }}},
       {"Selu",
-       {[](const auto& x, MlirWriter& w) {
-         std::string neg = w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, 0) + " : f32");
-         std::string below = Binary("arith.mulf", {ExpMinusOne(x[0], w), F32(w, 1.7580993408473768599402175208123)}, w);
-         return Select(neg, below, Binary("arith.mulf", {x[0], F32(w, 1.0507009873554804934193349852946)}, w), w);
+       {[](const auto& x, Builder& b) {
+         const Value below = Binary(Op::kMulF, ExpMinusOne(x[0], b), F32(b, 1.7580993408473768599402175208123), b);
+         return b.Select(b.Cmp(Pred::kOlt, x[0], F32(b, 0)), below,
+                         Binary(Op::kMulF, x[0], F32(b, 1.0507009873554804934193349852946), b));
        }}},
       {"Softplus",
-       {[](const auto& x, MlirWriter& w) {  // as TensorFlow: x above -t, exp(x) below t, log1p(exp(x)) between
+       {[](const auto& x, Builder& b) {  // as TensorFlow: x above -t, exp(x) below t, log1p(exp(x)) between
          const double t = std::log(1.1920928955078125e-07) + 2;
-         std::string e = Exp(x[0], w);
-         std::string between = Select(w.Let("arith.cmpf olt, " + x[0] + ", " + F32(w, t) + " : f32"), e,
-                                      Unary("math.log1p", e, w), w);
-         return Select(w.Let("arith.cmpf ogt, " + x[0] + ", " + F32(w, -t) + " : f32"), x[0], between, w);
+         const Value e = Exp(x[0], b);
+         const Value between = b.Select(b.Cmp(Pred::kOlt, x[0], F32(b, t)), e, Math(Op::kLog1p, e, b));
+         return b.Select(b.Cmp(Pred::kOgt, x[0], F32(b, -t)), x[0], between);
        }}},
       {"Softsign",  // x / (1 + |x|), as TensorFlow computes it (NaN for +-Inf)
-       {[](const auto& x, MlirWriter& w) {
-         return Divide(x[0], Binary("arith.addf", {F32(w, 1), Unary("math.absf", x[0], w)}, w), w);
-       }}},
+       {[](const auto& x, Builder& b) { return Divide(x[0], Binary(Op::kAddF, F32(b, 1), Math(Op::kAbsF, x[0], b), b), b); }}},
       {"DivNoNan",
-       {[](const auto& x, MlirWriter& w) {
-         std::string zero = F32(w, 0);
-         return Select(w.Let("arith.cmpf oeq, " + x[1] + ", " + zero + " : f32"), zero, Divide(x[0], x[1], w), w);
+       {[](const auto& x, Builder& b) {
+         const Value zero = F32(b, 0);
+         return b.Select(b.Cmp(Pred::kOeq, x[1], zero), zero, Divide(x[0], x[1], b));
        }}},
-      {"LeakyRelu",
-       Lowering([](const Node& n, const auto& x, const auto& types, MlirWriter& w) -> StatusOr<std::string> {
-          if (types[0] != "f32") return Unimplemented(NodeLabel(n) + ": LeakyRelu of " + types[0] + " is not compiled");
-          GJ_ASSIGN_OR_RETURN(float alpha, GetFloatAttrOr(n, "alpha", 0.2f));
-          std::string positive = w.Let("arith.cmpf ogt, " + x[0] + ", " + F32(w, 0) + " : f32");
-          return Select(positive, x[0], Binary("arith.mulf", {x[0], F32(w, alpha)}, w), w);
-        })},
-      {"Greater", {FloatCmp("ogt"), IntCmpOf("sgt")}},
-      {"GreaterEqual", {FloatCmp("oge"), IntCmpOf("sge")}},
-      {"Less", {FloatCmp("olt"), IntCmpOf("slt")}},
-      {"LessEqual", {FloatCmp("ole"), IntCmpOf("sle")}},
-      {"Equal", {FloatCmp("oeq"), IntCmpOf("eq"), /*bools=*/true}},
-      {"NotEqual", {FloatCmp("une"), IntCmpOf("ne"), /*bools=*/true}},
+      {"LeakyRelu", Lowering([](const Node& n, const auto& x, Builder& b) -> StatusOr<Value> {
+         if (!(x[0].type == Type::F32())) return Unimplemented(NodeLabel(n) + ": LeakyRelu of " + x[0].type.str() + " is not compiled");
+         GJ_ASSIGN_OR_RETURN(float alpha, GetFloatAttrOr(n, "alpha", 0.2f));
+         return b.Select(b.Cmp(Pred::kOgt, x[0], F32(b, 0)), x[0], Binary(Op::kMulF, x[0], F32(b, alpha), b));
+       })},
+      {"Greater", {CmpOf(Pred::kOgt), CmpOf(Pred::kSgt)}},
+      {"GreaterEqual", {CmpOf(Pred::kOge), CmpOf(Pred::kSge)}},
+      {"Less", {CmpOf(Pred::kOlt), CmpOf(Pred::kSlt)}},
+      {"LessEqual", {CmpOf(Pred::kOle), CmpOf(Pred::kSle)}},
+      {"Equal", {CmpOf(Pred::kOeq), CmpOf(Pred::kEq), /*bools=*/true}},
+      {"NotEqual", {CmpOf(Pred::kUne), CmpOf(Pred::kNe), /*bools=*/true}},
       // On operands of any computed type.
       {"Identity", Lowering(AsIs)},
       {"StopGradient", Lowering(AsIs)},
       {"BroadcastTo", Lowering(AsIs)},
-      {"Cast", Lowering([](const Node& n, const auto& x, const auto& types, MlirWriter& w) -> StatusOr<std::string> {
+      {"Cast", Lowering([](const Node& n, const auto& x, Builder& b) -> StatusOr<Value> {
          GJ_ASSIGN_OR_RETURN(DType to, GetTypeAttr(n, "DstT"));
-         return EmitCast(x[0], types[0], to, w);
+         return EmitCast(x[0], to, b);
        })},
       {"ZerosLike", Lowering(ConstantLike(0))},
       {"OnesLike", Lowering(ConstantLike(1))},
       {"Select", Lowering(SelectOf)},
       {"SelectV2", Lowering(SelectOf)},
-      {"LogicalAnd", Lowering(LogicalOf("arith.andi"))},
-      {"LogicalOr", Lowering(LogicalOf("arith.ori"))},
-      {"LogicalNot", Lowering([](const Node&, const auto& x, const auto&, MlirWriter& w) -> StatusOr<std::string> {
-         return w.Let("arith.xori " + x[0] + ", " + w.Let("arith.constant true") + " : i1");
+      {"LogicalAnd", Lowering(LogicalOf(Op::kAndI))},
+      {"LogicalOr", Lowering(LogicalOf(Op::kOrI))},
+      {"LogicalNot", Lowering([](const Node&, const auto& x, Builder& b) -> StatusOr<Value> {
+         return b.Apply(Op::kXOrI, {x[0], b.Bool(true)});
        })},
   };
   return ops;
@@ -403,7 +333,7 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
 // into the coefficients, and both polynomials divided by Q's leading one, so Q's last
 // Horner step is an addition. MLIR's polynomial approximation of math.erf is piecewise,
 // with selects between coefficient sets, and costs about twice as much. NaN stays NaN.
-std::string ScaledErf(const std::string& x, double s, MlirWriter& w) {
+Value ScaledErf(const Value& x, double s, Builder& b) {
   static const std::vector<double> p = {1.128379169e+00, 1.851618970e-01, 5.430507681e-02, 3.847185292e-03,
                                         3.793017771e-04, 4.676924728e-06, -1.315557803e-08};
   static const std::vector<double> q = {1.000000000e+00, 4.974288699e-01, 1.139357257e-01,
@@ -416,26 +346,25 @@ std::string ScaledErf(const std::string& x, double s, MlirWriter& w) {
     if (i < q.size()) qs[i] = q[i] * power / lead;
   }
   // Unclamped: where |s x| >= 4 (the fit may be Inf / Inf there) the select below takes +-1.
-  const std::string t = w.Let("arith.mulf " + x + ", " + x + " : f32");
-  const std::string num = w.Let("arith.mulf " + x + ", " + Polynomial(ps, t, w) + " : f32");
-  const std::string r = w.Let("arith.divf " + num + ", " + Polynomial(qs, t, w) + " : f32");
-  const std::string fit =
-      w.Let("arith.minimumf " + w.Let("arith.maximumf " + r + ", " + F32(w, -1) + " : f32") + ", " + F32(w, 1) + " : f32");
+  const Value t = Binary(Op::kMulF, x, x, b);
+  const Value num = Binary(Op::kMulF, x, Polynomial(ps, t, b), b);
+  const Value r = Divide(num, Polynomial(qs, t, b), b);
+  const Value fit = Binary(Op::kMinimumF, Binary(Op::kMaximumF, r, F32(b, -1), b), F32(b, 1), b);
   // From 4 on, +-1 exactly, as the reference kernel (Eigen's erf) gives it: the fit at 4,
   // evaluated in f32, can be an ulp short, which Pow(erf(x), 1e30) would make 0, not 1.
-  const std::string saturated = w.Let("arith.cmpf oge, " + Unary("math.absf", x, w) + ", " + F32(w, 4 / s) + " : f32");
-  return Select(saturated, w.Let("math.copysign " + F32(w, 1) + ", " + x + " : f32"), fit, w);
+  const Value saturated = b.Cmp(Pred::kOge, Math(Op::kAbsF, x, b), F32(b, 4 / s));
+  return b.Select(saturated, Binary(Op::kCopySign, F32(b, 1), x, b), fit);
 }
 
-std::string ElementType(DType dtype) {
+Type ElementType(DType dtype) {
   switch (dtype) {
     case DType::kFloat:
     case DType::kHalf:
-    case DType::kBFloat16: return "f32";
-    case DType::kBool: return "i1";
-    case DType::kInt32: return "i32";
-    case DType::kInt64: return "i64";
-    default: return "";
+    case DType::kBFloat16: return Type::F32();
+    case DType::kBool: return Type::I1();
+    case DType::kInt32: return Type::I32();
+    case DType::kInt64: return Type::I64();
+    default: return Type();
   }
 }
 
@@ -447,23 +376,25 @@ std::vector<std::string> ElementalOps() {
   return ops;
 }
 
-std::string WhyNotElemental(const std::string& op, const std::vector<std::string>& types) {
+std::string WhyNotElemental(const std::string& op, const std::vector<Type>& types) {
   auto it = Lowerings().find(op);
   if (it == Lowerings().end()) return "the elemental emitter does not take " + op;
   const Lowering& l = it->second;
   if (l.any) return "";
-  for (const std::string& t : types)
-    if (t != types[0]) return op + " of " + types[0] + " and " + t;
-  const bool taken = types[0] == "f32" ? bool(l.f) : types[0] == "i1" ? l.bools : IsInt(types[0]) && bool(l.i);
-  return taken ? "" : op + " of " + types[0] + " is not compiled";
+  for (const Type& t : types)
+    if (!(t == types[0])) return op + " of " + types[0].str() + " and " + t.str();
+  const Type t = types[0];
+  const bool taken = t == Type::F32() ? bool(l.f) : t == Type::I1() ? l.bools : (t == Type::I32() || t == Type::I64()) && bool(l.i);
+  return taken ? "" : op + " of " + t.str() + " is not compiled";
 }
 
-StatusOr<std::string> EmitElemental(const Node& node, const std::vector<std::string>& operands,
-                                    const std::vector<std::string>& types, MlirWriter& w) {
+StatusOr<Value> EmitElemental(const Node& node, const std::vector<Value>& operands, Builder& b) {
+  std::vector<Type> types;
+  for (const Value& v : operands) types.push_back(v.type);
   if (std::string why = WhyNotElemental(node.op, types); !why.empty()) return Unimplemented(NodeLabel(node) + ": " + why);
   const Lowering& l = Lowerings().find(node.op)->second;
-  if (l.any) return l.any(node, operands, types, w);
-  return types[0] == "f32" ? l.f(operands, w) : l.i(operands, types[0], w);
+  if (l.any) return l.any(node, operands, b);
+  return types[0] == Type::F32() ? l.f(operands, b) : l.i(operands, b);
 }
 
 }  // namespace graphjit

@@ -1,6 +1,7 @@
 #include "jit/fusion_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "ir/attr.h"
@@ -366,12 +367,12 @@ std::string WhyNotCompilable(const Node& n, const std::vector<DType>& input_type
   if (traits.pattern == OpPattern::kSource) return "";
   if (!traits.compiled()) return "the JIT does not compile " + n.op;
   for (DType t : output_types)
-    if (ElementType(t).empty()) return "computes " + DTypeName(t);
-  std::vector<std::string> types;
+    if (!ElementType(t)) return "computes " + DTypeName(t);
+  std::vector<emitter::Type> types;
   for (size_t i = 0; i < input_types.size(); ++i) {
     if (!IsDataInput(n, static_cast<int>(i))) continue;
     types.push_back(ElementType(input_types[i]));
-    if (types.back().empty()) return "reads " + DTypeName(input_types[i]);
+    if (!types.back()) return "reads " + DTypeName(input_types[i]);
   }
   if (IsElementalOp(n.op)) return WhyNotElemental(n.op, types);
   // Views, transposes and concatenations, reductions, GEMMs (library calls or loops), and
@@ -408,11 +409,11 @@ std::vector<int> ReadDims(const Node& n, int i, const Shape& in, const Shape& ou
 
 StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
   const Node& n = *body.graph.node(id);
-  if (n.op == "Const") return NodeKind::kConstant;
-  if (n.op == "Placeholder") return NodeKind::kArgument;
+  if (IsConstant(n)) return NodeKind::kConstant;
+  if (IsPlaceholder(n)) return NodeKind::kArgument;
   std::vector<DType> input_types;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (!IsDataInput(n, static_cast<int>(i)) && body.graph.node(n.inputs[i].node)->op != "Const")
+    if (!IsDataInput(n, static_cast<int>(i)) && !IsConstant(*body.graph.node(n.inputs[i].node)))
       return Unimplemented(NodeLabel(n) + ": input " + std::to_string(i) + " is not a constant");
     input_types.push_back(StaticDType(body, n.inputs[i]));
   }
@@ -423,9 +424,13 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
     return NonUnitDims(StaticShape(body, n.inputs[0])) == NonUnitDims(StaticShape(body, {id, 0}))
                ? NodeKind::kSizeOneReshape
                : NodeKind::kView;
-  if (n.op == "Transpose") return NodeKind::kTranspose;
-  if (n.op == "ConcatV2") return NodeKind::kConcat;
-  // The rest of the data movement (Slice, Pad, Tile, Pack, Split, OneHot, ...) and Fill.
+  // The data movement with kinds of its own (every fusion computes them), then the rest
+  // (Slice, Pad, Tile, Pack, Split, OneHot, ...) and Fill, which are element generators.
+  static const std::map<std::string, NodeKind, std::less<>> kOwnKinds = {
+      {"Transpose", NodeKind::kTranspose},
+      {"ConcatV2", NodeKind::kConcat},
+  };
+  if (auto own = kOwnKinds.find(n.op); own != kOwnKinds.end()) return own->second;
   const OpPattern pattern = TraitsOf(n.op).pattern;
   if (pattern == OpPattern::kDataMovement || pattern == OpPattern::kBroadcast) return NodeKind::kIndexed;
   if (IsReduction(n.op)) {

@@ -41,6 +41,9 @@ bool IsLibraryOp(const std::string& op);
 bool IsArgReduction(const std::string& op);
 // The node's kind; Unimplemented (with the reason) for what no emitter takes.
 StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id);
+// A constant (its value an attr: kConstant), or a value the body is fed (kArgument).
+inline bool IsConstant(const Node& n) { return n.op == "Const"; }
+inline bool IsPlaceholder(const Node& n) { return n.op == "Placeholder"; }
 // The value a computed node reads at input `i` element by element (not axes or shapes).
 bool IsDataInput(const Node& node, int i);
 // How an elementwise node or a size-1 reshape `n` (output shape `out`) reads its data input

@@ -14,36 +14,22 @@
 
 namespace graphjit::emitter {
 
-std::string StorageType(DType dtype) {
+Type StorageType(DType dtype) {
   switch (dtype) {
-    case DType::kFloat: return "f32";
-    case DType::kHalf: return "f16";
-    case DType::kBFloat16: return "bf16";
-    case DType::kBool: return "i8";
-    case DType::kInt32: return "i32";
-    case DType::kInt64: return "i64";
-    default: return "";
+    case DType::kFloat: return Type::F32();
+    case DType::kHalf: return Type::F16();
+    case DType::kBFloat16: return Type::BF16();
+    case DType::kBool: return Type::I8();
+    case DType::kInt32: return Type::I32();
+    case DType::kInt64: return Type::I64();
+    default: return Type();
   }
 }
 
-std::string MemRefType(const Shape& shape, DType dtype) {
-  std::string t = "memref<";
-  for (int64_t d : shape.dims()) t += std::to_string(d ? d : 1) + "x";
-  return t + StorageType(dtype) + ">";
-}
-
-std::string F32Constant(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "arith.constant 0x%08X : f32", bits);
-  return buf;
-}
-
-int DepthOf(const Index& index) {
-  int depth = 0;
-  for (const Value& v : index) depth = std::max(depth, v.depth);
-  return depth;
+Type MemRefType(const Shape& shape, DType dtype) {
+  std::vector<int64_t> dims;
+  for (int64_t d : shape.dims()) dims.push_back(d ? d : 1);
+  return Type::MemRef(dims, StorageType(dtype));
 }
 
 std::string Names(const Index& index) {
@@ -52,85 +38,61 @@ std::string Names(const Index& index) {
   return s;
 }
 
-Reducer ReducerOf(const std::string& op, const std::string& t) {
-  const bool f = t == "f32";
+Reducer ReducerOf(const std::string& op, Type t) {
+  const bool f = t == Type::F32();
   switch (TraitsOf(op).reducer) {
-    case OpReducer::kMax: return {f ? "arith.maximumf" : "arith.maxsi", Reducer::kLowest};
-    case OpReducer::kMin: return {f ? "arith.minimumf" : "arith.minsi", Reducer::kHighest};
-    case OpReducer::kProd: return {f ? "arith.mulf" : "arith.muli", Reducer::kOne};
-    default: return {f ? "arith.addf" : "arith.addi", Reducer::kZero};  // Sum, Mean
+    case OpReducer::kMax: return {f ? Op::kMaximumF : Op::kMaxSI, Reducer::kLowest};
+    case OpReducer::kMin: return {f ? Op::kMinimumF : Op::kMinSI, Reducer::kHighest};
+    case OpReducer::kProd: return {f ? Op::kMulF : Op::kMulI, Reducer::kOne};
+    default: return {f ? Op::kAddF : Op::kAddI, Reducer::kZero};  // Sum, Mean
   }
 }
 
-StatusOr<std::string> KernelEmitter::Emit(EmittedModule* module) {
+std::string KernelEmitter::EmitterName(const FusionPlan::Fusion& fusion, int f) {
+  const char* kind = fusion.kind == FusionPlan::Kind::kLoop  ? "loop"
+                     : fusion.kind == FusionPlan::Kind::kRow ? "row"
+                     : fusion.kind == FusionPlan::Kind::kReduce ? "reduction"
+                                                                : "library call";
+  return std::string("the ") + kind + " emitter (fusion_" + std::to_string(f) + ")";
+}
+
+StatusOr<std::string> KernelEmitter::Emit(EmittedModule* module, std::string* canonical) {
   std::string functions;
   if (schedule_ == Schedule::kCpu) {
     StartFunction();  // the GPU schedules start each of their kernels themselves
     EmittedKernel kernel;
-    GJ_ASSIGN_OR_RETURN(functions, EmitCpu(&kernel));
+    GJ_ASSIGN_OR_RETURN(functions, EmitCpu(&kernel, canonical));
     module->kernels.push_back(std::move(kernel));
   } else {
     GJ_ASSIGN_OR_RETURN(functions, EmitGpu(module));
   }
+  GJ_RETURN_IF_ERROR(b_.status());
   module->num_ops += num_ops_;
   return functions;
 }
 
 void KernelEmitter::StartFunction() {
-  code_ = {""};
-  index_constants_.clear();
-  float_constants_.clear();
+  b_.StartFunction();
   memo_.clear();
   params_.clear();
-  workgroup_.clear();
   scratch_params_.clear();
-  IndexConst(0);
-  IndexConst(1);
-}
-
-Value KernelEmitter::Let(int depth, const std::string& rhs, const std::string& type) {
-  Value v{Fresh("%v"), std::max(depth, floor_), type};
-  code_[v.depth] += v.name + " = " + rhs + "\n";
-  return v;
-}
-
-Value KernelEmitter::IndexConst(int64_t c) {
-  const std::string name = "%i" + std::to_string(c);
-  if (index_constants_.insert(c).second) code_[0] += name + " = arith.constant " + std::to_string(c) + " : index\n";
-  return {name, 0, "index"};
-}
-
-Value KernelEmitter::FloatConst(float v) {
-  auto [it, added] = float_constants_.try_emplace(F32Constant(v));
-  if (added) {
-    it->second = {Fresh("%f"), 0, "f32"};
-    code_[0] += it->second.name + " = " + it->first + "\n";
-  }
-  return it->second;
-}
-
-Value KernelEmitter::IntConst(int64_t v, const std::string& type) {
-  return Let(0, "arith.constant " + std::to_string(v) + " : " + type, type);
 }
 
 // `count` elements are reduced: a float sum of one or more starts at -0, so that a sum of
 // -0s is -0, as in IEEE arithmetic and the reference kernels (an empty sum is +0).
-Value KernelEmitter::IdentityOf(const Reducer& reducer, const std::string& type, int64_t count) {
-  const bool i32 = type == "i32";
+Value KernelEmitter::IdentityOf(const Reducer& reducer, Type type, int64_t count) {
+  const bool f = type == Type::F32(), i32 = type == Type::I32();
   switch (reducer.init) {
-    case Reducer::kZero: return type == "f32" ? FloatConst(count > 0 ? -0.0f : 0.0f) : IntConst(0, type);
-    case Reducer::kOne: return type == "f32" ? FloatConst(1) : IntConst(1, type);
-    case Reducer::kLowest:
-      return type == "f32" ? FloatConst(-INFINITY) : IntConst(i32 ? INT32_MIN : INT64_MIN, type);
-    case Reducer::kHighest:
-      return type == "f32" ? FloatConst(INFINITY) : IntConst(i32 ? INT32_MAX : INT64_MAX, type);
+    case Reducer::kZero: return f ? FloatConst(count > 0 ? -0.0f : 0.0f) : IntConst(0, type);
+    case Reducer::kOne: return f ? FloatConst(1) : IntConst(1, type);
+    case Reducer::kLowest: return f ? FloatConst(-INFINITY) : IntConst(i32 ? INT32_MIN : INT64_MIN, type);
+    case Reducer::kHighest: return f ? FloatConst(INFINITY) : IntConst(i32 ? INT32_MAX : INT64_MAX, type);
   }
   return FloatConst(0);
 }
 
-std::string KernelEmitter::CloseScope() {
-  std::string body = std::move(code_.back());
-  code_.pop_back();
+Block KernelEmitter::CloseScope() {
+  Block body = b_.CloseScope();
   for (auto it = memo_.begin(); it != memo_.end();) it = it->second.depth > Innermost() ? memo_.erase(it) : std::next(it);
   return body;
 }
@@ -143,12 +105,11 @@ Status KernelEmitter::Loop(const Value& lower, const Value& upper, int64_t step,
   const int at = Innermost();
   const Value step_value = IndexConst(step);
   OpenScope();
-  const Value iv{Fresh("%x"), Innermost(), "index"};
+  const Value iv = b_.InductionVar();
   Status s = body(iv);
-  std::string inner = CloseScope();
+  Block inner = CloseScope();
   GJ_RETURN_IF_ERROR(s);
-  code_[at] += "scf.for " + iv.name + " = " + lower.name + " to " + upper.name + " step " + step_value.name + " {\n" +
-               inner + "}\n";
+  b_.For(at, iv, lower, upper, step_value, {}, {}, std::move(inner), {});
   return Status::Ok();
 }
 
@@ -162,19 +123,13 @@ StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, con
   const int at = Innermost();
   const Value step_value = IndexConst(step);
   OpenScope();
-  const Value iv{Fresh("%x"), Innermost(), "index"};
+  const Value iv = b_.InductionVar();
   std::vector<Value> args;
-  for (const Value& acc : accs) args.push_back({Fresh("%a"), Innermost(), acc.type});
+  for (const Value& acc : accs) args.push_back(b_.CarriedArg(acc.type));
   auto next = body(iv, args);
-  std::string inner = CloseScope();
+  Block inner = CloseScope();
   if (!next.ok()) return next.status();
-  std::string lhs, inits;
-  std::vector<Value> out = Results(at, accs, &lhs);
-  for (size_t i = 0; i < accs.size(); ++i) inits += (i ? ", " : "") + args[i].name + " = " + accs[i].name;
-  code_[at] += lhs + " = scf.for " + iv.name + " = " + lower.name + " to " + upper.name + " step " +
-               step_value.name + " iter_args(" + inits + ") -> (" + Types(accs) + ") {\n" + inner + "scf.yield " +
-               Names(*next) + " : " + Types(accs) + "\n}\n";
-  return out;
+  return b_.For(at, iv, lower, upper, step_value, args, accs, std::move(inner), *next);
 }
 
 StatusOr<std::vector<Value>> KernelEmitter::LoopFolding(const Value& lower, int64_t upper, int64_t step, int64_t unroll,
@@ -190,8 +145,7 @@ StatusOr<std::vector<Value>> KernelEmitter::LoopFolding(const Value& lower, cons
                                                         const FoldValues& fold) {
   if (unroll <= 1) return FoldGroups(lower, upper, std::nullopt, step, 1, accs, elements, fold);
   // Signed, as scf.for compares: below the lower bound where the range holds no whole group.
-  const Value group_upper =
-      Let(Innermost(), "arith.subi " + upper.name + ", " + IndexConst((unroll - 1) * step).name + " : index", "index");
+  const Value group_upper = b_.Apply(Op::kSubI, {upper, IndexConst((unroll - 1) * step)}, kExact, Innermost());
   return FoldGroups(lower, upper, group_upper, step, unroll, accs, elements, fold);
 }
 
@@ -206,51 +160,31 @@ StatusOr<std::vector<Value>> KernelEmitter::FoldGroups(const Value& lower, const
   if (!group_upper) return LoopCarrying(lower, upper, step, accs, one);
   // The groups, carrying the accumulators and the index after the group.
   const int at = Innermost();
+  const Value group_step = IndexConst(unroll * step);
   OpenScope();
-  const Value iv{Fresh("%x"), Innermost(), "index"};
+  const Value iv = b_.InductionVar();
   std::vector<Value> args, carried = accs;
-  for (const Value& acc : accs) args.push_back({Fresh("%a"), Innermost(), acc.type});
-  const Value after_arg{Fresh("%a"), Innermost(), "index"};
+  for (const Value& acc : accs) args.push_back(b_.CarriedArg(acc.type));
+  args.push_back(b_.CarriedArg(Type::Index()));  // the index after the group
   carried.push_back(lower);
   std::vector<std::vector<Value>> values;
   Status computed = Status::Ok();
   for (int64_t k = 0; k < unroll && computed.ok(); ++k) {
-    const Value at_k = k == 0 ? iv : Let(Innermost(), "arith.addi " + iv.name + ", " + IndexConst(k * step).name + " : index", "index");
+    const Value at_k = k == 0 ? iv : b_.Apply(Op::kAddI, {iv, IndexConst(k * step)}, kExact, Innermost());
     auto v = elements(at_k);
     if (v.ok()) values.push_back(*v);
     computed = v.status();
   }
-  std::vector<Value> next = args;
+  std::vector<Value> next(args.begin(), args.end() - 1);
   for (const std::vector<Value>& v : values) next = fold(next, v);
-  next.push_back(Let(Innermost(), "arith.addi " + iv.name + ", " + IndexConst(unroll * step).name + " : index", "index"));
-  std::string inner = CloseScope();
+  next.push_back(b_.Apply(Op::kAddI, {iv, group_step}, kExact, Innermost()));
+  Block inner = CloseScope();
   GJ_RETURN_IF_ERROR(computed);
-  std::string lhs, inits;
-  std::vector<Value> out = Results(at, carried, &lhs);
-  for (size_t i = 0; i < carried.size(); ++i)
-    inits += (i ? ", " : "") + (i < args.size() ? args[i].name : after_arg.name) + " = " + carried[i].name;
-  code_[at] += lhs + " = scf.for " + iv.name + " = " + lower.name + " to " + group_upper->name + " step " +
-               IndexConst(unroll * step).name + " iter_args(" + inits + ") -> (" + Types(carried) + ") {\n" + inner +
-               "scf.yield " + Names(next) + " : " + Types(carried) + "\n}\n";
+  std::vector<Value> out = b_.For(at, iv, lower, *group_upper, group_step, args, carried, std::move(inner), next);
   // The rest, one step at a time.
   const Value rest = out.back();
   out.pop_back();
   return LoopCarrying(rest, upper, step, out, one);
-}
-
-std::vector<Value> KernelEmitter::Results(int at, const std::vector<Value>& like, std::string* lhs) {
-  const std::string name = Fresh("%v");
-  std::vector<Value> out;
-  for (size_t i = 0; i < like.size(); ++i)
-    out.push_back({like.size() == 1 ? name : name + "#" + std::to_string(i), at, like[i].type});
-  *lhs = like.size() == 1 ? name : name + ":" + std::to_string(like.size());
-  return out;
-}
-
-std::string KernelEmitter::Types(const std::vector<Value>& values) {
-  std::string s;
-  for (const Value& v : values) s += (s.empty() ? "" : ", ") + v.type;
-  return s;
 }
 
 // A loop nest over dims[k..], appending its induction variables to `index`.
@@ -292,15 +226,18 @@ StatusOr<std::vector<Value>> KernelEmitter::Fold(const std::vector<int64_t>& dim
 }
 
 // --- Buffers.
-std::string KernelEmitter::Param(int buffer) {
-  if (std::find(params_.begin(), params_.end(), buffer) == params_.end()) params_.push_back(buffer);
-  return "%b" + std::to_string(buffer);
+// Named by their place among the function's buffers (%b0 is the first it reads or writes),
+// so that kernels of the same code over other buffers print the same.
+Value KernelEmitter::Param(int buffer) {
+  auto it = std::find(params_.begin(), params_.end(), buffer);
+  if (it == params_.end()) it = params_.insert(it, buffer);
+  return b_.Parameter("%b" + std::to_string(it - params_.begin()), BufferType(buffer));
 }
 
-std::string KernelEmitter::BufferType(int buffer) const {
+Type KernelEmitter::BufferType(int buffer) const {
   const FusionPlan::Buffer& b = p_.buffers[buffer];
   if (schedule_ == Schedule::kCpu) return MemRefType(b.shape, b.dtype);
-  return "memref<" + std::to_string(std::max<int64_t>(b.shape.num_elements(), 1)) + "x" + StorageType(b.dtype) + ">";
+  return Type::MemRef({std::max<int64_t>(b.shape.num_elements(), 1)}, StorageType(b.dtype));
 }
 
 Index KernelEmitter::Subscript(int buffer, const Index& index) {
@@ -312,17 +249,11 @@ Index KernelEmitter::Subscript(int buffer, const Index& index) {
   for (size_t k = 0; k < index.size(); ++k) {
     const int64_t dim = b.shape.dim(static_cast<int>(k));
     const bool zero = index[k].name == IndexConst(0).name;
-    if (linear && dim != 1)
-      linear = Let(std::max(linear->depth, index[k].depth), "arith.muli " + linear->name + ", " + IndexConst(dim).name + " : index", "index");
+    if (linear && dim != 1) linear = b_.Apply(Op::kMulI, {*linear, IndexConst(dim)});
     if (zero) continue;
-    linear = !linear ? index[k]
-                     : Let(std::max(linear->depth, index[k].depth), "arith.addi " + linear->name + ", " + index[k].name + " : index", "index");
+    linear = !linear ? index[k] : b_.Apply(Op::kAddI, {*linear, index[k]});
   }
   return {linear ? *linear : IndexConst(0)};
-}
-
-std::string KernelEmitter::Access(int buffer, const Index& subscript) {
-  return Param(buffer) + "[" + Names(subscript) + "] : " + BufferType(buffer);
 }
 
 // An element of a buffer, widened to the type it is computed in. `depth` -1: hoisted as
@@ -334,34 +265,21 @@ Value KernelEmitter::Load(int buffer, const Index& index, int depth) {
     v = *staged;
   } else {
     const Index subscript = Subscript(buffer, index);
-    const std::string load = "memref.load " + Access(buffer, subscript);
-    const int d = std::max({depth >= 0 ? depth : DepthOf(index), DepthOf(subscript), floor_});
-    const bool early = d == load_slot_.depth && std::all_of(subscript.begin(), subscript.end(), [&](const Value& i) {
-                         return i.depth < d || load_slot_.ready.count(i.name);
-                       });
-    if (early) {
-      v = {Fresh("%v"), d, StorageType(dtype)};
-      const std::string line = v.name + " = " + load + "\n";
-      code_[d].insert(load_slot_.offset, line);
-      load_slot_.offset += line.size();
-    } else {
-      v = Let(d, load, StorageType(dtype));
-    }
+    v = b_.Load(Param(buffer), subscript, std::max(depth >= 0 ? depth : DepthOf(index), DepthOf(subscript)));
     ToStage(buffer, index, v);
   }
-  if (dtype == DType::kHalf || dtype == DType::kBFloat16)
-    return Let(v.depth, "arith.extf " + v.name + " : " + v.type + " to f32", "f32");
-  if (dtype == DType::kBool) return Let(v.depth, "arith.trunci " + v.name + " : i8 to i1", "i1");
+  if (dtype == DType::kHalf || dtype == DType::kBFloat16) return b_.Convert(Cast::kExtF, v, Type::F32());
+  if (dtype == DType::kBool) return b_.Convert(Cast::kTruncI, v, Type::I1());
   return v;
 }
 
 void KernelEmitter::Store(int buffer, const Index& index, const Value& v) {
   const DType dtype = p_.buffers[buffer].dtype;
-  std::string name = v.name;
+  Value stored = v;
   if (dtype == DType::kHalf || dtype == DType::kBFloat16)
-    name = Let(Innermost(), "arith.truncf " + name + " : f32 to " + StorageType(dtype), "").name;
-  if (dtype == DType::kBool) name = Let(Innermost(), "arith.extui " + name + " : i1 to i8", "").name;
-  code_[Innermost()] += "memref.store " + name + ", " + Access(buffer, Subscript(buffer, index)) + "\n";
+    stored = b_.Convert(Cast::kTruncF, v, StorageType(dtype), Innermost());
+  if (dtype == DType::kBool) stored = b_.Convert(Cast::kExtUI, v, Type::I8(), Innermost());
+  b_.Store(stored, Param(buffer), Subscript(buffer, index));
 }
 
 Status KernelEmitter::StoreRoots(const std::vector<TensorId>& roots, const Index& index) {
@@ -405,57 +323,52 @@ Status KernelEmitter::ReduceRow(int r, const std::vector<int64_t>& reduced, int6
 // -0): a zero result is +0 for Max if any +0 was seen (-0 for Min if any -0 was), as in
 // the reference kernels. (Integer folds vectorize without the packing of i1 flags.) A
 // softmax's row shift (kRowShiftAttr) needs neither fold.
-KernelEmitter::Folding KernelEmitter::FoldingOf(const Node& n, const std::string& type, int64_t count, bool reassoc) {
+KernelEmitter::Folding KernelEmitter::FoldingOf(const Node& n, Type type, int64_t count, bool reassoc) {
   Folding f;
   const Reducer reducer = ReducerOf(n.op, type);
-  const bool is_float = type == "f32";
+  const bool is_float = type == Type::F32();
   const OpReducer kind = TraitsOf(n.op).reducer;
   const bool max = kind == OpReducer::kMax;
   const tensorflow::AttrValue* shift = n.FindAttr(kRowShiftAttr);
   const bool min_max = is_float && (max || kind == OpReducer::kMin);
   const bool ordered = min_max && !(shift && shift->b());
-  std::string fastmath = is_float && reassoc ? "reassoc" : "";
-  if (min_max) fastmath += fastmath.empty() ? "nnan,nsz" : ",nnan,nsz";
-  const std::string flags = (fastmath.empty() ? "" : " fastmath<" + fastmath + ">") + " : " + type;
+  const unsigned fastmath = (is_float && reassoc ? kReassoc : kExact) | (min_max ? kNnan | kNsz : kExact);
+  const Type i32 = Type::I32();
   f.init = {IdentityOf(reducer, type, count)};
-  if (ordered) f.init.insert(f.init.end(), {IntConst(0, "i32"), IntConst(-1, "i32")});
-  f.step = [this, reducer, flags, type, ordered, max](const std::vector<Value>& accs, const Value& v) {
+  if (ordered) f.init.insert(f.init.end(), {IntConst(0, i32), IntConst(-1, i32)});
+  f.step = [this, reducer, fastmath, ordered, max, i32](const std::vector<Value>& accs, const Value& v) {
     const int d = Innermost();
-    std::vector<Value> next = {Let(d, reducer.combine + " " + accs[0].name + ", " + v.name + flags, type)};
+    std::vector<Value> next = {b_.Apply(reducer.combine, {accs[0], v}, fastmath, d)};
     if (ordered) {
-      const Value bits = Let(d, "arith.bitcast " + v.name + " : f32 to i32", "i32");
-      const Value magnitude = Let(d, "arith.andi " + bits.name + ", " + IntConst(INT32_MAX, "i32").name + " : i32", "i32");
-      next.push_back(Let(d, "arith.maxui " + accs[1].name + ", " + magnitude.name + " : i32", "i32"));
-      const Value key = max ? bits : Let(d, "arith.xori " + bits.name + ", " + IntConst(INT32_MIN, "i32").name + " : i32", "i32");
-      next.push_back(Let(d, "arith.minui " + accs[2].name + ", " + key.name + " : i32", "i32"));
+      const Value bits = b_.Convert(Cast::kBitcast, v, i32, d);
+      const Value magnitude = b_.Apply(Op::kAndI, {bits, IntConst(INT32_MAX, i32)}, kExact, d);
+      next.push_back(b_.Apply(Op::kMaxUI, {accs[1], magnitude}, kExact, d));
+      const Value key = max ? bits : b_.Apply(Op::kXOrI, {bits, IntConst(INT32_MIN, i32)}, kExact, d);
+      next.push_back(b_.Apply(Op::kMinUI, {accs[2], key}, kExact, d));
     }
     return next;
   };
-  f.combine = {reducer.combine + " %0, %1" + flags};
-  if (ordered) f.combine.insert(f.combine.end(), {"arith.maxui %0, %1 : i32", "arith.minui %0, %1 : i32"});
+  f.combine = {{reducer.combine, fastmath}};
+  if (ordered) f.combine.insert(f.combine.end(), {{Op::kMaxUI, kExact}, {Op::kMinUI, kExact}});
   const bool mean = kind == OpReducer::kMean;
-  f.finish = [this, type, count, ordered, max, is_float, mean](const std::vector<Value>& accs) {
+  f.finish = [this, type, count, ordered, max, is_float, mean, i32](const std::vector<Value>& accs) {
     Value acc = accs[0];
     if (ordered) {
-      const int d = acc.depth;
-      const Value nan = Let(d, "arith.cmpi ugt, " + accs[1].name + ", " + IntConst(0x7f800000, "i32").name + " : i32", "i1");
-      const Value tie_seen = Let(d, "arith.cmpi eq, " + accs[2].name + ", " + IntConst(0, "i32").name + " : i32", "i1");
-      const Value zero = Let(d, "arith.cmpf oeq, " + acc.name + ", " + FloatConst(0).name + " : f32", "i1");
-      const Value signed_zero = Let(d, "arith.select " + tie_seen.name + ", " + FloatConst(max ? 0.0f : -0.0f).name + ", " +
-                                           FloatConst(max ? -0.0f : 0.0f).name + " : f32", "f32");
-      acc = Let(d, "arith.select " + zero.name + ", " + signed_zero.name + ", " + acc.name + " : f32", "f32");
-      acc = Let(d, "arith.select " + nan.name + ", " + FloatConst(NAN).name + ", " + acc.name + " : f32", "f32");
+      const Value nan = b_.Cmp(Pred::kUgt, accs[1], IntConst(0x7f800000, i32));
+      const Value tie_seen = b_.Cmp(Pred::kEq, accs[2], IntConst(0, i32));
+      const Value zero = b_.Cmp(Pred::kOeq, acc, FloatConst(0));
+      const Value signed_zero = b_.Select(tie_seen, FloatConst(max ? 0.0f : -0.0f), FloatConst(max ? -0.0f : 0.0f));
+      acc = b_.Select(zero, signed_zero, acc);
+      acc = b_.Select(nan, FloatConst(NAN), acc);
     }
-    if (mean && is_float)
-      acc = Let(acc.depth, "arith.divf " + acc.name + ", " + FloatConst(count).name + " : f32", "f32");
-    if (mean && !is_float && count > 0)
-      acc = Let(acc.depth, "arith.divsi " + acc.name + ", " + IntConst(count, type).name + " : " + type, type);
+    if (mean && is_float) acc = b_.Apply(Op::kDivF, {acc, FloatConst(count)});
+    if (mean && !is_float && count > 0) acc = b_.Apply(Op::kDivSI, {acc, IntConst(count, type)});
     return acc;
   };
   return f;
 }
 
-StatusOr<Value> KernelEmitter::FoldReduction(const Node& n, const std::string& type, const std::vector<int64_t>& dims, Index& index,
+StatusOr<Value> KernelEmitter::FoldReduction(const Node& n, Type type, const std::vector<int64_t>& dims, Index& index,
                               int64_t count, bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element) {
   const Folding f = FoldingOf(n, type, count, reassoc);
   GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, Fold(dims, 0, index, f.init, f.step, element));
@@ -510,8 +423,8 @@ Index KernelEmitter::Delinearize(const Value& linear, const std::vector<int64_t>
       index.push_back(IndexConst(0));
       continue;
     }
-    Value q = stride > 1 ? Let(linear.depth, "arith.divui " + linear.name + ", " + IndexConst(stride).name + " : index", "index") : linear;
-    index.push_back(j == 0 ? q : Let(linear.depth, "arith.remui " + q.name + ", " + IndexConst(dims[j]).name + " : index", "index"));
+    const Value q = stride > 1 ? b_.Apply(Op::kDivUI, {linear, IndexConst(stride)}) : linear;
+    index.push_back(j == 0 ? q : b_.Apply(Op::kRemUI, {q, IndexConst(dims[j])}));
   }
   return index;
 }
@@ -549,29 +462,27 @@ Status KernelEmitter::StorePerRow(const std::vector<TensorId>& per_row) {
 StatusOr<Value> KernelEmitter::ArgMaxOrMin(int id, int64_t size, Index& index, const std::function<Index(const Value&)>& at) {
   const Node& n = *g_.graph.node(id);
   const bool max = TraitsOf(n.op).reducer == OpReducer::kArgMax;
-  const std::string value_type = ElementType(StaticDType(g_, n.inputs[0]));
-  const std::string out_type = ElementType(g_.info(id).dtypes[0]);
-  const bool f = value_type == "f32";
-  const bool i32 = value_type == "i32";
+  const Type value_type = ElementType(StaticDType(g_, n.inputs[0]));
+  const Type out_type = ElementType(g_.info(id).dtypes[0]);
+  const bool f = value_type == Type::F32();
+  const bool i32 = value_type == Type::I32();
   const Value start = f ? FloatConst(max ? -INFINITY : INFINITY)
                         : IntConst(max ? (i32 ? INT32_MIN : INT64_MIN) : (i32 ? INT32_MAX : INT64_MAX), value_type);
-  const std::string better = f ? (max ? "arith.cmpf ogt, " : "arith.cmpf olt, ") : (max ? "arith.cmpi sgt, " : "arith.cmpi slt, ");
+  const Pred better = f ? (max ? Pred::kOgt : Pred::kOlt) : (max ? Pred::kSgt : Pred::kSlt);
   Value position;
   auto step = [&](const std::vector<Value>& accs, const Value& v) {
     const int d = Innermost();
-    const Value wins = Let(d, better + v.name + ", " + accs[0].name + " : " + value_type, "i1");
-    const Value first = Let(d, "arith.cmpi eq, " + position.name + ", " + IndexConst(0).name + " : index", "i1");
-    const Value take = Let(d, "arith.ori " + wins.name + ", " + first.name + " : i1", "i1");
-    return std::vector<Value>{
-        Let(d, "arith.select " + take.name + ", " + v.name + ", " + accs[0].name + " : " + value_type, value_type),
-        Let(d, "arith.select " + take.name + ", " + position.name + ", " + accs[1].name + " : index", "index")};
+    const Value wins = b_.Cmp(better, v, accs[0], d);
+    const Value first = b_.Cmp(Pred::kEq, position, IndexConst(0), d);
+    const Value take = b_.Apply(Op::kOrI, {wins, first}, kExact, d);
+    return std::vector<Value>{b_.Select(take, v, accs[0], d), b_.Select(take, position, accs[1], d)};
   };
   GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
                       Fold({size}, 0, index, {start, IndexConst(0)}, step, [&](const Index& i) -> StatusOr<Value> {
                         position = i.back();
                         return Get(n.inputs[0], at(i.back()));
                       }));
-  return Let(accs[1].depth, "arith.index_cast " + accs[1].name + " : index to " + out_type, out_type);
+  return b_.Convert(Cast::kIndexCast, accs[1], out_type);
 }
 
 // --- Elements.
@@ -596,8 +507,8 @@ bool KernelEmitter::IsApproximate(TensorId v) {
   if (traits.approximate || IsLibraryOp(n.op)) {
     approximate = true;
   } else if (traits.reducer == OpReducer::kSum || traits.reducer == OpReducer::kMean || traits.reducer == OpReducer::kProd) {
-    approximate = ElementType(g_.info(v.node).dtypes[0]) == "f32";
-  } else if (n.op != "Placeholder" && n.op != "Const") {
+    approximate = ElementType(g_.info(v.node).dtypes[0]) == Type::F32();
+  } else if (!IsPlaceholder(n) && !IsConstant(n)) {
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (IsDataInput(n, static_cast<int>(i)) && IsApproximate(n.inputs[i])) approximate = true;
   }
@@ -625,19 +536,22 @@ bool KernelEmitter::MayRoundDivision(TensorId v) {
 // for its sums. Not where 1 / d is not a normal number (a huge or subnormal d, where
 // x * (1 / d) is 0 or Inf and x / d is not): the branch on that is the same for the whole
 // loop, which LLVM versions (unswitches) on it.
-std::string KernelEmitter::DivideByInvariant(const Value& x, const Value& d, MlirWriter& w) {
-  const Value r = Let(d.depth, "arith.divf " + FloatConst(1).name + ", " + d.name + " : f32", "f32");
-  const Value magnitude = Let(d.depth, "math.absf " + r.name + " : f32", "f32");
-  const Value above_min = Let(d.depth, "arith.cmpf oge, " + magnitude.name + ", " + FloatConst(FLT_MIN).name + " : f32", "i1");
-  const Value below_max = Let(d.depth, "arith.cmpf ole, " + magnitude.name + ", " + FloatConst(FLT_MAX).name + " : f32", "i1");
-  const Value normal = Let(d.depth, "arith.andi " + above_min.name + ", " + below_max.name + " : i1", "i1");
-  const std::string q = w.Fresh();
-  w.Line(q + " = scf.if " + normal.name + " -> (f32) {");
-  w.Line("  scf.yield " + w.Let("arith.mulf " + x.name + ", " + r.name + " : f32") + " : f32");
-  w.Line("} else {");
-  w.Line("  scf.yield " + w.Let("arith.divf " + x.name + ", " + d.name + " : f32") + " : f32");
-  w.Line("}");
-  return q;
+Value KernelEmitter::DivideByInvariant(const Value& x, const Value& d) {
+  const Value r = b_.Apply(Op::kDivF, {FloatConst(1), d});
+  const Value magnitude = b_.Apply(Op::kAbsF, {r});
+  const Value normal = b_.Apply(Op::kAndI, {b_.Cmp(Pred::kOge, magnitude, FloatConst(FLT_MIN)),
+                                            b_.Cmp(Pred::kOle, magnitude, FloatConst(FLT_MAX))});
+  const int at = std::max({x.depth, normal.depth, b_.floor()}), saved_floor = b_.floor();
+  Block branches[2];
+  Value quotients[2];
+  for (int k = 0; k < 2; ++k) {
+    OpenScope();
+    b_.set_floor(Innermost());
+    quotients[k] = k == 0 ? b_.Apply(Op::kMulF, {x, r}) : b_.Apply(Op::kDivF, {x, d});
+    b_.set_floor(saved_floor);
+    branches[k] = CloseScope();
+  }
+  return b_.If(at, normal, std::move(branches[0]), {quotients[0]}, std::move(branches[1]), {quotients[1]})[0];
 }
 
 // (y, s) where an f32 Erf's argument is y * s, s * y or y / (1 / s), s a constant in
@@ -668,6 +582,7 @@ std::optional<std::pair<TensorId, double>> KernelEmitter::ScaledArgument(const N
 }
 
 StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
+  const auto located = b_.At(g_.graph.node(v.node)->name);
   if (auto it = p_.buffer_of.find(v); it != p_.buffer_of.end()) {
     const FusionPlan::Buffer& b = p_.buffers[it->second];
     // A value an earlier fusion stored is loaded; one this fusion or a later one stores
@@ -680,10 +595,9 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
   switch (kind) {
     case NodeKind::kConstant: {
       const Tensor& c = g_.constants[v.node];
-      if (c.dtype() == DType::kBool) return Let(0, c.ValueAsInt(0) ? "arith.constant true" : "arith.constant false", "i1");
-      const std::string type = ElementType(c.dtype());
-      if (type == "i32" || type == "i64") return IntConst(c.ValueAsInt(0), type);
-      return FloatConst(static_cast<float>(c.ValueAsDouble(0)));
+      const Type type = ElementType(c.dtype());
+      if (type == Type::F32()) return FloatConst(static_cast<float>(c.ValueAsDouble(0)));
+      return IntConst(c.ValueAsInt(0), type);
     }
     case NodeKind::kReduction: {
       auto it = reduced_.find(v.node);
@@ -696,29 +610,21 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
       // erf(y * s) reads y: ScaledErf folds s into its fit.
       const auto scaled = n.op == "Erf" && g_.info(v.node).dtypes[0] == DType::kFloat ? ScaledArgument(n) : std::nullopt;
       std::vector<Value> x;
-      std::vector<std::string> operands, types;
-      int depth = 0;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const TensorId& in = scaled ? scaled->first : n.inputs[i];
         const Shape& in_shape = ShapeOf(in);
         GJ_ASSIGN_OR_RETURN(x.emplace_back(), Get(in, ReadAt(ReadDims(n, static_cast<int>(i), in_shape, shape), index, in_shape)));
-        operands.push_back(x.back().name);
-        types.push_back(x.back().type);
-        depth = std::max(depth, x.back().depth);
       }
-      MlirWriter w(Fresh("%e") + "_");
-      std::string result;
+      Value result;
       if (scaled) {
-        result = ScaledErf(x[0].name, scaled->second, w);
-      } else if (n.op == "RealDiv" && types[0] == "f32" && x[1].depth < x[0].depth && MayRoundDivision(v)) {
-        result = DivideByInvariant(x[0], x[1], w);
+        result = ScaledErf(x[0], scaled->second, b_);
+      } else if (n.op == "RealDiv" && x[0].type == Type::F32() && x[1].depth < x[0].depth && MayRoundDivision(v)) {
+        result = DivideByInvariant(x[0], x[1]);
       } else {
-        GJ_ASSIGN_OR_RETURN(result, EmitElemental(n, operands, types, w));
+        GJ_ASSIGN_OR_RETURN(result, EmitElemental(n, x, b_));
       }
-      depth = std::max(depth, floor_);
-      code_[depth] += w.code();
       ++num_ops_;
-      return RoundedTo(g_.info(v.node).dtypes[0], Value{result, depth, ElementType(g_.info(v.node).dtypes[0])});
+      return RoundedTo(g_.info(v.node).dtypes[0], result);
     }
     case NodeKind::kSizeOneReshape: {
       const Shape& in_shape = ShapeOf(n.inputs[0]);
@@ -751,12 +657,9 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
 // round each op's result: an f16 chain overflows to Inf where they do.
 Value KernelEmitter::RoundedTo(DType dtype, const Value& v) {
   if (dtype != DType::kHalf && dtype != DType::kBFloat16) return v;
-  const std::string t = StorageType(dtype);
-  const Value narrow = Let(v.depth, "arith.truncf " + v.name + " : f32 to " + t, t);
-  return Let(v.depth, "arith.extf " + narrow.name + " : " + t + " to f32", "f32");
+  return b_.Convert(Cast::kExtF, b_.Convert(Cast::kTruncF, v, StorageType(dtype)), Type::F32());
 }
 
-// The index of an operand of shape `s` broadcast into `out` at `index`.
 // The index of an input of shape `in` read through `dims` (see ReadDims) at `index`.
 Index KernelEmitter::ReadAt(const std::vector<int>& dims, const Index& index, const Shape& in) {
   Index to;
@@ -766,204 +669,251 @@ Index KernelEmitter::ReadAt(const std::vector<int>& dims, const Index& index, co
 
 StatusOr<Value> KernelEmitter::Branch(const Value& cond, const std::function<StatusOr<Value>()>& then,
                                       const std::function<StatusOr<Value>()>& otherwise) {
-  const int at = Innermost(), saved_floor = floor_;
-  std::string branches[2];
+  const int at = Innermost(), saved_floor = b_.floor();
+  Block branches[2];
   Value yielded[2];
-  for (int b = 0; b < 2; ++b) {
+  for (int k = 0; k < 2; ++k) {
     OpenScope();
-    floor_ = Innermost();
-    auto v = b == 0 ? then() : otherwise();
-    floor_ = saved_floor;
-    branches[b] = CloseScope();
+    b_.set_floor(Innermost());
+    auto v = k == 0 ? then() : otherwise();
+    b_.set_floor(saved_floor);
+    branches[k] = CloseScope();
     if (!v.ok()) return v.status();
-    yielded[b] = *v;
+    yielded[k] = *v;
   }
-  const Value result{Fresh("%v"), at, yielded[0].type};
-  code_[at] += result.name + " = scf.if " + cond.name + " -> (" + result.type + ") {\n" + branches[0] + "scf.yield " +
-               yielded[0].name + " : " + result.type + "\n} else {\n" + branches[1] + "scf.yield " + yielded[1].name +
-               " : " + result.type + "\n}\n";
-  return result;
+  return b_.If(at, cond, std::move(branches[0]), {yielded[0]}, std::move(branches[1]), {yielded[1]})[0];
 }
 
 StatusOr<Value> KernelEmitter::Pieces(const Index& index, int axis, const std::vector<int64_t>& ends, const Piece& piece,
                                       size_t k) {
   const int64_t start = k == 0 ? 0 : ends[k - 1];
-  const Value local = start ? IndexArith("arith.subi", index[axis], IndexConst(start)) : index[axis];
+  const Value local = start ? IndexArith(Op::kSubI, index[axis], IndexConst(start)) : index[axis];
   if (k + 1 == ends.size()) return piece(k, local);
-  return Branch(IndexCmp("ult", index[axis], IndexConst(ends[k])), [&] { return piece(k, local); },
+  return Branch(IndexCmp(Pred::kUlt, index[axis], IndexConst(ends[k])), [&] { return piece(k, local); },
                 [&] { return Pieces(index, axis, ends, piece, k + 1); });
 }
 
-Value KernelEmitter::IndexArith(const char* op, const Value& a, const Value& b) {
-  return Let(std::max(a.depth, b.depth), std::string(op) + " " + a.name + ", " + b.name + " : index", "index");
-}
+Value KernelEmitter::IndexArith(Op op, const Value& a, const Value& b) { return b_.Apply(op, {a, b}); }
+Value KernelEmitter::IndexCmp(Pred pred, const Value& a, const Value& b) { return b_.Cmp(pred, a, b); }
 
-Value KernelEmitter::IndexCmp(const char* pred, const Value& a, const Value& b) {
-  return Let(std::max(a.depth, b.depth), std::string("arith.cmpi ") + pred + ", " + a.name + ", " + b.name + " : index", "i1");
-}
+// --- Indexed ops: each op's element generator, in a table keyed by op.
+// What a generator reads: the node, the output it computes, the input it moves data from
+// (`data`, of shape `in`), the output's shape and the element's index.
+struct KernelEmitter::IndexedElement {
+  const Node& n;
+  TensorId v;
+  TensorId data;
+  const Shape& in;
+  const Shape& out;
+  const Index& index;
+};
 
 StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
+  using Generator = std::function<StatusOr<Value>(KernelEmitter& e, const IndexedElement& x)>;
+  struct Entry {
+    int data;  // the input data is moved from
+    Generator element;
+  };
+  static const std::map<std::string, Entry, std::less<>> kGenerators = {
+      {"Fill", {1, [](KernelEmitter& e, const IndexedElement& x) { return e.Get(x.data, {}); }}},
+      {"Slice", {0, &KernelEmitter::SliceElement}},
+      {"StridedSlice", {0, &KernelEmitter::StridedSliceElement}},
+      {"Tile", {0, &KernelEmitter::TileElement}},
+      {"ReverseV2", {0, &KernelEmitter::ReverseElement}},
+      {"MirrorPad", {0, &KernelEmitter::MirrorPadElement}},
+      {"Pad", {0, &KernelEmitter::PadElement}},
+      {"PadV2", {0, &KernelEmitter::PadElement}},
+      {"GatherV2", {0, &KernelEmitter::GatherElement}},
+      {"_GraphjitSetRow", {0, &KernelEmitter::SetRowElement}},
+      {"Pack", {0, &KernelEmitter::PackElement}},
+      {"Unpack", {0, &KernelEmitter::UnpackElement}},
+      {"Split", {1, [](KernelEmitter& e, const IndexedElement& x) { return e.SplitElement(x, 0); }}},
+      {"SplitV", {0, [](KernelEmitter& e, const IndexedElement& x) { return e.SplitElement(x, 2); }}},
+      {"Range", {0, &KernelEmitter::RangeElement}},
+      {"OneHot", {0, &KernelEmitter::OneHotElement}},
+  };
   const Node& n = *g_.graph.node(v.node);
-  const std::string& op = n.op;
-  const Shape& out = ShapeOf(v);
-  const TensorId data = n.inputs[op == "Split" || op == "Fill" ? 1 : 0];
-  const Shape& in = ShapeOf(data);
-  auto ints = [&](int i) { return IntValues(g_.constants[n.inputs[i].node]); };
-  auto plus = [&](const Value& i, int64_t c) { return c ? IndexArith("arith.addi", i, IndexConst(c)) : i; };
-  auto select = [&](const Value& cond, const Value& a, const Value& b) {
-    return Let(std::max({cond.depth, a.depth, b.depth}),
-               "arith.select " + cond.name + ", " + a.name + ", " + b.name + " : " + a.type, a.type);
-  };
-  auto zero = [&]() -> StatusOr<Value> {
-    const std::string type = ElementType(g_.info(v.node).dtypes[0]);
-    if (type == "f32") return FloatConst(0);
-    if (type == "i1") return Let(0, "arith.constant false", "i1");
-    return IntConst(0, type);
-  };
-  Index at = index;
-  if (op == "Fill") return Get(data, {});
-  if (op == "Slice") {
-    const std::vector<int64_t> begin = ints(1);
-    for (int d = 0; d < in.rank(); ++d) at[d] = plus(index[d], begin[d]);
-    return Get(data, at);
-  }
-  if (op == "StridedSlice") {
-    const InferenceContext c{n, {}, {}, {}, {}, {}};
-    GJ_ASSIGN_OR_RETURN(std::vector<SliceDim> dims, ResolveStridedSlice(c, in, ints(1), ints(2), ints(3)));
-    at.assign(in.rank(), IndexConst(0));
-    size_t k = 0;  // the result's dim
-    for (const SliceDim& s : dims) {
-      const Value* i = s.keep ? &index[k++] : nullptr;
-      if (s.in_dim < 0) continue;
-      if (!i || s.size == 1) {
-        at[s.in_dim] = IndexConst(s.begin);
-      } else {
-        at[s.in_dim] = plus(s.stride == 1 ? *i : IndexArith("arith.muli", *i, IndexConst(s.stride)), s.begin);
-      }
+  auto it = kGenerators.find(n.op);
+  if (it == kGenerators.end()) return Internal(NodeLabel(n) + " is not an indexed op");
+  const TensorId data = n.inputs[it->second.data];
+  return it->second.element(*this, {n, v, data, ShapeOf(data), ShapeOf(v), index});
+}
+
+std::vector<int64_t> KernelEmitter::ConstantInts(const Node& n, int input) const {
+  return IntValues(g_.constants[n.inputs[input].node]);
+}
+
+Value KernelEmitter::Plus(const Value& i, int64_t c) { return c ? IndexArith(Op::kAddI, i, IndexConst(c)) : i; }
+
+StatusOr<Value> KernelEmitter::ZeroOf(TensorId v) {
+  const Type type = ElementType(g_.info(v.node).dtypes[v.index]);
+  return type == Type::F32() ? FloatConst(0) : IntConst(0, type);
+}
+
+StatusOr<Value> KernelEmitter::SliceElement(const IndexedElement& x) {
+  const std::vector<int64_t> begin = ConstantInts(x.n, 1);
+  Index at = x.index;
+  for (int d = 0; d < x.in.rank(); ++d) at[d] = Plus(x.index[d], begin[d]);
+  return Get(x.data, at);
+}
+
+StatusOr<Value> KernelEmitter::StridedSliceElement(const IndexedElement& x) {
+  const InferenceContext c{x.n, {}, {}, {}, {}, {}};
+  GJ_ASSIGN_OR_RETURN(std::vector<SliceDim> dims,
+                      ResolveStridedSlice(c, x.in, ConstantInts(x.n, 1), ConstantInts(x.n, 2), ConstantInts(x.n, 3)));
+  Index at(x.in.rank(), IndexConst(0));
+  size_t k = 0;  // the result's dim
+  for (const SliceDim& s : dims) {
+    const Value* i = s.keep ? &x.index[k++] : nullptr;
+    if (s.in_dim < 0) continue;
+    if (!i || s.size == 1) {
+      at[s.in_dim] = IndexConst(s.begin);
+    } else {
+      at[s.in_dim] = Plus(s.stride == 1 ? *i : IndexArith(Op::kMulI, *i, IndexConst(s.stride)), s.begin);
     }
-    return Get(data, at);
   }
-  if (op == "Tile") {
-    for (int d = 0; d < in.rank(); ++d)
-      at[d] = in.dim(d) == 1     ? IndexConst(0)
-              : in.dim(d) == out.dim(d) ? index[d]
-                                        : IndexArith("arith.remui", index[d], IndexConst(in.dim(d)));
-    return Get(data, at);
+  return Get(x.data, at);
+}
+
+StatusOr<Value> KernelEmitter::TileElement(const IndexedElement& x) {
+  Index at = x.index;
+  for (int d = 0; d < x.in.rank(); ++d)
+    at[d] = x.in.dim(d) == 1               ? IndexConst(0)
+            : x.in.dim(d) == x.out.dim(d) ? x.index[d]
+                                          : IndexArith(Op::kRemUI, x.index[d], IndexConst(x.in.dim(d)));
+  return Get(x.data, at);
+}
+
+StatusOr<Value> KernelEmitter::ReverseElement(const IndexedElement& x) {
+  Index at = x.index;
+  for (int64_t a : ConstantInts(x.n, 1)) {
+    const int d = static_cast<int>(a < 0 ? a + x.in.rank() : a);
+    at[d] = IndexArith(Op::kSubI, IndexConst(x.in.dim(d) - 1), x.index[d]);
   }
-  if (op == "ReverseV2") {
-    for (int64_t a : ints(1)) {
-      const int d = static_cast<int>(a < 0 ? a + in.rank() : a);
-      at[d] = IndexArith("arith.subi", IndexConst(in.dim(d) - 1), index[d]);
-    }
-    return Get(data, at);
+  return Get(x.data, at);
+}
+
+// REFLECT repeats no edge element, SYMMETRIC repeats it: before the start, j -> -j - 1 +
+// reflect; past the end (size n), j -> 2n - 1 - reflect - j.
+StatusOr<Value> KernelEmitter::MirrorPadElement(const IndexedElement& x) {
+  GJ_ASSIGN_OR_RETURN(std::string mode, GetStringAttr(x.n, "mode"));
+  const int64_t reflect = mode == "REFLECT" ? 1 : 0;
+  const std::vector<int64_t> pads = ConstantInts(x.n, 1);
+  Index at = x.index;
+  for (int d = 0; d < x.in.rank(); ++d) {
+    Value j = pads[2 * d] ? IndexArith(Op::kSubI, x.index[d], IndexConst(pads[2 * d])) : x.index[d];
+    if (pads[2 * d])
+      j = b_.Select(IndexCmp(Pred::kSlt, j, IndexConst(0)), IndexArith(Op::kSubI, IndexConst(reflect - 1), j), j);
+    if (pads[2 * d + 1])
+      j = b_.Select(IndexCmp(Pred::kSge, j, IndexConst(x.in.dim(d))),
+                    IndexArith(Op::kSubI, IndexConst(2 * x.in.dim(d) - 1 - reflect), j), j);
+    at[d] = j;
   }
-  if (op == "MirrorPad") {
-    // REFLECT repeats no edge element, SYMMETRIC repeats it: before the start, j -> -j - 1 +
-    // reflect; past the end (size n), j -> 2n - 1 - reflect - j.
-    GJ_ASSIGN_OR_RETURN(std::string mode, GetStringAttr(n, "mode"));
-    const int64_t reflect = mode == "REFLECT" ? 1 : 0;
-    const std::vector<int64_t> pads = ints(1);
-    for (int d = 0; d < in.rank(); ++d) {
-      Value j = pads[2 * d] ? IndexArith("arith.subi", index[d], IndexConst(pads[2 * d])) : index[d];
-      if (pads[2 * d])
-        j = select(IndexCmp("slt", j, IndexConst(0)), IndexArith("arith.subi", IndexConst(reflect - 1), j), j);
-      if (pads[2 * d + 1])
-        j = select(IndexCmp("sge", j, IndexConst(in.dim(d))),
-                   IndexArith("arith.subi", IndexConst(2 * in.dim(d) - 1 - reflect), j), j);
-      at[d] = j;
-    }
-    return Get(data, at);
+  return Get(x.data, at);
+}
+
+// Pad and PadV2: the input inside, the padding value (PadV2's input 2, else 0) around it.
+StatusOr<Value> KernelEmitter::PadElement(const IndexedElement& x) {
+  const std::vector<int64_t> pads = ConstantInts(x.n, 1);
+  Index at = x.index;
+  std::optional<Value> inside;
+  for (int d = 0; d < x.in.rank(); ++d) {
+    if (!pads[2 * d] && !pads[2 * d + 1]) continue;
+    at[d] = pads[2 * d] ? IndexArith(Op::kSubI, x.index[d], IndexConst(pads[2 * d])) : x.index[d];
+    const Value ok = IndexCmp(Pred::kUlt, at[d], IndexConst(x.in.dim(d)));  // before the start, at[d] wraps around
+    inside = !inside ? ok : b_.Apply(Op::kAndI, {*inside, ok});
   }
-  if (op == "Pad" || op == "PadV2") {
-    const std::vector<int64_t> pads = ints(1);
-    std::optional<Value> inside;
-    for (int d = 0; d < in.rank(); ++d) {
-      if (!pads[2 * d] && !pads[2 * d + 1]) continue;
-      at[d] = pads[2 * d] ? IndexArith("arith.subi", index[d], IndexConst(pads[2 * d])) : index[d];
-      const Value ok = IndexCmp("ult", at[d], IndexConst(in.dim(d)));  // before the start, at[d] wraps around
-      inside = !inside ? ok : Let(std::max(inside->depth, ok.depth), "arith.andi " + inside->name + ", " + ok.name + " : i1", "i1");
-    }
-    if (!inside) return Get(data, at);
-    return Branch(*inside, [&] { return Get(data, at); }, [&]() -> StatusOr<Value> {
-      if (op == "PadV2") return Get(n.inputs[2], {});
-      return zero();
-    });
-  }
-  if (op == "GatherV2") {
-    // The result is params[:axis] + indices[batch_dims:] + params[axis + 1:] (the batch dims
-    // among the first); an index outside [0, dim) reads as zero, as TensorFlow's GPU kernel
-    // writes it (the JIT compiles GatherV2 for GPUs only).
-    int64_t axis = ints(2)[0];
-    if (axis < 0) axis += in.rank();
-    GJ_ASSIGN_OR_RETURN(int64_t batch_dims, GetIntAttrOr(n, "batch_dims", 0));
-    const int indices_rank = ShapeOf(n.inputs[1]).rank();
-    if (batch_dims < 0) batch_dims += indices_rank;
-    const int64_t own = indices_rank - batch_dims;  // the indices' dims of their own, in the result
-    Index where(index.begin(), index.begin() + batch_dims);
-    where.insert(where.end(), index.begin() + axis, index.begin() + axis + own);
-    GJ_ASSIGN_OR_RETURN(const Value x, Get(n.inputs[1], where));
-    const Value i = Let(x.depth, "arith.index_cast " + x.name + " : " + x.type + " to index", "index");
-    at.assign(index.begin(), index.begin() + axis);
-    at.push_back(i);
-    at.insert(at.end(), index.begin() + axis + own, index.end());
-    return Branch(IndexCmp("ult", i, IndexConst(in.dim(static_cast<int>(axis)))), [&] { return Get(data, at); }, zero);
-  }
-  if (op == "_GraphjitSetRow") {
-    // The list (input 0) with row `index` replaced by the item; the index clamped into the
-    // list, as XLA's dynamic-update-slice does (the JIT compiles it for GPUs only).
-    GJ_ASSIGN_OR_RETURN(const Value x, Get(n.inputs[1], {}));
-    Value row = Let(x.depth, "arith.index_cast " + x.name + " : " + x.type + " to index", "index");
-    row = IndexArith("arith.maxsi", row, IndexConst(0));
-    row = IndexArith("arith.minsi", row, IndexConst(in.dim(0) - 1));
-    const Index item(index.begin() + 1, index.end());
-    GJ_ASSIGN_OR_RETURN(const Value replaced, Get(n.inputs[2], item));
-    GJ_ASSIGN_OR_RETURN(const Value kept, Get(data, index));
-    return select(IndexCmp("eq", index[0], row), replaced, kept);
-  }
-  if (op == "Pack" || op == "Unpack") {
-    GJ_ASSIGN_OR_RETURN(int64_t axis, GetIntAttrOr(n, "axis", 0));
-    if (op == "Unpack") {
-      at.insert(at.begin() + (axis < 0 ? axis + in.rank() : axis), IndexConst(v.index));
-      return Get(data, at);
-    }
-    const int a = static_cast<int>(axis < 0 ? axis + out.rank() : axis);
-    std::vector<int64_t> ends(n.inputs.size());
-    for (size_t k = 0; k < ends.size(); ++k) ends[k] = static_cast<int64_t>(k) + 1;
-    at.erase(at.begin() + a);
-    return Pieces(index, a, ends, [&](size_t k, const Value&) { return Get(n.inputs[k], at); });
-  }
-  if (op == "Split" || op == "SplitV") {
-    int64_t axis = ints(op == "Split" ? 0 : 2)[0];
-    if (axis < 0) axis += out.rank();
-    int64_t offset = 0;  // the outputs before this one, along the axis
-    for (int k = 0; k < v.index; ++k) offset += g_.info(v.node).shapes[k].dim(static_cast<int>(axis));
-    at[axis] = plus(index[axis], offset);
-    return Get(data, at);
-  }
-  if (op == "Range") {
-    // start + i * delta (its inputs are constants: they decide the output's shape).
-    GJ_ASSIGN_OR_RETURN(const Value start, Get(n.inputs[0], {}));
-    GJ_ASSIGN_OR_RETURN(const Value delta, Get(n.inputs[2], {}));
-    const std::string& type = start.type;
-    const bool floating = type == "f32";
-    Value i = Let(index[0].depth, "arith.index_cast " + index[0].name + " : index to " + (floating ? "i64" : type),
-                  floating ? "i64" : type);
-    if (floating) i = Let(i.depth, "arith.uitofp " + i.name + " : i64 to f32", "f32");
-    const std::string f = floating ? "f" : "i";
-    const Value step = Let(i.depth, "arith.mul" + f + " " + i.name + ", " + delta.name + " : " + type, type);
-    return Let(step.depth, "arith.add" + f + " " + start.name + ", " + step.name + " : " + type, type);
-  }
-  if (op == "OneHot") {
-    GJ_ASSIGN_OR_RETURN(int64_t axis, GetIntAttrOr(n, "axis", -1));
-    const int a = static_cast<int>(axis == -1 ? out.rank() - 1 : axis);
-    at.erase(at.begin() + a);
-    GJ_ASSIGN_OR_RETURN(const Value x, Get(data, at));
-    const Value i = Let(x.depth, "arith.index_cast " + x.name + " : " + x.type + " to index", "index");
-    GJ_ASSIGN_OR_RETURN(const Value on, Get(n.inputs[2], {}));
-    GJ_ASSIGN_OR_RETURN(const Value off, Get(n.inputs[3], {}));
-    return select(IndexCmp("eq", i, index[a]), on, off);
-  }
-  return Internal(NodeLabel(n) + " is not an indexed op");
+  if (!inside) return Get(x.data, at);
+  return Branch(*inside, [&] { return Get(x.data, at); }, [&]() -> StatusOr<Value> {
+    if (x.n.inputs.size() > 2) return Get(x.n.inputs[2], {});
+    return ZeroOf(x.v);
+  });
+}
+
+// The result is params[:axis] + indices[batch_dims:] + params[axis + 1:] (the batch dims
+// among the first); an index outside [0, dim) reads as zero, as TensorFlow's GPU kernel
+// writes it (the JIT compiles GatherV2 for GPUs only).
+StatusOr<Value> KernelEmitter::GatherElement(const IndexedElement& x) {
+  int64_t axis = ConstantInts(x.n, 2)[0];
+  if (axis < 0) axis += x.in.rank();
+  GJ_ASSIGN_OR_RETURN(int64_t batch_dims, GetIntAttrOr(x.n, "batch_dims", 0));
+  const int indices_rank = ShapeOf(x.n.inputs[1]).rank();
+  if (batch_dims < 0) batch_dims += indices_rank;
+  const int64_t own = indices_rank - batch_dims;  // the indices' dims of their own, in the result
+  Index where(x.index.begin(), x.index.begin() + batch_dims);
+  where.insert(where.end(), x.index.begin() + axis, x.index.begin() + axis + own);
+  GJ_ASSIGN_OR_RETURN(const Value position, Get(x.n.inputs[1], where));
+  const Value i = b_.Convert(Cast::kIndexCast, position, Type::Index());
+  Index at(x.index.begin(), x.index.begin() + axis);
+  at.push_back(i);
+  at.insert(at.end(), x.index.begin() + axis + own, x.index.end());
+  return Branch(IndexCmp(Pred::kUlt, i, IndexConst(x.in.dim(static_cast<int>(axis)))), [&] { return Get(x.data, at); },
+                [&] { return ZeroOf(x.v); });
+}
+
+// The list (input 0) with row `index` replaced by the item; the index clamped into the
+// list, as XLA's dynamic-update-slice does (the JIT compiles it for GPUs only).
+StatusOr<Value> KernelEmitter::SetRowElement(const IndexedElement& x) {
+  GJ_ASSIGN_OR_RETURN(const Value position, Get(x.n.inputs[1], {}));
+  Value row = b_.Convert(Cast::kIndexCast, position, Type::Index());
+  row = IndexArith(Op::kMaxSI, row, IndexConst(0));
+  row = IndexArith(Op::kMinSI, row, IndexConst(x.in.dim(0) - 1));
+  const Index item(x.index.begin() + 1, x.index.end());
+  GJ_ASSIGN_OR_RETURN(const Value replaced, Get(x.n.inputs[2], item));
+  GJ_ASSIGN_OR_RETURN(const Value kept, Get(x.data, x.index));
+  return b_.Select(IndexCmp(Pred::kEq, x.index[0], row), replaced, kept);
+}
+
+StatusOr<Value> KernelEmitter::PackElement(const IndexedElement& x) {
+  GJ_ASSIGN_OR_RETURN(int64_t axis, GetIntAttrOr(x.n, "axis", 0));
+  const int a = static_cast<int>(axis < 0 ? axis + x.out.rank() : axis);
+  std::vector<int64_t> ends(x.n.inputs.size());
+  for (size_t k = 0; k < ends.size(); ++k) ends[k] = static_cast<int64_t>(k) + 1;
+  Index at = x.index;
+  at.erase(at.begin() + a);
+  return Pieces(x.index, a, ends, [&](size_t k, const Value&) { return Get(x.n.inputs[k], at); });
+}
+
+StatusOr<Value> KernelEmitter::UnpackElement(const IndexedElement& x) {
+  GJ_ASSIGN_OR_RETURN(int64_t axis, GetIntAttrOr(x.n, "axis", 0));
+  Index at = x.index;
+  at.insert(at.begin() + (axis < 0 ? axis + x.in.rank() : axis), IndexConst(x.v.index));
+  return Get(x.data, at);
+}
+
+// Split (the axis is input 0) and SplitV (input 2): output k starts after the outputs
+// before it along the axis.
+StatusOr<Value> KernelEmitter::SplitElement(const IndexedElement& x, int axis_input) {
+  int64_t axis = ConstantInts(x.n, axis_input)[0];
+  if (axis < 0) axis += x.out.rank();
+  int64_t offset = 0;
+  for (int k = 0; k < x.v.index; ++k) offset += g_.info(x.v.node).shapes[k].dim(static_cast<int>(axis));
+  Index at = x.index;
+  at[axis] = Plus(x.index[axis], offset);
+  return Get(x.data, at);
+}
+
+// start + i * delta (its inputs are constants: they decide the output's shape).
+StatusOr<Value> KernelEmitter::RangeElement(const IndexedElement& x) {
+  GJ_ASSIGN_OR_RETURN(const Value start, Get(x.n.inputs[0], {}));
+  GJ_ASSIGN_OR_RETURN(const Value delta, Get(x.n.inputs[2], {}));
+  const bool floating = start.type == Type::F32();
+  Value i = b_.Convert(Cast::kIndexCast, x.index[0], floating ? Type::I64() : start.type);
+  if (floating) i = b_.Convert(Cast::kUIToFP, i, Type::F32());
+  const Value step = b_.Apply(floating ? Op::kMulF : Op::kMulI, {i, delta});
+  return b_.Apply(floating ? Op::kAddF : Op::kAddI, {start, step});
+}
+
+StatusOr<Value> KernelEmitter::OneHotElement(const IndexedElement& x) {
+  GJ_ASSIGN_OR_RETURN(int64_t axis, GetIntAttrOr(x.n, "axis", -1));
+  const int a = static_cast<int>(axis == -1 ? x.out.rank() - 1 : axis);
+  Index at = x.index;
+  at.erase(at.begin() + a);
+  GJ_ASSIGN_OR_RETURN(const Value position, Get(x.data, at));
+  const Value i = b_.Convert(Cast::kIndexCast, position, Type::Index());
+  GJ_ASSIGN_OR_RETURN(const Value on, Get(x.n.inputs[2], {}));
+  GJ_ASSIGN_OR_RETURN(const Value off, Get(x.n.inputs[3], {}));
+  return b_.Select(IndexCmp(Pred::kEq, i, x.index[a]), on, off);
 }
 
 }  // namespace graphjit::emitter

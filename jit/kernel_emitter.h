@@ -1,8 +1,9 @@
-// The kernel emitter every schedule writes its functions with (internal to jit/): MLIR
-// text in scopes, values hoisted to the outermost scope where what they read is defined,
-// the elements of fused values computed through the elemental emitter, buffers loaded and
-// stored, reductions folded. Per target, a schedule decides the loops around it: CPU row
-// ranges (jit/cpu_schedule.cc), GPU grids of threads, warps and blocks (jit/gpu_schedule.cc).
+// The kernel emitter every schedule writes its functions with (internal to jit/), through
+// the typed builder (jit/ir_builder.h: scopes, values written in the outermost scope where
+// what they read is defined): the elements of fused values computed through the elemental
+// emitter, buffers loaded and stored, reductions folded. Per target, a schedule decides
+// the loops around it: CPU row ranges (jit/cpu_schedule.cc), GPU grids of threads, warps
+// and blocks (jit/gpu_schedule.cc), launched as jit/gpu_launch.h chooses.
 #pragma once
 
 #include <cstdint>
@@ -14,68 +15,60 @@
 #include <vector>
 
 #include "jit/fusion_emitter.h"
-
-namespace graphjit {
-class MlirWriter;
-}  // namespace graphjit
+#include "jit/gpu_launch.h"
+#include "jit/ir_builder.h"
 
 namespace graphjit::emitter {
 
 // The memref element type a tensor of `dtype` is stored as.
-std::string StorageType(DType dtype);
+Type StorageType(DType dtype);
 // A buffer's memref type. MLIR 19 cannot pass a memref with a 0-size dim to LLVM; such
 // a dim is declared as 1: nothing reads or writes it, since the loop over it is empty.
-std::string MemRefType(const Shape& shape, DType dtype);
-// An f32 constant by its bits: exact, and Inf and NaN are written too.
-std::string F32Constant(float v);
+Type MemRefType(const Shape& shape, DType dtype);
 
-struct Value {
-  std::string name;
-  int depth = 0;     // the scope it is defined in: 0 is the function's entry
-  std::string type;  // "f32", "i1", "i32", "i64" or "index"
-};
-using Index = std::vector<Value>;
-int DepthOf(const Index& index);
+// An index's values' names, as a key.
 std::string Names(const Index& index);
 
 // A reduction's combining op and identity in the computed type `t` (f32, i32 or i64).
 struct Reducer {
-  std::string combine;
+  Op combine;
   enum Identity { kZero, kOne, kLowest, kHighest } init;  // kLowest: -Inf for f32, the minimum for integers
 };
-Reducer ReducerOf(const std::string& op, const std::string& t);
+Reducer ReducerOf(const std::string& op, Type t);
 
-// Writes one fusion as one function. Code is kept per open scope (function entry, loop
-// and branch bodies); a value is written in the outermost scope where all it reads is
-// defined, so what does not change along a loop is computed before it.
+// Writes one fusion as one function (on a GPU, one or two kernels), through one builder
+// whose errors name this emitter.
 class KernelEmitter {
  public:
   KernelEmitter(const AnalyzedGraph& g, const FusionPlan& p, int f, const TargetDescription& target)
-      : g_(g), p_(p), f_(f), fusion_(p.fusions[f]), target_(target), schedule_(target.schedule), warp_(target.gpu.warp_size) {}
+      : g_(g), p_(p), f_(f), fusion_(p.fusions[f]), b_(EmitterName(p.fusions[f], f)), target_(target),
+        schedule_(target.schedule), warp_(target.gpu.warp_size) {}
+
+  // The emitter of a fusion's kind, as errors name it: "the row emitter (fusion_3)".
+  static std::string EmitterName(const FusionPlan::Fusion& fusion, int f);
 
   // The fusion's kernels (one, or on a GPU two for a reduction in two phases) as functions
   // of the target's schedule: their text; appended to `module`: each kernel's name, buffers
   // and launch, the scratch areas they share, and the elementwise ops written.
-  StatusOr<std::string> Emit(EmittedModule* module);
+  // CPU: `canonical` (if given) gets the kernel's canonical form (Builder::Function): equal
+  // for kernels of the same code.
+  StatusOr<std::string> Emit(EmittedModule* module, std::string* canonical = nullptr);
 
  private:
   // The schedules (jit/cpu_schedule.cc, jit/gpu_schedule.cc).
-  StatusOr<std::string> EmitCpu(EmittedKernel* kernel);
+  StatusOr<std::string> EmitCpu(EmittedKernel* kernel, std::string* canonical);
   StatusOr<std::string> EmitGpu(EmittedModule* module);
   // Starts a new function: no code, constants or parameters yet.
   void StartFunction();
   // --- Code and scopes.
-  int Innermost() const { return static_cast<int>(code_.size()) - 1; }
-  std::string Fresh(const char* prefix) { return prefix + std::to_string(next_++); }
-  Value Let(int depth, const std::string& rhs, const std::string& type);
-  Value IndexConst(int64_t c);
-  Value FloatConst(float v);
-  Value IntConst(int64_t v, const std::string& type);
+  int Innermost() const { return b_.Innermost(); }
+  Value IndexConst(int64_t c) { return b_.IndexConst(c); }
+  Value FloatConst(float v) { return b_.Float(v); }
+  Value IntConst(int64_t v, Type type) { return b_.Int(v, type); }
   // `count` elements are reduced: a float sum of one or more starts at -0, so that a sum of
   // -0s is -0, as in IEEE arithmetic and the reference kernels (an empty sum is +0).
-  Value IdentityOf(const Reducer& reducer, const std::string& type, int64_t count);
-  void OpenScope() { code_.emplace_back(); }
-  std::string CloseScope();
+  Value IdentityOf(const Reducer& reducer, Type type, int64_t count);
+  void OpenScope() { b_.OpenScope(); }
 
   // --- Loops.
   // The row loop over [begin, end) of the rows (the product of `dims`), with row_ set.
@@ -105,10 +98,7 @@ class KernelEmitter {
   StatusOr<std::vector<Value>> FoldGroups(const Value& lower, const Value& upper, const std::optional<Value>& group_upper,
                                           int64_t step, int64_t unroll, const std::vector<Value>& accs,
                                           const Elements& elements, const FoldValues& fold);
-  // The results of a region op written in scope `at`, of `like`'s types, and its left-hand
-  // side ("%vN" or "%vN:k").
-  std::vector<Value> Results(int at, const std::vector<Value>& like, std::string* lhs);
-  static std::string Types(const std::vector<Value>& values);
+  Block CloseScope();
 
   // A loop nest over dims[k..], appending its induction variables to `index`.
   Status Nest(const std::vector<int64_t>& dims, size_t k, Index& index, const std::function<Status(const Index&)>& body);
@@ -121,13 +111,12 @@ class KernelEmitter {
                                     const std::function<StatusOr<Value>(const Index&)>& element);
 
   // --- Buffers.
-  std::string Param(int buffer);
+  Value Param(int buffer);
   // A buffer's memref type: CPU: its shape; GPU: flat, 1-D.
-  std::string BufferType(int buffer) const;
+  Type BufferType(int buffer) const;
   // The subscript of an element of a buffer: CPU: its index; GPU: its linear index (from
   // linear_ when the buffer has the fusion's shape and the index is a known one).
   Index Subscript(int buffer, const Index& index);
-  std::string Access(int buffer, const Index& subscript);
   // An element of a buffer, widened to the type it is computed in. `depth` -1: hoisted as
   // far as the index allows (for buffers this kernel does not write).
   Value Load(int buffer, const Index& index, int depth = -1);
@@ -169,15 +158,15 @@ class KernelEmitter {
 
   // How `n` reduces in the computed type `type`, `count` elements: the accumulators'
   // initial values, the step that folds one element in, per accumulator the op that
-  // combines two partial results ("%0", "%1": a thread's and another's), and the finish
-  // that makes the result of the accumulators.
+  // combines two partial results (a thread's and another's, with its fast-math flags), and
+  // the finish that makes the result of the accumulators.
   struct Folding {
     std::vector<Value> init;
     Step step;
-    std::vector<std::string> combine;
+    std::vector<std::pair<Op, unsigned>> combine;
     std::function<Value(const std::vector<Value>&)> finish;
   };
-  Folding FoldingOf(const Node& n, const std::string& type, int64_t count, bool reassoc);
+  Folding FoldingOf(const Node& n, Type type, int64_t count, bool reassoc);
 
   // Folds the elements `element` gives over `dims` (their indices appended to `index`) with
   // n's reducer in the computed type `type`, and divides a Mean by `count`. Integers are
@@ -189,7 +178,7 @@ class KernelEmitter {
   // seen, the result is NaN), and the smallest bits of +0 for Max (x ^ sign for Min, to find
   // -0): a zero result is +0 for Max if any +0 was seen (-0 for Min if any -0 was), as in
   // the reference kernels. (Integer folds vectorize without the packing of i1 flags.)
-  StatusOr<Value> FoldReduction(const Node& n, const std::string& type, const std::vector<int64_t>& dims, Index& index,
+  StatusOr<Value> FoldReduction(const Node& n, Type type, const std::vector<int64_t>& dims, Index& index,
                                 int64_t count, bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element);
 
   // A reduction over any axes: the output is initialized, then accumulated in place while
@@ -218,7 +207,7 @@ class KernelEmitter {
 
   bool IsApproximate(TensorId v);
   bool MayRoundDivision(TensorId v);
-  std::string DivideByInvariant(const Value& x, const Value& d, MlirWriter& w);
+  Value DivideByInvariant(const Value& x, const Value& d);
   std::optional<std::pair<TensorId, double>> ScaledArgument(const Node& erf);
   StatusOr<Value> Compute(TensorId v, const Index& index);
 
@@ -238,17 +227,54 @@ class KernelEmitter {
   // index along the axis within piece k, for the piece `index` falls in (a chain of branches).
   using Piece = std::function<StatusOr<Value>(size_t k, const Value& local)>;
   StatusOr<Value> Pieces(const Index& index, int axis, const std::vector<int64_t>& ends, const Piece& piece, size_t k = 0);
-  // a <op> b on indices ("arith.addi", ...), and the comparison `pred` of two indices.
-  Value IndexArith(const char* op, const Value& a, const Value& b);
-  Value IndexCmp(const char* pred, const Value& a, const Value& b);
-  // A kIndexed node's element at `index`.
+  // a <op> b on indices, and the comparison `pred` of two indices.
+  Value IndexArith(Op op, const Value& a, const Value& b);
+  Value IndexCmp(Pred pred, const Value& a, const Value& b);
+  // A kIndexed node's element at `index`: its op's element generator (a table keyed by op),
+  // which every fusion kind fuses.
   StatusOr<Value> Indexed(TensorId v, const Index& index);
+  struct IndexedElement;
+  StatusOr<Value> SliceElement(const IndexedElement& x);
+  StatusOr<Value> StridedSliceElement(const IndexedElement& x);
+  StatusOr<Value> TileElement(const IndexedElement& x);
+  StatusOr<Value> ReverseElement(const IndexedElement& x);
+  StatusOr<Value> MirrorPadElement(const IndexedElement& x);
+  StatusOr<Value> PadElement(const IndexedElement& x);
+  StatusOr<Value> GatherElement(const IndexedElement& x);
+  StatusOr<Value> SetRowElement(const IndexedElement& x);
+  StatusOr<Value> PackElement(const IndexedElement& x);
+  StatusOr<Value> UnpackElement(const IndexedElement& x);
+  StatusOr<Value> SplitElement(const IndexedElement& x, int axis_input);
+  StatusOr<Value> RangeElement(const IndexedElement& x);
+  StatusOr<Value> OneHotElement(const IndexedElement& x);
+  // The integers of constant input `input` of `n`; i + c; the zero of v's computed type.
+  std::vector<int64_t> ConstantInts(const Node& n, int input) const;
+  Value Plus(const Value& i, int64_t c);
+  StatusOr<Value> ZeroOf(TensorId v);
 
   // --- GPU (jit/gpu_schedule.cc).
   Status GpuLoop(EmittedKernel* kernel);
   // A schedule that writes more than one kernel appends them to `module` and their text
   // to *functions itself; the others leave their one kernel in *kernel.
   Status GpuRows(EmittedKernel* kernel, EmittedModule* module, std::string* functions);
+  // A row fusion's row as the threads of a kThreadsPerRow launch share it: what it stores
+  // (full rows, per row), the thread's first column (lane) and, in a cluster, its block's
+  // slice [first, end); held: the thread's columns.
+  struct RowThreads {
+    const RowLaunch& launch;
+    std::vector<int64_t> reduced;
+    int64_t cols;
+    std::vector<TensorId> full, per_row;
+    Value lane, first, end;
+    std::vector<Value> columns;
+    // Whether the thread's k-th column may be past the row's end.
+    bool MayPassEnd(size_t k) const { return static_cast<int64_t>(k + 1) * launch.threads > cols; }
+  };
+  Status RowAcrossThreads(RowThreads& t);
+  Status ReduceAcrossThreads(RowThreads& t, int j);
+  // The index of the row's `column`; in loop `loop`, staged where the row is (FromStage).
+  Index RowAt(const RowThreads& t, const Value& column);
+  Index StagedRowAt(const RowThreads& t, const Value& column, int loop);
   Status GpuReduce(EmittedKernel* kernel, EmittedModule* module, std::string* functions);
   // Rows too few and too long for a block each: each reduction in two phases
   // (ReduceInTwoPhases; fusion_N_reduceJ), its result per row kept in scratch memory, then
@@ -261,19 +287,24 @@ class KernelEmitter {
   // `element(output, i)` for i = part, part + parts, ... in order, into scratch memory;
   // then each output's partial results are combined in a fixed tree, and `store(output,
   // result)` writes the result.
+  using PhaseElement = std::function<StatusOr<Value>(const Value& output, const Value& i)>;
+  using PhaseStore = std::function<Status(const Value& output, const Value& result)>;
   Status ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t count, int64_t parts, const std::string& name,
-                           const std::function<StatusOr<Value>(const Value& output, const Value& i)>& element,
-                           const std::function<Status(const Value& output, const Value& result)>& store,
-                           EmittedModule* module, std::string* functions);
+                           const PhaseElement& element, const PhaseStore& store, EmittedModule* module,
+                           std::string* functions);
+  Status FirstPhase(const Node& n, const PhasesLaunch& l, int64_t outputs, int64_t count, const std::string& name,
+                    const PhaseElement& element, std::vector<int>* areas, EmittedModule* module, std::string* functions);
   // A GPU kernel's function: started (its thread and block ids), and ended: its text
   // appended to *functions, the kernel (its buffers and scratch areas set) to `module`.
   void StartGpuFunction();
   void EndGpuFunction(EmittedKernel kernel, EmittedModule* module, std::string* functions);
-  // Scratch memory: a new area of `bytes`; the access (for memref.load or .store) of
-  // element `at` of area `area`, `elements` 4-byte values of `type`, which becomes a
-  // parameter of the current function.
+  // Scratch memory: a new area of `bytes`; area `area` seen as `elements` 4-byte values of
+  // `type` (or as `memref`), a parameter of the current function.
   static int NewScratch(int64_t bytes, EmittedModule* module);
-  std::string ScratchAccess(int area, int64_t elements, const std::string& type, const Value& at);
+  Value Scratch(int area, int64_t elements, Type type);
+  Value Scratch(int area, Type memref);
+  // values[i] stored into arrays[i] at `at` where `cond` holds.
+  void StoreWhere(const Value& cond, const std::vector<Value>& values, const std::vector<Value>& arrays, const Index& at);
   // `body` once per unit of [0, units), a thread each, in a grid-stride loop of blocks of
   // at most `block` threads; sets the kernel's launch.
   Status GridStride(int64_t units, int64_t block, EmittedKernel* kernel, const std::function<Status(const Value&)>& body);
@@ -285,9 +316,9 @@ class KernelEmitter {
                                   const std::function<StatusOr<std::vector<Value>>()>& then);
   // Partial results of `threads` threads (a warp or a block, one row) combined, in a fixed
   // order; every thread gets the result.
-  // A new shared array (a workgroup attribution of the function) of `dims` ("32", "8x32")
-  // elements of `type`: its name and memref type.
-  std::pair<std::string, std::string> SharedArray(const std::string& dims, const std::string& type);
+  // A new shared array (a workgroup attribution of the function) of `dims` elements of
+  // `type`.
+  Value SharedArray(const std::vector<int64_t>& dims, Type type);
   std::vector<Value> CombineAcross(const Folding& f, std::vector<Value> accs, int64_t threads);
   // The results of the `cluster` blocks of a thread-block cluster (each block's in all its
   // threads) combined in rank order through distributed shared memory; every thread gets
@@ -314,35 +345,26 @@ class KernelEmitter {
   const FusionPlan& p_;
   const int f_;
   const FusionPlan::Fusion& fusion_;
-  std::vector<std::string> code_;
-  int next_ = 0, floor_ = 0, num_ops_ = 0;
-  std::set<int64_t> index_constants_;
-  std::map<std::string, Value> float_constants_;
+  Builder b_;
+  int num_ops_ = 0;
   std::map<std::string, Value> memo_;
   std::map<int, bool> approximate_;            // IsApproximate's answers, by node
   std::vector<std::vector<OutEdge>> consumers_;  // made on first use
   std::vector<int> params_;
   std::map<int, Value> reduced_;
   Index row_;
+  Value row_index_, begin_, end_;  // CPU: the row loop's index, and its bounds (the function's first parameters)
   const TargetDescription& target_;
   const Schedule schedule_;
   const int64_t warp_;  // GPU: threads per warp
   std::map<std::string, Value> linear_;  // GPU: index (Names) -> its linear index, in the fusion's shape
   Value tid_, bid_;                     // GPU: the thread's index in its block, the block's
-  // Loads at this depth whose index is defined before `offset` (in scope `depth`, or named
-  // in `ready`) are written at `offset`, ahead of the computations (see GpuLoop).
-  struct {
-    int depth = -1;
-    size_t offset = 0;
-    std::set<std::string> ready;
-  } load_slot_;
-  std::vector<std::string> workgroup_;  // GPU: the shared memory arrays (attributions)
   // GPU: the staged rows (FromStage): per buffer, its array in dynamic shared memory, its
   // type and the loop that stores it; the loop being written (stage_loop_: reductions,
   // then the stores) and its column in the row's dims (empty: nothing is staged); the
   // dynamic shared memory used and the most there is.
   struct Stage {
-    std::string name, type;
+    Value array;
     int loop = 0;
   };
   // A stage holds the block's `stage_len_` columns of the row (a cluster's block: its
@@ -354,17 +376,16 @@ class KernelEmitter {
   int64_t stage_len_ = 0;
   int64_t stage_bytes_ = 0, stage_budget_ = 0;
   bool cluster_wait_at_end_ = false;  // GPU: the kernel ends with its cluster's barrier
-  std::map<int, std::string> scratch_params_;  // GPU: the scratch areas a function reads or writes -> memref type
+  std::map<int, Type> scratch_params_;  // GPU: the scratch areas a function reads or writes -> memref type
   // The row cache: per cached value, its stack array, the loop that stores it and whether
   // it did; loop_ is the row loop being written (reductions, then the stores).
   struct Cached {
-    std::string name;
+    Value array;
     int loop = -1;
     bool stored = false;
   };
   static constexpr int64_t kMaxRowCacheBytes = 128 << 10;
   std::map<TensorId, Cached> cache_;
-  std::string cache_type_;
   int loop_ = 0;
   Index next_row_;          // CPU: the row after row_ (the last row's is itself); empty: no prefetches
   bool prefetched_ = false;  // the second loop has its prefetches

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -1068,6 +1069,54 @@ TEST_F(Jit, SmallGemmsAreCompiledAsLoops) {
     EXPECT_EQ(library, c.library);
     ExpectMatch(got[0], RunAt(b.graph_def(), JitLevel::kOff, feeds, {"y"})[0], c.dtype == DType::kFloat ? 1e-5 : 1e-2, "y");
   }
+}
+
+// Every float is a literal the kernels can hold: a LeakyRelu whose alpha is Inf, NaN or a
+// subnormal compiles, and computes what the reference kernel does, bit for bit.
+TEST_F(Jit, LeakyReluCompilesWithAnyAlpha) {
+  std::mt19937 rng(11);
+  const Tensor x = Stressing(Shape{4, 16}, rng);
+  for (float alpha : {INFINITY, -INFINITY, NAN, std::numeric_limits<float>::denorm_min(), -0.0f, FLT_MAX}) {
+    GraphBuilder b;
+    b.Placeholder("x", DType::kFloat, {-1, 16});
+    testing::SetAttrFloat(b.Op("y", "LeakyRelu", {"x"}), "alpha", alpha);
+    SessionOptions options;
+    options.jit_level = JitLevel::kOn2;
+    options.min_cluster_size = 1;
+    options.jit_strict = true;  // a compile error is the run's error
+    const JitStats before = GetJitStats();
+    std::vector<Tensor> got;
+    Status s = testing::MakeSession(b.graph_def(), options)->Run({{"x", x}}, {"y"}, {}, &got);
+    ASSERT_TRUE(s.ok()) << "alpha " << alpha << ": " << s.ToString();
+    EXPECT_EQ(GetJitStats().compiled - before.compiled, 1) << "alpha " << alpha;
+    const Tensor want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"y"})[0];
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const float g = got[0].data<float>()[i], w = want.data<float>()[i];
+      EXPECT_TRUE(g == w || (std::isnan(g) && std::isnan(w))) << "alpha " << alpha << ", element " << i << ": " << g << " vs " << w;
+    }
+  }
+}
+
+// A kernel MLIR rejects is reported with the TensorFlow node its op came from: every op is
+// located at its node.
+TEST_F(Jit, ACompileErrorNamesTheNode) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {-1, 4});
+  b.Op("scale", "Mul", {"x", "x"});
+  b.Op("layer_3/shifted", "AddV2", {"scale", "x"});
+  b.Op("y", "Tanh", {"layer_3/shifted"});
+  SessionOptions options;
+  options.jit_level = JitLevel::kOn2;
+  options.min_cluster_size = 1;
+  options.jit_strict = true;
+  std::mt19937 rng(12);
+  InjectMiscompile("arith.addf", "arith.addi");  // an integer addition of floats: the verifier refuses it
+  std::vector<Tensor> out;
+  Status s = testing::MakeSession(b.graph_def(), options)->Run({{"x", Stressing(Shape{3, 4}, rng)}}, {"y"}, {}, &out);
+  InjectMiscompile("", "");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("\"layer_3/shifted\""), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("arith.addi"), std::string::npos) << s.ToString();
 }
 
 TEST_F(Jit, AFailedCompileRunsOpByOpWithTheSameResults) {

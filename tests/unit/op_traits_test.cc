@@ -88,10 +88,11 @@ TEST(OpTraits, TheJitCompilesExactlyTheOpsTheySayAreCompiled) {
   }
 }
 
-// Every op the compiler's sources compare a node's op with, build, or lower by name.
+// Every op the compiler's sources compare a node's op with, build, or find in a table keyed
+// by op (a line that starts with {"Name", ...).
 std::set<std::string> OpsNamedIn(const std::string& folder) {
   static const std::regex named(
-      R"re((?:\bop\b|\bop\(\)|->op|\.op|ops\[\d\])\s*[!=]=\s*"(\w+)"|set_op\("(\w+)"\)|AddNode\([^;]*?,\s*"(\w+)"\)|add\("\w+",\s*"(\w+)"|^\s*\{"(\w+)",\s*(?:\{|Lowering\())re");
+      R"re((?:\bop\b|\bop\(\)|->op|\.op|ops\[\d\])\s*[!=]=\s*"(\w+)"|set_op\("(\w+)"\)|AddNode\([^;]*?,\s*"(\w+)"\)|add\("\w+",\s*"(\w+)"|^\s*\{"([A-Z_]\w*)",)re");
   std::set<std::string> ops;
   for (const auto& entry : fs::recursive_directory_iterator(fs::path(testing::SourcePath(folder)))) {
     const std::string ext = entry.path().extension().string();
