@@ -8,6 +8,7 @@
 
 #include "clustering/pass.h"
 #include "ir/device.h"
+#include "ir/logging.h"
 #include "jit/cluster_kernel.h"
 #include "jit/fault_injection.h"
 #include "jit/fusion_plan.h"
@@ -29,7 +30,7 @@ SessionOptions FlagsOfTheProcess() {
   SessionOptions options;
   if (const char* env = std::getenv("GRAPHJIT_FLAGS")) {
     Status s = ApplyFlags(env, &options);
-    if (!s.ok()) std::fprintf(stderr, "graphjit: warning: %s\n", s.message().c_str());
+    if (!s.ok()) GJ_LOG(WARNING) << s.message();
   }
   return options;
 }
@@ -111,7 +112,7 @@ DiskCache* Jit::DiskCacheFor(const SessionOptions* options) {
   if (own.cache_dir.empty()) return nullptr;
   if (BuildId().empty()) {
     std::call_once(no_build_id_warning_, [] {
-      std::fprintf(stderr, "graphjit: warning: --cache_dir is ignored: this binary has no build id to key kernels by\n");
+      GJ_LOG(WARNING) << "--cache_dir is ignored: this binary has no build id to key kernels by";
     });
     return nullptr;
   }
