@@ -55,10 +55,11 @@ Jit& TheJit() {
 // kernels), which a compiled kernel cannot raise; on a GPU, a gather reads it as zero, as
 // TensorFlow's GPU kernel does, and SetItem clamps it into the list, as XLA's
 // dynamic-update-slice does (a loop's counter never leaves its list). Convolutions, pools
-// and batch norms, which the CPU runs with oneDNN or its own kernels. A float32 Range too:
-// TensorFlow's CPU kernel adds the step once per element, its GPU kernel computes start + i
-// * step, as the compiled kernel does (an integer Range is the same either way; a 16-bit one
-// would round at each step).
+// and batch norms, which the CPU runs with oneDNN or its own kernels. Some take a float
+// output on GPUs only, as float32 (OpTraits::float_as_float32_on_gpus_only): Range, whose
+// compiled kernel computes start + i * step as TensorFlow's GPU kernel does, where its CPU
+// kernel adds the step once per element (an integer Range is the same either way; a 16-bit
+// one would round at each step).
 class JitCompilability : public CompilabilityOracle {
  public:
   std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
@@ -66,9 +67,9 @@ class JitCompilability : public CompilabilityOracle {
     if (!device.IsCpu() && !device.IsGpu()) return "no compiler for device " + device.ToString();
     if (const char* why = TraitsOf(node.op).gpu_only; why && device.IsCpu())
       return node.op + " is compiled for GPUs only (" + why + ")";
-    if (node.op == "Range" && !output_types.empty() && !IsInteger(output_types[0]) &&
-        (device.IsCpu() || output_types[0] != DType::kFloat))
-      return "Range is compiled for integers, and for float32 on GPUs (on the CPU, TensorFlow adds the step once per element)";
+    if (const char* why = TraitsOf(node.op).float_as_float32_on_gpus_only;
+        why && !output_types.empty() && !IsInteger(output_types[0]) && (device.IsCpu() || output_types[0] != DType::kFloat))
+      return node.op + " is compiled for integers, and for float32 on GPUs (" + why + ")";
     if (device.IsGpu())
       if (std::string why = WhyNotCompilableOnGpu(node, input_types); !why.empty()) return why;
     return graphjit::WhyNotCompilable(node, input_types, output_types);
