@@ -2,7 +2,6 @@
 // JIT registered as the command line registers them.
 #include "capi/graphjit.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -15,6 +14,7 @@
 #include "clustering/pass.h"
 #include "ir/device.h"
 #include "ir/graphdef.h"
+#include "ir/logging.h"
 #include "jit/jit.h"
 #include "passes/passes.h"
 #include "runtime/build_info.h"
@@ -93,11 +93,9 @@ void SizeTheProcess(const SessionOptions& options) {
     return;
   }
   if (options.jit_cache_mb > 0 && options.jit_cache_mb != cache_mb)
-    std::fprintf(stderr,
-                 "graphjit: --jit_cache_mb=%lld is process-wide: the first session's (%s) took effect; this "
-                 "session's is ignored\n",
-                 static_cast<long long>(options.jit_cache_mb),
-                 cache_mb > 0 ? std::to_string(cache_mb).c_str() : "the default, 1024");
+    GJ_LOG(INFO) << "--jit_cache_mb=" << options.jit_cache_mb << " is process-wide: the first session's ("
+                 << (cache_mb > 0 ? std::to_string(cache_mb) : "the default, 1024")
+                 << ") took effect; this session's is ignored";
 }
 
 StatusOr<std::vector<std::pair<std::string, Tensor>>> Feeds(int n, const char* const* names, gj_tensor* const* feeds) {

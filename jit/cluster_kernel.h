@@ -1,9 +1,9 @@
-// The compiling `_JitCluster` kernel (internal to jit/). At a cluster's first run it
-// chooses its backend (the session's GPU if the cluster is placed there, else the CPU);
-// at each call it computes the signature (the body and its outputs, the target, the
-// inputs' dtypes and shapes, the values of inputs that decide shapes), finds or compiles
-// the kernel in the Jit's cache (jit/pipeline.h, then the backend), and runs it. What does
-// not compile runs op by op, with one warning per cluster saying why.
+// The compiling `_JitCluster` kernel (internal to jit/). At each call it has the cluster's
+// compiler (jit/cluster_compiler.h) find or make the kernel for the call's signature (the
+// backend chosen at the first run), asks the compile policy (jit/compile_policy.h) what the
+// call does with it, and runs the kernel, or the body op by op, and the numerics guard
+// (jit/numerics_guard.h) where asked. What does not compile runs op by op, with one warning
+// per cluster saying why.
 #pragma once
 
 #include "jit/jit_instance.h"

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_compiler.h"
+#include "ir/logging.h"
 
 namespace graphjit {
 
@@ -207,7 +208,7 @@ void DiskCache::Store(const std::string& signature, const DiskEntry& entry) {
     const int error = errno;
     std::remove(tmp.c_str());
     std::call_once(write_warning_, [&] {
-      std::fprintf(stderr, "graphjit: warning: cannot write the kernel cache in %s: %s\n", dir_.c_str(), std::strerror(error));
+      GJ_LOG(WARNING) << "cannot write the kernel cache in " << dir_ << ": " << std::strerror(error);
     });
     return;
   }
@@ -216,7 +217,7 @@ void DiskCache::Store(const std::string& signature, const DiskEntry& entry) {
 }
 
 void DiskCache::DropFile(const std::string& path, const std::string& why) {
-  std::fprintf(stderr, "graphjit: warning: dropped %s from the kernel cache: %s; compiling again\n", path.c_str(), why.c_str());
+  GJ_LOG(WARNING) << "dropped " << path << " from the kernel cache: " << why << "; compiling again";
   std::remove(path.c_str());
   ++dropped_;
 }

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <functional>
 #include <list>
 #include <map>
 #include <mutex>
 
+#include "ir/logging.h"
 #include "runtime/session_options.h"
 #include "runtime/trace.h"
 
@@ -426,9 +426,9 @@ class GpuExecutable : public ClusterExecutable {
         capture_failed_ = true;
         graphs_.clear();
         recorder_->CountFailedCaptures(1);
-        if (ctx.options && ctx.options->jit_verbose)
-          std::fprintf(stderr, "graphjit: %s: its kernels could not be captured into a CUDA graph (%s); they are launched one by one from now on\n",
-                       name.c_str(), captured.message().c_str());
+        if ((ctx.options && ctx.options->jit_verbose) || GJ_VLOG_IS_ON(1))
+          GJ_LOG(INFO) << name << ": its kernels could not be captured into a CUDA graph (" << captured.message()
+                       << "); they are launched one by one from now on";
         return false;
       }
       it = graphs_.begin();
@@ -453,12 +453,12 @@ class GpuExecutable : public ClusterExecutable {
     input.buffer()->AddDeviceCopy(aligned, kAligned);
     recorder_->CountAlignedCopies(1);
     static std::once_flag said;
-    if (call.ctx.options && call.ctx.options->jit_verbose)
+    if ((call.ctx.options && call.ctx.options->jit_verbose) || GJ_VLOG_IS_ON(1))
       std::call_once(said, [&] {
-        std::fprintf(stderr, "graphjit: %s: a device tensor at 0x%llx is not %d-byte aligned (a slice?): the kernels "
-                             "read 16 bytes at a time, so it is copied to aligned memory first (counted as aligned_copies; "
-                             "said once)\n",
-                     call.name.c_str(), static_cast<unsigned long long>(memory->address()), static_cast<int>(kBufferAlignment));
+        GJ_LOG(INFO) << call.name << ": a device tensor at 0x" << std::hex << memory->address() << std::dec << " is not "
+                     << kBufferAlignment
+                     << "-byte aligned (a slice?): the kernels read 16 bytes at a time, so it is copied to aligned memory "
+                        "first (counted as aligned_copies; said once)";
       });
     return aligned;
   }

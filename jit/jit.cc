@@ -8,6 +8,7 @@
 
 #include "clustering/pass.h"
 #include "ir/device.h"
+#include "ir/logging.h"
 #include "jit/cluster_kernel.h"
 #include "jit/fault_injection.h"
 #include "jit/fusion_plan.h"
@@ -29,7 +30,7 @@ SessionOptions FlagsOfTheProcess() {
   SessionOptions options;
   if (const char* env = std::getenv("GRAPHJIT_FLAGS")) {
     Status s = ApplyFlags(env, &options);
-    if (!s.ok()) std::fprintf(stderr, "graphjit: warning: %s\n", s.message().c_str());
+    if (!s.ok()) GJ_LOG(WARNING) << s.message();
   }
   return options;
 }
@@ -54,10 +55,11 @@ Jit& TheJit() {
 // kernels), which a compiled kernel cannot raise; on a GPU, a gather reads it as zero, as
 // TensorFlow's GPU kernel does, and SetItem clamps it into the list, as XLA's
 // dynamic-update-slice does (a loop's counter never leaves its list). Convolutions, pools
-// and batch norms, which the CPU runs with oneDNN or its own kernels. A float32 Range too:
-// TensorFlow's CPU kernel adds the step once per element, its GPU kernel computes start + i
-// * step, as the compiled kernel does (an integer Range is the same either way; a 16-bit one
-// would round at each step).
+// and batch norms, which the CPU runs with oneDNN or its own kernels. Some take a float
+// output on GPUs only, as float32 (OpTraits::float_as_float32_on_gpus_only): Range, whose
+// compiled kernel computes start + i * step as TensorFlow's GPU kernel does, where its CPU
+// kernel adds the step once per element (an integer Range is the same either way; a 16-bit
+// one would round at each step).
 class JitCompilability : public CompilabilityOracle {
  public:
   std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
@@ -65,9 +67,9 @@ class JitCompilability : public CompilabilityOracle {
     if (!device.IsCpu() && !device.IsGpu()) return "no compiler for device " + device.ToString();
     if (const char* why = TraitsOf(node.op).gpu_only; why && device.IsCpu())
       return node.op + " is compiled for GPUs only (" + why + ")";
-    if (node.op == "Range" && !output_types.empty() && !IsInteger(output_types[0]) &&
-        (device.IsCpu() || output_types[0] != DType::kFloat))
-      return "Range is compiled for integers, and for float32 on GPUs (on the CPU, TensorFlow adds the step once per element)";
+    if (const char* why = TraitsOf(node.op).float_as_float32_on_gpus_only;
+        why && !output_types.empty() && !IsInteger(output_types[0]) && (device.IsCpu() || output_types[0] != DType::kFloat))
+      return node.op + " is compiled for integers, and for float32 on GPUs (" + why + ")";
     if (device.IsGpu())
       if (std::string why = WhyNotCompilableOnGpu(node, input_types); !why.empty()) return why;
     return graphjit::WhyNotCompilable(node, input_types, output_types);
@@ -111,7 +113,7 @@ DiskCache* Jit::DiskCacheFor(const SessionOptions* options) {
   if (own.cache_dir.empty()) return nullptr;
   if (BuildId().empty()) {
     std::call_once(no_build_id_warning_, [] {
-      std::fprintf(stderr, "graphjit: warning: --cache_dir is ignored: this binary has no build id to key kernels by\n");
+      GJ_LOG(WARNING) << "--cache_dir is ignored: this binary has no build id to key kernels by";
     });
     return nullptr;
   }

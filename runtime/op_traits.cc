@@ -29,6 +29,10 @@ OpTraitsEntry GpuOnly(OpTraitsEntry entry, const char* why) {
   entry.traits.gpu_only = why;
   return entry;
 }
+OpTraitsEntry FloatAsFloat32OnGpusOnly(OpTraitsEntry entry, const char* why) {
+  entry.traits.float_as_float32_on_gpus_only = why;
+  return entry;
+}
 OpTraitsEntry Reduction(const char* op, OpReducer reducer) {
   OpTraits t{P::kReduction, kOn1, reducer};
   return {op, t};
@@ -38,6 +42,10 @@ OpTraitsEntry Reduction(const char* op, OpReducer reducer) {
 constexpr char kIndexOutOfRange[] = "on the CPU an index out of range is an error";
 constexpr char kCudnn[] = "on the CPU its kernel runs; on a GPU, cuDNN's";
 constexpr char kOwnKernel[] = "on the CPU its kernel runs";
+// Why a float Range is compiled for GPUs only: the compiled kernel computes start + i * step,
+// as TensorFlow's GPU kernel does; its CPU kernel adds the step once per element (and a
+// 16-bit Range would round at each step).
+constexpr char kStepAddedPerElement[] = "on the CPU, TensorFlow adds the step once per element";
 
 std::vector<OpTraitsEntry> MakeTable() {
   std::vector<OpTraitsEntry> table = {
@@ -59,7 +67,7 @@ std::vector<OpTraitsEntry> MakeTable() {
       Of("CheckNumerics", P::kElementwise, kNever),
       // Broadcasts, and the outputs spread from scalars: a value filled, a sequence counted out.
       Of("BiasAdd", P::kBroadcast, kOn1), Of("BroadcastTo", P::kBroadcast, kOn1), Of("Fill", P::kBroadcast, kOn1),
-      Of("Range", P::kBroadcast, kOn1),
+      FloatAsFloat32OnGpusOnly(Of("Range", P::kBroadcast, kOn1), kStepAddedPerElement),
       // Reductions, and the row ops made of them.
       Reduction("Sum", R::kSum), Reduction("Mean", R::kMean), Reduction("Max", R::kMax), Reduction("Min", R::kMin),
       Reduction("Prod", R::kProd), Reduction("ArgMax", R::kArgMax), Reduction("ArgMin", R::kArgMin),

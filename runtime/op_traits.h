@@ -42,6 +42,9 @@ struct OpTraits {
   bool approximate = false;  // compiled as a polynomial fit, not as the reference computes it
   // Compiled for GPUs only, and why not for the CPU (nullptr: for both).
   const char* gpu_only = nullptr;
+  // Compiled with an integer output anywhere, with a floating-point one only as float32 on
+  // GPUs, and why not otherwise (nullptr: whatever its output's type).
+  const char* float_as_float32_on_gpus_only = nullptr;
 
   bool compiled() const { return jit_level != JitLevel::kOff; }
   // No computation to compile: sources and clusters.

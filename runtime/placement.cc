@@ -1,9 +1,9 @@
 #include "runtime/placement.h"
 
-#include <cstdio>
 #include <mutex>
 
 #include "ir/device.h"
+#include "ir/logging.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/op_traits.h"
 #include "runtime/session_options.h"
@@ -29,8 +29,7 @@ bool ConvolutionsRunOnTheCpu(const SessionOptions& options, const Node& node) {
   if (cudnn.ok()) return false;
   static std::once_flag warned;
   std::call_once(warned, [&] {
-    std::fprintf(stderr, "graphjit: warning: no cuDNN for the GPU (%s); convolutions run on the CPU\n",
-                 cudnn.message().c_str());
+    GJ_LOG(WARNING) << "no cuDNN for the GPU (" << cudnn.message() << "); convolutions run on the CPU";
   });
   return true;
 }
@@ -54,8 +53,8 @@ bool PlaceNodes(const SessionOptions& options, Graph* graph) {
     if (gpu || !device.ok() || !device->IsGpu()) continue;
     static std::once_flag warned;
     std::call_once(warned, [&] {
-      std::fprintf(stderr, "graphjit: warning: no GPU in this session (see --device); nodes placed on %s run on the CPU\n",
-                   device->ToString().c_str());
+      GJ_LOG(WARNING) << "no GPU in this session (see --device); nodes placed on " << device->ToString()
+                      << " run on the CPU";
     });
     if (!device->IsXla()) {  // XLA_GPU stays: it asks for compilation (for the CPU here)
       node->device.clear();

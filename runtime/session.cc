@@ -1,11 +1,11 @@
 #include "runtime/session.h"
 
 #include <charconv>
-#include <cstdio>
 #include <mutex>
 
 #include "ir/device.h"
 #include "ir/graphdef.h"
+#include "ir/logging.h"
 #include "runtime/control_flow.h"
 #include "runtime/cuda_device.h"
 #include "runtime/op_traits.h"
@@ -34,8 +34,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options
     if (opened.ok()) {
       gpu = std::move(opened).value();
     } else if (options.gpu_compile_only) {
-      std::fprintf(stderr, "graphjit: warning: %s: GPU kernels are compiled, not run; the graph runs on the CPU\n",
-                   opened.status().message().c_str());
+      GJ_LOG(WARNING) << opened.status().message() << ": GPU kernels are compiled, not run; the graph runs on the CPU";
       gpu = std::make_unique<GpuContext>();
       gpu->device = options.device;
     } else {
@@ -120,11 +119,10 @@ StatusOr<std::shared_ptr<const Session::Program>> Session::BuildProgram(const st
         return list;
       };
       if (!ops.empty())
-        std::fprintf(stderr, "graphjit: on %s, ops the JIT does not compile run on the CPU: %s\n", DeviceKindName(gpu_->device),
-                     list(ops).c_str());
+        GJ_LOG(INFO) << "on " << DeviceKindName(gpu_->device) << ", ops the JIT does not compile run on the CPU: " << list(ops);
       if (!driven.empty())
-        std::fprintf(stderr, "graphjit: on %s, the CPU drives these loops and conditionals (a condition is read on the host): %s\n",
-                     DeviceKindName(gpu_->device), list(driven).c_str());
+        GJ_LOG(INFO) << "on " << DeviceKindName(gpu_->device)
+                     << ", the CPU drives these loops and conditionals (a condition is read on the host): " << list(driven);
     });
   }
   return std::make_shared<const Program>(Program{std::move(graph), std::move(plan)});

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "ir/graphdef.h"
+#include "ir/logging.h"
 
 namespace graphjit {
 
@@ -166,6 +167,12 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
         return InvalidArgument("GRAPHJIT_FLAGS: --device must be cpu, gpu, gpu-emu, gpu:N or gpu-emu:N, got '" + value + "'");
       options->device = device->kind;
       options->gpu_index = device->index;
+    } else if (key == "--v") {
+      // The process's verbose level: the logger reads it from GRAPHJIT_FLAGS itself
+      // (ir/logging.h), as the messages it filters come before any session; here it is checked.
+      int level = 0;
+      if (!ParseVerboseLevel(value, &level))
+        return InvalidArgument("GRAPHJIT_FLAGS: --v must be a verbose level (0, 1, 2, ...), got '" + value + "'");
     } else if (key == "--cuda_driver") {
       if (value.empty()) return InvalidArgument("GRAPHJIT_FLAGS: --cuda_driver needs the path of a CUDA driver library");
       options->cuda_driver = value;
@@ -176,7 +183,7 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
                              "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, --jit_async, "
                              "--jit_cpu, "
                              "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --cache_dir, --cache_max_mb, --device, --cuda_driver, --gpu_arch, "
-                             "--gpu_ptxas_check, --gpu_graphs, --gpu_tf32, --gpu_autotune)");
+                             "--gpu_ptxas_check, --gpu_graphs, --gpu_tf32, --gpu_autotune, --v)");
     }
   }
   return Status::Ok();

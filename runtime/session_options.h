@@ -122,7 +122,8 @@ struct SessionOptions {
 // --prefer_vector_width=128|256|512, --jit_cache_mb=N, --cache_dir=DIR, --cache_max_mb=N,
 // --device=cpu|gpu|gpu-emu (gpu:N, gpu-emu:N: the driver's device N),
 // --cuda_driver=PATH, --gpu_arch=sm_80|sm_90, --gpu_ptxas_check, --gpu_graphs=on|off,
-// --gpu_tf32=on|off, --gpu_autotune=on|off.
+// --gpu_tf32=on|off, --gpu_autotune=on|off, --v=N (the process's verbose level: checked
+// here, read by the logger, ir/logging.h).
 // Unknown flags are an error, so a typo
 // does not go unnoticed.
 Status ApplyFlags(const std::string& flags, SessionOptions* options);

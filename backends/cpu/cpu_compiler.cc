@@ -10,6 +10,7 @@
 
 #include "backends/cpu/fast_exp.h"
 #include "backends/mlir_diagnostics.h"
+#include "ir/logging.h"
 #include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -100,7 +101,7 @@ thread_local std::string* fatal_message = nullptr;
 void OnFatalError(void*, const char* reason, bool) {
   llvm::CrashRecoveryContext* recovery = llvm::CrashRecoveryContext::GetCurrent();
   if (fatal_message == nullptr || recovery == nullptr) {
-    std::fprintf(stderr, "LLVM ERROR: %s\n", reason);
+    GJ_LOG(ERROR) << "LLVM ERROR: " << reason;
     return;  // LLVM ends the process
   }
   *fatal_message = reason;
