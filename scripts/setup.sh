@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(cmake ninja-build g++ ccache pkg-config
           libprotobuf-dev protobuf-compiler libeigen3-dev libdnnl-dev ocl-icd-opencl-dev
           libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev llvm-19-tools python3
-          llvm-19-dev libmlir-19-dev libzstd-dev)
+          llvm-19-dev libmlir-19-dev libzstd-dev clang-format-19)
 build=1
 if [ "${1:-}" = "--packages" ]; then
   build=0
