@@ -12,6 +12,7 @@
 
 #include "ir/attr.h"
 #include "ir/graphdef.h"
+#include "runtime/const_node.h"
 #include "runtime/tensor.h"
 
 namespace graphjit {
@@ -32,14 +33,6 @@ std::optional<Tensor> ConstOf(const Graph& graph, TensorId t) {
 
 void SetType(Node* n, const std::string& attr, DType t) {
   n->attrs[attr].set_type(static_cast<tensorflow::DataType>(t));
-}
-
-Node* AddConstNode(Graph* graph, const std::string& base, const Tensor& value, const std::string& device) {
-  Node* c = graph->AddNode(UniqueName(*graph, base), "Const");
-  c->device = device;
-  SetType(c, "dtype", value.dtype());
-  TensorToProto(value, c->attrs["value"].mutable_tensor());
-  return c;
 }
 
 // ---- TensorLists as dense tensors ----------------------------------------------------
@@ -70,18 +63,14 @@ Status LowerTensorLists(Graph* graph) {
       if (!checked.ok()) return checked.status().WithContext(NodeLabel(*n));
       GJ_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Allocate(*element, Shape(dims)));
       std::memset(zeros.raw(), 0, zeros.bytes());
-      n->op = "Const";
-      n->inputs.clear();
-      n->attrs = internal;
-      SetType(n, "dtype", *element);
-      TensorToProto(zeros, n->attrs["value"].mutable_tensor());
+      ReplaceWithConst(*graph, id, zeros);
     } else if (n->op == "TensorListFromTensor" || n->op == "TensorListStack") {
       n->op = "Identity";
       n->inputs.resize(1);
       n->attrs = internal;
       SetType(n, "T", *element);
     } else if (n->op == "TensorListGetItem") {
-      const TensorId axis{AddConstNode(graph, n->name + "/axis", Tensor::Scalar(int32_t{0}), n->device)->id, 0};
+      const TensorId axis{AddConst(*graph, n->name + "/axis", Tensor::Scalar(int32_t{0}), n->device)->id, 0};
       n = graph->node(id);
       n->op = "GatherV2";
       n->inputs = {n->inputs[0], n->inputs[1], axis};
