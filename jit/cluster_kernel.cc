@@ -14,6 +14,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "ir/attr.h"
+#include "jit/passes/expand_small_gemms.h"
 #include "jit/pipeline.h"
 #include "runtime/cuda_device.h"
 #include "runtime/placement.h"
@@ -33,10 +34,6 @@ const std::string& CompilerId() {
       (BuildId().empty() ? std::string("graphjit ") + GRAPHJIT_VERSION + " (no build id)" : BuildId()) + " fusion/2 O3";
   return id;
 }
-
-// On the CPU, GEMMs of up to this many multiply-adds are compiled as loops with the rest
-// of their cluster (ExpandSmallGemms); larger ones are library calls (oneDNN, Eigen).
-constexpr int64_t kSmallGemmMultiplyAdds = 32 * 1024;
 
 // What the JIT keeps per `_JitCluster` node.
 struct ClusterState : ClusterCounters, std::enable_shared_from_this<ClusterState> {

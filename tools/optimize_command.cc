@@ -8,6 +8,7 @@
 #include <google/protobuf/text_format.h>
 
 #include "ir/graphdef.h"
+#include "jit/passes/jit_passes.h"
 #include "passes/passes.h"
 #include "runtime/graph_analysis.h"
 #include "tools/options.h"
@@ -24,7 +25,9 @@ void AddOptimizeCommand(CLI::App& app, OptimizeArgs* a) {
                 "consumers");
   c->add_option("--disable_pass", a->disable, "Passes to skip, comma-separated (prune, constant_folding, arithmetic, "
                                               "cse, remapper)");
-  c->add_option("--pass", a->passes, "Run only this pass (repeat for several, run in the order given)");
+  c->add_option("--pass", a->passes,
+                "Run only this pass (repeat for several, run in the order given): one of the default pipeline's, "
+                "or one the JIT runs on a cluster's body (expand_softmax, lower_cnn_ops, ...)");
   c->add_flag("--split-input-file", a->split,
               "The text model holds several graphs, separated by lines starting with '# -----': each is optimized "
               "on its own, and the outputs written in order, separated alike");
@@ -82,7 +85,10 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
   PassContext context({}, a.fetches, targets);
   PassManager pipeline = DefaultPipeline(options);
   if (!a.passes.empty()) {
-    GJ_ASSIGN_OR_RETURN(pipeline, pipeline.Only(a.passes));
+    // Any pass that runs alone: the default pipeline's, then the JIT's.
+    PassManager all = DefaultPipeline(options);
+    AddJitPasses(all);
+    GJ_ASSIGN_OR_RETURN(pipeline, all.Only(a.passes));
   }
   if (a.verify) pipeline.set_verify(true);
   std::vector<PassRecord> records;
