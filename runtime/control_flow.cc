@@ -35,11 +35,11 @@ void SetType(Node* n, const std::string& attr, DType t) {
   n->attrs[attr].set_type(static_cast<tensorflow::DataType>(t));
 }
 
+}  // namespace
+
 // ---- TensorLists as dense tensors ----------------------------------------------------
 
-// Rewrites the TensorList ops whose sizes are static, and gives the nodes that pass a
-// former list on (T = DT_VARIANT) its element type.
-Status LowerTensorLists(Graph* graph) {
+StatusOr<bool> LowerTensorLists(Graph* graph) {
   static const std::map<std::string, size_t> kInputs = {{"TensorListReserve", 2}, {"TensorListFromTensor", 2},
                                                         {"TensorListStack", 2},   {"TensorListGetItem", 3},
                                                         {"TensorListSetItem", 3}};
@@ -104,8 +104,10 @@ Status LowerTensorLists(Graph* graph) {
       }
     }
   }
-  return Status::Ok();
+  return !list_dtype.empty();
 }
+
+namespace {
 
 // ---- while loops -----------------------------------------------------------------------
 
@@ -756,6 +758,36 @@ StatusOr<bool> FunctionalizeOneLoop(Graph* graph) {
 
 }  // namespace
 
+StatusOr<bool> FunctionalizeConditionals(Graph* graph) {
+  bool changed = false;
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    Node* n = graph->node(id);
+    if (n->op != "If" && n->op != "StatelessIf") continue;
+    GJ_RETURN_IF_ERROR(FunctionalIf(graph, n));
+    changed |= n->op == "_GraphjitIf";
+  }
+  for (;;) {
+    GJ_ASSIGN_OR_RETURN(bool cond, FunctionalizeOneCond(graph));
+    if (!cond) return changed;
+    changed = true;
+  }
+}
+
+StatusOr<bool> FunctionalizeLoops(Graph* graph) {
+  bool changed = false;
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    Node* n = graph->node(id);
+    if (n->op != "While" && n->op != "StatelessWhile") continue;
+    GJ_RETURN_IF_ERROR(FunctionalWhile(graph, n));
+    changed |= n->op == "_GraphjitWhile";
+  }
+  for (;;) {
+    GJ_ASSIGN_OR_RETURN(bool loop, FunctionalizeOneLoop(graph));
+    if (!loop) return changed;
+    changed = true;
+  }
+}
+
 Status FunctionalizeControlFlow(Graph* graph) {
   bool has_lists = false, has_loops = false;
   for (int id = 0; id < graph->num_nodes(); ++id) {
@@ -765,7 +797,7 @@ Status FunctionalizeControlFlow(Graph* graph) {
     if (n->op == "While" || n->op == "StatelessWhile") GJ_RETURN_IF_ERROR(FunctionalWhile(graph, n));
     if (n->op == "If" || n->op == "StatelessIf") GJ_RETURN_IF_ERROR(FunctionalIf(graph, n));
   }
-  if (has_lists) GJ_RETURN_IF_ERROR(LowerTensorLists(graph));
+  if (has_lists) GJ_RETURN_IF_ERROR(LowerTensorLists(graph).status());
   // Inner ones first: a loop's body may hold a conditional or a loop, a branch a loop.
   for (;;) {
     GJ_ASSIGN_OR_RETURN(bool cond, FunctionalizeOneCond(graph));
