@@ -8,10 +8,11 @@
 
 #include "backends/nvptx/nvptx_compiler.h"
 #include "jit/backend.h"
-#include "jit/cnn_lowering.h"
 #include "jit/gpu_executable.h"
 #include "jit/gpu_library.h"
-#include "jit/specialize.h"
+#include "jit/passes/lower_cnn_ops.h"
+#include "jit/passes/unfuse_convs.h"
+#include "jit/passes/unfuse_matmuls.h"
 #include "runtime/cuda_device.h"
 #include "runtime/op_traits.h"
 #include "runtime/session_options.h"

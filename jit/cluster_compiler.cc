@@ -29,10 +29,6 @@ const std::string& CompilerId() {
   return id;
 }
 
-// On the CPU, GEMMs of up to this many multiply-adds are compiled as loops with the rest
-// of their cluster (ExpandSmallGemms); larger ones are library calls (oneDNN, Eigen).
-constexpr int64_t kSmallGemmMultiplyAdds = 32 * 1024;
-
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;

@@ -7,7 +7,7 @@
 
 #include "ir/attr.h"
 #include "jit/elemental.h"
-#include "jit/specialize.h"
+#include "jit/passes/mark_row_shifts.h"
 #include "runtime/kernels/common.h"
 #include "runtime/kernels/indexing.h"
 #include "runtime/op_traits.h"

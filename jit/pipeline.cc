@@ -3,9 +3,9 @@
 #include <google/protobuf/text_format.h>
 
 #include "ir/graphdef.h"
-#include "jit/cnn_lowering.h"
 #include "jit/fusion_emitter.h"
 #include "jit/fusion_plan.h"
+#include "jit/passes/specialize_inputs.h"
 #include "jit/specialize.h"
 
 namespace graphjit {
@@ -13,12 +13,14 @@ namespace graphjit {
 StatusOr<PreparedBody> PrepareBody(tensorflow::GraphDef body, std::vector<std::string> outputs, int num_inputs,
                                    bool unfuse_matmuls) {
   PreparedBody prepared;
-  prepared.graph = std::move(body);
   prepared.outputs = std::move(outputs);
-  if (unfuse_matmuls) GJ_RETURN_IF_ERROR(UnfuseMatMuls(&prepared.graph));
-  ExpandSoftmax(&prepared.graph, &prepared.outputs);
-  MarkRowShifts(&prepared.graph, prepared.outputs);
-  prepared.value_inputs = ValueInputs(prepared.graph, num_inputs);
+  GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(body));
+  std::vector<std::string> feeds;
+  for (int i = 0; i < num_inputs; ++i) feeds.push_back(BodyInputName(i));
+  const PassContext context(feeds, prepared.outputs, {});
+  GJ_RETURN_IF_ERROR(PreparationPasses(unfuse_matmuls, &prepared.outputs).Run(graph, context).status());
+  prepared.value_inputs = ValueInputs(graph, num_inputs);
+  prepared.graph = ExportGraphDef(graph);
   return prepared;
 }
 
@@ -30,23 +32,14 @@ StatusOr<ClusterProgram> BuildProgram(const PreparedBody& prepared, const std::v
   auto done = [&](const char* stage) {
     if (options.stage_done) options.stage_done(stage);
   };
-  // 1. Specialize: static shapes, the values that decide shapes. On a GPU, a GEMM's or a
-  //    convolution's activation that cuBLASLt or cuDNN does not fuse becomes a node after
-  //    it (unfused: every epilogue op does), and pools, batch norms and the padding cuDNN
-  //    lacks are written out as the ops they are made of.
-  const bool gpu = target.schedule == Schedule::kGpu;
-  const tensorflow::GraphDef* graph = &prepared.graph;
-  tensorflow::GraphDef split;
-  if (gpu) {
-    split = prepared.graph;
-    GJ_RETURN_IF_ERROR(UnfuseMatMuls(&split, /*activations_only=*/true));
-    GJ_RETURN_IF_ERROR(UnfuseConvs(&split, /*activations_only=*/options.fuse));
-    graph = &split;
-  }
-  GJ_ASSIGN_OR_RETURN(SpecializedBody body, Specialize(*graph, prepared.outputs, inputs, prepared.value_inputs));
-  if (gpu) GJ_RETURN_IF_ERROR(LowerCnnOps(&body.graph, &body.outputs).status());
-  if (target.schedule == Schedule::kCpu && options.fuse && options.small_gemm_multiply_adds > 0)
-    GJ_RETURN_IF_ERROR(ExpandSmallGemms(&body.graph, options.small_gemm_multiply_adds).status());
+  // 1. Specialize: static shapes, the values that decide shapes, the target's lowerings
+  //    (see SpecializationPasses).
+  SpecializationOptions specialization;
+  specialization.gpu = target.schedule == Schedule::kGpu;
+  specialization.fuse = options.fuse;
+  specialization.small_gemm_multiply_adds = options.small_gemm_multiply_adds;
+  GJ_ASSIGN_OR_RETURN(SpecializedBody body,
+                      Specialize(prepared.graph, prepared.outputs, inputs, prepared.value_inputs, specialization));
   if (options.dump) {
     std::string text;
     google::protobuf::TextFormat::PrintToString(ExportGraphDef(body.graph.graph), &text);

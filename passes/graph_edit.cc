@@ -25,15 +25,6 @@ StatusOr<std::vector<Tensor>> Evaluate(const AnalyzedGraph& graph, const std::ve
   return values;
 }
 
-void SetConstAttrs(Node* node, const Tensor& value) {
-  AttrMap attrs;
-  attrs["dtype"].set_type(static_cast<tensorflow::DataType>(value.dtype()));
-  TensorToProto(value, attrs["value"].mutable_tensor());
-  node->attrs = std::move(attrs);
-  node->op = "Const";
-  node->inputs.clear();
-}
-
 // Rewires one consumer of the forwarder `node` (see Bypass); true if it read `node`.
 bool RewireConsumer(Node* consumer, int node, TensorId forwarded, const std::vector<int>& controls) {
   bool reads = false;
@@ -130,20 +121,6 @@ int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<
   }
   if (removed) graph.RemoveNodes(remove);
   return removed;
-}
-
-Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device) {
-  Node* node = graph.AddNode(UniqueName(graph, base), "Const");
-  node->device = device;
-  SetConstAttrs(node, value);
-  return node;
-}
-
-void ReplaceWithConst(Graph& graph, int node, const Tensor& value) {
-  Node* n = graph.node(node);
-  AttrMap internal = InternalAttrs(*n);
-  SetConstAttrs(n, value);
-  n->attrs.merge(internal);
 }
 
 const Tensor* ConstValue(const AnalyzedGraph& graph, TensorId t) {

@@ -1,5 +1,6 @@
 // Small graph edits the passes share: rewiring uses, bypassing forwarders, removing
-// what nothing needs any more, adding constants, evaluating constant subgraphs.
+// what nothing needs any more, evaluating constant subgraphs; constants are made as
+// runtime/const_node.h makes them.
 #pragma once
 
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "ir/graph.h"
 #include "passes/pass_manager.h"
+#include "runtime/const_node.h"
 #include "runtime/graph_analysis.h"
 
 namespace graphjit {
@@ -36,12 +38,6 @@ void MakeIdentity(Graph& graph, int node, TensorId input, DType dtype);
 // Removes each seed that nothing consumes and the context does not preserve, then,
 // transitively, its inputs that became unused. Returns how many nodes were removed.
 int RemoveDeadNodes(Graph& graph, const PassContext& context, const std::vector<int>& seeds);
-
-// Adds a Const node holding `value`, named UniqueName(graph, base).
-Node* AddConst(Graph& graph, const std::string& base, const Tensor& value, const std::string& device);
-
-// Replaces `node` in place by a Const holding `value` (name and control inputs stay).
-void ReplaceWithConst(Graph& graph, int node, const Tensor& value);
 
 // The value of a Const node's output, or nullptr.
 const Tensor* ConstValue(const AnalyzedGraph& graph, TensorId t);

@@ -12,6 +12,7 @@
 
 #include "ir/attr.h"
 #include "ir/graphdef.h"
+#include "runtime/const_node.h"
 #include "runtime/tensor.h"
 
 namespace graphjit {
@@ -34,19 +35,11 @@ void SetType(Node* n, const std::string& attr, DType t) {
   n->attrs[attr].set_type(static_cast<tensorflow::DataType>(t));
 }
 
-Node* AddConstNode(Graph* graph, const std::string& base, const Tensor& value, const std::string& device) {
-  Node* c = graph->AddNode(UniqueName(*graph, base), "Const");
-  c->device = device;
-  SetType(c, "dtype", value.dtype());
-  TensorToProto(value, c->attrs["value"].mutable_tensor());
-  return c;
-}
+}  // namespace
 
 // ---- TensorLists as dense tensors ----------------------------------------------------
 
-// Rewrites the TensorList ops whose sizes are static, and gives the nodes that pass a
-// former list on (T = DT_VARIANT) its element type.
-Status LowerTensorLists(Graph* graph) {
+StatusOr<bool> LowerTensorLists(Graph* graph) {
   static const std::map<std::string, size_t> kInputs = {{"TensorListReserve", 2}, {"TensorListFromTensor", 2},
                                                         {"TensorListStack", 2},   {"TensorListGetItem", 3},
                                                         {"TensorListSetItem", 3}};
@@ -70,18 +63,14 @@ Status LowerTensorLists(Graph* graph) {
       if (!checked.ok()) return checked.status().WithContext(NodeLabel(*n));
       GJ_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Allocate(*element, Shape(dims)));
       std::memset(zeros.raw(), 0, zeros.bytes());
-      n->op = "Const";
-      n->inputs.clear();
-      n->attrs = internal;
-      SetType(n, "dtype", *element);
-      TensorToProto(zeros, n->attrs["value"].mutable_tensor());
+      ReplaceWithConst(*graph, id, zeros);
     } else if (n->op == "TensorListFromTensor" || n->op == "TensorListStack") {
       n->op = "Identity";
       n->inputs.resize(1);
       n->attrs = internal;
       SetType(n, "T", *element);
     } else if (n->op == "TensorListGetItem") {
-      const TensorId axis{AddConstNode(graph, n->name + "/axis", Tensor::Scalar(int32_t{0}), n->device)->id, 0};
+      const TensorId axis{AddConst(*graph, n->name + "/axis", Tensor::Scalar(int32_t{0}), n->device)->id, 0};
       n = graph->node(id);
       n->op = "GatherV2";
       n->inputs = {n->inputs[0], n->inputs[1], axis};
@@ -115,8 +104,10 @@ Status LowerTensorLists(Graph* graph) {
       }
     }
   }
-  return Status::Ok();
+  return !list_dtype.empty();
 }
+
+namespace {
 
 // ---- while loops -----------------------------------------------------------------------
 
@@ -249,14 +240,15 @@ StatusOr<tensorflow::GraphDef> Extract(const Graph& graph, const std::map<std::p
 
 DType TypeOf(const Node& n) { return GetTypeAttr(n, "T").value_or(DType::kInvalid); }
 
-Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) {
-  const std::vector<std::vector<OutEdge>> out = graph->ComputeOutEdges();
+// A loop's cond and body as graphs of their own (see Extract), with their outputs' names;
+// `members` gets the nodes they hold.
+struct LoopGraphs {
+  tensorflow::GraphDef cond, body;
+  std::vector<std::string> cond_out, body_out;
+};
+StatusOr<LoopGraphs> ExtractLoop(const Graph& graph, const Loop& loop, const std::vector<DType>& types,
+                                 std::set<int>* members) {
   const size_t vars = loop.enters.size();
-  std::vector<DType> types;
-  for (int enter : loop.enters) types.push_back(TypeOf(*graph->node(enter)));
-  for (int inv : loop.invariants) types.push_back(TypeOf(*graph->node(inv)));
-  for (DType t : types)
-    if (t == DType::kInvalid) return Unimplemented("while loop " + loop.frame + ": a loop value of a type graphjit lacks");
   // The cond reads the Merges; the body the Switches' true outputs; both the invariants.
   std::map<std::pair<int, int>, int> cond_in, body_in;
   std::set<int> cond_stop, body_stop;
@@ -277,18 +269,21 @@ Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) 
   for (int id : loop.enters) cond_stop.insert(id), body_stop.insert(id);
   cond_stop.insert(loop.loop_cond);
   body_stop.insert(loop.loop_cond);
-  std::vector<std::string> cond_out, body_out;
-  std::set<int> members;
+  LoopGraphs g;
   auto in = [](const std::set<int>& set) { return [&set](int id) { return set.count(id) > 0; }; };
-  GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef cond, Extract(*graph, cond_in, in(cond_stop), types,
-                                                          {graph->node(loop.loop_cond)->inputs[0]}, &cond_out, &members));
+  GJ_ASSIGN_OR_RETURN(g.cond, Extract(graph, cond_in, in(cond_stop), types, {graph.node(loop.loop_cond)->inputs[0]},
+                                      &g.cond_out, members));
   std::vector<TensorId> next_values;
-  for (int next : loop.next_iterations) next_values.push_back(graph->node(next)->inputs[0]);
-  GJ_ASSIGN_OR_RETURN(tensorflow::GraphDef body,
-                      Extract(*graph, body_in, in(body_stop), types, next_values, &body_out, &members));
-  // The frame's loop ops go. A node the cond or body holds goes too, unless a node outside
-  // reads it (a constant both use): then it stays, with what it reads, and must not read
-  // the loop.
+  for (int next : loop.next_iterations) next_values.push_back(graph.node(next)->inputs[0]);
+  GJ_ASSIGN_OR_RETURN(g.body, Extract(graph, body_in, in(body_stop), types, next_values, &g.body_out, members));
+  return g;
+}
+
+// The nodes the loop takes: the frame's loop ops, and the nodes its cond or body holds
+// (`members`) unless a node outside reads one (a constant both use): then it stays, with
+// what it reads, and must not read the loop.
+StatusOr<std::set<int>> TakenByLoop(const Graph& graph, const Loop& loop, const std::set<int>& members,
+                                    const std::vector<std::vector<OutEdge>>& out) {
   std::set<int> loop_ops;
   for (const auto* ids : {&loop.enters, &loop.invariants, &loop.merges, &loop.switches, &loop.next_iterations})
     loop_ops.insert(ids->begin(), ids->end());
@@ -297,8 +292,8 @@ Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) 
   for (int id : loop_ops)
     for (const OutEdge& e : out[id])
       if (e.dst_input >= 0 && outside(e.dst) && std::find(loop.exits.begin(), loop.exits.end(), e.dst) == loop.exits.end())
-        return Unimplemented("while loop " + loop.frame + ": " + NodeLabel(*graph->node(e.dst)) + " reads " +
-                             NodeLabel(*graph->node(id)) + " inside the loop");
+        return Unimplemented("while loop " + loop.frame + ": " + NodeLabel(*graph.node(e.dst)) + " reads " +
+                             NodeLabel(*graph.node(id)) + " inside the loop");
   std::set<int> kept;
   std::vector<int> stack;
   for (int id : members)
@@ -306,23 +301,27 @@ Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) 
       if (e.dst_input >= 0 && outside(e.dst) && kept.insert(id).second) stack.push_back(id);
   for (const auto* ids : {&loop.enters, &loop.invariants})  // the While node reads what they read
     for (int id : *ids) {
-      const int in = graph->node(id)->inputs[0].node;
+      const int in = graph.node(id)->inputs[0].node;
       if (members.count(in) && kept.insert(in).second) stack.push_back(in);
     }
   while (!stack.empty()) {
-    const Node* n = graph->node(stack.back());
+    const Node* n = graph.node(stack.back());
     stack.pop_back();
     for (const TensorId& in : n->inputs) {
       if (loop_ops.count(in.node))
         return Unimplemented("while loop " + loop.frame + ": " + NodeLabel(*n) + " is read outside the loop but reads " +
-                             NodeLabel(*graph->node(in.node)));
+                             NodeLabel(*graph.node(in.node)));
       if (members.count(in.node) && kept.insert(in.node).second) stack.push_back(in.node);
     }
   }
   std::set<int> frame(loop_ops);
   for (int id : members)
     if (!kept.count(id)) frame.insert(id);
-  // The While node.
+  return frame;
+}
+
+// The _GraphjitWhile node of the loop.
+Node* AddWhileNode(Graph* graph, const Loop& loop, const std::vector<DType>& types, const LoopGraphs& g) {
   Node* w = graph->AddNode(UniqueName(*graph, loop.frame), "_GraphjitWhile");
   const Node* first = graph->node(loop.enters[0]);
   w->device = first->device;
@@ -335,12 +334,27 @@ Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) 
   w->control_inputs.assign(controls.begin(), controls.end());
   auto* tlist = w->attrs["T"].mutable_list();
   for (DType t : types) tlist->add_type(static_cast<tensorflow::DataType>(t));
-  w->attrs["num_vars"].set_i(static_cast<int64_t>(vars));
+  w->attrs["num_vars"].set_i(static_cast<int64_t>(loop.enters.size()));
   w->attrs["frame_name"].set_s(loop.frame);
-  w->attrs["cond"].set_s(cond.SerializeAsString());
-  w->attrs["body"].set_s(body.SerializeAsString());
-  w->attrs["cond_output"].set_s(cond_out[0]);
-  for (const std::string& b : body_out) w->attrs["body_outputs"].mutable_list()->add_s(b);
+  w->attrs["cond"].set_s(g.cond.SerializeAsString());
+  w->attrs["body"].set_s(g.body.SerializeAsString());
+  w->attrs["cond_output"].set_s(g.cond_out[0]);
+  for (const std::string& b : g.body_out) w->attrs["body_outputs"].mutable_list()->add_s(b);
+  return w;
+}
+
+Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) {
+  const std::vector<std::vector<OutEdge>> out = graph->ComputeOutEdges();
+  const size_t vars = loop.enters.size();
+  std::vector<DType> types;
+  for (int enter : loop.enters) types.push_back(TypeOf(*graph->node(enter)));
+  for (int inv : loop.invariants) types.push_back(TypeOf(*graph->node(inv)));
+  for (DType t : types)
+    if (t == DType::kInvalid) return Unimplemented("while loop " + loop.frame + ": a loop value of a type graphjit lacks");
+  std::set<int> members;
+  GJ_ASSIGN_OR_RETURN(const LoopGraphs g, ExtractLoop(*graph, loop, types, &members));
+  GJ_ASSIGN_OR_RETURN(const std::set<int> frame, TakenByLoop(*graph, loop, members, out));
+  Node* w = AddWhileNode(graph, loop, types, g);
   // Each Exit reads its variable's final value; control edges from the loop's nodes to
   // outside nodes come from the While node.
   for (size_t i = 0; i < vars; ++i) {
@@ -767,6 +781,36 @@ StatusOr<bool> FunctionalizeOneLoop(Graph* graph) {
 
 }  // namespace
 
+StatusOr<bool> FunctionalizeConditionals(Graph* graph) {
+  bool changed = false;
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    Node* n = graph->node(id);
+    if (n->op != "If" && n->op != "StatelessIf") continue;
+    GJ_RETURN_IF_ERROR(FunctionalIf(graph, n));
+    changed |= n->op == "_GraphjitIf";
+  }
+  for (;;) {
+    GJ_ASSIGN_OR_RETURN(bool cond, FunctionalizeOneCond(graph));
+    if (!cond) return changed;
+    changed = true;
+  }
+}
+
+StatusOr<bool> FunctionalizeLoops(Graph* graph) {
+  bool changed = false;
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    Node* n = graph->node(id);
+    if (n->op != "While" && n->op != "StatelessWhile") continue;
+    GJ_RETURN_IF_ERROR(FunctionalWhile(graph, n));
+    changed |= n->op == "_GraphjitWhile";
+  }
+  for (;;) {
+    GJ_ASSIGN_OR_RETURN(bool loop, FunctionalizeOneLoop(graph));
+    if (!loop) return changed;
+    changed = true;
+  }
+}
+
 Status FunctionalizeControlFlow(Graph* graph) {
   bool has_lists = false, has_loops = false;
   for (int id = 0; id < graph->num_nodes(); ++id) {
@@ -776,7 +820,7 @@ Status FunctionalizeControlFlow(Graph* graph) {
     if (n->op == "While" || n->op == "StatelessWhile") GJ_RETURN_IF_ERROR(FunctionalWhile(graph, n));
     if (n->op == "If" || n->op == "StatelessIf") GJ_RETURN_IF_ERROR(FunctionalIf(graph, n));
   }
-  if (has_lists) GJ_RETURN_IF_ERROR(LowerTensorLists(graph));
+  if (has_lists) GJ_RETURN_IF_ERROR(LowerTensorLists(graph).status());
   // Inner ones first: a loop's body may hold a conditional or a loop, a branch a loop.
   for (;;) {
     GJ_ASSIGN_OR_RETURN(bool cond, FunctionalizeOneCond(graph));

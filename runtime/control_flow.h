@@ -34,4 +34,17 @@ namespace graphjit {
 // function body it cannot read).
 Status FunctionalizeControlFlow(Graph* graph);
 
+// The rewrites FunctionalizeControlFlow is made of, each alone (the passes
+// lower_tensor_lists, functionalize_conditionals and functionalize_loops run them; the
+// Session runs FunctionalizeControlFlow itself, as the runtime reads any graph with or
+// without the passes). Each returns whether it changed the graph.
+//  - each TensorList of a static size as a dense tensor;
+StatusOr<bool> LowerTensorLists(Graph* graph);
+//  - each If/StatelessIf, then each conditional of Switches and Merges, innermost first, as
+//    a _GraphjitIf (a conditional holding a loop stays);
+StatusOr<bool> FunctionalizeConditionals(Graph* graph);
+//  - each While/StatelessWhile, then each loop of a frame of Enter nodes, innermost first,
+//    as a _GraphjitWhile (a loop holding a conditional is an error: make those first).
+StatusOr<bool> FunctionalizeLoops(Graph* graph);
+
 }  // namespace graphjit

@@ -8,7 +8,10 @@
 #include <google/protobuf/text_format.h>
 
 #include "ir/graphdef.h"
+#include "jit/passes/jit_passes.h"
+#include "passes/control_flow.h"
 #include "passes/passes.h"
+#include "runtime/control_flow.h"
 #include "runtime/graph_analysis.h"
 #include "tools/options.h"
 
@@ -24,7 +27,10 @@ void AddOptimizeCommand(CLI::App& app, OptimizeArgs* a) {
                 "consumers");
   c->add_option("--disable_pass", a->disable, "Passes to skip, comma-separated (prune, constant_folding, arithmetic, "
                                               "cse, remapper)");
-  c->add_option("--pass", a->passes, "Run only this pass (repeat for several, run in the order given)");
+  c->add_option("--pass", a->passes,
+                "Run only this pass (repeat for several, run in the order given): one of the default pipeline's, "
+                "a control-flow lowering (functionalize_loops, ...) or one the JIT runs on a cluster's body "
+                "(expand_softmax, lower_cnn_ops, ...)");
   c->add_flag("--split-input-file", a->split,
               "The text model holds several graphs, separated by lines starting with '# -----': each is optimized "
               "on its own, and the outputs written in order, separated alike");
@@ -64,14 +70,19 @@ struct Optimized {
 StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const OptimizeArgs& a,
                                         const SessionOptions& options, FILE* report) {
   GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
-  // The passes need a graph the runtime accepts (ops known, types consistent).
-  GJ_ASSIGN_OR_RETURN(AnalyzedGraph checked, AnalyzeGraph(graph.Clone()));
+  // The passes need a graph the runtime accepts as a Session reads it (its control flow
+  // made graphjit's, ops known, types consistent).
+  Graph functional = graph.Clone();
+  GJ_RETURN_IF_ERROR(FunctionalizeControlFlow(&functional));
+  GJ_ASSIGN_OR_RETURN(AnalyzedGraph checked, AnalyzeGraph(std::move(functional)));
   for (const std::string& fetch : a.fetches) {
     ParsedInput parsed;
     if (!ParseInputString(fetch, &parsed) || parsed.control) return InvalidArgument("--fetch " + fetch + ": malformed tensor name");
     const Node* node = graph.FindNode(parsed.node);
     if (node == nullptr) return InvalidArgument("--fetch " + fetch + ": no node with that name");
-    if (parsed.index >= static_cast<int>(checked.info(node->id).dtypes.size()))
+    const Node* read = checked.graph.FindNode(parsed.node);
+    if (read == nullptr) return InvalidArgument("--fetch " + fetch + ": inside a loop or conditional");
+    if (parsed.index >= static_cast<int>(checked.info(read->id).dtypes.size()))
       return InvalidArgument("--fetch " + fetch + ": " + node->name + " has no output " + std::to_string(parsed.index));
   }
   // Keep the fetches (or the model's outputs) and every placeholder.
@@ -82,7 +93,11 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
   PassContext context({}, a.fetches, targets);
   PassManager pipeline = DefaultPipeline(options);
   if (!a.passes.empty()) {
-    GJ_ASSIGN_OR_RETURN(pipeline, pipeline.Only(a.passes));
+    // Any pass that runs alone: the default pipeline's, the control flow's, the JIT's.
+    PassManager all = DefaultPipeline(options);
+    AddControlFlowPasses(all);
+    AddJitPasses(all);
+    GJ_ASSIGN_OR_RETURN(pipeline, all.Only(a.passes));
   }
   if (a.verify) pipeline.set_verify(true);
   std::vector<PassRecord> records;

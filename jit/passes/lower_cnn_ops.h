@@ -1,4 +1,4 @@
-// On a GPU, the ops of a convolutional network that are not library calls, written out as
+// The pass `lower_cnn_ops`. On a GPU, the ops of a convolutional network that are not library calls, written out as
 // the ops the fusion planner compiles (after specialization, on static shapes):
 //  - MaxPool and AvgPool: the input padded as the window needs (PadV2: the type's lowest
 //    value for a max, 0 for a sum), one strided slice per window offset, folded with
@@ -26,17 +26,19 @@
 //    computed for the input that would have had it and sliced.
 #pragma once
 
+#include <string>
 #include <vector>
 
-#include "runtime/graph_analysis.h"
+#include "ir/graph.h"
 
 namespace graphjit {
 
 // The most elements a pool's window may have to be written out (a slice each).
 inline constexpr int64_t kMaxPoolWindowElements = 64;
 
-// Rewrites the body as above; `outputs` (the body's) follow the outputs they name. Returns
-// whether it changed anything. Errors are the nodes' own (a window that does not fit).
-StatusOr<bool> LowerCnnOps(AnalyzedGraph* body, std::vector<TensorId>* outputs);
+// Rewrites the graph as above (its shapes static); `outputs` (tensor names, may be null)
+// follow the outputs they name. Returns whether it changed anything. Errors are the nodes'
+// own (a window that does not fit).
+StatusOr<bool> LowerCnnOps(Graph& graph, std::vector<std::string>* outputs);
 
 }  // namespace graphjit

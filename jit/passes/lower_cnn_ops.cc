@@ -1,4 +1,4 @@
-#include "jit/cnn_lowering.h"
+#include "jit/passes/lower_cnn_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,6 +7,8 @@
 #include <type_traits>
 
 #include "ir/attr.h"
+#include "runtime/const_node.h"
+#include "runtime/graph_analysis.h"
 #include "runtime/kernels/window.h"
 #include "runtime/op_traits.h"
 #include "runtime/tensor.h"
@@ -28,11 +30,7 @@ class Writer {
     return {node->id, 0};
   }
   TensorId Const(const std::string& suffix, const Tensor& value) {
-    Node* node = g_.AddNode(UniqueName(g_, name_ + "/" + suffix), "Const");
-    node->device = device_;
-    node->attrs["dtype"].set_type(static_cast<tensorflow::DataType>(value.dtype()));
-    TensorToProto(value, node->attrs["value"].mutable_tensor());
-    return {node->id, 0};
+    return {AddConst(g_, name_ + "/" + suffix, value, device_)->id, 0};
   }
   TensorId Ints(const std::string& suffix, const std::vector<int32_t>& values, const Shape& shape) {
     Tensor t = Tensor::Vector(values);
@@ -85,11 +83,10 @@ Tensor ScalarOf(DType t, double value) {
   return lowest;
 }
 
-// MaxPool and AvgPool (see the header).
-Status LowerPool(AnalyzedGraph& body, int id) {
+// MaxPool (`max`) and AvgPool (see the header).
+Status LowerPool(AnalyzedGraph& body, int id, bool max) {
   Graph& g = body.graph;
   const Node& node = *g.node(id);
-  const bool max = node.op == "MaxPool";
   const DType t = body.info(id).dtypes[0];
   const Shape in = StaticShape(body, node.inputs[0]);
   GJ_ASSIGN_OR_RETURN(const Window w, ResolveWindow(node, in, nullptr));
@@ -302,11 +299,11 @@ Status LowerBatchNormGrad(AnalyzedGraph& body, int id, std::vector<TensorId>* mo
   return Status::Ok();
 }
 
-// A convolution whose padding is not symmetric (see the header).
-Status PadSymmetrically(AnalyzedGraph& body, int id) {
+// A convolution whose padding is not symmetric (see the header); `backprop`: the
+// convolution computes the gradient of its input (Conv2DBackpropInput).
+Status PadSymmetrically(AnalyzedGraph& body, int id, bool backprop) {
   Graph& g = body.graph;
   const Node& node = *g.node(id);
-  const bool backprop = node.op == "Conv2DBackpropInput";
   const DType t = body.info(id).dtypes[0];
   const Shape in = backprop ? body.info(id).shapes[0] : StaticShape(body, node.inputs[0]);
   const Shape filter = StaticShape(body, node.inputs[1]);
@@ -352,39 +349,80 @@ Status PadSymmetrically(AnalyzedGraph& body, int id) {
   return Status::Ok();
 }
 
-}  // namespace
+// How each op is lowered; `moved` gets where its outputs after the first now are.
+using Lowering = Status (*)(AnalyzedGraph& body, int id, std::vector<TensorId>* moved);
 
-StatusOr<bool> LowerCnnOps(AnalyzedGraph* body, std::vector<TensorId>* outputs) {
-  Graph& g = body->graph;
-  const int n = g.num_nodes();
-  std::map<TensorId, TensorId> moved;  // a batch norm's other outputs -> where they are now
-  bool changed = false;
-  for (int id = 0; id < n; ++id) {
-    const std::string op = g.node(id)->op;
-    if (op == "MaxPool" || op == "AvgPool") {
-      GJ_RETURN_IF_ERROR(LowerPool(*body, id));
-    } else if (op == "FusedBatchNormV3" || op == "FusedBatchNormGradV3") {
-      std::vector<TensorId> to;
-      GJ_RETURN_IF_ERROR(op == "FusedBatchNormV3" ? LowerBatchNorm(*body, id, &to) : LowerBatchNormGrad(*body, id, &to));
-      for (int k = 0; k < static_cast<int>(to.size()); ++k) moved[{id, k + 1}] = to[k];
-    } else if (TraitsOf(op).pattern == OpPattern::kConv) {
-      const int before = g.num_nodes();
-      GJ_RETURN_IF_ERROR(PadSymmetrically(*body, id));
-      if (g.num_nodes() == before) continue;
-    } else {
-      continue;
-    }
-    changed = true;
-  }
-  if (!changed) return false;
+Status LowerMaxPool(AnalyzedGraph& body, int id, std::vector<TensorId>*) { return LowerPool(body, id, true); }
+Status LowerAvgPool(AnalyzedGraph& body, int id, std::vector<TensorId>*) { return LowerPool(body, id, false); }
+Status PadConvolution(AnalyzedGraph& body, int id, std::vector<TensorId>*) { return PadSymmetrically(body, id, false); }
+Status PadInputGradient(AnalyzedGraph& body, int id, std::vector<TensorId>*) { return PadSymmetrically(body, id, true); }
+
+// The lowering of `op`: by name, else a convolution's padding (kConv); null for none.
+Lowering LoweringOf(const std::string& op) {
+  static const std::map<std::string, Lowering, std::less<>> kLowerings = {
+      {"MaxPool", LowerMaxPool},
+      {"AvgPool", LowerAvgPool},
+      {"FusedBatchNormV3", LowerBatchNorm},
+      {"FusedBatchNormGradV3", LowerBatchNormGrad},
+      {"Conv2DBackpropInput", PadInputGradient},
+  };
+  auto it = kLowerings.find(op);
+  if (it != kLowerings.end()) return it->second;
+  return TraitsOf(op).pattern == OpPattern::kConv ? PadConvolution : nullptr;
+}
+
+// Whether the node's inputs and outputs have static shapes (as after specialization).
+bool StaticShapes(const AnalyzedGraph& body, int id) {
+  for (const TensorId& in : body.graph.node(id)->inputs)
+    if (!StaticShape(body, in).IsFullyDefined()) return false;
+  for (const Shape& out : body.info(id).shapes)
+    if (!out.IsFullyDefined()) return false;
+  return true;
+}
+
+// Makes the readers of each moved tensor, and the outputs naming it, read where it is now.
+void FollowMoves(Graph& g, const std::map<TensorId, TensorId>& moved, std::vector<std::string>* outputs) {
   auto follow = [&](TensorId& t) {
     auto it = moved.find(t);
     if (it != moved.end()) t = it->second;
   };
   for (int id = 0; id < g.num_nodes(); ++id)
     for (TensorId& in : g.node(id)->inputs) follow(in);
-  for (TensorId& out : *outputs) follow(out);
-  GJ_ASSIGN_OR_RETURN(*body, AnalyzeGraph(std::move(g)));
+  if (outputs == nullptr) return;
+  for (std::string& out : *outputs) {
+    ParsedInput parsed;
+    const Node* node = ParseInputString(out, &parsed) ? g.FindNode(parsed.node) : nullptr;
+    if (node == nullptr) continue;
+    TensorId t{node->id, parsed.index};
+    follow(t);
+    out = g.TensorName(t);
+  }
+}
+
+}  // namespace
+
+StatusOr<bool> LowerCnnOps(Graph& graph, std::vector<std::string>* outputs) {
+  const int n = graph.num_nodes();
+  bool any = false;
+  for (int id = 0; id < n && !any; ++id) any = LoweringOf(graph.node(id)->op) != nullptr;
+  if (!any) return false;
+  GJ_ASSIGN_OR_RETURN(AnalyzedGraph body, AnalyzeGraph(graph.Clone()));
+  Graph& g = body.graph;
+  std::map<TensorId, TensorId> moved;  // a batch norm's other outputs -> where they are now
+  bool changed = false;
+  for (int id = 0; id < n; ++id) {
+    const Lowering lower = LoweringOf(g.node(id)->op);
+    if (lower == nullptr) continue;
+    if (!StaticShapes(body, id)) return Unimplemented(NodeLabel(*g.node(id)) + ": written out for static shapes only");
+    const int before = g.num_nodes();
+    std::vector<TensorId> to;
+    GJ_RETURN_IF_ERROR(lower(body, id, &to));
+    for (int k = 0; k < static_cast<int>(to.size()); ++k) moved[{id, k + 1}] = to[k];
+    changed |= g.num_nodes() != before;
+  }
+  if (!changed) return false;
+  FollowMoves(g, moved, outputs);
+  graph = std::move(g);
   return true;
 }
 
