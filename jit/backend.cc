@@ -78,9 +78,8 @@ std::string TargetDescription::CodeDecidingFacts() const {
   char text[192];
   if (schedule == Schedule::kGpu)
     std::snprintf(text, sizeof text, "%d SMs x %d blocks x %d threads, warp %d, %d threads, %d KB shared, %.0f GB/s",
-                  gpu.multiprocessors, gpu.max_blocks_per_multiprocessor, gpu.max_threads_per_multiprocessor,
-                  gpu.warp_size, gpu.max_threads_per_block, gpu.shared_memory_per_block_optin >> 10,
-                  gpu.dram_bytes_per_s / 1e9);
+                  gpu.multiprocessors, gpu.max_blocks_per_multiprocessor, gpu.max_threads_per_multiprocessor, gpu.warp_size,
+                  gpu.max_threads_per_block, gpu.shared_memory_per_block_optin >> 10, gpu.dram_bytes_per_s / 1e9);
   else
     std::snprintf(text, sizeof text, "%d-bit vectors", cpu.vector_bits);
   return text;

@@ -106,8 +106,8 @@ class Backend {
   // `*code` gets the code as Load takes it back: an x86 object file when the program has
   // any; for a GPU, a line naming each GEMM's cuBLASLt algorithm, then the module (PTX or a
   // cubin).
-  virtual StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages,
-                                                               CompileStages* stages, std::string* code) const = 0;
+  virtual StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages, CompileStages* stages,
+                                                               std::string* code) const = 0;
   // The executable of `code` that a Compile of this program made (the disk cache's),
   // without compiling. InvalidArgument if the code does not load.
   virtual StatusOr<std::unique_ptr<ClusterExecutable>> Load(ClusterProgram program, const std::string& code) const = 0;

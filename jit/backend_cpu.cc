@@ -26,7 +26,8 @@ class CpuExecutable : public ClusterExecutable {
     const LibraryCall* call = nullptr;
   };
 
-  CpuExecutable(ClusterProgram program, std::unique_ptr<cpu::Executable> exe) : ClusterExecutable(std::move(program)), exe_(std::move(exe)) {}
+  CpuExecutable(ClusterProgram program, std::unique_ptr<cpu::Executable> exe)
+      : ClusterExecutable(std::move(program)), exe_(std::move(exe)) {}
 
   Status Init() {
     for (size_t k = 0; k < program_.module.kernels.size(); ++k) {
@@ -66,7 +67,7 @@ class CpuExecutable : public ClusterExecutable {
           GJ_ASSIGN_OR_RETURN(const Tensor* t, Resolve(ctx, kernel.buffers[i], values));
           inputs.push_back(*t);
         }
-        KernelContext call_ctx{*call.node,   inputs,       call.dtypes,      call.shapes, outputs,
+        KernelContext call_ctx{*call.node,    inputs,       call.dtypes,      call.shapes, outputs,
                                ctx.allocator, ctx.intra_op, call.state.get(), ctx.options};
         GJ_RETURN_IF_ERROR(call.op->compute(call_ctx));
         values[kernel.buffers.back()] = std::move(outputs[0]);
@@ -165,8 +166,8 @@ class CpuTarget : public Backend {
  public:
   CpuTarget(cpu::Target target, std::string description, TargetDescription device)
       : target_(std::move(target)),
-        description_("cpu " + description + ", streaming stores from " +
-                     std::to_string(StreamingStoreBytes(device.cpu) >> 10) + " KiB"),
+        description_("cpu " + description + ", streaming stores from " + std::to_string(StreamingStoreBytes(device.cpu) >> 10) +
+                     " KiB"),
         device_(std::move(device)) {}
   const TargetDescription& description() const override { return device_; }
   const std::string& target() const override { return description_; }
@@ -238,7 +239,8 @@ StatusOr<std::shared_ptr<const Backend>> CpuBackend(const SessionOptions* option
   cpu::Target target;
   target.cpu = own.jit_cpu;
   target.features = own.jit_cpu_features;
-  target.prefer_vector_width = options && options->prefer_vector_width ? options->prefer_vector_width : process.prefer_vector_width;
+  target.prefer_vector_width =
+      options && options->prefer_vector_width ? options->prefer_vector_width : process.prefer_vector_width;
   TargetDescription device;
   device.schedule = Schedule::kCpu;
   GJ_ASSIGN_OR_RETURN(std::string description, cpu::DescribeTarget(target, &device.cpu.vector_bits));

@@ -53,10 +53,16 @@ class GpuTarget : public Backend {
  public:
   GpuTarget(std::shared_ptr<CudaDevice> cuda, DeviceKind device, int sm, bool ptxas_check, bool tf32, bool autotune,
             RunRecorder* recorder)
-      : cuda_(std::move(cuda)), device_(device), sm_(sm), ptxas_check_(ptxas_check), tf32_(tf32), autotune_(autotune),
-        recorder_(recorder), description_(DescriptionOf(cuda_ ? cuda_->info() : NominalCudaDevice(sm), sm)),
-        target_(Describe(cuda_.get(), sm, description_) + (tf32 ? ", GEMMs in TF32" : "") +
-                (autotune ? "" : ", GEMMs untuned")) {}
+      : cuda_(std::move(cuda)),
+        device_(device),
+        sm_(sm),
+        ptxas_check_(ptxas_check),
+        tf32_(tf32),
+        autotune_(autotune),
+        recorder_(recorder),
+        description_(DescriptionOf(cuda_ ? cuda_->info() : NominalCudaDevice(sm), sm)),
+        target_(Describe(cuda_.get(), sm, description_) + (tf32 ? ", GEMMs in TF32" : "") + (autotune ? "" : ", GEMMs untuned")) {
+  }
   const TargetDescription& description() const override { return description_; }
   const std::string& target() const override { return target_; }
 
@@ -87,9 +93,9 @@ class GpuTarget : public Backend {
     std::string text = "nvptx sm_" + std::to_string(sm);
     if (!cuda) return text + " (compile only), " + d.CodeDecidingFacts();
     const CudaDeviceInfo& info = cuda->info();
-    return text + " " + info.library + " gpu:" + std::to_string(info.ordinal) + " cc " + std::to_string(info.compute_capability_major) + "." +
-           std::to_string(info.compute_capability_minor) + (info.emulated ? " emulated" : "") + ", " +
-           d.CodeDecidingFacts();
+    return text + " " + info.library + " gpu:" + std::to_string(info.ordinal) + " cc " +
+           std::to_string(info.compute_capability_major) + "." + std::to_string(info.compute_capability_minor) +
+           (info.emulated ? " emulated" : "") + ", " + d.CodeDecidingFacts();
   }
 
   StatusOr<std::unique_ptr<ClusterExecutable>> Compile(ClusterProgram program, bool keep_stages, CompileStages* stages,
@@ -141,7 +147,8 @@ class GpuTarget : public Backend {
           }
           auto report = nvptx::Assemble(code, sm, /*spills_are_errors=*/ptxas_check_);
           if (!report.ok() && ptxas_check_) return Internal("ptxas sm_" + std::to_string(sm) + ": " + report.status().message());
-          reports += "# ptxas -arch=sm_" + std::to_string(sm) + " -v\n" + (report.ok() ? report->log : report.status().message() + "\n");
+          reports +=
+              "# ptxas -arch=sm_" + std::to_string(sm) + " -v\n" + (report.ok() ? report->log : report.status().message() + "\n");
         }
         if (keep_stages) stages->files.emplace_back("ptxas.txt", reports);
       }
@@ -185,7 +192,8 @@ class GpuTarget : public Backend {
       const EmittedKernel& kernel = program.module.kernels[k];
       int& algorithm = (*algorithms)[k];
       if (kernel.library_node < 0) {
-        if (algorithm != -1) return InvalidArgument("kernel " + std::to_string(k) + " is not a library call but has an algorithm");
+        if (algorithm != -1)
+          return InvalidArgument("kernel " + std::to_string(k) + " is not a library call but has an algorithm");
         continue;
       }
       LibraryPlan& call = calls[k];

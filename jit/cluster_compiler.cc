@@ -11,6 +11,7 @@
 #include "ir/attr.h"
 #include "ir/logging.h"
 #include "jit/compile_policy.h"
+#include "jit/passes/expand_small_gemms.h"
 #include "runtime/cuda_device.h"
 #include "runtime/placement.h"
 #include "runtime/session_options.h"
@@ -111,8 +112,8 @@ StatusOr<std::shared_ptr<ClusterCompiler>> ClusterCompiler::Make(Jit* jit, const
   std::vector<std::string> outputs;
   for (const std::string& s : node.FindAttr("_body_outputs")->list().s()) outputs.push_back(s);
   compiler->narrowest_float_ = NarrowestFloat(body);
-  GJ_ASSIGN_OR_RETURN(compiler->body_, PrepareBody(std::move(body), std::move(outputs),
-                                                   static_cast<int>(node.inputs.size()), /*unfuse_matmuls=*/false));
+  GJ_ASSIGN_OR_RETURN(compiler->body_, PrepareBody(std::move(body), std::move(outputs), static_cast<int>(node.inputs.size()),
+                                                   /*unfuse_matmuls=*/false));
   std::string& prefix = compiler->disk_prefix_;
   prefix = CompilerId() + "|" + CanonicalBytes(compiler->body_.graph) + "|outputs";
   for (const std::string& output : compiler->body_.outputs) prefix += " " + std::to_string(output.size()) + ":" + output;
@@ -171,8 +172,7 @@ std::string ClusterCompiler::DumpDir(const std::string& dump_to, const std::stri
   return dump_to + "/" + name_ + suffix;
 }
 
-std::shared_ptr<const KernelCache::Entry> ClusterCompiler::GetNow(const std::string& signature,
-                                                                  const std::vector<Tensor>& inputs,
+std::shared_ptr<const KernelCache::Entry> ClusterCompiler::GetNow(const std::string& signature, const std::vector<Tensor>& inputs,
                                                                   const CompileReporting& report, bool* hit) {
   return jit_->cache().Get(signature, [&] { return Compile(inputs, report); }, hit);
 }
@@ -208,8 +208,8 @@ KernelCache::Entry ClusterCompiler::Failed(const Status& status) const {
   return entry;
 }
 
-KernelCache::Entry ClusterCompiler::Made(std::unique_ptr<ClusterExecutable> kernel, const char* how,
-                                         const ProgramSize& size, const CompileReporting& report, double ms) const {
+KernelCache::Entry ClusterCompiler::Made(std::unique_ptr<ClusterExecutable> kernel, const char* how, const ProgramSize& size,
+                                         const CompileReporting& report, double ms) const {
   KernelCache::Entry entry;
   entry.bytes = kernel->bytes();
   if (report.verbose) {
@@ -222,8 +222,7 @@ KernelCache::Entry ClusterCompiler::Made(std::unique_ptr<ClusterExecutable> kern
   return entry;
 }
 
-std::unique_ptr<ClusterExecutable> ClusterCompiler::LoadFromDisk(const ClusterProgram& program,
-                                                                 const std::string& signature,
+std::unique_ptr<ClusterExecutable> ClusterCompiler::LoadFromDisk(const ClusterProgram& program, const std::string& signature,
                                                                  const std::string& interface, DiskCache& disk) const {
   std::unique_ptr<ClusterExecutable> loaded;
   disk.Load(signature, [&](const DiskEntry& stored) -> std::string {

@@ -59,8 +59,7 @@ class ClusterCompiler : public std::enable_shared_from_this<ClusterCompiler> {
   // The entry if compiled, else null, and the compile started on the Jit's background
   // thread unless another call started it (then `*hit` is true). The compile holds its own
   // copies of the inputs and of this compiler.
-  std::shared_ptr<const KernelCache::Entry> GetInBackground(const std::string& signature,
-                                                            const std::vector<Tensor>& inputs,
+  std::shared_ptr<const KernelCache::Entry> GetInBackground(const std::string& signature, const std::vector<Tensor>& inputs,
                                                             const CompileReporting& report, bool* hit);
   // The kernel for `inputs`, made without the kernel cache (also to dump its stages), or
   // why not (a failure the compile policy classifies, jit/compile_policy.h).

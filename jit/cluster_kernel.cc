@@ -40,8 +40,9 @@ StatusOr<std::shared_ptr<const void>> Prepare(Jit* jit, const Node& node) {
 
 // The cluster's body op by op, into `outputs` (default: the node's own).
 Status RunReference(KernelContext& ctx, const ClusterState& state, std::vector<Tensor>* outputs = nullptr) {
-  KernelContext reference{ctx.node,      ctx.inputs,   ctx.output_dtypes,      ctx.output_shapes, outputs ? *outputs : ctx.outputs,
-                          ctx.allocator, ctx.intra_op, state.body_state.get(), ctx.options,       outputs ? nullptr : ctx.tracer};
+  KernelContext reference{
+      ctx.node,      ctx.inputs,   ctx.output_dtypes,      ctx.output_shapes, outputs ? *outputs : ctx.outputs,
+      ctx.allocator, ctx.intra_op, state.body_state.get(), ctx.options,       outputs ? nullptr : ctx.tracer};
   return state.jit->reference().compute(reference);
 }
 
@@ -58,8 +59,7 @@ Status CheckNumerics(KernelContext& ctx, const ClusterState& state, const Compil
     if (OnDeviceOnly(ctx.outputs[i]))
       GJ_RETURN_IF_ERROR(ctx.gpu->CopyToHost(ctx.outputs[i], nullptr, compiler.name() + "/output_" + std::to_string(i)));
   ++state.jit->numerics_checked;
-  const std::string mismatch =
-      FirstOutputMismatch(ctx.outputs, want, compiler.body().outputs, compiler.narrowest_float());
+  const std::string mismatch = FirstOutputMismatch(ctx.outputs, want, compiler.body().outputs, compiler.narrowest_float());
   if (mismatch.empty()) return Status::Ok();
   ++state.jit->numerics_mismatches;
   const bool fail = check == SessionOptions::NumericsCheck::kFail;
@@ -154,9 +154,8 @@ Status Compute(KernelContext& ctx) {
   const std::string signature = compiler.Signature(ctx.inputs);
   const CompileReporting report = ReportingOf(ctx, jit, compiler, signature);
   bool hit = false;
-  std::shared_ptr<const KernelCache::Entry> entry =
-      policy.async ? compiler.GetInBackground(signature, ctx.inputs, report, &hit)
-                   : compiler.GetNow(signature, ctx.inputs, report, &hit);
+  std::shared_ptr<const KernelCache::Entry> entry = policy.async ? compiler.GetInBackground(signature, ctx.inputs, report, &hit)
+                                                                 : compiler.GetNow(signature, ctx.inputs, report, &hit);
   if (hit && !report.dump_dir.empty() && !std::filesystem::exists(report.dump_dir)) {
     // Compiled before (the kernel cache is the process's): compiled again for the dump.
     CompileReporting dump = report;

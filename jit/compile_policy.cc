@@ -6,9 +6,8 @@ CompilePolicyOptions CompilePolicyOptionsOf(const SessionOptions* session, const
   CompilePolicyOptions o;
   o.async = (session && session->jit_async) || process.jit_async;
   o.strict = session && session->jit_strict;
-  o.check_numerics = session && session->jit_check_numerics != SessionOptions::NumericsCheck::kOff
-                         ? session->jit_check_numerics
-                         : process.jit_check_numerics;
+  o.check_numerics = session && session->jit_check_numerics != SessionOptions::NumericsCheck::kOff ? session->jit_check_numerics
+                                                                                                   : process.jit_check_numerics;
   return o;
 }
 

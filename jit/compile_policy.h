@@ -60,7 +60,7 @@ struct CompileOutcome {
   };
   Kind kind = Kind::kCompiled;
   CompileFailure failure = CompileFailure::kUnsupported;  // kFailed: what it was
-  std::string why;                                         // kFailed, kDoesNotFit: the message
+  std::string why;                                        // kFailed, kDoesNotFit: the message
 };
 
 // What a call does with its outcome.

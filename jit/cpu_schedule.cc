@@ -127,8 +127,8 @@ void KernelEmitter::PrefetchNextRow(const Index& at) {
 // Whether `v` is computed inline, element by element at the loop's own column.
 bool KernelEmitter::Inline(TensorId v) const {
   auto it = p_.buffer_of.find(v);
-  if (it != p_.buffer_of.end() && (p_.buffers[it->second].kind != FusionPlan::Buffer::Kind::kTemp ||
-                                   p_.buffers[it->second].fusion < f_))
+  if (it != p_.buffer_of.end() &&
+      (p_.buffers[it->second].kind != FusionPlan::Buffer::Kind::kTemp || p_.buffers[it->second].fusion < f_))
     return false;
   auto kind = ClassifyNode(g_, v.node);
   return kind.ok() && (*kind == NodeKind::kElementwise || *kind == NodeKind::kSizeOneReshape);
@@ -208,10 +208,10 @@ Status KernelEmitter::ReduceAll(int r) {
     return Nest(out_dims, 0, index, [&](const Index& at) -> Status {
       Index along;
       GJ_ASSIGN_OR_RETURN(Value best, ArgMaxOrMin(r, in.dim(axis), along, [&](const Value& i) {
-        Index full = at;
-        full.insert(full.begin() + axis, i);
-        return full;
-      }));
+                            Index full = at;
+                            full.insert(full.begin() + axis, i);
+                            return full;
+                          }));
       Store(out, at, best);
       return Status::Ok();
     });
@@ -232,8 +232,10 @@ Status KernelEmitter::ReduceAll(int r) {
     Index to;
     for (int i = 0; i < in.rank(); ++i) {
       const bool is_reduced = std::binary_search(axes.axes.begin(), axes.axes.end(), i);
-      if (!is_reduced) to.push_back(at[i]);
-      else if (axes.keep_dims) to.push_back(IndexConst(0));
+      if (!is_reduced)
+        to.push_back(at[i]);
+      else if (axes.keep_dims)
+        to.push_back(IndexConst(0));
     }
     GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], at));
     const Value acc = Load(out, to, Innermost());
@@ -245,7 +247,8 @@ Status KernelEmitter::ReduceAll(int r) {
   return Nest(out_dims, 0, index, [&](const Index& at) {
     const Value sum = Load(out, at, Innermost());
     const bool f = type == Type::F32();
-    Store(out, at, b_.Apply(f ? Op::kDivF : Op::kDivSI, {sum, f ? FloatConst(count) : IntConst(count, type)}, kExact, Innermost()));
+    Store(out, at,
+          b_.Apply(f ? Op::kDivF : Op::kDivSI, {sum, f ? FloatConst(count) : IntConst(count, type)}, kExact, Innermost()));
     return Status::Ok();
   });
 }

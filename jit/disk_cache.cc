@@ -30,7 +30,6 @@ constexpr char kMagic[4] = {'G', 'J', 'K', 'C'};
 constexpr uint32_t kFormat = 2;  // 2: with the code's interface
 constexpr const char* kSuffix = ".gjk";
 
-
 void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
 
 // Reads a u64 at *at, advancing it; false past the end.
@@ -70,8 +69,7 @@ std::optional<DiskEntry> Parse(const std::string& bytes, const std::string& sign
   size_t at = sizeof kMagic + sizeof kFormat;
   std::string stored_signature;
   DiskEntry entry;
-  if (!GetBytes(bytes, &at, &stored_signature) || !GetBytes(bytes, &at, &entry.interface) ||
-      !GetBytes(bytes, &at, &entry.code)) {
+  if (!GetBytes(bytes, &at, &stored_signature) || !GetBytes(bytes, &at, &entry.interface) || !GetBytes(bytes, &at, &entry.code)) {
     *why = "truncated";
     return std::nullopt;
   }
@@ -207,9 +205,8 @@ void DiskCache::Store(const std::string& signature, const DiskEntry& entry) {
   if (!ok) {
     const int error = errno;
     std::remove(tmp.c_str());
-    std::call_once(write_warning_, [&] {
-      GJ_LOG(WARNING) << "cannot write the kernel cache in " << dir_ << ": " << std::strerror(error);
-    });
+    std::call_once(write_warning_,
+                   [&] { GJ_LOG(WARNING) << "cannot write the kernel cache in " << dir_ << ": " << std::strerror(error); });
     return;
   }
   ++writes_;

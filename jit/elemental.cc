@@ -52,9 +52,7 @@ Value MaxOrMin(bool max, const Value& a, const Value& c, Builder& b) {
 // r < 2^-126 ? 0 : r: the exp-based ops (Exp, Sigmoid, Softplus, Softmax) give 0 below the
 // normal range, as the reference kernels and TensorFlow do (runtime/kernels/ieee.h).
 // MLIR's exp already gives 0 below 2^-127; this makes the band just below 2^-126 agree.
-Value ZeroBelowNormal(const Value& r, Builder& b) {
-  return b.Select(b.Cmp(Pred::kOlt, r, F32(b, 1.17549435e-38)), F32(b, 0), r);
-}
+Value ZeroBelowNormal(const Value& r, Builder& b) { return b.Select(b.Cmp(Pred::kOlt, r, F32(b, 1.17549435e-38)), F32(b, 0), r); }
 
 Value Exp(const Value& x, Builder& b) { return ZeroBelowNormal(Math(Op::kExp, x, b), b); }
 
@@ -78,8 +76,7 @@ Value Polynomial(const std::vector<double>& c, const Value& t, Builder& b) {
 // e^(-100) R(10) is below 2^-126 and the result 0 (or 2), as the reference kernel gives it.
 // NaN stays NaN.
 Value Erfc(const Value& x, Builder& b) {
-  static const std::vector<double> p = {1.000000028e+00, 1.249548049e+00, 7.438750972e-01, 2.353138589e-01,
-                                        3.417619160e-02};
+  static const std::vector<double> p = {1.000000028e+00, 1.249548049e+00, 7.438750972e-01, 2.353138589e-01, 3.417619160e-02};
   static const std::vector<double> q = {1.000000000e+00, 2.377928648e+00, 2.427062535e+00,
                                         1.348380754e+00, 4.171066021e-01, 6.057510185e-02};
   const Value a = Binary(Op::kMinimumF, Math(Op::kAbsF, x, b), F32(b, 10), b);
@@ -181,21 +178,17 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
       {"Minimum", {[](const auto& x, Builder& b) { return MaxOrMin(false, x[0], x[1], b); }, BinaryOf(Op::kMinSI)}},
       // Activation gradients as TensorFlow computes them: times 0 or 1, not a select, so a
       // NaN or infinite gradient stays NaN where the activation is flat.
-      {"ReluGrad",
-       {[](const auto& x, Builder& b) {
+      {"ReluGrad", {[](const auto& x, Builder& b) {
          return Binary(Op::kMulF, x[0], b.Select(b.Cmp(Pred::kOgt, x[1], F32(b, 0)), F32(b, 1), F32(b, 0)), b);
        }}},
-      {"Relu6Grad",
-       {[](const auto& x, Builder& b) {
+      {"Relu6Grad", {[](const auto& x, Builder& b) {
          const Value inside = b.Apply(Op::kAndI, {b.Cmp(Pred::kOgt, x[1], F32(b, 0)), b.Cmp(Pred::kOlt, x[1], F32(b, 6))});
          return Binary(Op::kMulF, x[0], b.Select(inside, F32(b, 1), F32(b, 0)), b);
        }}},
-      {"TanhGrad",
-       {[](const auto& x, Builder& b) {
+      {"TanhGrad", {[](const auto& x, Builder& b) {
          return Binary(Op::kMulF, x[1], Binary(Op::kSubF, F32(b, 1), Binary(Op::kMulF, x[0], x[0], b), b), b);
        }}},
-      {"SigmoidGrad",
-       {[](const auto& x, Builder& b) {
+      {"SigmoidGrad", {[](const auto& x, Builder& b) {
          return Binary(Op::kMulF, Binary(Op::kMulF, x[1], x[0], b), Binary(Op::kSubF, F32(b, 1), x[0], b), b);
        }}},
       {"SquaredDifference",
@@ -212,8 +205,7 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
       // Python's // and % on floats, as the reference kernels compute them: floor(x / y),
       // and fmod(x, y) moved to the divisor's sign.
       {"FloorDiv", {[](const auto& x, Builder& b) { return Math(Op::kFloor, Divide(x[0], x[1], b), b); }}},
-      {"FloorMod",
-       {[](const auto& x, Builder& b) {
+      {"FloorMod", {[](const auto& x, Builder& b) {
          const Value r = Binary(Op::kRemF, x[0], x[1], b), zero = F32(b, 0);
          const Value signs_differ = b.Apply(Op::kXOrI, {b.Cmp(Pred::kOlt, r, zero), b.Cmp(Pred::kOlt, x[1], zero)});
          const Value moved = b.Apply(Op::kAndI, {b.Cmp(Pred::kUne, r, zero), signs_differ});
@@ -240,8 +232,7 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
        {[](const auto& x, Builder& b) { return Binary(Op::kMulF, x[0], x[0], b); },
         [](const auto& x, Builder& b) { return Binary(Op::kMulI, x[0], x[0], b); }}},
       {"Reciprocal", {[](const auto& x, Builder& b) { return Divide(F32(b, 1), x[0], b); }}},
-      {"Sigmoid",
-       {[](const auto& x, Builder& b) {
+      {"Sigmoid", {[](const auto& x, Builder& b) {
          // exp(-x) unzeroed: a tiny one makes 1 / (1 + e) exactly 1 either way.
          const Value e = Math(Op::kExp, b.Apply(Op::kNegF, {x[0]}), b);
          return ZeroBelowNormal(Divide(F32(b, 1), Binary(Op::kAddF, F32(b, 1), e, b), b), b);
@@ -259,9 +250,7 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
           return Binary(Op::kMinSI, Binary(Op::kMaxSI, x[0], b.Int(0, t), b), b.Int(6, t), b);
         }}},
       {"Elu",
-       {[](const auto& x, Builder& b) {
-         return b.Select(b.Cmp(Pred::kOlt, x[0], F32(b, 0)), ExpMinusOne(x[0], b), x[0]);
-       }}},
+       {[](const auto& x, Builder& b) { return b.Select(b.Cmp(Pred::kOlt, x[0], F32(b, 0)), ExpMinusOne(x[0], b), x[0]); }}},
       {"Sign",
        {[](const auto& x, Builder& b) {  // +-1; NaN stays NaN, and both zeros give +0 (x + 0), as the reference
           const Value zero = F32(b, 0);
@@ -274,14 +263,12 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
           const Value neg = b.Select(b.Cmp(Pred::kSlt, x[0], zero), b.Int(-1, t), zero);
           return b.Select(b.Cmp(Pred::kSgt, x[0], zero), b.Int(1, t), neg);
         }}},
-      {"Selu",
-       {[](const auto& x, Builder& b) {
+      {"Selu", {[](const auto& x, Builder& b) {
          const Value below = Binary(Op::kMulF, ExpMinusOne(x[0], b), F32(b, 1.7580993408473768599402175208123), b);
          return b.Select(b.Cmp(Pred::kOlt, x[0], F32(b, 0)), below,
                          Binary(Op::kMulF, x[0], F32(b, 1.0507009873554804934193349852946), b));
        }}},
-      {"Softplus",
-       {[](const auto& x, Builder& b) {  // as TensorFlow: x above -t, exp(x) below t, log1p(exp(x)) between
+      {"Softplus", {[](const auto& x, Builder& b) {  // as TensorFlow: x above -t, exp(x) below t, log1p(exp(x)) between
          const double t = std::log(1.1920928955078125e-07) + 2;
          const Value e = Exp(x[0], b);
          const Value between = b.Select(b.Cmp(Pred::kOlt, x[0], F32(b, t)), e, Math(Op::kLog1p, e, b));
@@ -289,13 +276,13 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
        }}},
       {"Softsign",  // x / (1 + |x|), as TensorFlow computes it (NaN for +-Inf)
        {[](const auto& x, Builder& b) { return Divide(x[0], Binary(Op::kAddF, F32(b, 1), Math(Op::kAbsF, x[0], b), b), b); }}},
-      {"DivNoNan",
-       {[](const auto& x, Builder& b) {
+      {"DivNoNan", {[](const auto& x, Builder& b) {
          const Value zero = F32(b, 0);
          return b.Select(b.Cmp(Pred::kOeq, x[1], zero), zero, Divide(x[0], x[1], b));
        }}},
       {"LeakyRelu", Lowering([](const Node& n, const auto& x, Builder& b) -> StatusOr<Value> {
-         if (!(x[0].type == Type::F32())) return Unimplemented(NodeLabel(n) + ": LeakyRelu of " + x[0].type.str() + " is not compiled");
+         if (!(x[0].type == Type::F32()))
+           return Unimplemented(NodeLabel(n) + ": LeakyRelu of " + x[0].type.str() + " is not compiled");
          GJ_ASSIGN_OR_RETURN(float alpha, GetFloatAttrOr(n, "alpha", 0.2f));
          return b.Select(b.Cmp(Pred::kOgt, x[0], F32(b, 0)), x[0], Binary(Op::kMulF, x[0], F32(b, alpha), b));
        })},
@@ -384,7 +371,9 @@ std::string WhyNotElemental(const std::string& op, const std::vector<Type>& type
   for (const Type& t : types)
     if (!(t == types[0])) return op + " of " + types[0].str() + " and " + t.str();
   const Type t = types[0];
-  const bool taken = t == Type::F32() ? bool(l.f) : t == Type::I1() ? l.bools : (t == Type::I32() || t == Type::I64()) && bool(l.i);
+  const bool taken = t == Type::F32()  ? bool(l.f)
+                     : t == Type::I1() ? l.bools
+                                       : (t == Type::I32() || t == Type::I64()) && bool(l.i);
   return taken ? "" : op + " of " + t.str() + " is not compiled";
 }
 

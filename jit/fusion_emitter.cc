@@ -40,8 +40,7 @@ StatusOr<EmittedModule> EmitFusions(const AnalyzedGraph& body, const FusionPlan&
     functions += function;
   }
   // GPU kernels live in one gpu.module, which the NVPTX backend turns into one PTX module.
-  if (schedule == Schedule::kGpu && !functions.empty())
-    functions = emitter::Builder::GpuModule(functions);
+  if (schedule == Schedule::kGpu && !functions.empty()) functions = emitter::Builder::GpuModule(functions);
   module.mlir = std::move(functions);
   return module;
 }

@@ -21,16 +21,16 @@
 namespace graphjit {
 
 struct EmittedKernel {
-  std::string function;      // a library call: its fusion's name (no function is emitted)
-  int library_node = -1;     // a library call: the node to run
-  int64_t rows = 1;          // CPU: the range [begin, end) splits
-  int64_t cost_per_row = 1;  // CPU: elements times ops: what a row costs, for the split
+  std::string function;         // a library call: its fusion's name (no function is emitted)
+  int library_node = -1;        // a library call: the node to run
+  int64_t rows = 1;             // CPU: the range [begin, end) splits
+  int64_t cost_per_row = 1;     // CPU: elements times ops: what a row costs, for the split
   int64_t grid = 0, block = 0;  // GPU: blocks (0: nothing to do) and threads per block
   int64_t shared_bytes = 0;     // GPU: dynamic shared memory per block
   int64_t cluster = 1;          // GPU: blocks per thread-block cluster (sm_90), along the grid
-  std::vector<int> buffers;  // the plan's buffers, in argument order (CPU: after begin, end);
-                             // a library call: its inputs, then its output
-  std::vector<int> scratch;  // GPU: per-call scratch areas (EmittedModule::scratch), after the buffers
+  std::vector<int> buffers;     // the plan's buffers, in argument order (CPU: after begin, end);
+                                // a library call: its inputs, then its output
+  std::vector<int> scratch;     // GPU: per-call scratch areas (EmittedModule::scratch), after the buffers
 };
 
 struct EmittedModule {

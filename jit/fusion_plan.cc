@@ -80,8 +80,9 @@ class Planner {
         if (IsDataInput(n, static_cast<int>(i))) work.push_back(n.inputs[i].node);
     }
     for (size_t i = 0; i < args.size(); ++i)
-      if (args[i].node >= 0) AddBuffer({FusionPlan::Buffer::Kind::kArgument, args[i], StaticShape(g_, args[i]),
-                                        StaticDType(g_, args[i]), static_cast<int>(i)});
+      if (args[i].node >= 0)
+        AddBuffer({FusionPlan::Buffer::Kind::kArgument, args[i], StaticShape(g_, args[i]), StaticDType(g_, args[i]),
+                   static_cast<int>(i)});
     // 2. In dataflow order: reductions start or join fusions; views view buffers.
     for (int id : g_.topo_order) {
       if (!live[id]) continue;
@@ -94,7 +95,10 @@ class Planner {
         return Internal("the body placeholder " + n.name + " is not an input");
       if (kind_[id] == NodeKind::kView) {
         GJ_RETURN_IF_ERROR(MakeRoot(n.inputs[0]));
-        AddBuffer({FusionPlan::Buffer::Kind::kView, {id, 0}, StaticShape(g_, {id, 0}), StaticDType(g_, {id, 0}),
+        AddBuffer({FusionPlan::Buffer::Kind::kView,
+                   {id, 0},
+                   StaticShape(g_, {id, 0}),
+                   StaticDType(g_, {id, 0}),
                    p_.buffer_of.at(n.inputs[0])});
       }
       if (kind_[id] == NodeKind::kReduction) GJ_RETURN_IF_ERROR(AddReduction(id));
@@ -148,8 +152,8 @@ class Planner {
   void ConstantBuffer(int node) {
     if (p_.buffer_of.count({node, 0})) return;
     const Tensor& value = g_.constants[node];
-    AddBuffer({FusionPlan::Buffer::Kind::kConstant, {node, 0}, value.shape(), value.dtype(),
-               static_cast<int>(p_.constants.size())});
+    AddBuffer(
+        {FusionPlan::Buffer::Kind::kConstant, {node, 0}, value.shape(), value.dtype(), static_cast<int>(p_.constants.size())});
     p_.constants.push_back(value);
   }
 
@@ -179,8 +183,7 @@ class Planner {
       if (!IsDataInput(n, static_cast<int>(i))) continue;
       const Shape& in = StaticShape(g_, n.inputs[i]);
       const Shape& out = StaticShape(g_, v);
-      Visit(n.inputs[i], remaps || (reads_by_dims && !KeepsRows(ReadDims(n, static_cast<int>(i), in, out), in, out)), r,
-            seen);
+      Visit(n.inputs[i], remaps || (reads_by_dims && !KeepsRows(ReadDims(n, static_cast<int>(i), in, out), in, out)), r, seen);
     }
   }
 
@@ -421,9 +424,8 @@ StatusOr<NodeKind> ClassifyNode(const AnalyzedGraph& body, int id) {
     return Unimplemented(NodeLabel(n) + ": " + why);
   if (IsElementalOp(n.op)) return NodeKind::kElementwise;
   if (IsReshape(n))
-    return NonUnitDims(StaticShape(body, n.inputs[0])) == NonUnitDims(StaticShape(body, {id, 0}))
-               ? NodeKind::kSizeOneReshape
-               : NodeKind::kView;
+    return NonUnitDims(StaticShape(body, n.inputs[0])) == NonUnitDims(StaticShape(body, {id, 0})) ? NodeKind::kSizeOneReshape
+                                                                                                  : NodeKind::kView;
   // The data movement with kinds of its own (every fusion computes them), then the rest
   // (Slice, Pad, Tile, Pack, Split, OneHot, ...) and Fill, which are element generators.
   static const std::map<std::string, NodeKind, std::less<>> kOwnKinds = {
@@ -479,7 +481,8 @@ std::string FusionPlan::ToString(const Graph& graph) const {
   }
   for (const Buffer& b : buffers)
     if (b.kind == Buffer::Kind::kView)
-      s += "view: " + graph.TensorName(b.value) + " " + b.shape.ToString() + " of " + graph.TensorName(buffers[b.source].value) + "\n";
+      s += "view: " + graph.TensorName(b.value) + " " + b.shape.ToString() + " of " + graph.TensorName(buffers[b.source].value) +
+           "\n";
   return s;
 }
 

@@ -29,7 +29,16 @@ namespace graphjit {
 // computed from the result's index (the data movement ops of runtime/op_traits.cc, and
 // Fill), or a constant (a pad's value, OneHot's on and off values).
 enum class NodeKind {
-  kConstant, kArgument, kElementwise, kSizeOneReshape, kView, kTranspose, kConcat, kIndexed, kReduction, kLibrary
+  kConstant,
+  kArgument,
+  kElementwise,
+  kSizeOneReshape,
+  kView,
+  kTranspose,
+  kConcat,
+  kIndexed,
+  kReduction,
+  kLibrary
 };
 
 // Empty if the emitters take `n` with these input and output dtypes (the fact clustering
@@ -80,7 +89,7 @@ struct FusionPlan {
 
   std::vector<Buffer> buffers;
   std::map<TensorId, int> buffer_of;
-  std::vector<Fusion> fusions;  // in execution order; a fusion reads buffers of earlier ones only
+  std::vector<Fusion> fusions;   // in execution order; a fusion reads buffers of earlier ones only
   std::map<int, int> fusion_of;  // reduction node -> its fusion
   std::vector<Tensor> constants;
   std::vector<int> outputs;  // the buffer of each body output

@@ -72,8 +72,13 @@ class GpuExecutable : public ClusterExecutable {
   GpuExecutable(ClusterProgram program, std::shared_ptr<CudaDevice> cuda, std::string module,
                 std::shared_ptr<const nvptx::CublasLt> blas, std::shared_ptr<const nvptx::Cudnn> dnn,
                 std::vector<LibraryPlan> calls, RunRecorder* recorder)
-      : ClusterExecutable(std::move(program)), cuda_(std::move(cuda)), module_(std::move(module)), blas_(std::move(blas)),
-        dnn_(std::move(dnn)), calls_(std::move(calls)), recorder_(recorder) {}
+      : ClusterExecutable(std::move(program)),
+        cuda_(std::move(cuda)),
+        module_(std::move(module)),
+        blas_(std::move(blas)),
+        dnn_(std::move(dnn)),
+        calls_(std::move(calls)),
+        recorder_(recorder) {}
 
   ~GpuExecutable() override {
     for (uint64_t address : constants_) cuda_->Free(address);
@@ -214,9 +219,10 @@ class GpuExecutable : public ClusterExecutable {
       if (OnDeviceOnly(input)) return Internal("an input on another device than the cluster's");
       const size_t bytes = input.buffer()->size();
       GJ_ASSIGN_OR_RETURN(memory, DeviceMemory::Allocate(cuda_, bytes));
-      GJ_RETURN_IF_ERROR(call.trace.Around(call.name + "/copy_in_" + std::to_string(i), "HtoD", static_cast<int64_t>(bytes),
-                                           [&] { return call.stream.CopyToDevice(memory->address(), input.raw(), bytes); },
-                                           cuda_->HostMemoryKind(input.raw(), bytes)));
+      GJ_RETURN_IF_ERROR(call.trace.Around(
+          call.name + "/copy_in_" + std::to_string(i), "HtoD", static_cast<int64_t>(bytes),
+          [&] { return call.stream.CopyToDevice(memory->address(), input.raw(), bytes); },
+          cuda_->HostMemoryKind(input.raw(), bytes)));
       input.buffer()->AddDeviceCopy(memory);
     }
     return memory->address();
@@ -304,9 +310,8 @@ class GpuExecutable : public ClusterExecutable {
         GJ_ASSIGN_OR_RETURN(before, call.stream.Record());
       }
       const char* op = emitted.library_node < 0 ? "gpu kernel" : calls_[k].conv ? "cuDNN" : "cuBLASLt";
-      GJ_RETURN_IF_ERROR(call.trace.Around(call.name + "/" + emitted.function, op, 0, [&] {
-        return LaunchKernel(k, call.pointers[k], call.reordered[k], call.stream);
-      }));
+      GJ_RETURN_IF_ERROR(call.trace.Around(call.name + "/" + emitted.function, op, 0,
+                                           [&] { return LaunchKernel(k, call.pointers[k], call.reordered[k], call.stream); }));
       recorder_->CountGpuLaunches(1);
       if (profile) {
         GJ_ASSIGN_OR_RETURN(after, call.stream.Record());
@@ -324,11 +329,12 @@ class GpuExecutable : public ClusterExecutable {
     for (size_t i = 0; i < program_.outputs.size(); ++i) {
       const int b = program_.outputs[i];
       const FusionPlan::Buffer* buffer = &program_.buffers[b];
-      while (buffer->kind == FusionPlan::Buffer::Kind::kView && program_.buffers[buffer->source].kind != FusionPlan::Buffer::Kind::kTemp)
+      while (buffer->kind == FusionPlan::Buffer::Kind::kView &&
+             program_.buffers[buffer->source].kind != FusionPlan::Buffer::Kind::kTemp)
         buffer = &program_.buffers[buffer->source];
       if (buffer->kind == FusionPlan::Buffer::Kind::kArgument || buffer->kind == FusionPlan::Buffer::Kind::kConstant) {
         const Tensor& host = buffer->kind == FusionPlan::Buffer::Kind::kArgument ? call.ctx.inputs[buffer->source]
-                                                                                  : program_.constants[buffer->source];
+                                                                                 : program_.constants[buffer->source];
         call.ctx.ForwardOutput(static_cast<int>(i), host.Reshaped(program_.buffers[b].shape));
         continue;
       }
@@ -443,7 +449,8 @@ class GpuExecutable : public ClusterExecutable {
   // A copy of `input` (whose device memory `memory` is not kBufferAlignment-aligned: the
   // caller's, a slice) in aligned memory on the call's stream, kept with its buffer for the
   // run's later readers; counted, and said once with --jit_verbose.
-  StatusOr<std::shared_ptr<DeviceMemory>> AlignedCopy(Call& call, const Tensor& input, std::shared_ptr<DeviceMemory> memory) const {
+  StatusOr<std::shared_ptr<DeviceMemory>> AlignedCopy(Call& call, const Tensor& input,
+                                                      std::shared_ptr<DeviceMemory> memory) const {
     constexpr char kAligned[] = "aligned";
     if (std::shared_ptr<DeviceMemory> kept = input.buffer()->DeviceCopy(cuda_.get(), kAligned)) return kept;
     const size_t bytes = input.buffer()->size();
@@ -472,8 +479,8 @@ class GpuExecutable : public ClusterExecutable {
     p.block = emitted.block;
     p.cluster = emitted.cluster;
     for (int b : emitted.buffers)
-      p.io_bytes += CheckedBytes(program_.buffers[b].shape.dims(), static_cast<int64_t>(DTypeSize(program_.buffers[b].dtype)))
-                        .value_or(0);
+      p.io_bytes +=
+          CheckedBytes(program_.buffers[b].shape.dims(), static_cast<int64_t>(DTypeSize(program_.buffers[b].dtype))).value_or(0);
     for (int area : emitted.scratch) p.io_bytes += program_.module.scratch[area];
     GJ_ASSIGN_OR_RETURN(float ms, stream.ElapsedMillis(before, after));  // synchronizes
     p.measured_us = ms * 1000.0;
@@ -517,7 +524,7 @@ class GpuExecutable : public ClusterExecutable {
   const std::vector<LibraryPlan> calls_;               // per kernel (library calls only)
   RunRecorder* const recorder_;
   std::vector<CudaDevice::Kernel> kernels_;
-  std::vector<uint64_t> constants_;  // device memory, per program constant
+  std::vector<uint64_t> constants_;            // device memory, per program constant
   std::vector<uint64_t> reordered_constants_;  // per kernel: its convolution's constant filter in cuDNN's layout, or 0
   // Launch graphs by the kernels' arguments they were captured with, most recently used first.
   static constexpr size_t kGraphsPerExecutable = 4;

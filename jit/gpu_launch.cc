@@ -71,14 +71,15 @@ RowLaunch ChooseRowLaunch(const GpuDescription& gpu, int64_t rows, int64_t cols,
   if (rows == 0 || cols == 0 || !splits) return l;  // a thread per row
   const int64_t warp = gpu.warp_size;
   l.warp_per_row = cols <= warp * kMaxHeld;
-  l.threads = l.warp_per_row ? warp
-                             : std::min<int64_t>(gpu.max_threads_per_block,
-                                                 std::max<int64_t>(64, RoundUp(CeilDiv(cols, kMaxHeld), warp)));
+  l.threads = l.warp_per_row
+                  ? warp
+                  : std::min<int64_t>(gpu.max_threads_per_block, std::max<int64_t>(64, RoundUp(CeilDiv(cols, kMaxHeld), warp)));
   // A row too long for a block's registers and read by more than one loop is staged in
   // shared memory; one too long for a block's is split among the blocks of a cluster.
   l.stages = CeilDiv(cols, l.threads) > kMaxHeld && loops > 1;
   const int64_t budget = gpu.shared_memory_per_block_optin - kStaticSharedReserve;
-  if (l.stages && gpu.compute_capability >= kClusterCapability) l.cluster = ClusterFor(gpu, cols, l.threads, budget, column_bytes);
+  if (l.stages && gpu.compute_capability >= kClusterCapability)
+    l.cluster = ClusterFor(gpu, cols, l.threads, budget, column_bytes);
   l.slice = l.cluster > 1 ? RoundUp(CeilDiv(cols, l.cluster), warp) : cols;
   l.held = CeilDiv(l.slice, l.threads) <= kMaxHeld;
   l.stage_budget = l.stages ? budget : 0;

@@ -39,15 +39,15 @@ struct RowLaunch {
     kThreadsPerRow,  // a warp (short rows, several rows per block) or a block per row
     kInPhases,       // rows too few and too long: each reduction in two phases
   } kind = Kind::kThreadPerRow;
-  int64_t threads = 0;         // per row
-  bool warp_per_row = false;   // kThreadsPerRow: a warp per row, kRowsPerWarpBlock rows per block
-  int64_t rows_per_block = 1;  // kThreadsPerRow
-  int64_t cluster = 1;         // blocks per row (a thread-block cluster, sm_90)
-  int64_t slice = 0;           // a block's columns (the row's, or its cluster's share)
-  bool held = false;           // each thread holds its columns in registers
-  bool stages = false;         // the row is staged in shared memory (read by more than one loop)
-  int64_t stage_budget = 0;    // the shared memory staging may use, per block
-  int64_t parts = 0;           // kInPhases: threads per row in the first phase
+  int64_t threads = 0;          // per row
+  bool warp_per_row = false;    // kThreadsPerRow: a warp per row, kRowsPerWarpBlock rows per block
+  int64_t rows_per_block = 1;   // kThreadsPerRow
+  int64_t cluster = 1;          // blocks per row (a thread-block cluster, sm_90)
+  int64_t slice = 0;            // a block's columns (the row's, or its cluster's share)
+  bool held = false;            // each thread holds its columns in registers
+  bool stages = false;          // the row is staged in shared memory (read by more than one loop)
+  int64_t stage_budget = 0;     // the shared memory staging may use, per block
+  int64_t parts = 0;            // kInPhases: threads per row in the first phase
   int64_t grid = 0, block = 0;  // kThreadsPerRow
 };
 // `splits`: partial results can be combined across threads; `loops`: the loops over the

@@ -102,8 +102,7 @@ StatusOr<nvptx::Gemm::Type> GemmType(const std::vector<DType>& dtypes) {
   return t == DType::kHalf ? nvptx::Gemm::Type::kF16 : t == DType::kBFloat16 ? nvptx::Gemm::Type::kBF16 : nvptx::Gemm::Type::kF32;
 }
 
-StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inputs, bool tf32,
-                          const std::vector<int>& aligned) {
+StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inputs, bool tf32, const std::vector<int>& aligned) {
   const Node& node = *call.node;
   GemmCall c;
   nvptx::Gemm& g = c.plan.gemm;
@@ -141,15 +140,14 @@ StatusOr<GemmCall> GemmOf(const LibraryCall& call, const std::vector<Shape>& inp
   };
   const int64_t a_size = g.m * g.k, b_size = g.k * g.n;
   const int64_t a_count = matrices(a), b_count = matrices(b);
-  if ((a_count == batch || a_count == 1) && (b_count == batch || b_count == 1) &&
-      (a_count == 1 || a.rank() == out.rank()) && (b_count == 1 || b.rank() == out.rank())) {
+  if ((a_count == batch || a_count == 1) && (b_count == batch || b_count == 1) && (a_count == 1 || a.rank() == out.rank()) &&
+      (b_count == 1 || b.rank() == out.rank())) {
     g.batch = batch;
     g.batch_stride_a = a_count == 1 ? 0 : a_size;
     g.batch_stride_b = b_count == 1 ? 0 : b_size;
   } else {
     c.offsets.clear();
-    for (int64_t i = 0; i < batch; ++i)
-      c.offsets.push_back({matrix_of(a, i) * a_size, matrix_of(b, i) * b_size, i * g.m * g.n});
+    for (int64_t i = 0; i < batch; ++i) c.offsets.push_back({matrix_of(a, i) * a_size, matrix_of(b, i) * b_size, i * g.m * g.n});
   }
   auto epilogue = EpilogueOf(node);
   if (!epilogue.ok()) return Unimplemented(NodeLabel(node) + ": " + epilogue.status().message());
@@ -201,7 +199,8 @@ StatusOr<ConvCall> ConvOf(const LibraryCall& call, const std::vector<Shape>& inp
     const std::vector<std::string> ops(fused->list().s().begin(), fused->list().s().end());
     v.residual = ops.size() >= 2 && ops[1] == "Add";
     const size_t activation = v.residual ? 2 : 1;
-    if (ops.empty() || ops[0] != "BiasAdd" || ops.size() > activation + 1 || (ops.size() > activation && ops[activation] != "Relu"))
+    if (ops.empty() || ops[0] != "BiasAdd" || ops.size() > activation + 1 ||
+        (ops.size() > activation && ops[activation] != "Relu"))
       return Unimplemented(NodeLabel(node) + ": cuDNN's epilogues are a bias, a residual and a ReLU");
     v.epilogue = ops.size() > activation ? nvptx::Conv::Epilogue::kBiasRelu : nvptx::Conv::Epilogue::kBias;
     c.bias = 2;
@@ -267,10 +266,11 @@ StatusOr<int> FastestAlgorithm(CudaDevice& cuda, const nvptx::Cudnn& dnn, const 
   const size_t filter = static_cast<size_t>(v.filters * (v.channels / v.groups) * v.filter_h * v.filter_w) * element;
   const bool forward = v.kind == nvptx::Conv::Kind::kForward;
   GJ_ASSIGN_OR_RETURN(auto stream, cuda.NewStream());
-  GJ_ASSIGN_OR_RETURN(auto memory, Operands::Make(cuda, *stream,  // x (dy), filter, bias, z, y (dx), workspace
-                                                  {forward ? x : y, filter, static_cast<size_t>(v.filters) * element, y,
-                                                   forward ? y : x, *std::max_element(plan.workspaces.begin(), plan.workspaces.end())},
-                                                  2));
+  GJ_ASSIGN_OR_RETURN(auto memory,
+                      Operands::Make(cuda, *stream,  // x (dy), filter, bias, z, y (dx), workspace
+                                     {forward ? x : y, filter, static_cast<size_t>(v.filters) * element, y, forward ? y : x,
+                                      *std::max_element(plan.workspaces.begin(), plan.workspaces.end())},
+                                     2));
   return Fastest(cuda, *stream, static_cast<int>(plan.workspaces.size()), [&](int algorithm) {
     nvptx::ConvPlan candidate = plan;
     candidate.algorithm = algorithm;

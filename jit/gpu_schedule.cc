@@ -170,10 +170,12 @@ Status KernelEmitter::GridStride(int64_t units, int64_t block, EmittedKernel* ke
 }
 
 Status KernelEmitter::If(const Value& cond, const std::function<Status()>& then) {
-  return If(cond, {}, [&]() -> StatusOr<std::vector<Value>> {
-           GJ_RETURN_IF_ERROR(then());
-           return std::vector<Value>{};
-         }).status();
+  return If(cond, {},
+            [&]() -> StatusOr<std::vector<Value>> {
+              GJ_RETURN_IF_ERROR(then());
+              return std::vector<Value>{};
+            })
+      .status();
 }
 
 StatusOr<std::vector<Value>> KernelEmitter::If(const Value& cond, const std::vector<Value>& otherwise,
@@ -191,7 +193,8 @@ StatusOr<std::vector<Value>> KernelEmitter::If(const Value& cond, const std::vec
 // --- Rows.
 Status KernelEmitter::GpuRows(EmittedKernel* kernel, EmittedModule* module, std::string* functions) {
   const std::vector<int64_t>& dims = fusion_.space.dims();
-  const std::vector<int64_t> row_dims(dims.begin(), dims.begin() + fusion_.split), reduced(dims.begin() + fusion_.split, dims.end());
+  const std::vector<int64_t> row_dims(dims.begin(), dims.begin() + fusion_.split),
+      reduced(dims.begin() + fusion_.split, dims.end());
   int64_t rows = 1, cols = 1;
   for (int64_t d : row_dims) rows *= d;
   for (int64_t d : reduced) cols *= d;
@@ -285,8 +288,10 @@ Status KernelEmitter::RowAcrossThreads(RowThreads& t) {
   }
   for (size_t k = 0; k < t.columns.size(); ++k) {
     auto store = [&] { return StoreRoots(t.full, RowAt(t, t.columns[k])); };
-    if (t.MayPassEnd(k)) GJ_RETURN_IF_ERROR(If(b_.Cmp(Pred::kUlt, t.columns[k], IndexConst(t.cols)), store));
-    else GJ_RETURN_IF_ERROR(store());
+    if (t.MayPassEnd(k))
+      GJ_RETURN_IF_ERROR(If(b_.Cmp(Pred::kUlt, t.columns[k], IndexConst(t.cols)), store));
+    else
+      GJ_RETURN_IF_ERROR(store());
   }
   return Status::Ok();
 }
@@ -311,13 +316,14 @@ Status KernelEmitter::ReduceAcrossThreads(RowThreads& t, int j) {
       }
     }
   } else {
-    GJ_ASSIGN_OR_RETURN(accs, LoopFolding(
-                                  t.lane, t.end, launch.threads, GpuLoadsInFlight(target_.gpu), accs,
-                                  [&](const Value& column) -> StatusOr<std::vector<Value>> {
-                                    GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], StagedRowAt(t, column, j)));
-                                    return std::vector<Value>{v};
-                                  },
-                                  [&](const std::vector<Value>& args, const std::vector<Value>& v) { return f.step(args, v[0]); }));
+    GJ_ASSIGN_OR_RETURN(accs,
+                        LoopFolding(
+                            t.lane, t.end, launch.threads, GpuLoadsInFlight(target_.gpu), accs,
+                            [&](const Value& column) -> StatusOr<std::vector<Value>> {
+                              GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], StagedRowAt(t, column, j)));
+                              return std::vector<Value>{v};
+                            },
+                            [&](const std::vector<Value>& args, const std::vector<Value>& v) { return f.step(args, v[0]); }));
     stage_cols_.clear();
   }
   accs = CombineAcross(f, accs, launch.threads);
@@ -566,11 +572,12 @@ Status KernelEmitter::GpuReduce(EmittedKernel* kernel, EmittedModule* module, st
   const Index at = Delinearize(bid_, out_dims);
   const Folding f = FoldingOf(n, ElementType(p_.buffers[out].dtype), count, /*reassoc=*/true);
   GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
-                      LoopCarrying(tid_, count, threads, f.init, [&](const Value& i, const std::vector<Value>& args)
-                                       -> StatusOr<std::vector<Value>> {
-                        GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], InputIndex(axes, at, Delinearize(i, reduced))));
-                        return f.step(args, v);
-                      }));
+                      LoopCarrying(tid_, count, threads, f.init,
+                                   [&](const Value& i, const std::vector<Value>& args) -> StatusOr<std::vector<Value>> {
+                                     GJ_ASSIGN_OR_RETURN(Value v,
+                                                         Get(n.inputs[0], InputIndex(axes, at, Delinearize(i, reduced))));
+                                     return f.step(args, v);
+                                   }));
   const Value result = f.finish(CombineAcross(f, accs, threads));
   return If(b_.Cmp(Pred::kEq, tid_, IndexConst(0)), [&] {
     Store(out, at, result);
@@ -636,9 +643,9 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
 // The first phase's kernel: each thread folds its part of an output's elements; a block's
 // (or a tile's) partial results are combined into one per output, stored in new scratch
 // areas (one per accumulator).
-Status KernelEmitter::FirstPhase(const Node& n, const PhasesLaunch& l, int64_t outputs, int64_t count,
-                                 const std::string& name, const PhaseElement& element, std::vector<int>* areas_out,
-                                 EmittedModule* module, std::string* functions) {
+Status KernelEmitter::FirstPhase(const Node& n, const PhasesLaunch& l, int64_t outputs, int64_t count, const std::string& name,
+                                 const PhaseElement& element, std::vector<int>* areas_out, EmittedModule* module,
+                                 std::string* functions) {
   StartGpuFunction();
   EmittedKernel kernel;
   kernel.function = name;
@@ -674,7 +681,8 @@ Status KernelEmitter::FirstPhase(const Node& n, const PhasesLaunch& l, int64_t o
   const Value group = b_.Apply(Op::kDivUI, {bid_, IndexConst(tiles)});
   const Value lane = b_.Apply(Op::kRemUI, {tid_, IndexConst(warp_)});
   const Value warp = b_.Apply(Op::kDivUI, {tid_, IndexConst(warp_)});
-  const Value output = b_.Apply(Op::kAddI, {b_.Apply(Op::kMulI, {b_.Apply(Op::kRemUI, {bid_, IndexConst(tiles)}), IndexConst(warp_)}), lane});
+  const Value output =
+      b_.Apply(Op::kAddI, {b_.Apply(Op::kMulI, {b_.Apply(Op::kRemUI, {bid_, IndexConst(tiles)}), IndexConst(warp_)}), lane});
   const Value part = b_.Apply(Op::kAddI, {b_.Apply(Op::kMulI, {group, IndexConst(l.tile_parts)}), warp});
   const Value inside = b_.Cmp(Pred::kUlt, output, IndexConst(outputs));
   std::vector<Value> accs = f.init;
@@ -694,8 +702,8 @@ Status KernelEmitter::FirstPhase(const Node& n, const PhasesLaunch& l, int64_t o
   const Value stores_results = b_.Cmp(Pred::kEq, warp, IndexConst(0));
   const Value store_here = outputs % warp_ == 0 ? stores_results : b_.Apply(Op::kAndI, {stores_results, inside});
   GJ_RETURN_IF_ERROR(If(store_here, [&] {
-    const Value at =
-        b_.Apply(Op::kAddI, {b_.Apply(Op::kMulI, {group, IndexConst(outputs)}, kExact, Innermost()), output}, kExact, Innermost());
+    const Value at = b_.Apply(Op::kAddI, {b_.Apply(Op::kMulI, {group, IndexConst(outputs)}, kExact, Innermost()), output}, kExact,
+                              Innermost());
     for (size_t i = 0; i < accs.size(); ++i) {
       Value acc;
       for (int64_t w = 0; w < l.tile_parts; ++w) {

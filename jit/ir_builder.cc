@@ -18,17 +18,17 @@ struct OpInfo {
 
 const OpInfo& InfoOf(Op op) {
   static const OpInfo kOps[] = {
-      {"arith.addf", 2, Domain::kFloat},      {"arith.subf", 2, Domain::kFloat},     {"arith.mulf", 2, Domain::kFloat},
-      {"arith.divf", 2, Domain::kFloat},      {"arith.remf", 2, Domain::kFloat},     {"arith.negf", 1, Domain::kFloat},
-      {"arith.maximumf", 2, Domain::kFloat},  {"arith.minimumf", 2, Domain::kFloat}, {"math.fma", 3, Domain::kFloat},
-      {"math.powf", 2, Domain::kFloat},       {"math.copysign", 2, Domain::kFloat},  {"math.absf", 1, Domain::kFloat},
-      {"math.exp", 1, Domain::kFloat},        {"math.log", 1, Domain::kFloat},       {"math.log1p", 1, Domain::kFloat},
-      {"math.tanh", 1, Domain::kFloat},       {"math.sqrt", 1, Domain::kFloat},      {"math.floor", 1, Domain::kFloat},
-      {"math.ceil", 1, Domain::kFloat},       {"math.roundeven", 1, Domain::kFloat}, {"arith.addi", 2, Domain::kInteger},
-      {"arith.subi", 2, Domain::kInteger},    {"arith.muli", 2, Domain::kInteger},   {"arith.divsi", 2, Domain::kInteger},
-      {"arith.divui", 2, Domain::kInteger},   {"arith.remui", 2, Domain::kInteger},  {"arith.maxsi", 2, Domain::kInteger},
-      {"arith.minsi", 2, Domain::kInteger},   {"arith.maxui", 2, Domain::kInteger},  {"arith.minui", 2, Domain::kInteger},
-      {"math.absi", 1, Domain::kInteger},     {"arith.andi", 2, Domain::kBits},      {"arith.ori", 2, Domain::kBits},
+      {"arith.addf", 2, Domain::kFloat},     {"arith.subf", 2, Domain::kFloat},     {"arith.mulf", 2, Domain::kFloat},
+      {"arith.divf", 2, Domain::kFloat},     {"arith.remf", 2, Domain::kFloat},     {"arith.negf", 1, Domain::kFloat},
+      {"arith.maximumf", 2, Domain::kFloat}, {"arith.minimumf", 2, Domain::kFloat}, {"math.fma", 3, Domain::kFloat},
+      {"math.powf", 2, Domain::kFloat},      {"math.copysign", 2, Domain::kFloat},  {"math.absf", 1, Domain::kFloat},
+      {"math.exp", 1, Domain::kFloat},       {"math.log", 1, Domain::kFloat},       {"math.log1p", 1, Domain::kFloat},
+      {"math.tanh", 1, Domain::kFloat},      {"math.sqrt", 1, Domain::kFloat},      {"math.floor", 1, Domain::kFloat},
+      {"math.ceil", 1, Domain::kFloat},      {"math.roundeven", 1, Domain::kFloat}, {"arith.addi", 2, Domain::kInteger},
+      {"arith.subi", 2, Domain::kInteger},   {"arith.muli", 2, Domain::kInteger},   {"arith.divsi", 2, Domain::kInteger},
+      {"arith.divui", 2, Domain::kInteger},  {"arith.remui", 2, Domain::kInteger},  {"arith.maxsi", 2, Domain::kInteger},
+      {"arith.minsi", 2, Domain::kInteger},  {"arith.maxui", 2, Domain::kInteger},  {"arith.minui", 2, Domain::kInteger},
+      {"math.absi", 1, Domain::kInteger},    {"arith.andi", 2, Domain::kBits},      {"arith.ori", 2, Domain::kBits},
       {"arith.xori", 2, Domain::kBits},
   };
   static_assert(sizeof kOps / sizeof kOps[0] == static_cast<size_t>(Op::kXOrI) + 1);
@@ -50,7 +50,7 @@ const PredInfo& InfoOf(Pred pred) {
 }
 
 const char* NameOf(Cast cast) {
-  static const char* const kCasts[] = {"arith.extf",   "arith.truncf", "arith.extui",   "arith.extsi",   "arith.trunci",
+  static const char* const kCasts[] = {"arith.extf",   "arith.truncf", "arith.extui",  "arith.extsi",   "arith.trunci",
                                        "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.bitcast", "arith.index_cast"};
   static_assert(sizeof kCasts / sizeof kCasts[0] == static_cast<size_t>(Cast::kIndexCast) + 1);
   return kCasts[static_cast<size_t>(cast)];
@@ -263,9 +263,7 @@ Value Builder::Let(int depth, const std::string& rhs, Type t) {
 }
 
 Value Builder::Parameter(const std::string& name, Type t) { return {name, t, 0}; }
-Value Builder::InductionVar(const std::string& name) {
-  return {name.empty() ? Fresh("%x") : name, Type::Index(), Innermost()};
-}
+Value Builder::InductionVar(const std::string& name) { return {name.empty() ? Fresh("%x") : name, Type::Index(), Innermost()}; }
 Value Builder::CarriedArg(Type t) { return {Fresh("%a"), t, Innermost()}; }
 
 std::string Builder::GpuModule(const std::string& kernels) {
@@ -481,15 +479,16 @@ Value Builder::SharedView(int64_t offset, Type memref, const std::string& name) 
 
 Value Builder::GenericPointer(const Value& memref, int depth) {
   Check(memref.type.InWorkgroupMemory(), "llvm.addrspacecast", "the address of " + memref.type.str());
-  const Value address =
-      Let(depth, "memref.extract_aligned_pointer_as_index " + memref.name + " : " + memref.type.str() + " -> index", Type::Index());
+  const Value address = Let(
+      depth, "memref.extract_aligned_pointer_as_index " + memref.name + " : " + memref.type.str() + " -> index", Type::Index());
   const Value integer = Convert(Cast::kIndexCast, address, Type::I64(), depth);
   const Value shared = Let(depth, "llvm.inttoptr " + integer.name + " : i64 to !llvm.ptr<3>", Type::Ptr(3));
   return Let(depth, "llvm.addrspacecast " + shared.name + " : !llvm.ptr<3> to !llvm.ptr", Type::Ptr());
 }
 
 Value Builder::InClusterBlock(const Value& ptr, const Value& rank, int depth) {
-  Check(ptr.type == Type::Ptr() && rank.type == Type::I32(), "nvvm.mapa", "of " + ptr.type.str() + " in block " + rank.type.str());
+  Check(ptr.type == Type::Ptr() && rank.type == Type::I32(), "nvvm.mapa",
+        "of " + ptr.type.str() + " in block " + rank.type.str());
   return Let(depth, "llvm.call_intrinsic \"llvm.nvvm.mapa\"(" + ptr.name + ", " + rank.name + ") : (!llvm.ptr, i32) -> !llvm.ptr",
              Type::Ptr());
 }

@@ -62,8 +62,8 @@ Jit& TheJit() {
 // one would round at each step).
 class JitCompilability : public CompilabilityOracle {
  public:
-  std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
-                               const std::vector<DType>& output_types, const DeviceName& device) const override {
+  std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types, const std::vector<DType>& output_types,
+                               const DeviceName& device) const override {
     if (!device.IsCpu() && !device.IsGpu()) return "no compiler for device " + device.ToString();
     if (const char* why = TraitsOf(node.op).gpu_only; why && device.IsCpu())
       return node.op + " is compiled for GPUs only (" + why + ")";
@@ -112,9 +112,8 @@ DiskCache* Jit::DiskCacheFor(const SessionOptions* options) {
   const SessionOptions& own = options && !options->cache_dir.empty() ? *options : process_options();
   if (own.cache_dir.empty()) return nullptr;
   if (BuildId().empty()) {
-    std::call_once(no_build_id_warning_, [] {
-      GJ_LOG(WARNING) << "--cache_dir is ignored: this binary has no build id to key kernels by";
-    });
+    std::call_once(no_build_id_warning_,
+                   [] { GJ_LOG(WARNING) << "--cache_dir is ignored: this binary has no build id to key kernels by"; });
     return nullptr;
   }
   const int64_t mb = own.cache_max_mb > 0 ? own.cache_max_mb : 1024;
@@ -131,8 +130,7 @@ uint64_t Jit::Intern(const std::string& prefix) {
 
 void Jit::Track(const std::shared_ptr<const ClusterCounters>& cluster) {
   std::lock_guard<std::mutex> lock(clusters_mu_);
-  clusters_.erase(std::remove_if(clusters_.begin(), clusters_.end(), [](const auto& w) { return w.expired(); }),
-                  clusters_.end());
+  clusters_.erase(std::remove_if(clusters_.begin(), clusters_.end(), [](const auto& w) { return w.expired(); }), clusters_.end());
   clusters_.push_back(cluster);
 }
 
@@ -283,14 +281,13 @@ std::string JitStatsLine() {
                 "numerics_checked=%lld numerics_mismatches=%lld async_runs=%lld compiles=%lld disk_hits=%lld "
                 "disk_writes=%lld disk_dropped=%lld disk_evictions=%lld gemms_autotuned=%lld convs_autotuned=%lld "
                 "captures_failed=%lld aligned_copies=%lld",
-                s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits),
-                static_cast<long long>(s.cache_misses), s.compile_ms, static_cast<long long>(s.internal_errors),
-                static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
-                static_cast<long long>(s.cache_evictions), static_cast<long long>(s.gpu_launches),
+                s.clusters, s.compiled, s.fallback, static_cast<long long>(s.cache_hits), static_cast<long long>(s.cache_misses),
+                s.compile_ms, static_cast<long long>(s.internal_errors), static_cast<long long>(s.cache_entries),
+                s.cache_bytes / 1048576.0, static_cast<long long>(s.cache_evictions), static_cast<long long>(s.gpu_launches),
                 static_cast<long long>(s.numerics_checked), static_cast<long long>(s.numerics_mismatches),
-                static_cast<long long>(s.async_runs), static_cast<long long>(s.compiles),
-                static_cast<long long>(s.disk_hits), static_cast<long long>(s.disk_writes),
-                static_cast<long long>(s.disk_dropped), static_cast<long long>(s.disk_evictions), static_cast<long long>(s.gemms_autotuned),
+                static_cast<long long>(s.async_runs), static_cast<long long>(s.compiles), static_cast<long long>(s.disk_hits),
+                static_cast<long long>(s.disk_writes), static_cast<long long>(s.disk_dropped),
+                static_cast<long long>(s.disk_evictions), static_cast<long long>(s.gemms_autotuned),
                 static_cast<long long>(s.convs_autotuned), static_cast<long long>(s.captures_failed),
                 static_cast<long long>(s.aligned_copies));
   return buf;

@@ -81,8 +81,8 @@ JitStats GetJitStats();
 struct GpuKernelProfile {
   std::string name;  // "<cluster>/<kernel>": fusion_3, or a phase of one (fusion_3_reduce0_finish)
   int64_t grid = 0, block = 0;
-  int64_t cluster = 1;  // blocks per thread-block cluster
-  int64_t io_bytes = 0;  // its buffers' (and scratch areas') bytes: reading its inputs and writing its outputs once
+  int64_t cluster = 1;     // blocks per thread-block cluster
+  int64_t io_bytes = 0;    // its buffers' (and scratch areas') bytes: reading its inputs and writing its outputs once
   double measured_us = 0;  // from events around it (the emulator's time on gpu-emu)
   // What the CUDA emulator counted (counted = false on a GPU): the distinct 32-byte sectors
   // it loaded and stored (x 32: the bytes it moves), the bytes its threads asked for and the

@@ -29,9 +29,10 @@ std::shared_ptr<const KernelCache::Entry> KernelCache::Get(const std::string& ke
   return CompileAndStore(key, compile);
 }
 
-std::shared_ptr<const KernelCache::Entry> KernelCache::GetIfCompiled(
-    const std::string& key, const std::function<CompileFn()>& make_compile,
-    const std::function<void(std::function<void()>)>& start, bool* hit) {
+std::shared_ptr<const KernelCache::Entry> KernelCache::GetIfCompiled(const std::string& key,
+                                                                     const std::function<CompileFn()>& make_compile,
+                                                                     const std::function<void(std::function<void()>)>& start,
+                                                                     bool* hit) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = slots_.find(key);
   if (it != slots_.end()) {
@@ -49,8 +50,7 @@ std::shared_ptr<const KernelCache::Entry> KernelCache::GetIfCompiled(
   return nullptr;
 }
 
-std::shared_ptr<const KernelCache::Entry> KernelCache::CompileAndStore(const std::string& key,
-                                                                       const CompileFn& compile) {
+std::shared_ptr<const KernelCache::Entry> KernelCache::CompileAndStore(const std::string& key, const CompileFn& compile) {
   auto start = std::chrono::steady_clock::now();
   // A compile that throws is a failed compile: the placeholder must not be left for
   // others to wait on forever.

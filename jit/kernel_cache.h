@@ -18,7 +18,7 @@ namespace graphjit {
 
 struct CacheStats {
   int64_t hits = 0, misses = 0, compiles = 0, evictions = 0, failures = 0;
-  double compile_ms = 0;  // in compiles, and in making the entries loaded from disk
+  double compile_ms = 0;           // in compiles, and in making the entries loaded from disk
   int64_t entries = 0, bytes = 0;  // held now
 };
 
@@ -28,7 +28,7 @@ class KernelCache {
   struct Entry {
     std::shared_ptr<const void> kernel;  // null when compiling failed
     std::string failure;
-    bool internal = false;  // the failure is a compiler bug, not an unsupported cluster
+    bool internal = false;       // the failure is a compiler bug, not an unsupported cluster
     bool out_of_memory = false;  // the device's memory ran out loading it: its runs fail
     size_t bytes = 0;
     bool from_disk = false;  // loaded, not compiled (not counted as a compile)

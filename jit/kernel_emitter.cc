@@ -49,8 +49,8 @@ Reducer ReducerOf(const std::string& op, Type t) {
 }
 
 std::string KernelEmitter::EmitterName(const FusionPlan::Fusion& fusion, int f) {
-  const char* kind = fusion.kind == FusionPlan::Kind::kLoop  ? "loop"
-                     : fusion.kind == FusionPlan::Kind::kRow ? "row"
+  const char* kind = fusion.kind == FusionPlan::Kind::kLoop     ? "loop"
+                     : fusion.kind == FusionPlan::Kind::kRow    ? "row"
                      : fusion.kind == FusionPlan::Kind::kReduce ? "reduction"
                                                                 : "library call";
   return std::string("the ") + kind + " emitter (fusion_" + std::to_string(f) + ")";
@@ -101,7 +101,8 @@ Status KernelEmitter::Loop(const Value& lower, int64_t upper, int64_t step, cons
   return Loop(lower, IndexConst(upper), step, body);
 }
 
-Status KernelEmitter::Loop(const Value& lower, const Value& upper, int64_t step, const std::function<Status(const Value&)>& body) {
+Status KernelEmitter::Loop(const Value& lower, const Value& upper, int64_t step,
+                           const std::function<Status(const Value&)>& body) {
   const int at = Innermost();
   const Value step_value = IndexConst(step);
   OpenScope();
@@ -188,7 +189,8 @@ StatusOr<std::vector<Value>> KernelEmitter::FoldGroups(const Value& lower, const
 }
 
 // A loop nest over dims[k..], appending its induction variables to `index`.
-Status KernelEmitter::Nest(const std::vector<int64_t>& dims, size_t k, Index& index, const std::function<Status(const Index&)>& body) {
+Status KernelEmitter::Nest(const std::vector<int64_t>& dims, size_t k, Index& index,
+                           const std::function<Status(const Index&)>& body) {
   if (k == dims.size()) return body(index);
   if (dims[k] == 1) {  // no loop: a size-1 dim is always indexed by 0
     index.push_back(IndexConst(0));
@@ -205,8 +207,8 @@ Status KernelEmitter::Nest(const std::vector<int64_t>& dims, size_t k, Index& in
 }
 
 StatusOr<std::vector<Value>> KernelEmitter::Fold(const std::vector<int64_t>& dims, size_t k, Index& index,
-                                  const std::vector<Value>& accs, const Step& step,
-                                  const std::function<StatusOr<Value>(const Index&)>& element) {
+                                                 const std::vector<Value>& accs, const Step& step,
+                                                 const std::function<StatusOr<Value>(const Index&)>& element) {
   if (k == dims.size()) {
     GJ_ASSIGN_OR_RETURN(Value v, element(index));
     return step(accs, v);
@@ -276,8 +278,7 @@ Value KernelEmitter::Load(int buffer, const Index& index, int depth) {
 void KernelEmitter::Store(int buffer, const Index& index, const Value& v) {
   const DType dtype = p_.buffers[buffer].dtype;
   Value stored = v;
-  if (dtype == DType::kHalf || dtype == DType::kBFloat16)
-    stored = b_.Convert(Cast::kTruncF, v, StorageType(dtype), Innermost());
+  if (dtype == DType::kHalf || dtype == DType::kBFloat16) stored = b_.Convert(Cast::kTruncF, v, StorageType(dtype), Innermost());
   if (dtype == DType::kBool) stored = b_.Convert(Cast::kExtUI, v, Type::I8(), Innermost());
   b_.Store(stored, Param(buffer), Subscript(buffer, index));
 }
@@ -296,10 +297,10 @@ Status KernelEmitter::ReduceRow(int r, const std::vector<int64_t>& reduced, int6
   if (IsArgReduction(n.op)) {
     Index index = row_;
     GJ_ASSIGN_OR_RETURN(reduced_[r], ArgMaxOrMin(r, reduced.back(), index, [&](const Value& i) {
-      Index at = row_;
-      at.push_back(i);
-      return at;
-    }));
+                          Index at = row_;
+                          at.push_back(i);
+                          return at;
+                        }));
     return Status::Ok();
   }
   Index index = row_;
@@ -369,7 +370,8 @@ KernelEmitter::Folding KernelEmitter::FoldingOf(const Node& n, Type type, int64_
 }
 
 StatusOr<Value> KernelEmitter::FoldReduction(const Node& n, Type type, const std::vector<int64_t>& dims, Index& index,
-                              int64_t count, bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element) {
+                                             int64_t count, bool reassoc,
+                                             const std::function<StatusOr<Value>(const Index&)>& element) {
   const Folding f = FoldingOf(n, type, count, reassoc);
   GJ_ASSIGN_OR_RETURN(std::vector<Value> accs, Fold(dims, 0, index, f.init, f.step, element));
   return f.finish(accs);
@@ -539,8 +541,8 @@ bool KernelEmitter::MayRoundDivision(TensorId v) {
 Value KernelEmitter::DivideByInvariant(const Value& x, const Value& d) {
   const Value r = b_.Apply(Op::kDivF, {FloatConst(1), d});
   const Value magnitude = b_.Apply(Op::kAbsF, {r});
-  const Value normal = b_.Apply(Op::kAndI, {b_.Cmp(Pred::kOge, magnitude, FloatConst(FLT_MIN)),
-                                            b_.Cmp(Pred::kOle, magnitude, FloatConst(FLT_MAX))});
+  const Value normal = b_.Apply(
+      Op::kAndI, {b_.Cmp(Pred::kOge, magnitude, FloatConst(FLT_MIN)), b_.Cmp(Pred::kOle, magnitude, FloatConst(FLT_MAX))});
   const int at = std::max({x.depth, normal.depth, b_.floor()}), saved_floor = b_.floor();
   Block branches[2];
   Value quotients[2];
@@ -613,7 +615,8 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const TensorId& in = scaled ? scaled->first : n.inputs[i];
         const Shape& in_shape = ShapeOf(in);
-        GJ_ASSIGN_OR_RETURN(x.emplace_back(), Get(in, ReadAt(ReadDims(n, static_cast<int>(i), in_shape, shape), index, in_shape)));
+        GJ_ASSIGN_OR_RETURN(x.emplace_back(),
+                            Get(in, ReadAt(ReadDims(n, static_cast<int>(i), in_shape, shape), index, in_shape)));
       }
       Value result;
       if (scaled) {
@@ -689,8 +692,9 @@ StatusOr<Value> KernelEmitter::Pieces(const Index& index, int axis, const std::v
   const int64_t start = k == 0 ? 0 : ends[k - 1];
   const Value local = start ? IndexArith(Op::kSubI, index[axis], IndexConst(start)) : index[axis];
   if (k + 1 == ends.size()) return piece(k, local);
-  return Branch(IndexCmp(Pred::kUlt, index[axis], IndexConst(ends[k])), [&] { return piece(k, local); },
-                [&] { return Pieces(index, axis, ends, piece, k + 1); });
+  return Branch(
+      IndexCmp(Pred::kUlt, index[axis], IndexConst(ends[k])), [&] { return piece(k, local); },
+      [&] { return Pieces(index, axis, ends, piece, k + 1); });
 }
 
 Value KernelEmitter::IndexArith(Op op, const Value& a, const Value& b) { return b_.Apply(op, {a, b}); }
@@ -709,7 +713,7 @@ struct KernelEmitter::IndexedElement {
 };
 
 StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
-  using Generator = std::function<StatusOr<Value>(KernelEmitter& e, const IndexedElement& x)>;
+  using Generator = std::function<StatusOr<Value>(KernelEmitter & e, const IndexedElement& x)>;
   struct Entry {
     int data;  // the input data is moved from
     Generator element;
@@ -778,7 +782,7 @@ StatusOr<Value> KernelEmitter::StridedSliceElement(const IndexedElement& x) {
 StatusOr<Value> KernelEmitter::TileElement(const IndexedElement& x) {
   Index at = x.index;
   for (int d = 0; d < x.in.rank(); ++d)
-    at[d] = x.in.dim(d) == 1               ? IndexConst(0)
+    at[d] = x.in.dim(d) == 1              ? IndexConst(0)
             : x.in.dim(d) == x.out.dim(d) ? x.index[d]
                                           : IndexArith(Op::kRemUI, x.index[d], IndexConst(x.in.dim(d)));
   return Get(x.data, at);
@@ -802,8 +806,7 @@ StatusOr<Value> KernelEmitter::MirrorPadElement(const IndexedElement& x) {
   Index at = x.index;
   for (int d = 0; d < x.in.rank(); ++d) {
     Value j = pads[2 * d] ? IndexArith(Op::kSubI, x.index[d], IndexConst(pads[2 * d])) : x.index[d];
-    if (pads[2 * d])
-      j = b_.Select(IndexCmp(Pred::kSlt, j, IndexConst(0)), IndexArith(Op::kSubI, IndexConst(reflect - 1), j), j);
+    if (pads[2 * d]) j = b_.Select(IndexCmp(Pred::kSlt, j, IndexConst(0)), IndexArith(Op::kSubI, IndexConst(reflect - 1), j), j);
     if (pads[2 * d + 1])
       j = b_.Select(IndexCmp(Pred::kSge, j, IndexConst(x.in.dim(d))),
                     IndexArith(Op::kSubI, IndexConst(2 * x.in.dim(d) - 1 - reflect), j), j);
@@ -824,10 +827,12 @@ StatusOr<Value> KernelEmitter::PadElement(const IndexedElement& x) {
     inside = !inside ? ok : b_.Apply(Op::kAndI, {*inside, ok});
   }
   if (!inside) return Get(x.data, at);
-  return Branch(*inside, [&] { return Get(x.data, at); }, [&]() -> StatusOr<Value> {
-    if (x.n.inputs.size() > 2) return Get(x.n.inputs[2], {});
-    return ZeroOf(x.v);
-  });
+  return Branch(
+      *inside, [&] { return Get(x.data, at); },
+      [&]() -> StatusOr<Value> {
+        if (x.n.inputs.size() > 2) return Get(x.n.inputs[2], {});
+        return ZeroOf(x.v);
+      });
 }
 
 // The result is params[:axis] + indices[batch_dims:] + params[axis + 1:] (the batch dims
@@ -847,8 +852,9 @@ StatusOr<Value> KernelEmitter::GatherElement(const IndexedElement& x) {
   Index at(x.index.begin(), x.index.begin() + axis);
   at.push_back(i);
   at.insert(at.end(), x.index.begin() + axis + own, x.index.end());
-  return Branch(IndexCmp(Pred::kUlt, i, IndexConst(x.in.dim(static_cast<int>(axis)))), [&] { return Get(x.data, at); },
-                [&] { return ZeroOf(x.v); });
+  return Branch(
+      IndexCmp(Pred::kUlt, i, IndexConst(x.in.dim(static_cast<int>(axis)))), [&] { return Get(x.data, at); },
+      [&] { return ZeroOf(x.v); });
 }
 
 // The list (input 0) with row `index` replaced by the item; the index clamped into the

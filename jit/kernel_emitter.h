@@ -41,8 +41,14 @@ Reducer ReducerOf(const std::string& op, Type t);
 class KernelEmitter {
  public:
   KernelEmitter(const AnalyzedGraph& g, const FusionPlan& p, int f, const TargetDescription& target)
-      : g_(g), p_(p), f_(f), fusion_(p.fusions[f]), b_(EmitterName(p.fusions[f], f)), target_(target),
-        schedule_(target.schedule), warp_(target.gpu.warp_size) {}
+      : g_(g),
+        p_(p),
+        f_(f),
+        fusion_(p.fusions[f]),
+        b_(EmitterName(p.fusions[f], f)),
+        target_(target),
+        schedule_(target.schedule),
+        warp_(target.gpu.warp_size) {}
 
   // The emitter of a fusion's kind, as errors name it: "the row emitter (fusion_3)".
   static std::string EmitterName(const FusionPlan::Fusion& fusion, int f);
@@ -81,8 +87,8 @@ class KernelEmitter {
   using CarriedBody = std::function<StatusOr<std::vector<Value>>(const Value& iv, const std::vector<Value>& args)>;
   StatusOr<std::vector<Value>> LoopCarrying(const Value& lower, int64_t upper, int64_t step, const std::vector<Value>& accs,
                                             const CarriedBody& body);
-  StatusOr<std::vector<Value>> LoopCarrying(const Value& lower, const Value& upper, int64_t step,
-                                            const std::vector<Value>& accs, const CarriedBody& body);
+  StatusOr<std::vector<Value>> LoopCarrying(const Value& lower, const Value& upper, int64_t step, const std::vector<Value>& accs,
+                                            const CarriedBody& body);
   // Folds the values elements(lower), elements(lower + step), ... below upper into `accs`
   // in that order, the loop unrolled `unroll` times: an iteration computes the values of
   // `unroll` steps first (their loads independent, in flight together), then folds them in
@@ -96,8 +102,8 @@ class KernelEmitter {
                                            const std::vector<Value>& accs, const Elements& elements, const FoldValues& fold);
   // LoopFolding's loops: the groups below `group_upper` (none: no groups), then the rest.
   StatusOr<std::vector<Value>> FoldGroups(const Value& lower, const Value& upper, const std::optional<Value>& group_upper,
-                                          int64_t step, int64_t unroll, const std::vector<Value>& accs,
-                                          const Elements& elements, const FoldValues& fold);
+                                          int64_t step, int64_t unroll, const std::vector<Value>& accs, const Elements& elements,
+                                          const FoldValues& fold);
   Block CloseScope();
 
   // A loop nest over dims[k..], appending its induction variables to `index`.
@@ -106,9 +112,8 @@ class KernelEmitter {
   // A loop nest over dims[k..] folding each element into the accumulators `accs` with
   // `step` (which writes the new accumulators from the old ones and the element).
   using Step = std::function<std::vector<Value>(const std::vector<Value>& accs, const Value& element)>;
-  StatusOr<std::vector<Value>> Fold(const std::vector<int64_t>& dims, size_t k, Index& index,
-                                    const std::vector<Value>& accs, const Step& step,
-                                    const std::function<StatusOr<Value>(const Index&)>& element);
+  StatusOr<std::vector<Value>> Fold(const std::vector<int64_t>& dims, size_t k, Index& index, const std::vector<Value>& accs,
+                                    const Step& step, const std::function<StatusOr<Value>(const Index&)>& element);
 
   // --- Buffers.
   Value Param(int buffer);
@@ -148,8 +153,8 @@ class KernelEmitter {
   Index Delinearize(const Value& linear, const std::vector<int64_t>& dims);
   // A row's reductions in order, each one loop over the row, then what the fusion stores per
   // row (`per_row`) and per element (`full`), at row_: the row as one thread computes it.
-  Status RowBody(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row,
-                 const std::vector<int64_t>& reduced, int64_t cols);
+  Status RowBody(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row, const std::vector<int64_t>& reduced,
+                 int64_t cols);
   Status StorePerRow(const std::vector<TensorId>& per_row);
   Status ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count);
   // CPU: in a row's second loop, at its column `at`, prefetches of the next row (next_row_)
@@ -178,8 +183,8 @@ class KernelEmitter {
   // seen, the result is NaN), and the smallest bits of +0 for Max (x ^ sign for Min, to find
   // -0): a zero result is +0 for Max if any +0 was seen (-0 for Min if any -0 was), as in
   // the reference kernels. (Integer folds vectorize without the packing of i1 flags.)
-  StatusOr<Value> FoldReduction(const Node& n, Type type, const std::vector<int64_t>& dims, Index& index,
-                                int64_t count, bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element);
+  StatusOr<Value> FoldReduction(const Node& n, Type type, const std::vector<int64_t>& dims, Index& index, int64_t count,
+                                bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element);
 
   // A reduction over any axes: the output is initialized, then accumulated in place while
   // the input is read in memory order.
@@ -290,8 +295,7 @@ class KernelEmitter {
   using PhaseElement = std::function<StatusOr<Value>(const Value& output, const Value& i)>;
   using PhaseStore = std::function<Status(const Value& output, const Value& result)>;
   Status ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t count, int64_t parts, const std::string& name,
-                           const PhaseElement& element, const PhaseStore& store, EmittedModule* module,
-                           std::string* functions);
+                           const PhaseElement& element, const PhaseStore& store, EmittedModule* module, std::string* functions);
   Status FirstPhase(const Node& n, const PhasesLaunch& l, int64_t outputs, int64_t count, const std::string& name,
                     const PhaseElement& element, std::vector<int>* areas, EmittedModule* module, std::string* functions);
   // A GPU kernel's function: started (its thread and block ids), and ended: its text
@@ -348,7 +352,7 @@ class KernelEmitter {
   Builder b_;
   int num_ops_ = 0;
   std::map<std::string, Value> memo_;
-  std::map<int, bool> approximate_;            // IsApproximate's answers, by node
+  std::map<int, bool> approximate_;              // IsApproximate's answers, by node
   std::vector<std::vector<OutEdge>> consumers_;  // made on first use
   std::vector<int> params_;
   std::map<int, Value> reduced_;
@@ -356,9 +360,9 @@ class KernelEmitter {
   Value row_index_, begin_, end_;  // CPU: the row loop's index, and its bounds (the function's first parameters)
   const TargetDescription& target_;
   const Schedule schedule_;
-  const int64_t warp_;  // GPU: threads per warp
+  const int64_t warp_;                   // GPU: threads per warp
   std::map<std::string, Value> linear_;  // GPU: index (Names) -> its linear index, in the fusion's shape
-  Value tid_, bid_;                     // GPU: the thread's index in its block, the block's
+  Value tid_, bid_;                      // GPU: the thread's index in its block, the block's
   // GPU: the staged rows (FromStage): per buffer, its array in dynamic shared memory, its
   // type and the loop that stores it; the loop being written (stage_loop_: reductions,
   // then the stores) and its column in the row's dims (empty: nothing is staged); the
@@ -375,7 +379,7 @@ class KernelEmitter {
   Value stage_at_;
   int64_t stage_len_ = 0;
   int64_t stage_bytes_ = 0, stage_budget_ = 0;
-  bool cluster_wait_at_end_ = false;  // GPU: the kernel ends with its cluster's barrier
+  bool cluster_wait_at_end_ = false;    // GPU: the kernel ends with its cluster's barrier
   std::map<int, Type> scratch_params_;  // GPU: the scratch areas a function reads or writes -> memref type
   // The row cache: per cached value, its stack array, the loop that stores it and whether
   // it did; loop_ is the row loop being written (reductions, then the stores).
@@ -387,7 +391,7 @@ class KernelEmitter {
   static constexpr int64_t kMaxRowCacheBytes = 128 << 10;
   std::map<TensorId, Cached> cache_;
   int loop_ = 0;
-  Index next_row_;          // CPU: the row after row_ (the last row's is itself); empty: no prefetches
+  Index next_row_;           // CPU: the row after row_ (the last row's is itself); empty: no prefetches
   bool prefetched_ = false;  // the second loop has its prefetches
 };
 

@@ -49,8 +49,10 @@ std::string FirstMismatch(const Tensor& got, const Tensor& want, DType computed_
     } else {
       a = got.ValueAsDouble(i), w = want.ValueAsDouble(i);
       tolerance = rtol * (std::fabs(w) + largest);
-      if (std::isnan(w) || std::isinf(w)) ok = std::isnan(w) ? std::isnan(a) : a == w;
-      else ok = std::isfinite(a) && std::fabs(a - w) <= tolerance;
+      if (std::isnan(w) || std::isinf(w))
+        ok = std::isnan(w) ? std::isnan(a) : a == w;
+      else
+        ok = std::isfinite(a) && std::fabs(a - w) <= tolerance;
     }
     if (ok) continue;
     char values[160];

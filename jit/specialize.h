@@ -43,8 +43,8 @@ PassManager SpecializationPasses(const SpecializationOptions& options, const std
 
 struct SpecializedBody {
   AnalyzedGraph graph;
-  std::vector<TensorId> args;        // per input: its placeholder, or node -1 if replaced by its value
-  std::vector<TensorId> outputs;     // the body's outputs
+  std::vector<TensorId> args;     // per input: its placeholder, or node -1 if replaced by its value
+  std::vector<TensorId> outputs;  // the body's outputs
 };
 
 // The body through the specialization: the inputs' shapes set, the value inputs replaced

@@ -18,8 +18,8 @@ struct GpuDescription {
   int max_threads_per_block = 0;
   int max_blocks_per_multiprocessor = 0;
   int max_threads_per_multiprocessor = 0;  // resident at once
-  int shared_memory_per_block = 0;        // bytes, without opting in
-  int shared_memory_per_block_optin = 0;  // bytes
+  int shared_memory_per_block = 0;         // bytes, without opting in
+  int shared_memory_per_block_optin = 0;   // bytes
   int registers_per_block = 0;
   int64_t l2_bytes = 0;
   double dram_bytes_per_s = 0;  // peak: 2 x the memory clock x the bus width (0: unknown)
@@ -32,8 +32,8 @@ struct GpuDescription {
 int64_t GpuLoadsInFlight(const GpuDescription& gpu);
 
 struct CpuDescription {
-  int vector_bits = 0;  // the widest vectors the code uses
-  int cores = 0;        // the cores this process may run on
+  int vector_bits = 0;                                // the widest vectors the code uses
+  int cores = 0;                                      // the cores this process may run on
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // per core (L3: shared)
 };
 

@@ -14,7 +14,7 @@ namespace graphjit {
 struct FusedActivation {
   // The node `out` becomes the activation of `x` (its name kept; named parts below it).
   void (*write)(Graph& graph, int out, TensorId x, const std::string& activation);
-  bool float_only;  // written as float32 ops: taken apart for float32 only
+  bool float_only;   // written as float32 ops: taken apart for float32 only
   bool convolution;  // a convolution's fused_ops may carry it too
 };
 

@@ -42,9 +42,7 @@ PassFunction UnfuseConvsPass(bool activations_only) {
 }
 
 PassFunction SpecializeInputsPass(const std::vector<Tensor>& inputs, const std::vector<bool>& value_inputs) {
-  return [&inputs, &value_inputs](Graph& graph, const PassContext&) {
-    return SpecializeInputs(graph, inputs, value_inputs);
-  };
+  return [&inputs, &value_inputs](Graph& graph, const PassContext&) { return SpecializeInputs(graph, inputs, value_inputs); };
 }
 
 PassFunction FoldShapeValuesPass(const std::vector<Tensor>* inputs, const std::vector<bool>* value_inputs) {

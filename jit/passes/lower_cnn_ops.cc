@@ -99,8 +99,9 @@ Status LowerPool(AnalyzedGraph& body, int id, bool max) {
   // A sum of 16-bit values is kept in float32 and rounded once, as the reference does.
   const DType acc = !max && t != DType::kFloat ? DType::kFloat : t;
   if (w.pt || w.pb || w.pl || w.pr) {
-    const std::vector<int32_t> pads = {0, 0, static_cast<int32_t>(w.pt), static_cast<int32_t>(w.pb),
-                                       static_cast<int32_t>(w.pl), static_cast<int32_t>(w.pr), 0, 0};
+    const std::vector<int32_t> pads = {
+        0, 0, static_cast<int32_t>(w.pt), static_cast<int32_t>(w.pb), static_cast<int32_t>(w.pl), static_cast<int32_t>(w.pr),
+        0, 0};
     x = write.Pad(x, pads, ScalarOf(t, max ? kLowest : 0.0), t);
   }
   if (acc != t) x = write.Cast(x, t, acc);
@@ -109,7 +110,8 @@ Status LowerPool(AnalyzedGraph& body, int id, bool max) {
     for (int64_t j = 0; j < w.kw; ++j) {
       auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
       const TensorId begin = write.Ints("begin", {0, i32(i), i32(j), 0}, Shape{4});
-      const TensorId end = write.Ints("end", {i32(n), i32(i + (oh - 1) * w.sh + 1), i32(j + (ow - 1) * w.sw + 1), i32(c)}, Shape{4});
+      const TensorId end =
+          write.Ints("end", {i32(n), i32(i + (oh - 1) * w.sh + 1), i32(j + (ow - 1) * w.sw + 1), i32(c)}, Shape{4});
       const TensorId strides = write.Ints("strides", {1, i32(w.sh), i32(w.sw), 1}, Shape{4});
       const TensorId slice = write.Op("window", "StridedSlice", {x, begin, end, strides}, acc);
       g.node(slice.node)->attrs["Index"].set_type(tensorflow::DT_INT32);
@@ -131,8 +133,8 @@ Status LowerPool(AnalyzedGraph& body, int id, bool max) {
       counts.data<float>()[y * ow + x0] = static_cast<float>((h1 - h0) * (w1 - w0));
     }
   }
-  const bool uniform = std::all_of(counts.data<float>(), counts.data<float>() + oh * ow,
-                                   [&](float v) { return v == counts.data<float>()[0]; });
+  const bool uniform =
+      std::all_of(counts.data<float>(), counts.data<float>() + oh * ow, [&](float v) { return v == counts.data<float>()[0]; });
   if (uniform) counts = Tensor::Scalar(counts.data<float>()[0]);
   const TensorId divisor = write.Const("counts", CastTensor(counts, acc).value());
   if (acc == t) {
@@ -337,7 +339,8 @@ Status PadSymmetrically(AnalyzedGraph& body, int id, bool backprop) {
   // The gradient for the input padded by the extra rows and columns, sliced back to it.
   const std::vector<TensorId> inputs = node.inputs;
   const int64_t c = in.dim(w.nchw ? 1 : 3), rows = in.dim(h), cols = in.dim(h + 1);
-  const TensorId sizes = write.Ints("input_sizes", i32(per_dim(in.dim(0), rows + top + bottom, cols + left + right, c)), Shape{4});
+  const TensorId sizes =
+      write.Ints("input_sizes", i32(per_dim(in.dim(0), rows + top + bottom, cols + left + right, c)), Shape{4});
   const TensorId padded = write.Op("padded_gradient", node.op, {sizes, inputs[1], inputs[2]}, t);
   g.node(padded.node)->attrs = std::move(attrs);
   const TensorId begin = write.Ints("begin", i32(per_dim(0, top, left, 0)), Shape{4});

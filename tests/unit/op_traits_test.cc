@@ -89,10 +89,10 @@ TEST(OpTraits, TheJitCompilesExactlyTheOpsTheySayAreCompiled) {
 }
 
 // Every op the compiler's sources compare a node's op with, build, or find in a table keyed
-// by op (a line that starts with {"Name", ...).
+// by op (a line that starts with {"Name", and a lowering, an entry or a node kind).
 std::set<std::string> OpsNamedIn(const std::string& folder) {
   static const std::regex named(
-      R"re((?:\bop\b|\bop\(\)|->op|\.op|ops\[\d\])\s*[!=]=\s*"(\w+)"|set_op\("(\w+)"\)|AddNode\([^;]*?,\s*"(\w+)"\)|add\("\w+",\s*"(\w+)"|^\s*\{"([A-Z_]\w*)",)re");
+      R"re((?:\bop\b|\bop\(\)|->op|\.op|ops\[\d\])\s*[!=]=\s*"(\w+)"|set_op\("(\w+)"\)|AddNode\([^;]*?,\s*"(\w+)"\)|add\("\w+",\s*"(\w+)"|^\s*\{"(\w+)",\s*(?:\{|Lowering\(|NodeKind::))re");
   std::set<std::string> ops;
   for (const auto& entry : fs::recursive_directory_iterator(fs::path(testing::SourcePath(folder)))) {
     const std::string ext = entry.path().extension().string();
