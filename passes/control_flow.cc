@@ -1,8 +1,5 @@
 #include "passes/control_flow.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include "ir/graphdef.h"
 #include "runtime/control_flow.h"
 
@@ -16,23 +13,12 @@ StatusOr<bool> FunctionalizeConditionalsPass(Graph& graph, const PassContext&) {
 
 StatusOr<bool> FunctionalizeLoopsPass(Graph& graph, const PassContext&) { return FunctionalizeLoops(&graph); }
 
-// The graph as bytes, to tell whether a rewrite changed it.
-std::string Bytes(const Graph& graph) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    ExportGraphDef(graph).SerializeToCodedStream(&coded);
-  }
-  return bytes;
-}
 
 // The whole rewrite, as a Session reads a graph; "changed": the exported graph differs.
 StatusOr<bool> FunctionalizeControlFlowPass(Graph& graph, const PassContext&) {
-  const std::string before = Bytes(graph);
+  const std::string before = GraphBytes(graph);
   GJ_RETURN_IF_ERROR(FunctionalizeControlFlow(&graph));
-  return Bytes(graph) != before;
+  return GraphBytes(graph) != before;
 }
 
 }  // namespace

@@ -44,6 +44,9 @@ class PassContext {
 // targets: a target keeps its node with all its outputs.
 std::vector<std::string> ModelOutputsAndInputs(const Graph& graph);
 
+// The exported GraphDef, serialized deterministically: what "unchanged" compares.
+std::string GraphBytes(const Graph& graph);
+
 using PassFunction = std::function<StatusOr<bool>(Graph& graph, const PassContext& context)>;
 
 struct PassManagerOptions {

@@ -86,6 +86,18 @@ void RewriteAs(Node* node, const std::string& op, std::vector<TensorId> inputs, 
   node->passthrough.Clear();
 }
 
+TensorId AddWithoutActivation(Graph& graph, int id, const std::string& suffix) {
+  const Node& fused = *graph.node(id);
+  Node* part = graph.AddNode(UniqueName(graph, fused.name + "/" + suffix), fused.op);
+  part->device = fused.device;
+  part->inputs = fused.inputs;
+  part->control_inputs = fused.control_inputs;
+  part->attrs = fused.attrs;
+  part->passthrough = fused.passthrough;
+  part->attrs["fused_ops"].mutable_list()->mutable_s()->RemoveLast();
+  return {part->id, 0};
+}
+
 Node* AddPart(Graph& graph, const Node& like, const std::string& base, const std::string& op, std::vector<TensorId> inputs,
               const tensorflow::AttrValue& type) {
   const std::string device = like.device;  // `like` may move as the graph grows

@@ -32,6 +32,11 @@ std::string FusedOpLabel(const Node& node);
 // first).
 void RewriteAs(Node* node, const std::string& op, std::vector<TensorId> inputs, const tensorflow::AttrValue& type);
 
+// A copy of the fused node `id` without its last fused op (its activation), named
+// UniqueName(name/suffix): what the library computes in one call (cuBLASLt's GEMM and
+// bias, cuDNN's fused convolution).
+TensorId AddWithoutActivation(Graph& graph, int id, const std::string& suffix);
+
 // Adds `op` over `inputs` named UniqueName(base), on `like`'s device, of type `type`.
 Node* AddPart(Graph& graph, const Node& like, const std::string& base, const std::string& op, std::vector<TensorId> inputs,
               const tensorflow::AttrValue& type);

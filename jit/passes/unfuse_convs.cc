@@ -16,20 +16,6 @@ struct Epilogue {
   std::string activation;  // empty: none
 };
 
-// The fused convolution `id` with its activation taken off, named name/conv: what cuDNN's
-// fused convolution computes.
-TensorId AddFusedPart(Graph& graph, int id) {
-  const Node& fused = *graph.node(id);
-  Node* conv = graph.AddNode(UniqueName(graph, fused.name + "/conv"), fused.op);
-  conv->device = fused.device;
-  conv->inputs = fused.inputs;
-  conv->control_inputs = fused.control_inputs;
-  conv->attrs = fused.attrs;
-  conv->passthrough = fused.passthrough;
-  conv->attrs["fused_ops"].mutable_list()->mutable_s()->RemoveLast();
-  return {conv->id, 0};
-}
-
 // The convolution, BiasAdd and AddV2 (the residual) of the fused convolution `id`, each a
 // node; the last of them is the fused node itself when no activation follows.
 TensorId AddParts(Graph& graph, int id, const Epilogue& e) {
@@ -82,7 +68,7 @@ StatusOr<bool> UnfuseConvs(Graph& graph, bool activations_only) {
     if (activations_only && (e.activation.empty() || e.activation == "Relu")) continue;
     changed = true;
     // The last op takes the fused node's place and name: its readers read it.
-    const TensorId last = activations_only ? AddFusedPart(graph, id) : AddParts(graph, id, e);
+    const TensorId last = activations_only ? AddWithoutActivation(graph, id, "conv") : AddParts(graph, id, e);
     if (!e.activation.empty()) FindFusedActivation(e.activation)->write(graph, id, last, e.activation);
   }
   return changed;

@@ -7,20 +7,6 @@ namespace graphjit {
 
 namespace {
 
-// The _FusedMatMul `id` with its activation taken off, named name/bias: the GEMM and its
-// bias, which cuBLASLt computes in one call.
-TensorId AddBiasedGemm(Graph& graph, int id) {
-  const Node& fused = *graph.node(id);
-  Node* gemm = graph.AddNode(UniqueName(graph, fused.name + "/bias"), fused.op);
-  gemm->device = fused.device;
-  gemm->inputs = fused.inputs;
-  gemm->control_inputs = fused.control_inputs;
-  gemm->attrs = fused.attrs;
-  gemm->passthrough = fused.passthrough;
-  gemm->attrs["fused_ops"].mutable_list()->mutable_s()->RemoveLast();
-  return {gemm->id, 0};
-}
-
 // The MatMul and the BiasAdd the _FusedMatMul `id` fuses; the BiasAdd is the fused node
 // itself when no activation follows (`last`).
 TensorId AddGemmAndBias(Graph& graph, int id, bool last) {
@@ -68,7 +54,8 @@ StatusOr<bool> UnfuseMatMuls(Graph& graph, bool activations_only) {
       AddGemmAndBias(graph, id, /*last=*/true);
       continue;
     }
-    const TensorId biased = activations_only ? AddBiasedGemm(graph, id) : AddGemmAndBias(graph, id, /*last=*/false);
+    const TensorId biased =
+        activations_only ? AddWithoutActivation(graph, id, "bias") : AddGemmAndBias(graph, id, /*last=*/false);
     FindFusedActivation(ops[1])->write(graph, id, biased, ops[1]);
   }
   return changed;

@@ -8,9 +8,6 @@
 #include <limits>
 #include <random>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include "ir/graphdef.h"
 #include "jit/jit.h"
 #include "jit/passes/jit_passes.h"
@@ -31,16 +28,6 @@ using testing::SetAttrString;
 using testing::SetAttrType;
 using testing::Values;
 
-std::string Bytes(const Graph& graph) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    ExportGraphDef(graph).SerializeToCodedStream(&coded);
-  }
-  return bytes;
-}
 
 Graph Load(const std::string& path) {
   auto gd = ReadGraphDefFile(path);
@@ -66,7 +53,7 @@ TEST(PassManager, UnchangedMeansByteIdentical) {
     for (const auto& [name, pass] : AllPasses()) {
       for (int round = 0; round < 2; ++round) {
         SCOPED_TRACE(std::string(model) + " " + name + " round " + std::to_string(round));
-        const std::string before = Bytes(graph);
+        const std::string before = GraphBytes(graph);
         auto r = pass(graph, context);
         ASSERT_TRUE(r.ok()) << r.status().ToString();
         if (*r) {
@@ -74,7 +61,7 @@ TEST(PassManager, UnchangedMeansByteIdentical) {
           EXPECT_EQ(round, 0) << "a second run changed the graph again";
         } else {
           ++unchanged;
-          EXPECT_EQ(Bytes(graph), before);
+          EXPECT_EQ(GraphBytes(graph), before);
         }
       }
     }
@@ -99,11 +86,11 @@ TEST(PassManager, TheControlFlowsAndTheJitsPassesReportUnchangedTruly) {
       ASSERT_TRUE(one.ok()) << one.status().ToString();
       for (int round = 0; round < 2; ++round) {
         SCOPED_TRACE(std::string(model) + " " + name + " round " + std::to_string(round));
-        const std::string before = Bytes(graph);
+        const std::string before = GraphBytes(graph);
         auto r = one->Run(graph, context);
         if (!r.ok() || !*r) {
           ++unchanged;
-          EXPECT_EQ(Bytes(graph), before);
+          EXPECT_EQ(GraphBytes(graph), before);
           continue;
         }
         ++changed;
