@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace graphjit::emitter {
@@ -203,9 +204,17 @@ std::string Builder::Text(const Block& block, bool locations) {
     text += line.text;
     if (locations && !line.location.empty()) {
       text += " loc(\"";
-      for (char c : line.location) {
-        if (c == '"' || c == '\\') text += '\\';
-        text += c;
+      for (unsigned char c : line.location) {  // MLIR's string escapes: \" \\ and \XX for other bytes
+        if (c == '"' || c == '\\') {
+          text += '\\';
+          text += static_cast<char>(c);
+        } else if (c < 0x20 || c >= 0x7f) {
+          char hex[4];
+          std::snprintf(hex, sizeof hex, "\\%02X", c);
+          text += hex;
+        } else {
+          text += static_cast<char>(c);
+        }
       }
       text += "\")";
     }

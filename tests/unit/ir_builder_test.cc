@@ -116,6 +116,10 @@ TEST_F(IrBuilder, OpsCarryTheirNodeAndTheCanonicalFormDropsIt) {
   const std::string text = one.Function("fusion_0", params);
   EXPECT_NE(text.find("math.tanh %v0 fastmath<afn> : f32 loc(\"layer_1/tanh\")\n"), std::string::npos) << text;
   EXPECT_NE(other.Function("fusion_0", params).find("loc(\"a \\\"quoted\\\" name\")"), std::string::npos);
+  Builder odd("e");
+  write(odd, "line\nbreak\xff");  // a node name may hold any byte: escaped as MLIR's \XX
+  EXPECT_NE(odd.Function("fusion_0", params).find("loc(\"line\\0Abreak\\FF\")"), std::string::npos)
+      << odd.Function("fusion_0", params);
   EXPECT_EQ(text.find("loc(\"layer_1/tanh\")", text.find("return")), std::string::npos) << "ops only";
   EXPECT_EQ(one.Function("kernel", params, false), other.Function("kernel", params, false));
   EXPECT_EQ(one.Function("kernel", params, false).find("loc("), std::string::npos);
