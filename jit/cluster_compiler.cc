@@ -276,7 +276,7 @@ KernelCache::Entry ClusterCompiler::Compile(const std::vector<Tensor>& inputs, c
   CompileStages compiled;
   std::string code;
   auto kernel = backend.Compile(std::move(program), stages.dumping(), &compiled, &code);
-  int n = 3;  // the stages' files are numbered on from here: "03_math_approximated.mlir", ...
+  int n = 3;  // the stages' files are numbered on from here: "03_cleaned_up.mlir", ...
   for (const auto& [file, text] : compiled.files) {
     const int i = n++;
     stages.Dump((i < 10 ? "0" : "") + std::to_string(i) + "_" + file, text);

@@ -83,7 +83,7 @@ Status KernelEmitter::Rows(const std::vector<int64_t>& dims, EmittedKernel* kern
   Status s = body();
   Block inner = CloseScope();
   GJ_RETURN_IF_ERROR(s);
-  b_.For(0, row_index_, begin_, end_, IndexConst(1), {}, {}, std::move(inner), {});
+  b_.For(row_index_, begin_, end_, IndexConst(1), {}, {}, std::move(inner), {});
   return Status::Ok();
 }
 
@@ -188,7 +188,7 @@ std::optional<Value> KernelEmitter::FromRowCache(TensorId v, const Index& index)
 
 void KernelEmitter::ToRowCache(TensorId v, const Index& index, const Value& value) {
   auto it = cache_.find(v);
-  if (it == cache_.end() || loop_ != it->second.loop || value.depth != Innermost()) return;
+  if (it == cache_.end() || loop_ != it->second.loop || value.level != Innermost()) return;
   const Index cols(index.begin() + fusion_.split, index.end());
   b_.Store(value, it->second.array, cols);
   it->second.stored = true;
@@ -239,7 +239,7 @@ Status KernelEmitter::ReduceAll(int r) {
     }
     GJ_ASSIGN_OR_RETURN(Value v, Get(n.inputs[0], at));
     const Value acc = Load(out, to, Innermost());
-    Store(out, to, b_.Apply(reducer.combine, {acc, v}, kExact, Innermost()));
+    Store(out, to, b_.Apply(reducer.combine, {acc, v}));
     return Status::Ok();
   }));
   if (TraitsOf(n.op).reducer != OpReducer::kMean) return Status::Ok();
@@ -247,8 +247,7 @@ Status KernelEmitter::ReduceAll(int r) {
   return Nest(out_dims, 0, index, [&](const Index& at) {
     const Value sum = Load(out, at, Innermost());
     const bool f = type == Type::F32();
-    Store(out, at,
-          b_.Apply(f ? Op::kDivF : Op::kDivSI, {sum, f ? FloatConst(count) : IntConst(count, type)}, kExact, Innermost()));
+    Store(out, at, b_.Apply(f ? Op::kDivF : Op::kDivSI, {sum, f ? FloatConst(count) : IntConst(count, type)}));
     return Status::Ok();
   });
 }

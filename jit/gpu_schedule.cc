@@ -93,7 +93,7 @@ void KernelEmitter::EndGpuFunction(EmittedKernel kernel, EmittedModule* module, 
     kernel.scratch.push_back(area);
   }
   kernel.shared_bytes = stage_bytes_;
-  if (cluster_wait_at_end_) b_.ClusterArriveAndWait(0);
+  if (cluster_wait_at_end_) b_.ClusterArriveAndWait();
   *functions += b_.GpuKernel(kernel.function, params, kernel.block);
   module->kernels.push_back(std::move(kernel));
 }
@@ -125,20 +125,20 @@ Status KernelEmitter::GpuLoop(EmittedKernel* kernel) {
     // Elements unit * 4 + j (the last index of the first, plus j: the form in which LLVM
     // sees that the four are consecutive), their values first, then their stores: loads
     // and stores that LLVM's vectorizer joins into 128-bit ones.
-    const Value first = b_.Apply(Op::kMulI, {unit, IndexConst(vector)}, kExact, unit.depth);
+    const Value first = b_.Apply(Op::kMulI, {unit, IndexConst(vector)});
     const Index index = Delinearize(first, dims);
     std::vector<Index> at(vector, index);
     linear_[Names(index)] = first;
     for (int64_t j = 1; j < vector; ++j) {
-      at[j].back() = b_.Apply(Op::kAddI, {index.back(), IndexConst(j)}, kExact, unit.depth);
-      linear_[Names(at[j])] = b_.Apply(Op::kAddI, {first, IndexConst(j)}, kExact, unit.depth);
+      at[j].back() = b_.Apply(Op::kAddI, {index.back(), IndexConst(j)});
+      linear_[Names(at[j])] = b_.Apply(Op::kAddI, {first, IndexConst(j)});
     }
     // Loads go first, together (LLVM's vectorizer joins only nearby ones).
     std::vector<std::string> ready;
     for (const auto& [key, linear] : linear_) ready.push_back(linear.name);
     for (const Index& i : at)
       for (const Value& v : i) ready.push_back(v.name);
-    b_.OpenLoadSlot(unit.depth, ready);
+    b_.OpenLoadSlot(ready);
     std::vector<std::vector<Value>> values(vector);
     for (int64_t j = 0; j < vector; ++j) {
       for (const TensorId& root : fusion_.roots) {
@@ -180,14 +180,14 @@ Status KernelEmitter::If(const Value& cond, const std::function<Status()>& then)
 
 StatusOr<std::vector<Value>> KernelEmitter::If(const Value& cond, const std::vector<Value>& otherwise,
                                                const std::function<StatusOr<std::vector<Value>>()>& then) {
-  const int at = Innermost(), saved_floor = b_.floor();
+  const int saved_floor = b_.floor();
   OpenScope();
   b_.set_floor(Innermost());
   auto values = then();
   b_.set_floor(saved_floor);
   Block inner = CloseScope();
   if (!values.ok()) return values.status();
-  return b_.If(at, cond, std::move(inner), *values, {}, otherwise);
+  return b_.If(cond, std::move(inner), *values, {}, otherwise);
 }
 
 // --- Rows.
@@ -332,25 +332,25 @@ Status KernelEmitter::ReduceAcrossThreads(RowThreads& t, int j) {
   return Status::Ok();
 }
 
-bool KernelEmitter::Stages(int buffer, const Index& index, int depth) const {
+bool KernelEmitter::Stages(int buffer, const Index& index, int level) const {
   if (stage_cols_.empty() || p_.buffers[buffer].shape != fusion_.space || index.size() != row_.size() + stage_cols_.size())
     return false;
   for (size_t k = 0; k < stage_cols_.size(); ++k)
     if (index[row_.size() + k].name != stage_cols_[k].name) return false;
-  return std::max(depth >= 0 ? depth : DepthOf(index), b_.floor()) == DepthOf(stage_cols_);
+  return std::max(level >= 0 ? level : LevelOf(index), b_.floor()) == LevelOf(stage_cols_);
 }
 
-std::optional<Value> KernelEmitter::FromStage(int buffer, const Index& index, int depth) {
+std::optional<Value> KernelEmitter::FromStage(int buffer, const Index& index, int level) {
   auto it = stages_.find(buffer);
-  if (it == stages_.end() || it->second.loop >= stage_loop_ || !Stages(buffer, index, depth)) return std::nullopt;
-  return b_.Load(it->second.array, {stage_at_}, DepthOf(stage_cols_));
+  if (it == stages_.end() || it->second.loop >= stage_loop_ || !Stages(buffer, index, level)) return std::nullopt;
+  return b_.Load(it->second.array, {stage_at_}, LevelOf(stage_cols_));
 }
 
 void KernelEmitter::ToStage(int buffer, const Index& index, const Value& v) {
-  if (!Stages(buffer, index, v.depth)) return;
+  if (!Stages(buffer, index, v.level)) return;
   if (auto it = stages_.find(buffer); it != stages_.end()) {
     // The loop that stages the buffer loads it again at another column (an unrolled step).
-    if (it->second.loop == stage_loop_) b_.Store(v, it->second.array, {stage_at_}, v.depth);
+    if (it->second.loop == stage_loop_) b_.Store(v, it->second.array, {stage_at_});
     return;
   }
   const FusionPlan::Buffer& b = p_.buffers[buffer];
@@ -359,13 +359,13 @@ void KernelEmitter::ToStage(int buffer, const Index& index, const Value& v) {
   if (offset + bytes > stage_budget_) return;
   const Type type = Type::MemRef({stage_len_}, v.type, /*workgroup=*/true);
   const Stage stage{b_.SharedView(offset, type, "%stage" + std::to_string(buffer)), stage_loop_};
-  b_.Store(v, stage.array, {stage_at_}, v.depth);
+  b_.Store(v, stage.array, {stage_at_});
   stages_[buffer] = stage;
   stage_bytes_ = offset + bytes;
 }
 
 Value KernelEmitter::Combine(const Folding& f, size_t i, const Value& a, const Value& b) {
-  return b_.Apply(f.combine[i].first, {a, b}, f.combine[i].second, Innermost());
+  return b_.Apply(f.combine[i].first, {a, b}, f.combine[i].second);
 }
 
 Status KernelEmitter::GpuRowsInPhases(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row,
@@ -436,10 +436,9 @@ Status KernelEmitter::GpuRowsInPhases(const std::vector<TensorId>& full, const s
 
 void KernelEmitter::StoreWhere(const Value& cond, const std::vector<Value>& values, const std::vector<Value>& arrays,
                                const Index& at) {
-  const int scope = Innermost();
   OpenScope();
   for (size_t i = 0; i < values.size(); ++i) b_.Store(values[i], arrays[i], at);
-  b_.If(scope, cond, CloseScope(), {}, {}, {});
+  b_.If(cond, CloseScope(), {}, {}, {});
 }
 
 Value KernelEmitter::SharedArray(const std::vector<int64_t>& dims, Type type) {
@@ -480,13 +479,12 @@ std::vector<Value> KernelEmitter::CombineAcrossCluster(const Folding& f, std::ve
   std::vector<Value> arrays;
   for (const Value& acc : accs) arrays.push_back(SharedArray({1}, acc.type));
   StoreWhere(b_.Cmp(Pred::kEq, tid_, IndexConst(0)), accs, arrays, {IndexConst(0)});
-  const int at = Innermost();
-  b_.ClusterArriveAndWait(at);
+  b_.ClusterArriveAndWait();
   for (size_t i = 0; i < accs.size(); ++i) {
-    const Value generic = b_.GenericPointer(arrays[i], at);
+    const Value generic = b_.GenericPointer(arrays[i]);
     Value acc;
     for (int64_t rank = 0; rank < cluster; ++rank) {
-      const Value v = b_.LoadPointer(b_.InClusterBlock(generic, IntConst(rank, Type::I32()), at), accs[i].type, at);
+      const Value v = b_.LoadPointer(b_.InClusterBlock(generic, IntConst(rank, Type::I32())), accs[i].type);
       acc = rank == 0 ? v : Combine(f, i, acc, v);
     }
     accs[i] = acc;
@@ -609,13 +607,11 @@ Status KernelEmitter::ReduceInTwoPhases(const Node& n, int64_t outputs, int64_t 
     return LoopFolding(
         first, l.kept, step, GpuLoadsInFlight(target_.gpu), f.init,
         [&](const Value& part) -> StatusOr<std::vector<Value>> {
-          const int depth = std::max(part.depth, output.depth);  // output * kept + part, or part * outputs + output
-          const Value scaled =
-              b_.Apply(Op::kMulI, {l.by_block ? output : part, IndexConst(l.by_block ? l.kept : outputs)}, kExact, depth);
-          const Value u = b_.Apply(Op::kAddI, {scaled, l.by_block ? part : output}, kExact, depth);
+          const Value scaled = b_.Apply(Op::kMulI, {l.by_block ? output : part, IndexConst(l.by_block ? l.kept : outputs)});
+          const Value u = b_.Apply(Op::kAddI, {scaled, l.by_block ? part : output});
           std::vector<Value> loaded;
           for (size_t i = 0; i < areas.size(); ++i)
-            loaded.push_back(b_.Load(Scratch(areas[i], l.kept * outputs, f.init[i].type), {u}, depth));
+            loaded.push_back(b_.Load(Scratch(areas[i], l.kept * outputs, f.init[i].type), {u}));
           return loaded;
         },
         [&](const std::vector<Value>& args, const std::vector<Value>& loaded) {
@@ -702,8 +698,7 @@ Status KernelEmitter::FirstPhase(const Node& n, const PhasesLaunch& l, int64_t o
   const Value stores_results = b_.Cmp(Pred::kEq, warp, IndexConst(0));
   const Value store_here = outputs % warp_ == 0 ? stores_results : b_.Apply(Op::kAndI, {stores_results, inside});
   GJ_RETURN_IF_ERROR(If(store_here, [&] {
-    const Value at = b_.Apply(Op::kAddI, {b_.Apply(Op::kMulI, {group, IndexConst(outputs)}, kExact, Innermost()), output}, kExact,
-                              Innermost());
+    const Value at = b_.Apply(Op::kAddI, {b_.Apply(Op::kMulI, {group, IndexConst(outputs)}), output});
     for (size_t i = 0; i < accs.size(); ++i) {
       Value acc;
       for (int64_t w = 0; w < l.tile_parts; ++w) {

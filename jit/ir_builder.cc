@@ -162,10 +162,10 @@ std::string Type::str() const {
   return "";
 }
 
-int DepthOf(const Index& index) {
-  int depth = 0;
-  for (const Value& v : index) depth = std::max(depth, v.depth);
-  return depth;
+int LevelOf(const Index& index) {
+  int level = 0;
+  for (const Value& v : index) level = std::max(level, v.level);
+  return level;
 }
 
 std::string FloatLiteral(double v, Type t) {
@@ -256,24 +256,26 @@ bool Builder::Check(bool ok, const char* op, const std::string& what) {
   return ok;
 }
 
-int Builder::DepthFor(const std::vector<Value>& x, int depth) const {
-  if (depth != kAuto) return std::max(depth, floor_);
+int Builder::LevelFor(const std::vector<Value>& x, int level) const {
+  if (level != kAuto) return std::max(level, floor_);
   int d = floor_;
-  for (const Value& v : x) d = std::max(d, v.depth);
+  for (const Value& v : x) d = std::max(d, v.level);
   return d;
 }
 
-void Builder::Write(int depth, const std::string& op) { code_[depth].push_back({op, location_}); }
+void Builder::Write(const std::string& op) { code_.back().push_back({op, location_}); }
 
-Value Builder::Let(int depth, const std::string& rhs, Type t) {
-  Value v{Fresh("%v"), t, depth};
-  Write(depth, v.name + " = " + rhs);
+Value Builder::Let(int level, const std::string& rhs, Type t) {
+  Value v{Fresh("%v"), t, level, Innermost()};
+  Write(v.name + " = " + rhs);
   return v;
 }
 
-Value Builder::Parameter(const std::string& name, Type t) { return {name, t, 0}; }
-Value Builder::InductionVar(const std::string& name) { return {name.empty() ? Fresh("%x") : name, Type::Index(), Innermost()}; }
-Value Builder::CarriedArg(Type t) { return {Fresh("%a"), t, Innermost()}; }
+Value Builder::Parameter(const std::string& name, Type t) { return {name, t, 0, 0}; }
+Value Builder::InductionVar(const std::string& name) {
+  return {name.empty() ? Fresh("%x") : name, Type::Index(), Innermost(), Innermost()};
+}
+Value Builder::CarriedArg(Type t) { return {Fresh("%a"), t, Innermost(), Innermost()}; }
 
 std::string Builder::GpuModule(const std::string& kernels) {
   return "module attributes {gpu.container_module} {\ngpu.module @kernels {\n" + kernels + "}\n}\n";
@@ -287,7 +289,7 @@ Value Builder::Float(double v, Type t) {
   std::memcpy(&bits, &f, sizeof bits);
   auto [it, added] = constants_.try_emplace({static_cast<int>(t.kind()), bits});
   if (added) {
-    it->second = {Fresh("%f"), t, 0};
+    it->second = {Fresh("%f"), t, 0, 0};
     code_[0].push_back({it->second.name + " = arith.constant " + FloatLiteral(v, t) + " : " + t.str()});
   }
   return it->second;
@@ -298,7 +300,7 @@ Value Builder::Int(int64_t v, Type t) {
   auto [it, added] = constants_.try_emplace({static_cast<int>(t.kind()), v});
   if (added) {
     const bool index = t.kind() == Type::Kind::kIndex;
-    it->second = {index ? "%i" + std::to_string(v) : Fresh("%c"), t, 0};
+    it->second = {index ? "%i" + std::to_string(v) : Fresh("%c"), t, 0, 0};
     const std::string literal = t.kind() == Type::Kind::kI1 ? (v ? "true" : "false") : std::to_string(v);
     code_[0].push_back({it->second.name + " = arith.constant " + literal + (t.kind() == Type::Kind::kI1 ? "" : " : " + t.str())});
   }
@@ -308,7 +310,7 @@ Value Builder::Int(int64_t v, Type t) {
 Value Builder::Bool(bool v) { return Int(v ? 1 : 0, Type::I1()); }
 
 // --- Scalar ops.
-Value Builder::Apply(Op op, const std::vector<Value>& x, unsigned fastmath, int depth) {
+Value Builder::Apply(Op op, const std::vector<Value>& x, unsigned fastmath) {
   const OpInfo& info = InfoOf(op);
   const Type t = x.empty() ? Type() : x[0].type;
   bool ok = static_cast<int>(x.size()) == info.arity;
@@ -323,28 +325,28 @@ Value Builder::Apply(Op op, const std::vector<Value>& x, unsigned fastmath, int 
     case Domain::kBits: Check(t.IsInteger(), info.name, "a bitwise op of " + t.str()); break;
   }
   Check(fastmath == kExact || info.domain == Domain::kFloat, info.name, "fast-math flags on integers");
-  return Let(DepthFor(x, depth), std::string(info.name) + " " + Names(x) + FastmathText(fastmath) + " : " + t.str(), t);
+  return Let(LevelFor(x), std::string(info.name) + " " + Names(x) + FastmathText(fastmath) + " : " + t.str(), t);
 }
 
-Value Builder::Cmp(Pred pred, const Value& a, const Value& b, int depth) {
+Value Builder::Cmp(Pred pred, const Value& a, const Value& b) {
   const PredInfo& info = InfoOf(pred);
   const char* op = info.of_floats ? "arith.cmpf" : "arith.cmpi";
   Check(a.type == b.type, op, "operands of types " + a.type.str() + " and " + b.type.str());
   Check(info.of_floats ? a.type.IsFloat() : (a.type.IsInteger() || a.type.kind() == Type::Kind::kIndex), op,
         std::string("predicate ") + info.name + " on " + a.type.str());
-  return Let(DepthFor({a, b}, depth), std::string(op) + " " + info.name + ", " + a.name + ", " + b.name + " : " + a.type.str(),
+  return Let(LevelFor({a, b}), std::string(op) + " " + info.name + ", " + a.name + ", " + b.name + " : " + a.type.str(),
              Type::I1());
 }
 
-Value Builder::Select(const Value& cond, const Value& a, const Value& b, int depth) {
+Value Builder::Select(const Value& cond, const Value& a, const Value& b) {
   Check(cond.type == Type::I1(), "arith.select", "a condition of type " + cond.type.str());
   Check(a.type == b.type && a.type.IsScalar(), "arith.select", "operands of types " + a.type.str() + " and " + b.type.str());
-  return Let(DepthFor({cond, a, b}, depth), "arith.select " + Names({cond, a, b}) + " : " + a.type.str(), a.type);
+  return Let(LevelFor({cond, a, b}), "arith.select " + Names({cond, a, b}) + " : " + a.type.str(), a.type);
 }
 
-Value Builder::Convert(Cast cast, const Value& x, Type to, int depth) {
+Value Builder::Convert(Cast cast, const Value& x, Type to) {
   Check(Casts(cast, x.type, to), NameOf(cast), "from " + x.type.str() + " to " + to.str());
-  return Let(DepthFor({x}, depth), std::string(NameOf(cast)) + " " + x.name + " : " + x.type.str() + " to " + to.str(), to);
+  return Let(LevelFor({x}), std::string(NameOf(cast)) + " " + x.name + " : " + x.type.str() + " to " + to.str(), to);
 }
 
 // --- Memory.
@@ -357,44 +359,45 @@ std::string Builder::Access(const Value& memref, const Index& at, const char* op
   return memref.name + "[" + Names(at) + "] : " + memref.type.str();
 }
 
-void Builder::OpenLoadSlot(int depth, std::vector<std::string> ready) {
-  slot_.depth = depth;
-  slot_.position = code_[depth].size();
+void Builder::OpenLoadSlot(std::vector<std::string> ready) {
+  slot_.scope = Innermost();
+  slot_.position = code_.back().size();
   slot_.ready = std::move(ready);
 }
 
-Value Builder::Load(const Value& memref, const Index& at, int depth) {
+Value Builder::Load(const Value& memref, const Index& at, int level) {
   std::vector<Value> read = at;
   read.push_back(memref);
-  const int d = DepthFor(read, depth);
+  const int d = LevelFor(read, level);
   const std::string rhs = "memref.load " + Access(memref, at, "memref.load");
-  const bool early = d == slot_.depth && std::all_of(at.begin(), at.end(), [&](const Value& i) {
-                       return i.depth < d || std::count(slot_.ready.begin(), slot_.ready.end(), i.name);
+  const bool early = slot_.scope == Innermost() && d == Innermost() && std::all_of(at.begin(), at.end(), [&](const Value& i) {
+                       return i.level < d || std::count(slot_.ready.begin(), slot_.ready.end(), i.name);
                      });
   if (!early) return Let(d, rhs, memref.type.element());
-  Value v{Fresh("%v"), memref.type.element(), d};
-  code_[d].insert(code_[d].begin() + static_cast<std::ptrdiff_t>(slot_.position++), {v.name + " = " + rhs, location_});
+  Value v{Fresh("%v"), memref.type.element(), d, d};
+  Block& code = code_.back();
+  code.insert(code.begin() + static_cast<std::ptrdiff_t>(slot_.position++), {v.name + " = " + rhs, location_});
   return v;
 }
 
-void Builder::Store(const Value& v, const Value& memref, const Index& at, int depth) {
+void Builder::Store(const Value& v, const Value& memref, const Index& at) {
   Check(v.type == memref.type.element(), "memref.store", v.type.str() + " into " + memref.type.str());
-  Write(depth == kAuto ? Innermost() : depth, "memref.store " + v.name + ", " + Access(memref, at, "memref.store"));
+  Write("memref.store " + v.name + ", " + Access(memref, at, "memref.store"));
 }
 
 void Builder::Prefetch(const Value& memref, const Index& at) {
   Access(memref, at, "memref.prefetch");
-  Write(Innermost(), "memref.prefetch " + memref.name + "[" + Names(at) + "], read, locality<3>, data : " + memref.type.str());
+  Write("memref.prefetch " + memref.name + "[" + Names(at) + "], read, locality<3>, data : " + memref.type.str());
 }
 
 Value Builder::Alloca(Type memref, const std::string& name) {
   Check(memref.IsMemRef(), "memref.alloca", "of " + memref.str());
   code_[0].push_back({name + " = memref.alloca() : " + memref.str()});
-  return {name, memref, 0};
+  return {name, memref, 0, 0};
 }
 
 // --- Regions.
-std::vector<Value> Builder::For(int at, const Value& iv, const Value& lower, const Value& upper, const Value& step,
+std::vector<Value> Builder::For(const Value& iv, const Value& lower, const Value& upper, const Value& step,
                                 const std::vector<Value>& args, const std::vector<Value>& inits, Block body,
                                 const std::vector<Value>& yields) {
   bool bounds = true;
@@ -407,7 +410,7 @@ std::vector<Value> Builder::For(int at, const Value& iv, const Value& lower, con
   if (!inits.empty()) {
     const std::string name = Fresh("%v");
     for (size_t i = 0; i < inits.size(); ++i)
-      out.push_back({inits.size() == 1 ? name : name + "#" + std::to_string(i), inits[i].type, at});
+      out.push_back({inits.size() == 1 ? name : name + "#" + std::to_string(i), inits[i].type, Innermost(), Innermost()});
     lhs = (inits.size() == 1 ? name : name + ":" + std::to_string(inits.size())) + " = ";
   }
   std::string head = lhs + "scf.for " + iv.name + " = " + lower.name + " to " + upper.name + " step " + step.name;
@@ -416,7 +419,7 @@ std::vector<Value> Builder::For(int at, const Value& iv, const Value& lower, con
     for (size_t i = 0; i < inits.size(); ++i) carried += (i ? ", " : "") + args[i].name + " = " + inits[i].name;
     head += " iter_args(" + carried + ") -> (" + Types(inits) + ")";
   }
-  Block& code = code_[at];
+  Block& code = code_.back();
   code.push_back({head + " {"});
   code.insert(code.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
   if (!inits.empty()) code.push_back({"scf.yield " + Names(yields) + " : " + Types(yields)});
@@ -424,8 +427,8 @@ std::vector<Value> Builder::For(int at, const Value& iv, const Value& lower, con
   return out;
 }
 
-std::vector<Value> Builder::If(int at, const Value& cond, Block then, const std::vector<Value>& then_yields, Block otherwise,
-                               const std::vector<Value>& otherwise_yields) {
+std::vector<Value> Builder::If(const Value& cond, Block then, const std::vector<Value>& then_yields, Block otherwise,
+                               const std::vector<Value>& otherwise_yields, int level) {
   Check(cond.type == Type::I1(), "scf.if", "a condition of type " + cond.type.str());
   Check(SameTypes(then_yields, otherwise_yields), "scf.if",
         "branches yielding (" + Types(then_yields) + ") and (" + Types(otherwise_yields) + ")");
@@ -434,11 +437,12 @@ std::vector<Value> Builder::If(int at, const Value& cond, Block then, const std:
   if (!then_yields.empty()) {
     const std::string name = Fresh("%v");
     for (size_t i = 0; i < then_yields.size(); ++i)
-      out.push_back({then_yields.size() == 1 ? name : name + "#" + std::to_string(i), then_yields[i].type, at});
+      out.push_back({then_yields.size() == 1 ? name : name + "#" + std::to_string(i), then_yields[i].type,
+                     level == kAuto ? Innermost() : LevelFor({}, level), Innermost()});
     lhs = (out.size() == 1 ? name : name + ":" + std::to_string(out.size())) + " = ";
     results = " -> (" + Types(then_yields) + ")";
   }
-  Block& code = code_[at];
+  Block& code = code_.back();
   auto branch = [&](Block& body, const std::vector<Value>& yields) {
     code.insert(code.end(), std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
     if (!yields.empty()) code.push_back({"scf.yield " + Names(yields) + " : " + Types(yields)});
@@ -461,15 +465,15 @@ Value Builder::ShuffleXor(const Value& v, const Value& offset, const Value& widt
   Check(offset.type == Type::I32() && width.type == Type::I32() && v.type.IsScalar() && v.type.bits() == 32, "gpu.shuffle",
         "of " + v.type.str() + " by " + offset.type.str() + " in " + width.type.str());
   const std::string name = Fresh("%v");
-  Write(Innermost(), name + ":2 = gpu.shuffle xor " + Names({v, offset, width}) + " : " + v.type.str());
-  return {name + "#0", v.type, Innermost()};
+  Write(name + ":2 = gpu.shuffle xor " + Names({v, offset, width}) + " : " + v.type.str());
+  return {name + "#0", v.type, Innermost(), Innermost()};
 }
 
-void Builder::Barrier() { Write(Innermost(), "gpu.barrier"); }
+void Builder::Barrier() { Write("gpu.barrier"); }
 
-void Builder::ClusterArriveAndWait(int at) {
-  code_[at].push_back({"nvvm.cluster.arrive"});
-  code_[at].push_back({"nvvm.cluster.wait"});
+void Builder::ClusterArriveAndWait() {
+  Write("nvvm.cluster.arrive");
+  Write("nvvm.cluster.wait");
 }
 
 Value Builder::Workgroup(Type memref) {
@@ -486,25 +490,27 @@ Value Builder::SharedView(int64_t offset, Type memref, const std::string& name) 
   return {name, memref, 0};
 }
 
-Value Builder::GenericPointer(const Value& memref, int depth) {
+Value Builder::GenericPointer(const Value& memref) {
   Check(memref.type.InWorkgroupMemory(), "llvm.addrspacecast", "the address of " + memref.type.str());
+  const int level = LevelFor({memref});
   const Value address = Let(
-      depth, "memref.extract_aligned_pointer_as_index " + memref.name + " : " + memref.type.str() + " -> index", Type::Index());
-  const Value integer = Convert(Cast::kIndexCast, address, Type::I64(), depth);
-  const Value shared = Let(depth, "llvm.inttoptr " + integer.name + " : i64 to !llvm.ptr<3>", Type::Ptr(3));
-  return Let(depth, "llvm.addrspacecast " + shared.name + " : !llvm.ptr<3> to !llvm.ptr", Type::Ptr());
+      level, "memref.extract_aligned_pointer_as_index " + memref.name + " : " + memref.type.str() + " -> index", Type::Index());
+  const Value integer = Convert(Cast::kIndexCast, address, Type::I64());
+  const Value shared = Let(level, "llvm.inttoptr " + integer.name + " : i64 to !llvm.ptr<3>", Type::Ptr(3));
+  return Let(level, "llvm.addrspacecast " + shared.name + " : !llvm.ptr<3> to !llvm.ptr", Type::Ptr());
 }
 
-Value Builder::InClusterBlock(const Value& ptr, const Value& rank, int depth) {
+Value Builder::InClusterBlock(const Value& ptr, const Value& rank) {
   Check(ptr.type == Type::Ptr() && rank.type == Type::I32(), "nvvm.mapa",
         "of " + ptr.type.str() + " in block " + rank.type.str());
-  return Let(depth, "llvm.call_intrinsic \"llvm.nvvm.mapa\"(" + ptr.name + ", " + rank.name + ") : (!llvm.ptr, i32) -> !llvm.ptr",
+  return Let(LevelFor({ptr, rank}),
+             "llvm.call_intrinsic \"llvm.nvvm.mapa\"(" + ptr.name + ", " + rank.name + ") : (!llvm.ptr, i32) -> !llvm.ptr",
              Type::Ptr());
 }
 
-Value Builder::LoadPointer(const Value& ptr, Type t, int depth) {
+Value Builder::LoadPointer(const Value& ptr, Type t) {
   Check(ptr.type == Type::Ptr() && t.IsScalar(), "llvm.load", t.str() + " from " + ptr.type.str());
-  return Let(depth, "llvm.load " + ptr.name + " : !llvm.ptr -> " + t.str(), t);
+  return Let(Innermost(), "llvm.load " + ptr.name + " : !llvm.ptr -> " + t.str(), t);
 }
 
 }  // namespace graphjit::emitter

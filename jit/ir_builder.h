@@ -8,9 +8,12 @@
 // show it.
 //
 // Code is kept per open scope (the function's entry, loop and branch bodies), as a list of
-// ops; an op is written in the outermost scope where all it reads is defined (not above
-// the floor: a branch's body keeps what it reads), so what does not change along a loop is
-// computed before it. A value's `depth` is the scope it is defined in.
+// ops; an op is written where it is asked for, in the innermost open scope. Moving what
+// does not change along a loop out of it is MLIR's work in the backends (loop-invariant
+// code motion, then CSE: backends/kernel_cleanup.h). A value knows the scope its op is
+// written in (`scope`), and its level (`level`): the innermost scope whose values it reads
+// (at least the floor: a branch's body keeps what it reads), so an emitter can tell what
+// does not change along a loop (a divisor to take the reciprocal of once, a row to cache).
 #pragma once
 
 #include <cstdint>
@@ -65,14 +68,16 @@ class Type {
   int space_ = 0;  // memref: 3 is workgroup memory; pointer: its address space
 };
 
-// A value of the IR: its SSA name, its type, and the scope it is defined in.
+// A value of the IR: its SSA name, its type, its level (the innermost scope whose values
+// it reads) and the scope its op is written in (a closed scope's values are gone).
 struct Value {
   std::string name;
   Type type;
-  int depth = 0;
+  int level = 0;
+  int scope = 0;
 };
 using Index = std::vector<Value>;
-int DepthOf(const Index& index);
+int LevelOf(const Index& index);
 
 // The ops whose operands and result share one type.
 enum class Op : uint8_t {
@@ -160,7 +165,7 @@ struct FunctionParam {
 
 class Builder {
  public:
-  // -1: in the outermost scope where what the op reads is defined.
+  // A level computed from what the op reads.
   static constexpr int kAuto = -1;
 
   explicit Builder(std::string emitter) : emitter_(std::move(emitter)) {}
@@ -214,35 +219,36 @@ class Builder {
   Value Bool(bool v);
 
   // --- Scalar ops.
-  Value Apply(Op op, const std::vector<Value>& x, unsigned fastmath = kExact, int depth = kAuto);
-  Value Cmp(Pred pred, const Value& a, const Value& b, int depth = kAuto);
-  Value Select(const Value& cond, const Value& a, const Value& b, int depth = kAuto);
-  Value Convert(Cast cast, const Value& x, Type to, int depth = kAuto);
+  Value Apply(Op op, const std::vector<Value>& x, unsigned fastmath = kExact);
+  Value Cmp(Pred pred, const Value& a, const Value& b);
+  Value Select(const Value& cond, const Value& a, const Value& b);
+  Value Convert(Cast cast, const Value& x, Type to);
 
-  // --- Memory. A load at `depth` (kAuto: where its subscript is defined); where a load
-  // slot is open at that depth and the subscript is ready there, it is written at the slot
-  // (before the code written since the slot was opened).
-  Value Load(const Value& memref, const Index& at, int depth = kAuto);
-  // A store in the innermost scope (or at `depth`).
-  void Store(const Value& v, const Value& memref, const Index& at, int depth = kAuto);
+  // --- Memory. A load of level `level` (kAuto: its subscript's); where a load slot is
+  // open in the innermost scope, a load of the slot's level whose subscript is ready there
+  // is written at the slot (before the code written since the slot was opened).
+  Value Load(const Value& memref, const Index& at, int level = kAuto);
+  void Store(const Value& v, const Value& memref, const Index& at);
   void Prefetch(const Value& memref, const Index& at);
   // A stack array, in the entry scope.
   Value Alloca(Type memref, const std::string& name);
-  // Loads at `depth` whose subscript is defined before it or named in `ready` go, from
-  // now on, to the end of the code written so far at `depth`, until CloseLoadSlot.
-  void OpenLoadSlot(int depth, std::vector<std::string> ready);
+  // Loads of the innermost scope's level whose subscript is defined before it or named in
+  // `ready` go, from now on, to the end of the code written so far in that scope, until
+  // CloseLoadSlot.
+  void OpenLoadSlot(std::vector<std::string> ready);
   void CloseLoadSlot() { slot_ = {}; }
 
-  // --- Regions, written in scope `at`.
+  // --- Regions.
   // scf.for iv = lower to upper step step, its carried `args` starting at `inits`, its body
   // `body` (a closed scope) yielding `yields`: the loop's results.
-  std::vector<Value> For(int at, const Value& iv, const Value& lower, const Value& upper, const Value& step,
+  std::vector<Value> For(const Value& iv, const Value& lower, const Value& upper, const Value& step,
                          const std::vector<Value>& args, const std::vector<Value>& inits, Block body,
                          const std::vector<Value>& yields);
   // scf.if cond, each branch's body and what it yields (none: an if without results or
-  // else branch when `otherwise` is empty too).
-  std::vector<Value> If(int at, const Value& cond, Block then, const std::vector<Value>& then_yields, Block otherwise,
-                        const std::vector<Value>& otherwise_yields);
+  // else branch when `otherwise` is empty too); its results of level `level` (kAuto: the
+  // innermost scope's).
+  std::vector<Value> If(const Value& cond, Block then, const std::vector<Value>& then_yields, Block otherwise,
+                        const std::vector<Value>& otherwise_yields, int level = kAuto);
 
   // --- GPU.
   Value ThreadId();
@@ -250,7 +256,7 @@ class Builder {
   // gpu.shuffle xor: `v` of the lane `offset` away (i32 offset and width).
   Value ShuffleXor(const Value& v, const Value& offset, const Value& width);
   void Barrier();
-  void ClusterArriveAndWait(int at);
+  void ClusterArriveAndWait();
   // A workgroup array (a function attribution): its value.
   Value Workgroup(Type memref);
   const std::vector<Value>& workgroup() const { return workgroup_; }
@@ -258,16 +264,18 @@ class Builder {
   Value SharedView(int64_t offset, Type memref, const std::string& name);
   // The generic address of a workgroup array's first element; that address in the block
   // of `rank` (i32) in the cluster (nvvm.mapa); a scalar loaded from an address.
-  Value GenericPointer(const Value& memref, int depth);
-  Value InClusterBlock(const Value& ptr, const Value& rank, int depth);
-  Value LoadPointer(const Value& ptr, Type t, int depth);
+  Value GenericPointer(const Value& memref);
+  Value InClusterBlock(const Value& ptr, const Value& rank);
+  Value LoadPointer(const Value& ptr, Type t);
 
  private:
   std::string Fresh(const char* prefix) { return prefix + std::to_string(next_++); }
-  int DepthFor(const std::vector<Value>& x, int depth) const;
-  // Writes `rhs` (an op and its operands) as a new value of type `t` at `depth`.
-  Value Let(int depth, const std::string& rhs, Type t);
-  void Write(int depth, const std::string& op);
+  // The level of what reads `x` (or `level`), not below the floor.
+  int LevelFor(const std::vector<Value>& x, int level = kAuto) const;
+  // Writes `rhs` (an op and its operands) in the innermost scope, as a new value of type
+  // `t` and level `level`.
+  Value Let(int level, const std::string& rhs, Type t);
+  void Write(const std::string& op);
   // Records the first error; false if `ok` is false.
   bool Check(bool ok, const char* op, const std::string& what);
   std::string Access(const Value& memref, const Index& at, const char* op);
@@ -283,7 +291,7 @@ class Builder {
   std::vector<Value> workgroup_;
   bool dynamic_shared_ = false;
   struct {
-    int depth = -1;
+    int scope = -1;
     size_t position = 0;
     std::vector<std::string> ready;
   } slot_;

@@ -93,7 +93,7 @@ Value KernelEmitter::IdentityOf(const Reducer& reducer, Type type, int64_t count
 
 Block KernelEmitter::CloseScope() {
   Block body = b_.CloseScope();
-  for (auto it = memo_.begin(); it != memo_.end();) it = it->second.depth > Innermost() ? memo_.erase(it) : std::next(it);
+  for (auto it = memo_.begin(); it != memo_.end();) it = it->second.scope > Innermost() ? memo_.erase(it) : std::next(it);
   return body;
 }
 
@@ -103,14 +103,13 @@ Status KernelEmitter::Loop(const Value& lower, int64_t upper, int64_t step, cons
 
 Status KernelEmitter::Loop(const Value& lower, const Value& upper, int64_t step,
                            const std::function<Status(const Value&)>& body) {
-  const int at = Innermost();
   const Value step_value = IndexConst(step);
   OpenScope();
   const Value iv = b_.InductionVar();
   Status s = body(iv);
   Block inner = CloseScope();
   GJ_RETURN_IF_ERROR(s);
-  b_.For(at, iv, lower, upper, step_value, {}, {}, std::move(inner), {});
+  b_.For(iv, lower, upper, step_value, {}, {}, std::move(inner), {});
   return Status::Ok();
 }
 
@@ -121,7 +120,6 @@ StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, int
 
 StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, const Value& upper, int64_t step,
                                                          const std::vector<Value>& accs, const CarriedBody& body) {
-  const int at = Innermost();
   const Value step_value = IndexConst(step);
   OpenScope();
   const Value iv = b_.InductionVar();
@@ -130,7 +128,7 @@ StatusOr<std::vector<Value>> KernelEmitter::LoopCarrying(const Value& lower, con
   auto next = body(iv, args);
   Block inner = CloseScope();
   if (!next.ok()) return next.status();
-  return b_.For(at, iv, lower, upper, step_value, args, accs, std::move(inner), *next);
+  return b_.For(iv, lower, upper, step_value, args, accs, std::move(inner), *next);
 }
 
 StatusOr<std::vector<Value>> KernelEmitter::LoopFolding(const Value& lower, int64_t upper, int64_t step, int64_t unroll,
@@ -146,7 +144,7 @@ StatusOr<std::vector<Value>> KernelEmitter::LoopFolding(const Value& lower, cons
                                                         const FoldValues& fold) {
   if (unroll <= 1) return FoldGroups(lower, upper, std::nullopt, step, 1, accs, elements, fold);
   // Signed, as scf.for compares: below the lower bound where the range holds no whole group.
-  const Value group_upper = b_.Apply(Op::kSubI, {upper, IndexConst((unroll - 1) * step)}, kExact, Innermost());
+  const Value group_upper = b_.Apply(Op::kSubI, {upper, IndexConst((unroll - 1) * step)});
   return FoldGroups(lower, upper, group_upper, step, unroll, accs, elements, fold);
 }
 
@@ -160,7 +158,6 @@ StatusOr<std::vector<Value>> KernelEmitter::FoldGroups(const Value& lower, const
   };
   if (!group_upper) return LoopCarrying(lower, upper, step, accs, one);
   // The groups, carrying the accumulators and the index after the group.
-  const int at = Innermost();
   const Value group_step = IndexConst(unroll * step);
   OpenScope();
   const Value iv = b_.InductionVar();
@@ -171,17 +168,17 @@ StatusOr<std::vector<Value>> KernelEmitter::FoldGroups(const Value& lower, const
   std::vector<std::vector<Value>> values;
   Status computed = Status::Ok();
   for (int64_t k = 0; k < unroll && computed.ok(); ++k) {
-    const Value at_k = k == 0 ? iv : b_.Apply(Op::kAddI, {iv, IndexConst(k * step)}, kExact, Innermost());
+    const Value at_k = k == 0 ? iv : b_.Apply(Op::kAddI, {iv, IndexConst(k * step)});
     auto v = elements(at_k);
     if (v.ok()) values.push_back(*v);
     computed = v.status();
   }
   std::vector<Value> next(args.begin(), args.end() - 1);
   for (const std::vector<Value>& v : values) next = fold(next, v);
-  next.push_back(b_.Apply(Op::kAddI, {iv, group_step}, kExact, Innermost()));
+  next.push_back(b_.Apply(Op::kAddI, {iv, group_step}));
   Block inner = CloseScope();
   GJ_RETURN_IF_ERROR(computed);
-  std::vector<Value> out = b_.For(at, iv, lower, *group_upper, group_step, args, carried, std::move(inner), next);
+  std::vector<Value> out = b_.For(iv, lower, *group_upper, group_step, args, carried, std::move(inner), next);
   // The rest, one step at a time.
   const Value rest = out.back();
   out.pop_back();
@@ -258,16 +255,15 @@ Index KernelEmitter::Subscript(int buffer, const Index& index) {
   return {linear ? *linear : IndexConst(0)};
 }
 
-// An element of a buffer, widened to the type it is computed in. `depth` -1: hoisted as
-// far as the index allows (for buffers this kernel does not write).
-Value KernelEmitter::Load(int buffer, const Index& index, int depth) {
+// An element of a buffer, widened to the type it is computed in.
+Value KernelEmitter::Load(int buffer, const Index& index, int level) {
   const DType dtype = p_.buffers[buffer].dtype;
   Value v;
-  if (auto staged = FromStage(buffer, index, depth)) {
+  if (auto staged = FromStage(buffer, index, level)) {
     v = *staged;
   } else {
     const Index subscript = Subscript(buffer, index);
-    v = b_.Load(Param(buffer), subscript, std::max(depth >= 0 ? depth : DepthOf(index), DepthOf(subscript)));
+    v = b_.Load(Param(buffer), subscript, std::max(level >= 0 ? level : LevelOf(index), LevelOf(subscript)));
     ToStage(buffer, index, v);
   }
   if (dtype == DType::kHalf || dtype == DType::kBFloat16) return b_.Convert(Cast::kExtF, v, Type::F32());
@@ -278,8 +274,8 @@ Value KernelEmitter::Load(int buffer, const Index& index, int depth) {
 void KernelEmitter::Store(int buffer, const Index& index, const Value& v) {
   const DType dtype = p_.buffers[buffer].dtype;
   Value stored = v;
-  if (dtype == DType::kHalf || dtype == DType::kBFloat16) stored = b_.Convert(Cast::kTruncF, v, StorageType(dtype), Innermost());
-  if (dtype == DType::kBool) stored = b_.Convert(Cast::kExtUI, v, Type::I8(), Innermost());
+  if (dtype == DType::kHalf || dtype == DType::kBFloat16) stored = b_.Convert(Cast::kTruncF, v, StorageType(dtype));
+  if (dtype == DType::kBool) stored = b_.Convert(Cast::kExtUI, v, Type::I8());
   b_.Store(stored, Param(buffer), Subscript(buffer, index));
 }
 
@@ -338,14 +334,13 @@ KernelEmitter::Folding KernelEmitter::FoldingOf(const Node& n, Type type, int64_
   f.init = {IdentityOf(reducer, type, count)};
   if (ordered) f.init.insert(f.init.end(), {IntConst(0, i32), IntConst(-1, i32)});
   f.step = [this, reducer, fastmath, ordered, max, i32](const std::vector<Value>& accs, const Value& v) {
-    const int d = Innermost();
-    std::vector<Value> next = {b_.Apply(reducer.combine, {accs[0], v}, fastmath, d)};
+    std::vector<Value> next = {b_.Apply(reducer.combine, {accs[0], v}, fastmath)};
     if (ordered) {
-      const Value bits = b_.Convert(Cast::kBitcast, v, i32, d);
-      const Value magnitude = b_.Apply(Op::kAndI, {bits, IntConst(INT32_MAX, i32)}, kExact, d);
-      next.push_back(b_.Apply(Op::kMaxUI, {accs[1], magnitude}, kExact, d));
-      const Value key = max ? bits : b_.Apply(Op::kXOrI, {bits, IntConst(INT32_MIN, i32)}, kExact, d);
-      next.push_back(b_.Apply(Op::kMinUI, {accs[2], key}, kExact, d));
+      const Value bits = b_.Convert(Cast::kBitcast, v, i32);
+      const Value magnitude = b_.Apply(Op::kAndI, {bits, IntConst(INT32_MAX, i32)});
+      next.push_back(b_.Apply(Op::kMaxUI, {accs[1], magnitude}));
+      const Value key = max ? bits : b_.Apply(Op::kXOrI, {bits, IntConst(INT32_MIN, i32)});
+      next.push_back(b_.Apply(Op::kMinUI, {accs[2], key}));
     }
     return next;
   };
@@ -473,11 +468,10 @@ StatusOr<Value> KernelEmitter::ArgMaxOrMin(int id, int64_t size, Index& index, c
   const Pred better = f ? (max ? Pred::kOgt : Pred::kOlt) : (max ? Pred::kSgt : Pred::kSlt);
   Value position;
   auto step = [&](const std::vector<Value>& accs, const Value& v) {
-    const int d = Innermost();
-    const Value wins = b_.Cmp(better, v, accs[0], d);
-    const Value first = b_.Cmp(Pred::kEq, position, IndexConst(0), d);
-    const Value take = b_.Apply(Op::kOrI, {wins, first}, kExact, d);
-    return std::vector<Value>{b_.Select(take, v, accs[0], d), b_.Select(take, position, accs[1], d)};
+    const Value wins = b_.Cmp(better, v, accs[0]);
+    const Value first = b_.Cmp(Pred::kEq, position, IndexConst(0));
+    const Value take = b_.Apply(Op::kOrI, {wins, first});
+    return std::vector<Value>{b_.Select(take, v, accs[0]), b_.Select(take, position, accs[1])};
   };
   GJ_ASSIGN_OR_RETURN(std::vector<Value> accs,
                       Fold({size}, 0, index, {start, IndexConst(0)}, step, [&](const Index& i) -> StatusOr<Value> {
@@ -490,7 +484,7 @@ StatusOr<Value> KernelEmitter::ArgMaxOrMin(int id, int64_t size, Index& index, c
 // --- Elements.
 // The element of `v` at `index` (in v's shape).
 StatusOr<Value> KernelEmitter::Get(TensorId v, const Index& index) {
-  const std::string key = g_.graph.TensorName(v) + "@" + Names(index);
+  const std::pair<TensorId, std::string> key(v, Names(index));
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   if (auto cached = FromRowCache(v, index)) return memo_[key] = *cached;
   GJ_ASSIGN_OR_RETURN(Value value, Compute(v, index));
@@ -543,7 +537,7 @@ Value KernelEmitter::DivideByInvariant(const Value& x, const Value& d) {
   const Value magnitude = b_.Apply(Op::kAbsF, {r});
   const Value normal = b_.Apply(
       Op::kAndI, {b_.Cmp(Pred::kOge, magnitude, FloatConst(FLT_MIN)), b_.Cmp(Pred::kOle, magnitude, FloatConst(FLT_MAX))});
-  const int at = std::max({x.depth, normal.depth, b_.floor()}), saved_floor = b_.floor();
+  const int level = std::max(x.level, normal.level), saved_floor = b_.floor();
   Block branches[2];
   Value quotients[2];
   for (int k = 0; k < 2; ++k) {
@@ -553,7 +547,7 @@ Value KernelEmitter::DivideByInvariant(const Value& x, const Value& d) {
     b_.set_floor(saved_floor);
     branches[k] = CloseScope();
   }
-  return b_.If(at, normal, std::move(branches[0]), {quotients[0]}, std::move(branches[1]), {quotients[1]})[0];
+  return b_.If(normal, std::move(branches[0]), {quotients[0]}, std::move(branches[1]), {quotients[1]}, level)[0];
 }
 
 // (y, s) where an f32 Erf's argument is y * s, s * y or y / (1 / s), s a constant in
@@ -621,7 +615,7 @@ StatusOr<Value> KernelEmitter::Compute(TensorId v, const Index& index) {
       Value result;
       if (scaled) {
         result = ScaledErf(x[0], scaled->second, b_);
-      } else if (n.op == "RealDiv" && x[0].type == Type::F32() && x[1].depth < x[0].depth && MayRoundDivision(v)) {
+      } else if (n.op == "RealDiv" && x[0].type == Type::F32() && x[1].level < x[0].level && MayRoundDivision(v)) {
         result = DivideByInvariant(x[0], x[1]);
       } else {
         GJ_ASSIGN_OR_RETURN(result, EmitElemental(n, x, b_));
@@ -672,7 +666,7 @@ Index KernelEmitter::ReadAt(const std::vector<int>& dims, const Index& index, co
 
 StatusOr<Value> KernelEmitter::Branch(const Value& cond, const std::function<StatusOr<Value>()>& then,
                                       const std::function<StatusOr<Value>()>& otherwise) {
-  const int at = Innermost(), saved_floor = b_.floor();
+  const int saved_floor = b_.floor();
   Block branches[2];
   Value yielded[2];
   for (int k = 0; k < 2; ++k) {
@@ -684,7 +678,7 @@ StatusOr<Value> KernelEmitter::Branch(const Value& cond, const std::function<Sta
     if (!v.ok()) return v.status();
     yielded[k] = *v;
   }
-  return b_.If(at, cond, std::move(branches[0]), {yielded[0]}, std::move(branches[1]), {yielded[1]})[0];
+  return b_.If(cond, std::move(branches[0]), {yielded[0]}, std::move(branches[1]), {yielded[1]})[0];
 }
 
 StatusOr<Value> KernelEmitter::Pieces(const Index& index, int axis, const std::vector<int64_t>& ends, const Piece& piece,

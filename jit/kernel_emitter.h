@@ -122,9 +122,9 @@ class KernelEmitter {
   // The subscript of an element of a buffer: CPU: its index; GPU: its linear index (from
   // linear_ when the buffer has the fusion's shape and the index is a known one).
   Index Subscript(int buffer, const Index& index);
-  // An element of a buffer, widened to the type it is computed in. `depth` -1: hoisted as
-  // far as the index allows (for buffers this kernel does not write).
-  Value Load(int buffer, const Index& index, int depth = -1);
+  // An element of a buffer, widened to the type it is computed in; its level `level`
+  // (-1: the index's).
+  Value Load(int buffer, const Index& index, int level = -1);
   void Store(int buffer, const Index& index, const Value& v);
   Status StoreRoots(const std::vector<TensorId>& roots, const Index& index);
 
@@ -224,8 +224,8 @@ class KernelEmitter {
   // The index of an input of shape `in` read through `dims` (see ReadDims) at `index`.
   Index ReadAt(const std::vector<int>& dims, const Index& index, const Shape& in);
 
-  // `cond` ? then() : otherwise(), each computed inside its branch: nothing either loads is
-  // hoisted out of it.
+  // `cond` ? then() : otherwise(), each computed inside its branch: nothing either loads
+  // leaves it.
   StatusOr<Value> Branch(const Value& cond, const std::function<StatusOr<Value>()>& then,
                          const std::function<StatusOr<Value>()>& otherwise);
   // Pieces laid end to end along `axis` (piece k ends at ends[k]): piece(k, local), local the
@@ -312,7 +312,7 @@ class KernelEmitter {
   // `body` once per unit of [0, units), a thread each, in a grid-stride loop of blocks of
   // at most `block` threads; sets the kernel's launch.
   Status GridStride(int64_t units, int64_t block, EmittedKernel* kernel, const std::function<Status(const Value&)>& body);
-  // `then` where `cond` holds; nothing it reads is hoisted out of it (it may read out of
+  // `then` where `cond` holds; nothing it reads leaves it (it may read out of
   // bounds where `cond` does not hold). The second form yields what `then` makes, else
   // `otherwise`.
   Status If(const Value& cond, const std::function<Status()>& then);
@@ -341,9 +341,9 @@ class KernelEmitter {
   // body (not in a branch). FromStage: the element from shared memory where an earlier loop
   // staged it; ToStage: after a load from memory, stores it there if this loop is the first
   // to load the buffer and the block's shared memory has room.
-  std::optional<Value> FromStage(int buffer, const Index& index, int depth);
+  std::optional<Value> FromStage(int buffer, const Index& index, int level);
   void ToStage(int buffer, const Index& index, const Value& v);
-  bool Stages(int buffer, const Index& index, int depth) const;
+  bool Stages(int buffer, const Index& index, int level) const;
 
   const AnalyzedGraph& g_;
   const FusionPlan& p_;
@@ -351,7 +351,10 @@ class KernelEmitter {
   const FusionPlan::Fusion& fusion_;
   Builder b_;
   int num_ops_ = 0;
-  std::map<std::string, Value> memo_;
+  // The elements written so far in the open scopes, by tensor and index (Get): a tensor
+  // read at one index by many consumers is written once, so emission stays linear on a
+  // DAG. What another scope computes again, MLIR's CSE merges (backends/kernel_cleanup.h).
+  std::map<std::pair<TensorId, std::string>, Value> memo_;
   std::map<int, bool> approximate_;              // IsApproximate's answers, by node
   std::vector<std::vector<OutEdge>> consumers_;  // made on first use
   std::vector<int> params_;

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "backends/cpu/fast_exp.h"
+#include "backends/kernel_cleanup.h"
 #include "backends/mlir_diagnostics.h"
 #include "ir/logging.h"
 #include "llvm/Analysis/AssumptionCache.h"
@@ -559,7 +560,8 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(mlir, &context);
   if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics.text());
 
-  // 2. exp, tanh, erf, ... as polynomials (vectorizable, no libm calls), then lowering.
+  // 2. MLIR's clean-up (canonicalization, CSE, loop-invariant code motion), exp, tanh,
+  // erf, ... as polynomials (vectorizable, no libm calls), then lowering.
   GJ_ASSIGN_OR_RETURN(Machine target, MakeTargetMachine(options.target, options.ahead_of_time));
   auto keep = [&](const char* stage) {
     if (!options.keep_stages) return;
@@ -568,6 +570,8 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
     module->print(os);
     report->mlir_stages.emplace_back(stage, std::move(text));
   };
+  if (mlir::failed(kernel_cleanup::Run(*module))) return Internal("the kernels' clean-up failed: " + diagnostics.text());
+  keep("cleaned_up");
   mlir::RewritePatternSet approximations(&context);
   AddFastExpPattern(approximations, *module, target.scalef);
   mlir::populateMathPolynomialApproximationPatterns(approximations);

@@ -48,8 +48,9 @@ struct CompileOptions {
 
 // What each stage produced (filled with CompileOptions::keep_stages), and its cost.
 struct CompileReport {
-  // The module after each MLIR stage, in order: "math_approximated" (math functions as
-  // polynomials), "control_flow" (loops as blocks and branches), "llvm_dialect".
+  // The module after each MLIR stage, in order: "cleaned_up" (backends/kernel_cleanup.h),
+  // "math_approximated" (math functions as polynomials), "control_flow" (loops as blocks
+  // and branches), "llvm_dialect".
   std::vector<std::pair<std::string, std::string>> mlir_stages;
   std::string llvm_ir;  // optimized, as code generation sees it
   std::string assembly;

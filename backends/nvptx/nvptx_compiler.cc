@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "backends/kernel_cleanup.h"
 #include "backends/mlir_diagnostics.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -124,6 +125,15 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(text, &context);
   if (!module) return InvalidArgument("the MLIR module does not parse: " + diagnostics.text());
   CompiledModule out;
+  auto keep = [&](const char* stage) {
+    if (!options.keep_stages) return;
+    std::string printed;
+    llvm::raw_string_ostream os(printed);
+    module->print(os);
+    out.report.mlir_stages.emplace_back(stage, std::move(printed));
+  };
+  if (mlir::failed(kernel_cleanup::Run(*module))) return Internal("the kernels' clean-up failed: " + diagnostics.text());
+  keep("cleaned_up");
 
   // 1. The kernels to the NVVM and LLVM dialects: math ops as calls to libdevice, those
   // libdevice does not implement (absi, fma, ...) as LLVM intrinsics.
@@ -144,12 +154,7 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
     call.getResult().replaceAllUsesWith(builder.create<mlir::LLVM::SqrtOp>(call.getLoc(), call.getOperand(0)));
     call.erase();
   });
-  if (options.keep_stages) {
-    std::string printed;
-    llvm::raw_string_ostream os(printed);
-    module->print(os);
-    out.report.mlir_stages.emplace_back("nvvm", std::move(printed));
-  }
+  keep("nvvm");
   mlir::gpu::GPUModuleOp kernels;
   module->walk([&](mlir::gpu::GPUModuleOp m) { kernels = m; });
   if (!kernels) return InvalidArgument("the MLIR module has no gpu.module");

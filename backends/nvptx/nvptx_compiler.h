@@ -18,7 +18,8 @@ struct CompileOptions {
 };
 
 struct CompileReport {
-  // The module after each MLIR stage: "nvvm" (the kernels in the NVVM dialect).
+  // The module after each MLIR stage: "cleaned_up" (backends/kernel_cleanup.h), "nvvm"
+  // (the kernels in the NVVM dialect).
   std::vector<std::pair<std::string, std::string>> mlir_stages;
   std::string llvm_ir;  // libdevice linked and optimized, as code generation sees it
   double mlir_ms = 0;   // parse and MLIR passes

@@ -151,7 +151,7 @@ def graphjit_loop(name, folder):
                     "x=" + os.path.join(folder, name + "_x.npy")], check=True, capture_output=True)
     loops = []
     for d in sorted(os.listdir(out)):
-        asm = os.path.join(out, d, "07_asm.s")
+        asm = os.path.join(out, d, "08_asm.s")
         if os.path.exists(asm):
             loops.append(hot_loop(instructions_of_s(open(asm).read())))
     return describe(loops[0] if len(loops) == 1 else None)

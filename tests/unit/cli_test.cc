@@ -369,8 +369,9 @@ TEST(Cli, DumpWritesEachClusterStage) {
   std::string dir = testing::TempDir() + "/dump";
   auto r = RunGraphjit("dump " + Mnist() + MnistFeeds() + " --to " + dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* file : {"00_cluster.pbtxt", "01_fusion_plan.txt", "02_fusions.mlir", "03_math_approximated.mlir",
-                           "04_control_flow.mlir", "05_llvm_dialect.mlir", "06_llvm_ir.ll", "07_asm.s"}) {
+  for (const char* file : {"00_cluster.pbtxt", "01_fusion_plan.txt", "02_fusions.mlir", "03_cleaned_up.mlir",
+                           "04_math_approximated.mlir", "05_control_flow.mlir", "06_llvm_dialect.mlir", "07_llvm_ir.ll",
+                           "08_asm.s"}) {
     const std::string path = testing::OnlyFolder(dir, "cluster_0-") + "/" + file;
     EXPECT_TRUE(std::filesystem::file_size(path) > 0) << path;
     EXPECT_NE(r.out.find(path), std::string::npos) << r.out;

@@ -47,6 +47,63 @@ func.func @bias_relu_tanh(%x: memref<37x19xf32>, %b: memref<19xf32>, %out: memre
 
 bool HostHas(const std::string& feature) { return cpu::HostCpu().find("+" + feature + ",") != std::string::npos; }
 
+// What the emitters write in place, the clean-up moves: out of the loop go the pure ops
+// and the load of %in (only loaded) at an invariant index, and the two copies of the
+// product become one; the load of %acc (also stored) and what is in the branch stay.
+constexpr const char* kInvariants = R"mlir(
+func.func @invariants(%in: memref<4xf32>, %acc: memref<4xf32>, %flag: memref<1xi8>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %in[%c1] : memref<4xf32>
+    %y = arith.mulf %x, %x : f32
+    %y2 = arith.mulf %x, %x : f32
+    %a = memref.load %acc[%c0] : memref<4xf32>
+    %s = arith.addf %a, %y : f32
+    %t = arith.addf %s, %y2 : f32
+    memref.store %t, %acc[%c0] : memref<4xf32>
+    %f = memref.load %flag[%c0] : memref<1xi8>
+    %zero = arith.constant 0 : i8
+    %set = arith.cmpi ne, %f, %zero : i8
+    scf.if %set {
+      %g = memref.load %in[%c0] : memref<4xf32>
+      memref.store %g, %acc[%i] : memref<4xf32>
+    }
+  }
+  return
+}
+)mlir";
+
+TEST(CpuBackend, CleanUpMovesWhatALoopDoesNotChange) {
+  cpu::CompileOptions options;
+  options.keep_stages = true;
+  auto exe = cpu::Compile(kInvariants, options);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  ASSERT_FALSE((*exe)->report().mlir_stages.empty());
+  const std::string& text = (*exe)->report().mlir_stages[0].second;
+  const size_t loop = text.find("scf.for");
+  ASSERT_NE(loop, std::string::npos) << text;
+  auto before_loop = [&](const std::string& op) {
+    const size_t at = text.find(op);
+    return at != std::string::npos && at < loop;
+  };
+  EXPECT_TRUE(before_loop("memref.load %arg0[%c1]")) << text;
+  EXPECT_TRUE(before_loop("arith.mulf")) << text;
+  EXPECT_EQ(text.find("arith.mulf", text.find("arith.mulf") + 1), std::string::npos) << "one product: " << text;
+  EXPECT_FALSE(before_loop("memref.load %arg1")) << "a buffer the loop stores stays read in it: " << text;
+  EXPECT_FALSE(before_loop("memref.load %arg0[%c0]")) << "a branch's load stays in it: " << text;
+  EXPECT_TRUE(before_loop("memref.load %arg2")) << text;
+  std::vector<float> in = {1, 3, 5, 7}, acc = {0, 0, 0, 0};
+  int8_t flag = 0;
+  ASSERT_TRUE((*exe)->Call("invariants", {in.data(), acc.data(), &flag}).ok());
+  EXPECT_EQ(acc[0], 4 * 2 * 9.0f);
+  flag = 1;
+  acc = {0, 0, 0, 0};
+  ASSERT_TRUE((*exe)->Call("invariants", {in.data(), acc.data(), &flag}).ok());
+  EXPECT_EQ(acc, (std::vector<float>{55, 1, 1, 1}));  // acc[0] = 1 + 18 after each of the first three
+}
+
 TEST(CpuBackend, CompilesAndRunsAFusedElementwiseKernel) {
   cpu::CompileOptions options;
   options.keep_stages = true;
@@ -72,13 +129,14 @@ TEST(CpuBackend, CompilesAndRunsAFusedElementwiseKernel) {
         EXPECT_NEAR(got, want, 2e-6f) << i << "," << j << " from " << s;
     }
   const cpu::CompileReport& r = (*exe)->report();
-  ASSERT_EQ(r.mlir_stages.size(), 3u);
-  EXPECT_EQ(r.mlir_stages[0].first, "math_approximated");
-  EXPECT_EQ(r.mlir_stages[0].second.find("math.tanh"), std::string::npos) << "tanh is a polynomial";
-  EXPECT_EQ(r.mlir_stages[1].first, "control_flow");
-  EXPECT_EQ(r.mlir_stages[1].second.find("scf.for"), std::string::npos) << "loops are branches";
-  EXPECT_EQ(r.mlir_stages[2].first, "llvm_dialect");
-  EXPECT_NE(r.mlir_stages[2].second.find("llvm.func @bias_relu_tanh"), std::string::npos);
+  ASSERT_EQ(r.mlir_stages.size(), 4u);
+  EXPECT_EQ(r.mlir_stages[0].first, "cleaned_up");
+  EXPECT_EQ(r.mlir_stages[1].first, "math_approximated");
+  EXPECT_EQ(r.mlir_stages[1].second.find("math.tanh"), std::string::npos) << "tanh is a polynomial";
+  EXPECT_EQ(r.mlir_stages[2].first, "control_flow");
+  EXPECT_EQ(r.mlir_stages[2].second.find("scf.for"), std::string::npos) << "loops are branches";
+  EXPECT_EQ(r.mlir_stages[3].first, "llvm_dialect");
+  EXPECT_NE(r.mlir_stages[3].second.find("llvm.func @bias_relu_tanh"), std::string::npos);
   EXPECT_NE(r.llvm_ir.find("define void @bias_relu_tanh"), std::string::npos);
   EXPECT_EQ(r.llvm_ir.find("@tanhf"), std::string::npos) << "tanh should be a polynomial, not a libm call";
   // Vector code for the host's widest registers.

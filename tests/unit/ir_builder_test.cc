@@ -66,7 +66,7 @@ TEST_F(IrBuilder, EachOpChecksItsOperands) {
          b.OpenScope();
          const Value iv = b.InductionVar(), acc = b.CarriedArg(Type::F32());
          Block body = b.CloseScope();
-         b.For(0, iv, b.IndexConst(0), b.IndexConst(4), b.IndexConst(1), {acc}, {b.Float(0)}, std::move(body),
+         b.For(iv, b.IndexConst(0), b.IndexConst(4), b.IndexConst(1), {acc}, {b.Float(0)}, std::move(body),
                {b.Int(0, Type::I32())});
        },
        "scf.for: carries (f32) from (f32) yielding (i32)"},
@@ -129,10 +129,26 @@ TEST_F(IrBuilder, ConstantsAreWrittenOnceInTheEntry) {
   b.OpenScope();
   const Value a = b.Float(2.5), again = b.Float(2.5), c = b.Int(2, Type::I32());
   EXPECT_EQ(a.name, again.name);
-  EXPECT_EQ(a.depth, 0);
+  EXPECT_EQ(a.level, 0);
   EXPECT_NE(a.name, c.name);
   EXPECT_EQ(b.IndexConst(7).name, "%i7");
   b.CloseScope();
+}
+
+// Ops are written where they are asked for (MLIR's loop-invariant code motion moves them
+// out of loops); a value's level says what it reads.
+TEST_F(IrBuilder, OpsAreWrittenInPlaceWithTheLevelOfWhatTheyRead) {
+  b.OpenScope();
+  const Value iv = b.InductionVar();
+  const Value invariant = b.Apply(Op::kMulI, {b.IndexConst(2), b.IndexConst(3)});
+  const Value variant = b.Apply(Op::kAddI, {iv, invariant});
+  EXPECT_EQ(invariant.scope, 1);
+  EXPECT_EQ(invariant.level, 0);
+  EXPECT_EQ(variant.scope, 1);
+  EXPECT_EQ(variant.level, 1);
+  const Block body = b.CloseScope();
+  ASSERT_EQ(body.size(), 2u);
+  EXPECT_NE(body[0].text.find("arith.muli %i2, %i3"), std::string::npos) << body[0].text;
 }
 
 }  // namespace

@@ -840,7 +840,7 @@ std::string ClusterAssembly(SessionOptions options, int64_t rows = 64) {
   const Tensor got = testing::RunOrDie(*testing::MakeSession(b.graph_def(), options), {{"x", x}}, {"r"})[0];
   EXPECT_EQ(GetJitStats().fallback - before.fallback, 0);
   ExpectMatch(got, RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"r"})[0], 2e-6, "tanh relu");
-  std::ifstream in(testing::OnlyFolder(options.dump_to, "cluster_0-") + "/07_asm.s");
+  std::ifstream in(testing::OnlyFolder(options.dump_to, "cluster_0-") + "/08_asm.s");
   EXPECT_TRUE(in.good()) << options.dump_to;
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -892,7 +892,7 @@ TEST_F(Jit, DumpFoldersAreOnePerClusterAndSignature) {
   for (const auto& e : std::filesystem::directory_iterator(options.dump_to)) {
     if (e.path().filename() == "graph_passes") continue;  // the graph after each pass
     EXPECT_EQ(e.path().filename().string().rfind("cluster_0-", 0), 0u) << e.path();
-    EXPECT_TRUE(std::filesystem::exists(e.path() / "07_asm.s")) << e.path();
+    EXPECT_TRUE(std::filesystem::exists(e.path() / "08_asm.s")) << e.path();
     folders.insert(e.path().filename().string());
   }
   EXPECT_EQ(folders.size(), 3u);

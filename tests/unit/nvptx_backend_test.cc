@@ -108,8 +108,10 @@ TEST(NvptxBackend, KernelsBecomePtxThatPtxasAcceptsWithoutSpills) {
     EXPECT_NE(loop->ptx.find("ex2.approx"), std::string::npos) << "libdevice's expf, inlined: " << loop->ptx;
     EXPECT_EQ(loop->ptx.find("__nv_"), std::string::npos) << "libdevice not linked: " << loop->ptx;
     EXPECT_EQ(loop->ptx.back(), '\n');
-    ASSERT_EQ(loop->report.mlir_stages.size(), 1u);
-    EXPECT_NE(loop->report.mlir_stages[0].second.find("nvvm.read.ptx.sreg.tid.x"), std::string::npos);
+    ASSERT_EQ(loop->report.mlir_stages.size(), 2u);
+    EXPECT_EQ(loop->report.mlir_stages[0].first, "cleaned_up");
+    EXPECT_EQ(loop->report.mlir_stages[1].first, "nvvm");
+    EXPECT_NE(loop->report.mlir_stages[1].second.find("nvvm.read.ptx.sreg.tid.x"), std::string::npos);
 
     auto reduce = nvptx::Compile(kRowSum, options);
     ASSERT_TRUE(reduce.ok()) << reduce.status().message();
