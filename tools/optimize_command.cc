@@ -11,6 +11,7 @@
 #include "jit/passes/jit_passes.h"
 #include "passes/control_flow.h"
 #include "passes/passes.h"
+#include "passes/tensorflow_lowerings.h"
 #include "runtime/control_flow.h"
 #include "runtime/graph_analysis.h"
 #include "tools/options.h"
@@ -61,21 +62,12 @@ std::vector<std::string> SplitCases(const std::string& text) {
   return cases;
 }
 
-// One graph through the passes: the table of what each did on `report`; the graph optimized
-// and its nodes before and after.
-struct Optimized {
-  tensorflow::GraphDef graph;
-  int before = 0, after = 0;
-};
-StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const OptimizeArgs& a,
-                                        const SessionOptions& options, FILE* report) {
-  GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
-  // The passes need a graph the runtime accepts as a Session reads it (its control flow
-  // made graphjit's, ops known, types consistent).
+// The graph analyzes as a Session reads it, and each fetch names one of its outputs.
+Status CheckFetches(const Graph& graph, const std::vector<std::string>& fetches) {
   Graph functional = graph.Clone();
   GJ_RETURN_IF_ERROR(FunctionalizeControlFlow(&functional));
   GJ_ASSIGN_OR_RETURN(AnalyzedGraph checked, AnalyzeGraph(std::move(functional)));
-  for (const std::string& fetch : a.fetches) {
+  for (const std::string& fetch : fetches) {
     ParsedInput parsed;
     if (!ParseInputString(fetch, &parsed) || parsed.control) return InvalidArgument("--fetch " + fetch + ": malformed tensor name");
     const Node* node = graph.FindNode(parsed.node);
@@ -85,6 +77,23 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
     if (parsed.index >= static_cast<int>(checked.info(read->id).dtypes.size()))
       return InvalidArgument("--fetch " + fetch + ": " + node->name + " has no output " + std::to_string(parsed.index));
   }
+  return Status::Ok();
+}
+
+// One graph through the passes: the table of what each did on `report`; the graph optimized
+// and its nodes before and after.
+struct Optimized {
+  tensorflow::GraphDef graph;
+  int before = 0, after = 0;
+};
+StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const OptimizeArgs& a, const SessionOptions& options,
+                             FILE* report) {
+  GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
+  // The passes need a graph the runtime accepts as a Session reads it (its control flow
+  // made graphjit's, ops known, types consistent); TensorFlow's lowerings alone take the
+  // graphs TensorFlow hands over, with its own ops.
+  const bool lowerings_only = !a.passes.empty() && std::all_of(a.passes.begin(), a.passes.end(), IsTensorFlowLoweringPass);
+  if (!lowerings_only) GJ_RETURN_IF_ERROR(CheckFetches(graph, a.fetches));
   // Keep the fetches (or the model's outputs) and every placeholder.
   std::vector<std::string> targets;
   for (int id = 0; id < graph.num_nodes(); ++id)
@@ -93,10 +102,12 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
   PassContext context({}, a.fetches, targets);
   PassManager pipeline = DefaultPipeline(options);
   if (!a.passes.empty()) {
-    // Any pass that runs alone: the default pipeline's, the control flow's, the JIT's.
+    // Any pass that runs alone: the default pipeline's, the control flow's, the JIT's,
+    // TensorFlow's lowerings.
     PassManager all = DefaultPipeline(options);
     AddControlFlowPasses(all);
     AddJitPasses(all);
+    AddTensorFlowLoweringPasses(all);
     GJ_ASSIGN_OR_RETURN(pipeline, all.Only(a.passes));
   }
   if (a.verify) pipeline.set_verify(true);
