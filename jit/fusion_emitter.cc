@@ -23,8 +23,9 @@ StatusOr<EmittedModule> EmitFusions(const AnalyzedGraph& body, const FusionPlan&
       continue;
     }
     std::string canonical;
-    GJ_ASSIGN_OR_RETURN(std::string function,
-                        emitter::KernelEmitter(body, plan, static_cast<int>(f), target).Emit(&module, &canonical));
+    GJ_ASSIGN_OR_RETURN(std::unique_ptr<emitter::KernelEmitter> emitter,
+                        emitter::KernelEmitter::For(body, plan, static_cast<int>(f), target));
+    GJ_ASSIGN_OR_RETURN(std::string function, emitter->Emit(&module, &canonical));
     if (schedule == Schedule::kCpu) {
       // A kernel with the same code as an earlier one (over other buffers: a transformer's
       // Q, K and V projections, its two layer norms) calls the earlier one's function,

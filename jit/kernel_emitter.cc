@@ -7,7 +7,10 @@
 
 #include "ir/attr.h"
 #include "jit/elemental.h"
+#include "jit/loop_emitter.h"
 #include "jit/passes/mark_row_shifts.h"
+#include "jit/reduce_emitter.h"
+#include "jit/row_emitter.h"
 #include "runtime/kernels/common.h"
 #include "runtime/kernels/indexing.h"
 #include "runtime/op_traits.h"
@@ -54,6 +57,17 @@ std::string KernelEmitter::EmitterName(const FusionPlan::Fusion& fusion, int f) 
                      : fusion.kind == FusionPlan::Kind::kReduce ? "reduction"
                                                                 : "library call";
   return std::string("the ") + kind + " emitter (fusion_" + std::to_string(f) + ")";
+}
+
+StatusOr<std::unique_ptr<KernelEmitter>> KernelEmitter::For(const AnalyzedGraph& g, const FusionPlan& p, int f,
+                                                            const TargetDescription& target) {
+  switch (p.fusions[f].kind) {
+    case FusionPlan::Kind::kLoop: return std::unique_ptr<KernelEmitter>(new LoopEmitter(g, p, f, target));
+    case FusionPlan::Kind::kRow: return std::unique_ptr<KernelEmitter>(new RowEmitter(g, p, f, target));
+    case FusionPlan::Kind::kReduce: return std::unique_ptr<KernelEmitter>(new ReduceEmitter(g, p, f, target));
+    case FusionPlan::Kind::kLibrary: break;
+  }
+  return Internal("a library call has no kernel to emit");
 }
 
 StatusOr<std::string> KernelEmitter::Emit(EmittedModule* module, std::string* canonical) {
@@ -287,28 +301,6 @@ Status KernelEmitter::StoreRoots(const std::vector<TensorId>& roots, const Index
   return Status::Ok();
 }
 
-// --- Reductions.
-Status KernelEmitter::ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count) {
-  const Node& n = *g_.graph.node(r);
-  if (IsArgReduction(n.op)) {
-    Index index = row_;
-    GJ_ASSIGN_OR_RETURN(reduced_[r], ArgMaxOrMin(r, reduced.back(), index, [&](const Value& i) {
-                          Index at = row_;
-                          at.push_back(i);
-                          return at;
-                        }));
-    return Status::Ok();
-  }
-  Index index = row_;
-  GJ_ASSIGN_OR_RETURN(Value acc, FoldReduction(n, ElementType(g_.info(r).dtypes[0]), reduced, index, count,
-                                               /*reassoc=*/true, [&](const Index& at) {
-                                                 PrefetchNextRow(at);
-                                                 return Get(n.inputs[0], at);
-                                               }));
-  reduced_[r] = RoundedTo(g_.info(r).dtypes[0], acc);
-  return Status::Ok();
-}
-
 // Folds the elements `element` gives over `dims` (their indices appended to `index`) with
 // n's reducer in the computed type `type`, and divides a Mean by `count`. Integers are
 // exact in any order. Floats may reassociate if `reassoc`. Max and Min combine with nnan
@@ -372,44 +364,6 @@ StatusOr<Value> KernelEmitter::FoldReduction(const Node& n, Type type, const std
   return f.finish(accs);
 }
 
-// A reduction into a 16-bit float type: per output element, a loop over what it reduces,
-// accumulated in f32 and rounded once, as the reference kernel does (accumulating in the
-// 16-bit output itself would round every partial result).
-Status KernelEmitter::ReduceAllPerOutput(const Node& n, int out, const ReductionAxes& axes) {
-  Index index;
-  return Nest(p_.buffers[out].shape.dims(), 0, index, [&](const Index& at) -> Status {
-    GJ_ASSIGN_OR_RETURN(Value acc, ReduceOne(n, axes, at));
-    Store(out, at, acc);
-    return Status::Ok();
-  });
-}
-
-StatusOr<Value> KernelEmitter::ReduceOne(const Node& n, const ReductionAxes& axes, const Index& at) {
-  std::vector<int64_t> reduced_dims;
-  int64_t count = 1;
-  for (int a : axes.axes) {
-    reduced_dims.push_back(fusion_.space.dim(a));
-    count *= fusion_.space.dim(a);
-  }
-  Index along;
-  return FoldReduction(n, ElementType(g_.info(n.id).dtypes[0]), reduced_dims, along, count, /*reassoc=*/false,
-                       [&](const Index& r) { return Get(n.inputs[0], InputIndex(axes, at, r)); });
-}
-
-Index KernelEmitter::InputIndex(const ReductionAxes& axes, const Index& at, const Index& reduced) {
-  Index full;
-  size_t o = 0, k = 0;
-  for (int i = 0; i < fusion_.space.rank(); ++i) {
-    if (std::binary_search(axes.axes.begin(), axes.axes.end(), i)) {
-      full.push_back(reduced[k++]);
-      if (axes.keep_dims) ++o;
-    } else {
-      full.push_back(at[o++]);
-    }
-  }
-  return full;
-}
-
 Index KernelEmitter::Delinearize(const Value& linear, const std::vector<int64_t>& dims) {
   Index index;
   int64_t stride = 1;
@@ -424,32 +378,6 @@ Index KernelEmitter::Delinearize(const Value& linear, const std::vector<int64_t>
     index.push_back(j == 0 ? q : b_.Apply(Op::kRemUI, {q, IndexConst(dims[j])}));
   }
   return index;
-}
-
-Status KernelEmitter::RowBody(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row,
-                              const std::vector<int64_t>& reduced, int64_t cols) {
-  // 1. Each reduction, one loop over the row; later ones read earlier ones.
-  for (int r : fusion_.reductions) {
-    GJ_RETURN_IF_ERROR(ReduceRow(r, reduced, cols));
-    ++loop_;
-  }
-  // 2. What is stored per row, then what is stored per element.
-  GJ_RETURN_IF_ERROR(StorePerRow(per_row));
-  if (full.empty()) return Status::Ok();
-  Index index = row_;
-  return Nest(reduced, 0, index, [&](const Index& at) {
-    PrefetchNextRow(at);
-    return StoreRoots(full, at);
-  });
-}
-
-Status KernelEmitter::StorePerRow(const std::vector<TensorId>& per_row) {
-  for (const TensorId& root : per_row) {
-    Index at = row_;
-    while (static_cast<int>(at.size()) < ShapeOf(root).rank()) at.push_back(IndexConst(0));
-    GJ_RETURN_IF_ERROR(StoreRoots({root}, at));
-  }
-  return Status::Ok();
 }
 
 // ArgMax (ArgMin) along an axis of `size` elements: the first index of the largest

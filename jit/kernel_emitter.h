@@ -1,14 +1,15 @@
-// The kernel emitter every schedule writes its functions with (internal to jit/), through
-// the typed builder (jit/ir_builder.h: scopes, values written in the outermost scope where
-// what they read is defined): the elements of fused values computed through the elemental
-// emitter, buffers loaded and stored, reductions folded. Per target, a schedule decides
-// the loops around it: CPU row ranges (jit/cpu_schedule.cc), GPU grids of threads, warps
-// and blocks (jit/gpu_schedule.cc), launched as jit/gpu_launch.h chooses.
+// The kernel emitter every fusion kind's emitter is (internal to jit/), writing through the
+// typed builder (jit/ir_builder.h): the elements of fused values computed through the
+// elemental emitter, buffers loaded and stored, reductions folded, indexed ops as element
+// generators. What the kinds' CPU kernels share is in jit/cpu_schedule.cc (row ranges),
+// what their GPU kernels share in jit/gpu_schedule.cc (grids of threads, warps and blocks,
+// launched as jit/gpu_launch.h chooses).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -36,19 +37,20 @@ struct Reducer {
 };
 Reducer ReducerOf(const std::string& op, Type t);
 
-// Writes one fusion as one function (on a GPU, one or two kernels), through one builder
-// whose errors name this emitter.
+// Whether a row of `fusion` can be split across a GPU's threads: its reductions combine
+// partial results of 32-bit values (floats are computed in f32).
+bool SplitsAcrossThreads(const AnalyzedGraph& g, const FusionPlan::Fusion& fusion);
+
+// What every fusion kind's emitter shares: it writes one fusion as one function (on a GPU,
+// one kernel or more), through one builder whose errors name the emitter. The kinds
+// (jit/loop_emitter.h, jit/row_emitter.h, jit/reduce_emitter.h) write the loops around the
+// elements: CpuBody and GpuBody.
 class KernelEmitter {
  public:
-  KernelEmitter(const AnalyzedGraph& g, const FusionPlan& p, int f, const TargetDescription& target)
-      : g_(g),
-        p_(p),
-        f_(f),
-        fusion_(p.fusions[f]),
-        b_(EmitterName(p.fusions[f], f)),
-        target_(target),
-        schedule_(target.schedule),
-        warp_(target.gpu.warp_size) {}
+  // The emitter of fusion `f`'s kind (a library call has none).
+  static StatusOr<std::unique_ptr<KernelEmitter>> For(const AnalyzedGraph& g, const FusionPlan& p, int f,
+                                                      const TargetDescription& target);
+  virtual ~KernelEmitter() = default;
 
   // The emitter of a fusion's kind, as errors name it: "the row emitter (fusion_3)".
   static std::string EmitterName(const FusionPlan::Fusion& fusion, int f);
@@ -60,8 +62,33 @@ class KernelEmitter {
   // for kernels of the same code.
   StatusOr<std::string> Emit(EmittedModule* module, std::string* canonical = nullptr);
 
- private:
-  // The schedules (jit/cpu_schedule.cc, jit/gpu_schedule.cc).
+ protected:
+  KernelEmitter(const AnalyzedGraph& g, const FusionPlan& p, int f, const TargetDescription& target)
+      : g_(g),
+        p_(p),
+        f_(f),
+        fusion_(p.fusions[f]),
+        b_(EmitterName(p.fusions[f], f)),
+        target_(target),
+        schedule_(target.schedule),
+        warp_(target.gpu.warp_size) {}
+
+  // --- The kind's code.
+  // CPU: the kernel's rows (Rows) and their code; returns the elements per row (its cost).
+  virtual StatusOr<int64_t> CpuBody(EmittedKernel* kernel) = 0;
+  // GPU: the kernel's code and launch, in the function EmitGpu started (a kind that writes
+  // more than one kernel ends each itself: EndGpuFunction).
+  virtual Status GpuBody(EmittedKernel* kernel, EmittedModule* module, std::string* functions) = 0;
+  // What a kind keeps for its later loops (the row emitter: jit/row_emitter.h): an element
+  // of a fused value (Get), an element of a buffer (Load), the dynamic shared memory a GPU
+  // kernel uses.
+  virtual std::optional<Value> FromRowCache(TensorId, const Index&) { return std::nullopt; }
+  virtual void ToRowCache(TensorId, const Index&, const Value&) {}
+  virtual std::optional<Value> FromStage(int /*buffer*/, const Index&, int /*level*/) { return std::nullopt; }
+  virtual void ToStage(int /*buffer*/, const Index&, const Value&) {}
+  virtual int64_t SharedBytes() const { return 0; }
+
+  // The function around the kind's code (jit/cpu_schedule.cc, jit/gpu_schedule.cc).
   StatusOr<std::string> EmitCpu(EmittedKernel* kernel, std::string* canonical);
   StatusOr<std::string> EmitGpu(EmittedModule* module);
   // Starts a new function: no code, constants or parameters yet.
@@ -128,38 +155,12 @@ class KernelEmitter {
   void Store(int buffer, const Index& index, const Value& v);
   Status StoreRoots(const std::vector<TensorId>& roots, const Index& index);
 
-  // --- The row cache.
-  // A row fusion loops over each row once per reduction, then once more for what it
-  // stores. An expensive value (one with a transcendental or a division in it) that an
-  // earlier loop computes and a later loop needs again is kept in a stack array of one
-  // row (in L1), not computed twice: softmax computes exp(x - max) once per element.
-  // Whether `v` is computed inline, element by element at the loop's own column.
-  bool Inline(TensorId v) const;
   const Shape& ShapeOf(TensorId v) const { return g_.info(v.node).shapes[v.index]; }
   bool Full(TensorId v) const { return ShapeOf(v) == fusion_.space; }
-  // The full-shaped inline values under `v` (and whether any is expensive) into `out`.
-  bool Collect(TensorId v, std::map<TensorId, bool>* out) const;
-  // Top down from `v`: the first values an earlier loop computed, if expensive, are cached
-  // (stored by the first loop that computes them). `earlier`: value -> (expensive, loop).
-  void Mark(TensorId v, const std::map<TensorId, std::pair<bool, int>>& earlier, int64_t* bytes, int64_t row_bytes);
-  void PlanRowCache(const std::vector<TensorId>& full, const std::vector<int64_t>& reduced);
-  // The cached element of `v` at `index` if an earlier loop stored it; else stores it if
-  // this loop is the one that computes it.
-  std::optional<Value> FromRowCache(TensorId v, const Index& index);
-  void ToRowCache(TensorId v, const Index& index, const Value& value);
 
   // --- Rows and reductions.
   // `linear` (an index below the product of `dims`) as an index into `dims`, row-major.
   Index Delinearize(const Value& linear, const std::vector<int64_t>& dims);
-  // A row's reductions in order, each one loop over the row, then what the fusion stores per
-  // row (`per_row`) and per element (`full`), at row_: the row as one thread computes it.
-  Status RowBody(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row, const std::vector<int64_t>& reduced,
-                 int64_t cols);
-  Status StorePerRow(const std::vector<TensorId>& per_row);
-  Status ReduceRow(int r, const std::vector<int64_t>& reduced, int64_t count);
-  // CPU: in a row's second loop, at its column `at`, prefetches of the next row (next_row_)
-  // of the full-shaped buffers the first loop read (jit/cpu_schedule.cc).
-  void PrefetchNextRow(const Index& at);
 
   // How `n` reduces in the computed type `type`, `count` elements: the accumulators'
   // initial values, the step that folds one element in, per accumulator the op that
@@ -185,20 +186,6 @@ class KernelEmitter {
   // the reference kernels. (Integer folds vectorize without the packing of i1 flags.)
   StatusOr<Value> FoldReduction(const Node& n, Type type, const std::vector<int64_t>& dims, Index& index, int64_t count,
                                 bool reassoc, const std::function<StatusOr<Value>(const Index&)>& element);
-
-  // A reduction over any axes: the output is initialized, then accumulated in place while
-  // the input is read in memory order.
-  Status ReduceAll(int r);
-
-  // A reduction into a 16-bit float type: per output element, a loop over what it reduces,
-  // accumulated in f32 and rounded once, as the reference kernel does (accumulating in the
-  // 16-bit output itself would round every partial result).
-  Status ReduceAllPerOutput(const Node& n, int out, const ReductionAxes& axes);
-  // Reduction `n`'s output element `at`: a loop over what it reduces (`axes` of its input),
-  // in order.
-  StatusOr<Value> ReduceOne(const Node& n, const ReductionAxes& axes, const Index& at);
-  // The input element of output element `at` and element `reduced` of the reduced axes.
-  Index InputIndex(const ReductionAxes& axes, const Index& at, const Index& reduced);
 
   // ArgMax (ArgMin) along an axis of `size` elements: the first index of the largest
   // (smallest) value, as the reference kernel finds it (a NaN is never larger or smaller;
@@ -258,35 +245,6 @@ class KernelEmitter {
   StatusOr<Value> ZeroOf(TensorId v);
 
   // --- GPU (jit/gpu_schedule.cc).
-  Status GpuLoop(EmittedKernel* kernel);
-  // A schedule that writes more than one kernel appends them to `module` and their text
-  // to *functions itself; the others leave their one kernel in *kernel.
-  Status GpuRows(EmittedKernel* kernel, EmittedModule* module, std::string* functions);
-  // A row fusion's row as the threads of a kThreadsPerRow launch share it: what it stores
-  // (full rows, per row), the thread's first column (lane) and, in a cluster, its block's
-  // slice [first, end); held: the thread's columns.
-  struct RowThreads {
-    const RowLaunch& launch;
-    std::vector<int64_t> reduced;
-    int64_t cols;
-    std::vector<TensorId> full, per_row;
-    Value lane, first, end;
-    std::vector<Value> columns;
-    // Whether the thread's k-th column may be past the row's end.
-    bool MayPassEnd(size_t k) const { return static_cast<int64_t>(k + 1) * launch.threads > cols; }
-  };
-  Status RowAcrossThreads(RowThreads& t);
-  Status ReduceAcrossThreads(RowThreads& t, int j);
-  // The index of the row's `column`; in loop `loop`, staged where the row is (FromStage).
-  Index RowAt(const RowThreads& t, const Value& column);
-  Index StagedRowAt(const RowThreads& t, const Value& column, int loop);
-  Status GpuReduce(EmittedKernel* kernel, EmittedModule* module, std::string* functions);
-  // Rows too few and too long for a block each: each reduction in two phases
-  // (ReduceInTwoPhases; fusion_N_reduceJ), its result per row kept in scratch memory, then
-  // fusion_N: what the fusion stores, a thread per element (or per row).
-  Status GpuRowsInPhases(const std::vector<TensorId>& full, const std::vector<TensorId>& per_row,
-                         const std::vector<int64_t>& row_dims, const std::vector<int64_t>& reduced, int64_t parts,
-                         EmittedModule* module, std::string* functions);
   // Reduction `n`: `outputs` results, each over `count` elements, in two kernels, `name`
   // and `name`_finish. First, `parts` threads per output: thread (part, output) folds
   // `element(output, i)` for i = part, part + parts, ... in order, into scratch memory;
@@ -300,7 +258,7 @@ class KernelEmitter {
                     const PhaseElement& element, std::vector<int>* areas, EmittedModule* module, std::string* functions);
   // A GPU kernel's function: started (its thread and block ids), and ended: its text
   // appended to *functions, the kernel (its buffers and scratch areas set) to `module`.
-  void StartGpuFunction();
+  virtual void StartGpuFunction();
   void EndGpuFunction(EmittedKernel kernel, EmittedModule* module, std::string* functions);
   // Scratch memory: a new area of `bytes`; area `area` seen as `elements` 4-byte values of
   // `type` (or as `memref`), a parameter of the current function.
@@ -329,21 +287,8 @@ class KernelEmitter {
   // the result. The kernel then ends with the cluster's barrier: a block's shared memory
   // stays until the others have read it.
   std::vector<Value> CombineAcrossCluster(const Folding& f, std::vector<Value> accs, int64_t cluster);
-  // The element sizes of the full-shaped buffers the row fusion loads: what a column of
-  // the row takes staged (an estimate from the graph, before the kernel is written).
-  std::vector<int64_t> StagedColumnBytes();
   // Accumulator i's partial results `a` and `b` combined.
   Value Combine(const Folding& f, size_t i, const Value& a, const Value& b);
-  // A row too long for a block's registers, read by more than one of its loops: each
-  // full-shaped buffer's row is staged in dynamic shared memory by the first loop that
-  // loads it (each thread its own columns), and the later loops load it from there: the row
-  // is read from memory once. Loads staged: those at the loop's own column, in the loop's
-  // body (not in a branch). FromStage: the element from shared memory where an earlier loop
-  // staged it; ToStage: after a load from memory, stores it there if this loop is the first
-  // to load the buffer and the block's shared memory has room.
-  std::optional<Value> FromStage(int buffer, const Index& index, int level);
-  void ToStage(int buffer, const Index& index, const Value& v);
-  bool Stages(int buffer, const Index& index, int level) const;
 
   const AnalyzedGraph& g_;
   const FusionPlan& p_;
@@ -366,36 +311,8 @@ class KernelEmitter {
   const int64_t warp_;                   // GPU: threads per warp
   std::map<std::string, Value> linear_;  // GPU: index (Names) -> its linear index, in the fusion's shape
   Value tid_, bid_;                      // GPU: the thread's index in its block, the block's
-  // GPU: the staged rows (FromStage): per buffer, its array in dynamic shared memory, its
-  // type and the loop that stores it; the loop being written (stage_loop_: reductions,
-  // then the stores) and its column in the row's dims (empty: nothing is staged); the
-  // dynamic shared memory used and the most there is.
-  struct Stage {
-    Value array;
-    int loop = 0;
-  };
-  // A stage holds the block's `stage_len_` columns of the row (a cluster's block: its
-  // slice), the loop's column at `stage_at_` of them.
-  std::map<int, Stage> stages_;
-  int stage_loop_ = 0;
-  Index stage_cols_;
-  Value stage_at_;
-  int64_t stage_len_ = 0;
-  int64_t stage_bytes_ = 0, stage_budget_ = 0;
-  bool cluster_wait_at_end_ = false;    // GPU: the kernel ends with its cluster's barrier
-  std::map<int, Type> scratch_params_;  // GPU: the scratch areas a function reads or writes -> memref type
-  // The row cache: per cached value, its stack array, the loop that stores it and whether
-  // it did; loop_ is the row loop being written (reductions, then the stores).
-  struct Cached {
-    Value array;
-    int loop = -1;
-    bool stored = false;
-  };
-  static constexpr int64_t kMaxRowCacheBytes = 128 << 10;
-  std::map<TensorId, Cached> cache_;
-  int loop_ = 0;
-  Index next_row_;           // CPU: the row after row_ (the last row's is itself); empty: no prefetches
-  bool prefetched_ = false;  // the second loop has its prefetches
+  bool cluster_wait_at_end_ = false;     // GPU: the kernel ends with its cluster's barrier
+  std::map<int, Type> scratch_params_;   // GPU: the scratch areas a function reads or writes -> memref type
 };
 
 }  // namespace graphjit::emitter
