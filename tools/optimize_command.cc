@@ -2,13 +2,20 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <set>
 
 #include <google/protobuf/text_format.h>
 
+#include "ir/attr.h"
 #include "ir/graphdef.h"
 #include "jit/passes/jit_passes.h"
+#include "jit/passes/specialize_inputs.h"
+#include "runtime/npy.h"
+#include "tools/inputs.h"
 #include "passes/control_flow.h"
 #include "passes/passes.h"
 #include "passes/tensorflow_lowerings.h"
@@ -30,11 +37,18 @@ void AddOptimizeCommand(CLI::App& app, OptimizeArgs* a) {
                                               "cse, remapper)");
   c->add_option("--pass", a->passes,
                 "Run only this pass (repeat for several, run in the order given): one of the default pipeline's, "
-                "a control-flow lowering (functionalize_loops, ...) or one the JIT runs on a cluster's body "
-                "(expand_softmax, lower_cnn_ops, ...)");
+                "a control-flow lowering (functionalize_loops, ...), one the JIT runs on a cluster's body "
+                "(expand_softmax, lower_cnn_ops, specialize_inputs with --feed/--shape, ...) or a TensorFlow lowering "
+                "(lower_bias_add_grads, ...)");
   c->add_flag("--split-input-file", a->split,
               "The text model holds several graphs, separated by lines starting with '# -----': each is optimized "
               "on its own, and the outputs written in order, separated alike");
+  c->add_option("--feed", a->feeds,
+                 "NAME=FILE.npy: for --pass=specialize_inputs, the value of a cluster body's input _arg_i (one that "
+                 "decides a shape must have one)");
+  c->add_option("--shape", a->shapes,
+                "NAME=d0,d1,...: for --pass=specialize_inputs, the shape of a cluster body's input _arg_i (its value: "
+                "zeros)");
   c->add_flag("--verify", a->verify, "Check the graph after every pass (structure, types, op arity; on in debug builds)");
   c->add_option("--config", a->config, "Text-format TensorFlow ConfigProto (graph_options.rewrite_options)");
   c->add_option("--dump_to", a->dump_to, "Write the graph after each pass to DIR/NN_<pass>.pbtxt");
@@ -80,6 +94,47 @@ Status CheckFetches(const Graph& graph, const std::vector<std::string>& fetches)
   return Status::Ok();
 }
 
+// The body inputs _arg_0, _arg_1, ... as one call gives them, for specialize_inputs: each
+// from --feed (its value) or --shape (zeros of its placeholder's dtype), and which decide a
+// shape (those must be fed).
+struct BodyInputs {
+  std::vector<Tensor> values;
+  std::vector<bool> decide_shapes;
+};
+StatusOr<BodyInputs> ReadBodyInputs(const Graph& graph, const OptimizeArgs& a) {
+  std::map<std::string, Tensor> given;
+  for (const std::string& f : a.feeds) {
+    const size_t eq = f.rfind('=');
+    if (eq == std::string::npos || eq == 0) return InvalidArgument("--feed expects NAME=FILE.npy, got '" + f + "'");
+    GJ_ASSIGN_OR_RETURN(given[f.substr(0, eq)], ReadNpy(f.substr(eq + 1)));
+  }
+  std::set<std::string> shaped;
+  for (const std::string& s : a.shapes) {
+    GJ_ASSIGN_OR_RETURN(auto named, ParseShapeFlag(s));
+    shaped.insert(named.first);
+    const Node* arg = graph.FindNode(named.first);
+    if (arg == nullptr || arg->op != "Placeholder") return InvalidArgument("--shape " + named.first + ": no such placeholder");
+    GJ_ASSIGN_OR_RETURN(DType dtype, GetTypeAttr(*arg, "dtype"));
+    GJ_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Allocate(dtype, named.second));
+    if (zeros.bytes() > 0) std::memset(zeros.raw(), 0, zeros.bytes());
+    given[named.first] = std::move(zeros);
+  }
+  BodyInputs inputs;
+  while (graph.FindNode(BodyInputName(inputs.values.size())) != nullptr) {
+    const std::string name = BodyInputName(inputs.values.size());
+    auto it = given.find(name);
+    if (it == given.end()) return InvalidArgument("specialize_inputs: give " + name + " with --feed or --shape");
+    inputs.values.push_back(std::move(it->second));
+    given.erase(it);
+  }
+  if (!given.empty()) return InvalidArgument(given.begin()->first + " is not an input of the body (_arg_0, _arg_1, ...)");
+  inputs.decide_shapes = ValueInputs(graph, static_cast<int>(inputs.values.size()));
+  for (size_t i = 0; i < inputs.values.size(); ++i)
+    if (inputs.decide_shapes[i] && shaped.count(BodyInputName(i)))
+      return InvalidArgument(BodyInputName(i) + " decides a shape: give its value with --feed");
+  return inputs;
+}
+
 // One graph through the passes: the table of what each did on `report`; the graph optimized
 // and its nodes before and after.
 struct Optimized {
@@ -101,6 +156,7 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
   if (a.fetches.empty()) targets = ModelOutputsAndInputs(graph);
   PassContext context({}, a.fetches, targets);
   PassManager pipeline = DefaultPipeline(options);
+  BodyInputs body_inputs;  // outlives the pipeline, whose specialize_inputs reads it
   if (!a.passes.empty()) {
     // Any pass that runs alone: the default pipeline's, the control flow's, the JIT's,
     // TensorFlow's lowerings.
@@ -108,7 +164,13 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
     AddControlFlowPasses(all);
     AddJitPasses(all);
     AddTensorFlowLoweringPasses(all);
+    if (std::count(a.passes.begin(), a.passes.end(), "specialize_inputs")) {
+      GJ_ASSIGN_OR_RETURN(body_inputs, ReadBodyInputs(graph, a));
+    }
+    all.Add("specialize_inputs", SpecializeInputsPass(body_inputs.values, body_inputs.decide_shapes));
     GJ_ASSIGN_OR_RETURN(pipeline, all.Only(a.passes));
+  } else if (!a.feeds.empty() || !a.shapes.empty()) {
+    return InvalidArgument("--feed and --shape are for --pass=specialize_inputs");
   }
   if (a.verify) pipeline.set_verify(true);
   std::vector<PassRecord> records;

@@ -18,6 +18,8 @@ struct OptimizeArgs {
   std::vector<std::string> passes;  // --pass: these only, in order
   bool split = false;               // --split-input-file
   bool verify = false;
+  // specialize_inputs: the body inputs' values (_arg_i=FILE.npy) or shapes (_arg_i=d0,d1,...).
+  std::vector<std::string> feeds, shapes;
 };
 
 void AddOptimizeCommand(CLI::App& app, OptimizeArgs* args);
