@@ -25,8 +25,8 @@ namespace graphjit::kernel_cleanup {
 inline bool Speculatable(mlir::Operation* op) {
   if (!mlir::isa<mlir::scf::IfOp>(op)) return mlir::isMemoryEffectFree(op) && mlir::isSpeculatable(op);
   const mlir::WalkResult walked = op->walk([&](mlir::Operation* inner) {
-    const bool ok = inner == op || mlir::isa<mlir::scf::YieldOp>(inner) ||
-                    (mlir::isMemoryEffectFree(inner) && mlir::isSpeculatable(inner));
+    const bool ok =
+        inner == op || mlir::isa<mlir::scf::YieldOp>(inner) || (mlir::isMemoryEffectFree(inner) && mlir::isSpeculatable(inner));
     return ok ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
   });
   return !walked.wasInterrupted();

@@ -119,8 +119,7 @@ BENCHMARK(CacheHit)->Unit(benchmark::kMicrosecond);
 
 void Register(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
   for (auto [level, label] : {std::pair{JitLevel::kOff, "off"}, std::pair{JitLevel::kOn1, "on"}})
-    benchmark::RegisterBenchmark((name + "/jit_" + label).c_str(),
-                                 [work, level](benchmark::State& s) { Run(s, *work, level); })
+    benchmark::RegisterBenchmark((name + "/jit_" + label).c_str(), [work, level](benchmark::State& s) { Run(s, *work, level); })
         ->Arg(1)
         ->ArgName("threads")
         ->Unit(benchmark::kMicrosecond);
@@ -131,10 +130,11 @@ void Register(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
 // 512-bit runs are skipped: their code cannot run there.
 void RegisterVectorWidths(const std::string& name, std::shared_ptr<StatusOr<Work>> work) {
   static const bool avx512 = cpu::HostCpu().find("+avx512f,") != std::string::npos;
-  benchmark::RegisterBenchmark(("vector_width/" + name).c_str(), [work](benchmark::State& s) {
-    if (s.range(1) == 512 && !avx512) return s.SkipWithError("this CPU has no AVX-512");
-    Run(s, *work, JitLevel::kOn1, static_cast<int>(s.range(1)));
-  })
+  benchmark::RegisterBenchmark(("vector_width/" + name).c_str(),
+                               [work](benchmark::State& s) {
+                                 if (s.range(1) == 512 && !avx512) return s.SkipWithError("this CPU has no AVX-512");
+                                 Run(s, *work, JitLevel::kOn1, static_cast<int>(s.range(1)));
+                               })
       ->ArgsProduct({{1}, {128, 256, 512}})
       ->ArgNames({"threads", "bits"})
       ->Unit(benchmark::kMicrosecond);
@@ -151,13 +151,18 @@ void StreamingStores(benchmark::State& state) {
   const std::string mlir = "func.func @scale(%x: " + type + " {" + facts + "}, %y: " + type + " {" + facts +
                            ", llvm.align = 64 : i64}) {\n"
                            "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
-                           "  %rows = arith.constant " + std::to_string(rows) + " : index\n"
+                           "  %rows = arith.constant " +
+                           std::to_string(rows) +
+                           " : index\n"
                            "  %cols = arith.constant 1024 : index\n"
                            "  %a = arith.constant 1.5 : f32\n  %b = arith.constant 1.0 : f32\n"
                            "  scf.for %r = %c0 to %rows step %c1 {\n    scf.for %c = %c0 to %cols step %c1 {\n"
-                           "      %v = memref.load %x[%r, %c] : " + type + "\n"
+                           "      %v = memref.load %x[%r, %c] : " +
+                           type +
+                           "\n"
                            "      %m = arith.mulf %v, %a : f32\n      %s = arith.addf %m, %b : f32\n"
-                           "      memref.store %s, %y[%r, %c] : " + type + "\n    }\n  }\n  return\n}\n";
+                           "      memref.store %s, %y[%r, %c] : " +
+                           type + "\n    }\n  }\n  return\n}\n";
   cpu::CompileOptions options;
   options.streaming_store_bytes = state.range(1) ? 1 : 0;
   auto exe = cpu::Compile(mlir, options);

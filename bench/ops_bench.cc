@@ -42,7 +42,9 @@ tensorflow::NodeDef* AddNode(tensorflow::GraphDef& gd, const std::string& name, 
   return n;
 }
 
-void AddPlaceholder(tensorflow::GraphDef& gd, const std::string& name) { SetType(AddNode(gd, name, "Placeholder", {}), "dtype", DType::kFloat); }
+void AddPlaceholder(tensorflow::GraphDef& gd, const std::string& name) {
+  SetType(AddNode(gd, name, "Placeholder", {}), "dtype", DType::kFloat);
+}
 
 void AddIntConst(tensorflow::GraphDef& gd, const std::string& name, std::vector<int32_t> v) {
   auto* n = AddNode(gd, name, "Const", {});
@@ -104,10 +106,18 @@ constexpr char kRelu[] = "Relu";
 constexpr char kSigmoid[] = "Sigmoid";
 constexpr char kErf[] = "Erf";
 
-void BM_Eigen_Exp(benchmark::State& s) { EigenUnary(s, [](const auto& x) { return x.exp(); }); }
-void BM_Eigen_Tanh(benchmark::State& s) { EigenUnary(s, [](const auto& x) { return x.tanh(); }); }
-void BM_Eigen_Relu(benchmark::State& s) { EigenUnary(s, [](const auto& x) { return x.max(0.0f); }); }
-void BM_Eigen_Sigmoid(benchmark::State& s) { EigenUnary(s, [](const auto& x) { return x.logistic(); }); }
+void BM_Eigen_Exp(benchmark::State& s) {
+  EigenUnary(s, [](const auto& x) { return x.exp(); });
+}
+void BM_Eigen_Tanh(benchmark::State& s) {
+  EigenUnary(s, [](const auto& x) { return x.tanh(); });
+}
+void BM_Eigen_Relu(benchmark::State& s) {
+  EigenUnary(s, [](const auto& x) { return x.max(0.0f); });
+}
+void BM_Eigen_Sigmoid(benchmark::State& s) {
+  EigenUnary(s, [](const auto& x) { return x.logistic(); });
+}
 
 // ---- binary elementwise with broadcasting --------------------------------------------
 

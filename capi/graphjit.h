@@ -38,8 +38,8 @@ GJ_API const char* gj_version(void);
  * takes them (applied after the config and GRAPHJIT_FLAGS itself), or NULL. What the process
  * shares is sized by the first session: its --jit_cache_mb bounds the kernel cache, and a later
  * session's other value is reported on stderr and ignored. */
-GJ_API gj_status* gj_session_new(const void* model, size_t model_bytes, const void* config, size_t config_bytes,
-                                 const char* jit, const char* device, const char* options, gj_session** session);
+GJ_API gj_status* gj_session_new(const void* model, size_t model_bytes, const void* config, size_t config_bytes, const char* jit,
+                                 const char* device, const char* options, gj_session** session);
 GJ_API void gj_session_free(gj_session* session);
 
 /* Data types: TensorFlow's DataType numbers (1 float32, 2 float64, 3 int32, 4 uint8, 5
@@ -50,8 +50,8 @@ GJ_API void gj_session_free(gj_session* session);
  * the session's GPU (`on_device` 1). The memory must stay valid, and unchanged while a run
  * reads it, until `release(release_arg)` is called (once: when no run and no tensor holds it
  * any more, or before this returns an error; `release` may be NULL). */
-GJ_API gj_status* gj_tensor_wrap(gj_session* session, int dtype, int rank, const int64_t* dims, void* data,
-                                 int on_device, void (*release)(void*), void* release_arg, gj_tensor** tensor);
+GJ_API gj_status* gj_tensor_wrap(gj_session* session, int dtype, int rank, const int64_t* dims, void* data, int on_device,
+                                 void (*release)(void*), void* release_arg, gj_tensor** tensor);
 GJ_API int gj_tensor_dtype(const gj_tensor* tensor);
 GJ_API int gj_tensor_rank(const gj_tensor* tensor);
 GJ_API const int64_t* gj_tensor_dims(const gj_tensor* tensor);
@@ -76,9 +76,9 @@ GJ_API gj_status* gj_tensor_record_stream(const gj_tensor* tensor, void* stream)
  * stream: the session's stream waits for it on the device, without blocking the caller;
  * NULL: none.
  * `trace_path`: where to write a Chrome trace of this run, or NULL. */
-GJ_API gj_status* gj_session_run(gj_session* session, int num_feeds, const char* const* feed_names,
-                                 gj_tensor* const* feeds, int num_fetches, const char* const* fetch_names,
-                                 int fetch_on_device, void* stream, const char* trace_path, gj_tensor** outputs);
+GJ_API gj_status* gj_session_run(gj_session* session, int num_feeds, const char* const* feed_names, gj_tensor* const* feeds,
+                                 int num_fetches, const char* const* fetch_names, int fetch_on_device, void* stream,
+                                 const char* trace_path, gj_tensor** outputs);
 
 /* The JIT's counters (compiles, cache hits, launches, ...), the last run's copies between
  * host and GPU, and the session's host memory (bytes in use, their peak, allocations), as
@@ -100,4 +100,4 @@ GJ_API int gj_command(int argc, const char* const* argv);
 }
 #endif
 
-#endif  /* GRAPHJIT_C_API_H_ */
+#endif /* GRAPHJIT_C_API_H_ */

@@ -36,8 +36,8 @@ struct gj_tensor {
   graphjit::Tensor tensor;
   std::vector<int64_t> dims;
   bool on_device = false;
-  void* data = nullptr;  // host pointer or device address
-  int device = -1;       // on_device: the GPU's number
+  void* data = nullptr;                            // host pointer or device address
+  int device = -1;                                 // on_device: the GPU's number
   std::shared_ptr<graphjit::DeviceMemory> memory;  // a fetch's on the session's GPU
 };
 
@@ -94,8 +94,7 @@ void SizeTheProcess(const SessionOptions& options) {
   }
   if (options.jit_cache_mb > 0 && options.jit_cache_mb != cache_mb)
     GJ_LOG(INFO) << "--jit_cache_mb=" << options.jit_cache_mb << " is process-wide: the first session's ("
-                 << (cache_mb > 0 ? std::to_string(cache_mb) : "the default, 1024")
-                 << ") took effect; this session's is ignored";
+                 << (cache_mb > 0 ? std::to_string(cache_mb) : "the default, 1024") << ") took effect; this session's is ignored";
 }
 
 StatusOr<std::vector<std::pair<std::string, Tensor>>> Feeds(int n, const char* const* names, gj_tensor* const* feeds) {
@@ -134,8 +133,8 @@ int gj_command(int argc, const char* const* argv) {
   return CommandLine(argc, argv);
 }
 
-gj_status* gj_session_new(const void* model, size_t model_bytes, const void* config, size_t config_bytes,
-                          const char* jit, const char* device, const char* options, gj_session** session) {
+gj_status* gj_session_new(const void* model, size_t model_bytes, const void* config, size_t config_bytes, const char* jit,
+                          const char* device, const char* options, gj_session** session) {
   RegisterOnce();
   auto s = std::make_unique<gj_session>();
   const std::string model_text(static_cast<const char*>(model), model_bytes);
@@ -143,8 +142,7 @@ gj_status* gj_session_new(const void* model, size_t model_bytes, const void* con
   if (config != nullptr) {
     tensorflow::ConfigProto proto;
     const std::string config_text(static_cast<const char*>(config), config_bytes);
-    if (Status st = ParseBinaryOrText(config_text, "the config", &proto, /*allow_unknown_text=*/true); !st.ok())
-      return ToC(st);
+    if (Status st = ParseBinaryOrText(config_text, "the config", &proto, /*allow_unknown_text=*/true); !st.ok()) return ToC(st);
     s->options = SessionOptions::FromConfigProto(proto);
   }
   if (const char* env = std::getenv("GRAPHJIT_FLAGS"))
@@ -241,9 +239,8 @@ gj_status* gj_session_run(gj_session* session, int num_feeds, const char* const*
 
 gj_status* gj_session_stats(gj_session* session, char** text) {
   const AllocatorStats host = session->session->allocator()->stats();
-  *text = CopyString(JitStatsLine() + " " + session->session->LastRunCounts().ToString() +
-                     " host_bytes_in_use=" + std::to_string(host.bytes_in_use) +
-                     " host_peak_bytes=" + std::to_string(host.peak_bytes_in_use) +
+  *text = CopyString(JitStatsLine() + " " + session->session->LastRunCounts().ToString() + " host_bytes_in_use=" +
+                     std::to_string(host.bytes_in_use) + " host_peak_bytes=" + std::to_string(host.peak_bytes_in_use) +
                      " host_allocations=" + std::to_string(host.num_allocations));
   return nullptr;
 }

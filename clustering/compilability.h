@@ -28,8 +28,8 @@ class CompilabilityOracle {
 
 class DeclaredCompilability : public CompilabilityOracle {
  public:
-  std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types,
-                               const std::vector<DType>& output_types, const DeviceName& device) const override;
+  std::string WhyNotCompilable(const Node& node, const std::vector<DType>& input_types, const std::vector<DType>& output_types,
+                               const DeviceName& device) const override;
 };
 
 }  // namespace graphjit

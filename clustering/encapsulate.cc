@@ -8,8 +8,8 @@
 
 namespace graphjit {
 
-StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, Graph* graph,
-                                   const std::set<TensorId>& fetched, const EncapsulationPolicy& policy) {
+StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, Graph* graph, const std::set<TensorId>& fetched,
+                                   const EncapsulationPolicy& policy) {
   auto copied_constant = [&](int id) {
     const Node& n = *a.graph.node(id);
     return n.op == "Const" && policy.CopiesConstant(a.info(id).shapes[0], !n.control_inputs.empty());
@@ -90,7 +90,8 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
       nd->set_op(n->op);
       nd->set_device(n->device);
       for (const TensorId& t : n->inputs)
-        nd->add_input(in_cluster.count(t.node) || copied.count(t.node) ? g.TensorName(t) : "_arg_" + std::to_string(input_index[t]));
+        nd->add_input(in_cluster.count(t.node) || copied.count(t.node) ? g.TensorName(t)
+                                                                       : "_arg_" + std::to_string(input_index[t]));
       for (int ctl : n->control_inputs)
         if (in_cluster.count(ctl)) nd->add_input("^" + g.node(ctl)->name);
       for (const auto& [key, value] : n->attrs) (*nd->mutable_attr())[key] = value;
@@ -108,7 +109,8 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
     cn->device = c.devices[k];
     for (const TensorId& t : inputs) cn->inputs.push_back(moved.count(t) ? moved.at(t) : t);
     for (int ctl : control_inputs)
-      cn->control_inputs.push_back(cluster_of[ctl] >= 0 && cluster_node[cluster_of[ctl]] >= 0 ? cluster_node[cluster_of[ctl]] : ctl);
+      cn->control_inputs.push_back(cluster_of[ctl] >= 0 && cluster_node[cluster_of[ctl]] >= 0 ? cluster_node[cluster_of[ctl]]
+                                                                                              : ctl);
     cluster_node[k] = cn->id;
     for (size_t i = 0; i < outputs.size(); ++i) moved[outputs[i]] = TensorId{cn->id, static_cast<int>(i)};
     cn->attrs["Tin"] = tin;
@@ -128,8 +130,10 @@ StatusOr<bool> EncapsulateClusters(const AnalyzedGraph& a, const Clustering& c, 
       bool waits = false;
       std::vector<int> kept;
       for (int ctl : n->control_inputs) {
-        if (in_cluster.count(ctl)) waits = true;
-        else kept.push_back(ctl);
+        if (in_cluster.count(ctl))
+          waits = true;
+        else
+          kept.push_back(ctl);
       }
       if (waits) {
         kept.push_back(cn->id);

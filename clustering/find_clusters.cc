@@ -185,9 +185,9 @@ std::vector<bool> ShapeValues(const AnalyzedGraph& a, const std::vector<std::vec
 
 struct Candidate {
   bool ok = false;
-  std::string device;  // normalized
-  std::string scope;   // _XlaScope, or "" for auto-clustering
-  bool scoped = false; // requested by _XlaCompile=true, an XLA device or a GPU: no min size
+  std::string device;        // normalized
+  std::string scope;         // _XlaScope, or "" for auto-clustering
+  bool scoped = false;       // requested by _XlaCompile=true, an XLA device or a GPU: no min size
   bool shape_value = false;  // computed by the compiler when it specializes (free at run time)
 };
 
@@ -202,8 +202,7 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
   std::set<std::string> excluded(options.exclude_ops.begin(), options.exclude_ops.end());
   std::set<std::string> fed(options.fed_nodes.begin(), options.fed_nodes.end());
   auto consumers = g.ComputeOutEdges();
-  const std::vector<bool> shape_values =
-      oracle.ComputesShapeValues() ? ShapeValues(a, consumers) : std::vector<bool>(n, false);
+  const std::vector<bool> shape_values = oracle.ComputesShapeValues() ? ShapeValues(a, consumers) : std::vector<bool>(n, false);
 
   // 1. Mark: which nodes may be compiled, or why not.
   for (int id = 0; id < n; ++id) {
@@ -296,14 +295,18 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
         int cu = cg.Find(u), cv = cg.Find(v);
         if (cu == cv) continue;
         if (cand[u].device != cand[v].device) {
-          refuse(v, Reason::kDeviceMismatch, "on " + cand[v].device + ", its producer '" + g.node(u)->name + "' on " + cand[u].device);
-          refuse(u, Reason::kDeviceMismatch, "on " + cand[u].device + ", its consumer '" + g.node(v)->name + "' on " + cand[v].device);
+          refuse(v, Reason::kDeviceMismatch,
+                 "on " + cand[v].device + ", its producer '" + g.node(u)->name + "' on " + cand[u].device);
+          refuse(u, Reason::kDeviceMismatch,
+                 "on " + cand[u].device + ", its consumer '" + g.node(v)->name + "' on " + cand[v].device);
           continue;
         }
         if (cand[u].scope != cand[v].scope) {
           auto label = [](const std::string& s) { return s.empty() ? std::string("(auto)") : "'" + s + "'"; };
-          refuse(v, Reason::kScopeMismatch, "scope " + label(cand[v].scope) + ", producer '" + g.node(u)->name + "' in " + label(cand[u].scope));
-          refuse(u, Reason::kScopeMismatch, "scope " + label(cand[u].scope) + ", consumer '" + g.node(v)->name + "' in " + label(cand[v].scope));
+          refuse(v, Reason::kScopeMismatch,
+                 "scope " + label(cand[v].scope) + ", producer '" + g.node(u)->name + "' in " + label(cand[u].scope));
+          refuse(u, Reason::kScopeMismatch,
+                 "scope " + label(cand[u].scope) + ", consumer '" + g.node(v)->name + "' in " + label(cand[v].scope));
           continue;
         }
         if (options.max_cluster_size > 0 && members[cu] + members[cv] > options.max_cluster_size) {
@@ -347,8 +350,8 @@ Clustering FindClusters(const AnalyzedGraph& a, const ClusteringOptions& options
       for (int id : ids) {
         NodeDecision& d = result.nodes[id];
         if (d.reason == Reason::kBelowMinSize && d.detail.empty())
-          d.detail = "cluster of " + std::to_string(size[root]) + " effective op" + (size[root] == 1 ? "" : "s") +
-                     ", minimum " + std::to_string(options.min_cluster_size);
+          d.detail = "cluster of " + std::to_string(size[root]) + " effective op" + (size[root] == 1 ? "" : "s") + ", minimum " +
+                     std::to_string(options.min_cluster_size);
       }
       continue;
     }

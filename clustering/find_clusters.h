@@ -46,13 +46,12 @@ struct ClusteringOptions {
   int max_cluster_size = 0;  // 0: no limit
   std::vector<std::string> exclude_ops;
   std::vector<std::string> fed_nodes;  // nodes with a fed output
-  int64_t fuel = -1;  // -1: unlimited
+  int64_t fuel = -1;                   // -1: unlimited
 
   static ClusteringOptions FromSession(const SessionOptions& o);
 };
 
 // Deterministic: the same graph and options give the same clusters and names.
-Clustering FindClusters(const AnalyzedGraph& graph, const ClusteringOptions& options,
-                        const CompilabilityOracle& oracle);
+Clustering FindClusters(const AnalyzedGraph& graph, const ClusteringOptions& options, const CompilabilityOracle& oracle);
 
 }  // namespace graphjit

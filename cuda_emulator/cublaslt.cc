@@ -98,9 +98,7 @@ MatmulDesc* Desc(cublasLtMatmulDesc_t d) { return reinterpret_cast<MatmulDesc*>(
 Layout* Lay(cublasLtMatrixLayout_t l) { return reinterpret_cast<Layout*>(l); }
 Preference* Pref(cublasLtMatmulPreference_t p) { return reinterpret_cast<Preference*>(p); }
 
-bool ValidHandle(cublasLtHandle_t h) {
-  return h != nullptr && reinterpret_cast<Handle*>(h)->magic == kHandleMagic;
-}
+bool ValidHandle(cublasLtHandle_t h) { return h != nullptr && reinterpret_cast<Handle*>(h)->magic == kHandleMagic; }
 
 // Reads an attribute value of exactly sizeof(T) bytes.
 template <typename T>
@@ -117,10 +115,8 @@ bool SupportedEpilogue(uint32_t e) {
     case CUBLASLT_EPILOGUE_BIAS:
     case CUBLASLT_EPILOGUE_RELU_BIAS:
     case CUBLASLT_EPILOGUE_GELU:
-    case CUBLASLT_EPILOGUE_GELU_BIAS:
-      return true;
-    default:
-      return false;
+    case CUBLASLT_EPILOGUE_GELU_BIAS: return true;
+    default: return false;
   }
 }
 
@@ -337,8 +333,10 @@ CUresult RunWork(void* user) {
             const double y = operand(B, tb ? p * w->b.ld + j : j * w->b.ld + p);
             sum += x * y;
           }
-          if (part) part[(split * s.n + j) * s.m + i] = static_cast<float>(sum);
-          else sums[j * s.m + i] = sum;
+          if (part)
+            part[(split * s.n + j) * s.m + i] = static_cast<float>(sum);
+          else
+            sums[j * s.m + i] = sum;
         }
     if (part)
       for (uint64_t j = 0; j < s.n; ++j)
@@ -438,9 +436,8 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d
   return CUBLAS_STATUS_SUCCESS;
 }
 
-CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
-                                                               cublasLtMatmulDescAttributes_t attr, const void* buf,
-                                                               size_t size) {
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                                                               const void* buf, size_t size) {
   MatmulDesc* d = Desc(desc);
   if (!d) return CUBLAS_STATUS_INVALID_VALUE;
   switch (attr) {
@@ -472,13 +469,12 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDes
       d->bias_type = t;
       return CUBLAS_STATUS_SUCCESS;
     }
-    default:
-      return CUBLAS_STATUS_NOT_SUPPORTED;
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
   }
 }
 
-CUBLASLT_EMU_API cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type,
-                                                           uint64_t rows, uint64_t cols, int64_t ld) {
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type, uint64_t rows,
+                                                           uint64_t cols, int64_t ld) {
   if (!layout) return CUBLAS_STATUS_INVALID_VALUE;
   if (type != CUDA_R_32F && type != CUDA_R_16F && type != CUDA_R_16BF) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (rows > INT32_MAX || cols > INT32_MAX || ld < 0) return CUBLAS_STATUS_INVALID_VALUE;
@@ -519,8 +515,7 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixL
       if (!Read(buf, size, &order)) return CUBLAS_STATUS_INVALID_VALUE;
       return order == CUBLASLT_ORDER_COL ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
     }
-    default:
-      return CUBLAS_STATUS_NOT_SUPPORTED;
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
   }
 }
 
@@ -536,8 +531,8 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPr
 }
 
 CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
-                                                                     cublasLtMatmulPreferenceAttributes_t attr,
-                                                                     const void* buf, size_t size) {
+                                                                     cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
+                                                                     size_t size) {
   Preference* p = Pref(pref);
   if (!p) return CUBLAS_STATUS_INVALID_VALUE;
   switch (attr) {
@@ -557,24 +552,23 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMat
       p->min_alignment[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] = std::min<uint32_t>(bytes, 256);
       return CUBLAS_STATUS_SUCCESS;
     }
-    default:
-      return CUBLAS_STATUS_NOT_SUPPORTED;
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
   }
 }
 
 // ---------------------------------------------------------------------------------------
 // The GEMM
 
-CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
-    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-    cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t pref, int requested,
-    cublasLtMatmulHeuristicResult_t results[], int* returned) {
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                               cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                               cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                                               cublasLtMatmulPreference_t pref, int requested,
+                                                               cublasLtMatmulHeuristicResult_t results[], int* returned) {
   if (!ValidHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (requested <= 0 || !results || !returned) return CUBLAS_STATUS_INVALID_VALUE;
   *returned = 0;
   Shape shape;
-  if (CheckShape(Desc(desc), Lay(a), Lay(b), Lay(c), Lay(d), &shape) != CUBLAS_STATUS_SUCCESS)
-    return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (CheckShape(Desc(desc), Lay(a), Lay(b), Lay(c), Lay(d), &shape) != CUBLAS_STATUS_SUCCESS) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (!Pref(pref)) return CUBLAS_STATUS_INVALID_VALUE;
   std::vector<Algo> algos = Algos(shape, Pref(pref)->max_workspace);
   *returned = std::min(requested, static_cast<int>(algos.size()));
@@ -593,12 +587,12 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   return CUBLAS_STATUS_SUCCESS;
 }
 
-CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                                               const void* alpha, const void* A, cublasLtMatrixLayout_t a_desc,
-                                               const void* B, cublasLtMatrixLayout_t b_desc, const void* beta,
-                                               const void* C, cublasLtMatrixLayout_t c_desc, void* D,
-                                               cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
-                                               void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha,
+                                               const void* A, cublasLtMatrixLayout_t a_desc, const void* B,
+                                               cublasLtMatrixLayout_t b_desc, const void* beta, const void* C,
+                                               cublasLtMatrixLayout_t c_desc, void* D, cublasLtMatrixLayout_t d_desc,
+                                               const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
+                                               cudaStream_t stream) {
   if (!ValidHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   Handle* h = reinterpret_cast<Handle*>(handle);
   if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
@@ -610,8 +604,7 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   auto w = std::make_unique<Work>();
-  if (cublasStatus_t s = CheckShape(Desc(desc), Lay(a_desc), Lay(b_desc), Lay(c_desc), Lay(d_desc), &w->shape))
-    return s;
+  if (cublasStatus_t s = CheckShape(Desc(desc), Lay(a_desc), Lay(b_desc), Lay(c_desc), Lay(d_desc), &w->shape)) return s;
   w->desc = *Desc(desc);
   w->a = *Lay(a_desc);
   w->b = *Lay(b_desc);
@@ -652,11 +645,10 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
   // (Another device's memory is out of reach too: say so.)
   auto out_of_reach = [&](const char* name, const void* p) {
     int device = -1;
-    if (cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, reinterpret_cast<CUdeviceptr>(p)) ==
-            CUDA_SUCCESS &&
+    if (cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, reinterpret_cast<CUdeviceptr>(p)) == CUDA_SUCCESS &&
         device != h->device)
-      Report(std::string("cublasLtMatmul: ") + name + " is device " + std::to_string(device) + "'s memory; the handle is device " +
-             std::to_string(h->device) + "'s");
+      Report(std::string("cublasLtMatmul: ") + name + " is device " + std::to_string(device) +
+             "'s memory; the handle is device " + std::to_string(h->device) + "'s");
     return CUBLAS_STATUS_INVALID_VALUE;
   };
   if (!Resolve(D, &w->d)) return out_of_reach("D", D);
@@ -665,9 +657,8 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
   if (w->beta != 0 && !Resolve(C, &w->c)) return out_of_reach("C", C);
   void* host = nullptr;
   if (HasBias(w->desc.epilogue) &&
-      (!w->desc.bias ||
-       cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), w->shape.m * ElementSize(w->d.type), &host) !=
-           CUDA_SUCCESS))
+      (!w->desc.bias || cuemuDeviceMemory(reinterpret_cast<CUdeviceptr>(w->desc.bias), w->shape.m * ElementSize(w->d.type),
+                                          &host) != CUDA_SUCCESS))
     return CUBLAS_STATUS_INVALID_VALUE;
   // The pointers as aligned as the heuristic was told (an algorithm cublasLtMatmul picks
   // itself sees the actual pointers), the bias at least as aligned as when the heuristic
@@ -694,7 +685,12 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
     }
   }
   // The first GEMM of a plan on a handle cannot be captured (CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE).
-  const Plan plan = {w->desc.tf32, w->desc.trans_a, w->desc.trans_b, w->desc.epilogue, w->desc.bias_type, w->d.type,
+  const Plan plan = {w->desc.tf32,
+                     w->desc.trans_a,
+                     w->desc.trans_b,
+                     w->desc.epilogue,
+                     w->desc.bias_type,
+                     w->d.type,
                      static_cast<int64_t>(w->algo.splits)};
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (cuStreamIsCapturing(reinterpret_cast<CUstream>(stream), &capture) != CUDA_SUCCESS) return CUBLAS_STATUS_INVALID_VALUE;
@@ -711,7 +707,7 @@ CUBLASLT_EMU_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLt
   CUresult r = cuemuLaunchHostTask(reinterpret_cast<CUstream>(stream), RunWork, w.release(), ReleaseWork);
   if (r != CUDA_SUCCESS)
     return r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_VALUE ? CUBLAS_STATUS_INVALID_VALUE
-                                                                            : CUBLAS_STATUS_EXECUTION_FAILED;
+                                                                           : CUBLAS_STATUS_EXECUTION_FAILED;
   if (!captured) {
     std::lock_guard lock(h->mu);
     h->warm.insert(plan);

@@ -138,9 +138,7 @@ cudnnStatus_t Destroy(P p) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-bool SupportedType(cudnnDataType_t t) {
-  return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16;
-}
+bool SupportedType(cudnnDataType_t t) { return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16; }
 int64_t ElementSize(cudnnDataType_t t) { return t == CUDNN_DATA_FLOAT ? 4 : 2; }
 
 // The elements a tensor spans: one past its largest offset.
@@ -203,8 +201,7 @@ bool Agrees(const Convolution& cv, const Tensor& x, const Filter& f, const Tenso
 // precomputed filter offsets (one int32 per tap), or one image's im2col (per output
 // pixel, every tap of a group: elements of the data type).
 constexpr cudnnConvolutionFwdAlgo_t kForwardAlgos[] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_GEMM};
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_GEMM};
 int64_t ForwardWorkspace(cudnnConvolutionFwdAlgo_t algo, const Filter& f, const Tensor& y) {
   const int64_t taps = f.c * f.r * f.s;
   switch (algo) {
@@ -241,8 +238,8 @@ template <typename A, size_t N>
 cudnnStatus_t RefuseRejected(const char* call, const A (&list)[N], A algo) {
   const int index = static_cast<int>(std::find(std::begin(list), std::end(list), algo) - std::begin(list));
   if (!Rejected(index)) return CUDNN_STATUS_SUCCESS;
-  Report(std::string(call) + ": algorithm " + std::to_string(static_cast<int>(algo)) + " (position " +
-         std::to_string(index) + " of the heuristic's list) is not supported here (CUEMU_REJECT_ALGOS)");
+  Report(std::string(call) + ": algorithm " + std::to_string(static_cast<int>(algo)) + " (position " + std::to_string(index) +
+         " of the heuristic's list) is not supported here (CUEMU_REJECT_ALGOS)");
   return CUDNN_STATUS_NOT_SUPPORTED;
 }
 
@@ -250,8 +247,8 @@ cudnnStatus_t RefuseRejected(const char* call, const A (&list)[N], A algo) {
 cudnnStatus_t RefuseOtherDevice(const Handle* h, const char* call) {
   CUdevice current = 0;
   if (cuCtxGetDevice(&current) != CUDA_SUCCESS || current == h->device) return CUDNN_STATUS_SUCCESS;
-  Report(std::string(call) + ": the handle is device " + std::to_string(h->device) + "'s; device " +
-         std::to_string(current) + " is current");
+  Report(std::string(call) + ": the handle is device " + std::to_string(h->device) + "'s; device " + std::to_string(current) +
+         " is current");
   return CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH;
 }
 
@@ -259,8 +256,7 @@ cudnnStatus_t RefuseOtherDevice(const Handle* h, const char* call) {
 cudnnStatus_t RefuseMisaligned(const char* call, std::initializer_list<std::pair<const char*, const void*>> pointers) {
   for (const auto& [name, p] : pointers) {
     if (reinterpret_cast<uint64_t>(p) % 16 == 0) continue;
-    Report(std::string(call) + ": " + name + " (" + std::to_string(reinterpret_cast<uint64_t>(p)) +
-           ") is not 16-byte aligned");
+    Report(std::string(call) + ": " + name + " (" + std::to_string(reinterpret_cast<uint64_t>(p)) + ") is not 16-byte aligned");
     return CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER;
   }
   return CUDNN_STATUS_SUCCESS;
@@ -343,7 +339,8 @@ CUresult RunForward(const Work& w) {
             for (int64_t c = 0, t = 0; c < cg; ++c) {
               for (int64_t r = 0; r < f.r; ++r) {
                 for (int64_t s = 0; s < f.s; ++s, ++t) {
-                  const double in = gemm ? Load(ws, t * y.h * y.w + oh * y.w + ow, x.type, tf32) : input(n, g * cg + c, oh, ow, r, s);
+                  const double in =
+                      gemm ? Load(ws, t * y.h * y.w + oh * y.w + ow, x.type, tf32) : input(n, g * cg + c, oh, ow, r, s);
                   if (in != 0) sum += in * Load(hw, k * f.sk + offsets[t], f.type, tf32);
                 }
               }
@@ -448,15 +445,16 @@ cudnnStatus_t Queue(Handle* h, std::unique_ptr<Work> w) {
   if (captured && FirstCallUncapturable()) {
     std::lock_guard lock(h->mu);
     if (!h->warm.count(plan)) {
-      cuemuStreamCaptureUnsupported(stream, "cuDNN: the first call of this plan on this handle (it loads its kernel; "
-                                            "CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE)");
+      cuemuStreamCaptureUnsupported(stream,
+                                    "cuDNN: the first call of this plan on this handle (it loads its kernel; "
+                                    "CUEMU_LIBRARY_FIRST_CALL_UNCAPTURABLE)");
       return CUDNN_STATUS_NOT_SUPPORTED;
     }
   }
   const CUresult r = cuemuLaunchHostTask(stream, RunWork, w.release(), ReleaseWork);
   if (r != CUDA_SUCCESS)
     return r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_VALUE ? CUDNN_STATUS_BAD_PARAM
-                                                                            : CUDNN_STATUS_EXECUTION_FAILED;
+                                                                           : CUDNN_STATUS_EXECUTION_FAILED;
   if (!captured) {
     std::lock_guard lock(h->mu);
     h->warm.insert(plan);
@@ -540,8 +538,8 @@ CUDNN_EMU_API cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t* s
 CUDNN_EMU_API cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* d) { return Create<Tensor>(d); }
 CUDNN_EMU_API cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t d) { return Destroy<Tensor>(d); }
 
-CUDNN_EMU_API cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t desc, cudnnDataType_t type, int n, int c,
-                                                         int h, int w, int sn, int sc, int sh, int sw) {
+CUDNN_EMU_API cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t desc, cudnnDataType_t type, int n, int c, int h,
+                                                         int w, int sn, int sc, int sh, int sw) {
   Tensor* t = Valid<Tensor>(desc);
   if (!t || n <= 0 || c <= 0 || h <= 0 || w <= 0 || sn <= 0 || sc <= 0 || sh <= 0 || sw <= 0) return CUDNN_STATUS_BAD_PARAM;
   if (!SupportedType(type)) return CUDNN_STATUS_NOT_SUPPORTED;
@@ -583,8 +581,8 @@ CUDNN_EMU_API cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d
 CUDNN_EMU_API cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t* d) { return Create<Convolution>(d); }
 CUDNN_EMU_API cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) { return Destroy<Convolution>(d); }
 
-CUDNN_EMU_API cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t desc, int pad_h, int pad_w, int u,
-                                                            int v, int dil_h, int dil_w, cudnnConvolutionMode_t mode,
+CUDNN_EMU_API cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t desc, int pad_h, int pad_w, int u, int v,
+                                                            int dil_h, int dil_w, cudnnConvolutionMode_t mode,
                                                             cudnnDataType_t compute) {
   Convolution* cv = Valid<Convolution>(desc);
   if (!cv || pad_h < 0 || pad_w < 0 || u <= 0 || v <= 0 || dil_h <= 0 || dil_w <= 0 ||
@@ -615,8 +613,8 @@ CUDNN_EMU_API cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescript
 
 CUDNN_EMU_API cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescriptor_t conv_desc,
                                                                   const cudnnTensorDescriptor_t x_desc,
-                                                                  const cudnnFilterDescriptor_t w_desc, int* n, int* c,
-                                                                  int* h, int* w) {
+                                                                  const cudnnFilterDescriptor_t w_desc, int* n, int* c, int* h,
+                                                                  int* w) {
   const Convolution* cv = ValidSet<Convolution>(conv_desc);
   const Tensor* x = ValidSet<Tensor>(x_desc);
   const Filter* f = ValidSet<Filter>(w_desc);
@@ -686,8 +684,8 @@ CUDNN_EMU_API cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const 
                                                     void* workspace, size_t workspace_bytes, const void* beta,
                                                     const cudnnTensorDescriptor_t y_desc, void* y) {
   auto work = std::make_unique<Work>();
-  if (cudnnStatus_t s = PrepareForward(handle, alpha, x_desc, x, w_desc, w, conv_desc, algo, workspace, workspace_bytes,
-                                       y_desc, y, work.get()))
+  if (cudnnStatus_t s =
+          PrepareForward(handle, alpha, x_desc, x, w_desc, w, conv_desc, algo, workspace, workspace_bytes, y_desc, y, work.get()))
     return s;
   if (!beta) return CUDNN_STATUS_BAD_PARAM;
   work->beta = *static_cast<const float*>(beta);
@@ -701,8 +699,8 @@ CUDNN_EMU_API cudnnStatus_t cudnnConvolutionBiasActivationForward(
     const cudnnTensorDescriptor_t z_desc, const void* z, const cudnnTensorDescriptor_t bias_desc, const void* bias,
     const cudnnActivationDescriptor_t activation_desc, const cudnnTensorDescriptor_t y_desc, void* y) {
   auto work = std::make_unique<Work>();
-  if (cudnnStatus_t s = PrepareForward(handle, alpha1, x_desc, x, w_desc, w, conv_desc, algo, workspace, workspace_bytes,
-                                       y_desc, y, work.get()))
+  if (cudnnStatus_t s = PrepareForward(handle, alpha1, x_desc, x, w_desc, w, conv_desc, algo, workspace, workspace_bytes, y_desc,
+                                       y, work.get()))
     return s;
   work->kind = Kind::kFused;
   const Tensor* zd = ValidSet<Tensor>(z_desc);
@@ -710,8 +708,8 @@ CUDNN_EMU_API cudnnStatus_t cudnnConvolutionBiasActivationForward(
   const Activation* a = ValidSet<Activation>(activation_desc);
   const Tensor& yd = work->y;
   // z: y's shape and type; the bias: 1 x K x 1 x 1, y's type.
-  if (!alpha2 || !zd || !bd || !a || zd->n != yd.n || zd->c != yd.c || zd->h != yd.h || zd->w != yd.w ||
-      zd->type != yd.type || bd->n != 1 || bd->c != yd.c || bd->h != 1 || bd->w != 1 || bd->type != yd.type)
+  if (!alpha2 || !zd || !bd || !a || zd->n != yd.n || zd->c != yd.c || zd->h != yd.h || zd->w != yd.w || zd->type != yd.type ||
+      bd->n != 1 || bd->c != yd.c || bd->h != 1 || bd->w != 1 || bd->type != yd.type)
     return CUDNN_STATUS_BAD_PARAM;
   if (a->mode != CUDNN_ACTIVATION_RELU && a->mode != CUDNN_ACTIVATION_IDENTITY) return CUDNN_STATUS_NOT_SUPPORTED;
   if (a->mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
@@ -756,8 +754,8 @@ CUDNN_EMU_API cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
     results[i].status = CUDNN_STATUS_SUCCESS;
     results[i].time = -1;
     results[i].memory = 0;
-    results[i].determinism = kBackwardDataAlgos[i] == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 ? CUDNN_NON_DETERMINISTIC
-                                                                                         : CUDNN_DETERMINISTIC;
+    results[i].determinism =
+        kBackwardDataAlgos[i] == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
     results[i].mathType = cv->math;
   }
   return CUDNN_STATUS_SUCCESS;
@@ -801,7 +799,8 @@ CUDNN_EMU_API cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, c
   work->alpha = *static_cast<const float*>(alpha);
   work->beta = *static_cast<const float*>(beta);
   work->W = w, work->DY = dy, work->Y = dx;
-  if (!Resolve(w, f->k * f->c * f->r * f->s, f->type) || !Resolve(dy, Span(*dyd), dyd->type) || !Resolve(dx, Span(*dxd), dxd->type))
+  if (!Resolve(w, f->k * f->c * f->r * f->s, f->type) || !Resolve(dy, Span(*dyd), dyd->type) ||
+      !Resolve(dx, Span(*dxd), dxd->type))
     return CUDNN_STATUS_BAD_PARAM;
   if (cudnnStatus_t s = RefuseMisaligned("cudnnConvolutionBackwardData", {{"w", w}, {"dy", dy}, {"dx", dx}})) return s;
   return Queue(h, std::move(work));

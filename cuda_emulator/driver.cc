@@ -74,17 +74,16 @@ struct DeviceModel {
   int major, minor;
   const char* arch;  // what ptxas assembles PTX for
   int multiprocessors;
-  int shared_optin;   // per block, opted in
+  int shared_optin;  // per block, opted in
   int shared_per_sm;
   int l2_bytes;
   int clock_khz, memory_clock_khz, memory_bus_bits;  // DRAM: 2 x clock x bus / 8 bytes/s
 };
 constexpr DeviceModel kDevices[] = {
-    {"h100", "NVIDIA H100 SXM (graphjit CUDA emulator)", 9, 0, "sm_90", 132, 232448, 233472, 50 << 20, 1980000, 2619000,
-     5120},
+    {"h100", "NVIDIA H100 SXM (graphjit CUDA emulator)", 9, 0, "sm_90", 132, 232448, 233472, 50 << 20, 1980000, 2619000, 5120},
     {"h200", "NVIDIA H200 (graphjit CUDA emulator)", 9, 0, "sm_90", 132, 232448, 233472, 50 << 20, 1980000, 3201000, 6144},
-    {"a100", "NVIDIA A100-SXM4-40GB (graphjit CUDA emulator)", 8, 0, "sm_80", 108, 166912, 167936, 40 << 20, 1410000,
-     1215000, 5120},
+    {"a100", "NVIDIA A100-SXM4-40GB (graphjit CUDA emulator)", 8, 0, "sm_80", 108, 166912, 167936, 40 << 20, 1410000, 1215000,
+     5120},
 };
 
 struct Stream;
@@ -145,8 +144,8 @@ struct CUstream_st {
     CUstreamCaptureMode mode;
     std::thread::id thread;
     bool invalidated = false;
-    uint64_t id = 0;                // unique among the process's captures
-    CUgraphNode last = nullptr;     // the node the stream's next work depends on
+    uint64_t id = 0;             // unique among the process's captures
+    CUgraphNode last = nullptr;  // the node the stream's next work depends on
   };
   std::unique_ptr<Capture> capture;
 };
@@ -167,7 +166,7 @@ struct CUctx_st {
   unsigned flags = 0;
   CUresult sticky = CUDA_SUCCESS;  // a kernel's fault breaks the context, as on a GPU
   CUstream_st null_stream;
-  std::set<CUstream_st*> streams;  // those created, and the per-thread default streams
+  std::set<CUstream_st*> streams;               // those created, and the per-thread default streams
   std::map<uint64_t, CUstream_st*> per_thread;  // CU_STREAM_PER_THREAD of each thread (ThreadSerial)
   std::set<CUmod_st*> modules;
   std::set<CUevent_st*> events;
@@ -309,9 +308,7 @@ CUresult SyncLegacy(CUctx_st* ctx) {
   return ctx->sticky;
 }
 
-void Enqueue(CUstream_st* s, std::function<CUresult()> run) {
-  s->queue.push_back({++D().seq, std::move(run)});
-}
+void Enqueue(CUstream_st* s, std::function<CUresult()> run) { s->queue.push_back({++D().seq, std::move(run)}); }
 
 // Work for a stream: queued, or a node of the graph the stream captures.
 CUresult Submit(CUstream_st* s, CUgraphNodeType type, const void* callee, std::function<CUresult()> run) {
@@ -360,9 +357,7 @@ CUresult LegacyCall(CUctx_st* ctx, const char* call) {
 }
 
 // [ptr, ptr + bytes) must lie in one live allocation of the device's memory.
-bool ValidRange(DeviceMemory* memory, CUdeviceptr ptr, size_t bytes) {
-  return bytes == 0 || memory->Find(ptr, bytes) != nullptr;
-}
+bool ValidRange(DeviceMemory* memory, CUdeviceptr ptr, size_t bytes) { return bytes == 0 || memory->Find(ptr, bytes) != nullptr; }
 uint8_t* HostOf(DeviceMemory* memory, CUdeviceptr ptr) {
   DeviceMemory::Allocation* a = memory->Find(ptr, 1);
   return a->data.get() + (ptr - a->base);
@@ -444,7 +439,8 @@ const ErrorText kErrors[] = {
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
     {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
-    {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
+    {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+     "the provided PTX was compiled with an unsupported toolchain."},
     {CUDA_ERROR_INVALID_SOURCE, "CUDA_ERROR_INVALID_SOURCE", "device kernel image is invalid"},
     {CUDA_ERROR_FILE_NOT_FOUND, "CUDA_ERROR_FILE_NOT_FOUND", "file not found"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
@@ -617,7 +613,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
     case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: *value = 1; break;
     case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *value = m.major >= 9; break;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = dev; break;  // one bus per device, device 0's as before
-    default: *value = 0; break;  // features the emulator does not provide (managed memory, ...)
+    default: *value = 0; break;                                // features the emulator does not provide (managed memory, ...)
   }
   return CUDA_SUCCESS;
 }
@@ -783,8 +779,7 @@ void WriteLog(const std::string& text, char* buffer, size_t size) {
   buffer[n] = '\0';
 }
 
-CUresult LoadModule(CUmodule* out, const void* image, char* error_log, size_t error_size,
-                    char* info_log, size_t info_size) {
+CUresult LoadModule(CUmodule* out, const void* image, char* error_log, size_t error_size, char* info_log, size_t info_size) {
   CUctx_st* ctx;
   if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = Enter(&ctx)) return r;
@@ -858,8 +853,8 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   return LoadModule(module, image, nullptr, 0, nullptr, 0);
 }
 
-CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int num_options,
-                                    CUjit_option* options, void** values) {
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int num_options, CUjit_option* options,
+                                    void** values) {
   std::lock_guard lock(D().mu);
   char *error_log = nullptr, *info_log = nullptr;
   size_t error_size = 0, info_size = 0;
@@ -957,8 +952,7 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attribute
       return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
       return value < -1 || value > 100 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -1142,8 +1136,8 @@ CUresult RunOrEnqueue(CUctx_st* ctx, bool async, CUstream stream, CUgraphNodeTyp
 
 enum class Copy { kHtoD, kDtoH, kDtoD };
 
-CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr dst, CUdeviceptr src,
-                    size_t bytes, bool async, CUstream stream) {
+CUresult MemcpyImpl(Copy kind, void* host_dst, const void* host_src, CUdeviceptr dst, CUdeviceptr src, size_t bytes, bool async,
+                    CUstream stream) {
   std::lock_guard lock(D().mu);
   CUctx_st* ctx;
   if (CUresult r = Enter(&ctx)) return r;
@@ -1261,7 +1255,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
   if (!stream || !ctx->streams.count(stream)) return CUDA_ERROR_INVALID_HANDLE;
   for (const auto& [thread, mine] : ctx->per_thread)
     if (mine == stream) return CUDA_ERROR_INVALID_HANDLE;  // a default stream is not destroyed
-  Drain(ctx, stream, UINT64_MAX);  // work already queued still completes (a capture is dropped)
+  Drain(ctx, stream, UINT64_MAX);                          // work already queued still completes (a capture is dropped)
   ctx->streams.erase(stream);
   for (CUevent_st* e : ctx->events)
     if (e->stream == stream) e->stream = nullptr;
@@ -1361,7 +1355,8 @@ CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
   if (CUresult r = Enter(&ctx)) return r;
   CUstream_st* s = StreamOf(ctx, stream);
   if (!s || !event || !ctx->events.count(event)) return CUDA_ERROR_INVALID_HANDLE;
-  if (s->capture) return Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuEventRecord (cross-stream capture is not emulated)");
+  if (s->capture)
+    return Invalidate(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuEventRecord (cross-stream capture is not emulated)");
   const uint64_t seq = D().seq + 1;
   Enqueue(s, [event, seq]() {
     if (event->seq == seq) {  // not re-recorded since
@@ -1417,17 +1412,20 @@ bool ParamsFromExtra(const Kernel& k, void** extra, std::vector<uint8_t>* params
   void* buffer = nullptr;
   size_t* size = nullptr;
   for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
-    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = static_cast<size_t*>(extra[i + 1]);
-    else return *why = "an unknown entry in `extra`", false;
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+      buffer = extra[i + 1];
+    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+      size = static_cast<size_t*>(extra[i + 1]);
+    else
+      return *why = "an unknown entry in `extra`", false;
   }
   if (!buffer || !size) return *why = "`extra` without CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE", false;
   int max_align = 1;
   for (const Param& p : k.params) max_align = std::max(max_align, p.align);
   size_t padded = (k.param_bytes + max_align - 1) / max_align * max_align;
   if (*size != static_cast<size_t>(k.param_bytes) && *size != padded) {
-    *why = "the parameter buffer has " + std::to_string(*size) + " bytes; the kernel's " +
-           std::to_string(k.params.size()) + " parameters take " + std::to_string(k.param_bytes);
+    *why = "the parameter buffer has " + std::to_string(*size) + " bytes; the kernel's " + std::to_string(k.params.size()) +
+           " parameters take " + std::to_string(k.param_bytes);
     return false;
   }
   if (k.param_bytes > 0) std::memcpy(params->data(), buffer, k.param_bytes);
@@ -1435,9 +1433,8 @@ bool ParamsFromExtra(const Kernel& k, void** extra, std::vector<uint8_t>* params
 }
 
 // cuLaunchKernel and cuLaunchKernelEx: a launch of clusters of `cluster` blocks.
-CUresult LaunchKernel(const char* api, CUfunction f, const unsigned grid[3], const unsigned block[3],
-                      const unsigned cluster[3], unsigned int shared_bytes, CUstream stream, void** kernel_params,
-                      void** extra) {
+CUresult LaunchKernel(const char* api, CUfunction f, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
+                      unsigned int shared_bytes, CUstream stream, void** kernel_params, void** extra) {
   const unsigned gx = grid[0], gy = grid[1], gz = grid[2], bx = block[0], by = block[1], bz = block[2];
   CUctx_st* ctx;
   if (CUresult r = Enter(&ctx)) return r;
@@ -1475,8 +1472,7 @@ CUresult LaunchKernel(const char* api, CUfunction f, const unsigned grid[3], con
   if (k.static_shared_bytes + static_cast<uint64_t>(shared_bytes) > static_cast<uint64_t>(D().device->shared_optin))
     return invalid("static and dynamic shared memory exceed the device's " + std::to_string(D().device->shared_optin / 1024) +
                    " KB");
-  if (shared_bytes == 0 && k.static_shared_bytes > kSharedDefault)
-    return invalid("more than 48 KB of static shared memory");
+  if (shared_bytes == 0 && k.static_shared_bytes > kSharedDefault) return invalid("more than 48 KB of static shared memory");
   const uint64_t cluster_size = static_cast<uint64_t>(cluster[0]) * cluster[1] * cluster[2];
   if (cluster_size > 1) {
     if (D().device->major < 9)
@@ -1496,11 +1492,11 @@ CUresult LaunchKernel(const char* api, CUfunction f, const unsigned grid[3], con
   if (kernel_params && extra) return invalid("both kernelParams and extra are given");
   std::vector<uint8_t> params(k.param_bytes);
   if (!k.params.empty()) {
-    if (!kernel_params && !extra) return invalid("the kernel takes " + std::to_string(k.params.size()) + " parameters; none were given");
+    if (!kernel_params && !extra)
+      return invalid("the kernel takes " + std::to_string(k.params.size()) + " parameters; none were given");
     if (kernel_params) {
       for (size_t i = 0; i < k.params.size(); ++i) {
-        if (!kernel_params[i])
-          return invalid("kernelParams[" + std::to_string(i) + "] (" + k.params[i].name + ") is null");
+        if (!kernel_params[i]) return invalid("kernelParams[" + std::to_string(i) + "] (" + k.params[i].name + ") is null");
         std::memcpy(params.data() + k.params[i].offset, kernel_params[i], k.params[i].size);
       }
     } else {
@@ -1566,10 +1562,8 @@ CUresult LaunchKernel(const char* api, CUfunction f, const unsigned grid[3], con
 
 }  // namespace
 
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                                unsigned int bx, unsigned int by, unsigned int bz,
-                                unsigned int shared_bytes, CUstream stream, void** kernel_params,
-                                void** extra) {
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,
+                                unsigned int bz, unsigned int shared_bytes, CUstream stream, void** kernel_params, void** extra) {
   std::lock_guard lock(D().mu);
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz}, cluster[3] = {1, 1, 1};
   return LaunchKernel("cuLaunchKernel", f, grid, block, cluster, shared_bytes, stream, kernel_params, extra);
@@ -1597,12 +1591,10 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
     }
     cluster[0] = x, cluster[1] = y, cluster[2] = z;
   }
-  return LaunchKernel("cuLaunchKernelEx", f, grid, block, cluster, config->sharedMemBytes, config->hStream, kernel_params,
-                      extra);
+  return LaunchKernel("cuLaunchKernelEx", f, grid, block, cluster, config->sharedMemBytes, config->hStream, kernel_params, extra);
 }
 
-CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size,
-                                                             size_t dynamic_shared) {
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size, size_t dynamic_shared) {
   std::lock_guard lock(D().mu);
   if (!D().initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!blocks || !f || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
@@ -1669,7 +1661,7 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph* graph) {
 
 namespace {
 CUstreamCaptureStatus CaptureStatusOf(const CUstream_st* s) {
-  return !s->capture                ? CU_STREAM_CAPTURE_STATUS_NONE
+  return !s->capture               ? CU_STREAM_CAPTURE_STATUS_NONE
          : s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                    : CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
@@ -1682,8 +1674,7 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* sta
 // The capture's status, id and graph; its dependencies are the last node captured (the
 // captured work is a chain), none before the first.
 CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
-                                        const CUgraphNode** dependencies, const CUgraphEdgeData** edge_data,
-                                        size_t* count) {
+                                        const CUgraphNode** dependencies, const CUgraphEdgeData** edge_data, size_t* count) {
   std::lock_guard lock(D().mu);
   CUctx_st* ctx;
   if (!status) return CUDA_ERROR_INVALID_VALUE;
@@ -1803,8 +1794,7 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecU
     const CUgraphNode_st& to = *graph->nodes[i];
     const CUgraphNode_st& from = *exec->nodes[i];
     if (to.type != from.type) return fail(CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, graph->nodes[i].get());
-    if (to.callee != from.callee)
-      return fail(CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE, graph->nodes[i].get());
+    if (to.callee != from.callee) return fail(CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE, graph->nodes[i].get());
   }
   exec->nodes = graph->nodes;
   info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
@@ -1855,37 +1845,92 @@ struct Entry {
 };
 #define CUEMU_ENTRY(name) {#name, reinterpret_cast<void*>(&name)}
 const Entry kEntries[] = {
-    CUEMU_ENTRY(cuGetErrorName), CUEMU_ENTRY(cuGetErrorString), CUEMU_ENTRY(cuInit),
-    CUEMU_ENTRY(cuDriverGetVersion), CUEMU_ENTRY(cuDeviceGetCount), CUEMU_ENTRY(cuDeviceGet),
-    CUEMU_ENTRY(cuDeviceGetName), CUEMU_ENTRY(cuDeviceTotalMem),
-    CUEMU_ENTRY(cuDeviceGetAttribute), CUEMU_ENTRY(cuDevicePrimaryCtxRetain),
-    CUEMU_ENTRY(cuDevicePrimaryCtxRelease), CUEMU_ENTRY(cuDevicePrimaryCtxReset),
-    CUEMU_ENTRY(cuDevicePrimaryCtxGetState), CUEMU_ENTRY(cuDevicePrimaryCtxSetFlags),
-    CUEMU_ENTRY(cuCtxCreate), CUEMU_ENTRY(cuCtxDestroy), CUEMU_ENTRY(cuCtxSetCurrent),
-    CUEMU_ENTRY(cuCtxGetCurrent), CUEMU_ENTRY(cuCtxPushCurrent), CUEMU_ENTRY(cuCtxPopCurrent),
-    CUEMU_ENTRY(cuCtxGetDevice), CUEMU_ENTRY(cuCtxSynchronize), CUEMU_ENTRY(cuModuleLoad),
-    CUEMU_ENTRY(cuModuleLoadData), CUEMU_ENTRY(cuModuleLoadDataEx), CUEMU_ENTRY(cuModuleUnload),
-    CUEMU_ENTRY(cuModuleGetFunction), CUEMU_ENTRY(cuModuleGetGlobal), CUEMU_ENTRY(cuFuncGetAttribute),
-    CUEMU_ENTRY(cuFuncSetAttribute), CUEMU_ENTRY(cuFuncSetCacheConfig), CUEMU_ENTRY(cuMemAlloc),
-    CUEMU_ENTRY(cuMemFree), CUEMU_ENTRY(cuMemGetInfo), CUEMU_ENTRY(cuMemGetAddressRange), CUEMU_ENTRY(cuPointerGetAttribute),
-    CUEMU_ENTRY(cuMemAllocHost), CUEMU_ENTRY(cuMemHostAlloc), CUEMU_ENTRY(cuMemFreeHost),
-    CUEMU_ENTRY(cuMemcpyHtoD), CUEMU_ENTRY(cuMemcpyDtoH), CUEMU_ENTRY(cuMemcpyDtoD),
-    CUEMU_ENTRY(cuMemcpyHtoDAsync), CUEMU_ENTRY(cuMemcpyDtoHAsync), CUEMU_ENTRY(cuMemcpyDtoDAsync),
-    CUEMU_ENTRY(cuMemsetD8), CUEMU_ENTRY(cuMemsetD16), CUEMU_ENTRY(cuMemsetD32),
-    CUEMU_ENTRY(cuMemsetD8Async), CUEMU_ENTRY(cuMemsetD16Async), CUEMU_ENTRY(cuMemsetD32Async),
-    CUEMU_ENTRY(cuStreamCreate), CUEMU_ENTRY(cuStreamCreateWithPriority), CUEMU_ENTRY(cuStreamDestroy),
-    CUEMU_ENTRY(cuStreamSynchronize), CUEMU_ENTRY(cuStreamQuery), CUEMU_ENTRY(cuStreamWaitEvent),
-    CUEMU_ENTRY(cuEventCreate), CUEMU_ENTRY(cuEventDestroy), CUEMU_ENTRY(cuEventRecord),
-    CUEMU_ENTRY(cuEventSynchronize), CUEMU_ENTRY(cuEventQuery), CUEMU_ENTRY(cuEventElapsedTime),
+    CUEMU_ENTRY(cuGetErrorName),
+    CUEMU_ENTRY(cuGetErrorString),
+    CUEMU_ENTRY(cuInit),
+    CUEMU_ENTRY(cuDriverGetVersion),
+    CUEMU_ENTRY(cuDeviceGetCount),
+    CUEMU_ENTRY(cuDeviceGet),
+    CUEMU_ENTRY(cuDeviceGetName),
+    CUEMU_ENTRY(cuDeviceTotalMem),
+    CUEMU_ENTRY(cuDeviceGetAttribute),
+    CUEMU_ENTRY(cuDevicePrimaryCtxRetain),
+    CUEMU_ENTRY(cuDevicePrimaryCtxRelease),
+    CUEMU_ENTRY(cuDevicePrimaryCtxReset),
+    CUEMU_ENTRY(cuDevicePrimaryCtxGetState),
+    CUEMU_ENTRY(cuDevicePrimaryCtxSetFlags),
+    CUEMU_ENTRY(cuCtxCreate),
+    CUEMU_ENTRY(cuCtxDestroy),
+    CUEMU_ENTRY(cuCtxSetCurrent),
+    CUEMU_ENTRY(cuCtxGetCurrent),
+    CUEMU_ENTRY(cuCtxPushCurrent),
+    CUEMU_ENTRY(cuCtxPopCurrent),
+    CUEMU_ENTRY(cuCtxGetDevice),
+    CUEMU_ENTRY(cuCtxSynchronize),
+    CUEMU_ENTRY(cuModuleLoad),
+    CUEMU_ENTRY(cuModuleLoadData),
+    CUEMU_ENTRY(cuModuleLoadDataEx),
+    CUEMU_ENTRY(cuModuleUnload),
+    CUEMU_ENTRY(cuModuleGetFunction),
+    CUEMU_ENTRY(cuModuleGetGlobal),
+    CUEMU_ENTRY(cuFuncGetAttribute),
+    CUEMU_ENTRY(cuFuncSetAttribute),
+    CUEMU_ENTRY(cuFuncSetCacheConfig),
+    CUEMU_ENTRY(cuMemAlloc),
+    CUEMU_ENTRY(cuMemFree),
+    CUEMU_ENTRY(cuMemGetInfo),
+    CUEMU_ENTRY(cuMemGetAddressRange),
+    CUEMU_ENTRY(cuPointerGetAttribute),
+    CUEMU_ENTRY(cuMemAllocHost),
+    CUEMU_ENTRY(cuMemHostAlloc),
+    CUEMU_ENTRY(cuMemFreeHost),
+    CUEMU_ENTRY(cuMemcpyHtoD),
+    CUEMU_ENTRY(cuMemcpyDtoH),
+    CUEMU_ENTRY(cuMemcpyDtoD),
+    CUEMU_ENTRY(cuMemcpyHtoDAsync),
+    CUEMU_ENTRY(cuMemcpyDtoHAsync),
+    CUEMU_ENTRY(cuMemcpyDtoDAsync),
+    CUEMU_ENTRY(cuMemsetD8),
+    CUEMU_ENTRY(cuMemsetD16),
+    CUEMU_ENTRY(cuMemsetD32),
+    CUEMU_ENTRY(cuMemsetD8Async),
+    CUEMU_ENTRY(cuMemsetD16Async),
+    CUEMU_ENTRY(cuMemsetD32Async),
+    CUEMU_ENTRY(cuStreamCreate),
+    CUEMU_ENTRY(cuStreamCreateWithPriority),
+    CUEMU_ENTRY(cuStreamDestroy),
+    CUEMU_ENTRY(cuStreamSynchronize),
+    CUEMU_ENTRY(cuStreamQuery),
+    CUEMU_ENTRY(cuStreamWaitEvent),
+    CUEMU_ENTRY(cuEventCreate),
+    CUEMU_ENTRY(cuEventDestroy),
+    CUEMU_ENTRY(cuEventRecord),
+    CUEMU_ENTRY(cuEventSynchronize),
+    CUEMU_ENTRY(cuEventQuery),
+    CUEMU_ENTRY(cuEventElapsedTime),
     CUEMU_ENTRY(cuLaunchHostFunc),
-    CUEMU_ENTRY(cuLaunchKernel), CUEMU_ENTRY(cuLaunchKernelEx), CUEMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
-    CUEMU_ENTRY(cuStreamBeginCapture), CUEMU_ENTRY(cuStreamEndCapture), CUEMU_ENTRY(cuStreamIsCapturing), CUEMU_ENTRY(cuStreamGetCaptureInfo),
-    CUEMU_ENTRY(cuGraphGetNodes), CUEMU_ENTRY(cuGraphNodeGetType), CUEMU_ENTRY(cuGraphDestroy),
-    CUEMU_ENTRY(cuGraphInstantiateWithFlags), CUEMU_ENTRY(cuGraphExecDestroy), CUEMU_ENTRY(cuGraphLaunch),
-    CUEMU_ENTRY(cuGraphExecUpdate), CUEMU_ENTRY(cuemuLaunchHostTask),
-    CUEMU_ENTRY(cuGetProcAddress), CUEMU_ENTRY(cuemuGetLastLaunchCounters),
-    CUEMU_ENTRY(cuemuGetLastErrorMessage), CUEMU_ENTRY(cuemuSetThreadOrder),
-    CUEMU_ENTRY(cuemuDeviceMemory), CUEMU_ENTRY(cuemuReport), CUEMU_ENTRY(cuemuStreamCaptureUnsupported),
+    CUEMU_ENTRY(cuLaunchKernel),
+    CUEMU_ENTRY(cuLaunchKernelEx),
+    CUEMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
+    CUEMU_ENTRY(cuStreamBeginCapture),
+    CUEMU_ENTRY(cuStreamEndCapture),
+    CUEMU_ENTRY(cuStreamIsCapturing),
+    CUEMU_ENTRY(cuStreamGetCaptureInfo),
+    CUEMU_ENTRY(cuGraphGetNodes),
+    CUEMU_ENTRY(cuGraphNodeGetType),
+    CUEMU_ENTRY(cuGraphDestroy),
+    CUEMU_ENTRY(cuGraphInstantiateWithFlags),
+    CUEMU_ENTRY(cuGraphExecDestroy),
+    CUEMU_ENTRY(cuGraphLaunch),
+    CUEMU_ENTRY(cuGraphExecUpdate),
+    CUEMU_ENTRY(cuemuLaunchHostTask),
+    CUEMU_ENTRY(cuGetProcAddress),
+    CUEMU_ENTRY(cuemuGetLastLaunchCounters),
+    CUEMU_ENTRY(cuemuGetLastErrorMessage),
+    CUEMU_ENTRY(cuemuSetThreadOrder),
+    CUEMU_ENTRY(cuemuDeviceMemory),
+    CUEMU_ENTRY(cuemuReport),
+    CUEMU_ENTRY(cuemuStreamCaptureUnsupported),
 };
 #undef CUEMU_ENTRY
 }  // namespace

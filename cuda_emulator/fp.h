@@ -95,19 +95,17 @@ inline double IntegerToOdd(bool negative, uint64_t magnitude) {
   return negative ? -d : d;
 }
 
-inline float Ftz(float x) {
-  return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
-}
-inline double Ftz(double x) {
-  return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0, x) : x;
-}
+inline float Ftz(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+inline double Ftz(double x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0, x) : x; }
 
 // min/max: a NaN operand is ignored (both NaN: the canonical NaN), -0 < +0; with `nan`
 // (.NaN) a NaN operand gives NaN.
 template <class T>
 T CanonicalNaN() {
-  if constexpr (sizeof(T) == 4) return std::bit_cast<T>(0x7fffffffu);
-  else return std::bit_cast<T>(0x7fffffffffffffffull);
+  if constexpr (sizeof(T) == 4)
+    return std::bit_cast<T>(0x7fffffffu);
+  else
+    return std::bit_cast<T>(0x7fffffffffffffffull);
 }
 template <class T>
 T FMin(T a, T b, bool nan) {

@@ -15,11 +15,10 @@ namespace {
 
 const std::map<std::string, Type, std::less<>>& TypeNames() {
   static const auto* names = new std::map<std::string, Type, std::less<>>{
-      {"pred", Type::kPred}, {"b8", Type::kB8}, {"b16", Type::kB16}, {"b32", Type::kB32},
-      {"b64", Type::kB64}, {"u8", Type::kU8}, {"u16", Type::kU16}, {"u32", Type::kU32},
-      {"u64", Type::kU64}, {"s8", Type::kS8}, {"s16", Type::kS16}, {"s32", Type::kS32},
-      {"s64", Type::kS64}, {"f16", Type::kF16}, {"f16x2", Type::kF16x2}, {"bf16", Type::kBF16},
-      {"bf16x2", Type::kBF16x2}, {"f32", Type::kF32}, {"f64", Type::kF64}};
+      {"pred", Type::kPred}, {"b8", Type::kB8},         {"b16", Type::kB16}, {"b32", Type::kB32}, {"b64", Type::kB64},
+      {"u8", Type::kU8},     {"u16", Type::kU16},       {"u32", Type::kU32}, {"u64", Type::kU64}, {"s8", Type::kS8},
+      {"s16", Type::kS16},   {"s32", Type::kS32},       {"s64", Type::kS64}, {"f16", Type::kF16}, {"f16x2", Type::kF16x2},
+      {"bf16", Type::kBF16}, {"bf16x2", Type::kBF16x2}, {"f32", Type::kF32}, {"f64", Type::kF64}};
   return *names;
 }
 
@@ -42,18 +41,22 @@ struct Token {
   int line = 0;
 };
 
-bool IsWordChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' ||
-         c == '.';
-}
+bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' || c == '.'; }
 
 bool Tokenize(const std::string& s, std::vector<Token>* out, std::string* error) {
   int line = 1;
   size_t i = 0, n = s.size();
   while (i < n) {
     char c = s[i];
-    if (c == '\n') { ++line; ++i; continue; }
-    if (std::isspace(static_cast<unsigned char>(c))) { ++i; continue; }
+    if (c == '\n') {
+      ++line;
+      ++i;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
     if (c == '/' && i + 1 < n && s[i + 1] == '/') {
       while (i < n && s[i] != '\n') ++i;
       continue;
@@ -75,9 +78,8 @@ bool Tokenize(const std::string& s, std::vector<Token>* out, std::string* error)
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t j = i;
       while (j < n && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '.' ||
-                       ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E') &&
-                        s.compare(i, 2, "0x") != 0 && s.compare(i, 2, "0f") != 0 &&
-                        s.compare(i, 2, "0d") != 0)))
+                       ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E') && s.compare(i, 2, "0x") != 0 &&
+                        s.compare(i, 2, "0f") != 0 && s.compare(i, 2, "0d") != 0)))
         ++j;
       t.kind = Token::kNumber;
       t.text = s.substr(i, j - i);
@@ -111,14 +113,14 @@ bool Tokenize(const std::string& s, std::vector<Token>* out, std::string* error)
 
 struct RawOperand {
   enum Kind { kName, kInt, kFloat, kAddress, kVector, kPair } kind = kName;
-  std::string name;       // kName, kAddress (base), kPair (first)
-  std::string name2;      // kPair (second)
-  uint64_t bits = 0;      // kInt; kFloat written as 0f/0d bits (float_bits_width 32/64)
-  double value = 0;       // kFloat written in decimal
-  int float_width = 0;    // 32: 0f..., 64: 0d..., 0: decimal
-  int64_t offset = 0;     // kAddress, or a symbol+offset kName
-  bool negated = false;   // !%p
-  bool base_is_number = false;  // kAddress of an absolute address
+  std::string name;               // kName, kAddress (base), kPair (first)
+  std::string name2;              // kPair (second)
+  uint64_t bits = 0;              // kInt; kFloat written as 0f/0d bits (float_bits_width 32/64)
+  double value = 0;               // kFloat written in decimal
+  int float_width = 0;            // 32: 0f..., 64: 0d..., 0: decimal
+  int64_t offset = 0;             // kAddress, or a symbol+offset kName
+  bool negated = false;           // !%p
+  bool base_is_number = false;    // kAddress of an absolute address
   std::vector<RawOperand> elems;  // kVector
 };
 
@@ -219,12 +221,10 @@ class Parser {
   }
 
   bool ParseLiteral(Type type, uint64_t* bits);
-  bool ParseVariable(bool is_extern, std::string* name, uint64_t* size, int* align,
-                     std::vector<uint8_t>* init);
+  bool ParseVariable(bool is_extern, std::string* name, uint64_t* size, int* align, std::vector<uint8_t>* init);
   bool ParseKernel();
   bool ParseOperand(RawOperand* op);
-  bool ParseBody(std::vector<Statement>* body, Scopes* scopes,
-                 std::vector<std::pair<std::string, Type>>* registers,
+  bool ParseBody(std::vector<Statement>* body, Scopes* scopes, std::vector<std::pair<std::string, Type>>* registers,
                  std::vector<GlobalVar>* locals);
 
   std::vector<Token> t_;
@@ -232,7 +232,10 @@ class Parser {
   Module* module_;
   std::string error_;
   // Shared variables of the module (name -> size, align; size 0: extern, dynamic).
-  struct SharedVar { uint64_t size; int align; };
+  struct SharedVar {
+    uint64_t size;
+    int align;
+  };
   std::map<std::string, SharedVar, std::less<>> shared_;
   int extern_shared_align_ = 0;
   friend class Decoder;
@@ -259,14 +262,16 @@ bool Parser::ParseLiteral(Type type, uint64_t* bits) {
     return true;
   }
   if (negative) value = -value;
-  if (type == Type::kF64) *bits = std::bit_cast<uint64_t>(value);
-  else if (type == Type::kF32) *bits = std::bit_cast<uint32_t>(static_cast<float>(value));
-  else *bits = static_cast<uint64_t>(static_cast<int64_t>(value));
+  if (type == Type::kF64)
+    *bits = std::bit_cast<uint64_t>(value);
+  else if (type == Type::kF32)
+    *bits = std::bit_cast<uint32_t>(static_cast<float>(value));
+  else
+    *bits = static_cast<uint64_t>(static_cast<int64_t>(value));
   return true;
 }
 
-bool Parser::ParseVariable(bool is_extern, std::string* name, uint64_t* size,
-                           int* align, std::vector<uint8_t>* init) {
+bool Parser::ParseVariable(bool is_extern, std::string* name, uint64_t* size, int* align, std::vector<uint8_t>* init) {
   // [.align N] .type name[[N]]... [= {...} | = value] ;
   *align = 0;
   Type type = Type::kNone;
@@ -290,7 +295,10 @@ bool Parser::ParseVariable(bool is_extern, std::string* name, uint64_t* size,
   uint64_t count = 1;
   bool unsized = false;
   while (Accept("[")) {
-    if (Accept("]")) { unsized = true; continue; }
+    if (Accept("]")) {
+      unsized = true;
+      continue;
+    }
     int64_t n;
     if (!ParseInt(&n) || !Expect("]")) return false;
     count *= static_cast<uint64_t>(n);
@@ -302,16 +310,17 @@ bool Parser::ParseVariable(bool is_extern, std::string* name, uint64_t* size,
   if (Accept("=")) {
     std::vector<uint64_t> values;
     do {
-      while (Accept("{")) {}
+      while (Accept("{")) {
+      }
       uint64_t v;
       if (!ParseLiteral(type, &v)) return false;
       values.push_back(v);
-      while (Accept("}")) {}
+      while (Accept("}")) {
+      }
     } while (Accept(","));
     if (unsized) *size = values.size() * elem;
     init->assign(*size, 0);
-    for (size_t i = 0; i < values.size() && (i + 1) * elem <= *size; ++i)
-      std::memcpy(init->data() + i * elem, &values[i], elem);
+    for (size_t i = 0; i < values.size() && (i + 1) * elem <= *size; ++i) std::memcpy(init->data() + i * elem, &values[i], elem);
   }
   return Expect(";");
 }
@@ -382,8 +391,7 @@ bool Parser::ParseOperand(RawOperand* op) {
   return true;
 }
 
-bool Parser::ParseBody(std::vector<Statement>* body, Scopes* scopes,
-                       std::vector<std::pair<std::string, Type>>* registers,
+bool Parser::ParseBody(std::vector<Statement>* body, Scopes* scopes, std::vector<std::pair<std::string, Type>>* registers,
                        std::vector<GlobalVar>* locals) {
   int depth = 1;  // after the function's '{'
   while (depth > 0) {
@@ -431,10 +439,11 @@ bool Parser::ParseBody(std::vector<Statement>* body, Scopes* scopes,
       bool local = tok.text == ".local";
       Next();
       GlobalVar v;
-      if (!ParseVariable(false, &v.name, &v.size, &v.align, &v.init))
-        return false;
-      if (local) locals->push_back(v);
-      else shared_[v.name] = {v.size, v.align};
+      if (!ParseVariable(false, &v.name, &v.size, &v.align, &v.init)) return false;
+      if (local)
+        locals->push_back(v);
+      else
+        shared_[v.name] = {v.size, v.align};
       continue;
     }
     if (tok.text == ".param") return Fail("parameters declared in a function body (calls) are not supported");
@@ -476,8 +485,7 @@ bool Parser::ParseBody(std::vector<Statement>* body, Scopes* scopes,
 
 class Decoder {
  public:
-  Decoder(Parser* p, Kernel* k, const std::vector<std::pair<std::string, Type>>& registers,
-          const std::vector<GlobalVar>& locals)
+  Decoder(Parser* p, Kernel* k, const std::vector<std::pair<std::string, Type>>& registers, const std::vector<GlobalVar>& locals)
       : p_(p), k_(k) {
     for (const auto& [name, type] : registers) {
       if (!slots_.count(name)) slots_[name] = static_cast<int>(slots_.size());
@@ -525,22 +533,45 @@ int Decoder::Constant(uint64_t value, int global) {
 }
 
 int SpecialIndex(const std::string& name) {
-  static const std::map<std::string, int> specials = {
-      {"%tid.x", kTidX}, {"%tid.y", kTidY}, {"%tid.z", kTidZ},
-      {"%ntid.x", kNtidX}, {"%ntid.y", kNtidY}, {"%ntid.z", kNtidZ},
-      {"%ctaid.x", kCtaidX}, {"%ctaid.y", kCtaidY}, {"%ctaid.z", kCtaidZ},
-      {"%nctaid.x", kNctaidX}, {"%nctaid.y", kNctaidY}, {"%nctaid.z", kNctaidZ},
-      {"%laneid", kLaneid}, {"%warpid", kWarpid}, {"%nwarpid", kNwarpid}, {"%smid", kSmid},
-      {"%nsmid", kNsmid}, {"%gridid", kGridid}, {"%lanemask_eq", kLanemaskEq},
-      {"%lanemask_le", kLanemaskLe}, {"%lanemask_lt", kLanemaskLt},
-      {"%lanemask_ge", kLanemaskGe}, {"%lanemask_gt", kLanemaskGt},
-      {"%dynamic_smem_size", kDynamicSmemSize}, {"%total_smem_size", kTotalSmemSize},
-      {"%cluster_ctarank", kClusterCtarank}, {"%cluster_nctarank", kClusterNctarank},
-      {"%cluster_ctaid.x", kClusterCtaidX}, {"%cluster_ctaid.y", kClusterCtaidY}, {"%cluster_ctaid.z", kClusterCtaidZ},
-      {"%cluster_nctaid.x", kClusterNctaidX}, {"%cluster_nctaid.y", kClusterNctaidY},
-      {"%cluster_nctaid.z", kClusterNctaidZ}, {"%clusterid.x", kClusteridX}, {"%clusterid.y", kClusteridY},
-      {"%clusterid.z", kClusteridZ}, {"%nclusterid.x", kNclusteridX}, {"%nclusterid.y", kNclusteridY},
-      {"%nclusterid.z", kNclusteridZ}};
+  static const std::map<std::string, int> specials = {{"%tid.x", kTidX},
+                                                      {"%tid.y", kTidY},
+                                                      {"%tid.z", kTidZ},
+                                                      {"%ntid.x", kNtidX},
+                                                      {"%ntid.y", kNtidY},
+                                                      {"%ntid.z", kNtidZ},
+                                                      {"%ctaid.x", kCtaidX},
+                                                      {"%ctaid.y", kCtaidY},
+                                                      {"%ctaid.z", kCtaidZ},
+                                                      {"%nctaid.x", kNctaidX},
+                                                      {"%nctaid.y", kNctaidY},
+                                                      {"%nctaid.z", kNctaidZ},
+                                                      {"%laneid", kLaneid},
+                                                      {"%warpid", kWarpid},
+                                                      {"%nwarpid", kNwarpid},
+                                                      {"%smid", kSmid},
+                                                      {"%nsmid", kNsmid},
+                                                      {"%gridid", kGridid},
+                                                      {"%lanemask_eq", kLanemaskEq},
+                                                      {"%lanemask_le", kLanemaskLe},
+                                                      {"%lanemask_lt", kLanemaskLt},
+                                                      {"%lanemask_ge", kLanemaskGe},
+                                                      {"%lanemask_gt", kLanemaskGt},
+                                                      {"%dynamic_smem_size", kDynamicSmemSize},
+                                                      {"%total_smem_size", kTotalSmemSize},
+                                                      {"%cluster_ctarank", kClusterCtarank},
+                                                      {"%cluster_nctarank", kClusterNctarank},
+                                                      {"%cluster_ctaid.x", kClusterCtaidX},
+                                                      {"%cluster_ctaid.y", kClusterCtaidY},
+                                                      {"%cluster_ctaid.z", kClusterCtaidZ},
+                                                      {"%cluster_nctaid.x", kClusterNctaidX},
+                                                      {"%cluster_nctaid.y", kClusterNctaidY},
+                                                      {"%cluster_nctaid.z", kClusterNctaidZ},
+                                                      {"%clusterid.x", kClusteridX},
+                                                      {"%clusterid.y", kClusteridY},
+                                                      {"%clusterid.z", kClusteridZ},
+                                                      {"%nclusterid.x", kNclusteridX},
+                                                      {"%nclusterid.y", kNclusteridY},
+                                                      {"%nclusterid.z", kNclusteridZ}};
   auto it = specials.find(name);
   return it == specials.end() ? -1 : it->second;
 }
@@ -559,7 +590,8 @@ bool Decoder::Source(const RawOperand& op, Type type, int line, int32_t* slot) {
       return true;
     case RawOperand::kFloat: {
       uint64_t bits = op.bits;
-      if (op.float_width == 0) bits = FloatBits(op.value, type);
+      if (op.float_width == 0)
+        bits = FloatBits(op.value, type);
       else if (op.float_width == 32 && type == Type::kF64)
         bits = std::bit_cast<uint64_t>(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits))));
       else if (op.float_width == 64 && type == Type::kF32)
@@ -624,14 +656,12 @@ bool Decoder::Source(const RawOperand& op, Type type, int line, int32_t* slot) {
       }
       return Fail(line, "unknown symbol " + op.name);
     }
-    default:
-      return Fail(line, "unexpected operand form");
+    default: return Fail(line, "unexpected operand form");
   }
 }
 
 bool Decoder::Dest(const RawOperand& op, int line, int32_t* slot) {
-  if (op.kind != RawOperand::kName && op.kind != RawOperand::kPair)
-    return Fail(line, "a destination must be a register");
+  if (op.kind != RawOperand::kName && op.kind != RawOperand::kPair) return Fail(line, "a destination must be a register");
   auto it = slots_.find(op.name);
   if (it == slots_.end()) {
     if (op.name == "_") {  // the sink: a slot of its own that nothing reads
@@ -660,12 +690,42 @@ bool Decoder::Address(const RawOperand& op, Space space, int line, Instr* in) {
 // Modifiers that do not change what the emulator computes (caching, memory ordering
 // scopes: the emulator's memory is sequentially consistent).
 bool IsIgnoredModifier(const std::string& m) {
-  static const char* kIgnored[] = {
-      "nc", "volatile", "relaxed", "acquire", "release", "acq_rel", "sc", "weak", "mmio", "gl",
-      "gpu", "sys", "cta", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "aligned", "uni",
-      "sync", "L1::evict_normal", "L1::evict_unchanged", "L1::evict_first",
-      "L1::evict_last", "L1::no_allocate", "L2::evict_normal", "L2::evict_first",
-      "L2::evict_last", "L2::64B", "L2::128B", "L2::256B", "L2::cache_hint", "noftz"};
+  static const char* kIgnored[] = {"nc",
+                                   "volatile",
+                                   "relaxed",
+                                   "acquire",
+                                   "release",
+                                   "acq_rel",
+                                   "sc",
+                                   "weak",
+                                   "mmio",
+                                   "gl",
+                                   "gpu",
+                                   "sys",
+                                   "cta",
+                                   "ca",
+                                   "cg",
+                                   "cs",
+                                   "lu",
+                                   "cv",
+                                   "wb",
+                                   "wt",
+                                   "aligned",
+                                   "uni",
+                                   "sync",
+                                   "L1::evict_normal",
+                                   "L1::evict_unchanged",
+                                   "L1::evict_first",
+                                   "L1::evict_last",
+                                   "L1::no_allocate",
+                                   "L2::evict_normal",
+                                   "L2::evict_first",
+                                   "L2::evict_last",
+                                   "L2::64B",
+                                   "L2::128B",
+                                   "L2::256B",
+                                   "L2::cache_hint",
+                                   "noftz"};
   for (const char* s : kIgnored)
     if (m == s) return true;
   return false;
@@ -699,80 +759,173 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string& m = parts[i];
     auto t = TypeNames().find(m);
-    if (t != TypeNames().end()) { types.push_back(t->second); continue; }
-    if (m == "global") { in->space = Space::kGlobal; continue; }
-    if (m == "shared" || m == "shared::cta") { in->space = Space::kShared; continue; }
-    if (m == "local") { in->space = Space::kLocal; continue; }
-    if (m == "param") { in->space = Space::kParam; continue; }
-    if (m == "const") { in->space = Space::kConst; continue; }
-    if (m == "to") { to = true; continue; }
-    if (m == "v2") { in->vec = 2; continue; }
-    if (m == "v4") { in->vec = 4; continue; }
+    if (t != TypeNames().end()) {
+      types.push_back(t->second);
+      continue;
+    }
+    if (m == "global") {
+      in->space = Space::kGlobal;
+      continue;
+    }
+    if (m == "shared" || m == "shared::cta") {
+      in->space = Space::kShared;
+      continue;
+    }
+    if (m == "local") {
+      in->space = Space::kLocal;
+      continue;
+    }
+    if (m == "param") {
+      in->space = Space::kParam;
+      continue;
+    }
+    if (m == "const") {
+      in->space = Space::kConst;
+      continue;
+    }
+    if (m == "to") {
+      to = true;
+      continue;
+    }
+    if (m == "v2") {
+      in->vec = 2;
+      continue;
+    }
+    if (m == "v4") {
+      in->vec = 4;
+      continue;
+    }
     if (base == "setp") {
       static const std::map<std::string, Cmp> cmps = {
-          {"eq", Cmp::kEq}, {"ne", Cmp::kNe}, {"lt", Cmp::kLt}, {"le", Cmp::kLe}, {"gt", Cmp::kGt},
-          {"ge", Cmp::kGe}, {"lo", Cmp::kLo}, {"ls", Cmp::kLs}, {"hi", Cmp::kHi}, {"hs", Cmp::kHs},
-          {"equ", Cmp::kEqu}, {"neu", Cmp::kNeu}, {"ltu", Cmp::kLtu}, {"leu", Cmp::kLeu},
-          {"gtu", Cmp::kGtu}, {"geu", Cmp::kGeu}, {"num", Cmp::kNum}, {"nan", Cmp::kNan}};
-      if (auto c = cmps.find(m); c != cmps.end()) { in->mode = static_cast<uint8_t>(c->second); continue; }
-      if (m == "and") { in->bool_op = BoolOp::kAnd; continue; }
-      if (m == "or") { in->bool_op = BoolOp::kOr; continue; }
-      if (m == "xor") { in->bool_op = BoolOp::kXor; continue; }
+          {"eq", Cmp::kEq},   {"ne", Cmp::kNe},   {"lt", Cmp::kLt},   {"le", Cmp::kLe},   {"gt", Cmp::kGt},   {"ge", Cmp::kGe},
+          {"lo", Cmp::kLo},   {"ls", Cmp::kLs},   {"hi", Cmp::kHi},   {"hs", Cmp::kHs},   {"equ", Cmp::kEqu}, {"neu", Cmp::kNeu},
+          {"ltu", Cmp::kLtu}, {"leu", Cmp::kLeu}, {"gtu", Cmp::kGtu}, {"geu", Cmp::kGeu}, {"num", Cmp::kNum}, {"nan", Cmp::kNan}};
+      if (auto c = cmps.find(m); c != cmps.end()) {
+        in->mode = static_cast<uint8_t>(c->second);
+        continue;
+      }
+      if (m == "and") {
+        in->bool_op = BoolOp::kAnd;
+        continue;
+      }
+      if (m == "or") {
+        in->bool_op = BoolOp::kOr;
+        continue;
+      }
+      if (m == "xor") {
+        in->bool_op = BoolOp::kXor;
+        continue;
+      }
     }
     if (base == "shfl") {
       static const std::map<std::string, ShflMode> modes = {
           {"up", ShflMode::kUp}, {"down", ShflMode::kDown}, {"bfly", ShflMode::kBfly}, {"idx", ShflMode::kIdx}};
-      if (auto c = modes.find(m); c != modes.end()) { in->mode = static_cast<uint8_t>(c->second); continue; }
+      if (auto c = modes.find(m); c != modes.end()) {
+        in->mode = static_cast<uint8_t>(c->second);
+        continue;
+      }
     }
     if (base == "vote") {
       static const std::map<std::string, VoteMode> modes = {
           {"all", VoteMode::kAll}, {"any", VoteMode::kAny}, {"uni", VoteMode::kUni}, {"ballot", VoteMode::kBallot}};
-      if (auto c = modes.find(m); c != modes.end()) { in->mode = static_cast<uint8_t>(c->second); continue; }
+      if (auto c = modes.find(m); c != modes.end()) {
+        in->mode = static_cast<uint8_t>(c->second);
+        continue;
+      }
     }
     if (base == "atom" || base == "red" || base == "redux") {
       static const std::map<std::string, AtomOp> ops = {
-          {"add", AtomOp::kAdd}, {"min", AtomOp::kMin}, {"max", AtomOp::kMax}, {"and", AtomOp::kAnd},
-          {"or", AtomOp::kOr}, {"xor", AtomOp::kXor}, {"exch", AtomOp::kExch}, {"cas", AtomOp::kCas},
-          {"inc", AtomOp::kInc}, {"dec", AtomOp::kDec}};
-      if (auto c = ops.find(m); c != ops.end()) { in->mode = static_cast<uint8_t>(c->second); continue; }
+          {"add", AtomOp::kAdd}, {"min", AtomOp::kMin},   {"max", AtomOp::kMax}, {"and", AtomOp::kAnd}, {"or", AtomOp::kOr},
+          {"xor", AtomOp::kXor}, {"exch", AtomOp::kExch}, {"cas", AtomOp::kCas}, {"inc", AtomOp::kInc}, {"dec", AtomOp::kDec}};
+      if (auto c = ops.find(m); c != ops.end()) {
+        in->mode = static_cast<uint8_t>(c->second);
+        continue;
+      }
     }
     if (base == "testp") {
       static const std::map<std::string, TestpMode> modes = {
-          {"finite", TestpMode::kFinite}, {"infinite", TestpMode::kInfinite},
-          {"number", TestpMode::kNumber}, {"notanumber", TestpMode::kNotANumber},
-          {"normal", TestpMode::kNormal}, {"subnormal", TestpMode::kSubnormal}};
-      if (auto c = modes.find(m); c != modes.end()) { in->mode = static_cast<uint8_t>(c->second); continue; }
+          {"finite", TestpMode::kFinite},         {"infinite", TestpMode::kInfinite}, {"number", TestpMode::kNumber},
+          {"notanumber", TestpMode::kNotANumber}, {"normal", TestpMode::kNormal},     {"subnormal", TestpMode::kSubnormal}};
+      if (auto c = modes.find(m); c != modes.end()) {
+        in->mode = static_cast<uint8_t>(c->second);
+        continue;
+      }
     }
-    if (base == "bfind" && m == "shiftamt") { in->flags |= kShiftAmt; continue; }
+    if (base == "bfind" && m == "shiftamt") {
+      in->flags |= kShiftAmt;
+      continue;
+    }
     if (base == "match") {
       if (m == "any") continue;
-      if (m == "all") { in->flags |= kMatchAll; continue; }
+      if (m == "all") {
+        in->flags |= kMatchAll;
+        continue;
+      }
     }
     if (base == "shf") {
-      if (m == "l") { in->flags |= kShfLeft; continue; }
+      if (m == "l") {
+        in->flags |= kShfLeft;
+        continue;
+      }
       if (m == "r") continue;
-      if (m == "wrap") { in->flags |= kShfWrap; continue; }
+      if (m == "wrap") {
+        in->flags |= kShfWrap;
+        continue;
+      }
       if (m == "clamp") continue;
     }
-    static const std::map<std::string, Round> rounds = {
-        {"rn", Round::kRn}, {"rz", Round::kRz}, {"rm", Round::kRm}, {"rp", Round::kRp},
-        {"rni", Round::kRni}, {"rzi", Round::kRzi}, {"rmi", Round::kRmi}, {"rpi", Round::kRpi}};
+    static const std::map<std::string, Round> rounds = {{"rn", Round::kRn},   {"rz", Round::kRz},   {"rm", Round::kRm},
+                                                        {"rp", Round::kRp},   {"rni", Round::kRni}, {"rzi", Round::kRzi},
+                                                        {"rmi", Round::kRmi}, {"rpi", Round::kRpi}};
     if (auto r = rounds.find(m); r != rounds.end() && base != "atom" && base != "red") {
       in->mode = static_cast<uint8_t>(r->second);
       continue;
     }
-    if (m == "ftz") { in->flags |= kFtz; continue; }
-    if (m == "sat") { in->flags |= kSat; continue; }
-    if (m == "approx" || m == "full") { in->flags |= kApprox; continue; }
-    if (m == "hi") { in->flags |= kHi; continue; }
-    if (m == "lo") { in->flags |= kLo; continue; }
-    if (m == "wide") { in->flags |= kWide; continue; }
-    if (m == "NaN") { in->flags |= kNaN; continue; }
-    if (m == "cc") { in->flags |= kCc; continue; }
+    if (m == "ftz") {
+      in->flags |= kFtz;
+      continue;
+    }
+    if (m == "sat") {
+      in->flags |= kSat;
+      continue;
+    }
+    if (m == "approx" || m == "full") {
+      in->flags |= kApprox;
+      continue;
+    }
+    if (m == "hi") {
+      in->flags |= kHi;
+      continue;
+    }
+    if (m == "lo") {
+      in->flags |= kLo;
+      continue;
+    }
+    if (m == "wide") {
+      in->flags |= kWide;
+      continue;
+    }
+    if (m == "NaN") {
+      in->flags |= kNaN;
+      continue;
+    }
+    if (m == "cc") {
+      in->flags |= kCc;
+      continue;
+    }
     if (base == "bar" || base == "barrier") {
-      if (m == "sync") { bar_sync = true; continue; }
-      if (m == "warp") { in->op = Op::kBarWarp; continue; }
-      if (m == "cluster") { bar_cluster = true; continue; }
+      if (m == "sync") {
+        bar_sync = true;
+        continue;
+      }
+      if (m == "warp") {
+        in->op = Op::kBarWarp;
+        continue;
+      }
+      if (m == "cluster") {
+        bar_cluster = true;
+        continue;
+      }
       if (bar_cluster && (m == "arrive" || m == "wait")) {
         cluster_step = true;
         in->mode = static_cast<uint8_t>(m == "arrive" ? BarClusterMode::kArrive : BarClusterMode::kWait);
@@ -789,8 +942,7 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
   const auto& ops = st.operands;
   auto need = [&](size_t n) {
     if (ops.size() == n) return true;
-    return Fail(line, "'" + st.opcode + "' takes " + std::to_string(n) + " operands, found " +
-                          std::to_string(ops.size()));
+    return Fail(line, "'" + st.opcode + "' takes " + std::to_string(n) + " operands, found " + std::to_string(ops.size()));
   };
   // dst, then sources all of the instruction's type.
   auto simple = [&](Op op, size_t nsrc, Type src_type) {
@@ -805,18 +957,15 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
     return true;
   };
   static const std::map<std::string, Op> kArith = {
-      {"add", Op::kAdd}, {"sub", Op::kSub}, {"mul", Op::kMul}, {"div", Op::kDiv}, {"rem", Op::kRem},
-      {"min", Op::kMin}, {"max", Op::kMax}, {"and", Op::kAnd}, {"or", Op::kOr}, {"xor", Op::kXor},
-      {"copysign", Op::kCopysign}};
+      {"add", Op::kAdd}, {"sub", Op::kSub}, {"mul", Op::kMul}, {"div", Op::kDiv}, {"rem", Op::kRem},          {"min", Op::kMin},
+      {"max", Op::kMax}, {"and", Op::kAnd}, {"or", Op::kOr},   {"xor", Op::kXor}, {"copysign", Op::kCopysign}};
   static const std::map<std::string, Op> kUnary = {
-      {"abs", Op::kAbs}, {"neg", Op::kNeg}, {"not", Op::kNot}, {"cnot", Op::kCnot},
-      {"ex2", Op::kEx2}, {"lg2", Op::kLg2}, {"rcp", Op::kRcp}, {"sqrt", Op::kSqrt},
-      {"rsqrt", Op::kRsqrt}, {"sin", Op::kSin}, {"cos", Op::kCos}, {"tanh", Op::kTanh},
-      {"popc", Op::kPopc}, {"clz", Op::kClz}, {"brev", Op::kBrev}};
+      {"abs", Op::kAbs}, {"neg", Op::kNeg},   {"not", Op::kNot},   {"cnot", Op::kCnot},   {"ex2", Op::kEx2},
+      {"lg2", Op::kLg2}, {"rcp", Op::kRcp},   {"sqrt", Op::kSqrt}, {"rsqrt", Op::kRsqrt}, {"sin", Op::kSin},
+      {"cos", Op::kCos}, {"tanh", Op::kTanh}, {"popc", Op::kPopc}, {"clz", Op::kClz},     {"brev", Op::kBrev}};
 
-  if (in->type == Type::kNone && base != "bra" && base != "ret" && base != "exit" &&
-      base != "bar" && base != "barrier" && base != "membar" && base != "fence" &&
-      base != "trap" && base != "prefetch" && base != "nanosleep" && base != "pmevent" &&
+  if (in->type == Type::kNone && base != "bra" && base != "ret" && base != "exit" && base != "bar" && base != "barrier" &&
+      base != "membar" && base != "fence" && base != "trap" && base != "prefetch" && base != "nanosleep" && base != "pmevent" &&
       base != "call")
     return Fail(line, "instruction without a type: '" + st.opcode + "'");
 
@@ -830,12 +979,13 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
   if (auto it = kUnary.find(base); it != kUnary.end()) return simple(it->second, 1, in->type);
   if (base == "mad") return simple(Op::kMad, 3, in->type);
   if (base == "fma") return simple(Op::kFma, 3, in->type);
-  if (base == "shl" || base == "shr") return simple(base == "shl" ? Op::kShl : Op::kShr, 2, Type::kU32) &&
-                                          Source(ops[1], in->type, line, &in->src[0]);
+  if (base == "shl" || base == "shr")
+    return simple(base == "shl" ? Op::kShl : Op::kShr, 2, Type::kU32) && Source(ops[1], in->type, line, &in->src[0]);
   if (base == "shf") return simple(Op::kShf, 3, Type::kU32);
   if (base == "bfe") return simple(Op::kBfe, 3, Type::kU32) && Source(ops[1], in->type, line, &in->src[0]);
-  if (base == "bfi") return simple(Op::kBfi, 4, Type::kU32) && Source(ops[1], in->type, line, &in->src[0]) &&
-                            Source(ops[2], in->type, line, &in->src[1]);
+  if (base == "bfi")
+    return simple(Op::kBfi, 4, Type::kU32) && Source(ops[1], in->type, line, &in->src[0]) &&
+           Source(ops[2], in->type, line, &in->src[1]);
   if (base == "prmt") return simple(Op::kPrmt, 3, Type::kU32);
   if (base == "bfind") return simple(Op::kBfind, 1, in->type);
   if (base == "lop3") return simple(Op::kLop3, 4, in->type);
@@ -864,11 +1014,15 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
       in->vec = static_cast<uint8_t>(vec.elems.size());
       if (in->vec != 2 && in->vec != 4) return Fail(line, "mov with a vector of " + std::to_string(in->vec));
       for (int i = 0; i < in->vec; ++i) {
-        if (unpack ? !Dest(vec.elems[i], line, &in->dst[i]) : !Source(vec.elems[i], Type::kU64, line, &in->src[i]))
-          return false;
+        if (unpack ? !Dest(vec.elems[i], line, &in->dst[i]) : !Source(vec.elems[i], Type::kU64, line, &in->src[i])) return false;
       }
-      if (unpack) { in->ndst = in->vec; in->nsrc = 1; return Source(ops[1], in->type, line, &in->src[0]); }
-      in->ndst = 1; in->nsrc = in->vec;
+      if (unpack) {
+        in->ndst = in->vec;
+        in->nsrc = 1;
+        return Source(ops[1], in->type, line, &in->src[0]);
+      }
+      in->ndst = 1;
+      in->nsrc = in->vec;
       return Dest(ops[0], line, &in->dst[0]);
     }
     if (ops[1].kind == RawOperand::kName &&
@@ -902,8 +1056,7 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
     in->op = Op::kCvt;
     // cvt.rn.f16x2.f32 d, a, b: two f32 values packed, a in the upper half.
     const bool pair = in->type == Type::kF16x2 || in->type == Type::kBF16x2;
-    if (!need(pair ? 3 : 2) || !Dest(ops[0], line, &in->dst[0]) || !Source(ops[1], in->type2, line, &in->src[0]))
-      return false;
+    if (!need(pair ? 3 : 2) || !Dest(ops[0], line, &in->dst[0]) || !Source(ops[1], in->type2, line, &in->src[0])) return false;
     if (pair && !Source(ops[2], in->type2, line, &in->src[1])) return false;
     in->ndst = 1;
     in->nsrc = pair ? 2 : 1;
@@ -922,7 +1075,8 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
     const RawOperand& data = load ? ops[0] : ops[1];
     if (!Address(load ? ops[1] : ops[0], in->space, line, in)) return false;
     if (data.kind == RawOperand::kVector) {
-      if (data.elems.size() != in->vec) return Fail(line, "vector size does not match ." + std::string("v") + std::to_string(in->vec));
+      if (data.elems.size() != in->vec)
+        return Fail(line, "vector size does not match ." + std::string("v") + std::to_string(in->vec));
       for (int i = 0; i < in->vec; ++i) {
         if (load ? !Dest(data.elems[i], line, &in->dst[i]) : !Source(data.elems[i], in->type, line, &in->src[1 + i]))
           return false;
@@ -931,7 +1085,12 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
       if (in->vec != 1) return Fail(line, "a vector access needs {..}");
       if (load ? !Dest(data, line, &in->dst[0]) : !Source(data, in->type, line, &in->src[1])) return false;
     }
-    if (load) { in->ndst = in->vec; in->nsrc = 1; } else { in->nsrc = static_cast<uint8_t>(1 + in->vec); }
+    if (load) {
+      in->ndst = in->vec;
+      in->nsrc = 1;
+    } else {
+      in->nsrc = static_cast<uint8_t>(1 + in->vec);
+    }
     return true;
   }
   if (base == "atom" || base == "red") {
@@ -977,7 +1136,8 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
   // mapa.u64 d, a, rank: the generic address of `a`'s shared memory location in the block
   // of that rank in the cluster (the shared::cluster form is not supported).
   if (base == "mapa") {
-    if (in->space != Space::kGeneric || in->type != Type::kU64) return Fail(line, "only the generic mapa.u64 is supported: '" + st.opcode + "'");
+    if (in->space != Space::kGeneric || in->type != Type::kU64)
+      return Fail(line, "only the generic mapa.u64 is supported: '" + st.opcode + "'");
     return simple(Op::kMapa, 2, in->type) && Source(ops[2], Type::kU32, line, &in->src[1]);
   }
   if (base == "bar" || base == "barrier") {
@@ -1005,11 +1165,19 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
     branches_.push_back({k_->code.size(), ops[0].name});
     return true;
   }
-  if (base == "ret") { in->op = Op::kRet; return need(0); }
-  if (base == "exit") { in->op = Op::kExit; return need(0); }
-  if (base == "trap") { in->op = Op::kTrap; return true; }
-  if (base == "membar" || base == "fence" || base == "prefetch" || base == "nanosleep" ||
-      base == "pmevent") {
+  if (base == "ret") {
+    in->op = Op::kRet;
+    return need(0);
+  }
+  if (base == "exit") {
+    in->op = Op::kExit;
+    return need(0);
+  }
+  if (base == "trap") {
+    in->op = Op::kTrap;
+    return true;
+  }
+  if (base == "membar" || base == "fence" || base == "prefetch" || base == "nanosleep" || base == "pmevent") {
     in->op = Op::kNop;
     return true;
   }
@@ -1099,8 +1267,8 @@ bool Parser::ParseKernel() {
       } while (Accept(","));
     } else if (d == ".pragma") {
       SkipStatement();
-    } else if (d == ".minnctapersm" || d == ".maxnreg" || d == ".maxclusterrank" ||
-               d == ".explicitcluster" || d == ".reqnctapercluster" || d == ".noreturn") {
+    } else if (d == ".minnctapersm" || d == ".maxnreg" || d == ".maxclusterrank" || d == ".explicitcluster" ||
+               d == ".reqnctapercluster" || d == ".noreturn") {
       while (Peek().kind == Token::kNumber || Is(",")) Next();
     } else {
       return Fail("unsupported kernel directive " + d);

@@ -94,7 +94,8 @@ PtxasResult RunPtxas(const std::string& ptx, const std::string& arch) {
   result.ran = true;
   result.accepted = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   // Messages name the temporary file: say "<module>" instead.
-  for (size_t at; (at = result.log.find(path)) != std::string::npos;) result.log.replace(at, std::string(path).size(), "<module>");
+  for (size_t at; (at = result.log.find(path)) != std::string::npos;)
+    result.log.replace(at, std::string(path).size(), "<module>");
   ParseResources(result.log, &result);
   std::lock_guard<std::mutex> lock(mu);
   cache[key] = result;

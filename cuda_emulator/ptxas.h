@@ -17,9 +17,9 @@ struct KernelResources {
 };
 
 struct PtxasResult {
-  bool ran = false;    // false: no ptxas (CUEMU_PTXAS=off, or none found)
+  bool ran = false;  // false: no ptxas (CUEMU_PTXAS=off, or none found)
   bool accepted = true;
-  std::string log;     // what ptxas printed
+  std::string log;  // what ptxas printed
   std::map<std::string, KernelResources> kernels;
 };
 

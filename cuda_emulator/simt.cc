@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cfenv>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -79,11 +79,22 @@ int FloatOps(const Instr& in) {
   const bool pair = in.type == Type::kF16x2 || in.type == Type::kBF16x2;
   int ops = 0;
   switch (in.op) {
-    case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kMin: case Op::kMax: case Op::kSqrt:
-    case Op::kRsqrt: case Op::kRcp: case Op::kEx2: case Op::kLg2: case Op::kSin: case Op::kCos: case Op::kTanh:
-      ops = 1;
-      break;
-    case Op::kFma: case Op::kMad: ops = 2; break;
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kMin:
+    case Op::kMax:
+    case Op::kSqrt:
+    case Op::kRsqrt:
+    case Op::kRcp:
+    case Op::kEx2:
+    case Op::kLg2:
+    case Op::kSin:
+    case Op::kCos:
+    case Op::kTanh: ops = 1; break;
+    case Op::kFma:
+    case Op::kMad: ops = 2; break;
     default: return 0;
   }
   return pair ? 2 * ops : ops;
@@ -94,15 +105,21 @@ int FloatOps(const Instr& in) {
 
 template <class T>
 inline T As(uint64_t v) {
-  if constexpr (std::is_same_v<T, float>) return std::bit_cast<float>(static_cast<uint32_t>(v));
-  else if constexpr (std::is_same_v<T, double>) return std::bit_cast<double>(v);
-  else return static_cast<T>(v);
+  if constexpr (std::is_same_v<T, float>)
+    return std::bit_cast<float>(static_cast<uint32_t>(v));
+  else if constexpr (std::is_same_v<T, double>)
+    return std::bit_cast<double>(v);
+  else
+    return static_cast<T>(v);
 }
 template <class T>
 inline uint64_t Bits(T v) {
-  if constexpr (std::is_same_v<T, float>) return std::bit_cast<uint32_t>(v);
-  else if constexpr (std::is_same_v<T, double>) return std::bit_cast<uint64_t>(v);
-  else return static_cast<std::make_unsigned_t<T>>(v);
+  if constexpr (std::is_same_v<T, float>)
+    return std::bit_cast<uint32_t>(v);
+  else if constexpr (std::is_same_v<T, double>)
+    return std::bit_cast<uint64_t>(v);
+  else
+    return static_cast<std::make_unsigned_t<T>>(v);
 }
 
 template <class F>
@@ -118,10 +135,14 @@ bool WithIntType(Type t, F f) {
     case Type::kS16: f(int16_t{}); return true;
     case Type::kS32: f(int32_t{}); return true;
     case Type::kS64: f(int64_t{}); return true;
-    case Type::kU8: case Type::kB8: f(uint8_t{}); return true;
-    case Type::kU16: case Type::kB16: f(uint16_t{}); return true;
-    case Type::kU32: case Type::kB32: f(uint32_t{}); return true;
-    case Type::kU64: case Type::kB64: f(uint64_t{}); return true;
+    case Type::kU8:
+    case Type::kB8: f(uint8_t{}); return true;
+    case Type::kU16:
+    case Type::kB16: f(uint16_t{}); return true;
+    case Type::kU32:
+    case Type::kB32: f(uint32_t{}); return true;
+    case Type::kU64:
+    case Type::kB64: f(uint64_t{}); return true;
     case Type::kPred: f(bool{}); return true;
     default: return false;
   }
@@ -135,19 +156,18 @@ bool WithFloatType(Type t, F f) {
   }
 }
 
-template <class T> using Wider = std::conditional_t<
+template <class T>
+using Wider = std::conditional_t<
     sizeof(T) == 1, std::conditional_t<std::is_signed_v<T>, int16_t, uint16_t>,
     std::conditional_t<sizeof(T) == 2, std::conditional_t<std::is_signed_v<T>, int32_t, uint32_t>,
-    std::conditional_t<sizeof(T) == 4, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>,
-                       std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>>>>;
+                       std::conditional_t<sizeof(T) == 4, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>,
+                                          std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>>>>;
 
 bool IsWarpSync(Op op) {
   return op == Op::kShfl || op == Op::kVote || op == Op::kRedux || op == Op::kMatch || op == Op::kBarWarp;
 }
 
-bool IsHalfType(Type t) {
-  return t == Type::kF16 || t == Type::kF16x2 || t == Type::kBF16 || t == Type::kBF16x2;
-}
+bool IsHalfType(Type t) { return t == Type::kF16 || t == Type::kF16x2 || t == Type::kBF16 || t == Type::kBF16x2; }
 
 // ---------------------------------------------------------------------------------------
 
@@ -168,9 +188,9 @@ class Executor {
     // blocked in a wait.
     uint32_t arrivals[32] = {}, waits[32] = {};
     uint32_t cluster_waiting = 0;
-    uint32_t parked = 0;        // lanes waiting at a warp-synchronous instruction for its other members
-    uint32_t backward = 0;      // backward branches taken while diverged, since the last rotation
-    uint32_t last_pc = 0;       // where the last group stopped (to rotate past it)
+    uint32_t parked = 0;    // lanes waiting at a warp-synchronous instruction for its other members
+    uint32_t backward = 0;  // backward branches taken while diverged, since the last rotation
+    uint32_t last_pc = 0;   // where the last group stopped (to rotate past it)
     uint32_t pc[32] = {};
     uint64_t* regs = nullptr;
     // Global loads issued and not yet waited for, and the registers they write (see
@@ -209,10 +229,10 @@ class Executor {
   std::string ThreadName(const Warp& w, int lane) const;
 
   // `hint`: the allocation the previous lane of the same instruction hit.
-  uint8_t* Access(Warp& w, int lane, const Instr& in, uint64_t address, unsigned bytes,
-                  bool write, Space* resolved, DeviceMemory::Allocation** hint);
-  [[gnu::cold, gnu::noinline]] void AccessFault(Warp& w, int lane, const Instr& in, uint64_t address,
-                                                uint64_t offset, unsigned bytes, bool write, Space space);
+  uint8_t* Access(Warp& w, int lane, const Instr& in, uint64_t address, unsigned bytes, bool write, Space* resolved,
+                  DeviceMemory::Allocation** hint);
+  [[gnu::cold, gnu::noinline]] void AccessFault(Warp& w, int lane, const Instr& in, uint64_t address, uint64_t offset,
+                                                unsigned bytes, bool write, Space space);
   bool LoadStore(Warp& w, const Instr& in, uint32_t exec);
   bool Atomic(Warp& w, const Instr& in, uint32_t exec);
   // Warp-synchronous instructions (shfl, vote, redux, match, bar.warp): each executing
@@ -469,7 +489,9 @@ bool Executor::RunWarp(Warp& w) {
     }
     uint32_t pc = UINT32_MAX;
     if (w.backward > 256) {  // rotate: the lowest program counter past the last group's
-      ForLanes(runnable, [&](int l) { if (w.pc[l] > w.last_pc) pc = std::min(pc, w.pc[l]); });
+      ForLanes(runnable, [&](int l) {
+        if (w.pc[l] > w.last_pc) pc = std::min(pc, w.pc[l]);
+      });
       w.backward = 0;
     }
     if (pc == UINT32_MAX) ForLanes(runnable, [&](int l) { pc = std::min(pc, w.pc[l]); });
@@ -496,9 +518,10 @@ bool Executor::RunWarp(Warp& w) {
         }
       }
       if (++stats_->warp_instructions > l_.max_warp_instructions)
-        return Fail(Fault::kTimeout, in, "more than " + std::to_string(l_.max_warp_instructions) +
-                                             " warp instructions (CUEMU_MAX_WARP_INSTRUCTIONS): an endless loop, or a "
-                                             "wait for another warp, which runs only when this one exits or waits at a barrier");
+        return Fail(Fault::kTimeout, in,
+                    "more than " + std::to_string(l_.max_warp_instructions) +
+                        " warp instructions (CUEMU_MAX_WARP_INSTRUCTIONS): an endless loop, or a "
+                        "wait for another warp, which runs only when this one exits or waits at a barrier");
       stats_->thread_instructions += std::popcount(exec);
       stats_->float_ops += static_cast<uint64_t>(std::popcount(exec)) * FloatOps(in);
       if (w.loads_in_flight) WaitForLoads(w, in, pc);
@@ -570,8 +593,8 @@ bool Executor::RunWarp(Warp& w) {
 // ---------------------------------------------------------------------------------------
 // Memory
 
-uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, unsigned bytes,
-                          bool write, Space* resolved, DeviceMemory::Allocation** hint) {
+uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, unsigned bytes, bool write, Space* resolved,
+                          DeviceMemory::Allocation** hint) {
   Space space = in.space;
   uint64_t offset = address;
   Block* block = &blocks_[w.rank];
@@ -583,14 +606,16 @@ uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, 
       const uint64_t rank = offset >> kRankShift;
       offset &= (uint64_t{1} << kRankShift) - 1;
       if (rank >= blocks_.size()) {
-        Fail(Fault::kIllegalAddress, in, "shared memory of rank " + std::to_string(rank) + " of a cluster of " +
-                                             std::to_string(blocks_.size()) + " blocks, read by " + ThreadName(w, lane));
+        Fail(Fault::kIllegalAddress, in,
+             "shared memory of rank " + std::to_string(rank) + " of a cluster of " + std::to_string(blocks_.size()) +
+                 " blocks, read by " + ThreadName(w, lane));
         return nullptr;
       }
       block = &blocks_[rank];
       if (block->exited) {
-        Fail(Fault::kIllegalAddress, in, std::string(write ? "write to" : "read of") + " the shared memory of " +
-                                             BlockName(block->index) + ", which has exited, by " + ThreadName(w, lane));
+        Fail(Fault::kIllegalAddress, in,
+             std::string(write ? "write to" : "read of") + " the shared memory of " + BlockName(block->index) +
+                 ", which has exited, by " + ThreadName(w, lane));
         return nullptr;
       }
     } else if (address - kLocalWindow < kWindowSize) {
@@ -627,13 +652,12 @@ uint8_t* Executor::Access(Warp& w, int lane, const Instr& in, uint64_t address, 
   return nullptr;
 }
 
-void Executor::AccessFault(Warp& w, int lane, const Instr& in, uint64_t address, uint64_t offset,
-                           unsigned bytes, bool write, Space space) {
+void Executor::AccessFault(Warp& w, int lane, const Instr& in, uint64_t address, uint64_t offset, unsigned bytes, bool write,
+                           Space space) {
   const char* kind = write ? "write" : "read";
   std::ostringstream s;
   if (offset % bytes != 0) {
-    s << "misaligned " << kind << " of " << bytes << " bytes at address " << Hex(address) << " by "
-      << ThreadName(w, lane);
+    s << "misaligned " << kind << " of " << bytes << " bytes at address " << Hex(address) << " by " << ThreadName(w, lane);
     Fail(Fault::kMisalignedAddress, in, s.str());
     return;
   }
@@ -641,10 +665,12 @@ void Executor::AccessFault(Warp& w, int lane, const Instr& in, uint64_t address,
     Fail(Fault::kIllegalAddress, in, "a store to kernel parameter space by " + ThreadName(w, lane));
     return;
   }
-  const char* name = space == Space::kShared ? "shared" : space == Space::kLocal ? "local"
-                     : space == Space::kParam ? "param" : "global";
-  s << "out-of-bounds " << name << " " << kind << " of " << bytes << " bytes at address " << Hex(address)
-    << " by " << ThreadName(w, lane);
+  const char* name = space == Space::kShared  ? "shared"
+                     : space == Space::kLocal ? "local"
+                     : space == Space::kParam ? "param"
+                                              : "global";
+  s << "out-of-bounds " << name << " " << kind << " of " << bytes << " bytes at address " << Hex(address) << " by "
+    << ThreadName(w, lane);
   if (space == Space::kShared) {
     s << " (the block has " << blocks_[w.rank].shared.size() << " bytes of shared memory)";
   } else if (space == Space::kLocal) {
@@ -654,8 +680,8 @@ void Executor::AccessFault(Warp& w, int lane, const Instr& in, uint64_t address,
   } else if (mem_->WasFreed(address)) {
     s << ": the memory was freed";
   } else if (const DeviceMemory::Allocation* n = mem_->Nearest(address)) {
-    s << "; the nearest allocation below is " << Hex(n->base) << " of " << n->size << " bytes, "
-      << address - (n->base + n->size) << " bytes before the address";
+    s << "; the nearest allocation below is " << Hex(n->base) << " of " << n->size << " bytes, " << address - (n->base + n->size)
+      << " bytes before the address";
   } else {
     s << "; no allocation lies below it";
   }
@@ -756,10 +782,12 @@ bool Executor::LoadStore(Warp& w, const Instr& in, uint32_t exec) {
 }
 
 void Executor::WaitForLoads(Warp& w, const Instr& in, uint32_t pc) {
-  auto loading = [&](int32_t slot) { return slot >= 0 && std::find(w.loading.begin(), w.loading.end(), slot) != w.loading.end(); };
+  auto loading = [&](int32_t slot) {
+    return slot >= 0 && std::find(w.loading.begin(), w.loading.end(), slot) != w.loading.end();
+  };
   const bool memory = in.op == Op::kLd || in.op == Op::kSt || in.op == Op::kAtom || in.op == Op::kRed;
-  const bool waits = block_starts_[pc] || in.op == Op::kBra || in.op == Op::kBar || in.op == Op::kRet ||
-                     in.op == Op::kExit || (memory && loading(in.src[0]));
+  const bool waits = block_starts_[pc] || in.op == Op::kBra || in.op == Op::kBar || in.op == Op::kRet || in.op == Op::kExit ||
+                     (memory && loading(in.src[0]));
   if (!waits) return;
   ++stats_->load_waits;
   stats_->loads_in_flight_at_waits += w.loads_in_flight;
@@ -776,14 +804,20 @@ template <class T>
 T AtomicOp(AtomOp op, T old, T b, T c) {
   switch (op) {
     case AtomOp::kAdd:
-      if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(old) + static_cast<uint64_t>(b));
-      else return old + b;
+      if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(static_cast<uint64_t>(old) + static_cast<uint64_t>(b));
+      else
+        return old + b;
     case AtomOp::kMin:
-      if constexpr (std::is_floating_point_v<T>) return FMin(old, b, false);
-      else return std::min(old, b);
+      if constexpr (std::is_floating_point_v<T>)
+        return FMin(old, b, false);
+      else
+        return std::min(old, b);
     case AtomOp::kMax:
-      if constexpr (std::is_floating_point_v<T>) return FMax(old, b, false);
-      else return std::max(old, b);
+      if constexpr (std::is_floating_point_v<T>)
+        return FMax(old, b, false);
+      else
+        return std::max(old, b);
     case AtomOp::kExch: return b;
     case AtomOp::kCas: return old == b ? c : old;
     default: break;
@@ -823,19 +857,25 @@ bool Executor::Atomic(Warp& w, const Instr& in, uint32_t exec) {
       T next;
       if constexpr (std::is_same_v<T, float>) {
         // atom.add.f32 on global memory flushes subnormal inputs and results (the ISA's note).
-        if (op == AtomOp::kAdd && space == Space::kGlobal) next = Ftz(Ftz(old) + Ftz(As<T>(b)));
-        else next = AtomicOp<T>(op, old, As<T>(b), As<T>(c));
+        if (op == AtomOp::kAdd && space == Space::kGlobal)
+          next = Ftz(Ftz(old) + Ftz(As<T>(b)));
+        else
+          next = AtomicOp<T>(op, old, As<T>(b), As<T>(c));
       } else {
         next = AtomicOp<T>(op, old, As<T>(b), As<T>(c));
       }
       std::memcpy(p, &next, sizeof(T));
       if (in.op == Op::kAtom) R(w, in.dst[0])[l] = Bits<T>(old);
     };
-    if (in.type == Type::kF32) apply(float{});
-    else if (in.type == Type::kF64) apply(double{});
+    if (in.type == Type::kF32)
+      apply(float{});
+    else if (in.type == Type::kF64)
+      apply(double{});
     else if (IsFloat(in.type) || !WithIntType(in.type, [&](auto tag) {
-               if constexpr (std::is_same_v<decltype(tag), bool>) ok = false;
-               else apply(tag);
+               if constexpr (std::is_same_v<decltype(tag), bool>)
+                 ok = false;
+               else
+                 apply(tag);
              }))
       ok = false;
   }
@@ -853,13 +893,15 @@ bool Executor::Members(Warp& w, const Instr& in, uint32_t exec, uint32_t masks[3
   ForLanes(exec, [&](int l) {
     if (!ok) return;
     if (!(masks[l] >> l & 1)) {
-      ok = Fail(Fault::kLaunchFailed, in, "lane " + std::to_string(l) + " executes it but is not in its member mask " + Hex(masks[l]));
+      ok = Fail(Fault::kLaunchFailed, in,
+                "lane " + std::to_string(l) + " executes it but is not in its member mask " + Hex(masks[l]));
       return;
     }
     ForLanes(exec & masks[l], [&](int j) {
       if (ok && masks[j] != masks[l])
-        ok = Fail(Fault::kLaunchFailed, in, "lanes " + std::to_string(l) + " and " + std::to_string(j) +
-                                                " name different member masks that overlap: " + Hex(masks[l]) + " and " + Hex(masks[j]));
+        ok = Fail(Fault::kLaunchFailed, in,
+                  "lanes " + std::to_string(l) + " and " + std::to_string(j) +
+                      " name different member masks that overlap: " + Hex(masks[l]) + " and " + Hex(masks[j]));
     });
     *missing |= masks[l] & ~w.exited & ~exec;
   });
@@ -931,8 +973,7 @@ T Saturate01(T x) {
 class RoundingScope {
  public:
   explicit RoundingScope(Round round) {
-    int mode = round == Round::kRz ? FE_TOWARDZERO : round == Round::kRm ? FE_DOWNWARD
-             : round == Round::kRp ? FE_UPWARD : -1;
+    int mode = round == Round::kRz ? FE_TOWARDZERO : round == Round::kRm ? FE_DOWNWARD : round == Round::kRp ? FE_UPWARD : -1;
     if (mode >= 0) {
       saved_ = std::fegetround();
       std::fesetround(mode);
@@ -966,8 +1007,10 @@ T FloatUnary(Op op, T a, bool approx, bool* ok) {
       if (!approx || std::is_same_v<T, double>) return T(1) / a;
       return WithUlpError(1.0 / static_cast<double>(a), a, 1);
     case Op::kRsqrt:
-      if constexpr (std::is_same_v<T, double>) return 1.0 / std::sqrt(a);  // rsqrt.approx.f64: ~2^-40
-      else return WithRelativeError(1.0 / std::sqrt(static_cast<double>(a)), a, kRsqrtError);
+      if constexpr (std::is_same_v<T, double>)
+        return 1.0 / std::sqrt(a);  // rsqrt.approx.f64: ~2^-40
+      else
+        return WithRelativeError(1.0 / std::sqrt(static_cast<double>(a)), a, kRsqrtError);
     case Op::kEx2:
       if constexpr (std::is_same_v<T, float>) return WithUlpError(std::exp2(static_cast<double>(a)), a, 2);
       break;
@@ -1008,7 +1051,10 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
     RoundingScope scope(round);
     WithFloatType(in.type, [&](auto tag) {
       using T = decltype(tag);
-      auto in_ = [&](uint64_t v) { T x = As<T>(v); return ftz ? Ftz(x) : x; };
+      auto in_ = [&](uint64_t v) {
+        T x = As<T>(v);
+        return ftz ? Ftz(x) : x;
+      };
       auto out = [&](T r) {
         if (std::isnan(r)) r = CanonicalNaN<T>();  // GPUs do not keep NaN payloads
         if (ftz) r = Ftz(r);
@@ -1032,9 +1078,7 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
           break;
         case Op::kMin: ForLanes(exec, [&](int l) { d[l] = out(FMin(in_(a[l]), in_(b[l]), in.flags & kNaN)); }); break;
         case Op::kMax: ForLanes(exec, [&](int l) { d[l] = out(FMax(in_(a[l]), in_(b[l]), in.flags & kNaN)); }); break;
-        case Op::kCopysign:
-          ForLanes(exec, [&](int l) { d[l] = Bits<T>(std::copysign(As<T>(b[l]), As<T>(a[l]))); });
-          break;
+        case Op::kCopysign: ForLanes(exec, [&](int l) { d[l] = Bits<T>(std::copysign(As<T>(b[l]), As<T>(a[l]))); }); break;
         case Op::kTestp:
           ForLanes(exec, [&](int l) {
             T x = As<T>(a[l]);
@@ -1050,8 +1094,7 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
             d[l] = r;
           });
           break;
-        default:
-          ForLanes(exec, [&](int l) { d[l] = out(FloatUnary<T>(in.op, in_(a[l]), approx, &ok)); });
+        default: ForLanes(exec, [&](int l) { d[l] = out(FloatUnary<T>(in.op, in_(a[l]), approx, &ok)); });
       }
     });
     if (!ok) return Fail(Fault::kLaunchFailed, in, "unsupported float instruction");
@@ -1117,15 +1160,23 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
           ForLanes(exec, [&](int l) {
             T x = As<T>(a[l]), y = As<T>(b[l]);
             T r;
-            if (y == 0) r = in.op == Op::kDiv ? static_cast<T>(~U{0}) : x;  // what GPUs give
-            else if (std::is_signed_v<T> && y == T(-1)) r = in.op == Op::kDiv ? static_cast<T>(U{0} - static_cast<U>(x)) : 0;
-            else r = in.op == Op::kDiv ? x / y : x % y;
+            if (y == 0)
+              r = in.op == Op::kDiv ? static_cast<T>(~U{0}) : x;  // what GPUs give
+            else if (std::is_signed_v<T> && y == T(-1))
+              r = in.op == Op::kDiv ? static_cast<T>(U{0} - static_cast<U>(x)) : 0;
+            else
+              r = in.op == Op::kDiv ? x / y : x % y;
             d[l] = Bits<T>(r);
           });
           break;
         case Op::kMin: ForLanes(exec, [&](int l) { d[l] = Bits<T>(std::min(As<T>(a[l]), As<T>(b[l]))); }); break;
         case Op::kMax: ForLanes(exec, [&](int l) { d[l] = Bits<T>(std::max(As<T>(a[l]), As<T>(b[l]))); }); break;
-        case Op::kAbs: ForLanes(exec, [&](int l) { T x = As<T>(a[l]); d[l] = Bits<T>(x < 0 ? static_cast<T>(U{0} - static_cast<U>(x)) : x); }); break;
+        case Op::kAbs:
+          ForLanes(exec, [&](int l) {
+            T x = As<T>(a[l]);
+            d[l] = Bits<T>(x < 0 ? static_cast<T>(U{0} - static_cast<U>(x)) : x);
+          });
+          break;
         case Op::kNeg: ForLanes(exec, [&](int l) { d[l] = Bits<T>(static_cast<T>(U{0} - static_cast<U>(a[l]))); }); break;
         case Op::kAnd: ForLanes(exec, [&](int l) { d[l] = Bits<T>(static_cast<T>(a[l] & b[l])); }); break;
         case Op::kOr: ForLanes(exec, [&](int l) { d[l] = Bits<T>(static_cast<T>(a[l] | b[l])); }); break;
@@ -1142,8 +1193,10 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
           ForLanes(exec, [&](int l) {
             uint32_t s = std::min<uint32_t>(static_cast<uint32_t>(b[l]), kBits);
             T x = As<T>(a[l]);
-            if constexpr (std::is_signed_v<T>) d[l] = Bits<T>(static_cast<T>(s >= kBits ? (x < 0 ? -1 : 0) : x >> s));
-            else d[l] = s >= kBits ? 0 : Bits<T>(static_cast<T>(x >> s));
+            if constexpr (std::is_signed_v<T>)
+              d[l] = Bits<T>(static_cast<T>(s >= kBits ? (x < 0 ? -1 : 0) : x >> s));
+            else
+              d[l] = s >= kBits ? 0 : Bits<T>(static_cast<T>(x >> s));
           });
           break;
         case Op::kPopc: ForLanes(exec, [&](int l) { d[l] = std::popcount(static_cast<U>(a[l])); }); break;
@@ -1202,7 +1255,8 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
         case Op::kSad:
           ForLanes(exec, [&](int l) {
             T x = As<T>(a[l]), y = As<T>(b[l]);
-            U diff = x > y ? static_cast<U>(static_cast<U>(x) - static_cast<U>(y)) : static_cast<U>(static_cast<U>(y) - static_cast<U>(x));
+            U diff = x > y ? static_cast<U>(static_cast<U>(x) - static_cast<U>(y))
+                           : static_cast<U>(static_cast<U>(y) - static_cast<U>(x));
             d[l] = Bits<T>(static_cast<T>(static_cast<U>(c[l]) + diff));
           });
           break;
@@ -1223,7 +1277,10 @@ bool Executor::HalfArith(Warp& w, const Instr& in, uint32_t exec) {
   const int halves = (in.type == Type::kF16x2 || in.type == Type::kBF16x2) ? 2 : 1;
   auto flush = [&](double x) { return ftz && std::fabs(x) < (bf ? 0x1.0p-126 : 0x1.0p-14) ? std::copysign(0.0, x) : x; };
   auto to_double = [&](uint16_t h) { return flush(bf ? Bf16ToFloat(h) : HalfToFloat(h)); };
-  auto to_half = [&](double x) { x = flush(x); return bf ? DoubleToBf16(x) : DoubleToHalf(x); };
+  auto to_half = [&](double x) {
+    x = flush(x);
+    return bf ? DoubleToBf16(x) : DoubleToHalf(x);
+  };
   uint64_t* d = R(w, in.dst[0]);
   bool ok = true;
   // Computed in double rounded to odd, then rounded once to the 16-bit type.
@@ -1265,10 +1322,22 @@ struct Wide {
 Wide Read(uint64_t v, Type t) {
   Wide r;
   switch (t) {
-    case Type::kF16: r.is_float = true; r.f = HalfToFloat(static_cast<uint16_t>(v)); return r;
-    case Type::kBF16: r.is_float = true; r.f = Bf16ToFloat(static_cast<uint16_t>(v)); return r;
-    case Type::kF32: r.is_float = true; r.f = As<float>(v); return r;
-    case Type::kF64: r.is_float = true; r.f = As<double>(v); return r;
+    case Type::kF16:
+      r.is_float = true;
+      r.f = HalfToFloat(static_cast<uint16_t>(v));
+      return r;
+    case Type::kBF16:
+      r.is_float = true;
+      r.f = Bf16ToFloat(static_cast<uint16_t>(v));
+      return r;
+    case Type::kF32:
+      r.is_float = true;
+      r.f = As<float>(v);
+      return r;
+    case Type::kF64:
+      r.is_float = true;
+      r.f = As<double>(v);
+      return r;
     default: break;
   }
   int bits = 8 * Bytes(t);
@@ -1285,9 +1354,15 @@ float RoundToFloat(double x, Round round) {
   float r = static_cast<float>(x);
   if (std::isnan(x) || static_cast<double>(r) == x) return r;
   switch (round) {
-    case Round::kRz: if (std::fabs(static_cast<double>(r)) > std::fabs(x)) r = std::nextafter(r, 0.0f); break;
-    case Round::kRm: if (static_cast<double>(r) > x) r = std::nextafter(r, -INFINITY); break;
-    case Round::kRp: if (static_cast<double>(r) < x) r = std::nextafter(r, INFINITY); break;
+    case Round::kRz:
+      if (std::fabs(static_cast<double>(r)) > std::fabs(x)) r = std::nextafter(r, 0.0f);
+      break;
+    case Round::kRm:
+      if (static_cast<double>(r) > x) r = std::nextafter(r, -INFINITY);
+      break;
+    case Round::kRp:
+      if (static_cast<double>(r) < x) r = std::nextafter(r, INFINITY);
+      break;
     default: break;
   }
   return r;
@@ -1355,7 +1430,9 @@ bool Executor::Convert(Warp& w, const Instr& in, uint32_t exec) {
           double exact = v;
           if (!x.is_float && !sat) {
             bool negative = x.is_signed && x.s < 0;
-            exact = IntegerToOdd(negative, negative ? 0 - static_cast<uint64_t>(x.s) : x.is_signed ? static_cast<uint64_t>(x.s) : x.u);
+            exact = IntegerToOdd(negative, negative      ? 0 - static_cast<uint64_t>(x.s)
+                                           : x.is_signed ? static_cast<uint64_t>(x.s)
+                                                         : x.u);
           }
           d[l] = dt == Type::kF16 ? DoubleToHalf(exact, round == Round::kRz) : DoubleToBf16(exact, round == Round::kRz);
           break;
@@ -1373,14 +1450,21 @@ bool Executor::Convert(Warp& w, const Instr& in, uint32_t exec) {
     uint64_t r;
     if (x.is_float) {
       double v = RoundIntegral(ftz ? static_cast<double>(Ftz(static_cast<float>(x.f))) : x.f, round);
-      if (std::isnan(v)) r = 0;
-      else if (v <= static_cast<double>(lo)) r = static_cast<uint64_t>(lo);
-      else if (v >= static_cast<double>(hi)) r = hi;
-      else r = is_signed ? static_cast<uint64_t>(static_cast<int64_t>(v)) : static_cast<uint64_t>(v);
+      if (std::isnan(v))
+        r = 0;
+      else if (v <= static_cast<double>(lo))
+        r = static_cast<uint64_t>(lo);
+      else if (v >= static_cast<double>(hi))
+        r = hi;
+      else
+        r = is_signed ? static_cast<uint64_t>(static_cast<int64_t>(v)) : static_cast<uint64_t>(v);
     } else if (sat) {
-      if (x.is_signed && x.s < lo) r = static_cast<uint64_t>(lo);
-      else if (x.is_signed ? (x.s >= 0 && static_cast<uint64_t>(x.s) > hi) : x.u > hi) r = hi;
-      else r = x.is_signed ? static_cast<uint64_t>(x.s) : x.u;
+      if (x.is_signed && x.s < lo)
+        r = static_cast<uint64_t>(lo);
+      else if (x.is_signed ? (x.s >= 0 && static_cast<uint64_t>(x.s) > hi) : x.u > hi)
+        r = hi;
+      else
+        r = x.is_signed ? static_cast<uint64_t>(x.s) : x.u;
     } else {
       r = x.is_signed ? static_cast<uint64_t>(x.s) : x.u;  // sign- or zero-extend, then truncate
     }
@@ -1396,8 +1480,7 @@ bool Executor::Convert(Warp& w, const Instr& in, uint32_t exec) {
 
 bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
   switch (in.op) {
-    case Op::kNop:
-      return true;
+    case Op::kNop: return true;
     case Op::kMov: {
       uint64_t* d = R(w, in.dst[0]);
       const uint64_t* a = R(w, in.src[0]);
@@ -1490,8 +1573,7 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
       if (!ok || in.type == Type::kPred) return Fail(Fault::kLaunchFailed, in, "setp on this type is not supported");
       return true;
     }
-    case Op::kCvt:
-      return Convert(w, in, exec);
+    case Op::kCvt: return Convert(w, in, exec);
     case Op::kCvta: {
       uint64_t* d = R(w, in.dst[0]);
       const uint64_t* a = R(w, in.src[0]);
@@ -1516,8 +1598,9 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
         if (a[l] - kSharedWindow >= kWindowSize)
           ok = Fail(Fault::kIllegalAddress, in, "mapa of " + Hex(a[l]) + ", not a shared memory address, by " + ThreadName(w, l));
         else if (static_cast<uint32_t>(rank[l]) >= blocks_.size())
-          ok = Fail(Fault::kIllegalAddress, in, "mapa to rank " + std::to_string(static_cast<uint32_t>(rank[l])) + " of a cluster of " +
-                                                   std::to_string(blocks_.size()) + " blocks, by " + ThreadName(w, l));
+          ok = Fail(Fault::kIllegalAddress, in,
+                    "mapa to rank " + std::to_string(static_cast<uint32_t>(rank[l])) + " of a cluster of " +
+                        std::to_string(blocks_.size()) + " blocks, by " + ThreadName(w, l));
         else
           d[l] = kSharedWindow + (static_cast<uint64_t>(static_cast<uint32_t>(rank[l])) << kRankShift) +
                  ((a[l] - kSharedWindow) & ((uint64_t{1} << kRankShift) - 1));
@@ -1525,11 +1608,9 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
       return ok;
     }
     case Op::kLd:
-    case Op::kSt:
-      return LoadStore(w, in, exec);
+    case Op::kSt: return LoadStore(w, in, exec);
     case Op::kAtom:
-    case Op::kRed:
-      return Atomic(w, in, exec);
+    case Op::kRed: return Atomic(w, in, exec);
     case Op::kShfl: {
       uint32_t masks[32];
       if (!SyncMask(w, in, exec, masks)) return false;
@@ -1546,10 +1627,22 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
         int j = lane;
         bool pval = false;
         switch (static_cast<ShflMode>(in.mode)) {
-          case ShflMode::kUp: j = lane - bval; pval = j >= max_lane; break;
-          case ShflMode::kDown: j = lane + bval; pval = j <= max_lane; break;
-          case ShflMode::kBfly: j = lane ^ bval; pval = j <= max_lane; break;
-          case ShflMode::kIdx: j = min_lane | (bval & ~segmask); pval = j <= max_lane; break;
+          case ShflMode::kUp:
+            j = lane - bval;
+            pval = j >= max_lane;
+            break;
+          case ShflMode::kDown:
+            j = lane + bval;
+            pval = j <= max_lane;
+            break;
+          case ShflMode::kBfly:
+            j = lane ^ bval;
+            pval = j <= max_lane;
+            break;
+          case ShflMode::kIdx:
+            j = min_lane | (bval & ~segmask);
+            pval = j <= max_lane;
+            break;
         }
         if (!pval) j = lane;
         // A source lane that does not take part gives an undefined value: NaN bits here.
@@ -1588,7 +1681,11 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
         bool first = true;
         ForLanes(exec & masks[l], [&](int j) {
           uint32_t v = static_cast<uint32_t>(a[j]);
-          if (first) { r = v; first = false; return; }
+          if (first) {
+            r = v;
+            first = false;
+            return;
+          }
           switch (static_cast<AtomOp>(in.mode)) {
             case AtomOp::kAdd: r += v; break;
             case AtomOp::kAnd: r &= v; break;
@@ -1664,10 +1761,8 @@ bool Executor::Step(Warp& w, const Instr& in, uint32_t exec, uint32_t group) {
       });
       return true;
     }
-    case Op::kTrap:
-      return Fail(Fault::kTrap, in, "trap executed");
-    default:
-      return Arith(w, in, exec);
+    case Op::kTrap: return Fail(Fault::kTrap, in, "trap executed");
+    default: return Arith(w, in, exec);
   }
 }
 

@@ -73,7 +73,7 @@ struct Launch {
   unsigned cluster[3] = {1, 1, 1};  // blocks per thread-block cluster (divides grid)
   unsigned dynamic_shared = 0;
   unsigned multiprocessors = 132;  // the device's: %nsmid, and %smid's range
-  std::vector<uint8_t> params;  // kernel->param_bytes
+  std::vector<uint8_t> params;     // kernel->param_bytes
   ThreadOrder order = ThreadOrder::kForward;
   uint64_t seed = 0;
   // A launch that issues more warp instructions than this stops with kTimeout (an

@@ -10,15 +10,13 @@ Status AttrError(const Node& node, std::string_view attr, const std::string& wha
   return InvalidArgument(NodeLabel(node) + ": attr '" + std::string(attr) + "' " + what);
 }
 
-StatusOr<const tensorflow::AttrValue*> Find(const Node& node, std::string_view attr,
-                                            tensorflow::AttrValue::ValueCase want,
+StatusOr<const tensorflow::AttrValue*> Find(const Node& node, std::string_view attr, tensorflow::AttrValue::ValueCase want,
                                             const char* kind) {
   const tensorflow::AttrValue* v = node.FindAttr(attr);
   if (v == nullptr) return AttrError(node, attr, "is missing");
   if (v->value_case() != want) {
     // An empty list is written with no value at all by some producers.
-    if (want == tensorflow::AttrValue::kList && v->value_case() == tensorflow::AttrValue::VALUE_NOT_SET)
-      return v;
+    if (want == tensorflow::AttrValue::kList && v->value_case() == tensorflow::AttrValue::VALUE_NOT_SET) return v;
     return AttrError(node, attr, std::string("must be a ") + kind);
   }
   return v;

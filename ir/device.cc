@@ -61,9 +61,7 @@ std::string DeviceLabel(DeviceKind kind, int index) {
 
 StatusOr<DeviceName> ParseDeviceName(std::string_view device) {
   DeviceName out;
-  auto bad = [&](const std::string& why) {
-    return InvalidArgument("invalid device '" + std::string(device) + "': " + why);
-  };
+  auto bad = [&](const std::string& why) { return InvalidArgument("invalid device '" + std::string(device) + "': " + why); };
   std::vector<std::string_view> parts;
   size_t pos = 0;
   while (pos <= device.size()) {

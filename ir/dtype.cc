@@ -4,30 +4,38 @@ namespace graphjit {
 
 bool IsSupportedDType(DType d) {
   switch (d) {
-    case DType::kFloat: case DType::kDouble: case DType::kHalf: case DType::kBFloat16:
-    case DType::kInt32: case DType::kInt64: case DType::kBool:
-    case DType::kUInt8: case DType::kInt8: case DType::kInt16:
-      return true;
-    default:
-      return false;
+    case DType::kFloat:
+    case DType::kDouble:
+    case DType::kHalf:
+    case DType::kBFloat16:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kBool:
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kInt16: return true;
+    default: return false;
   }
 }
 
-bool IsFloatingPoint(DType d) {
-  return d == DType::kFloat || d == DType::kDouble || d == DType::kHalf || d == DType::kBFloat16;
-}
+bool IsFloatingPoint(DType d) { return d == DType::kFloat || d == DType::kDouble || d == DType::kHalf || d == DType::kBFloat16; }
 
 bool IsInteger(DType d) {
-  return d == DType::kInt32 || d == DType::kInt64 || d == DType::kUInt8 || d == DType::kInt8 ||
-         d == DType::kInt16;
+  return d == DType::kInt32 || d == DType::kInt64 || d == DType::kUInt8 || d == DType::kInt8 || d == DType::kInt16;
 }
 
 size_t DTypeSize(DType d) {
   switch (d) {
-    case DType::kFloat: case DType::kInt32: return 4;
-    case DType::kDouble: case DType::kInt64: return 8;
-    case DType::kHalf: case DType::kBFloat16: case DType::kInt16: return 2;
-    case DType::kBool: case DType::kUInt8: case DType::kInt8: return 1;
+    case DType::kFloat:
+    case DType::kInt32: return 4;
+    case DType::kDouble:
+    case DType::kInt64: return 8;
+    case DType::kHalf:
+    case DType::kBFloat16:
+    case DType::kInt16: return 2;
+    case DType::kBool:
+    case DType::kUInt8:
+    case DType::kInt8: return 1;
     default: return 0;
   }
 }
@@ -39,12 +47,12 @@ struct NameEntry {
   const char* proto_name;
 };
 constexpr NameEntry kNames[] = {
-    {DType::kFloat, "float32", "DT_FLOAT"},      {DType::kDouble, "float64", "DT_DOUBLE"},
-    {DType::kHalf, "float16", "DT_HALF"},        {DType::kBFloat16, "bfloat16", "DT_BFLOAT16"},
-    {DType::kInt32, "int32", "DT_INT32"},        {DType::kInt64, "int64", "DT_INT64"},
-    {DType::kBool, "bool", "DT_BOOL"},           {DType::kUInt8, "uint8", "DT_UINT8"},
-    {DType::kInt8, "int8", "DT_INT8"},           {DType::kInt16, "int16", "DT_INT16"},
-    {DType::kString, "string", "DT_STRING"},     {DType::kResource, "resource", "DT_RESOURCE"},
+    {DType::kFloat, "float32", "DT_FLOAT"},  {DType::kDouble, "float64", "DT_DOUBLE"},
+    {DType::kHalf, "float16", "DT_HALF"},    {DType::kBFloat16, "bfloat16", "DT_BFLOAT16"},
+    {DType::kInt32, "int32", "DT_INT32"},    {DType::kInt64, "int64", "DT_INT64"},
+    {DType::kBool, "bool", "DT_BOOL"},       {DType::kUInt8, "uint8", "DT_UINT8"},
+    {DType::kInt8, "int8", "DT_INT8"},       {DType::kInt16, "int16", "DT_INT16"},
+    {DType::kString, "string", "DT_STRING"}, {DType::kResource, "resource", "DT_RESOURCE"},
 };
 }  // namespace
 

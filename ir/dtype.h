@@ -28,7 +28,7 @@ enum class DType : int {
 bool IsSupportedDType(DType dtype);
 bool IsFloatingPoint(DType dtype);  // f16, bf16, f32, f64
 bool IsInteger(DType dtype);
-size_t DTypeSize(DType dtype);      // bytes per element; 0 for unsupported types
+size_t DTypeSize(DType dtype);  // bytes per element; 0 for unsupported types
 
 // TensorFlow's Python-side names: "float32", "int64", "bfloat16", "bool", ...
 std::string DTypeName(DType dtype);

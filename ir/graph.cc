@@ -30,9 +30,7 @@ Node* Graph::FindNode(std::string_view name) {
   return it == by_name_.end() ? nullptr : nodes_[it->second].get();
 }
 
-const Node* Graph::FindNode(std::string_view name) const {
-  return const_cast<Graph*>(this)->FindNode(name);
-}
+const Node* Graph::FindNode(std::string_view name) const { return const_cast<Graph*>(this)->FindNode(name); }
 
 void Graph::RemoveNodes(const std::vector<bool>& remove) {
   std::vector<int> new_id(nodes_.size(), -1);
@@ -61,8 +59,7 @@ void Graph::RemoveNodes(const std::vector<bool>& remove) {
 std::vector<std::vector<OutEdge>> Graph::ComputeOutEdges() const {
   std::vector<std::vector<OutEdge>> out(nodes_.size());
   for (const auto& n : nodes_) {
-    for (int i = 0; i < static_cast<int>(n->inputs.size()); ++i)
-      out[n->inputs[i].node].push_back({n->id, i, n->inputs[i].index});
+    for (int i = 0; i < static_cast<int>(n->inputs.size()); ++i) out[n->inputs[i].node].push_back({n->id, i, n->inputs[i].index});
     for (int c : n->control_inputs) out[c].push_back({n->id, -1, -1});
   }
   return out;
@@ -99,8 +96,7 @@ bool ParseInputString(std::string_view s, ParsedInput* out) {
     std::string_view digits = s.substr(colon + 1);
     int index = 0;
     auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-    if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || index < 0)
-      return false;
+    if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || index < 0) return false;
     out->index = index;
     s = s.substr(0, colon);
   }
@@ -113,8 +109,7 @@ StatusOr<std::vector<int>> TopologicalOrder(const Graph& graph) {
   const int n = graph.num_nodes();
   std::vector<int> pending(n, 0);
   auto out = graph.ComputeOutEdges();
-  for (int i = 0; i < n; ++i)
-    pending[i] = static_cast<int>(graph.node(i)->inputs.size() + graph.node(i)->control_inputs.size());
+  for (int i = 0; i < n; ++i) pending[i] = static_cast<int>(graph.node(i)->inputs.size() + graph.node(i)->control_inputs.size());
   // A min-heap on node id keeps the order deterministic and close to graph order.
   std::priority_queue<int, std::vector<int>, std::greater<>> ready;
   for (int i = 0; i < n; ++i)
@@ -143,10 +138,16 @@ StatusOr<std::vector<int>> TopologicalOrder(const Graph& graph) {
     const Node* node = graph.node(cur);
     int next = -1;
     for (const TensorId& in : node->inputs)
-      if (pending[in.node] > 0) { next = in.node; break; }
+      if (pending[in.node] > 0) {
+        next = in.node;
+        break;
+      }
     if (next < 0)
       for (int c : node->control_inputs)
-        if (pending[c] > 0) { next = c; break; }
+        if (pending[c] > 0) {
+          next = c;
+          break;
+        }
     cur = next;
   }
   std::string cycle;

@@ -31,7 +31,7 @@ struct Node {
   int id = -1;  // index in Graph::nodes(); stable until nodes are removed
   std::string name;
   std::string op;
-  std::string device;  // as written in the GraphDef
+  std::string device;               // as written in the GraphDef
   std::vector<TensorId> inputs;     // data inputs, in order
   std::vector<int> control_inputs;  // nodes that must run first
   AttrMap attrs;

@@ -43,15 +43,13 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
   std::string first;
 };
 
-Status ParseText(const std::string& path, const std::string& text, google::protobuf::Message* message,
-                 bool allow_unknown) {
+Status ParseText(const std::string& path, const std::string& text, google::protobuf::Message* message, bool allow_unknown) {
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errors;
   parser.RecordErrorsTo(&errors);
   parser.AllowUnknownField(allow_unknown);
   if (!parser.ParseFromString(text, message))
-    return InvalidArgument("cannot parse '" + path + "' as a text " + message->GetTypeName() + ": " +
-                           errors.first);
+    return InvalidArgument("cannot parse '" + path + "' as a text " + message->GetTypeName() + ": " + errors.first);
   return Status::Ok();
 }
 
@@ -66,8 +64,8 @@ Status ParseBinaryOrText(const std::string& bytes, const std::string& what, goog
   parser.RecordErrorsTo(&errors);
   parser.AllowUnknownField(allow_unknown_text);
   if (parser.ParseFromString(bytes, message)) return Status::Ok();
-  return InvalidArgument(what + " is neither a binary " + message->GetTypeName() + " nor a text one (as text, " +
-                         errors.first + ")");
+  return InvalidArgument(what + " is neither a binary " + message->GetTypeName() + " nor a text one (as text, " + errors.first +
+                         ")");
 }
 
 StatusOr<tensorflow::GraphDef> ReadGraphDefFile(const std::string& path) {
@@ -118,8 +116,7 @@ StatusOr<Graph> ImportGraphDef(const tensorflow::GraphDef& graph_def) {
     auto device = ParseDeviceName(nd.device());
     if (!device.ok()) return device.status().WithContext(NodeLabel(*n));
     for (const auto& [key, value] : nd.attr()) n->attrs.emplace(key, value);
-    if (nd.has_experimental_debug_info())
-      *n->passthrough.mutable_experimental_debug_info() = nd.experimental_debug_info();
+    if (nd.has_experimental_debug_info()) *n->passthrough.mutable_experimental_debug_info() = nd.experimental_debug_info();
     if (nd.has_experimental_type()) *n->passthrough.mutable_experimental_type() = nd.experimental_type();
   }
 
@@ -130,19 +127,16 @@ StatusOr<Graph> ImportGraphDef(const tensorflow::GraphDef& graph_def) {
     bool seen_control = false;
     for (int i = 0; i < nd.input_size(); ++i) {
       ParsedInput in;
-      if (!ParseInputString(nd.input(i), &in))
-        return InvalidArgument(NodeLabel(*n) + ": malformed input '" + nd.input(i) + "'");
+      if (!ParseInputString(nd.input(i), &in)) return InvalidArgument(NodeLabel(*n) + ": malformed input '" + nd.input(i) + "'");
       const Node* src = graph.FindNode(in.node);
       if (src == nullptr)
-        return InvalidArgument(NodeLabel(*n) + ": input '" + nd.input(i) +
-                               "' refers to a node that does not exist");
+        return InvalidArgument(NodeLabel(*n) + ": input '" + nd.input(i) + "' refers to a node that does not exist");
       if (in.control) {
         seen_control = true;
         n->control_inputs.push_back(src->id);
       } else {
         if (seen_control)
-          return InvalidArgument(NodeLabel(*n) + ": data input '" + nd.input(i) +
-                                 "' comes after a control input");
+          return InvalidArgument(NodeLabel(*n) + ": data input '" + nd.input(i) + "' comes after a control input");
         n->inputs.push_back({src->id, in.index});
       }
     }

@@ -54,8 +54,7 @@ bool ParseVerboseLevel(std::string_view value, int* level) {
 int VerboseLevelOfFlags(std::string_view flags, int fallback) {
   int level = fallback;
   constexpr std::string_view kSpace = " \t\n";
-  for (size_t pos = flags.find_first_not_of(kSpace); pos != std::string_view::npos;
-       pos = flags.find_first_not_of(kSpace, pos)) {
+  for (size_t pos = flags.find_first_not_of(kSpace); pos != std::string_view::npos; pos = flags.find_first_not_of(kSpace, pos)) {
     const size_t end = std::min(flags.find_first_of(kSpace, pos), flags.size());
     const std::string_view flag = flags.substr(pos, end - pos);
     pos = end;

@@ -78,5 +78,4 @@ inline constexpr LogSeverity ERROR = LogSeverity::kError;
 #define GJ_VLOG_IS_ON(level) (::graphjit::VerboseLevel() >= (level))
 // A verbose message: written (as INFO) only at --v=level and above; the stream's operands
 // are not evaluated below it.
-#define GJ_VLOG(level) \
-  !GJ_VLOG_IS_ON(level) ? (void)0 : ::graphjit::logging_internal::Voidify() & GJ_LOG(INFO)
+#define GJ_VLOG(level) !GJ_VLOG_IS_ON(level) ? (void)0 : ::graphjit::logging_internal::Voidify() & GJ_LOG(INFO)

@@ -80,8 +80,7 @@ StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
     } else if (da == db) {
       out[i] = da;
     } else {
-      return FailedPrecondition("incompatible shapes for broadcasting: " + a.ToString() + " and " +
-                                b.ToString());
+      return FailedPrecondition("incompatible shapes for broadcasting: " + a.ToString() + " and " + b.ToString());
     }
   }
   return Shape(std::move(out));

@@ -31,9 +31,7 @@ class Shape {
   // Number of elements; -1 if not fully defined.
   int64_t num_elements() const;
 
-  bool operator==(const Shape& o) const {
-    return unknown_rank_ == o.unknown_rank_ && dims_ == o.dims_;
-  }
+  bool operator==(const Shape& o) const { return unknown_rank_ == o.unknown_rank_ && dims_ == o.dims_; }
   bool operator!=(const Shape& o) const { return !(*this == o); }
 
   // "[2,3]", "[?,3]", "<unknown>"; "[]" for a scalar.

@@ -71,9 +71,9 @@ class [[nodiscard]] StatusOr {
 #define GJ_CONCAT_INNER(a, b) a##b
 #define GJ_CONCAT(a, b) GJ_CONCAT_INNER(a, b)
 
-#define GJ_RETURN_IF_ERROR(expr)            \
-  do {                                      \
-    ::graphjit::Status gj_status_ = (expr); \
+#define GJ_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::graphjit::Status gj_status_ = (expr);  \
     if (!gj_status_.ok()) return gj_status_; \
   } while (0)
 
@@ -82,7 +82,6 @@ class [[nodiscard]] StatusOr {
   if (!tmp.ok()) return tmp.status();            \
   lhs = std::move(tmp).value()
 
-#define GJ_ASSIGN_OR_RETURN(lhs, expr) \
-  GJ_ASSIGN_OR_RETURN_IMPL(GJ_CONCAT(gj_statusor_, __LINE__), lhs, expr)
+#define GJ_ASSIGN_OR_RETURN(lhs, expr) GJ_ASSIGN_OR_RETURN_IMPL(GJ_CONCAT(gj_statusor_, __LINE__), lhs, expr)
 
 }  // namespace graphjit

@@ -178,8 +178,7 @@ class Simplifier {
     const double neutral = (op == "Mul" || op == "RealDiv" || op == "Div") ? 1.0 : 0.0;
     // x op neutral -> x (and neutral op x for + and *).
     if (c1 && AllEqual(*c1, neutral) && KeepsShape(ShapeOf(in0), ShapeOf(in1))) return Forward(id, in0), true;
-    if (commutative && c0 && AllEqual(*c0, neutral) && KeepsShape(ShapeOf(in1), ShapeOf(in0)))
-      return Forward(id, in1), true;
+    if (commutative && c0 && AllEqual(*c0, neutral) && KeepsShape(ShapeOf(in1), ShapeOf(in0))) return Forward(id, in1), true;
     // x * 0 -> 0 when x is a constant with finite values (NaN * 0 and Inf * 0 are NaN).
     if (op == "Mul") {
       for (auto [x, zero] : {std::pair{c0, c1}, std::pair{c1, c0}}) {
@@ -265,9 +264,8 @@ class Simplifier {
     for (int64_t i : outer) composed.push_back(first[i]);
     const TensorId y = inner->inputs[0];
     if (IsIdentityPerm(composed)) return Forward(id, y), true;
-    Tensor q = p2->dtype() == DType::kInt64
-                   ? Tensor::Vector(composed)
-                   : Tensor::Vector(std::vector<int32_t>(composed.begin(), composed.end()));
+    Tensor q = p2->dtype() == DType::kInt64 ? Tensor::Vector(composed)
+                                            : Tensor::Vector(std::vector<int32_t>(composed.begin(), composed.end()));
     TensorId perm = AddConstFor(id, "perm", q);
     SetInput(id, 0, y);
     SetInput(id, 1, perm);

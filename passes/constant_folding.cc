@@ -12,8 +12,7 @@ namespace {
 // Sources that stand for run-time values, ops without outputs, and ops whose result is
 // not a function of their inputs.
 bool NeverFolded(const Node& node, const NodeInfo& info) {
-  static const std::set<std::string, std::less<>> ops = {"Const", "Placeholder", "PlaceholderWithDefault", "NoOp",
-                                                         "_JitCluster"};
+  static const std::set<std::string, std::less<>> ops = {"Const", "Placeholder", "PlaceholderWithDefault", "NoOp", "_JitCluster"};
   return ops.count(node.op) > 0 || info.op->stateful || info.dtypes.empty();
 }
 
@@ -176,8 +175,8 @@ StatusOr<bool> FoldOnce(Graph& graph, const PassContext& context) {
       if (e.dst_input < 0 || folded[e.dst]) continue;
       int& c = consts[e.src_output];
       if (c < 0) {
-        Node* added = AddConst(graph, graph.node(id)->name + "/folded_" + std::to_string(e.src_output),
-                               values[id][e.src_output], graph.node(id)->device);
+        Node* added = AddConst(graph, graph.node(id)->name + "/folded_" + std::to_string(e.src_output), values[id][e.src_output],
+                               graph.node(id)->device);
         added->control_inputs = graph.node(id)->control_inputs;
         c = added->id;
       }

@@ -13,7 +13,6 @@ StatusOr<bool> FunctionalizeConditionalsPass(Graph& graph, const PassContext&) {
 
 StatusOr<bool> FunctionalizeLoopsPass(Graph& graph, const PassContext&) { return FunctionalizeLoops(&graph); }
 
-
 // The whole rewrite, as a Session reads a graph; "changed": the exported graph differs.
 StatusOr<bool> FunctionalizeControlFlowPass(Graph& graph, const PassContext&) {
   const std::string before = GraphBytes(graph);

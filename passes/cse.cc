@@ -11,8 +11,9 @@ namespace {
 
 bool IsCommutative(const std::string& op) {
   static const std::set<std::string, std::less<>> ops = {
-      "Add", "AddV2", "AddN", "Mul", "Maximum", "Minimum", "Equal", "NotEqual", "LogicalAnd", "LogicalOr",
-      "SquaredDifference", "BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+      "Add",       "AddV2",     "AddN",       "Mul",       "Maximum",           "Minimum",
+      "Equal",     "NotEqual",  "LogicalAnd", "LogicalOr", "SquaredDifference", "BitwiseAnd",
+      "BitwiseOr", "BitwiseXor"};
   return ops.count(op) > 0;
 }
 

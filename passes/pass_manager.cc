@@ -24,8 +24,7 @@ std::string GraphBytes(const Graph& graph) {
   return bytes;
 }
 
-PassContext::PassContext(std::vector<std::string> feeds, std::vector<std::string> fetches,
-                         std::vector<std::string> targets)
+PassContext::PassContext(std::vector<std::string> feeds, std::vector<std::string> fetches, std::vector<std::string> targets)
     : feeds_(std::move(feeds)), fetches_(std::move(fetches)), targets_(std::move(targets)) {
   auto node_of = [](const std::string& tensor) {
     ParsedInput parsed;

@@ -9,8 +9,8 @@ namespace {
 
 // Ops that only matter for training or debugging and forward their input unchanged.
 bool IsTrainingForwarder(const std::string& op) {
-  static const std::set<std::string, std::less<>> ops = {"Identity", "StopGradient", "PreventGradient", "Snapshot",
-                                                         "CheckNumerics", "CheckNumericsV2"};
+  static const std::set<std::string, std::less<>> ops = {"Identity", "StopGradient",  "PreventGradient",
+                                                         "Snapshot", "CheckNumerics", "CheckNumericsV2"};
   return ops.count(op) > 0;
 }
 
@@ -50,8 +50,7 @@ StatusOr<bool> Prune(Graph& graph, const PassContext& context) {
     if (IsTrainingForwarder(node.op) && node.inputs.size() == 1) {
       Bypass(graph, id, node.inputs[0], consumers);
       bypassed.push_back(id);
-    } else if (node.op == "NoOp" && node.inputs.empty() &&
-               (node.control_inputs.size() <= 1 || out_edges[id].size() <= 1)) {
+    } else if (node.op == "NoOp" && node.inputs.empty() && (node.control_inputs.size() <= 1 || out_edges[id].size() <= 1)) {
       Bypass(graph, id, {-1, 0}, consumers);
       bypassed.push_back(id);
     }

@@ -134,8 +134,7 @@ class Remapper {
     const Node* pad = N(x.node);
     const std::string padding = GetStringAttrOr(*conv, "padding", "").value_or("");
     if ((pad->op != "Pad" && pad->op != "PadV2") || !Private(x, id) || !IsF32(id) ||
-        GetStringAttrOr(*conv, "data_format", "NHWC").value_or("") != "NHWC" ||
-        (padding != "VALID" && padding != "EXPLICIT"))
+        GetStringAttrOr(*conv, "data_format", "NHWC").value_or("") != "NHWC" || (padding != "VALID" && padding != "EXPLICIT"))
       return false;
     if (pad->op == "PadV2") {
       const Tensor* value = Constant(pad->inputs[2]);
@@ -182,8 +181,7 @@ class Remapper {
       const Node* p = N(m.conv.node);
       m.weights = Constant(p->inputs[1]);
       m.bias = fused ? Constant(p->inputs[2]) : nullptr;
-      if (!m.weights || m.weights->dtype() != DType::kFloat || (fused && (!m.bias || m.bias->dtype() != DType::kFloat)))
-        continue;
+      if (!m.weights || m.weights->dtype() != DType::kFloat || (fused && (!m.bias || m.bias->dtype() != DType::kFloat))) continue;
       m.channels = ChannelsOf(*p, *m.weights);
       auto values = PerChannel(n->inputs[1 - side], m.channels.count, OutputRank(id));
       if (!values || (m.bias && m.bias->num_elements() != m.channels.count)) continue;
@@ -218,8 +216,7 @@ class Remapper {
     for (int64_t k = 0; k < m->channels.count; ++k)
       bias.data<float>()[k] = (m->bias ? m->bias->data<float>()[k] : 0.0f) + m->values[k];
     const Node* n = N(id);
-    Absorb(id, m->conv.node, N(m->conv.node)->inputs[1], {NewConst(n->name + "/shifted_bias", bias, n->device)},
-           {"BiasAdd"});
+    Absorb(id, m->conv.node, N(m->conv.node)->inputs[1], {NewConst(n->name + "/shifted_bias", bias, n->device)}, {"BiasAdd"});
     return true;
   }
 
@@ -286,8 +283,7 @@ class Remapper {
       const std::string& op = N(conv.node)->op;
       if ((op != "_FusedConv2D" && op != "_FusedDepthwiseConv2dNative") ||
           PrivateFusedOps(id, conv) != std::vector<std::string>{"BiasAdd"} || residual.node >= a_.graph.num_nodes() ||
-          conv.node >= a_.graph.num_nodes() ||
-          StaticShape(a_, residual) != shape || StaticShape(a_, conv) != shape)
+          conv.node >= a_.graph.num_nodes() || StaticShape(a_, residual) != shape || StaticShape(a_, conv) != shape)
         continue;
       const Node* f = N(conv.node);
       Absorb(id, conv.node, f->inputs[1], {f->inputs[2], residual}, {"BiasAdd", "Add"});
@@ -363,10 +359,14 @@ class Remapper {
     auto in = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
     std::string batch, free_a, free_b, contracted;
     for (char c : out) {
-      if (in(a, c) && in(b, c)) batch += c;
-      else if (in(a, c)) free_a += c;
-      else if (in(b, c)) free_b += c;
-      else return false;
+      if (in(a, c) && in(b, c))
+        batch += c;
+      else if (in(a, c))
+        free_a += c;
+      else if (in(b, c))
+        free_b += c;
+      else
+        return false;
     }
     for (char c : a + b) {
       if (in(out, c) || contracted.find(c) != std::string::npos) continue;

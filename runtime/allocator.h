@@ -44,8 +44,8 @@ class Allocator : public std::enable_shared_from_this<Allocator> {
   };
   static constexpr int64_t kDefaultMaxAllocationBytes = int64_t{8} << 30;
   static constexpr int64_t kDefaultMaxCachedBytes = int64_t{256} << 20;
-  explicit Allocator(int64_t max_allocation_bytes = kDefaultMaxAllocationBytes,
-                     int64_t max_cached_bytes = kDefaultMaxCachedBytes, Backing backing = {})
+  explicit Allocator(int64_t max_allocation_bytes = kDefaultMaxAllocationBytes, int64_t max_cached_bytes = kDefaultMaxCachedBytes,
+                     Backing backing = {})
       : max_allocation_bytes_(max_allocation_bytes), max_cached_bytes_(max_cached_bytes), backing_(std::move(backing)) {}
   ~Allocator();
   Allocator(const Allocator&) = delete;

@@ -31,17 +31,17 @@ std::optional<Tensor> ConstOf(const Graph& graph, TensorId t) {
   return std::move(tensor).value();
 }
 
-void SetType(Node* n, const std::string& attr, DType t) {
-  n->attrs[attr].set_type(static_cast<tensorflow::DataType>(t));
-}
+void SetType(Node* n, const std::string& attr, DType t) { n->attrs[attr].set_type(static_cast<tensorflow::DataType>(t)); }
 
 }  // namespace
 
 // ---- TensorLists as dense tensors ----------------------------------------------------
 
 StatusOr<bool> LowerTensorLists(Graph* graph) {
-  static const std::map<std::string, size_t> kInputs = {{"TensorListReserve", 2}, {"TensorListFromTensor", 2},
-                                                        {"TensorListStack", 2},   {"TensorListGetItem", 3},
+  static const std::map<std::string, size_t> kInputs = {{"TensorListReserve", 2},
+                                                        {"TensorListFromTensor", 2},
+                                                        {"TensorListStack", 2},
+                                                        {"TensorListGetItem", 3},
                                                         {"TensorListSetItem", 3}};
   std::map<int, DType> list_dtype;  // node id -> element dtype of the list it makes
   for (int id = 0; id < graph->num_nodes(); ++id) {
@@ -115,7 +115,7 @@ namespace {
 struct Loop {
   std::string frame;
   std::vector<int> enters, merges, switches, next_iterations, exits;  // per variable (exit -1: none)
-  std::vector<int> invariants;                                       // Enters with is_constant
+  std::vector<int> invariants;                                        // Enters with is_constant
   int loop_cond = -1;
 };
 
@@ -130,8 +130,10 @@ std::vector<Loop> FindLoops(const Graph& graph, const std::vector<std::vector<Ou
     if (!frame.ok()) continue;
     Loop& loop = frames[*frame];
     loop.frame = *frame;
-    if (GetBoolAttrOr(*n, "is_constant", false).value_or(false)) loop.invariants.push_back(id);
-    else loop.enters.push_back(id);
+    if (GetBoolAttrOr(*n, "is_constant", false).value_or(false))
+      loop.invariants.push_back(id);
+    else
+      loop.enters.push_back(id);
   }
   std::vector<Loop> loops;
   for (auto& [name, loop] : frames) {
@@ -194,7 +196,8 @@ StatusOr<tensorflow::GraphDef> Extract(const Graph& graph, const std::map<std::p
     const Node* n = graph.node(id);
     static const std::set<std::string> kLoopOps = {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"};
     if (kLoopOps.count(n->op))
-      return Unimplemented("while loop: " + NodeLabel(*n) + " inside a loop's cond or body, of a loop or conditional "
+      return Unimplemented("while loop: " + NodeLabel(*n) +
+                           " inside a loop's cond or body, of a loop or conditional "
                            "graphjit does not read");
     for (const TensorId& in : n->inputs)
       if (!boundary.count({in.node, in.index})) visit(in.node);
@@ -246,8 +249,7 @@ struct LoopGraphs {
   tensorflow::GraphDef cond, body;
   std::vector<std::string> cond_out, body_out;
 };
-StatusOr<LoopGraphs> ExtractLoop(const Graph& graph, const Loop& loop, const std::vector<DType>& types,
-                                 std::set<int>* members) {
+StatusOr<LoopGraphs> ExtractLoop(const Graph& graph, const Loop& loop, const std::vector<DType>& types, std::set<int>* members) {
   const size_t vars = loop.enters.size();
   // The cond reads the Merges; the body the Switches' true outputs; both the invariants.
   std::map<std::pair<int, int>, int> cond_in, body_in;
@@ -271,8 +273,8 @@ StatusOr<LoopGraphs> ExtractLoop(const Graph& graph, const Loop& loop, const std
   body_stop.insert(loop.loop_cond);
   LoopGraphs g;
   auto in = [](const std::set<int>& set) { return [&set](int id) { return set.count(id) > 0; }; };
-  GJ_ASSIGN_OR_RETURN(g.cond, Extract(graph, cond_in, in(cond_stop), types, {graph.node(loop.loop_cond)->inputs[0]},
-                                      &g.cond_out, members));
+  GJ_ASSIGN_OR_RETURN(
+      g.cond, Extract(graph, cond_in, in(cond_stop), types, {graph.node(loop.loop_cond)->inputs[0]}, &g.cond_out, members));
   std::vector<TensorId> next_values;
   for (int next : loop.next_iterations) next_values.push_back(graph.node(next)->inputs[0]);
   GJ_ASSIGN_OR_RETURN(g.body, Extract(graph, body_in, in(body_stop), types, next_values, &g.body_out, members));
@@ -389,15 +391,13 @@ Status Functionalize(Graph* graph, const Loop& loop, std::vector<bool>* remove) 
 struct Cond {
   TensorId pred;
   std::vector<int> switches;
-  std::map<int, int> side;    // branch node -> 0 (else) or 1 (then)
+  std::map<int, int> side;  // branch node -> 0 (else) or 1 (then)
   std::vector<int> merges;
   std::vector<std::array<TensorId, 2>> values;  // per Merge: what it reads from each side
-  std::vector<int> markers;   // Merges of control edges alone: "the conditional ran"
+  std::vector<int> markers;                     // Merges of control edges alone: "the conditional ran"
 };
 
-bool IsLoopOp(const std::string& op) {
-  return op == "Enter" || op == "Exit" || op == "NextIteration" || op == "LoopCond";
-}
+bool IsLoopOp(const std::string& op) { return op == "Enter" || op == "Exit" || op == "NextIteration" || op == "LoopCond"; }
 
 // A Const a branch reads without it coming through a Switch: the branch gets a copy.
 bool FreeConst(const Node& n) { return n.op == "Const" && n.inputs.empty() && n.control_inputs.empty(); }
@@ -555,10 +555,8 @@ StatusOr<int> OutputIndex(const tensorflow::NodeDef& node, const std::string& ar
   static const std::map<std::string, std::vector<std::string>> kArgs = {
       {"FusedBatchNorm", {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"}},
       {"FusedBatchNormV2", {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"}},
-      {"FusedBatchNormV3",
-       {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"}},
-      {"FusedBatchNormGradV3",
-       {"x_backprop", "scale_backprop", "offset_backprop", "reserve_space_4", "reserve_space_5"}},
+      {"FusedBatchNormV3", {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"}},
+      {"FusedBatchNormGradV3", {"x_backprop", "scale_backprop", "offset_backprop", "reserve_space_4", "reserve_space_5"}},
       {"SoftmaxCrossEntropyWithLogits", {"loss", "backprop"}},
       {"SparseSoftmaxCrossEntropyWithLogits", {"loss", "backprop"}},
       {"TopKV2", {"values", "indices"}},
@@ -656,7 +654,8 @@ Status FunctionalWhile(Graph* graph, Node* w) {
       t->list().type_size() != static_cast<int>(w->inputs.size()) ||
       cond_f->signature().input_arg_size() != t->list().type_size() ||
       body_f->signature().input_arg_size() != t->list().type_size())
-    return InvalidArgument(NodeLabel(*w) + ": cond must take the loop variables and return one value, and body take "
+    return InvalidArgument(NodeLabel(*w) +
+                           ": cond must take the loop variables and return one value, and body take "
                            "and return one per loop variable (attr T lists their types)");
   const AttrMap internal = InternalAttrs(*w);
   const tensorflow::AttrValue types = w->attrs["T"];
@@ -674,8 +673,7 @@ Status FunctionalWhile(Graph* graph, Node* w) {
 // An If/StatelessIf (then_branch and else_branch functions over its inputs after the
 // condition) as _GraphjitIf; one whose functions are not in the library stays an If.
 Status FunctionalIf(Graph* graph, Node* n) {
-  const tensorflow::FunctionDef* f[2] = {LibraryFunction(*graph, *n, "else_branch"),
-                                         LibraryFunction(*graph, *n, "then_branch")};
+  const tensorflow::FunctionDef* f[2] = {LibraryFunction(*graph, *n, "else_branch"), LibraryFunction(*graph, *n, "then_branch")};
   if (f[0] == nullptr || f[1] == nullptr) return Status::Ok();
   GJ_ASSIGN_OR_RETURN(std::vector<DType> tout, GetTypeListAttr(*n, "Tout"));
   AttrMap attrs = InternalAttrs(*n);
@@ -686,7 +684,8 @@ Status FunctionalIf(Graph* graph, Node* n) {
     auto gd = FunctionAsGraph(*f[side], graph->library(), &outputs);
     if (!gd.ok()) return gd.status().WithContext(NodeLabel(*n));
     if (outputs.size() != tout.size() || f[side]->signature().input_arg_size() + 1 != static_cast<int>(n->inputs.size()))
-      return InvalidArgument(NodeLabel(*n) + ": each branch must take the inputs after the condition and return one "
+      return InvalidArgument(NodeLabel(*n) +
+                             ": each branch must take the inputs after the condition and return one "
                              "value per type of Tout");
     const std::string attr = side == 0 ? "else" : "then";
     attrs[attr].set_s(gd->SerializeAsString());
@@ -708,11 +707,11 @@ Status RemoveTaken(Graph* graph, std::vector<bool> remove) {
       continue;
     }
     for (const TensorId& in : n->inputs)
-      if (remove[in.node]) return Internal(NodeLabel(*n) + " reads " + NodeLabel(*graph->node(in.node)) + ", which a " +
-                                           "loop or conditional took");
+      if (remove[in.node])
+        return Internal(NodeLabel(*n) + " reads " + NodeLabel(*graph->node(in.node)) + ", which a " + "loop or conditional took");
     for (int c : n->control_inputs)
-      if (remove[c]) return Internal(NodeLabel(*n) + " waits for " + NodeLabel(*graph->node(c)) + ", which a loop or " +
-                                     "conditional took");
+      if (remove[c])
+        return Internal(NodeLabel(*n) + " waits for " + NodeLabel(*graph->node(c)) + ", which a loop or " + "conditional took");
   }
   graph->RemoveNodes(remove);
   return Status::Ok();
@@ -728,8 +727,8 @@ StatusOr<bool> FunctionalizeOneCond(Graph* graph) {
     // tf.cond's own Switch is on the predicate, those of the values it reads on an
     // Identity of it.
     TensorId pred = n->inputs[1];
-    for (int steps = 0; steps < graph->num_nodes() && graph->node(pred.node)->op == "Identity" &&
-                        graph->node(pred.node)->inputs.size() == 1;
+    for (int steps = 0;
+         steps < graph->num_nodes() && graph->node(pred.node)->op == "Identity" && graph->node(pred.node)->inputs.size() == 1;
          ++steps)
       pred = graph->node(pred.node)->inputs[0];
     by_pred[{pred.node, pred.index}].push_back(id);

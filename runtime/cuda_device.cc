@@ -61,41 +61,41 @@ Status CudaDevice::Stream::Synchronize() { return NoCuda(); }
 #else
 
 // The driver entry points the device uses, with their cuda.h types, by exported name.
-#define GRAPHJIT_CUDA_FUNCTIONS(X)                                                          \
-  X(cuGetErrorName, "cuGetErrorName")                                                       \
-  X(cuDeviceGet, "cuDeviceGet")                                                             \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                                   \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent")                                                     \
-  X(cuMemAlloc, "cuMemAlloc_v2")                                                            \
-  X(cuMemFree, "cuMemFree_v2")                                                              \
-  X(cuMemGetAddressRange, "cuMemGetAddressRange_v2")                                        \
-  X(cuMemHostAlloc, "cuMemHostAlloc")                                                       \
-  X(cuMemFreeHost, "cuMemFreeHost")                                                         \
-  X(cuModuleLoadData, "cuModuleLoadData")                                                   \
-  X(cuModuleGetFunction, "cuModuleGetFunction")                                             \
-  X(cuFuncSetAttribute, "cuFuncSetAttribute")                                               \
-  X(cuStreamCreate, "cuStreamCreate")                                                       \
-  X(cuStreamDestroy, "cuStreamDestroy_v2")                                                  \
-  X(cuStreamSynchronize, "cuStreamSynchronize")                                             \
-  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")                                              \
-  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")                                              \
-  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")                                              \
-  X(cuStreamWaitEvent, "cuStreamWaitEvent")                                                 \
-  X(cuEventQuery, "cuEventQuery")                                                           \
-  X(cuLaunchKernel, "cuLaunchKernel")                                                       \
-  X(cuLaunchKernelEx, "cuLaunchKernelEx")                                                   \
-  X(cuEventCreate, "cuEventCreate")                                                         \
-  X(cuEventDestroy, "cuEventDestroy_v2")                                                    \
-  X(cuEventRecord, "cuEventRecord")                                                         \
+#define GRAPHJIT_CUDA_FUNCTIONS(X)                        \
+  X(cuGetErrorName, "cuGetErrorName")                     \
+  X(cuDeviceGet, "cuDeviceGet")                           \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                   \
+  X(cuMemAlloc, "cuMemAlloc_v2")                          \
+  X(cuMemFree, "cuMemFree_v2")                            \
+  X(cuMemGetAddressRange, "cuMemGetAddressRange_v2")      \
+  X(cuMemHostAlloc, "cuMemHostAlloc")                     \
+  X(cuMemFreeHost, "cuMemFreeHost")                       \
+  X(cuModuleLoadData, "cuModuleLoadData")                 \
+  X(cuModuleGetFunction, "cuModuleGetFunction")           \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute")             \
+  X(cuStreamCreate, "cuStreamCreate")                     \
+  X(cuStreamDestroy, "cuStreamDestroy_v2")                \
+  X(cuStreamSynchronize, "cuStreamSynchronize")           \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")            \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")            \
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")            \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent")               \
+  X(cuEventQuery, "cuEventQuery")                         \
+  X(cuLaunchKernel, "cuLaunchKernel")                     \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx")                 \
+  X(cuEventCreate, "cuEventCreate")                       \
+  X(cuEventDestroy, "cuEventDestroy_v2")                  \
+  X(cuEventRecord, "cuEventRecord")                       \
   X(cuEventElapsedTime, "cuEventElapsedTime_v2")
 // Optional: launch graphs.
-#define GRAPHJIT_CUDA_GRAPH_FUNCTIONS(X)                                                    \
-  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2")                                        \
-  X(cuStreamEndCapture, "cuStreamEndCapture")                                               \
-  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags")                             \
-  X(cuGraphExecUpdate, "cuGraphExecUpdate_v2")                                              \
-  X(cuGraphLaunch, "cuGraphLaunch")                                                         \
-  X(cuGraphExecDestroy, "cuGraphExecDestroy")                                               \
+#define GRAPHJIT_CUDA_GRAPH_FUNCTIONS(X)                        \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2")            \
+  X(cuStreamEndCapture, "cuStreamEndCapture")                   \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags") \
+  X(cuGraphExecUpdate, "cuGraphExecUpdate_v2")                  \
+  X(cuGraphLaunch, "cuGraphLaunch")                             \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy")                   \
   X(cuGraphDestroy, "cuGraphDestroy")
 
 struct CudaDevice::Api {
@@ -127,17 +127,18 @@ StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Get(const std::string& library
   GJ_ASSIGN_OR_RETURN(device->driver_, CudaDriver::Open(library, ordinal));
   device->api_ = std::make_unique<Api>();
   Api& api = *device->api_;
-#define GRAPHJIT_CUDA_LOAD(fn, symbol)                                                     \
-  api.fn = reinterpret_cast<decltype(&::fn)>(device->driver_->Symbol(symbol));             \
+#define GRAPHJIT_CUDA_LOAD(fn, symbol)                                         \
+  api.fn = reinterpret_cast<decltype(&::fn)>(device->driver_->Symbol(symbol)); \
   if (!api.fn) return InvalidArgument(library + " has no " + symbol);
   GRAPHJIT_CUDA_FUNCTIONS(GRAPHJIT_CUDA_LOAD)
 #undef GRAPHJIT_CUDA_LOAD
-#define GRAPHJIT_CUDA_LOAD_OPTIONAL(fn, symbol)                                            \
-  api.fn = reinterpret_cast<decltype(&::fn)>(device->driver_->Symbol(symbol));             \
+#define GRAPHJIT_CUDA_LOAD_OPTIONAL(fn, symbol)                                \
+  api.fn = reinterpret_cast<decltype(&::fn)>(device->driver_->Symbol(symbol)); \
   api.graphs = api.graphs && api.fn;
   GRAPHJIT_CUDA_GRAPH_FUNCTIONS(GRAPHJIT_CUDA_LOAD_OPTIONAL)
 #undef GRAPHJIT_CUDA_LOAD_OPTIONAL
-  api.cuPointerGetAttribute = reinterpret_cast<decltype(&::cuPointerGetAttribute)>(device->driver_->Symbol("cuPointerGetAttribute"));
+  api.cuPointerGetAttribute =
+      reinterpret_cast<decltype(&::cuPointerGetAttribute)>(device->driver_->Symbol("cuPointerGetAttribute"));
   CUdevice dev = 0;
   GJ_RETURN_IF_ERROR(device->Check(api.cuDeviceGet(&dev, ordinal), "cuDeviceGet"));
   CUcontext context = nullptr;
@@ -171,10 +172,8 @@ bool BreaksTheContext(CUresult r) {
     case CUDA_ERROR_HARDWARE_STACK_ERROR:
     case CUDA_ERROR_ASSERT:
     case CUDA_ERROR_ECC_UNCORRECTABLE:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-      return true;
-    default:
-      return false;
+    case CUDA_ERROR_LAUNCH_TIMEOUT: return true;
+    default: return false;
   }
 }
 
@@ -220,8 +219,7 @@ Status CudaDevice::CheckDeviceMemory(uint64_t address, size_t bytes) const {
   GJ_RETURN_IF_ERROR(MakeCurrent());
   int owner = ordinal();
   if (api_->cuPointerGetAttribute &&
-      api_->cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address) == CUDA_SUCCESS &&
-      owner != ordinal()) {
+      api_->cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address) == CUDA_SUCCESS && owner != ordinal()) {
     char at[32];
     std::snprintf(at, sizeof at, "0x%llx", static_cast<unsigned long long>(address));
     auto other = CudaDriver::Open(info().library, owner);
@@ -232,8 +230,10 @@ Status CudaDevice::CheckDeviceMemory(uint64_t address, size_t bytes) const {
   CUdeviceptr base = 0;
   size_t size = 0;
   const char* what = nullptr;
-  if (api_->cuMemGetAddressRange(&base, &size, address) != CUDA_SUCCESS) what = "is not device memory of ";
-  else if (address + bytes > base + size) what = "runs past the end of its allocation on ";
+  if (api_->cuMemGetAddressRange(&base, &size, address) != CUDA_SUCCESS)
+    what = "is not device memory of ";
+  else if (address + bytes > base + size)
+    what = "runs past the end of its allocation on ";
   if (!what) return Status::Ok();
   char range[96];
   std::snprintf(range, sizeof range, "[0x%llx, 0x%llx) ", static_cast<unsigned long long>(address),
@@ -309,8 +309,8 @@ StatusOr<uint64_t> CudaDevice::Allocate(size_t bytes) {
     cached_ = 0;
   };
   auto out_of_memory = [&](const std::string& why) {
-    return ResourceExhausted("out of device memory on " + info().name + ": " + std::to_string(bytes) +
-                             " bytes asked for, " + std::to_string(in_use_) + " bytes in use" + why);
+    return ResourceExhausted("out of device memory on " + info().name + ": " + std::to_string(bytes) + " bytes asked for, " +
+                             std::to_string(in_use_) + " bytes in use" + why);
   };
   if (limit_ && in_use_ + cached_ + size > limit_) {
     release_cache();
@@ -407,12 +407,12 @@ StatusOr<CudaDevice::Kernel> CudaDevice::LoadKernel(const std::string& ptx, cons
     it->second = module;
   }
   CUfunction function = nullptr;
-  GJ_RETURN_IF_ERROR(Check(api_->cuModuleGetFunction(&function, static_cast<CUmodule>(it->second), name.c_str()),
-                           "cuModuleGetFunction"));
+  GJ_RETURN_IF_ERROR(
+      Check(api_->cuModuleGetFunction(&function, static_cast<CUmodule>(it->second), name.c_str()), "cuModuleGetFunction"));
   if (dynamic_shared > 0)
-    GJ_RETURN_IF_ERROR(Check(api_->cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared),
-                             ("cuFuncSetAttribute of " + name + ": " + std::to_string(dynamic_shared) +
-                              " bytes of dynamic shared memory").c_str()));
+    GJ_RETURN_IF_ERROR(Check(
+        api_->cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared),
+        ("cuFuncSetAttribute of " + name + ": " + std::to_string(dynamic_shared) + " bytes of dynamic shared memory").c_str()));
   return Kernel{function, name};
 }
 
@@ -439,8 +439,7 @@ Status CudaDevice::Stream::CopyToDevice(uint64_t device, const void* host, size_
   h2d_bytes_ += static_cast<int64_t>(bytes);
   ++h2d_copies_;
   auto copy = [&](uint64_t to, const void* from, size_t n) {
-    return device_->Check(device_->api_->cuMemcpyHtoDAsync(to, from, n, static_cast<CUstream>(stream_)),
-                          "cuMemcpyHtoDAsync");
+    return device_->Check(device_->api_->cuMemcpyHtoDAsync(to, from, n, static_cast<CUstream>(stream_)), "cuMemcpyHtoDAsync");
   };
   if (bytes < kStagedCopyBytes || device_->IsPinned(host, bytes)) return copy(device, host, bytes);
   GJ_ASSIGN_OR_RETURN(void* staging, device_->host_allocator_->Allocate(bytes));
@@ -470,7 +469,8 @@ Status CudaDevice::Stream::WaitFor(void* other) {
   }
   // (A wait takes the event's state when it is queued: the event may be recorded again at once.)
   CUevent event = static_cast<CUevent>(wait_event_);
-  GJ_RETURN_IF_ERROR(device_->Check(api.cuEventRecord(event, static_cast<CUstream>(other)), "cuEventRecord on the caller's stream"));
+  GJ_RETURN_IF_ERROR(
+      device_->Check(api.cuEventRecord(event, static_cast<CUstream>(other)), "cuEventRecord on the caller's stream"));
   return device_->Check(api.cuStreamWaitEvent(static_cast<CUstream>(stream_), event, 0), "cuStreamWaitEvent");
 }
 
@@ -478,19 +478,19 @@ Status CudaDevice::Stream::CopyToHost(void* host, uint64_t device, size_t bytes)
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
   d2h_bytes_ += static_cast<int64_t>(bytes);
   ++d2h_copies_;
-  GJ_RETURN_IF_ERROR(device_->Check(
-      device_->api_->cuMemcpyDtoHAsync(host, device, bytes, static_cast<CUstream>(stream_)), "cuMemcpyDtoHAsync"));
+  GJ_RETURN_IF_ERROR(
+      device_->Check(device_->api_->cuMemcpyDtoHAsync(host, device, bytes, static_cast<CUstream>(stream_)), "cuMemcpyDtoHAsync"));
   return Synchronize();  // the host reads it next
 }
 
-Status CudaDevice::Stream::Launch(const Kernel& kernel, const unsigned grid[3], const unsigned block[3],
-                                  unsigned shared_bytes, std::vector<void*> args, unsigned cluster) {
+Status CudaDevice::Stream::Launch(const Kernel& kernel, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                                  std::vector<void*> args, unsigned cluster) {
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
   if (cluster <= 1)
-    return device_->Check(device_->api_->cuLaunchKernel(static_cast<CUfunction>(kernel.function), grid[0], grid[1],
-                                                        grid[2], block[0], block[1], block[2], shared_bytes,
-                                                        static_cast<CUstream>(stream_), args.data(), nullptr),
-                          ("cuLaunchKernel of " + kernel.name).c_str());
+    return device_->Check(
+        device_->api_->cuLaunchKernel(static_cast<CUfunction>(kernel.function), grid[0], grid[1], grid[2], block[0], block[1],
+                                      block[2], shared_bytes, static_cast<CUstream>(stream_), args.data(), nullptr),
+        ("cuLaunchKernel of " + kernel.name).c_str());
   CUlaunchAttribute attribute{};
   attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attribute.value.clusterDim.x = cluster;
@@ -520,9 +520,9 @@ StatusOr<float> CudaDevice::Stream::ElapsedMillis(int from, int to) {
     return InvalidArgument("no such recorded point on the stream");
   GJ_RETURN_IF_ERROR(Synchronize());
   float ms = 0;
-  GJ_RETURN_IF_ERROR(device_->Check(device_->api_->cuEventElapsedTime(&ms, static_cast<CUevent>(events_[from]),
-                                                                       static_cast<CUevent>(events_[to])),
-                                    "cuEventElapsedTime"));
+  GJ_RETURN_IF_ERROR(device_->Check(
+      device_->api_->cuEventElapsedTime(&ms, static_cast<CUevent>(events_[from]), static_cast<CUevent>(events_[to])),
+      "cuEventElapsedTime"));
   return ms;
 }
 
@@ -538,9 +538,9 @@ Status CudaDevice::Stream::BeginCapture() {
   if (!device_->has_graphs()) return Unimplemented("the CUDA driver has no graph API");
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
   device_->CaptureBegins();
-  Status s = device_->Check(
-      device_->api_->cuStreamBeginCapture(static_cast<CUstream>(stream_), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-      "cuStreamBeginCapture");
+  Status s =
+      device_->Check(device_->api_->cuStreamBeginCapture(static_cast<CUstream>(stream_), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                     "cuStreamBeginCapture");
   if (!s.ok()) device_->CaptureEnds();
   return s;
 }
@@ -568,9 +568,8 @@ StatusOr<std::shared_ptr<CudaDevice::Graph>> CudaDevice::Stream::EndCapture(std:
 Status CudaDevice::Stream::Launch(const Graph& graph) {
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
   ++graph_launches_;
-  return device_->Check(
-      device_->api_->cuGraphLaunch(static_cast<CUgraphExec>(graph.exec_), static_cast<CUstream>(stream_)),
-      "cuGraphLaunch");
+  return device_->Check(device_->api_->cuGraphLaunch(static_cast<CUgraphExec>(graph.exec_), static_cast<CUstream>(stream_)),
+                        "cuGraphLaunch");
 }
 
 StatusOr<CudaDevice::LaunchCounters> CudaDevice::LastLaunchCounters() const {
@@ -605,8 +604,7 @@ void CudaDevice::Stream::ClearPoints() {
 
 Status CudaDevice::Stream::Synchronize() {
   GJ_RETURN_IF_ERROR(device_->MakeCurrent());
-  GJ_RETURN_IF_ERROR(
-      device_->Check(device_->api_->cuStreamSynchronize(static_cast<CUstream>(stream_)), "cuStreamSynchronize"));
+  GJ_RETURN_IF_ERROR(device_->Check(device_->api_->cuStreamSynchronize(static_cast<CUstream>(stream_)), "cuStreamSynchronize"));
   for (auto [staging, bytes] : staged_) device_->host_allocator_->Deallocate(staging, bytes);
   staged_.clear();
   return Status::Ok();
@@ -651,8 +649,8 @@ Status GpuContext::CopyToHost(const Tensor& t, Tracer* tracer, const std::string
   return Status::Ok();
 }
 
-StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(DeviceKind device, const std::string& cuda_driver,
-                                                       double memory_fraction, int ordinal) {
+StatusOr<std::unique_ptr<GpuContext>> GpuContext::Open(DeviceKind device, const std::string& cuda_driver, double memory_fraction,
+                                                       int ordinal) {
   auto gpu = std::make_unique<GpuContext>();
   gpu->device = device == DeviceKind::kCpu ? DeviceKind::kGpu : device;
   GJ_ASSIGN_OR_RETURN(gpu->library, CudaDriverLibrary(gpu->device, cuda_driver));

@@ -31,8 +31,8 @@ struct StreamCounts {
   int64_t graph_launches = 0;
   int64_t cpu_ops = 0;
   StreamCounts operator-(const StreamCounts& o) const {
-    return {h2d_bytes - o.h2d_bytes, d2h_bytes - o.d2h_bytes, h2d_copies - o.h2d_copies, d2h_copies - o.d2h_copies,
-            graph_launches - o.graph_launches, cpu_ops - o.cpu_ops};
+    return {h2d_bytes - o.h2d_bytes,   d2h_bytes - o.d2h_bytes,           h2d_copies - o.h2d_copies,
+            d2h_copies - o.d2h_copies, graph_launches - o.graph_launches, cpu_ops - o.cpu_ops};
   }
   // "h2d_bytes=N d2h_bytes=N h2d_copies=N d2h_copies=N graph_launches=N cpu_ops=N"
   std::string ToString() const;
@@ -111,8 +111,8 @@ class CudaDevice {
     uint64_t request_sectors = 0;              // the 32-byte sectors of each warp's accesses, summed
     uint64_t footprint_sectors = 0;            // the distinct 32-byte sectors loaded and stored
     uint64_t float_ops = 0;
-    int registers = 0, spill_bytes = 0, shared_bytes = 0;  // per thread, per thread, per block (static and dynamic)
-    uint64_t load_requests = 0, load_sectors = 0;   // warp-level global loads, and their sectors
+    int registers = 0, spill_bytes = 0, shared_bytes = 0;   // per thread, per thread, per block (static and dynamic)
+    uint64_t load_requests = 0, load_sectors = 0;           // warp-level global loads, and their sectors
     uint64_t load_waits = 0, loads_in_flight_at_waits = 0;  // memory-level parallelism (cuemu.h)
   };
   StatusOr<LaunchCounters> LastLaunchCounters() const;
@@ -181,9 +181,9 @@ class CudaDevice {
     friend class CudaDevice;
     explicit Stream(CudaDevice* device) : device_(device) {}
     CudaDevice* device_;
-    void* stream_ = nullptr;             // CUstream
-    std::vector<void*> events_;          // CUevent, by Record's index
-    void* wait_event_ = nullptr;         // CUevent, WaitFor's (re-recorded each time)
+    void* stream_ = nullptr;                        // CUstream
+    std::vector<void*> events_;                     // CUevent, by Record's index
+    void* wait_event_ = nullptr;                    // CUevent, WaitFor's (re-recorded each time)
     std::vector<std::pair<void*, size_t>> staged_;  // staging of queued copies, from host_allocator()
     std::atomic<int64_t> h2d_bytes_{0}, d2h_bytes_{0}, h2d_copies_{0}, d2h_copies_{0};
     std::atomic<int64_t> graph_launches_{0};
@@ -214,16 +214,16 @@ class CudaDevice {
     size_t size;
     std::vector<void*> events;
   };
-  std::vector<Used> used_;                        // freed blocks that wait for their uses' events
+  std::vector<Used> used_;  // freed blocks that wait for their uses' events
   size_t cached_ = 0, in_use_ = 0;
   int captures_ = 0;
   std::condition_variable_any no_captures_;
-  std::vector<void*> host_frees_;                 // page-locked blocks freed during a capture, released after
+  std::vector<void*> host_frees_;  // page-locked blocks freed during a capture, released after
   mutable std::mutex fault_mu_;
-  mutable std::string fault_;                     // the first fault that broke the context
-  size_t limit_ = 0;                              // 0: none
-  std::map<std::string, void*> modules_;          // PTX text -> CUmodule
-  std::map<const char*, size_t> pinned_;          // page-locked host blocks: start -> bytes
+  mutable std::string fault_;             // the first fault that broke the context
+  size_t limit_ = 0;                      // 0: none
+  std::map<std::string, void*> modules_;  // PTX text -> CUmodule
+  std::map<const char*, size_t> pinned_;  // page-locked host blocks: start -> bytes
   std::shared_ptr<Allocator> host_allocator_;
 };
 
@@ -271,7 +271,7 @@ class DeviceMemory {
 // host bytes, once, for every later reader.
 struct GpuContext {
   DeviceKind device = DeviceKind::kGpu;  // kGpu or kGpuEmu
-  std::string library;  // the driver library it was opened with
+  std::string library;                   // the driver library it was opened with
   std::shared_ptr<CudaDevice> cuda;
   std::unique_ptr<CudaDevice::Stream> stream;
   std::mutex mu;
@@ -281,8 +281,8 @@ struct GpuContext {
   // `ordinal` names the GPU among the driver's (gpu:N).
   // `memory_fraction` (in (0, 1]) bounds the device's memory for the process, if no session
   // did before.
-  static StatusOr<std::unique_ptr<GpuContext>> Open(DeviceKind device, const std::string& cuda_driver,
-                                                    double memory_fraction = 0, int ordinal = 0);
+  static StatusOr<std::unique_ptr<GpuContext>> Open(DeviceKind device, const std::string& cuda_driver, double memory_fraction = 0,
+                                                    int ordinal = 0);
 
   // Gives `t` its bytes on the host if it has them on the device alone (one copy, kept with
   // its buffer); traced as `trace_name` ("DtoH") when `tracer` is set. Takes `mu`.

@@ -102,7 +102,8 @@ StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Open(const std::string& librar
   attribute(&info.memory_bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev);
   if (info.warp_size <= 0 || info.max_threads_per_block <= 0 || info.multiprocessors <= 0 ||
       info.max_blocks_per_multiprocessor <= 0 || info.max_threads_per_multiprocessor <= 0)
-    return InvalidArgument(library + " describes device " + std::to_string(ordinal) + " without a warp size, a block size or SMs");
+    return InvalidArgument(library + " describes device " + std::to_string(ordinal) +
+                           " without a warp size, a block size or SMs");
   total(&memory, dev);
   info.total_memory = memory;
   info.emulated = driver->Symbol("cuemuGetLastLaunchCounters") != nullptr;

@@ -14,9 +14,9 @@
 namespace graphjit {
 
 struct CudaDeviceInfo {
-  std::string library;  // the path the driver was opened from
-  int ordinal = 0;      // the driver's device number (gpu:N)
-  int device_count = 0; // how many devices the driver has
+  std::string library;   // the path the driver was opened from
+  int ordinal = 0;       // the driver's device number (gpu:N)
+  int device_count = 0;  // how many devices the driver has
   std::string name;
   int driver_version = 0;  // e.g. 13000
   int compute_capability_major = 0, compute_capability_minor = 0;

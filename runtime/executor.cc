@@ -120,8 +120,7 @@ bool ComputesOnHost(const Node& node) {
 class Run {
  public:
   Run(const AnalyzedGraph& a, const ExecutionPlan& p, const std::vector<Tensor>& feeds, const ExecutorOptions& o)
-      : a_(a), plan_(p), feeds_(feeds), options_(o), values_(p.num_slots), uses_(p.num_slots),
-        pending_(a.graph.num_nodes()) {
+      : a_(a), plan_(p), feeds_(feeds), options_(o), values_(p.num_slots), uses_(p.num_slots), pending_(a.graph.num_nodes()) {
     // With a GPU, the nodes read each tensor the caller feeds under an alias of its buffer,
     // which holds its copy on the device (made once, for every cluster that reads it) for
     // this run alone; a tensor fed on the device, under a buffer of its device memory whose
@@ -248,8 +247,10 @@ class Run {
       int next = -1;
       for (int c : plan_.consumers[id]) {
         if (pending_[c].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          if (next < 0) next = c;
-          else Schedule(c);
+          if (next < 0)
+            next = c;
+          else
+            Schedule(c);
         }
       }
       if (next < 0) {
@@ -299,8 +300,7 @@ class Run {
     }
     // 2. Output types and shapes for these inputs.
     GJ_RETURN_IF_ERROR(info.op->infer(ic));
-    if (ic.output_dtypes != info.dtypes)
-      return Internal(NodeLabel(node) + ": run-time output types differ from the graph's");
+    if (ic.output_dtypes != info.dtypes) return Internal(NodeLabel(node) + ": run-time output types differ from the graph's");
     // 3. The kernel.
     std::vector<Tensor> outputs(info.dtypes.size());
     std::vector<bool> reusable(inputs.size());
@@ -308,13 +308,22 @@ class Run {
       // Held by values_ and `inputs` alone, read by no other node after this one, and with
       // no copy on a device that writing it would leave behind.
       const int s = plan_.output_base[node.inputs[i].node] + node.inputs[i].index;
-      reusable[i] = plan_.input_feed[s] < 0 && uses_[s].load(std::memory_order_acquire) == 1 &&
-                    inputs[i].buffer() != nullptr && inputs[i].buffer().use_count() == 2 &&
-                    !inputs[i].buffer()->HasDeviceCopy();
+      reusable[i] = plan_.input_feed[s] < 0 && uses_[s].load(std::memory_order_acquire) == 1 && inputs[i].buffer() != nullptr &&
+                    inputs[i].buffer().use_count() == 2 && !inputs[i].buffer()->HasDeviceCopy();
     }
-    KernelContext kc{node,       inputs,           ic.output_dtypes, ic.output_shapes,         outputs,
-                     options_.allocator, options_.intra_op, info.state.get(), options_.session_options,
-                     options_.tracer, &reusable,           options_.gpu, &plan_.constant_inputs[id]};
+    KernelContext kc{node,
+                     inputs,
+                     ic.output_dtypes,
+                     ic.output_shapes,
+                     outputs,
+                     options_.allocator,
+                     options_.intra_op,
+                     info.state.get(),
+                     options_.session_options,
+                     options_.tracer,
+                     &reusable,
+                     options_.gpu,
+                     &plan_.constant_inputs[id]};
     int64_t start = options_.tracer ? options_.tracer->NowMicros() : 0;
     GJ_RETURN_IF_ERROR(info.op->compute(kc));
     if (options_.gpu && ComputesOnHost(node)) options_.gpu->cpu_ops.fetch_add(1, std::memory_order_relaxed);
@@ -322,12 +331,12 @@ class Run {
       int64_t bytes = 0;
       for (const auto* list : {&inputs, &outputs})
         for (const Tensor& t : *list) bytes += t.valid() ? static_cast<int64_t>(t.bytes()) : 0;
-      options_.tracer->Add({options_.trace_prefix + node.name, node.op, start, options_.tracer->NowMicros() - start, CurrentThreadId(), bytes});
+      options_.tracer->Add(
+          {options_.trace_prefix + node.name, node.op, start, options_.tracer->NowMicros() - start, CurrentThreadId(), bytes});
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       // Forwarding kernels (PlaceholderWithDefault) may refine a partial inferred shape.
-      if (!outputs[i].valid() || !outputs[i].shape().IsFullyDefined() ||
-          !IsCompatible(ic.output_shapes[i], outputs[i].shape()))
+      if (!outputs[i].valid() || !outputs[i].shape().IsFullyDefined() || !IsCompatible(ic.output_shapes[i], outputs[i].shape()))
         return Internal(NodeLabel(node) + ": kernel did not produce output " + std::to_string(i) + " as inferred");
       values_[base + i] = std::move(outputs[i]);
     }

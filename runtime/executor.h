@@ -15,14 +15,14 @@ namespace graphjit {
 
 // What one (feeds, fetches, targets) combination needs; built once and reused.
 struct ExecutionPlan {
-  std::vector<TensorId> feeds;    // the fed tensors, in feed order
-  std::vector<TensorId> fetches;  // the fetched tensors, in fetch order
-  std::vector<int> nodes;         // the nodes to run, in topological order
-  std::vector<int> initial_pending;                 // by node id: inputs to wait for
-  std::vector<std::vector<int>> consumers;          // by node id: plan nodes to notify (with repeats)
-  std::vector<int> output_base;                     // by node id: first slot of its outputs
-  std::vector<int> initial_uses;                    // by slot: consumers reading it (+1 if fetched)
-  std::vector<int> input_feed;                      // by slot: feed index or -1
+  std::vector<TensorId> feeds;              // the fed tensors, in feed order
+  std::vector<TensorId> fetches;            // the fetched tensors, in fetch order
+  std::vector<int> nodes;                   // the nodes to run, in topological order
+  std::vector<int> initial_pending;         // by node id: inputs to wait for
+  std::vector<std::vector<int>> consumers;  // by node id: plan nodes to notify (with repeats)
+  std::vector<int> output_base;             // by node id: first slot of its outputs
+  std::vector<int> initial_uses;            // by slot: consumers reading it (+1 if fetched)
+  std::vector<int> input_feed;              // by slot: feed index or -1
   // By node id, per input: a Const's value, not fed (KernelContext::constant_inputs).
   std::vector<std::vector<bool>> constant_inputs;
   int num_slots = 0;
@@ -37,10 +37,10 @@ struct ExecutorOptions {
   ThreadPool* intra_op = nullptr;
   Allocator* allocator = nullptr;
   Tracer* tracer = nullptr;
-  std::string trace_prefix;  // before each event's node name (a cluster body's: "<cluster>/")
+  std::string trace_prefix;                         // before each event's node name (a cluster body's: "<cluster>/")
   const SessionOptions* session_options = nullptr;  // handed to kernels
-  GpuContext* gpu = nullptr;                         // handed to kernels
-  bool fetch_on_device = false;                      // RunOptions::fetch_on_device
+  GpuContext* gpu = nullptr;                        // handed to kernels
+  bool fetch_on_device = false;                     // RunOptions::fetch_on_device
   // A kernel's own graph (NestedExecutorOptions): its feeds are tensors of the run, which
   // never change, not the caller's (which may change between runs).
   bool nested = false;

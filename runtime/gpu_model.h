@@ -33,7 +33,7 @@ GpuModelDevice ModelDeviceOf(const CudaDeviceInfo& info);
 
 // One launch as the model sees it.
 struct KernelWork {
-  int64_t grid = 0, block = 0;           // 0: a library's call, on the whole device
+  int64_t grid = 0, block = 0;          // 0: a library's call, on the whole device
   int registers = 0, shared_bytes = 0;  // per thread; per block
   int64_t moved_bytes = 0;              // to and from DRAM
   double float_ops = 0;
@@ -49,9 +49,9 @@ KernelWork WorkOf(const CudaDevice::LaunchCounters& counters, int64_t grid, int6
 struct KernelPrediction {
   double us = 0;
   double memory_us = 0, compute_us = 0;
-  double warps_per_sm = 0;         // resident at once, on the SMs it occupies
-  double bytes_in_flight = 0;      // on the whole device
-  bool latency_bound = false;      // its loads in flight, not the DRAM, bound its bandwidth
+  double warps_per_sm = 0;     // resident at once, on the SMs it occupies
+  double bytes_in_flight = 0;  // on the whole device
+  bool latency_bound = false;  // its loads in flight, not the DRAM, bound its bandwidth
 };
 
 // The model's constants (an H200's fit; see gpu_model.cc).

@@ -18,8 +18,8 @@ Status CheckAllOpsKnown(const Graph& graph, const OpRegistry& registry) {
   std::string message = std::to_string(missing.size()) + " unsupported op" + (missing.size() > 1 ? "s" : "") + ": ";
   bool first = true;
   for (const auto& [op, nodes] : missing) {
-    message += (first ? "" : "; ") + op + " (" + std::to_string(nodes.size()) + " node" + (nodes.size() > 1 ? "s" : "") +
-               ": '" + nodes[0] + "'" + (nodes.size() > 1 ? ", ..." : "") + ")";
+    message += (first ? "" : "; ") + op + " (" + std::to_string(nodes.size()) + " node" + (nodes.size() > 1 ? "s" : "") + ": '" +
+               nodes[0] + "'" + (nodes.size() > 1 ? ", ..." : "") + ")";
     first = false;
   }
   return Unimplemented(message);
@@ -43,20 +43,20 @@ StatusOr<AnalyzedGraph> AnalyzeGraph(Graph graph, const OpRegistry& registry) {
     const int num_inputs = static_cast<int>(n.inputs.size());
     if (num_inputs < info.op->min_inputs || (info.op->max_inputs >= 0 && num_inputs > info.op->max_inputs)) {
       std::string expected = info.op->min_inputs == info.op->max_inputs ? std::to_string(info.op->min_inputs)
-                             : info.op->max_inputs < 0 ? "at least " + std::to_string(info.op->min_inputs)
-                                                        : std::to_string(info.op->min_inputs) + " to " +
-                                                              std::to_string(info.op->max_inputs);
-      return InvalidArgument(NodeLabel(n) + ": expected " + expected + " data input" +
-                             (expected == "1" ? "" : "s") + ", got " + std::to_string(num_inputs));
+                             : info.op->max_inputs < 0
+                                 ? "at least " + std::to_string(info.op->min_inputs)
+                                 : std::to_string(info.op->min_inputs) + " to " + std::to_string(info.op->max_inputs);
+      return InvalidArgument(NodeLabel(n) + ": expected " + expected + " data input" + (expected == "1" ? "" : "s") + ", got " +
+                             std::to_string(num_inputs));
     }
     InferenceContext c{n, {}, {}, {}, {}, {}};
     for (int i = 0; i < num_inputs; ++i) {
       TensorId in = n.inputs[i];
       const NodeInfo& src = a.nodes[in.node];
       if (in.index >= static_cast<int>(src.dtypes.size()))
-        return InvalidArgument(NodeLabel(n) + ": input " + std::to_string(i) + " refers to output " +
-                               std::to_string(in.index) + " of '" + graph.node(in.node)->name + "', which has " +
-                               std::to_string(src.dtypes.size()) + " output" + (src.dtypes.size() == 1 ? "" : "s"));
+        return InvalidArgument(NodeLabel(n) + ": input " + std::to_string(i) + " refers to output " + std::to_string(in.index) +
+                               " of '" + graph.node(in.node)->name + "', which has " + std::to_string(src.dtypes.size()) +
+                               " output" + (src.dtypes.size() == 1 ? "" : "s"));
       c.input_dtypes.push_back(src.dtypes[in.index]);
       c.input_shapes.push_back(src.shapes[in.index]);
       const Tensor& v = a.constants[in.node];

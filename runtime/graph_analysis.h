@@ -13,14 +13,14 @@ namespace graphjit {
 
 struct NodeInfo {
   const OpDef* op = nullptr;
-  std::vector<DType> dtypes;  // one per output
-  std::vector<Shape> shapes;  // partial where unknown before run time
+  std::vector<DType> dtypes;          // one per output
+  std::vector<Shape> shapes;          // partial where unknown before run time
   std::shared_ptr<const void> state;  // from the op's prepare hook
 };
 
 struct AnalyzedGraph {
   Graph graph;
-  std::vector<NodeInfo> nodes;   // by node id
+  std::vector<NodeInfo> nodes;  // by node id
   std::vector<int> topo_order;
   std::vector<Tensor> constants;  // by node id; the value of each Const node
   // Original tensor names that a graph pass moved elsewhere (e.g. into a cluster's

@@ -15,9 +15,8 @@ struct NpyType {
   DType dtype;
 };
 constexpr NpyType kTypes[] = {
-    {"<f4", DType::kFloat}, {"<f8", DType::kDouble}, {"<f2", DType::kHalf},  {"<i4", DType::kInt32},
-    {"<i8", DType::kInt64}, {"|b1", DType::kBool},   {"|u1", DType::kUInt8}, {"|i1", DType::kInt8},
-    {"<i2", DType::kInt16},
+    {"<f4", DType::kFloat}, {"<f8", DType::kDouble}, {"<f2", DType::kHalf}, {"<i4", DType::kInt32}, {"<i8", DType::kInt64},
+    {"|b1", DType::kBool},  {"|u1", DType::kUInt8},  {"|i1", DType::kInt8}, {"<i2", DType::kInt16},
 };
 
 // Value of `key` in the header dict: the text after "'key':" up to the matching end.

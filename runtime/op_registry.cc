@@ -8,17 +8,14 @@ Status InferenceContext::ShapeError(const std::string& message) const {
   return FailedPrecondition(NodeLabel(node) + ": " + message);
 }
 
-Status InferenceContext::TypeError(const std::string& message) const {
-  return InvalidArgument(NodeLabel(node) + ": " + message);
-}
+Status InferenceContext::TypeError(const std::string& message) const { return InvalidArgument(NodeLabel(node) + ": " + message); }
 
 Status InferenceContext::ExpectDType(int i, std::initializer_list<DType> allowed) const {
   for (DType d : allowed)
     if (dtype(i) == d) return Status::Ok();
   std::string names;
   for (DType d : allowed) names += (names.empty() ? "" : ", ") + DTypeName(d);
-  return TypeError("input " + std::to_string(i) + " has type " + DTypeName(dtype(i)) + ", expected one of {" +
-                   names + "}");
+  return TypeError("input " + std::to_string(i) + " has type " + DTypeName(dtype(i)) + ", expected one of {" + names + "}");
 }
 
 StatusOr<DType> InferenceContext::TypeAttrMatching(std::string_view attr, std::initializer_list<int> inputs) const {
@@ -26,8 +23,8 @@ StatusOr<DType> InferenceContext::TypeAttrMatching(std::string_view attr, std::i
   if (!IsSupportedDType(t)) return TypeError("type " + DTypeName(t) + " is not supported");
   for (int i : inputs) {
     if (i < num_inputs() && dtype(i) != t)
-      return TypeError("input " + std::to_string(i) + " has type " + DTypeName(dtype(i)) + " but attr '" +
-                       std::string(attr) + "' is " + DTypeName(t));
+      return TypeError("input " + std::to_string(i) + " has type " + DTypeName(dtype(i)) + " but attr '" + std::string(attr) +
+                       "' is " + DTypeName(t));
   }
   return t;
 }
@@ -51,12 +48,10 @@ StatusOr<Tensor*> KernelContext::ForwardInputOrAllocateOutput(std::initializer_l
   return AllocateOutput(i);
 }
 
-Status KernelContext::Error(const std::string& message) const {
-  return FailedPrecondition(NodeLabel(node) + ": " + message);
-}
+Status KernelContext::Error(const std::string& message) const { return FailedPrecondition(NodeLabel(node) + ": " + message); }
 
-void KernelContext::ParallelFor(int64_t n, int64_t cost_per_item,
-                                const std::function<void(int64_t, int64_t)>& fn, bool one_block_per_thread) const {
+void KernelContext::ParallelFor(int64_t n, int64_t cost_per_item, const std::function<void(int64_t, int64_t)>& fn,
+                                bool one_block_per_thread) const {
   // Below ~64k units of work a hand-off to a spinning thread costs more than it saves;
   // waking a sleeping one (a futex wake and an inter-processor interrupt: 20 us for the
   // caller and 60 us until it runs, measured on a 2-core VM) pays only above ~1M units.

@@ -60,7 +60,7 @@ struct KernelContext {
   std::vector<Tensor>& outputs;
   Allocator* allocator;
   ThreadPool* intra_op;
-  const void* state = nullptr;  // what the op's `prepare` built for this node, if anything
+  const void* state = nullptr;              // what the op's `prepare` built for this node, if anything
   const SessionOptions* options = nullptr;  // the session's, when run in one
   Tracer* tracer = nullptr;                 // when the run is traced
   // Per input, whether its buffer may become an output (see ForwardInputOrAllocateOutput):

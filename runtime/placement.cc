@@ -10,9 +10,7 @@
 
 namespace graphjit {
 
-bool HasGpu(const SessionOptions& options) {
-  return options.device != DeviceKind::kCpu || !options.cuda_driver.empty();
-}
+bool HasGpu(const SessionOptions& options) { return options.device != DeviceKind::kCpu || !options.cuda_driver.empty(); }
 
 bool PlacedOnGpu(const Node& node) {
   auto device = ParseDeviceName(node.device);
@@ -28,9 +26,8 @@ bool ConvolutionsRunOnTheCpu(const SessionOptions& options, const Node& node) {
   const Status cudnn = CudnnOpens(options.device == DeviceKind::kCpu ? DeviceKind::kGpu : options.device);
   if (cudnn.ok()) return false;
   static std::once_flag warned;
-  std::call_once(warned, [&] {
-    GJ_LOG(WARNING) << "no cuDNN for the GPU (" << cudnn.message() << "); convolutions run on the CPU";
-  });
+  std::call_once(warned,
+                 [&] { GJ_LOG(WARNING) << "no cuDNN for the GPU (" << cudnn.message() << "); convolutions run on the CPU"; });
   return true;
 }
 
@@ -53,8 +50,7 @@ bool PlaceNodes(const SessionOptions& options, Graph* graph) {
     if (gpu || !device.ok() || !device->IsGpu()) continue;
     static std::once_flag warned;
     std::call_once(warned, [&] {
-      GJ_LOG(WARNING) << "no GPU in this session (see --device); nodes placed on " << device->ToString()
-                      << " run on the CPU";
+      GJ_LOG(WARNING) << "no GPU in this session (see --device); nodes placed on " << device->ToString() << " run on the CPU";
     });
     if (!device->IsXla()) {  // XLA_GPU stays: it asks for compilation (for the CPU here)
       node->device.clear();

@@ -108,14 +108,15 @@ StatusOr<std::shared_ptr<const Session::Program>> Session::BuildProgram(const st
         const Node* n = graph->graph.node(id);
         auto device = ParseDeviceName(n->device);
         const OpPattern pattern = TraitsOf(n->op).pattern;
-        if (!device.ok() || !device->IsGpu() || device->IsXla() || TraitsOf(n->op).not_an_op() ||
-            pattern == OpPattern::kView || pattern == OpPattern::kShapeOnly)
+        if (!device.ok() || !device->IsGpu() || device->IsXla() || TraitsOf(n->op).not_an_op() || pattern == OpPattern::kView ||
+            pattern == OpPattern::kShapeOnly)
           continue;
         ++(pattern == OpPattern::kControl ? driven : ops)[n->op];
       }
       auto list = [](const std::map<std::string, int>& ops) {
         std::string list;
-        for (const auto& [op, count] : ops) list += (list.empty() ? "" : ", ") + op + (count > 1 ? " x" + std::to_string(count) : "");
+        for (const auto& [op, count] : ops)
+          list += (list.empty() ? "" : ", ") + op + (count > 1 ? " x" + std::to_string(count) : "");
         return list;
       };
       if (!ops.empty())
@@ -223,8 +224,7 @@ Status Session::Run(const RunOptions& run_options, const std::vector<std::pair<s
   return s;
 }
 
-StatusOr<Tensor> Session::DeviceTensor(DType dtype, const Shape& shape, uint64_t address,
-                                       std::shared_ptr<void> keep) const {
+StatusOr<Tensor> Session::DeviceTensor(DType dtype, const Shape& shape, uint64_t address, std::shared_ptr<void> keep) const {
   if (!gpu_ || !gpu_->cuda) return FailedPrecondition("a device tensor needs a session with a GPU (device gpu or gpu-emu)");
   if (!shape.IsFullyDefined()) return InvalidArgument("a device tensor's shape must be known: " + shape.ToString());
   GJ_ASSIGN_OR_RETURN(const int64_t bytes, CheckedBytes(shape.dims(), static_cast<int64_t>(DTypeSize(dtype))));

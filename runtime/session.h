@@ -48,8 +48,7 @@ class Session {
   Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
              const std::vector<std::string>& targets, std::vector<Tensor>* outputs);
   Status Run(const RunOptions& run_options, const std::vector<std::pair<std::string, Tensor>>& feeds,
-             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-             std::vector<Tensor>* outputs);
+             const std::vector<std::string>& fetches, const std::vector<std::string>& targets, std::vector<Tensor>* outputs);
 
   // The copies between the host and the session's GPU in the last run (of concurrent
   // runs, their sum over the last one's time); zeros without a GPU.
@@ -61,8 +60,7 @@ class Session {
   // copy for its run). The memory must stay valid, and unchanged until the run that reads it
   // returns; the session never frees it. `keep` goes with the tensor's last reference (every
   // tensor that views the memory: a fetch may be the feed itself).
-  StatusOr<Tensor> DeviceTensor(DType dtype, const Shape& shape, uint64_t address,
-                                std::shared_ptr<void> keep = nullptr) const;
+  StatusOr<Tensor> DeviceTensor(DType dtype, const Shape& shape, uint64_t address, std::shared_ptr<void> keep = nullptr) const;
   // Where a tensor's bytes are on the session's GPU (a fetch with
   // RunOptions::fetch_on_device, or a DeviceTensor); NotFound for one with none there. A
   // fetched tensor's device memory is the caller's for as long as it holds the tensor.
@@ -101,7 +99,7 @@ class Session {
   SessionOptions options_;
   std::shared_ptr<const AnalyzedGraph> graph_;
   std::shared_ptr<Allocator> allocator_ = std::make_shared<Allocator>();  // outlived by fetched tensors
-  std::shared_ptr<ThreadPool> inter_op_;  // shared with the process's other sessions
+  std::shared_ptr<ThreadPool> inter_op_;                                  // shared with the process's other sessions
   std::shared_ptr<ThreadPool> intra_op_;
   std::unique_ptr<GpuContext> gpu_;  // with --device gpu|gpu-emu
   mutable std::once_flag soft_placement_said_;

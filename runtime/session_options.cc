@@ -20,11 +20,16 @@ const char* JitLevelName(JitLevel level) {
 }
 
 bool ParseJitLevel(const std::string& text, JitLevel* out) {
-  if (text == "off" || text == "OFF") *out = JitLevel::kOff;
-  else if (text == "on" || text == "on_1" || text == "ON_1") *out = JitLevel::kOn1;
-  else if (text == "on_2" || text == "ON_2") *out = JitLevel::kOn2;
-  else if (text == "default" || text == "DEFAULT") *out = JitLevel::kDefault;
-  else return false;
+  if (text == "off" || text == "OFF")
+    *out = JitLevel::kOff;
+  else if (text == "on" || text == "on_1" || text == "ON_1")
+    *out = JitLevel::kOn1;
+  else if (text == "on_2" || text == "ON_2")
+    *out = JitLevel::kOn2;
+  else if (text == "default" || text == "DEFAULT")
+    *out = JitLevel::kDefault;
+  else
+    return false;
   return true;
 }
 
@@ -133,10 +138,14 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       options->gpu_arch = value;
     } else if (key == "--jit_check_numerics") {
       using Check = SessionOptions::NumericsCheck;
-      if (value.empty() || value == "warn") options->jit_check_numerics = Check::kWarn;
-      else if (value == "fail") options->jit_check_numerics = Check::kFail;
-      else if (value == "off") options->jit_check_numerics = Check::kOff;
-      else return InvalidArgument("GRAPHJIT_FLAGS: --jit_check_numerics must be warn, fail or off, got '" + value + "'");
+      if (value.empty() || value == "warn")
+        options->jit_check_numerics = Check::kWarn;
+      else if (value == "fail")
+        options->jit_check_numerics = Check::kFail;
+      else if (value == "off")
+        options->jit_check_numerics = Check::kOff;
+      else
+        return InvalidArgument("GRAPHJIT_FLAGS: --jit_check_numerics must be warn, fail or off, got '" + value + "'");
     } else if (key == "--jit_async") {
       options->jit_async = value.empty() || value == "true" || value == "1";
     } else if (key == "--jit_verbose") {
@@ -178,12 +187,14 @@ Status ApplyFlags(const std::string& flags, SessionOptions* options) {
       options->cuda_driver = value;
       if (options->device == DeviceKind::kCpu) options->device = DeviceKind::kGpu;
     } else {
-      return InvalidArgument("GRAPHJIT_FLAGS: unknown flag '" + flag +
-                             "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
-                             "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, --jit_async, "
-                             "--jit_cpu, "
-                             "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --cache_dir, --cache_max_mb, --device, --cuda_driver, --gpu_arch, "
-                             "--gpu_ptxas_check, --gpu_graphs, --gpu_tf32, --gpu_autotune, --v)");
+      return InvalidArgument(
+          "GRAPHJIT_FLAGS: unknown flag '" + flag +
+          "' (known: --jit_level, --min_cluster_size, --max_cluster_size, --cluster_exclude_ops, "
+          "--clustering_fuel, --disable_pass, --dump_to, --jit_strict, --jit_verbose, --jit_check_numerics, --jit_async, "
+          "--jit_cpu, "
+          "--jit_cpu_features, --prefer_vector_width, --jit_cache_mb, --cache_dir, --cache_max_mb, --device, --cuda_driver, "
+          "--gpu_arch, "
+          "--gpu_ptxas_check, --gpu_graphs, --gpu_tf32, --gpu_autotune, --v)");
     }
   }
   return Status::Ok();

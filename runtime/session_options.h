@@ -28,9 +28,9 @@ struct SessionOptions {
   // level's own minimum: 2 at ON_1 (graphjit's CPU backend gains from fusing two ops
   // already), 1 at ON_2 (the whole model, a lone op too, as jit_compile and JAX compile it).
   int min_cluster_size = 0;
-  int max_cluster_size = 0;               // 0: no limit
+  int max_cluster_size = 0;  // 0: no limit
   std::vector<std::string> cluster_exclude_ops;
-  int64_t clustering_fuel = -1;           // at most this many merges; -1: no limit
+  int64_t clustering_fuel = -1;  // at most this many merges; -1: no limit
 
   // Graph optimizations (see passes/): which to skip by name, and where to write the
   // graph after each one. rewrite_options above holds TensorFlow's toggles.

@@ -60,19 +60,17 @@ void FillFromValues(T* out, int64_t n, const Values& values, Convert convert) {
 
 StatusOr<Tensor> TensorFromProto(const tensorflow::TensorProto& proto, Allocator* allocator) {
   DType dtype = DTypeFromProto(proto.dtype());
-  if (!IsSupportedDType(dtype))
-    return Unimplemented("constant tensors of type " + DTypeName(dtype) + " are not supported");
+  if (!IsSupportedDType(dtype)) return Unimplemented("constant tensors of type " + DTypeName(dtype) + " are not supported");
   Shape shape = ShapeFromProto(proto.tensor_shape());
-  if (!shape.IsFullyDefined())
-    return InvalidArgument("constant tensor has a partial shape " + shape.ToString());
+  if (!shape.IsFullyDefined()) return InvalidArgument("constant tensor has a partial shape " + shape.ToString());
   auto n_or = CheckedNumElements(shape.dims());
   if (!n_or.ok()) return n_or.status().WithContext("constant tensor");
   int64_t n = *n_or;
   size_t elem = DTypeSize(dtype);
   if (!proto.tensor_content().empty()) {
     if (n > 0 && proto.tensor_content().size() / elem != static_cast<size_t>(n))
-      return InvalidArgument("constant tensor of shape " + shape.ToString() + " and type " + DTypeName(dtype) +
-                             " needs " + std::to_string(n * elem) + " bytes of content, has " +
+      return InvalidArgument("constant tensor of shape " + shape.ToString() + " and type " + DTypeName(dtype) + " needs " +
+                             std::to_string(n * elem) + " bytes of content, has " +
                              std::to_string(proto.tensor_content().size()));
     if (proto.tensor_content().size() != static_cast<size_t>(n) * elem)
       return InvalidArgument("constant tensor content size " + std::to_string(proto.tensor_content().size()) +
@@ -86,8 +84,12 @@ StatusOr<Tensor> TensorFromProto(const tensorflow::TensorProto& proto, Allocator
   switch (dtype) {
     case DType::kFloat: count = proto.float_val_size(); break;
     case DType::kDouble: count = proto.double_val_size(); break;
-    case DType::kHalf: case DType::kBFloat16: count = proto.half_val_size(); break;
-    case DType::kInt32: case DType::kUInt8: case DType::kInt8: case DType::kInt16: count = proto.int_val_size(); break;
+    case DType::kHalf:
+    case DType::kBFloat16: count = proto.half_val_size(); break;
+    case DType::kInt32:
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kInt16: count = proto.int_val_size(); break;
     case DType::kInt64: count = proto.int64_val_size(); break;
     case DType::kBool: count = proto.bool_val_size(); break;
     default: break;

@@ -18,17 +18,28 @@ namespace graphjit {
 using half = Eigen::half;
 using bfloat16 = Eigen::bfloat16;
 
-template <typename T> constexpr DType kDTypeOf = DType::kInvalid;
-template <> inline constexpr DType kDTypeOf<float> = DType::kFloat;
-template <> inline constexpr DType kDTypeOf<double> = DType::kDouble;
-template <> inline constexpr DType kDTypeOf<half> = DType::kHalf;
-template <> inline constexpr DType kDTypeOf<bfloat16> = DType::kBFloat16;
-template <> inline constexpr DType kDTypeOf<int32_t> = DType::kInt32;
-template <> inline constexpr DType kDTypeOf<int64_t> = DType::kInt64;
-template <> inline constexpr DType kDTypeOf<bool> = DType::kBool;
-template <> inline constexpr DType kDTypeOf<uint8_t> = DType::kUInt8;
-template <> inline constexpr DType kDTypeOf<int8_t> = DType::kInt8;
-template <> inline constexpr DType kDTypeOf<int16_t> = DType::kInt16;
+template <typename T>
+constexpr DType kDTypeOf = DType::kInvalid;
+template <>
+inline constexpr DType kDTypeOf<float> = DType::kFloat;
+template <>
+inline constexpr DType kDTypeOf<double> = DType::kDouble;
+template <>
+inline constexpr DType kDTypeOf<half> = DType::kHalf;
+template <>
+inline constexpr DType kDTypeOf<bfloat16> = DType::kBFloat16;
+template <>
+inline constexpr DType kDTypeOf<int32_t> = DType::kInt32;
+template <>
+inline constexpr DType kDTypeOf<int64_t> = DType::kInt64;
+template <>
+inline constexpr DType kDTypeOf<bool> = DType::kBool;
+template <>
+inline constexpr DType kDTypeOf<uint8_t> = DType::kUInt8;
+template <>
+inline constexpr DType kDTypeOf<int8_t> = DType::kInt8;
+template <>
+inline constexpr DType kDTypeOf<int16_t> = DType::kInt16;
 
 // f16 and bf16 are stored as 16 bits and computed in f32.
 template <typename T>

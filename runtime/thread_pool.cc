@@ -110,8 +110,8 @@ void ThreadPool::Wake() {
   cv_.notify_all();
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn,
-                             bool wake_sleepers, bool one_block_per_thread) {
+void ThreadPool::ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn, bool wake_sleepers,
+                             bool one_block_per_thread) {
   if (n <= 0) return;
   min_block = std::max<int64_t>(1, min_block);
   // A few blocks per thread, claimed by whichever thread is free: a helper that wakes

@@ -37,8 +37,8 @@ class ThreadPool {
   // awake (spinning) help: for work that takes less time than waking one. With
   // `one_block_per_thread`, blocks are as few as the threads: for calls with a fixed cost
   // each (a oneDNN GEMM packs its operands).
-  void ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn,
-                   bool wake_sleepers = true, bool one_block_per_thread = false);
+  void ParallelFor(int64_t n, int64_t min_block, const std::function<void(int64_t, int64_t)>& fn, bool wake_sleepers = true,
+                   bool one_block_per_thread = false);
 
   // Number of cores this process may run on (its CPU affinity, as taskset or a cpuset set it).
   static int DefaultThreads();
@@ -59,7 +59,7 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
-  std::atomic<int> queued_{0};  // queue_.size(), readable without the lock
+  std::atomic<int> queued_{0};    // queue_.size(), readable without the lock
   std::atomic<int> sleeping_{0};  // workers waiting on cv_
   uint64_t wakes_ = 0;            // Wake() calls that found a worker asleep
   bool stop_ = false;

@@ -17,8 +17,8 @@ struct TraceEvent {
   std::string op;
   int64_t start_us = 0;  // since the tracer was created
   int64_t duration_us = 0;
-  int tid = 0;        // the row: a host thread (CurrentThreadId) or kGpuStreamRow
-  int64_t bytes = 0;  // read and written by a kernel, or copied; 0 for other events
+  int tid = 0;                // the row: a host thread (CurrentThreadId) or kGpuStreamRow
+  int64_t bytes = 0;          // read and written by a kernel, or copied; 0 for other events
   std::string host_memory{};  // a copy's host side: "pinned", "staged" or "pageable"
 };
 
@@ -32,8 +32,8 @@ class Tracer {
   int64_t NowMicros() const;
   void Add(TraceEvent event);
   std::vector<TraceEvent> events() const;
-  // {"traceEvents": [{"name", "cat", "ph": "X", "ts", "dur", "pid", "tid", "args": {"op", "bytes", "host_memory" of a copy}}, ...,
-  // and per row its name: {"ph": "M", "name": "thread_name", "tid", "args": {"name"}}]}
+  // {"traceEvents": [{"name", "cat", "ph": "X", "ts", "dur", "pid", "tid", "args": {"op", "bytes", "host_memory" of a copy}},
+  // ..., and per row its name: {"ph": "M", "name": "thread_name", "tid", "args": {"name"}}]}
   Status WriteChromeTrace(const std::string& path) const;
 
  private:

@@ -7,8 +7,10 @@
 - op-specific code is found through tables keyed by op, not comparisons: jit/'s sources
   hold at most --max-op-comparisons (20) comparisons of an op name with a literal
   (`op == "X"`, `op() != "X"`);
-- with --clang-format BINARY: every C++ file git tracks under --format (jit/) is formatted as
-  .clang-format says (`BINARY -i FILE` formats one).
+- with --clang-format BINARY: every C++ file git tracks (under --format's folders: all by
+  default) is formatted as .clang-format says (`BINARY -i FILE` formats one; a span the
+  formatter cannot keep stable, such as an X-macro's list, is between `// clang-format off`
+  and `// clang-format on`).
 
 Prints each violation and exits 1 if there is one.
 """
@@ -93,7 +95,7 @@ def functions(path):
 
 def check_format(root, clang_format, folders):
     """The C++ files git tracks in `folders` that clang-format would change: their count (each named)."""
-    patterns = [f'{folder}/*.{ext}' for folder in folders for ext in ('cc', 'h')]
+    patterns = [f'{folder}/*.{ext}' if folder != '.' else f'*.{ext}' for folder in folders for ext in ('cc', 'h')]
     files = subprocess.run(['git', '-C', root, 'ls-files'] + patterns, check=True, capture_output=True,
                            text=True).stdout.split()
     unformatted = []
@@ -113,7 +115,7 @@ def main():
     parser.add_argument('--max-lines', type=int, default=120)
     parser.add_argument('--max-op-comparisons', type=int, default=20)
     parser.add_argument('--clang-format', help='check the formatting with this clang-format')
-    parser.add_argument('--format', nargs='*', default=['jit'], help='the folders whose formatting is checked')
+    parser.add_argument('--format', nargs='*', default=['.'], help='the folders whose formatting is checked (default: all)')
     args = parser.parse_args()
     sources = sorted(glob.glob(os.path.join(args.root, 'jit', '**', '*.cc'), recursive=True) +
                      glob.glob(os.path.join(args.root, 'jit', '**', '*.h'), recursive=True))

@@ -12,11 +12,10 @@
 namespace graphjit {
 
 void AddAotCommand(CLI::App& app, AotArgs* a) {
-  CLI::App* aot = app.add_subcommand(
-      "aot", "Compile a graph ahead of time into an object file and a C++ header (no JIT at run time)");
+  CLI::App* aot =
+      app.add_subcommand("aot", "Compile a graph ahead of time into an object file and a C++ header (no JIT at run time)");
   aot->add_option("model", a->model, "GraphDef file (.pb binary, .pbtxt text)")->required();
-  aot->add_option("--shape", a->shapes, "NAME=d0,d1,...: a feed and its shape (repeatable; the arguments, in order)")
-      ->required();
+  aot->add_option("--shape", a->shapes, "NAME=d0,d1,...: a feed and its shape (repeatable; the arguments, in order)")->required();
   aot->add_option("--fetch", a->fetches, "A tensor to compute (repeatable; the results, in order)")->required();
   aot->add_option("-o,--out", a->out, "The directory to write <class>.o and <class>.h to")->required();
   aot->add_option("--class", a->class_name, "The generated class's name")->capture_default_str();

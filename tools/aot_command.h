@@ -12,7 +12,7 @@ namespace graphjit {
 
 struct AotArgs {
   std::string model;
-  std::vector<std::string> shapes;   // NAME=d0,d1,...
+  std::vector<std::string> shapes;  // NAME=d0,d1,...
   std::vector<std::string> fetches;
   std::string out;
   std::string class_name = "Model";

@@ -23,8 +23,8 @@
 namespace graphjit {
 
 void AddBenchCommand(CLI::App& app, BenchArgs* a) {
-  CLI::App* bench = app.add_subcommand(
-      "bench", "Time a model with the JIT off and on (interleaved), against the streaming bandwidth");
+  CLI::App* bench =
+      app.add_subcommand("bench", "Time a model with the JIT off and on (interleaved), against the streaming bandwidth");
   bench->add_option("model", a->model, "GraphDef file (.pb binary, .pbtxt text)")->required();
   AddInputOptions(bench, &a->inputs, /*always_random=*/true);
   bench->add_option("--config", a->config, "Text-format TensorFlow ConfigProto");
@@ -33,7 +33,9 @@ void AddBenchCommand(CLI::App& app, BenchArgs* a) {
   bench->add_option("--threads", a->threads, "Intra- and inter-op threads; a list (1,2) times each configuration at each")
       ->capture_default_str();
   bench->add_option("--json", a->json, "Also write the results to FILE as JSON");
-  bench->add_option("--device", a->device, "Device: cpu, gpu (the CUDA driver), gpu-emu (the CUDA emulator); gpu:N, gpu-emu:N for GPU N")
+  bench
+      ->add_option("--device", a->device,
+                   "Device: cpu, gpu (the CUDA driver), gpu-emu (the CUDA emulator); gpu:N, gpu-emu:N for GPU N")
       ->check(CheckDevice);
 }
 
@@ -50,8 +52,8 @@ double Percentile(std::vector<double> v, double p) {
 
 // Ops that move no data (they forward or alias their input) are not kernels.
 bool MovesData(const TraceEvent& e) {
-  static const std::set<std::string> no = {"_JitCluster", "compile",  "Const",      "NoOp",   "Identity",
-                                           "Snapshot",    "Reshape",  "ExpandDims", "Squeeze", "Placeholder"};
+  static const std::set<std::string> no = {"_JitCluster", "compile", "Const",      "NoOp",    "Identity",
+                                           "Snapshot",    "Reshape", "ExpandDims", "Squeeze", "Placeholder"};
   return !no.count(e.op);
 }
 
@@ -109,8 +111,10 @@ struct Config {
 class StreamCopy {
  public:
   StreamCopy(const Tensor& input, ThreadPool* pool)
-      : n_(static_cast<int64_t>(input.bytes() / sizeof(float))), src_(static_cast<const float*>(input.raw())),
-        dst_(n_), pool_(pool) {}
+      : n_(static_cast<int64_t>(input.bytes() / sizeof(float))),
+        src_(static_cast<const float*>(input.raw())),
+        dst_(n_),
+        pool_(pool) {}
   int64_t bytes() const { return 2 * n_ * static_cast<int64_t>(sizeof(float)); }
   // GB/s of one copy.
   double Run() {
@@ -135,11 +139,12 @@ class StreamCopy {
 // device in a run.
 void PrintGpuTable(DeviceKind device, const GpuModelDevice& gpu_model, const std::vector<Config>& configs, nlohmann::json* json) {
   const bool emulated = device == DeviceKind::kGpuEmu;
-  std::printf("\nGPU kernels per run on %s%s; predicted for the %s (%d SMs, DRAM %.2f TB/s at peak, %.1f TFLOP/s): per "
-              "kernel the larger of its bytes over the bandwidth its loads in flight sustain (%.0f%% of the peak at best) "
-              "and its flops over its SMs' share, plus %.1f us (runtime/gpu_model.h)\n",
-              DeviceKindName(device), emulated ? " (the CUDA emulator: nothing ran on a GPU)" : "", gpu_model.name.c_str(),
-              gpu_model.sms, gpu_model.dram_bytes_per_s / 1e12, gpu_model.flops / 1e12, 100 * kDramAchievable, kLaunchUs);
+  std::printf(
+      "\nGPU kernels per run on %s%s; predicted for the %s (%d SMs, DRAM %.2f TB/s at peak, %.1f TFLOP/s): per "
+      "kernel the larger of its bytes over the bandwidth its loads in flight sustain (%.0f%% of the peak at best) "
+      "and its flops over its SMs' share, plus %.1f us (runtime/gpu_model.h)\n",
+      DeviceKindName(device), emulated ? " (the CUDA emulator: nothing ran on a GPU)" : "", gpu_model.name.c_str(), gpu_model.sms,
+      gpu_model.dram_bytes_per_s / 1e12, gpu_model.flops / 1e12, 100 * kDramAchievable, kLaunchUs);
   std::printf("%-5s %7s %8s %10s %14s %11s %11s %7s %8s %14s %12s %16s %16s\n", "jit", "threads", "kernels", "MB moved",
               "moved/io max", "coalescing", "regs max", "spills", "MFLOP", "predicted us", "measured us", "copies in (MB)",
               "copies out (MB)");
@@ -151,20 +156,27 @@ void PrintGpuTable(DeviceKind device, const GpuModelDevice& gpu_model, const std
     char in[32], out[32];
     std::snprintf(in, sizeof in, "%lld (%.3f)", static_cast<long long>(c.copies.h2d_copies), c.copies.h2d_bytes / 1e6);
     std::snprintf(out, sizeof out, "%lld (%.3f)", static_cast<long long>(c.copies.d2h_copies), c.copies.d2h_bytes / 1e6);
-    std::printf("%-5s %7d %8d %10.2f %14.3f %5.1f%% (%2.0f) %11d %7d %8.2f %14.1f %12s %16s %16s\n", c.name.c_str(),
-                c.threads, g.kernels, g.moved / 1e6, g.worst_moved_ratio, 100 * coalescing, 100 * g.worst_coalescing,
-                g.registers, g.spill_bytes, g.flops / 1e6, g.predicted_us, measured, in, out);
+    std::printf("%-5s %7d %8d %10.2f %14.3f %5.1f%% (%2.0f) %11d %7d %8.2f %14.1f %12s %16s %16s\n", c.name.c_str(), c.threads,
+                g.kernels, g.moved / 1e6, g.worst_moved_ratio, 100 * coalescing, 100 * g.worst_coalescing, g.registers,
+                g.spill_bytes, g.flops / 1e6, g.predicted_us, measured, in, out);
     for (auto& j : (*json)["configs"])
       if (j["jit"] == c.name && j["threads"] == c.threads)
-        j["gpu"] = {{"device", device},         {"kernels", g.kernels},
-                    {"moved_bytes", g.moved},   {"io_bytes", g.io},
+        j["gpu"] = {{"device", device},
+                    {"kernels", g.kernels},
+                    {"moved_bytes", g.moved},
+                    {"io_bytes", g.io},
                     {"worst_moved_ratio", g.worst_moved_ratio},
-                    {"coalescing", coalescing}, {"worst_coalescing", g.worst_coalescing},
-                    {"max_registers", g.registers}, {"spill_bytes", g.spill_bytes},
-                    {"flops", g.flops},         {"predicted_us", g.predicted_us},
+                    {"coalescing", coalescing},
+                    {"worst_coalescing", g.worst_coalescing},
+                    {"max_registers", g.registers},
+                    {"spill_bytes", g.spill_bytes},
+                    {"flops", g.flops},
+                    {"predicted_us", g.predicted_us},
                     {"measured_us", emulated ? nlohmann::json() : nlohmann::json(g.measured_us)},
-                    {"h2d_bytes", c.copies.h2d_bytes}, {"h2d_copies", c.copies.h2d_copies},
-                    {"d2h_bytes", c.copies.d2h_bytes}, {"d2h_copies", c.copies.d2h_copies}};
+                    {"h2d_bytes", c.copies.h2d_bytes},
+                    {"h2d_copies", c.copies.h2d_copies},
+                    {"d2h_bytes", c.copies.d2h_bytes},
+                    {"d2h_copies", c.copies.d2h_copies}};
   }
   // Each kernel of the compiled configurations: what it moved, its prediction, and on a GPU
   // its measured time and the bandwidth it achieved against the DRAM's peak. A kernel run
@@ -181,8 +193,8 @@ void PrintGpuTable(DeviceKind device, const GpuModelDevice& gpu_model, const std
       char launch[32], measured[32] = "-", gbs[32] = "-", share[32] = "-";
       std::snprintf(launch, sizeof launch, p.cluster > 1 ? "%lld x %lld/%lld" : "%lld x %lld", static_cast<long long>(p.grid),
                     static_cast<long long>(p.block), static_cast<long long>(p.cluster));
-      nlohmann::json k = {{"name", p.name}, {"grid", p.grid}, {"block", p.block}, {"cluster", p.cluster},
-                          {"moved_bytes", moved}, {"predicted_us", predicted}};
+      nlohmann::json k = {{"name", p.name},       {"grid", p.grid},       {"block", p.block},
+                          {"cluster", p.cluster}, {"moved_bytes", moved}, {"predicted_us", predicted}};
       if (!emulated && p.measured_us > 0) {
         const double bandwidth = moved / (p.measured_us * 1e-6);
         std::snprintf(measured, sizeof measured, "%.1f", p.measured_us);
@@ -201,8 +213,9 @@ void PrintGpuTable(DeviceKind device, const GpuModelDevice& gpu_model, const std
   if (!configs.empty() && !configs[0].gpu.counted)
     std::printf("(no counters on a GPU: bytes moved are the kernels' inputs and outputs, flops 0)\n");
   if (std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.gpu.library_calls > 0; }))
-    std::printf("(library calls, cuBLASLt's GEMMs and cuDNN's convolutions, are counted as their operands read and written "
-                "once and 2 flops per multiply-add; a grid of 0 x 0)\n");
+    std::printf(
+        "(library calls, cuBLASLt's GEMMs and cuDNN's convolutions, are counted as their operands read and written "
+        "once and 2 flops per multiply-add; a grid of 0 x 0)\n");
   const Config* off = nullptr;
   for (const Config& c : configs)
     if (c.name == "off") off = &c;
@@ -329,8 +342,8 @@ int BenchCommand(const BenchArgs& a) {
   // 4. The table, and the JSON.
   const int64_t stream_bytes = copies.begin()->second->bytes();
   const std::string cpu = DescribeCpu(configs.front().session->options());
-  std::printf("%s: %s thread%s, %d runs per configuration, interleaved; stream: a copy of %.2f MB\ncpu: %s\n",
-              a.model.c_str(), a.threads.c_str(), a.threads == "1" ? "" : "s", a.iters, stream_bytes / 1e6, cpu.c_str());
+  std::printf("%s: %s thread%s, %d runs per configuration, interleaved; stream: a copy of %.2f MB\ncpu: %s\n", a.model.c_str(),
+              a.threads.c_str(), a.threads == "1" ? "" : "s", a.iters, stream_bytes / 1e6, cpu.c_str());
   std::printf("%-5s %7s %10s %8s %8s %11s %9s %8s %10s %8s %12s %10s\n", "jit", "threads", "median ms", "p10 ms", "p90 ms",
               "compile ms", "compiles", "kernels", "MB moved", "GB/s", "stream GB/s", "of stream");
   nlohmann::json json = {{"model", a.model},
@@ -340,9 +353,9 @@ int BenchCommand(const BenchArgs& a) {
                          {"configs", nlohmann::json::array()}};
   for (const Config& c : configs) {
     const double median = Percentile(c.ms, 0.5), gbs = c.bytes / median / 1e6;
-    std::printf("%-5s %7d %10.3f %8.3f %8.3f %11.1f %9d %8d %10.2f %8.1f %12.1f %9.0f%%\n", c.name.c_str(), c.threads,
-                median, Percentile(c.ms, 0.1), Percentile(c.ms, 0.9), c.compile_ms, c.compiles, c.kernels,
-                c.bytes / 1e6, gbs, c.stream_gbs, 100 * gbs / c.stream_gbs);
+    std::printf("%-5s %7d %10.3f %8.3f %8.3f %11.1f %9d %8d %10.2f %8.1f %12.1f %9.0f%%\n", c.name.c_str(), c.threads, median,
+                Percentile(c.ms, 0.1), Percentile(c.ms, 0.9), c.compile_ms, c.compiles, c.kernels, c.bytes / 1e6, gbs,
+                c.stream_gbs, 100 * gbs / c.stream_gbs);
     json["configs"].push_back({{"jit", c.name},
                                {"threads", c.threads},
                                {"median_ms", median},
@@ -361,8 +374,8 @@ int BenchCommand(const BenchArgs& a) {
     const int base = thread_counts.front();
     for (const Config& c : configs) {
       if (c.threads == base) continue;
-      const Config& one = *std::find_if(configs.begin(), configs.end(),
-                                        [&](const Config& o) { return o.threads == base && o.name == c.name; });
+      const Config& one =
+          *std::find_if(configs.begin(), configs.end(), [&](const Config& o) { return o.threads == base && o.name == c.name; });
       std::printf("speed-up %s, %d -> %d threads: %.2fx (copy: %.2fx)\n", c.name.c_str(), base, c.threads,
                   Percentile(one.ms, 0.5) / Percentile(c.ms, 0.5), c.stream_gbs / one.stream_gbs);
     }

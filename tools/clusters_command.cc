@@ -23,7 +23,8 @@ void AddClustersCommand(CLI::App& app, ClustersArgs* a) {
   c->add_option("--dot", a->dot, "Write Graphviz DOT with each cluster as a coloured subgraph");
   c->add_option("--json", a->json, "Write the decisions as JSON");
   c->add_flag("--no-optimize", a->no_optimize, "Show the raw graph (no graph optimizations run first)");
-  c->add_flag("--list-ops", a->list_ops, "Print every registered op with its traits: pattern, lowest clustering level (off: never compiled), weight");
+  c->add_flag("--list-ops", a->list_ops,
+              "Print every registered op with its traits: pattern, lowest clustering level (off: never compiled), weight");
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "jit/jit.h"
+#include "passes/passes.h"
 #include "runtime/build_info.h"
 #include "tools/aot_command.h"
 #include "tools/bench_command.h"
@@ -16,14 +17,14 @@
 #include "tools/devices_command.h"
 #include "tools/dump_command.h"
 #include "tools/optimize_command.h"
-#include "passes/passes.h"
 #include "tools/run_command.h"
 
 namespace graphjit {
 
 int CommandLine(int argc, const char* const* argv) {
   CLI::App app("graphjit: runs TensorFlow graphs, and compiles their fusible parts", "graphjit");
-  app.set_version_flag("--version", std::string("graphjit ") + GRAPHJIT_VERSION + " (reference kernels for " + KernelsIsa() + ")");
+  app.set_version_flag("--version",
+                       std::string("graphjit ") + GRAPHJIT_VERSION + " (reference kernels for " + KernelsIsa() + ")");
   app.require_subcommand(0, 1);
   app.add_subcommand("help", "Show this help");
 

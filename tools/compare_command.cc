@@ -27,8 +27,7 @@ int CompareCommand(const CompareArgs& a) {
   const bool both_float = IsFloatingPoint(x->dtype()) && IsFloatingPoint(y->dtype());
   if (x->shape() != y->shape() || (x->dtype() != y->dtype() && !both_float)) {
     std::fprintf(stderr, "graphjit: %s is %s%s but %s is %s%s\n", a.actual.c_str(), DTypeName(x->dtype()).c_str(),
-                 x->shape().ToString().c_str(), a.expected.c_str(), DTypeName(y->dtype()).c_str(),
-                 y->shape().ToString().c_str());
+                 x->shape().ToString().c_str(), a.expected.c_str(), DTypeName(y->dtype()).c_str(), y->shape().ToString().c_str());
     return 2;
   }
   int64_t bad = 0, worst = -1;
@@ -50,8 +49,9 @@ int CompareCommand(const CompareArgs& a) {
   std::printf("%s vs %s: %s, %lld of %lld elements outside rtol=%g atol=%g, max |diff| = %.3g", a.actual.c_str(),
               a.expected.c_str(), bad ? "DIFFERENT" : "match", static_cast<long long>(bad),
               static_cast<long long>(x->num_elements()), a.rtol, a.atol, max_abs);
-  if (bad) std::printf(" (worst at flat index %lld: %.9g vs %.9g)", static_cast<long long>(worst), x->ValueAsDouble(worst),
-                       y->ValueAsDouble(worst));
+  if (bad)
+    std::printf(" (worst at flat index %lld: %.9g vs %.9g)", static_cast<long long>(worst), x->ValueAsDouble(worst),
+                y->ValueAsDouble(worst));
   std::printf("\n");
   return bad ? 1 : 0;
 }

@@ -12,7 +12,8 @@
 namespace graphjit {
 
 void AddDevicesCommand(CLI::App& app, DevicesArgs* a) {
-  CLI::App* cmd = app.add_subcommand("devices", "List the devices graphjit can run on: the CPU, a GPU through the CUDA driver, the CUDA emulator");
+  CLI::App* cmd = app.add_subcommand(
+      "devices", "List the devices graphjit can run on: the CPU, a GPU through the CUDA driver, the CUDA emulator");
   cmd->add_option("--device", a->device, "Only this device")->check(CLI::IsMember({"cpu", "gpu", "gpu-emu"}));
 }
 
@@ -25,8 +26,7 @@ std::string DescribeCpu(const SessionOptions& options) {
 int DevicesCommand(const DevicesArgs& a) {
   auto loaded = LoadSessionOptions("", "");
   if (!loaded.ok()) return Fail(kExitBadInput, loaded.status().message());
-  if (a.device.empty() || a.device == "cpu")
-    std::printf("cpu: %s\n", DescribeCpu(*loaded).c_str());
+  if (a.device.empty() || a.device == "cpu") std::printf("cpu: %s\n", DescribeCpu(*loaded).c_str());
   for (DeviceKind kind : {DeviceKind::kGpu, DeviceKind::kGpuEmu}) {
     const char* device = DeviceKindName(kind);
     if (!a.device.empty() && a.device != device) continue;
@@ -46,8 +46,10 @@ int DevicesCommand(const DevicesArgs& a) {
     for (int i = 0; i < count; ++i) {
       auto each = i == 0 ? std::move(driver) : CudaDriver::Open(*library, i);
       const std::string label = count == 1 ? device : DeviceLabel(kind, i);
-      if (each.ok()) std::printf("%s: %s\n", label.c_str(), DescribeCudaDevice((*each)->device()).c_str());
-      else std::printf("%s: unavailable: %s\n", label.c_str(), each.status().message().c_str());
+      if (each.ok())
+        std::printf("%s: %s\n", label.c_str(), DescribeCudaDevice((*each)->device()).c_str());
+      else
+        std::printf("%s: unavailable: %s\n", label.c_str(), each.status().message().c_str());
     }
   }
   return 0;
@@ -60,7 +62,8 @@ Status OpenSessionDevice(const SessionOptions& options) {
   auto device = CudaDevice::Get(*library, options.gpu_index);
   if (!device.ok()) return device.status();
   std::fprintf(stderr, "graphjit: device %s: %s\n",
-               (*device)->info().device_count == 1 ? DeviceKindName(options.device) : DeviceLabel(options.device, options.gpu_index).c_str(),
+               (*device)->info().device_count == 1 ? DeviceKindName(options.device)
+                                                   : DeviceLabel(options.device, options.gpu_index).c_str(),
                DescribeCudaDevice((*device)->info()).c_str());
   return Status::Ok();
 }

@@ -9,15 +9,18 @@
 namespace graphjit {
 
 void AddDumpCommand(CLI::App& app, DumpArgs* a) {
-  CLI::App* dump = app.add_subcommand(
-      "dump", "Run a model once with the JIT on and write every compiled cluster's stages to a directory");
+  CLI::App* dump =
+      app.add_subcommand("dump", "Run a model once with the JIT on and write every compiled cluster's stages to a directory");
   dump->add_option("model", a->model, "GraphDef file (.pb binary, .pbtxt text)")->required();
   dump->add_option("--to", a->to, "The directory: DIR/<cluster>/<NN>_<stage>.<ext>")->required();
   AddInputOptions(dump, &a->inputs, /*always_random=*/false);
   dump->add_option("--config", a->config, "Text-format TensorFlow ConfigProto");
-  dump->add_option("--jit", a->jit, "JIT level: on (= on_1) or on_2")->capture_default_str()->check(CLI::IsMember({"on", "on_1", "on_2"}));
+  dump->add_option("--jit", a->jit, "JIT level: on (= on_1) or on_2")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "on_1", "on_2"}));
   dump->add_option("--device", a->device,
-                   "Device: cpu, gpu or gpu-emu (gpu:N, gpu-emu:N: GPU N); for a GPU without a driver, PTX is written and the graph runs on the CPU")
+                   "Device: cpu, gpu or gpu-emu (gpu:N, gpu-emu:N: GPU N); for a GPU without a driver, PTX is written and the "
+                   "graph runs on the CPU")
       ->check(CheckDevice);
   dump->add_option("--gpu_arch", a->gpu_arch, "The GPU code's target: sm_80 or sm_90 (default: the device's, else sm_90)")
       ->check(CLI::IsMember({"sm_80", "sm_90"}));

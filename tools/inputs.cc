@@ -65,8 +65,8 @@ Status AddRandomFeeds(const InputArgs& a, const Session& session, std::vector<st
                                declared.ToString());
     }
     if (!shape.IsFullyDefined())
-      return InvalidArgument("placeholder '" + n->name + "' has shape " + declared.ToString() +
-                             "; give its dims with --shape " + n->name + "=d0,d1,...");
+      return InvalidArgument("placeholder '" + n->name + "' has shape " + declared.ToString() + "; give its dims with --shape " +
+                             n->name + "=d0,d1,...");
     GJ_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape));
     VisitDType(dtype, [&](auto tag) {
       using T = decltype(tag);

@@ -14,7 +14,7 @@
 namespace graphjit {
 
 struct InputArgs {
-  std::vector<std::string> feeds;   // NAME=FILE.npy
+  std::vector<std::string> feeds;  // NAME=FILE.npy
   std::vector<std::string> fetches;
   bool random_feeds = false;
   uint64_t seed = 0;

@@ -14,13 +14,13 @@
 #include "ir/graphdef.h"
 #include "jit/passes/jit_passes.h"
 #include "jit/passes/specialize_inputs.h"
-#include "runtime/npy.h"
-#include "tools/inputs.h"
 #include "passes/control_flow.h"
 #include "passes/passes.h"
 #include "passes/tensorflow_lowerings.h"
 #include "runtime/control_flow.h"
 #include "runtime/graph_analysis.h"
+#include "runtime/npy.h"
+#include "tools/inputs.h"
 #include "tools/options.h"
 
 namespace graphjit {
@@ -33,8 +33,9 @@ void AddOptimizeCommand(CLI::App& app, OptimizeArgs* a) {
   c->add_option("--fetch", a->fetches,
                 "Tensor the optimized graph must still compute (node or node:i); default: every node without "
                 "consumers");
-  c->add_option("--disable_pass", a->disable, "Passes to skip, comma-separated (prune, constant_folding, arithmetic, "
-                                              "cse, remapper)");
+  c->add_option("--disable_pass", a->disable,
+                "Passes to skip, comma-separated (prune, constant_folding, arithmetic, "
+                "cse, remapper)");
   c->add_option("--pass", a->passes,
                 "Run only this pass (repeat for several, run in the order given): one of the default pipeline's, "
                 "a control-flow lowering (functionalize_loops, ...), one the JIT runs on a cluster's body "
@@ -44,8 +45,8 @@ void AddOptimizeCommand(CLI::App& app, OptimizeArgs* a) {
               "The text model holds several graphs, separated by lines starting with '# -----': each is optimized "
               "on its own, and the outputs written in order, separated alike");
   c->add_option("--feed", a->feeds,
-                 "NAME=FILE.npy: for --pass=specialize_inputs, the value of a cluster body's input _arg_i (one that "
-                 "decides a shape must have one)");
+                "NAME=FILE.npy: for --pass=specialize_inputs, the value of a cluster body's input _arg_i (one that "
+                "decides a shape must have one)");
   c->add_option("--shape", a->shapes,
                 "NAME=d0,d1,...: for --pass=specialize_inputs, the shape of a cluster body's input _arg_i (its value: "
                 "zeros)");
@@ -83,7 +84,8 @@ Status CheckFetches(const Graph& graph, const std::vector<std::string>& fetches)
   GJ_ASSIGN_OR_RETURN(AnalyzedGraph checked, AnalyzeGraph(std::move(functional)));
   for (const std::string& fetch : fetches) {
     ParsedInput parsed;
-    if (!ParseInputString(fetch, &parsed) || parsed.control) return InvalidArgument("--fetch " + fetch + ": malformed tensor name");
+    if (!ParseInputString(fetch, &parsed) || parsed.control)
+      return InvalidArgument("--fetch " + fetch + ": malformed tensor name");
     const Node* node = graph.FindNode(parsed.node);
     if (node == nullptr) return InvalidArgument("--fetch " + fetch + ": no node with that name");
     const Node* read = checked.graph.FindNode(parsed.node);

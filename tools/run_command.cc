@@ -12,9 +12,9 @@
 
 #include "ir/attr.h"
 #include "ir/graphdef.h"
+#include "jit/jit.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
-#include "jit/jit.h"
 #include "tools/devices_command.h"
 #include "tools/inputs.h"
 #include "tools/options.h"
@@ -29,14 +29,13 @@ void AddRunCommand(CLI::App& app, RunArgs* a) {
   run->add_option("--config", a->config, "Text-format TensorFlow ConfigProto");
   run->add_option("--jit", a->jit, "Global JIT level: off, on (= on_1), on_2")
       ->check(CLI::IsMember({"off", "on", "on_1", "on_2", "default"}));
-  run->add_option("--threads", a->threads, "Intra- and inter-op threads (default: one per core)")
-      ->check(CLI::Range(1, 1024));
+  run->add_option("--threads", a->threads, "Intra- and inter-op threads (default: one per core)")->check(CLI::Range(1, 1024));
   run->add_option("--repeat", a->repeat, "Run N times (timings, caches)")->check(CLI::Range(1, 1000000));
   run->add_option("--trace", a->trace, "Write a Chrome trace-event file of the (last) run");
   auto* on = run->add_flag("--optimize", a->optimize, "Run the graph optimizations (the default)");
-  run->add_flag("--no-optimize", a->no_optimize, "Skip the graph optimizations (pruning, folding, remapping, ...)")
-      ->excludes(on);
-  run->add_option("--device", a->device, "Device: cpu, gpu (the CUDA driver), gpu-emu (the CUDA emulator); gpu:N, gpu-emu:N for GPU N")
+  run->add_flag("--no-optimize", a->no_optimize, "Skip the graph optimizations (pruning, folding, remapping, ...)")->excludes(on);
+  run->add_option("--device", a->device,
+                  "Device: cpu, gpu (the CUDA driver), gpu-emu (the CUDA emulator); gpu:N, gpu-emu:N for GPU N")
       ->check(CheckDevice);
   run->add_flag("--stats", a->stats,
                 "Print the JIT's counters last: clusters, compiled, fallback, cache hits and misses, compile ms");
@@ -44,9 +43,7 @@ void AddRunCommand(CLI::App& app, RunArgs* a) {
 
 namespace {
 
-double Millis(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double, std::milli>(d).count();
-}
+double Millis(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 std::string Summary(const std::string& name, const Tensor& t) {
   double lo = INFINITY, hi = -INFINITY, sum = 0;
@@ -86,7 +83,6 @@ int RunCommand(const RunArgs& a) {
   if (!a.device.empty()) SetDevice(a.device, &options);
   if (Status s = OpenSessionDevice(options); !s.ok())
     return Fail(kExitBadInput, std::string("--device ") + DeviceKindName(options.device) + ": " + s.message());
-
 
   // 2. The model.
   auto t0 = Clock::now();
@@ -140,9 +136,8 @@ int RunCommand(const RunArgs& a) {
     if (!s.ok()) return Fail(kExitBadInput, s.message());
   }
   std::sort(run_ms.begin(), run_ms.end());
-  std::fprintf(stderr, "graphjit: load %.2f ms, run %.3f ms (median of %d, min %.3f ms), %d nodes, jit %s\n",
-               Millis(t1 - t0), run_ms[run_ms.size() / 2], a.repeat, run_ms.front(), ag.graph.num_nodes(),
-               JitLevelName(options.jit_level));
+  std::fprintf(stderr, "graphjit: load %.2f ms, run %.3f ms (median of %d, min %.3f ms), %d nodes, jit %s\n", Millis(t1 - t0),
+               run_ms[run_ms.size() / 2], a.repeat, run_ms.front(), ag.graph.num_nodes(), JitLevelName(options.jit_level));
   if (a.stats) std::printf("%s %s\n", JitStatsLine().c_str(), (*session)->LastRunCounts().ToString().c_str());
   return 0;
 }

@@ -34,11 +34,11 @@
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/ErrorHandling.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
@@ -64,9 +64,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Millis(Clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
-}
+double Millis(Clock::time_point since) { return std::chrono::duration<double, std::milli>(Clock::now() - since).count(); }
 
 // From loops over memrefs to the LLVM dialect, as passes nested in the module's pass
 // manager, in two stages. The loops stay scalar here: LLVM's loop vectorizer turns them
@@ -312,8 +310,8 @@ void DeclareVectorVariants(llvm::Function& f, llvm::StringRef params, llvm::Arra
     llvm::Type* result = f.getReturnType();
     if (!result->isVoidTy()) result = llvm::FixedVectorType::get(result, lanes);
     const std::string name = f.getName().str() + "_v" + std::to_string(lanes);
-    auto* variant = llvm::Function::Create(llvm::FunctionType::get(result, types, false),
-                                           llvm::GlobalValue::ExternalLinkage, name, module);
+    auto* variant =
+        llvm::Function::Create(llvm::FunctionType::get(result, types, false), llvm::GlobalValue::ExternalLinkage, name, module);
     variant->setAttributes(f.getAttributes());
     llvm::appendToCompilerUsed(module, {variant});
     mappings.push_back("_ZGV_LLVM_N" + std::to_string(lanes) + params.str() + "_" + f.getName().str() + "(" + name + ")");
@@ -423,18 +421,17 @@ void RestoreScalef(llvm::Module& module) {
     const unsigned width = lanes == 1 ? 4 : lanes;
     llvm::Value* zero = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b.getFloatTy(), width));
     if (lanes == 1) {
-      llvm::Value* v = b.CreateIntrinsic(
-          llvm::Intrinsic::x86_avx512_mask_scalef_ss, {},
-          {b.CreateInsertElement(zero, p, uint64_t{0}), b.CreateInsertElement(zero, k, uint64_t{0}), zero, b.getInt8(0xff),
-           b.getInt32(4)});
+      llvm::Value* v = b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ss, {},
+                                         {b.CreateInsertElement(zero, p, uint64_t{0}),
+                                          b.CreateInsertElement(zero, k, uint64_t{0}), zero, b.getInt8(0xff), b.getInt32(4)});
       return b.CreateExtractElement(v, uint64_t{0});
     }
     if (lanes == 16)
       return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
                                {p, k, zero, b.getInt16(0xffff), b.getInt32(4)});
-    return b.CreateIntrinsic(lanes == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256
-                                        : llvm::Intrinsic::x86_avx512_mask_scalef_ps_128,
-                             {}, {p, k, zero, b.getInt8(0xff)});
+    return b.CreateIntrinsic(
+        lanes == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256 : llvm::Intrinsic::x86_avx512_mask_scalef_ps_128, {},
+        {p, k, zero, b.getInt8(0xff)});
   });
 }
 
@@ -443,14 +440,16 @@ void RestoreScalef(llvm::Module& module) {
 void ExportForLinker(llvm::Module& module, const CompileOptions& options) {
   for (llvm::Function& f : module) {
     if (f.isDeclaration()) continue;
-    if (f.getName().starts_with(kPacked)) f.setName(options.symbol_prefix + f.getName().drop_front(kPacked.size()).str());
-    else f.setLinkage(llvm::GlobalValue::InternalLinkage);
+    if (f.getName().starts_with(kPacked))
+      f.setName(options.symbol_prefix + f.getName().drop_front(kPacked.size()).str());
+    else
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
   }
   llvm::LLVMContext& ctx = module.getContext();
   for (const auto& [name, bytes] : options.data) {
     llvm::Constant* init = llvm::ConstantDataArray::getRaw(bytes, bytes.size(), llvm::Type::getInt8Ty(ctx));
-    auto* global = new llvm::GlobalVariable(module, init->getType(), /*isConstant=*/true,
-                                            llvm::GlobalValue::ExternalLinkage, init, options.symbol_prefix + name);
+    auto* global = new llvm::GlobalVariable(module, init->getType(), /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
+                                            init, options.symbol_prefix + name);
     global->setAlignment(llvm::Align(64));
   }
 }
@@ -646,20 +645,21 @@ Status LoadObject(const std::string& object, Executable::Engine* engine) {
   }();
   if (host == nullptr) return Internal("cannot describe the host CPU to the JIT");
   CountingMapper* mapper = &engine->mapper;
-  auto jit = llvm::orc::LLJITBuilder()
-                 .setJITTargetMachineBuilder(host->first)
-                 .setDataLayout(host->second)
-                 .setCompileFunctionCreator([](llvm::orc::JITTargetMachineBuilder)
-                                                -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-                   return std::make_unique<NoIrCompiler>();
-                 })
-                 .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
-                 .setLinkProcessSymbolsByDefault(false)
-                 .setObjectLinkingLayerCreator([mapper](llvm::orc::ExecutionSession& session, const llvm::Triple&) {
-                   return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
-                       session, [mapper]() { return std::make_unique<llvm::SectionMemoryManager>(mapper); });
-                 })
-                 .create();
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(host->first)
+          .setDataLayout(host->second)
+          .setCompileFunctionCreator(
+              [](llvm::orc::JITTargetMachineBuilder) -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                return std::make_unique<NoIrCompiler>();
+              })
+          .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+          .setLinkProcessSymbolsByDefault(false)
+          .setObjectLinkingLayerCreator([mapper](llvm::orc::ExecutionSession& session, const llvm::Triple&) {
+            return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                session, [mapper]() { return std::make_unique<llvm::SectionMemoryManager>(mapper); });
+          })
+          .create();
   if (!jit) return Internal("cannot create a JIT: " + llvm::toString(jit.takeError()));
   llvm::orc::JITDylib& lib = (*jit)->getMainJITDylib();
   // The C library (memcpy, memset, ...), and __truncsfbf2.
@@ -668,7 +668,7 @@ Status LoadObject(const std::string& object, Executable::Engine* engine) {
   lib.addGenerator(std::move(*process));
   llvm::orc::SymbolMap symbols;
   symbols[(*jit)->mangleAndIntern("__truncsfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&TruncSfBf2),
-                                                       llvm::JITSymbolFlags::Exported};
+                                                      llvm::JITSymbolFlags::Exported};
   if (llvm::Error e = lib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
     return Internal("cannot define the runtime's symbols: " + llvm::toString(std::move(e)));
   auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "kernels.o"));

@@ -5,8 +5,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace graphjit::cpu {
@@ -51,8 +51,8 @@ struct FastExp : mlir::OpRewritePattern<mlir::math::ExpOp> {
     // 2^k's bits: (k + 127) << 23, k + 127 taken from the low bits of k + 127 + 1.5 * 2^23
     // (no float-to-integer conversion, which LLVM makes poison for NaN); the shift drops
     // the sum's own exponent and leading bit.
-    mlir::Value k_bits = b.create<mlir::arith::BitcastOp>(
-        b.getI32Type(), b.create<mlir::arith::AddFOp>(k, f32(kIntegerPlus127InLowBits)));
+    mlir::Value k_bits =
+        b.create<mlir::arith::BitcastOp>(b.getI32Type(), b.create<mlir::arith::AddFOp>(k, f32(kIntegerPlus127InLowBits)));
     mlir::Value scale_bits = b.create<mlir::arith::ShLIOp>(k_bits, i32(23));
     mlir::Value scale = b.create<mlir::arith::BitcastOp>(b.getF32Type(), scale_bits);
     rewriter.replaceOp(op, b.create<mlir::arith::MulFOp>(p, scale).getResult());

@@ -76,8 +76,8 @@ StatusOr<std::shared_ptr<const CublasLt>> CublasLt::Open(const std::string& libr
   lt->handle_ = handle;
   lt->library_ = library;
   lt->api_ = std::make_unique<Api>();
-#define GRAPHJIT_CUBLASLT_LOAD(fn)                                                          \
-  lt->api_->fn = reinterpret_cast<decltype(&::fn)>(dlsym(handle, #fn));                    \
+#define GRAPHJIT_CUBLASLT_LOAD(fn)                                      \
+  lt->api_->fn = reinterpret_cast<decltype(&::fn)>(dlsym(handle, #fn)); \
   if (!lt->api_->fn) return NotFound(library + " is not cuBLASLt: it has no " #fn);
   GRAPHJIT_CUBLASLT_FUNCTIONS(GRAPHJIT_CUBLASLT_LOAD)
 #undef GRAPHJIT_CUBLASLT_LOAD
@@ -100,7 +100,7 @@ struct GemmPlan::Descriptors {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t x = nullptr, y = nullptr, out = nullptr;
   std::vector<cublasLtMatmulAlgo_t> algos;  // GemmPlan::workspaces' algorithms
-  std::mutex mu;  // the bias pointer is an attribute of `desc`, set at each call
+  std::mutex mu;                            // the bias pointer is an attribute of `desc`, set at each call
   ~Descriptors() {
     if (desc) destroy_desc(desc);
     for (cublasLtMatrixLayout_t l : {x, y, out})
@@ -125,9 +125,7 @@ StatusOr<GemmPlan> CublasLt::Plan(const Gemm& g, size_t max_workspace, int max_a
   const int64_t x_rows = g.transpose_b ? g.k : g.n, x_cols = g.transpose_b ? g.n : g.k;
   const int64_t y_rows = g.transpose_a ? g.m : g.k, y_cols = g.transpose_a ? g.k : g.m;
   const cublasComputeType_t compute = g.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const cudaDataType_t type = g.type == Gemm::Type::kF16    ? CUDA_R_16F
-                              : g.type == Gemm::Type::kBF16 ? CUDA_R_16BF
-                                                            : CUDA_R_32F;
+  const cudaDataType_t type = g.type == Gemm::Type::kF16 ? CUDA_R_16F : g.type == Gemm::Type::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
   GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulDescCreate(&d.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate"));
   const cublasOperation_t op_x = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_y = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_x, sizeof op_x),
@@ -135,20 +133,22 @@ StatusOr<GemmPlan> CublasLt::Plan(const Gemm& g, size_t max_workspace, int max_a
   GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_y, sizeof op_y),
                            "cublasLtMatmulDescSetAttribute(TRANSB)"));
   if (g.epilogue != Gemm::Epilogue::kNone) {
-    const cublasLtEpilogue_t epilogue = g.epilogue == Gemm::Epilogue::kBias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS;
-    GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
-                             "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
+    const cublasLtEpilogue_t epilogue =
+        g.epilogue == Gemm::Epilogue::kBias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS;
+    GJ_RETURN_IF_ERROR(
+        check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+              "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
     const int32_t bias_type = type;
-    GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                                sizeof bias_type),
-                             "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"));
+    GJ_RETURN_IF_ERROR(
+        check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type),
+              "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"));
     // The heuristic's choice depends on the bias pointer's value (cublasLt.h): it is asked
     // with an address of the alignment every call's bias has (the least such address;
     // nothing reads it), and each call sets the real one.
     const void* bias_pointer = reinterpret_cast<const void*>(static_cast<uintptr_t>(g.align_bias));
-    GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
-                                                                sizeof bias_pointer),
-                             "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+    GJ_RETURN_IF_ERROR(
+        check(api.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer),
+              "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
   }
   auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t stride) -> Status {
     GJ_RETURN_IF_ERROR(check(api.cublasLtMatrixLayoutCreate(l, type, rows, cols, rows), "cublasLtMatrixLayoutCreate"));
@@ -180,10 +180,10 @@ StatusOr<GemmPlan> CublasLt::Plan(const Gemm& g, size_t max_workspace, int max_a
   }
   std::vector<cublasLtMatmulHeuristicResult_t> results(std::max(max_algorithms, 1));
   int found = 0;
-  GJ_RETURN_IF_ERROR(check(api.cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(context_), d.desc, d.x, d.y, d.out,
-                                                              d.out, preference.value, static_cast<int>(results.size()),
-                                                              results.data(), &found),
-                           "cublasLtMatmulAlgoGetHeuristic"));
+  GJ_RETURN_IF_ERROR(
+      check(api.cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(context_), d.desc, d.x, d.y, d.out, d.out,
+                                               preference.value, static_cast<int>(results.size()), results.data(), &found),
+            "cublasLtMatmulAlgoGetHeuristic"));
   for (int i = 0; i < found; ++i) {
     if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
     d.algos.push_back(results[i].algo);
@@ -200,8 +200,8 @@ Status CublasLt::Matmul(const GemmPlan& plan, uint64_t a, uint64_t b, uint64_t b
   std::lock_guard<std::mutex> lock(p.mu);
   if (plan.gemm.epilogue != Gemm::Epilogue::kNone) {
     const void* bias_pointer = reinterpret_cast<const void*>(bias);
-    if (cublasStatus_t s = api.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
-                                                              sizeof bias_pointer);
+    if (cublasStatus_t s =
+            api.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer);
         s != CUBLAS_STATUS_SUCCESS)
       return Internal(std::string("cublasLtMatmulDescSetAttribute(BIAS_POINTER) failed: ") + api.cublasLtGetStatusName(s));
   }
@@ -209,8 +209,8 @@ Status CublasLt::Matmul(const GemmPlan& plan, uint64_t a, uint64_t b, uint64_t b
   const void* dp = reinterpret_cast<const void*>(d);
   cublasStatus_t s = api.cublasLtMatmul(static_cast<cublasLtHandle_t>(context_), p.desc, &one, reinterpret_cast<const void*>(b),
                                         p.x, reinterpret_cast<const void*>(a), p.y, &zero, dp, p.out, reinterpret_cast<void*>(d),
-                                        p.out, &p.algos.at(plan.algorithm), reinterpret_cast<void*>(workspace), plan.workspace_bytes(),
-                                        static_cast<cudaStream_t>(stream));
+                                        p.out, &p.algos.at(plan.algorithm), reinterpret_cast<void*>(workspace),
+                                        plan.workspace_bytes(), static_cast<cudaStream_t>(stream));
   if (s == CUBLAS_STATUS_SUCCESS) return Status::Ok();
   return Internal(std::string("cublasLtMatmul failed: ") + api.cublasLtGetStatusName(s));
 }

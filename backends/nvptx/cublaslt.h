@@ -62,8 +62,7 @@ class CublasLt {
   // memory at these addresses (`bias` 0 without a bias epilogue; `workspace` at least
   // plan.workspace_bytes(), 0 if it needs none). Safe to call from several threads with one
   // plan.
-  Status Matmul(const GemmPlan& plan, uint64_t a, uint64_t b, uint64_t bias, uint64_t d, uint64_t workspace,
-                void* stream) const;
+  Status Matmul(const GemmPlan& plan, uint64_t a, uint64_t b, uint64_t bias, uint64_t d, uint64_t workspace, void* stream) const;
 
  private:
   struct Api;

@@ -30,31 +30,31 @@ Status Cudnn::ReorderFilter(const ConvPlan&, uint64_t, uint64_t, void*) const {
 #else
 
 // The entry points used, with cudnn.h's types.
-#define GRAPHJIT_CUDNN_FUNCTIONS(X)                 \
-  X(cudnnCreate)                                    \
-  X(cudnnDestroy)                                   \
-  X(cudnnSetStream)                                 \
-  X(cudnnGetErrorString)                            \
-  X(cudnnCreateTensorDescriptor)                    \
-  X(cudnnDestroyTensorDescriptor)                   \
-  X(cudnnSetTensor4dDescriptor)                     \
-  X(cudnnSetTensor4dDescriptorEx)                   \
-  X(cudnnTransformTensor)                           \
-  X(cudnnCreateFilterDescriptor)                    \
-  X(cudnnDestroyFilterDescriptor)                   \
-  X(cudnnSetFilter4dDescriptor)                     \
-  X(cudnnCreateConvolutionDescriptor)               \
-  X(cudnnDestroyConvolutionDescriptor)              \
-  X(cudnnSetConvolution2dDescriptor)                \
-  X(cudnnSetConvolutionGroupCount)                  \
-  X(cudnnSetConvolutionMathType)                    \
-  X(cudnnCreateActivationDescriptor)                \
-  X(cudnnDestroyActivationDescriptor)               \
-  X(cudnnSetActivationDescriptor)                   \
-  X(cudnnGetConvolutionForwardAlgorithm_v7)         \
-  X(cudnnConvolutionForward)                        \
-  X(cudnnConvolutionBiasActivationForward)          \
-  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)    \
+#define GRAPHJIT_CUDNN_FUNCTIONS(X)              \
+  X(cudnnCreate)                                 \
+  X(cudnnDestroy)                                \
+  X(cudnnSetStream)                              \
+  X(cudnnGetErrorString)                         \
+  X(cudnnCreateTensorDescriptor)                 \
+  X(cudnnDestroyTensorDescriptor)                \
+  X(cudnnSetTensor4dDescriptor)                  \
+  X(cudnnSetTensor4dDescriptorEx)                \
+  X(cudnnTransformTensor)                        \
+  X(cudnnCreateFilterDescriptor)                 \
+  X(cudnnDestroyFilterDescriptor)                \
+  X(cudnnSetFilter4dDescriptor)                  \
+  X(cudnnCreateConvolutionDescriptor)            \
+  X(cudnnDestroyConvolutionDescriptor)           \
+  X(cudnnSetConvolution2dDescriptor)             \
+  X(cudnnSetConvolutionGroupCount)               \
+  X(cudnnSetConvolutionMathType)                 \
+  X(cudnnCreateActivationDescriptor)             \
+  X(cudnnDestroyActivationDescriptor)            \
+  X(cudnnSetActivationDescriptor)                \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)      \
+  X(cudnnConvolutionForward)                     \
+  X(cudnnConvolutionBiasActivationForward)       \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7) \
   X(cudnnConvolutionBackwardData)
 
 struct Cudnn::Api {
@@ -74,8 +74,8 @@ StatusOr<std::shared_ptr<const Cudnn>> Cudnn::Open(const std::string& library, i
   dnn->library_handle_ = handle;
   dnn->library_ = library;
   dnn->api_ = std::make_unique<Api>();
-#define GRAPHJIT_CUDNN_LOAD(fn)                                              \
-  dnn->api_->fn = reinterpret_cast<decltype(&::fn)>(dlsym(handle, #fn));    \
+#define GRAPHJIT_CUDNN_LOAD(fn)                                          \
+  dnn->api_->fn = reinterpret_cast<decltype(&::fn)>(dlsym(handle, #fn)); \
   if (!dnn->api_->fn) return NotFound(library + " is not cuDNN: it has no " #fn);
   GRAPHJIT_CUDNN_FUNCTIONS(GRAPHJIT_CUDNN_LOAD)
 #undef GRAPHJIT_CUDNN_LOAD
@@ -120,8 +120,8 @@ StatusOr<ConvPlan> Cudnn::Plan(const Conv& c, size_t max_workspace, int max_algo
     if (s == CUDNN_STATUS_SUCCESS) return Status::Ok();
     return Internal(std::string(call) + " failed: " + api.cudnnGetErrorString(s));
   };
-  if (c.channels <= 0 || c.filters <= 0 || c.groups <= 0 || c.channels % c.groups || c.filters % c.groups ||
-      c.out_h() <= 0 || c.out_w() <= 0)
+  if (c.channels <= 0 || c.filters <= 0 || c.groups <= 0 || c.channels % c.groups || c.filters % c.groups || c.out_h() <= 0 ||
+      c.out_w() <= 0)
     return InvalidArgument("the convolution's geometry makes no output");
   if (c.kind == Conv::Kind::kBackwardData && (c.epilogue != Conv::Epilogue::kNone || c.residual))
     return InvalidArgument("a backward data convolution has no epilogue");
@@ -148,17 +148,18 @@ StatusOr<ConvPlan> Cudnn::Plan(const Conv& c, size_t max_workspace, int max_algo
   GJ_RETURN_IF_ERROR(tensor(&d.x, format, c.batch, c.channels, c.height, c.width));
   GJ_RETURN_IF_ERROR(tensor(&d.y, format, c.batch, c.filters, c.out_h(), c.out_w()));
   GJ_RETURN_IF_ERROR(check(api.cudnnCreateFilterDescriptor(&d.w), "cudnnCreateFilterDescriptor"));
-  GJ_RETURN_IF_ERROR(check(api.cudnnSetFilter4dDescriptor(d.w, type, format, static_cast<int>(c.filters),
-                                                          static_cast<int>(c.channels / c.groups), static_cast<int>(c.filter_h),
-                                                          static_cast<int>(c.filter_w)),
-                           "cudnnSetFilter4dDescriptor"));
+  GJ_RETURN_IF_ERROR(check(
+      api.cudnnSetFilter4dDescriptor(d.w, type, format, static_cast<int>(c.filters), static_cast<int>(c.channels / c.groups),
+                                     static_cast<int>(c.filter_h), static_cast<int>(c.filter_w)),
+      "cudnnSetFilter4dDescriptor"));
   GJ_RETURN_IF_ERROR(check(api.cudnnCreateConvolutionDescriptor(&d.conv), "cudnnCreateConvolutionDescriptor"));
   GJ_RETURN_IF_ERROR(check(api.cudnnSetConvolution2dDescriptor(d.conv, static_cast<int>(c.pad_h), static_cast<int>(c.pad_w),
                                                                static_cast<int>(c.stride_h), static_cast<int>(c.stride_w),
                                                                static_cast<int>(c.dilation_h), static_cast<int>(c.dilation_w),
                                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                            "cudnnSetConvolution2dDescriptor"));
-  GJ_RETURN_IF_ERROR(check(api.cudnnSetConvolutionGroupCount(d.conv, static_cast<int>(c.groups)), "cudnnSetConvolutionGroupCount"));
+  GJ_RETURN_IF_ERROR(
+      check(api.cudnnSetConvolutionGroupCount(d.conv, static_cast<int>(c.groups)), "cudnnSetConvolutionGroupCount"));
   // TF32 is the default math's to take on Ampere and later; FMA math keeps float32 products.
   const cudnnMathType_t math = c.type != Conv::Type::kF32 ? CUDNN_TENSOR_OP_MATH : c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   GJ_RETURN_IF_ERROR(check(api.cudnnSetConvolutionMathType(d.conv, math), "cudnnSetConvolutionMathType"));
@@ -175,7 +176,8 @@ StatusOr<ConvPlan> Cudnn::Plan(const Conv& c, size_t max_workspace, int max_algo
                    "cudnnSetTensor4dDescriptorEx");
     };
     GJ_RETURN_IF_ERROR(strided(&d.hwio, 1, k, s * cg * k, cg * k));
-    GJ_RETURN_IF_ERROR(c.nhwc ? strided(&d.reordered, r * s * cg, 1, s * cg, cg) : strided(&d.reordered, cg * r * s, r * s, s, 1));
+    GJ_RETURN_IF_ERROR(c.nhwc ? strided(&d.reordered, r * s * cg, 1, s * cg, cg)
+                              : strided(&d.reordered, cg * r * s, r * s, s, 1));
     const size_t element = c.type == Conv::Type::kF32 ? 4 : 2;
     const size_t bytes = static_cast<size_t>(k * cg * r * s) * element;
     reordered_bytes = (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
@@ -207,14 +209,13 @@ StatusOr<ConvPlan> Cudnn::Plan(const Conv& c, size_t max_workspace, int max_algo
   } else {
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
     int found = 0;
-    GJ_RETURN_IF_ERROR(check(api.cudnnGetConvolutionBackwardDataAlgorithm_v7(static_cast<cudnnHandle_t>(context_), d.w, d.y,
-                                                                             d.conv, d.x, static_cast<int>(perf.size()), &found,
-                                                                             perf.data()),
-                             "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    GJ_RETURN_IF_ERROR(
+        check(api.cudnnGetConvolutionBackwardDataAlgorithm_v7(static_cast<cudnnHandle_t>(context_), d.w, d.y, d.conv, d.x,
+                                                              static_cast<int>(perf.size()), &found, perf.data()),
+              "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
     for (int i = 0; i < found && static_cast<int>(plan.algorithms.size()) < requested; ++i) {
       // Deterministic ones only: the same gradient from run to run.
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > max_workspace ||
-          perf[i].determinism != CUDNN_DETERMINISTIC)
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > max_workspace || perf[i].determinism != CUDNN_DETERMINISTIC)
         continue;
       plan.algorithms.push_back(perf[i].algo);
       plan.workspaces.push_back(perf[i].memory);
@@ -263,20 +264,19 @@ Status Cudnn::Run(const ConvPlan& plan, uint64_t x, uint64_t w, uint64_t bias, u
     if (c.kind == Conv::Kind::kBackwardData) {
       call = "cudnnConvolutionBackwardData";
       s = api.cudnnConvolutionBackwardData(handle, &one, d.w, ptr(w), d.y, ptr(x), d.conv,
-                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ptr(workspace),
-                                           workspace_bytes, &zero, d.x, ptr(y));
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ptr(workspace), workspace_bytes,
+                                           &zero, d.x, ptr(y));
     } else if (d.activation) {
       // Without a residual z is y itself, scaled by 0 (cuDNN reads it all the same).
       call = "cudnnConvolutionBiasActivationForward";
-      s = api.cudnnConvolutionBiasActivationForward(handle, &one, d.x, ptr(x), d.w, ptr(w), d.conv,
-                                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo), ptr(workspace),
-                                                    workspace_bytes, &z_scale, d.y, ptr(c.residual ? z : y), d.bias,
-                                                    ptr(bias), d.activation, d.y, ptr(y));
+      s = api.cudnnConvolutionBiasActivationForward(
+          handle, &one, d.x, ptr(x), d.w, ptr(w), d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo), ptr(workspace),
+          workspace_bytes, &z_scale, d.y, ptr(c.residual ? z : y), d.bias, ptr(bias), d.activation, d.y, ptr(y));
     } else {
       call = "cudnnConvolutionForward";
       s = api.cudnnConvolutionForward(handle, &one, d.x, ptr(x), d.w, ptr(w), d.conv,
-                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), ptr(workspace), workspace_bytes,
-                                      &zero, d.y, ptr(y));
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), ptr(workspace), workspace_bytes, &zero, d.y,
+                                      ptr(y));
     }
   }
   if (s == CUDNN_STATUS_SUCCESS) return Status::Ok();

@@ -31,8 +31,8 @@
 #include "llvm/Transforms/IPO/Internalize.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -105,8 +105,7 @@ std::string CudaRoot() {
   if (const char* path = std::getenv("PATH")) {
     std::stringstream dirs(path);
     for (std::string dir; std::getline(dirs, dir, ':');) {
-      if (!dir.empty() && std::filesystem::exists(dir + "/ptxas"))
-        return std::filesystem::path(dir).parent_path().string();
+      if (!dir.empty() && std::filesystem::exists(dir + "/ptxas")) return std::filesystem::path(dir).parent_path().string();
     }
   }
   return std::filesystem::exists("/usr/local/cuda/bin/ptxas") ? "/usr/local/cuda" : "";
@@ -138,8 +137,9 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
   // 1. The kernels to the NVVM and LLVM dialects: math ops as calls to libdevice, those
   // libdevice does not implement (absi, fma, ...) as LLVM intrinsics.
   const std::string sm = "sm_" + std::to_string(options.sm);
-  const std::string to_nvvm = "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-                              "convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts)";
+  const std::string to_nvvm =
+      "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
+      "convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts)";
   {
     mlir::PassManager pm(&context);
     if (mlir::failed(mlir::parsePassPipeline(to_nvvm, pm))) return Internal("bad NVPTX pipeline: " + diagnostics.text());

@@ -22,8 +22,7 @@ void Check(CUresult result, const char* call, int line) {
   const char* text = nullptr;
   if (cuGetErrorName(result, &name) != CUDA_SUCCESS) name = "unknown error";
   if (cuGetErrorString(result, &text) != CUDA_SUCCESS) text = "";
-  std::fprintf(stderr, "vector_add: %s failed (line %d): %s (%d) %s\n", call, line, name,
-               static_cast<int>(result), text);
+  std::fprintf(stderr, "vector_add: %s failed (line %d): %s (%d) %s\n", call, line, name, static_cast<int>(result), text);
   std::exit(1);
 }
 
@@ -75,8 +74,8 @@ int main(int argc, char** argv) {
   // The JIT's messages go to these buffers (the PTX is compiled for the device here).
   char error_log[8192] = {};
   char info_log[8192] = {};
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+                            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
   void* option_values[] = {error_log, reinterpret_cast<void*>(sizeof(error_log)), info_log,
                            reinterpret_cast<void*>(sizeof(info_log))};
   CUmodule module;

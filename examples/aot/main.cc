@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
     while (i < GRAPHJIT_AOT_CLASS::kNumArguments && arg.substr(0, eq) != GRAPHJIT_AOT_CLASS::argument_name(i)) ++i;
     const char* descr = i < GRAPHJIT_AOT_CLASS::kNumArguments ? NpyDescr(GRAPHJIT_AOT_CLASS::argument_dtype(i)) : nullptr;
     if (eq == std::string::npos || descr == nullptr ||
-        !ReadNpy(arg.substr(eq + 1), descr, GRAPHJIT_AOT_CLASS::argument_shape(i), model.argument_data(i), model.argument_bytes(i))) {
+        !ReadNpy(arg.substr(eq + 1), descr, GRAPHJIT_AOT_CLASS::argument_shape(i), model.argument_data(i),
+                 model.argument_bytes(i))) {
       std::fprintf(stderr, "%s: bad argument '%s'\n", argv[0], arg.c_str());
       return 2;
     }
@@ -102,8 +103,8 @@ int main(int argc, char** argv) {
     for (char& c : file)
       if (c == '/' || c == ':') c = '_';
     const char* descr = NpyDescr(GRAPHJIT_AOT_CLASS::result_dtype(i));
-    if (descr == nullptr ||
-        !WriteNpy(out + "/" + file + ".npy", descr, GRAPHJIT_AOT_CLASS::result_shape(i), model.result_data(i), model.result_bytes(i))) {
+    if (descr == nullptr || !WriteNpy(out + "/" + file + ".npy", descr, GRAPHJIT_AOT_CLASS::result_shape(i), model.result_data(i),
+                                      model.result_bytes(i))) {
       std::fprintf(stderr, "%s: cannot write %s/%s.npy\n", argv[0], out.c_str(), file.c_str());
       return 1;
     }

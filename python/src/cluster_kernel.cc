@@ -80,8 +80,8 @@ void Compute(void* opaque, TF_OpKernelContext* ctx) {
     if (TF_GetCode(status) != TF_OK) return fail(TF_Message(status));
     std::vector<int64_t> dims(TF_NumDims(input));
     for (size_t d = 0; d < dims.size(); ++d) dims[d] = TF_Dim(input, static_cast<int>(d));
-    StatusOr<Tensor> tensor = Tensor::Allocate(DTypeFromProto(TF_TensorType(input)), Shape(std::move(dims)),
-                                               kernel->session->allocator());
+    StatusOr<Tensor> tensor =
+        Tensor::Allocate(DTypeFromProto(TF_TensorType(input)), Shape(std::move(dims)), kernel->session->allocator());
     if (!tensor.ok()) {
       TF_DeleteTensor(input);
       return fail(tensor.status().message());
@@ -98,8 +98,8 @@ void Compute(void* opaque, TF_OpKernelContext* ctx) {
   for (size_t j = 0; j < outputs.size(); ++j) {
     const Tensor& result = outputs[j];
     std::vector<int64_t> dims = result.shape().dims();
-    TF_Tensor* output = TF_AllocateOutput(ctx, static_cast<int>(j), static_cast<TF_DataType>(result.dtype()),
-                                          dims.data(), static_cast<int>(dims.size()), result.bytes(), status);
+    TF_Tensor* output = TF_AllocateOutput(ctx, static_cast<int>(j), static_cast<TF_DataType>(result.dtype()), dims.data(),
+                                          static_cast<int>(dims.size()), result.bytes(), status);
     if (TF_GetCode(status) != TF_OK) return fail(TF_Message(status));
     if (result.bytes()) std::memcpy(TF_TensorData(output), result.raw(), result.bytes());
     TF_DeleteTensor(output);
@@ -111,9 +111,7 @@ void Compute(void* opaque, TF_OpKernelContext* ctx) {
 void Delete(void* kernel) { delete static_cast<ClusterKernel*>(kernel); }
 
 // The outputs' shapes are the body's, known only when it runs.
-void UnknownShapes(TF_ShapeInferenceContext* ctx, TF_Status* status) {
-  TF_ShapeInferenceContextSetUnknownShape(ctx, status);
-}
+void UnknownShapes(TF_ShapeInferenceContext* ctx, TF_Status* status) { TF_ShapeInferenceContextSetUnknownShape(ctx, status); }
 
 }  // namespace
 

@@ -2,9 +2,9 @@
 // graphjit_tf module calls. Nothing here may fail TensorFlow: an error at load aborts the
 // user's process, so every problem leaves the graph as it was, with one warning.
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -142,8 +142,8 @@ void Optimize(void*, const TF_Buffer* in, const TF_GrapplerItem* item, TF_Buffer
       for (const auto& [op, count] : rewrite->ops) counters.ops[op] += count;
     }
     if (options.jit_verbose)
-      Warn("clustered " + std::to_string(rewrite->nodes_clustered) + " nodes into " +
-           std::to_string(rewrite->clusters) + " GraphjitCluster ops");
+      Warn("clustered " + std::to_string(rewrite->nodes_clustered) + " nodes into " + std::to_string(rewrite->clusters) +
+           " GraphjitCluster ops");
     give_back(graph.SerializeAsString());
   } catch (const std::exception& e) {
     ++counters.graphs_unchanged;

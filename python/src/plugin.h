@@ -18,8 +18,8 @@ struct PluginCounters {
   std::atomic<int64_t> graphs_unchanged{0};  // ... left as they were, with a warning
   std::atomic<int64_t> clusters{0};          // GraphjitCluster nodes made
   std::atomic<int64_t> nodes_clustered{0};
-  std::atomic<int64_t> kernels{0};           // GraphjitCluster kernels TensorFlow created
-  std::atomic<int64_t> cluster_runs{0};      // ... and their runs
+  std::atomic<int64_t> kernels{0};       // GraphjitCluster kernels TensorFlow created
+  std::atomic<int64_t> cluster_runs{0};  // ... and their runs
   std::atomic<int64_t> cluster_errors{0};
   std::mutex ops_mu;
   std::map<std::string, int64_t> ops;  // clustered nodes, by op

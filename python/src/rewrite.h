@@ -38,7 +38,7 @@ struct TensorFlowRewrite {
   int clusters = 0;
   int nodes_clustered = 0;
   std::map<std::string, int> ops;  // of the clustered nodes, by op
-  std::string skipped;  // why the graph was left as it is, if it was
+  std::string skipped;             // why the graph was left as it is, if it was
 };
 
 // The op TensorFlow runs for a cluster: inputs `args` (Tin), outputs `results` (Tout);

@@ -25,7 +25,7 @@ OpDef ReshapeOp() {
     if (shape_value == nullptr) {
       const Shape& ss = c.shape(1);
       c.AddOutput(t, !ss.unknown_rank() && ss.rank() == 1 && ss.dim(0) >= 0 ? Shape(std::vector<int64_t>(ss.dim(0), -1))
-                                                                             : Shape::UnknownRank());
+                                                                            : Shape::UnknownRank());
       return Status::Ok();
     }
     if (shape_value->shape().rank() > 1) return c.ShapeError("shape must be a vector, got " + shape_value->shape().ToString());
@@ -112,8 +112,7 @@ OpDef SqueezeOp() {
     for (int64_t a : axes) {
       GJ_ASSIGN_OR_RETURN(int axis, NormalizeAxis(c, a, in.rank()));
       if (in.dim(axis) != 1 && in.dim(axis) >= 0)
-        return c.ShapeError("cannot squeeze dimension " + std::to_string(axis) + " of size " +
-                            std::to_string(in.dim(axis)));
+        return c.ShapeError("cannot squeeze dimension " + std::to_string(axis) + " of size " + std::to_string(in.dim(axis)));
       drop[axis] = true;
     }
     std::vector<int64_t> dims;
@@ -156,9 +155,10 @@ void TransposeCopy(const KernelContext& ctx, const T* in, T* out, const std::vec
   if (p == last) {
     // The innermost dim stays innermost: contiguous runs.
     const int64_t inner = out_dims[last];
-    const int64_t rows = out_dims[last] ? static_cast<int64_t>(std::accumulate(out_dims.begin(), out_dims.end() - 1,
-                                                                               int64_t{1}, std::multiplies<>()))
-                                        : 0;
+    const int64_t rows =
+        out_dims[last]
+            ? static_cast<int64_t>(std::accumulate(out_dims.begin(), out_dims.end() - 1, int64_t{1}, std::multiplies<>()))
+            : 0;
     ctx.ParallelFor(rows, inner, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         int64_t off = 0, rem = r;
@@ -610,10 +610,9 @@ OpDef BroadcastArgsOp() {
   return def;
 }
 
-const bool kRegistered = RegisterOps({ReshapeOp(), ExpandDimsOp(), SqueezeOp(), TransposeOp(), ConcatV2Op(), PackOp(),
-                                      SliceOp(), MetadataOp("Shape"), MetadataOp("Size"), MetadataOp("Rank"), FillOp(),
-                                      LikeOp("ZerosLike", 0), LikeOp("OnesLike", 1), BroadcastToOp(),
-                                      BroadcastArgsOp()});
+const bool kRegistered = RegisterOps({ReshapeOp(), ExpandDimsOp(), SqueezeOp(), TransposeOp(), ConcatV2Op(), PackOp(), SliceOp(),
+                                      MetadataOp("Shape"), MetadataOp("Size"), MetadataOp("Rank"), FillOp(),
+                                      LikeOp("ZerosLike", 0), LikeOp("OnesLike", 1), BroadcastToOp(), BroadcastArgsOp()});
 
 }  // namespace
 }  // namespace graphjit

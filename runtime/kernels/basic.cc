@@ -24,9 +24,8 @@ OpDef PlaceholderOp() {
     return Status::Ok();
   };
   def.compute = [](KernelContext& ctx) -> Status {
-    return ctx.Error("a value must be fed for placeholder '" + ctx.node.name + "' of type " +
-                     DTypeName(ctx.output_dtypes[0]) + " and shape " +
-                     DeclaredShape(ctx.node).value().ToString());
+    return ctx.Error("a value must be fed for placeholder '" + ctx.node.name + "' of type " + DTypeName(ctx.output_dtypes[0]) +
+                     " and shape " + DeclaredShape(ctx.node).value().ToString());
   };
   return def;
 }
@@ -60,8 +59,8 @@ OpDef ConstOp() {
     const tensorflow::AttrValue* v = c.node.FindAttr("value");
     if (v == nullptr || !v->has_tensor()) return c.TypeError("attr 'value' must be a tensor");
     if (DTypeFromProto(v->tensor().dtype()) != t)
-      return c.TypeError("attr 'value' has type " + DTypeName(DTypeFromProto(v->tensor().dtype())) +
-                         " but attr 'dtype' is " + DTypeName(t));
+      return c.TypeError("attr 'value' has type " + DTypeName(DTypeFromProto(v->tensor().dtype())) + " but attr 'dtype' is " +
+                         DTypeName(t));
     if (!IsSupportedDType(t)) return c.TypeError("type " + DTypeName(t) + " is not supported");
     c.AddOutput(t, ShapeFromProto(v->tensor().tensor_shape()));
     return Status::Ok();
@@ -99,8 +98,8 @@ OpDef IdentityNOp() {
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(std::vector<DType> types, GetTypeListAttr(c.node, "T"));
     if (static_cast<int>(types.size()) != c.num_inputs())
-      return c.TypeError("attr T lists " + std::to_string(types.size()) + " types for " +
-                         std::to_string(c.num_inputs()) + " inputs");
+      return c.TypeError("attr T lists " + std::to_string(types.size()) + " types for " + std::to_string(c.num_inputs()) +
+                         " inputs");
     for (int i = 0; i < c.num_inputs(); ++i) {
       if (types[i] != c.dtype(i))
         return c.TypeError("input " + std::to_string(i) + " has type " + DTypeName(c.dtype(i)) + ", attr T says " +
@@ -149,7 +148,10 @@ OpDef CheckNumericsOp() {
     if (nan || inf) {
       std::string message = GetStringAttrOr(ctx.node, "message", "").value();
       return ctx.Error(message + (message.empty() ? "" : ": ") + "tensor had " +
-                       (nan && inf ? "NaN and Inf" : nan ? "NaN" : "Inf") + " values");
+                       (nan && inf ? "NaN and Inf"
+                        : nan      ? "NaN"
+                                   : "Inf") +
+                       " values");
     }
     ctx.ForwardOutput(0, in);
     return Status::Ok();

@@ -21,8 +21,7 @@ BroadcastPlan::BroadcastPlan(const std::vector<Shape>& inputs, const Shape& outp
   for (int i = 0; i < rank; ++i) {
     if (output.dim(i) == 1) continue;
     bool merge = !dims.empty();
-    for (size_t k = 0; k < inputs.size() && merge; ++k)
-      merge = st[k].back() == full[k][i] * output.dim(i);
+    for (size_t k = 0; k < inputs.size() && merge; ++k) merge = st[k].back() == full[k][i] * output.dim(i);
     if (merge) {
       dims.back() *= output.dim(i);
       for (size_t k = 0; k < inputs.size(); ++k) st[k].back() = full[k][i];

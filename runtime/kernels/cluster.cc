@@ -17,8 +17,8 @@ StatusOr<std::shared_ptr<const void>> PrepareCluster(const Node& node) {
   const tensorflow::AttrValue* outs = node.FindAttr("_body_outputs");
   if (outs == nullptr) return InvalidArgument(NodeLabel(node) + ": attr '_body_outputs' is missing");
   auto body = std::make_shared<Subgraph>();
-  GJ_ASSIGN_OR_RETURN(*body, MakeSubgraph(gd, NodeLabel(node) + " body", tin.size(),
-                                          {outs->list().s().begin(), outs->list().s().end()}));
+  GJ_ASSIGN_OR_RETURN(
+      *body, MakeSubgraph(gd, NodeLabel(node) + " body", tin.size(), {outs->list().s().begin(), outs->list().s().end()}));
   // The node's declared types must be what the body takes and makes.
   const std::vector<TensorId>& feeds = body->plan.feeds;
   const std::vector<TensorId>& fetches = body->plan.fetches;
@@ -31,8 +31,7 @@ StatusOr<std::shared_ptr<const void>> PrepareCluster(const Node& node) {
                              DTypeName(tout[i]));
   for (size_t i = 0; i < feeds.size(); ++i)
     if (body->graph.info(feeds[i].node).dtypes[feeds[i].index] != tin[i])
-      return InvalidArgument(NodeLabel(node) + ": body input " + std::to_string(i) + " does not have type " +
-                             DTypeName(tin[i]));
+      return InvalidArgument(NodeLabel(node) + ": body input " + std::to_string(i) + " does not have type " + DTypeName(tin[i]));
   return std::shared_ptr<const void>(body);
 }
 

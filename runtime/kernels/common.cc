@@ -51,8 +51,7 @@ const char* TypeSetName(TypeSet s) {
 }
 
 Status CheckTypeSet(const InferenceContext& c, DType t, TypeSet s) {
-  if (!InSet(t, s))
-    return c.TypeError("type " + DTypeName(t) + " is not supported here; expected " + TypeSetName(s));
+  if (!InSet(t, s)) return c.TypeError("type " + DTypeName(t) + " is not supported here; expected " + TypeSetName(s));
   return Status::Ok();
 }
 
@@ -74,8 +73,7 @@ StatusOr<int> NormalizeAxis(const InferenceContext& c, int64_t axis, int rank) {
 
 StatusOr<int64_t> ScalarInt(const InferenceContext& c, int i) {
   const Tensor* v = c.value(i);
-  if (v == nullptr || v->num_elements() != 1)
-    return c.ShapeError("input " + std::to_string(i) + " must hold a single value");
+  if (v == nullptr || v->num_elements() != 1) return c.ShapeError("input " + std::to_string(i) + " must hold a single value");
   return v->ValueAsInt(0);
 }
 

@@ -34,9 +34,13 @@ using WrapType =
     std::conditional_t<std::is_integral_v<T> && std::is_signed_v<T>, std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>, T>;
 
 template <typename T>
-T WrapAdd(T a, T b) { return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b)); }
+T WrapAdd(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
+}
 template <typename T>
-T WrapMul(T a, T b) { return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b)); }
+T WrapMul(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
+}
 
 bool InSet(DType d, TypeSet s);
 const char* TypeSetName(TypeSet s);

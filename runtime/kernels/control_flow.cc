@@ -106,9 +106,9 @@ class Branches {
       const tensorflow::AttrValue* outputs = node.FindAttr(name + "_outputs");
       if (outputs == nullptr || outputs->list().s_size() != static_cast<int>(types.size()))
         return InvalidArgument(NodeLabel(node) + ": " + name + "_outputs must list one tensor per type of Tout");
-      branches->branch_[b] = std::make_unique<LazySubgraph>(
-          std::move(gd), NodeLabel(node) + " " + name + " branch", node.inputs.size() - 1,
-          std::vector<std::string>(outputs->list().s().begin(), outputs->list().s().end()));
+      branches->branch_[b] =
+          std::make_unique<LazySubgraph>(std::move(gd), NodeLabel(node) + " " + name + " branch", node.inputs.size() - 1,
+                                         std::vector<std::string>(outputs->list().s().begin(), outputs->list().s().end()));
       GJ_RETURN_IF_ERROR(branches->branch_[b]->Check());
     }
     return std::shared_ptr<const void>(branches);

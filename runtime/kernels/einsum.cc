@@ -56,8 +56,9 @@ StatusOr<Equation> ParseEquation(const InferenceContext& c, const std::vector<in
     if (el == std::string::npos) continue;
     if (ranks[i] < 0) return Unimplemented(NodeLabel(c.node) + ": '...' needs inputs of known rank");
     int n = ranks[i] - static_cast<int>(s.size() - 3);
-    if (n < 0) return c.ShapeError("operand " + std::to_string(i) + " has rank " + std::to_string(ranks[i]) +
-                                   ", fewer than the labels of '" + s + "'");
+    if (n < 0)
+      return c.ShapeError("operand " + std::to_string(i) + " has rank " + std::to_string(ranks[i]) +
+                          ", fewer than the labels of '" + s + "'");
     if (ellipsis_rank >= 0 && n != ellipsis_rank)
       return Unimplemented(NodeLabel(c.node) + ": '...' covering different ranks (broadcasting)");
     ellipsis_rank = n;
@@ -205,8 +206,8 @@ OpDef EinsumOp() {
     std::string prod_labels = batch + free_a + free_b;
     std::vector<int64_t> prod_dims;
     for (char l : prod_labels) prod_dims.push_back(sizes[l]);
-    GJ_ASSIGN_OR_RETURN(Tensor out, TransposeTensor(ctx, prod.Reshaped(Shape(prod_dims)),
-                                                    PermutationTo(prod_labels, out_labels)));
+    GJ_ASSIGN_OR_RETURN(Tensor out,
+                        TransposeTensor(ctx, prod.Reshaped(Shape(prod_dims)), PermutationTo(prod_labels, out_labels)));
     ctx.ForwardOutput(0, out.Reshaped(ctx.output_shapes[0]));
     return Status::Ok();
   };

@@ -170,8 +170,8 @@ void RepeatedVectorRun(const KernelContext& ctx, const T* big, const T* small, i
 // Runs f over the broadcast of a and b into out, taking the repeated-vector path when
 // the last dim is short.
 template <typename T, typename Out, typename F>
-void BroadcastBinary(const KernelContext& ctx, const Tensor& a, const Shape& a_shape, const Tensor& b,
-                     const Shape& b_shape, Tensor* out, int64_t cost, const F& f) {
+void BroadcastBinary(const KernelContext& ctx, const Tensor& a, const Shape& a_shape, const Tensor& b, const Shape& b_shape,
+                     Tensor* out, int64_t cost, const F& f) {
   const Shape& os = out->shape();
   if (out->num_elements() == 0) return;  // (a last dim of 0 would divide by zero below)
   constexpr int64_t kShortRun = 64;
@@ -182,8 +182,8 @@ void BroadcastBinary(const KernelContext& ctx, const Tensor& a, const Shape& a_s
       return;
     }
     if (b_shape == os && IsRepeatedLastDim(os, a_shape)) {
-      RepeatedVectorRun<T, Out>(ctx, b.data<T>(), a.data<T>(), os.dim(os.rank() - 1), true, out->data<Out>(),
-                                out->num_elements(), cost, f);
+      RepeatedVectorRun<T, Out>(ctx, b.data<T>(), a.data<T>(), os.dim(os.rank() - 1), true, out->data<Out>(), out->num_elements(),
+                                cost, f);
       return;
     }
   }
@@ -241,8 +241,10 @@ auto MinMax() {
     if constexpr (!Eigen::NumTraits<C>::IsInteger) {  // f16 and bf16 too
       return x.binaryExpr(y, IeeeMinMax<C, kMax>());
     } else {
-      if constexpr (kMax) return x.max(y);
-      else return x.min(y);
+      if constexpr (kMax)
+        return x.max(y);
+      else
+        return x.min(y);
     }
   };
 }
@@ -259,8 +261,10 @@ struct FloorDivMod {
       }
       const C r = a % b;
       const bool adjust = r != 0 && ((r < 0) != (b < 0));
-      if constexpr (kMod) return adjust ? static_cast<C>(r + b) : r;
-      else return static_cast<C>(a / b - (adjust ? 1 : 0));
+      if constexpr (kMod)
+        return adjust ? static_cast<C>(r + b) : r;
+      else
+        return static_cast<C>(a / b - (adjust ? 1 : 0));
     } else {
       using W = std::conditional_t<std::is_same_v<C, double>, double, float>;
       const W x = static_cast<W>(a), y = static_cast<W>(b);
@@ -273,9 +277,8 @@ struct FloorDivMod {
 
 template <bool kMod>
 OpDef FloorDivModOp() {
-  OpDef def = BinaryOp<TypeSet::kNumeric, false>(kMod ? "FloorMod" : "FloorDiv", 8, [](const auto& x, const auto& y) {
-    return x.binaryExpr(y, FloorDivMod<kMod>());
-  });
+  OpDef def = BinaryOp<TypeSet::kNumeric, false>(
+      kMod ? "FloorMod" : "FloorDiv", 8, [](const auto& x, const auto& y) { return x.binaryExpr(y, FloorDivMod<kMod>()); });
   def.compute = [compute = def.compute](KernelContext& ctx) -> Status {
     const Tensor& y = ctx.input(1);
     if (IsInteger(y.dtype()))
@@ -296,8 +299,7 @@ OpDef AddNOp() {
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(int64_t n, GetIntAttr(c.node, "N"));
     if (n != c.num_inputs())
-      return c.TypeError("attr N=" + std::to_string(n) + " but the node has " + std::to_string(c.num_inputs()) +
-                         " inputs");
+      return c.TypeError("attr N=" + std::to_string(n) + " but the node has " + std::to_string(c.num_inputs()) + " inputs");
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {}));
     for (int i = 0; i < c.num_inputs(); ++i)
       if (c.dtype(i) != t) return c.TypeError("input " + std::to_string(i) + " has type " + DTypeName(c.dtype(i)));
@@ -343,8 +345,7 @@ OpDef SelectOp(const char* name, bool v2) {
       GJ_RETURN_IF_ERROR(InferBroadcast(c, {0, 1, 2}, &s));
     } else {
       if (!IsCompatible(c.shape(1), c.shape(2)))
-        return c.ShapeError("x and y must have the same shape, got " + c.shape(1).ToString() + " and " +
-                            c.shape(2).ToString());
+        return c.ShapeError("x and y must have the same shape, got " + c.shape(1).ToString() + " and " + c.shape(2).ToString());
       s = c.shape(1).unknown_rank() ? c.shape(2) : c.shape(1);
       const Shape& cond = c.shape(0);
       if (!cond.unknown_rank() && !s.unknown_rank() && cond.rank() != 0 && !IsCompatible(cond, s) &&
@@ -400,8 +401,8 @@ OpDef BiasAddOp() {
       if (v.rank() < 2) return c.ShapeError("value must have rank >= 2, got " + v.ToString());
       int channel = format == "NHWC" ? v.rank() - 1 : 1;
       if (!b.unknown_rank() && v.dim(channel) >= 0 && b.dim(0) >= 0 && v.dim(channel) != b.dim(0))
-        return c.ShapeError("bias of size " + std::to_string(b.dim(0)) + " does not match dimension " +
-                            std::to_string(channel) + " of value " + v.ToString());
+        return c.ShapeError("bias of size " + std::to_string(b.dim(0)) + " does not match dimension " + std::to_string(channel) +
+                            " of value " + v.ToString());
     }
     c.AddOutput(t, v);
     return Status::Ok();
@@ -416,8 +417,7 @@ OpDef BiasAddOp() {
     bdims[format == "NHWC" ? v.shape().rank() - 1 : 1] = bias.shape().dim(0);
     return VisitTypes<TypeSet::kNumeric>(v.dtype(), [&](auto tag) -> Status {
       using T = decltype(tag);
-      BroadcastBinary<T, T>(ctx, v, v.shape(), bias, Shape(bdims), out, 1,
-                            Wrapping(std::plus<>()));
+      BroadcastBinary<T, T>(ctx, v, v.shape(), bias, Shape(bdims), out, 1, Wrapping(std::plus<>()));
       return Status::Ok();
     });
   };
@@ -525,14 +525,12 @@ std::vector<OpDef> ElementwiseOps() {
   // step, 1-2 bits short, NaN for +inf and 0 for subnormals. A reference kernel is exact:
   // a scalar std::sqrt per element, which the compiler vectorizes to sqrtps (this file is
   // compiled with -fno-math-errno).
-  ops.push_back(UnaryOp<TS::kFloat>("Sqrt", 4, [](const auto& x, auto) {
-    return x.unaryExpr([](auto v) { return std::sqrt(v); });
-  }));
+  ops.push_back(
+      UnaryOp<TS::kFloat>("Sqrt", 4, [](const auto& x, auto) { return x.unaryExpr([](auto v) { return std::sqrt(v); }); }));
   // 1 / sqrt(x), two IEEE operations (as the JIT computes it): Eigen 3.4's x.rsqrt() on AVX
   // is an estimate and a Newton step, +Inf for -0 and for subnormals.
-  ops.push_back(UnaryOp<TS::kFloat>("Rsqrt", 4, [](const auto& x, auto) {
-    return x.unaryExpr([](auto v) { return decltype(v)(1) / std::sqrt(v); });
-  }));
+  ops.push_back(UnaryOp<TS::kFloat>(
+      "Rsqrt", 4, [](const auto& x, auto) { return x.unaryExpr([](auto v) { return decltype(v)(1) / std::sqrt(v); }); }));
   ops.push_back(UnaryOp<TS::kFloat>("Reciprocal", 4, [](const auto& x, auto) { return x.inverse(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Tanh", 8, [](const auto& x, auto) { return x.tanh(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Sigmoid", 8, [](const auto& x, auto) { return ZeroBelowNormal(x.logistic()); }));
@@ -585,11 +583,10 @@ std::vector<OpDef> ElementwiseOps() {
   }));
   ops.push_back(BinaryOp<TS::kNumeric, false>("Maximum", 1, MinMax<true>()));
   ops.push_back(BinaryOp<TS::kNumeric, false>("Minimum", 1, MinMax<false>()));
-  ops.push_back(BinaryOp<TS::kNumeric, false>("SquaredDifference", 1,
-                                              [](const auto& x, const auto& y) {
-                                                auto d = Wrapping(std::minus<>())(x, y);
-                                                return Wrapping(std::multiplies<>())(d, d);
-                                              }));
+  ops.push_back(BinaryOp<TS::kNumeric, false>("SquaredDifference", 1, [](const auto& x, const auto& y) {
+    auto d = Wrapping(std::minus<>())(x, y);
+    return Wrapping(std::multiplies<>())(d, d);
+  }));
   // Activation gradients, as TensorFlow's kernels compute them (a NaN or infinite gradient
   // stays NaN where the activation is flat: it is multiplied by 0, not selected away).
   ops.push_back(BinaryOp<TS::kFloat, false>("ReluGrad", 1, [](const auto& g, const auto& f) {

@@ -6,8 +6,8 @@ namespace graphjit {
 
 StatusOr<Epilogue> ReadEpilogue(const Node& node, bool residual_allowed) {
   const tensorflow::AttrValue* attr = node.FindAttr("fused_ops");
-  const std::string expected = residual_allowed ? "[BiasAdd], [BiasAdd, Add], then an optional activation"
-                                                : "[BiasAdd] or [BiasAdd, activation]";
+  const std::string expected =
+      residual_allowed ? "[BiasAdd], [BiasAdd, Add], then an optional activation" : "[BiasAdd] or [BiasAdd, activation]";
   if (attr == nullptr || attr->list().s_size() < 1 || attr->list().s(0) != "BiasAdd")
     return Unimplemented(NodeLabel(node) + ": fused_ops must be " + expected);
   Epilogue e;
@@ -16,13 +16,20 @@ StatusOr<Epilogue> ReadEpilogue(const Node& node, bool residual_allowed) {
   if (attr->list().s_size() > next + 1) return Unimplemented(NodeLabel(node) + ": fused_ops must be " + expected);
   if (attr->list().s_size() == next) return e;
   const std::string& act = attr->list().s(next);
-  if (act == "Relu") e.act = Activation::kRelu;
-  else if (act == "Relu6") e.act = Activation::kRelu6;
-  else if (act == "Elu") e.act = Activation::kElu;
-  else if (act == "Tanh") e.act = Activation::kTanh;
-  else if (act == "Sigmoid") e.act = Activation::kSigmoid;
-  else if (act == "GeluExact") e.act = Activation::kGeluExact;
-  else if (act == "GeluApproximate") e.act = Activation::kGeluApproximate;
+  if (act == "Relu")
+    e.act = Activation::kRelu;
+  else if (act == "Relu6")
+    e.act = Activation::kRelu6;
+  else if (act == "Elu")
+    e.act = Activation::kElu;
+  else if (act == "Tanh")
+    e.act = Activation::kTanh;
+  else if (act == "Sigmoid")
+    e.act = Activation::kSigmoid;
+  else if (act == "GeluExact")
+    e.act = Activation::kGeluExact;
+  else if (act == "GeluApproximate")
+    e.act = Activation::kGeluApproximate;
   else
     return Unimplemented(NodeLabel(node) + ": fused activation " + act +
                          " is not supported (Relu, Relu6, Elu, Tanh, Sigmoid, GeluExact, GeluApproximate)");
@@ -116,8 +123,7 @@ C Activate(C x, Activation activation) {
 
 }  // namespace
 
-Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, const Tensor* residual, Activation activation,
-                     Tensor* out) {
+Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, const Tensor* residual, Activation activation, Tensor* out) {
   const int64_t channels = bias.num_elements();
   if (channels == 0) return Status::Ok();
   const int64_t rows = out->num_elements() / channels;

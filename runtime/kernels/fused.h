@@ -26,8 +26,9 @@ struct Epilogue {
 };
 
 // Checks `fused_ops` ([BiasAdd], Add where `residual_allowed`, an optional activation: Relu,
-// Relu6, Elu, Tanh, Sigmoid, GeluExact or GeluApproximate, all TensorFlow's remapper makes) and `num_args` (1, or 2 with Add), that input `bias_input` is a vector of the
-// output's channels, and that the residual, the input after it, has the output's shape.
+// Relu6, Elu, Tanh, Sigmoid, GeluExact or GeluApproximate, all TensorFlow's remapper makes) and `num_args` (1, or 2 with Add),
+// that input `bias_input` is a vector of the output's channels, and that the residual, the input after it, has the output's
+// shape.
 StatusOr<Epilogue> InferFusedEpilogue(InferenceContext& c, int bias_input, int64_t channels, bool residual_allowed);
 StatusOr<Epilogue> ReadEpilogue(const Node& node, bool residual_allowed);
 
@@ -75,7 +76,6 @@ class OneDnnPrimitives {
 dnnl::primitive_attr OneDnnAttr(Epilogue epilogue);
 
 // out[..., j] = act(out[..., j] + bias[j] [+ residual[..., j]]), in place.
-Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, const Tensor* residual, Activation activation,
-                     Tensor* out);
+Status ApplyEpilogue(const KernelContext& ctx, const Tensor& bias, const Tensor* residual, Activation activation, Tensor* out);
 
 }  // namespace graphjit

@@ -93,7 +93,10 @@ struct IeeeRoundOp {
     if constexpr (std::is_same_v<C, double>) {
       return std::copysign(kMode == Rounding::kFloor ? std::floor(x) : kMode == Rounding::kCeil ? std::ceil(x) : std::rint(x), x);
     } else {
-      return C(std::copysign(kMode == Rounding::kFloor ? std::floor(f) : kMode == Rounding::kCeil ? std::ceil(f) : std::rint(f), f));
+      return C(std::copysign(kMode == Rounding::kFloor  ? std::floor(f)
+                             : kMode == Rounding::kCeil ? std::ceil(f)
+                                                        : std::rint(f),
+                             f));
     }
   }
   template <typename P>

@@ -28,14 +28,12 @@ void CopyBlock(const Tensor& in, const std::vector<int64_t>& begin, Tensor* out)
       off += (rem % od[k] + begin[k]) * in_strides[k];
       rem /= od[k];
     }
-    std::memcpy(static_cast<char*>(out->raw()) + r * inner * elem, static_cast<const char*>(in.raw()) + off * elem,
-                inner * elem);
+    std::memcpy(static_cast<char*>(out->raw()) + r * inner * elem, static_cast<const char*>(in.raw()) + off * elem, inner * elem);
   }
 }
 
-StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, const Shape& in,
-                                                    const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
-                                                    const std::vector<int64_t>& strides) {
+StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, const Shape& in, const std::vector<int64_t>& begin,
+                                                    const std::vector<int64_t>& end, const std::vector<int64_t>& strides) {
   auto mask = [&](const char* name) { return GetIntAttrOr(c.node, name, 0); };
   GJ_ASSIGN_OR_RETURN(int64_t begin_mask, mask("begin_mask"));
   GJ_ASSIGN_OR_RETURN(int64_t end_mask, mask("end_mask"));
@@ -50,7 +48,8 @@ StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, c
   int consumed = 0;  // input dims named by entries other than ellipsis/new axis
   for (int i = 0; i < m; ++i)
     if (!((ellipsis_mask >> i) & 1) && !((new_axis_mask >> i) & 1)) ++consumed;
-  if (consumed > rank) return c.ShapeError("slice spec names " + std::to_string(consumed) + " dims of a rank " + std::to_string(rank) + " input");
+  if (consumed > rank)
+    return c.ShapeError("slice spec names " + std::to_string(consumed) + " dims of a rank " + std::to_string(rank) + " input");
   std::vector<SliceDim> dims;
   int in_dim = 0;
   bool saw_ellipsis = false;
@@ -193,8 +192,7 @@ OpDef SplitOp(bool v) {
     GJ_RETURN_IF_ERROR(c.ExpectDType(axis_input, {DType::kInt32, DType::kInt64}));
     const Shape& in = c.shape(value);
     if (in.unknown_rank() || c.value(axis_input) == nullptr || (v && c.value(1) == nullptr)) {
-      for (int64_t i = 0; i < num; ++i)
-        c.AddOutput(t, UnknownDimsLike(in));
+      for (int64_t i = 0; i < num; ++i) c.AddOutput(t, UnknownDimsLike(in));
       return Status::Ok();
     }
     GJ_ASSIGN_OR_RETURN(int64_t axis_raw, ScalarInt(c, axis_input));
@@ -264,8 +262,8 @@ OpDef StridedSliceOp() {
       c.AddOutput(t, Shape::UnknownRank());
       return Status::Ok();
     }
-    GJ_ASSIGN_OR_RETURN(auto dims, ResolveStridedSlice(c, in, IntValues(*c.value(1)), IntValues(*c.value(2)),
-                                                       IntValues(*c.value(3))));
+    GJ_ASSIGN_OR_RETURN(auto dims,
+                        ResolveStridedSlice(c, in, IntValues(*c.value(1)), IntValues(*c.value(2)), IntValues(*c.value(3))));
     std::vector<int64_t> out;
     for (const SliceDim& s : dims)
       if (s.keep) out.push_back(s.size);
@@ -330,7 +328,8 @@ OpDef TileOp() {
     }
     std::vector<int64_t> mult = IntValues(*c.value(1));
     if (static_cast<int>(mult.size()) != in.rank())
-      return c.ShapeError("multiples has " + std::to_string(mult.size()) + " values for a rank " + std::to_string(in.rank()) + " input");
+      return c.ShapeError("multiples has " + std::to_string(mult.size()) + " values for a rank " + std::to_string(in.rank()) +
+                          " input");
     std::vector<int64_t> dims;
     for (int i = 0; i < in.rank(); ++i) {
       if (mult[i] < 0) return c.ShapeError("multiples must be non-negative");
@@ -380,7 +379,8 @@ OpDef PadOp(const char* name, PadMode fixed_mode, bool has_value) {
   def.min_inputs = def.max_inputs = has_value ? 3 : 2;
   const bool mirror = std::string(name) == "MirrorPad";
   def.infer = [mirror, has_value](InferenceContext& c) -> Status {
-    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", has_value ? std::initializer_list<int>{0, 2} : std::initializer_list<int>{0}));
+    GJ_ASSIGN_OR_RETURN(DType t,
+                        c.TypeAttrMatching("T", has_value ? std::initializer_list<int>{0, 2} : std::initializer_list<int>{0}));
     GJ_RETURN_IF_ERROR(ExpectIndexType(c, 1));
     if (mirror) {
       GJ_ASSIGN_OR_RETURN(std::string mode, GetStringAttr(c.node, "mode"));
@@ -630,7 +630,8 @@ OpDef GatherOp() {
     if (axis < batch_dims) return c.ShapeError("axis must be >= batch_dims");
     for (int i = 0; i < batch_dims; ++i)
       if (p.dim(i) >= 0 && idx.dim(i) >= 0 && p.dim(i) != idx.dim(i))
-        return c.ShapeError("params " + p.ToString() + " and indices " + idx.ToString() + " differ in batch dimension " + std::to_string(i));
+        return c.ShapeError("params " + p.ToString() + " and indices " + idx.ToString() + " differ in batch dimension " +
+                            std::to_string(i));
     std::vector<int64_t> dims(p.dims().begin(), p.dims().begin() + axis);
     dims.insert(dims.end(), idx.dims().begin() + batch_dims, idx.dims().end());
     dims.insert(dims.end(), p.dims().begin() + axis + 1, p.dims().end());
@@ -657,7 +658,8 @@ OpDef GatherOp() {
     for (int64_t i = 0; i < idx.num_elements(); ++i) {
       int64_t v = idx.ValueAsInt(i);
       if (v < 0 || v >= n)
-        return ctx.Error("indices[" + std::to_string(i) + "] = " + std::to_string(v) + " is not in [0, " + std::to_string(n) + ")");
+        return ctx.Error("indices[" + std::to_string(i) + "] = " + std::to_string(v) + " is not in [0, " + std::to_string(n) +
+                         ")");
     }
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t o = 0; o < outer; ++o)
@@ -757,10 +759,10 @@ OpDef WhereOp() {
   return def;
 }
 
-const bool kRegistered = RegisterOps({UnpackOp(), SplitOp(false), SplitOp(true), StridedSliceOp(), TileOp(), ReverseOp(),
-                                      PadOp("Pad", PadMode::kConstant, false), PadOp("PadV2", PadMode::kConstant, true),
-                                      PadOp("MirrorPad", PadMode::kReflect, false), RangeOp(), GatherOp(), OneHotOp(),
-                                      WhereOp()});
+const bool kRegistered =
+    RegisterOps({UnpackOp(), SplitOp(false), SplitOp(true), StridedSliceOp(), TileOp(), ReverseOp(),
+                 PadOp("Pad", PadMode::kConstant, false), PadOp("PadV2", PadMode::kConstant, true),
+                 PadOp("MirrorPad", PadMode::kReflect, false), RangeOp(), GatherOp(), OneHotOp(), WhereOp()});
 
 }  // namespace
 }  // namespace graphjit

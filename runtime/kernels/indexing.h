@@ -18,8 +18,7 @@ struct SliceDim {
 
 // Resolves TensorFlow's sparse slice spec (begin, end, strides and the node's masks)
 // against the input shape, as StridedSlice does.
-StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, const Shape& in,
-                                                    const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
-                                                    const std::vector<int64_t>& strides);
+StatusOr<std::vector<SliceDim>> ResolveStridedSlice(const InferenceContext& c, const Shape& in, const std::vector<int64_t>& begin,
+                                                    const std::vector<int64_t>& end, const std::vector<int64_t>& strides);
 
 }  // namespace graphjit

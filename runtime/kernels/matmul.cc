@@ -26,7 +26,8 @@ constexpr int64_t kSmallGemm = 32 * 1024;
 
 // C[m,n] = op(A) op(B), with A stored [m,k] (or [k,m] if ta) and B [k,n] (or [n,k] if tb).
 template <typename T>
-Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b,
+            T* c) {
   if (m == 0 || n == 0) return Status::Ok();
   if (k == 0) {
     std::fill(c, c + m * n, T(0));
@@ -48,8 +49,10 @@ Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, 
         if (st != dnnl_success) failed = st;
       };
       // One block, on this thread, when it is one of several GEMMs run in parallel.
-      if (threads == 1) OneDnnParallelFor(ctx, 1, 1, [&](int64_t, int64_t) { block(0, m); });
-      else OneDnnParallelFor(ctx, by_rows ? m : n, (by_rows ? n : m) * k, block);
+      if (threads == 1)
+        OneDnnParallelFor(ctx, 1, 1, [&](int64_t, int64_t) { block(0, m); });
+      else
+        OneDnnParallelFor(ctx, by_rows ? m : n, (by_rows ? n : m) * k, block);
       if (failed != dnnl_success) return ctx.Error("oneDNN sgemm failed with status " + std::to_string(failed));
       return Status::Ok();
     }
@@ -77,10 +80,14 @@ Status Gemm(const KernelContext& ctx, int threads, bool ta, bool tb, int64_t m, 
   }
   Eigen::Map<const RowMat<T>> A(a, ta ? k : m, ta ? m : k), B(b, tb ? n : k, tb ? k : n);
   Eigen::Map<RowMat<T>> C(c, m, n);
-  if (ta && tb) C.noalias() = A.transpose() * B.transpose();
-  else if (ta) C.noalias() = A.transpose() * B;
-  else if (tb) C.noalias() = A * B.transpose();
-  else C.noalias() = A * B;
+  if (ta && tb)
+    C.noalias() = A.transpose() * B.transpose();
+  else if (ta)
+    C.noalias() = A.transpose() * B;
+  else if (tb)
+    C.noalias() = A * B.transpose();
+  else
+    C.noalias() = A * B;
   return Status::Ok();
 }
 
@@ -210,9 +217,8 @@ Status OneDnnFusedMatMul(const KernelContext& ctx, bool ta, bool tb, int64_t m, 
     const int64_t rows = end - begin;
     const memory::desc a_md({rows, k}, f32, ta ? memory::dims{1, m} : memory::dims{k, 1});
     const memory::desc c_md({rows, n}, f32, memory::format_tag::ab);
-    const std::string key = std::to_string(rows) + "," + std::to_string(m) + "," + std::to_string(n) + "," +
-                            std::to_string(k) + "," + std::to_string(ta) + std::to_string(tb) +
-                            std::to_string(static_cast<int>(act));
+    const std::string key = std::to_string(rows) + "," + std::to_string(m) + "," + std::to_string(n) + "," + std::to_string(k) +
+                            "," + std::to_string(ta) + std::to_string(tb) + std::to_string(static_cast<int>(act));
     const auto& e = primitives->Get(key, [&] {
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), OneDnnAttr({false, act}), engine);
     });

@@ -2,7 +2,6 @@
 // nest otherwise), MaxPool, AvgPool, FusedBatchNormV3 and its gradient, and
 // SparseSoftmaxCrossEntropyWithLogits. Layout: NHWC, as TensorFlow's CPU kernels.
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -25,8 +24,8 @@ namespace {
 // ---- geometry ------------------------------------------------------------------------
 
 // Output size along one spatial dim; pads are resolved for SAME. -1 if `in` is unknown.
-StatusOr<int64_t> OutSize(const InferenceContext& c, const std::string& padding, int64_t in, int64_t k, int64_t s,
-                          int64_t d, int64_t* before, int64_t* after) {
+StatusOr<int64_t> OutSize(const InferenceContext& c, const std::string& padding, int64_t in, int64_t k, int64_t s, int64_t d,
+                          int64_t* before, int64_t* after) {
   if (in < 0) return int64_t{-1};
   constexpr int64_t kMax = int64_t{1} << 30;  // windows, strides, dilations and pads beyond this are not real
   if (k < 1 || k > kMax || d > kMax || s > kMax || *before > kMax || *after > kMax || in > (int64_t{1} << 40))
@@ -45,8 +44,9 @@ StatusOr<int64_t> OutSize(const InferenceContext& c, const std::string& padding,
     int64_t padded = in + *before + *after;
     out = padded >= eff ? (padded - eff) / s + 1 : 0;
   }
-  if (out <= 0) return c.ShapeError("window of size " + std::to_string(eff) + " does not fit the input of size " +
-                                    std::to_string(in) + " with " + padding + " padding");
+  if (out <= 0)
+    return c.ShapeError("window of size " + std::to_string(eff) + " does not fit the input of size " + std::to_string(in) +
+                        " with " + padding + " padding");
   return out;
 }
 
@@ -149,8 +149,7 @@ void DirectConv(const Tensor& in, const Tensor& filter, const Window& w, bool de
 // reordered once per session, not on every run).
 class ReorderedWeights {
  public:
-  dnnl::memory Get(dnnl::memory user, const dnnl::memory::desc& wanted, const dnnl::engine& engine,
-                   dnnl::stream& stream) const {
+  dnnl::memory Get(dnnl::memory user, const dnnl::memory::desc& wanted, const dnnl::engine& engine, dnnl::stream& stream) const {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [desc, memory] : weights_)
       if (desc == wanted) return memory;
@@ -203,8 +202,7 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
       out_offset = begin * OW * O;
     }
     memory::dims src_dims = {n, C, h, W}, dst_dims = {n, O, oh, OW};
-    memory::dims strides = {w.sh, w.sw}, dilates = {w.dh - 1, w.dw - 1}, pad_l = {pad_top, w.pl},
-                 pad_r = {pad_bottom, w.pr};
+    memory::dims strides = {w.sh, w.sw}, dilates = {w.dh - 1, w.dw - 1}, pad_l = {pad_top, w.pl}, pad_r = {pad_bottom, w.pr};
     // Winograd (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) kernels) does a 3x3 convolution with
     // 2.25x or 4x fewer multiplications: about twice as fast, with errors of up to about
     // 1e-5 of the largest output (the direct algorithm's are about 1e-6). Below 8x8
@@ -221,8 +219,7 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
       auto make = [&](dnnl::algorithm alg, memory::format_tag layout) {
         memory::desc src_md(src_dims, memory::data_type::f32, layout), dst_md(dst_dims, memory::data_type::f32, layout);
         const auto prop = dnnl::prop_kind::forward_inference;
-        auto d = bias ? dnnl::convolution_forward::desc(prop, alg, src_md, w_any, bias_md, dst_md, strides, dilates,
-                                                        pad_l, pad_r)
+        auto d = bias ? dnnl::convolution_forward::desc(prop, alg, src_md, w_any, bias_md, dst_md, strides, dilates, pad_l, pad_r)
                       : dnnl::convolution_forward::desc(prop, alg, src_md, w_any, dst_md, strides, dilates, pad_l, pad_r);
         return dnnl::convolution_forward::primitive_desc(d, OneDnnAttr(epilogue), engine);
       };
@@ -260,8 +257,8 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
       }
     }
     memory scratchpad(e.pd.scratchpad_desc(), engine);  // this call's own: runs may overlap
-    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
-                                            {DNNL_ARG_SCRATCHPAD, scratchpad}};
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
     if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_md, engine, bias->raw()));
     e.primitive.execute(stream, args);
     if (dst != user_dst) dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
@@ -304,10 +301,8 @@ Status InferConv(InferenceContext& c, bool depthwise, bool nchw_allowed) {
     w.kw = f.dim(1);
     if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) >= 0 && f.dim(2) >= 0) {
       if (depthwise ? f.dim(2) != in.dim(3) : (f.dim(2) == 0 || in.dim(3) % f.dim(2) != 0))
-        return c.ShapeError("filter " + f.ToString() + " does not match the input's " + std::to_string(in.dim(3)) +
-                            " channels");
-      if (!depthwise && f.dim(2) != in.dim(3))
-        return Unimplemented(NodeLabel(c.node) + ": grouped convolution is not supported");
+        return c.ShapeError("filter " + f.ToString() + " does not match the input's " + std::to_string(in.dim(3)) + " channels");
+      if (!depthwise && f.dim(2) != in.dim(3)) return Unimplemented(NodeLabel(c.node) + ": grouped convolution is not supported");
     }
     if (f.dim(3) >= 0) out_channels = depthwise ? (f.dim(2) >= 0 ? f.dim(2) * f.dim(3) : -1) : f.dim(3);
     if (w.kh < 0 || w.kw < 0) {
@@ -381,7 +376,6 @@ OpDef ConvOp(const char* name, bool depthwise) {
   };
   return def;
 }
-
 
 // Conv2DBackpropInput(input_sizes, filter, out_backprop): the gradient of Conv2D with
 // respect to its input, which is also Keras's Conv2DTranspose. Each input element sums
@@ -602,8 +596,8 @@ Status CheckChannelVector(InferenceContext& c, int i, int64_t channels, bool emp
   if (s.unknown_rank()) return Status::Ok();
   const bool fits = s.rank() == 1 && (channels < 0 || s.dim(0) < 0 || s.dim(0) == channels || (empty_ok && s.dim(0) == 0));
   if (fits) return Status::Ok();
-  return c.ShapeError("input " + std::to_string(i) + " must be a vector of " + std::to_string(channels) +
-                      " channels" + (empty_ok ? " (or empty)" : "") + ", got " + s.ToString());
+  return c.ShapeError("input " + std::to_string(i) + " must be a vector of " + std::to_string(channels) + " channels" +
+                      (empty_ok ? " (or empty)" : "") + ", got " + s.ToString());
 }
 
 // FusedBatchNormV3. In inference: y = (x - mean) * scale / sqrt(var + eps) + offset, and
@@ -640,8 +634,7 @@ OpDef FusedBatchNormOp() {
       for (int i : {3, 4})
         if (ctx.input(i).num_elements() != l.C)
           return ctx.Error("When exponential_avg_factor != 1, input " + std::to_string(i) + " must have the " +
-                           std::to_string(l.C) + " elements of x's channels, got " +
-                           std::to_string(ctx.input(i).num_elements()));
+                           std::to_string(l.C) + " elements of x's channels, got " + std::to_string(ctx.input(i).num_elements()));
     std::vector<double> mean(l.C), var(l.C);
     if (!training) {
       for (int64_t c = 0; c < l.C; ++c) mean[c] = given(3)[c], var[c] = given(4)[c];
@@ -722,7 +715,8 @@ OpDef FusedBatchNormGradOp() {
     int64_t channels;
     GJ_RETURN_IF_ERROR(CheckBatchNorm(c, {0, 1}, {2, 3, 4, 5}, 1, &t, &channels));
     const Shape &dy = c.shape(0), &x = c.shape(1);
-    if (dy.IsFullyDefined() && x.IsFullyDefined() && dy != x) return c.ShapeError("y_backprop " + dy.ToString() + " and x " + x.ToString() + " differ");
+    if (dy.IsFullyDefined() && x.IsFullyDefined() && dy != x)
+      return c.ShapeError("y_backprop " + dy.ToString() + " and x " + x.ToString() + " differ");
     for (int i = 2; i <= 4; ++i) GJ_RETURN_IF_ERROR(CheckChannelVector(c, i, channels, false));
     c.AddOutput(t, x.unknown_rank() ? dy : x);
     for (int i = 0; i < 2; ++i) c.AddOutput(DType::kFloat, Shape{channels});
@@ -818,8 +812,7 @@ OpDef SparseSoftmaxXentOp() {
         for (int64_t i = 0; i < d; ++i) sum += (e[i] = std::exp(static_cast<CT>(x[i]) - m));
         const int64_t label = ctx.input(1).ValueAsInt(r);
         loss->data<T>()[r] = static_cast<T>(std::log(sum) - (static_cast<CT>(x[label]) - m));
-        for (int64_t i = 0; i < d; ++i)
-          grad->data<T>()[r * d + i] = static_cast<T>(e[i] / sum - (i == label ? CT(1) : CT(0)));
+        for (int64_t i = 0; i < d; ++i) grad->data<T>()[r * d + i] = static_cast<T>(e[i] / sum - (i == label ? CT(1) : CT(0)));
       }
       return Status::Ok();
     });
@@ -827,11 +820,10 @@ OpDef SparseSoftmaxXentOp() {
   return def;
 }
 
-const bool kRegistered = RegisterOps({ConvOp("Conv2D", false), ConvOp("DepthwiseConv2dNative", true),
-                                      ConvOp("_FusedConv2D", false), ConvOp("_FusedDepthwiseConv2dNative", true),
-                                      ConvBackpropInputOp(),
-                                      PoolOp<true>("MaxPool"), PoolOp<false>("AvgPool"), FusedBatchNormOp(), FusedBatchNormGradOp(),
-                                      SparseSoftmaxXentOp()});
+const bool kRegistered =
+    RegisterOps({ConvOp("Conv2D", false), ConvOp("DepthwiseConv2dNative", true), ConvOp("_FusedConv2D", false),
+                 ConvOp("_FusedDepthwiseConv2dNative", true), ConvBackpropInputOp(), PoolOp<true>("MaxPool"),
+                 PoolOp<false>("AvgPool"), FusedBatchNormOp(), FusedBatchNormGradOp(), SparseSoftmaxXentOp()});
 
 }  // namespace
 
@@ -844,7 +836,8 @@ StatusOr<Window> ResolveWindow(const Node& node, const Shape& layout_input, cons
     w.kh = filter->dim(0);
     w.kw = filter->dim(1);
   }
-  if (input.unknown_rank() || !input.IsFullyDefined()) return c.ShapeError("the input's shape " + input.ToString() + " is not static");
+  if (input.unknown_rank() || !input.IsFullyDefined())
+    return c.ShapeError("the input's shape " + input.ToString() + " is not static");
   GJ_RETURN_IF_ERROR(WindowOutput(c, &w, input, input.dim(3)).status());
   return w;
 }

@@ -24,12 +24,16 @@ void ReduceBlock(const KernelContext& ctx, const C* in, C* out, int64_t outer, i
     if constexpr (R == Reducer::kSum || R == Reducer::kMean) acc += x;
     if constexpr (R == Reducer::kProd) acc *= x;
     if constexpr (R == Reducer::kMax) {
-      if constexpr (std::is_floating_point_v<C>) acc = acc.binaryExpr(x, IeeeMinMax<C, true>());
-      else acc = acc.max(x);
+      if constexpr (std::is_floating_point_v<C>)
+        acc = acc.binaryExpr(x, IeeeMinMax<C, true>());
+      else
+        acc = acc.max(x);
     }
     if constexpr (R == Reducer::kMin) {
-      if constexpr (std::is_floating_point_v<C>) acc = acc.binaryExpr(x, IeeeMinMax<C, false>());
-      else acc = acc.min(x);
+      if constexpr (std::is_floating_point_v<C>)
+        acc = acc.binaryExpr(x, IeeeMinMax<C, false>());
+      else
+        acc = acc.min(x);
     }
   };
   ctx.ParallelFor(outer, r * inner, [&](int64_t b, int64_t e) {
@@ -41,12 +45,16 @@ void ReduceBlock(const KernelContext& ctx, const C* in, C* out, int64_t outer, i
         if constexpr (R == Reducer::kSum || R == Reducer::kMean) acc[0] = row.sum();
         if constexpr (R == Reducer::kProd) acc[0] = row.prod();
         if constexpr (R == Reducer::kMax) {
-          if constexpr (std::is_floating_point_v<C>) acc[0] = IeeeMaxCoeff<true>(row);
-          else acc[0] = row.maxCoeff();
+          if constexpr (std::is_floating_point_v<C>)
+            acc[0] = IeeeMaxCoeff<true>(row);
+          else
+            acc[0] = row.maxCoeff();
         }
         if constexpr (R == Reducer::kMin) {
-          if constexpr (std::is_floating_point_v<C>) acc[0] = IeeeMaxCoeff<false>(row);
-          else acc[0] = row.minCoeff();
+          if constexpr (std::is_floating_point_v<C>)
+            acc[0] = IeeeMaxCoeff<false>(row);
+          else
+            acc[0] = row.minCoeff();
         }
         continue;
       }
@@ -60,7 +68,8 @@ template <Reducer R, typename C>
 C Identity() {
   if constexpr (R == Reducer::kSum || R == Reducer::kMean) return C(0);
   if constexpr (R == Reducer::kProd) return C(1);
-  if constexpr (R == Reducer::kMax) return std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
+  if constexpr (R == Reducer::kMax)
+    return std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
   return std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
 }
 
@@ -99,8 +108,10 @@ OpDef ReductionOp(const char* name, TypeSet types) {
     for (int i = 0; i < in.rank(); ++i) {
       bool reduced = next < axes.size() && axes[next] == i;
       if (reduced) ++next;
-      if (!reduced) dims.push_back(in.dim(i));
-      else if (keep) dims.push_back(1);
+      if (!reduced)
+        dims.push_back(in.dim(i));
+      else if (keep)
+        dims.push_back(1);
     }
     c.AddOutput(t, Shape(dims));
     return Status::Ok();
@@ -115,8 +126,8 @@ OpDef ReductionOp(const char* name, TypeSet types) {
       using CT = ComputeType<T>;
       // Sums and products of int32 and int64 wrap (see WrapType): they are reduced as
       // their unsigned type, which has the same size.
-      constexpr bool kWraps = (R == Reducer::kSum || R == Reducer::kMean || R == Reducer::kProd) &&
-                              std::is_integral_v<CT> && std::is_signed_v<CT> && sizeof(CT) >= 4;
+      constexpr bool kWraps = (R == Reducer::kSum || R == Reducer::kMean || R == Reducer::kProd) && std::is_integral_v<CT> &&
+                              std::is_signed_v<CT> && sizeof(CT) >= 4;
       using C = std::conditional_t<kWraps, WrapType<CT>, CT>;
       const int64_t n_out = out->num_elements();
       // Work in C: reduce the contiguous blocks of axes from the last block to the first.
@@ -134,7 +145,10 @@ OpDef ReductionOp(const char* name, TypeSet types) {
       }
       int64_t count = 1;
       for (int i = static_cast<int>(dims.size()) - 1; i >= 0;) {
-        if (!reduced[i]) { --i; continue; }
+        if (!reduced[i]) {
+          --i;
+          continue;
+        }
         int hi = i;
         while (i >= 0 && reduced[i]) --i;
         int lo = i + 1;  // block [lo, hi]
@@ -157,8 +171,10 @@ OpDef ReductionOp(const char* name, TypeSet types) {
       for (int64_t i = 0; i < n_out; ++i) {
         CT v = static_cast<CT>(cur_ptr[i]);
         if constexpr (R == Reducer::kMean) {
-          if (count > 0) v = v / static_cast<CT>(count);
-          else if constexpr (std::is_floating_point_v<CT>) v = std::numeric_limits<CT>::quiet_NaN();
+          if (count > 0)
+            v = v / static_cast<CT>(count);
+          else if constexpr (std::is_floating_point_v<CT>)
+            v = std::numeric_limits<CT>::quiet_NaN();
         }
         out->data<T>()[i] = static_cast<T>(v);
       }
@@ -222,8 +238,10 @@ OpDef ArgOp(bool max) {
               best = i;
             }
           }
-          if (out->dtype() == DType::kInt32) out->data<int32_t>()[o * inner + j] = static_cast<int32_t>(best);
-          else out->data<int64_t>()[o * inner + j] = best;
+          if (out->dtype() == DType::kInt32)
+            out->data<int32_t>()[o * inner + j] = static_cast<int32_t>(best);
+          else
+            out->data<int64_t>()[o * inner + j] = best;
         }
       }
       return Status::Ok();
@@ -240,8 +258,7 @@ OpDef SoftmaxOp(const char* name, bool log) {
   def.infer = [](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
     GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
-    if (!c.shape(0).unknown_rank() && c.shape(0).rank() < 1)
-      return c.ShapeError("logits must have rank >= 1, got a scalar");
+    if (!c.shape(0).unknown_rank() && c.shape(0).rank() < 1) return c.ShapeError("logits must have rank >= 1, got a scalar");
     c.AddOutput(t, c.shape(0));
     return Status::Ok();
   };
@@ -291,8 +308,7 @@ OpDef SoftmaxXentOp() {
         return c.ShapeError("logits and labels must be matrices, got " + c.shape(i).ToString());
     auto s = BroadcastShapes(c.shape(0), c.shape(1));
     if (!s.ok())
-      return c.ShapeError("logits " + c.shape(0).ToString() + " and labels " + c.shape(1).ToString() +
-                          " do not broadcast");
+      return c.ShapeError("logits " + c.shape(0).ToString() + " and labels " + c.shape(1).ToString() + " do not broadcast");
     c.AddOutput(t, s->unknown_rank() ? Shape{-1} : Shape{s->dim(0)});
     c.AddOutput(t, s->unknown_rank() ? Shape{-1, -1} : *s);
     return Status::Ok();

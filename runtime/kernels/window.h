@@ -8,15 +8,15 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ir/status.h"
 #include "ir/shape.h"
+#include "ir/status.h"
 
 namespace graphjit {
 
 struct Window {
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t pt = 0, pb = 0, pl = 0, pr = 0;  // resolved padding: top, bottom, left, right
-  std::string padding;                      // SAME, VALID, EXPLICIT
+  std::string padding;                     // SAME, VALID, EXPLICIT
   std::vector<int64_t> explicit_paddings;
   bool nchw = false;  // the data format: NCHW (else NHWC)
 };

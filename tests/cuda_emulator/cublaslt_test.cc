@@ -120,12 +120,14 @@ TEST(CudaEmulatorHostFunc, DeviceMemoryChecksTheRange) {
 struct Lt {
   void* library = nullptr;
   std::string error;
+  // clang-format off
 #define CUEMU_LT_FUNCTIONS(X)                                                                                  \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusName) X(cublasLtGetStatusString)                    \
   X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                  \
   X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)            \
   X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) \
   X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+// clang-format on
 #define CUEMU_LT_MEMBER(name) decltype(&::name) name = nullptr;
   CUEMU_LT_FUNCTIONS(CUEMU_LT_MEMBER)
 #undef CUEMU_LT_MEMBER
@@ -144,8 +146,8 @@ const Lt& Library() {
       l->error = "dlopen(" + path + "): " + dlerror();
       return l;
     }
-#define CUEMU_LT_LOAD(name)                                                                     \
-  l->name = reinterpret_cast<decltype(&::name)>(dlsym(l->library, #name));                      \
+#define CUEMU_LT_LOAD(name)                                                \
+  l->name = reinterpret_cast<decltype(&::name)>(dlsym(l->library, #name)); \
   if (!l->name && l->error.empty()) l->error = path + " has no " #name;
     CUEMU_LT_FUNCTIONS(CUEMU_LT_LOAD)
 #undef CUEMU_LT_LOAD
@@ -159,9 +161,9 @@ std::string StatusName(cublasStatus_t s) {
   return lt.cublasLtGetStatusName ? lt.cublasLtGetStatusName(s) : std::to_string(static_cast<int>(s));
 }
 
-#define LT_ASSERT_OK(call)                                                     \
-  do {                                                                         \
-    cublasStatus_t lt_status_ = (call);                                        \
+#define LT_ASSERT_OK(call)                                                                   \
+  do {                                                                                       \
+    cublasStatus_t lt_status_ = (call);                                                      \
     ASSERT_EQ(lt_status_, CUBLAS_STATUS_SUCCESS) << #call << ": " << StatusName(lt_status_); \
   } while (0)
 #define LT_EXPECT_STATUS(expected, call)                                          \
@@ -270,26 +272,21 @@ class CublasLtEmulator : public ::testing::Test {
   }
   const Lt& lt() { return Library(); }
 
-  cublasLtMatmulDesc_t Desc(cublasOperation_t ta, cublasOperation_t tb,
-                            cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT, CUdeviceptr bias = 0,
-                            cublasComputeType_t compute = CUBLAS_COMPUTE_32F) {
+  cublasLtMatmulDesc_t Desc(cublasOperation_t ta, cublasOperation_t tb, cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT,
+                            CUdeviceptr bias = 0, cublasComputeType_t compute = CUBLAS_COMPUTE_32F) {
     cublasLtMatmulDesc_t d = nullptr;
-    Check(lt().cublasLtMatmulDescCreate(&d, compute, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS
-              ? CUDA_SUCCESS
-              : CUDA_ERROR_UNKNOWN,
+    Check(lt().cublasLtMatmulDescCreate(&d, compute, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN,
           "cublasLtMatmulDescCreate");
     descs_.push_back(d);
     int32_t a = ta, b = tb;
     uint32_t e = epilogue;
     EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &a, sizeof(a)), CUBLAS_STATUS_SUCCESS);
     EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &b, sizeof(b)), CUBLAS_STATUS_SUCCESS);
-    EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)),
-              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)), CUBLAS_STATUS_SUCCESS);
     if (bias) {
       void* p = reinterpret_cast<void*>(bias);
       int32_t type = CUDA_R_32F;
-      EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof(p)),
-                CUBLAS_STATUS_SUCCESS);
+      EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof(p)), CUBLAS_STATUS_SUCCESS);
       EXPECT_EQ(lt().cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)),
                 CUBLAS_STATUS_SUCCESS);
     }
@@ -303,9 +300,8 @@ class CublasLtEmulator : public ::testing::Test {
     if (batch != 1) {
       EXPECT_EQ(lt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)),
                 CUBLAS_STATUS_SUCCESS);
-      EXPECT_EQ(
-          lt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
-          CUBLAS_STATUS_SUCCESS);
+      EXPECT_EQ(lt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+                CUBLAS_STATUS_SUCCESS);
     }
     return l;
   }
@@ -315,8 +311,8 @@ class CublasLtEmulator : public ::testing::Test {
   // The heuristic's algorithms (up to `requested`) for D = op(A) op(B) of these layouts
   // within `max_workspace` bytes of workspace.
   std::vector<cublasLtMatmulHeuristicResult_t> Heuristic(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
-                                                          cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d,
-                                                          uint64_t max_workspace, int requested) {
+                                                         cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d,
+                                                         uint64_t max_workspace, int requested) {
     cublasLtMatmulPreference_t pref = nullptr;
     EXPECT_EQ(lt().cublasLtMatmulPreferenceCreate(&pref), CUBLAS_STATUS_SUCCESS);
     EXPECT_EQ(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
@@ -348,8 +344,7 @@ TEST_F(CublasLtEmulator, EveryTransposeCombination) {
   LT_ASSERT_OK(lt().cublasLtMatmulPreferenceCreate(&pref));
   uint64_t workspace = 1 << 20;
   LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, lt().cublasLtMatmulPreferenceSetAttribute(
-                                              pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                              sizeof(workspace)));
+                                              pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
   for (cublasOperation_t ta : {CUBLAS_OP_N, CUBLAS_OP_T}) {
     for (cublasOperation_t tb : {CUBLAS_OP_N, CUBLAS_OP_T}) {
       const std::string what = std::string("op ") + OpName(ta) + OpName(tb);
@@ -362,8 +357,7 @@ TEST_F(CublasLtEmulator, EveryTransposeCombination) {
       Store(b, ldb, &hb, 0);
       CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dd = memory_.Upload(hd);
       cublasLtMatmulDesc_t desc = Desc(ta, tb);
-      cublasLtMatrixLayout_t la = Layout(a.rows, a.cols, lda), lb = Layout(b.rows, b.cols, ldb),
-                             ld = Layout(m, n, ldd);
+      cublasLtMatrixLayout_t la = Layout(a.rows, a.cols, lda), lb = Layout(b.rows, b.cols, ldb), ld = Layout(m, n, ldd);
       cublasLtMatmulHeuristicResult_t result{};
       int count = -1;
       LT_ASSERT_OK(lt().cublasLtMatmulAlgoGetHeuristic(handle_, desc, la, lb, ld, ld, pref, 1, &result, &count));
@@ -371,12 +365,11 @@ TEST_F(CublasLtEmulator, EveryTransposeCombination) {
       EXPECT_EQ(result.state, CUBLAS_STATUS_SUCCESS);
       EXPECT_EQ(result.workspaceSize, 0u);
       const float alpha = 1.5f, beta = 0.0f;
-      LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd),
-                                       ld, &result.algo, nullptr, 0, nullptr));
+      LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                       &result.algo, nullptr, 0, nullptr));
       CU_ASSERT_OK(cuCtxSynchronize());
       std::vector<float> out = Download<float>(dd, hd.size());
-      ExpectNear(Reference(op_a, op_b, nullptr, alpha, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT),
-                 Load(out, m, n, ldd, 0), what);
+      ExpectNear(Reference(op_a, op_b, nullptr, alpha, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT), Load(out, m, n, ldd, 0), what);
       // The padding rows of D are untouched.
       for (int c = 0; c < n; ++c)
         for (int r = m; r < ldd; ++r) EXPECT_TRUE(std::isnan(out[r + static_cast<size_t>(c) * ldd])) << what;
@@ -407,13 +400,13 @@ TEST_F(CublasLtEmulator, StridedBatchWithBroadcastOperand) {
   cublasLtMatrixLayout_t la = Layout(m, k, lda, batch, stride_a), lb = Layout(k, n, ldb, batch, 0),
                          lc = Layout(m, n, ldc, batch, stride_c), ld = Layout(m, n, ldd, batch, stride_d);
   const float alpha = 0.75f, beta = -0.5f;
-  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dc), lc, Ptr(dd), ld,
-                                   nullptr, nullptr, 0, nullptr));
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dc), lc, Ptr(dd), ld, nullptr,
+                                   nullptr, 0, nullptr));
   CU_ASSERT_OK(cuCtxSynchronize());
   std::vector<float> out = Download<float>(dd, hd.size());
   for (int i = 0; i < batch; ++i)
-    ExpectNear(Reference(as[i], b, &cs[i], alpha, beta, nullptr, CUBLASLT_EPILOGUE_DEFAULT),
-               Load(out, m, n, ldd, i * stride_d), "batch " + std::to_string(i));
+    ExpectNear(Reference(as[i], b, &cs[i], alpha, beta, nullptr, CUBLASLT_EPILOGUE_DEFAULT), Load(out, m, n, ldd, i * stride_d),
+               "batch " + std::to_string(i));
 }
 
 // BIAS, RELU_BIAS and GELU_BIAS: the bias (length m) is added per row of D, then the
@@ -425,21 +418,19 @@ TEST_F(CublasLtEmulator, BiasEpiloguesInPlace) {
   const struct {
     cublasLtEpilogue_t epilogue;
     const char* name;
-  } cases[] = {{CUBLASLT_EPILOGUE_BIAS, "BIAS"},
-               {CUBLASLT_EPILOGUE_RELU_BIAS, "RELU_BIAS"},
-               {CUBLASLT_EPILOGUE_GELU_BIAS, "GELU_BIAS"}};
+  } cases[] = {
+      {CUBLASLT_EPILOGUE_BIAS, "BIAS"}, {CUBLASLT_EPILOGUE_RELU_BIAS, "RELU_BIAS"}, {CUBLASLT_EPILOGUE_GELU_BIAS, "GELU_BIAS"}};
   for (const auto& test : cases) {
     std::vector<float> ha, hb, hcd;
     Store(op_a, m, &ha, 0);
     Store(Transposed(op_b), n, &hb, 0);  // B stored n x k, used transposed
     Store(c, m, &hcd, 0);
-    CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dcd = memory_.Upload(hcd),
-                dbias = memory_.Upload(bias);
+    CUdeviceptr da = memory_.Upload(ha), db = memory_.Upload(hb), dcd = memory_.Upload(hcd), dbias = memory_.Upload(bias);
     cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_T, test.epilogue, dbias);
     cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(n, k, n), lcd = Layout(m, n, m);
     const float alpha = 1.0f, beta = 1.0f;
-    LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dcd), lcd,
-                                     Ptr(dcd), lcd, nullptr, nullptr, 0, nullptr));
+    LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dcd), lcd, Ptr(dcd), lcd,
+                                     nullptr, nullptr, 0, nullptr));
     CU_ASSERT_OK(cuCtxSynchronize());
     const Matrix expected = Reference(op_a, op_b, &c, alpha, beta, &bias, test.epilogue);
     ExpectNear(expected, Load(Download<float>(dcd, hcd.size()), m, n, m, 0), test.name);
@@ -464,41 +455,37 @@ TEST_F(CublasLtEmulator, RejectsBadArguments) {
   cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
   // D one column too big for its allocation; A starting past its allocation.
   cublasLtMatrixLayout_t ld_big = Layout(m, n, m + 1), lb_big = Layout(k, n + 1, k), ld_wide = Layout(m, n + 1, m);
-  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb,
-                                                                    &beta, Ptr(dd), ld_big, Ptr(dd), ld_big, nullptr,
-                                                                    nullptr, 0, nullptr));
   LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE,
-                   lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da + 4), la, Ptr(db), lb, &beta, Ptr(dd), ld,
-                                       Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
+                   lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld_big, Ptr(dd), ld_big,
+                                       nullptr, nullptr, 0, nullptr));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da + 4), la, Ptr(db), lb, &beta,
+                                                                    Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
   LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE,
-                   lt().cublasLtMatmul(handle_, desc, &alpha, reinterpret_cast<void*>(uintptr_t{16}), la, Ptr(db), lb,
-                                       &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
+                   lt().cublasLtMatmul(handle_, desc, &alpha, reinterpret_cast<void*>(uintptr_t{16}), la, Ptr(db), lb, &beta,
+                                       Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
   // A bias shorter than the rows of D.
   cublasLtMatmulDesc_t bias_desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_BIAS, dbias);
-  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, bias_desc, &alpha, Ptr(da), la, Ptr(db),
-                                                                    lb, &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr,
-                                                                    nullptr, 0, nullptr));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, bias_desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta,
+                                                                    Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
   // Shapes: op(B) has n + 1 columns while D has n; op(A)'s k (8) is not op(B)'s (5); lda < rows; unequal batch counts.
-  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db),
-                                                                    lb_big, &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr,
-                                                                    nullptr, 0, nullptr));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb_big, &beta,
+                                                                    Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
   cublasLtMatmulDesc_t desc_t = Desc(CUBLAS_OP_T, CUBLAS_OP_N);  // op(A) is k x m: 5 x 8
-  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc_t, &alpha, Ptr(da), la, Ptr(db), lb,
-                                                                    &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr,
-                                                                    0, nullptr));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc_t, &alpha, Ptr(da), la, Ptr(db), lb, &beta,
+                                                                    Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
   cublasLtMatrixLayout_t la_short_ld = Layout(m, k, m - 1);
-  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la_short_ld,
-                                                                    Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
-                                                                    nullptr, nullptr, 0, nullptr));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE,
+                   lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la_short_ld, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                       nullptr, nullptr, 0, nullptr));
   cublasLtMatrixLayout_t la_batched = Layout(m, k, m, 2, 0);
-  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la_batched,
-                                                                    Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
-                                                                    nullptr, nullptr, 0, nullptr));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE,
+                   lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la_batched, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
+                                       nullptr, nullptr, 0, nullptr));
   // The heuristic finds nothing for a problem it does not support.
   cublasLtMatmulHeuristicResult_t result{};
   int count = -1;
-  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulAlgoGetHeuristic(
-                                                    handle_, desc, la, lb, ld_wide, ld_wide, nullptr, 1, &result, &count));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED,
+                   lt().cublasLtMatmulAlgoGetHeuristic(handle_, desc, la, lb, ld_wide, ld_wide, nullptr, 1, &result, &count));
   EXPECT_EQ(count, 0);
   // Nothing was queued: D is untouched.
   CU_ASSERT_OK(cuCtxSynchronize());
@@ -513,31 +500,29 @@ TEST_F(CublasLtEmulator, RejectsBadArguments) {
   cublasLtMatrixLayout_t half = nullptr;
   LT_ASSERT_OK(lt().cublasLtMatrixLayoutCreate(&half, CUDA_R_16F, m, k, m));
   layouts_.push_back(half);
-  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), half, Ptr(db), lb,
-                                                                    &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0,
-                                                                    nullptr));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), half, Ptr(db), lb, &beta,
+                                                                    Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
   int64_t wrong_size = CUBLAS_OP_T;
-  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
-                                                                                    &wrong_size, sizeof(wrong_size)));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE,
+                   lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &wrong_size, sizeof(wrong_size)));
   int32_t conjugate = CUBLAS_OP_C;
-  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
-                                                                                    &conjugate, sizeof(conjugate)));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED,
+                   lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &conjugate, sizeof(conjugate)));
   uint32_t drelu = CUBLASLT_EPILOGUE_DRELU;
   LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED,
                    lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &drelu, sizeof(drelu)));
   int32_t pointer_mode = CUBLASLT_POINTER_MODE_DEVICE;
-  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescSetAttribute(
-                                                    desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pointer_mode,
-                                                    sizeof(pointer_mode)));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE,
+                                                                                    &pointer_mode, sizeof(pointer_mode)));
   int32_t row_order = CUBLASLT_ORDER_ROW;
-  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER,
-                                                                                      &row_order, sizeof(row_order)));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED,
+                   lt().cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER, &row_order, sizeof(row_order)));
   int32_t col_order = CUBLASLT_ORDER_COL;
-  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS, lt().cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER,
-                                                                                &col_order, sizeof(col_order)));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_SUCCESS,
+                   lt().cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER, &col_order, sizeof(col_order)));
   int64_t batch64 = 2;
-  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, lt().cublasLtMatrixLayoutSetAttribute(
-                                                    la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch64, sizeof(batch64)));
+  LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE,
+                   lt().cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch64, sizeof(batch64)));
   EXPECT_STREQ(lt().cublasLtGetStatusName(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED");
   EXPECT_STREQ(lt().cublasLtGetStatusName(CUBLAS_STATUS_INVALID_VALUE), "CUBLAS_STATUS_INVALID_VALUE");
   EXPECT_NE(std::string(lt().cublasLtGetStatusString(CUBLAS_STATUS_SUCCESS)), "");
@@ -565,8 +550,8 @@ TEST_F(CublasLtEmulator, RunsInStreamOrder) {
   cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
   cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
   const float alpha = 1, beta = 0;
-  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
-                                   nullptr, nullptr, 0, stream));
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr,
+                                   nullptr, 0, stream));
   CU_ASSERT_OK(cuLaunchHostFunc(stream, RecordTwo, &calls));
   // Not yet: the synchronous copy does not wait for a non-blocking stream.
   EXPECT_TRUE(calls.order.empty());
@@ -599,8 +584,8 @@ TEST_F(CublasLtEmulator, FastTf32RoundsTheOperands) {
   cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, 0, CUBLAS_COMPUTE_32F_FAST_TF32);
   cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
   const float alpha = 1, beta = 0;
-  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
-                                   nullptr, nullptr, 0, nullptr));
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr,
+                                   nullptr, 0, nullptr));
   CU_ASSERT_OK(cuCtxSynchronize());
   const Matrix got = Load(Download<float>(dd, hd.size()), m, n, m, 0);
   const Matrix full = Reference(a, b, nullptr, 1, 0, nullptr, CUBLASLT_EPILOGUE_DEFAULT);
@@ -621,7 +606,9 @@ TEST_F(CublasLtEmulator, HalfAndBfloat16Gemms) {
   for (const cudaDataType_t type : {CUDA_R_16F, CUDA_R_16BF}) {
     const bool bf = type == CUDA_R_16BF;
     SCOPED_TRACE(bf ? "bf16" : "f16");
-    auto to_bits = [&](double v) { return bf ? cuemu::FloatToBf16(static_cast<float>(v)) : cuemu::FloatToHalf(static_cast<float>(v)); };
+    auto to_bits = [&](double v) {
+      return bf ? cuemu::FloatToBf16(static_cast<float>(v)) : cuemu::FloatToHalf(static_cast<float>(v));
+    };
     auto from_bits = [&](uint16_t h) { return static_cast<double>(bf ? cuemu::Bf16ToFloat(h) : cuemu::HalfToFloat(h)); };
     // Operands exactly representable in the type.
     Matrix a = RandomMatrix(m, k, 80), b = RandomMatrix(k, n, 81);
@@ -636,29 +623,26 @@ TEST_F(CublasLtEmulator, HalfAndBfloat16Gemms) {
                 dd = memory_.Upload(std::vector<uint16_t>(static_cast<size_t>(m) * n, 0));
     cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_RELU_BIAS);
     void* bias_pointer = Ptr(dbias);
-    LT_ASSERT_OK(lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
-                                                     sizeof bias_pointer));
+    LT_ASSERT_OK(
+        lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer));
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
     LT_ASSERT_OK(lt().cublasLtMatrixLayoutCreate(&la, type, m, k, m));
     LT_ASSERT_OK(lt().cublasLtMatrixLayoutCreate(&lb, type, k, n, k));
     LT_ASSERT_OK(lt().cublasLtMatrixLayoutCreate(&ld, type, m, n, m));
     for (auto l : {la, lb, ld}) layouts_.push_back(l);
     const float alpha = 1, beta = 0;
-    LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
-                                     nullptr, nullptr, 0, nullptr));
+    LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr,
+                                     nullptr, 0, nullptr));
     CU_ASSERT_OK(cuCtxSynchronize());
     const std::vector<uint16_t> got = Download<uint16_t>(dd, static_cast<size_t>(m) * n);
     const Matrix want = Reference(a, b, nullptr, 1, 0, &bias, CUBLASLT_EPILOGUE_RELU_BIAS);  // rounded to float
     for (int c = 0; c < n; ++c)
-      for (int r = 0; r < m; ++r)
-        EXPECT_EQ(got[r + static_cast<size_t>(c) * m], to_bits(want.at(r, c))) << r << "," << c;
+      for (int r = 0; r < m; ++r) EXPECT_EQ(got[r + static_cast<size_t>(c) * m], to_bits(want.at(r, c))) << r << "," << c;
     // A float bias with half matrices is another type: not supported.
     int32_t float_bias = CUDA_R_32F;
-    LT_ASSERT_OK(lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &float_bias,
-                                                     sizeof float_bias));
-    LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb,
-                                                                      &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr,
-                                                                      0, nullptr));
+    LT_ASSERT_OK(lt().cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &float_bias, sizeof float_bias));
+    LT_EXPECT_STATUS(CUBLAS_STATUS_NOT_SUPPORTED, lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta,
+                                                                      Ptr(dd), ld, Ptr(dd), ld, nullptr, nullptr, 0, nullptr));
   }
 }
 
@@ -685,8 +669,8 @@ TEST_F(CublasLtEmulator, SplitKNeedsItsWorkspace) {
   ASSERT_GT(need, 0u);
   const float alpha = 1, beta = 0;
   auto matmul = [&](void* workspace, size_t bytes) {
-    return lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
-                               &split.algo, workspace, bytes, nullptr);
+    return lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld, &split.algo,
+                               workspace, bytes, nullptr);
   };
   LT_EXPECT_STATUS(CUBLAS_STATUS_INVALID_VALUE, matmul(nullptr, 0));
   const CUdeviceptr small = memory_.Upload(std::vector<float>(need / sizeof(float) / 2, 0.0f));
@@ -767,8 +751,8 @@ TEST_F(CublasLtEmulator, CapturedGemmRunsAtEachGraphLaunch) {
   cublasLtMatrixLayout_t la = Layout(m, k, m), lb = Layout(k, n, k), ld = Layout(m, n, m);
   const float alpha = 1, beta = 0;
   CU_ASSERT_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld,
-                                   nullptr, nullptr, 0, stream));
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(db), lb, &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr,
+                                   nullptr, 0, stream));
   CUgraph graph = nullptr;
   CU_ASSERT_OK(cuStreamEndCapture(stream, &graph));
   size_t nodes = 0;
@@ -791,8 +775,8 @@ TEST_F(CublasLtEmulator, CapturedGemmRunsAtEachGraphLaunch) {
   CU_ASSERT_OK(cuMemAlloc(&scratch, hb.size() * sizeof(float)));
   CU_ASSERT_OK(cuMemcpyDtoD(scratch, db, hb.size() * sizeof(float)));
   CU_ASSERT_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(scratch), lb, &beta, Ptr(dd), ld, Ptr(dd),
-                                   ld, nullptr, nullptr, 0, stream));
+  LT_ASSERT_OK(lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da), la, Ptr(scratch), lb, &beta, Ptr(dd), ld, Ptr(dd), ld, nullptr,
+                                   nullptr, 0, stream));
   CUgraph freed = nullptr;
   CU_ASSERT_OK(cuStreamEndCapture(stream, &freed));
   CUgraphExecUpdateResultInfo info;
@@ -860,8 +844,7 @@ TEST_F(CublasLtEmulator, FirstCallOfAPlanIsNotCapturable) {
   CUstream stream = nullptr;
   CU_ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   auto matmul = [&](cublasLtHandle_t h, cublasLtMatmulDesc_t d) {
-    return lt().cublasLtMatmul(h, d, &alpha, Ptr(da), l, Ptr(db), l, &beta, Ptr(dd), l, Ptr(dd), l, nullptr, nullptr, 0,
-                               stream);
+    return lt().cublasLtMatmul(h, d, &alpha, Ptr(da), l, Ptr(db), l, &beta, Ptr(dd), l, Ptr(dd), l, nullptr, nullptr, 0, stream);
   };
   // One captured call: its status, and what cuStreamEndCapture says.
   auto captured = [&](cublasLtHandle_t h, cublasLtMatmulDesc_t d, cublasStatus_t* status) {
@@ -906,21 +889,20 @@ TEST_F(CublasLtEmulator, PointersAsAlignedAsTheHeuristicWasTold) {
     cublasLtMatmulPreference_t pref = nullptr;
     EXPECT_EQ(lt().cublasLtMatmulPreferenceCreate(&pref), CUBLAS_STATUS_SUCCESS);
     if (align_a) {
-      EXPECT_EQ(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
-                                                          sizeof align_a),
-                CUBLAS_STATUS_SUCCESS);
+      EXPECT_EQ(
+          lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof align_a),
+          CUBLAS_STATUS_SUCCESS);
     }
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
-    EXPECT_EQ(lt().cublasLtMatmulAlgoGetHeuristic(handle_, desc, l, l, l, l, pref, 1, &result, &count),
-              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(lt().cublasLtMatmulAlgoGetHeuristic(handle_, desc, l, l, l, l, pref, 1, &result, &count), CUBLAS_STATUS_SUCCESS);
     EXPECT_EQ(count, 1);
     lt().cublasLtMatmulPreferenceDestroy(pref);
     return result.algo;
   };
   auto matmul = [&](cublasLtMatmulDesc_t desc, const cublasLtMatmulAlgo_t* algo, size_t a_off, size_t d_off) {
-    return lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da + a_off), l, Ptr(db), l, &beta, Ptr(dd + d_off), l,
-                               Ptr(dd + d_off), l, algo, nullptr, 0, nullptr);
+    return lt().cublasLtMatmul(handle_, desc, &alpha, Ptr(da + a_off), l, Ptr(db), l, &beta, Ptr(dd + d_off), l, Ptr(dd + d_off),
+                               l, algo, nullptr, 0, nullptr);
   };
   cublasLtMatmulDesc_t desc = Desc(CUBLAS_OP_N, CUBLAS_OP_N);
   const cublasLtMatmulAlgo_t strict = heuristic(desc, 0), loose = heuristic(desc, 16);

@@ -39,6 +39,7 @@ namespace {
 struct Dnn {
   void* library = nullptr;
   std::string error;
+  // clang-format off
 #define CUEMU_DNN_FUNCTIONS(X)                                                                                      \
   X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor)             \
   X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnCreateFilterDescriptor)                        \
@@ -49,6 +50,7 @@ struct Dnn {
   X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) X(cudnnConvolutionBiasActivationForward)      \
   X(cudnnGetConvolutionBackwardDataAlgorithm_v7) X(cudnnGetConvolutionBackwardDataWorkspaceSize)                      \
   X(cudnnConvolutionBackwardData) X(cudnnSetTensor4dDescriptorEx) X(cudnnTransformTensor)
+// clang-format on
 #define CUEMU_DNN_MEMBER(name) decltype(&::name) name = nullptr;
   CUEMU_DNN_FUNCTIONS(CUEMU_DNN_MEMBER)
 #undef CUEMU_DNN_MEMBER
@@ -67,7 +69,7 @@ const Dnn& Library() {
       d->error = "dlopen(" + path + "): " + dlerror();
       return d;
     }
-#define CUEMU_DNN_LOAD(name)                                                \
+#define CUEMU_DNN_LOAD(name)                                               \
   d->name = reinterpret_cast<decltype(&::name)>(dlsym(d->library, #name)); \
   if (!d->name && d->error.empty()) d->error = path + " has no " #name;
     CUEMU_DNN_FUNCTIONS(CUEMU_DNN_LOAD)
@@ -77,9 +79,9 @@ const Dnn& Library() {
   return *dnn;
 }
 
-#define DNN_ASSERT_OK(call)                                                                               \
-  do {                                                                                                    \
-    cudnnStatus_t dnn_status_ = (call);                                                                   \
+#define DNN_ASSERT_OK(call)                                                                                      \
+  do {                                                                                                           \
+    cudnnStatus_t dnn_status_ = (call);                                                                          \
     ASSERT_EQ(dnn_status_, CUDNN_STATUS_SUCCESS) << #call << ": " << Library().cudnnGetErrorString(dnn_status_); \
   } while (0)
 
@@ -93,9 +95,8 @@ struct Geometry {
   std::string Name() const {
     return std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) + " * " +
            std::to_string(k) + "x" + std::to_string(cg()) + "x" + std::to_string(r) + "x" + std::to_string(s) + " pad " +
-           std::to_string(pad_h) + "," + std::to_string(pad_w) + " stride " + std::to_string(u) + "," +
-           std::to_string(v) + " dilation " + std::to_string(dil_h) + "," + std::to_string(dil_w) + " groups " +
-           std::to_string(groups);
+           std::to_string(pad_h) + "," + std::to_string(pad_w) + " stride " + std::to_string(u) + "," + std::to_string(v) +
+           " dilation " + std::to_string(dil_h) + "," + std::to_string(dil_w) + " groups " + std::to_string(groups);
   }
 };
 
@@ -196,8 +197,8 @@ class CudnnEmulator : public ::testing::Test {
     cudnnConvolutionDescriptor_t c = nullptr;
     EXPECT_EQ(dnn().cudnnCreateConvolutionDescriptor(&c), CUDNN_STATUS_SUCCESS);
     convs_.push_back(c);
-    EXPECT_EQ(dnn().cudnnSetConvolution2dDescriptor(c, g.pad_h, g.pad_w, g.u, g.v, g.dil_h, g.dil_w,
-                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+    EXPECT_EQ(dnn().cudnnSetConvolution2dDescriptor(c, g.pad_h, g.pad_w, g.u, g.v, g.dil_h, g.dil_w, CUDNN_CROSS_CORRELATION,
+                                                    CUDNN_DATA_FLOAT),
               CUDNN_STATUS_SUCCESS);
     EXPECT_EQ(dnn().cudnnSetConvolutionGroupCount(c, g.groups), CUDNN_STATUS_SUCCESS);
     EXPECT_EQ(dnn().cudnnSetConvolutionMathType(c, math), CUDNN_STATUS_SUCCESS);
@@ -233,7 +234,8 @@ TEST_F(CudnnEmulator, ForwardMatchesTheDefinition) {
   geometries[3].groups = 2;
   geometries[4].groups = 4, geometries[4].k = 8, geometries[4].r = geometries[4].s = 5, geometries[4].pad_h = 2;
   for (const Geometry& g : geometries) {
-    const std::vector<double> x = Random(size_t{1} * g.n * g.c * g.h * g.w, 1), wt = Random(size_t{1} * g.k * g.cg() * g.r * g.s, 2);
+    const std::vector<double> x = Random(size_t{1} * g.n * g.c * g.h * g.w, 1),
+                              wt = Random(size_t{1} * g.k * g.cg() * g.r * g.s, 2);
     std::vector<double> want(size_t{1} * g.n * g.k * g.oh() * g.ow());
     ForEachProduct(g, [&](int64_t y, int64_t xi, int64_t wi) { want[y] += x[xi] * wt[wi]; });
     for (const bool nhwc : {false, true}) {
@@ -273,7 +275,8 @@ TEST_F(CudnnEmulator, ForwardMatchesTheDefinition) {
 // ReLU: not supported, as cuDNN).
 TEST_F(CudnnEmulator, FusedBiasResidualAndRelu) {
   const Geometry g;
-  const std::vector<double> x = Random(size_t{1} * g.n * g.c * g.h * g.w, 3), wt = Random(size_t{1} * g.k * g.cg() * g.r * g.s, 4);
+  const std::vector<double> x = Random(size_t{1} * g.n * g.c * g.h * g.w, 3),
+                            wt = Random(size_t{1} * g.k * g.cg() * g.r * g.s, 4);
   const std::vector<double> z = Random(size_t{1} * g.n * g.k * g.oh() * g.ow(), 5), bias = Random(g.k, 6);
   std::vector<double> conv(z.size());
   ForEachProduct(g, [&](int64_t y, int64_t xi, int64_t wi) { conv[y] += x[xi] * wt[wi]; });
@@ -306,13 +309,13 @@ TEST_F(CudnnEmulator, FusedBiasResidualAndRelu) {
   }
   const CUdeviceptr Y = memory_.Alloc<float>(z.size());
   EXPECT_EQ(dnn().cudnnConvolutionBiasActivationForward(handle_, &alpha1, xd, Ptr(X), fd, Ptr(W), cd,
-                                                        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &alpha2, yd,
-                                                        Ptr(Y), bd, Ptr(B), Act(CUDNN_ACTIVATION_IDENTITY), yd, Ptr(Y)),
+                                                        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &alpha2, yd, Ptr(Y),
+                                                        bd, Ptr(B), Act(CUDNN_ACTIVATION_IDENTITY), yd, Ptr(Y)),
             CUDNN_STATUS_NOT_SUPPORTED);
-  EXPECT_EQ(dnn().cudnnConvolutionBiasActivationForward(handle_, &alpha1, xd, Ptr(X), fd, Ptr(W), cd, precomp, Ptr(ws), bytes,
-                                                        &alpha2, yd, Ptr(Y), bd, Ptr(B), Act(CUDNN_ACTIVATION_CLIPPED_RELU),
-                                                        yd, Ptr(Y)),
-            CUDNN_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(
+      dnn().cudnnConvolutionBiasActivationForward(handle_, &alpha1, xd, Ptr(X), fd, Ptr(W), cd, precomp, Ptr(ws), bytes, &alpha2,
+                                                  yd, Ptr(Y), bd, Ptr(B), Act(CUDNN_ACTIVATION_CLIPPED_RELU), yd, Ptr(Y)),
+      CUDNN_STATUS_NOT_SUPPORTED);
 }
 
 // dx = the transposed convolution of dy (Conv2DBackpropInput), strided and padded, grouped,
@@ -322,7 +325,8 @@ TEST_F(CudnnEmulator, BackwardDataIsTheTransposedConvolution) {
     Geometry g;
     g.u = g.v = 2, g.h = 8, g.groups = groups;
     SCOPED_TRACE(g.Name());
-    const std::vector<double> dy = Random(size_t{1} * g.n * g.k * g.oh() * g.ow(), 7), wt = Random(size_t{1} * g.k * g.cg() * g.r * g.s, 8);
+    const std::vector<double> dy = Random(size_t{1} * g.n * g.k * g.oh() * g.ow(), 7),
+                              wt = Random(size_t{1} * g.k * g.cg() * g.r * g.s, 8);
     const std::vector<double> before = Random(size_t{1} * g.n * g.c * g.h * g.w, 9);
     std::vector<double> want(before.begin(), before.end());
     ForEachProduct(g, [&](int64_t y, int64_t xi, int64_t wi) { want[xi] += dy[y] * wt[wi]; });
@@ -369,7 +373,8 @@ TEST_F(CudnnEmulator, Tf32UnlessFmaMathAndHalfPrecision) {
   auto yd = Tensor(false, 1, 1, 1, 1, CUDNN_DATA_HALF);
   auto fd = Filter(false, g, CUDNN_DATA_HALF);
   auto cd = Conv(g);
-  const CUdeviceptr X = memory_.Upload(std::vector<uint16_t>{cuemu::FloatToHalf(1.0f + std::ldexp(1.0f, -10)), cuemu::FloatToHalf(0.75f)});
+  const CUdeviceptr X =
+      memory_.Upload(std::vector<uint16_t>{cuemu::FloatToHalf(1.0f + std::ldexp(1.0f, -10)), cuemu::FloatToHalf(0.75f)});
   const CUdeviceptr W = memory_.Upload(std::vector<uint16_t>{cuemu::FloatToHalf(0.25f), cuemu::FloatToHalf(1.0f)});
   const CUdeviceptr Y = memory_.Alloc<uint16_t>(1);
   DNN_ASSERT_OK(dnn().cudnnConvolutionForward(handle_, &kOne, xd, Ptr(X), fd, Ptr(W), cd,
@@ -488,8 +493,7 @@ TEST_F(CudnnEmulator, RejectedAlgorithmsAreOfferedButFail) {
   DNN_ASSERT_OK(dnn().cudnnGetConvolutionForwardAlgorithm_v7(handle_, xd, fd, cd, yd, 8, &count, perf));
   ASSERT_EQ(count, 3) << "rejected algorithms are still offered";
   auto forward = [&](cudnnConvolutionFwdAlgo_t algo) {
-    return dnn().cudnnConvolutionForward(handle_, &kOne, xd, Ptr(X), fd, Ptr(W), cd, algo, Ptr(ws), 1 << 20, &kZero, yd,
-                                         Ptr(Y));
+    return dnn().cudnnConvolutionForward(handle_, &kOne, xd, Ptr(X), fd, Ptr(W), cd, algo, Ptr(ws), 1 << 20, &kZero, yd, Ptr(Y));
   };
   EXPECT_EQ(forward(perf[0].algo), CUDNN_STATUS_NOT_SUPPORTED);
   EXPECT_NE(LastMessage().find("CUEMU_REJECT_ALGOS"), std::string::npos) << LastMessage();
@@ -501,8 +505,7 @@ TEST_F(CudnnEmulator, RejectedAlgorithmsAreOfferedButFail) {
   DNN_ASSERT_OK(dnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, fd, yd, cd, xd, 4, &count, bperf));
   ASSERT_EQ(count, 2);
   auto backward = [&](cudnnConvolutionBwdDataAlgo_t algo) {
-    return dnn().cudnnConvolutionBackwardData(handle_, &kOne, fd, Ptr(W), yd, Ptr(Y), cd, algo, nullptr, 0, &kZero, xd,
-                                              Ptr(X));
+    return dnn().cudnnConvolutionBackwardData(handle_, &kOne, fd, Ptr(W), yd, Ptr(Y), cd, algo, nullptr, 0, &kZero, xd, Ptr(X));
   };
   EXPECT_EQ(backward(bperf[0].algo), CUDNN_STATUS_NOT_SUPPORTED);
   DNN_ASSERT_OK(backward(bperf[1].algo));
@@ -532,9 +535,7 @@ TEST_F(CudnnEmulator, FirstCallOfAPlanIsNotCapturable) {
   auto forward = [&](cudnnHandle_t h) {
     return dnn().cudnnConvolutionForward(h, &kOne, xd, Ptr(X), fd, Ptr(W), cd, algo, nullptr, 0, &kZero, yd, Ptr(Y));
   };
-  auto transform = [&](cudnnHandle_t h) {
-    return dnn().cudnnTransformTensor(h, &kOne, yd, Ptr(Y), &kZero, y_nhwc, Ptr(Y2));
-  };
+  auto transform = [&](cudnnHandle_t h) { return dnn().cudnnTransformTensor(h, &kOne, yd, Ptr(Y), &kZero, y_nhwc, Ptr(Y2)); };
   auto captured = [&](cudnnHandle_t h, auto call, cudnnStatus_t* status) {
     EXPECT_EQ(dnn().cudnnSetStream(h, reinterpret_cast<cudaStream_t>(stream)), CUDNN_STATUS_SUCCESS);
     return CapturedAlone(stream, [&] { return call(h); }, status);
@@ -580,8 +581,8 @@ TEST_F(CudnnEmulator, DataPointersMustBe16ByteAligned) {
   const CUdeviceptr B = memory_.Alloc<float>(g.k + pad);
   const CUdeviceptr ws = memory_.Alloc(1 << 20);
   auto forward = [&](size_t x_off, size_t w_off, size_t y_off, cudnnConvolutionFwdAlgo_t algo, size_t ws_off) {
-    return dnn().cudnnConvolutionForward(handle_, &kOne, xd, Ptr(X + x_off), fd, Ptr(W + w_off), cd, algo,
-                                         Ptr(ws + ws_off), 1 << 19, &kZero, yd, Ptr(Y + y_off));
+    return dnn().cudnnConvolutionForward(handle_, &kOne, xd, Ptr(X + x_off), fd, Ptr(W + w_off), cd, algo, Ptr(ws + ws_off),
+                                         1 << 19, &kZero, yd, Ptr(Y + y_off));
   };
   const auto implicit = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, gemm = CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
   DNN_ASSERT_OK(forward(16, 32, 48, gemm, 16));
@@ -593,8 +594,8 @@ TEST_F(CudnnEmulator, DataPointersMustBe16ByteAligned) {
   EXPECT_NE(LastMessage().find("workspace"), std::string::npos) << LastMessage();
   auto act = Act(CUDNN_ACTIVATION_RELU);
   auto fused = [&](size_t b_off) {
-    return dnn().cudnnConvolutionBiasActivationForward(handle_, &kOne, xd, Ptr(X), fd, Ptr(W), cd, implicit, nullptr, 0,
-                                                       &kZero, yd, Ptr(Y), bd, Ptr(B + b_off), act, yd, Ptr(Y));
+    return dnn().cudnnConvolutionBiasActivationForward(handle_, &kOne, xd, Ptr(X), fd, Ptr(W), cd, implicit, nullptr, 0, &kZero,
+                                                       yd, Ptr(Y), bd, Ptr(B + b_off), act, yd, Ptr(Y));
   };
   DNN_ASSERT_OK(fused(16));
   EXPECT_EQ(fused(4), CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER);

@@ -60,12 +60,16 @@ class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~ScopedEnv() {
-    if (had_) setenv(name_.c_str(), old_.c_str(), 1);
-    else unsetenv(name_.c_str());
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
@@ -79,7 +83,6 @@ class ScopedEnv {
 inline void Check(CUresult result, const char* what) {
   if (result != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + ": " + Describe(result));
 }
-
 
 // `call()` made on a thread of its own with context `ctx` current; its result.
 template <class Call>
@@ -150,8 +153,8 @@ inline std::string ReadPtx(const std::string& name, const std::string& arch) {
 
 // Why the PTX of <name> is missing, for GTEST_SKIP / FAIL.
 inline std::string MissingPtxMessage(const std::string& name, const std::string& arch) {
-  return PtxPath(name, arch) + " does not exist: " +
-         (CUEMU_TEST_HAVE_NVCC ? "it was not built" : "nvcc was not found when the tests were configured");
+  return PtxPath(name, arch) +
+         " does not exist: " + (CUEMU_TEST_HAVE_NVCC ? "it was not built" : "nvcc was not found when the tests were configured");
 }
 
 // Loads PTX text into the current context (cuModuleLoadDataEx with an error log); on
@@ -245,13 +248,10 @@ struct Dim {
 template <typename... Args>
 CUresult Launch(CUfunction f, Dim grid, Dim block, unsigned shared_bytes, CUstream stream, Args... args) {
   void* params[] = {static_cast<void*>(&args)..., nullptr};
-  return cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, params,
-                        nullptr);
+  return cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, params, nullptr);
 }
 
-inline unsigned Blocks(size_t n, unsigned threads) {
-  return static_cast<unsigned>((n + threads - 1) / threads);
-}
+inline unsigned Blocks(size_t n, unsigned threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
 // Device memory of the current context, freed at the end of the test (see
 // KernelTest::TearDown). Helpers throw on failure.
@@ -320,8 +320,7 @@ inline uint64_t DoubleBits(double d) { return std::bit_cast<uint64_t>(d); }
 // Element-by-element equality; reports the first few differences. Floats are compared
 // bit for bit, except that any NaN equals any NaN.
 template <typename T>
-::testing::AssertionResult SameValues(const std::vector<T>& got, const std::vector<T>& want,
-                                      const std::string& what = "") {
+::testing::AssertionResult SameValues(const std::vector<T>& got, const std::vector<T>& want, const std::string& what = "") {
   if (got.size() != want.size()) {
     return ::testing::AssertionFailure() << what << ": size " << got.size() << " != " << want.size();
   }
@@ -338,16 +337,14 @@ template <typename T>
       if (count < 8) {
         diffs << "\n  [" << i << "] got " << +got[i] << ", want " << +want[i];
         if constexpr (std::is_same_v<T, float>) {
-          diffs << std::hex << " (0x" << FloatBits(got[i]) << " vs 0x" << FloatBits(want[i]) << ")"
-                << std::dec;
+          diffs << std::hex << " (0x" << FloatBits(got[i]) << " vs 0x" << FloatBits(want[i]) << ")" << std::dec;
         }
       }
       ++count;
     }
   }
   if (count == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << what << ": " << count << " of " << got.size() << " elements differ" << diffs.str();
+  return ::testing::AssertionFailure() << what << ": " << count << " of " << got.size() << " elements differ" << diffs.str();
 }
 
 // The shared-memory tree of block_sum, in the same order: the float results are

@@ -62,7 +62,8 @@ class CudaEmulatorTwoDevices : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* count = std::getenv("CUEMU_DEVICE_COUNT");
-    if (!count || std::string(count) != "2") GTEST_SKIP() << "needs CUEMU_DEVICE_COUNT=2 (run by SeveralDevicesInAProcessOfTheirOwn)";
+    if (!count || std::string(count) != "2")
+      GTEST_SKIP() << "needs CUEMU_DEVICE_COUNT=2 (run by SeveralDevicesInAProcessOfTheirOwn)";
     ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
     for (int d = 0; d < 2; ++d) {
       ASSERT_EQ(cuDeviceGet(&dev_[d], d), CUDA_SUCCESS);

@@ -81,9 +81,15 @@ TEST(CudaEmulatorDevice, ForkedChildIsNotInitialized) {
     int count = 0;
     CUdevice dev = 0;
     CUstream stream = nullptr;
-    const CUresult results[] = {cuInit(0),          cuCtxSetCurrent(ctx),         cuMemAlloc(&p, 64),
-                                cuDeviceGetCount(&count), cuDeviceGet(&dev, 0), cuMemAllocHost(&host, 64),
-                                cuStreamCreate(&stream, 0), cuCtxSynchronize(), cuInit(0)};
+    const CUresult results[] = {cuInit(0),
+                                cuCtxSetCurrent(ctx),
+                                cuMemAlloc(&p, 64),
+                                cuDeviceGetCount(&count),
+                                cuDeviceGet(&dev, 0),
+                                cuMemAllocHost(&host, 64),
+                                cuStreamCreate(&stream, 0),
+                                cuCtxSynchronize(),
+                                cuInit(0)};
     for (size_t i = 0; i < std::size(results); ++i)
       if (results[i] != CUDA_ERROR_NOT_INITIALIZED) _exit(static_cast<int>(10 + i));
     _exit(0);
@@ -145,8 +151,7 @@ struct InstructionCase {
   const char* name;  // the instruction's name, as the message must give it
   const char* ptx;   // computes %r4 from %r1 (lane), %r2 (a), %r3 (b); %rd5 = &a[t]
   std::function<void(unsigned lane, uint32_t* a, uint32_t* b)> input;
-  std::function<uint32_t(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, unsigned lane)>
-      expected;
+  std::function<uint32_t(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, unsigned lane)> expected;
 };
 
 // The probe kernel for `arch` with `body` in the middle.
@@ -199,9 +204,7 @@ std::vector<InstructionCase> InstructionCases() {
          *a = lane % 17;  // start bit
          *b = lane / 2;   // width, start + width <= 32
        },
-       [](auto& a, auto& b, unsigned t) {
-         return static_cast<uint32_t>(((uint64_t{1} << b[t]) - 1) << a[t]);
-       }},
+       [](auto& a, auto& b, unsigned t) { return static_cast<uint32_t>(((uint64_t{1} << b[t]) - 1) << a[t]); }},
       {"szext", "szext.clamp.s32 %r4, %r2, %r3;",
        [](unsigned lane, uint32_t* a, uint32_t* b) {
          *a = 0xA5A5F00Fu * (lane + 3);
@@ -238,9 +241,7 @@ std::vector<InstructionCase> InstructionCases() {
          *a = lane == 0 ? 0u : 0xFFFFFFFFu >> lane;
          *b = 0;
        },
-       [](auto& a, auto&, unsigned t) {
-         return a[t] == 0 ? 0xFFFFFFFFu : 31u - static_cast<uint32_t>(std::countl_zero(a[t]));
-       }},
+       [](auto& a, auto&, unsigned t) { return a[t] == 0 ? 0xFFFFFFFFu : 31u - static_cast<uint32_t>(std::countl_zero(a[t])); }},
       {"bfi", "bfi.b32 %r4, %r2, %r3, 8, 12;", random_ab,
        [](auto& a, auto& b, unsigned t) {
          uint32_t mask = 0xFFFu << 8;
@@ -430,11 +431,9 @@ TEST_P(LaunchTest, MissingParametersAreInvalidValue) {
   CUEMU_LOAD_KERNEL(f, "basic", "vector_add");
   CUdeviceptr buf = mem_.Alloc<float>(32);
   int n = 32;
-  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE,
-                   cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
   void* with_null[] = {&buf, nullptr, &buf, &n};
-  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE,
-                   cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, with_null, nullptr));
+  CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, with_null, nullptr));
   void* complete[] = {&buf, &buf, &buf, &n};
   CU_EXPECT_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, complete, nullptr));
   CU_EXPECT_OK(cuCtxSynchronize());
@@ -450,8 +449,7 @@ TEST_P(LaunchTest, ExtraParameterBuffer) {
   std::memcpy(buffer, &n, 4);
   std::memcpy(buffer + 8, &out, 8);
   auto launch = [&](size_t size) {
-    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
-                     CU_LAUNCH_PARAM_END};
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     return cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, nullptr, nullptr, extra);
   };
   CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, launch(12));
@@ -485,9 +483,7 @@ TEST_P(LaunchTest, DynamicSharedMemoryLimits) {
   std::vector<float> in = RandomFloats(max_floats, -1000.0f, 1000.0f, 11);
   CUdeviceptr din = mem_.Upload(in), dout = mem_.Alloc<float>(max_floats);
   // Runs `f` over n floats with n * 4 bytes of dynamic shared memory.
-  auto run = [&](CUfunction f, int n) {
-    return Launch(f, {1}, {256}, static_cast<unsigned>(n) * 4, nullptr, din, dout, n);
-  };
+  auto run = [&](CUfunction f, int n) { return Launch(f, {1}, {256}, static_cast<unsigned>(n) * 4, nullptr, din, dout, n); };
   auto reversed = [&](int n, float (*plus)(int)) {
     std::vector<float> want(n);
     for (int i = 0; i < n; ++i) want[i] = in[n - 1 - i] + plus(i);
@@ -524,12 +520,10 @@ TEST_P(LaunchTest, DynamicSharedMemoryLimits) {
 
   // 4 KB of static shared memory: 232448 - 4096 bytes of dynamic memory is the most.
   const int static_max_floats = (232448 - 4096) / 4;
-  CU_ASSERT_OK(
-      cuFuncSetAttribute(with_static, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 232448 - 4096));
+  CU_ASSERT_OK(cuFuncSetAttribute(with_static, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 232448 - 4096));
   CU_ASSERT_OK(run(with_static, static_max_floats));
   CU_ASSERT_OK(cuCtxSynchronize());
-  EXPECT_TRUE(SameValues(Download<float>(dout, static_max_floats), reversed(static_max_floats, fixed),
-                         "static + dynamic"));
+  EXPECT_TRUE(SameValues(Download<float>(dout, static_max_floats), reversed(static_max_floats, fixed), "static + dynamic"));
   set = cuFuncSetAttribute(with_static, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 232448);
   if (set == CUDA_SUCCESS) {
     CU_EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, run(with_static, max_floats));
@@ -829,9 +823,17 @@ TEST_P(GraphTest, IllegalCallsDuringCaptureFailAndInvalidateIt) {
     std::function<CUresult()> call;
   };
   const std::vector<Case> cases = {
-      {"cuMemAlloc", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [] { CUdeviceptr p; return cuMemAlloc(&p, 64); }},
+      {"cuMemAlloc", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+       [] {
+         CUdeviceptr p;
+         return cuMemAlloc(&p, 64);
+       }},
       {"cuMemFree", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [&] { return cuMemFree(spare); }},
-      {"cuMemAllocHost", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [] { void* p; return cuMemAllocHost(&p, 64); }},
+      {"cuMemAllocHost", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+       [] {
+         void* p;
+         return cuMemAllocHost(&p, 64);
+       }},
       {"cuMemcpyDtoH", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [&] { return cuMemcpyDtoH(host.data(), out, 512); }},
       {"cuMemsetD32", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [&] { return cuMemsetD32(out, 1, 128); }},
       {"cuCtxSynchronize", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, [] { return cuCtxSynchronize(); }},

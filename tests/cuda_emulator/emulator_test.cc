@@ -40,8 +40,7 @@ int PtxLine(const std::string& ptx, const std::string& kernel, const std::string
 std::vector<int> LineNumbers(const std::string& message) {
   std::vector<int> numbers;
   static const std::regex pattern("line\\s+(\\d+)");
-  for (auto it = std::sregex_iterator(message.begin(), message.end(), pattern); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), pattern); it != std::sregex_iterator(); ++it) {
     numbers.push_back(std::stoi((*it)[1]));
   }
   return numbers;
@@ -51,8 +50,7 @@ std::vector<int> LineNumbers(const std::string& message) {
 std::vector<uint64_t> HexNumbers(const std::string& message) {
   std::vector<uint64_t> numbers;
   static const std::regex pattern("0[xX]([0-9a-fA-F]{1,16})");
-  for (auto it = std::sregex_iterator(message.begin(), message.end(), pattern); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), pattern); it != std::sregex_iterator(); ++it) {
     numbers.push_back(std::stoull((*it)[1], nullptr, 16));
   }
   return numbers;
@@ -60,20 +58,17 @@ std::vector<uint64_t> HexNumbers(const std::string& message) {
 
 // Checks the message of an out-of-bounds access: the kernel's name, "line <N>" with
 // the PTX line of the faulting instruction, and an address (in [lo, hi] if hi != 0).
-void ExpectFaultMessage(const std::string& message, const std::string& kernel, int line, uint64_t lo,
-                        uint64_t hi) {
+void ExpectFaultMessage(const std::string& message, const std::string& kernel, int line, uint64_t lo, uint64_t hi) {
   EXPECT_NE(message.find(kernel), std::string::npos) << "kernel name missing: '" << message << "'";
   ASSERT_GT(line, 0) << "the faulting instruction is not in the PTX";
   std::vector<int> lines = LineNumbers(message);
-  EXPECT_NE(std::find(lines.begin(), lines.end(), line), lines.end())
-      << "want \"line " << line << "\": '" << message << "'";
+  EXPECT_NE(std::find(lines.begin(), lines.end(), line), lines.end()) << "want \"line " << line << "\": '" << message << "'";
   std::vector<uint64_t> addresses = HexNumbers(message);
   ASSERT_FALSE(addresses.empty()) << "no 0x address: '" << message << "'";
   if (hi != 0) {
     bool found = false;
     for (uint64_t a : addresses) found |= a >= lo && a <= hi;
-    EXPECT_TRUE(found) << std::hex << "want an address in [0x" << lo << ", 0x" << hi << "]: '" << message
-                       << "'";
+    EXPECT_TRUE(found) << std::hex << "want an address in [0x" << lo << ", 0x" << hi << "]: '" << message << "'";
   }
 }
 
@@ -119,8 +114,8 @@ TEST_P(FaultTest, OutOfBoundsGlobalReadIsIllegalAddress) {
   CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, in, out, offset));
   CUresult sync = cuCtxSynchronize();
   ASSERT_EQ(sync, CUDA_ERROR_ILLEGAL_ADDRESS) << Describe(sync);
-  ExpectFaultMessage(LastMessage(), "oob_global_read", PtxLine(ptx_, "oob_global_read", "ld.global"),
-                     in + 4 * offset, in + 4 * (offset + 31) + 3);
+  ExpectFaultMessage(LastMessage(), "oob_global_read", PtxLine(ptx_, "oob_global_read", "ld.global"), in + 4 * offset,
+                     in + 4 * (offset + 31) + 3);
   // The error is sticky.
   CUdeviceptr p = 0;
   EXPECT_NE(cuMemAlloc(&p, 16), CUDA_SUCCESS);
@@ -185,8 +180,7 @@ TEST_P(FaultTest, EndlessLoopTimesOut) {
   CUresult sync = cuCtxSynchronize();
   ASSERT_EQ(sync, CUDA_ERROR_LAUNCH_TIMEOUT) << Describe(sync);
   EXPECT_NE(LastMessage().find("spin_forever"), std::string::npos) << LastMessage();
-  EXPECT_NE(LastMessage().find(std::string("more than ") + limit + " warp instructions"), std::string::npos)
-      << LastMessage();
+  EXPECT_NE(LastMessage().find(std::string("more than ") + limit + " warp instructions"), std::string::npos) << LastMessage();
 }
 
 CUEMU_INSTANTIATE_ARCHS(FaultTest);
@@ -305,8 +299,7 @@ TEST_P(CounterTest, SharedMemoryBankConflicts) {
     const char* kernel;
     unsigned long long conflicts;
   };
-  for (const Case& c :
-       {Case{"shared_consecutive", 0}, Case{"shared_stride32", 32 * 31}, Case{"shared_broadcast", 0}}) {
+  for (const Case& c : {Case{"shared_consecutive", 0}, Case{"shared_stride32", 32 * 31}, Case{"shared_broadcast", 0}}) {
     SCOPED_TRACE(c.kernel);
     CUEMU_LOAD_KERNEL(f, "counters", c.kernel);
     CUdeviceptr out = mem_.Alloc<float>(1024);
@@ -324,8 +317,7 @@ TEST_P(CounterTest, SharedMemoryBankConflicts) {
     std::vector<float> got = Download<float>(out, 1024);
     for (unsigned t = 0; t < 1024; t += 97) {
       const unsigned lane = t & 31;
-      const float want =
-          c.conflicts ? 32.0f * lane : (std::string(c.kernel) == "shared_broadcast" ? 0.0f : lane);
+      const float want = c.conflicts ? 32.0f * lane : (std::string(c.kernel) == "shared_broadcast" ? 0.0f : lane);
       EXPECT_EQ(got[t], want) << "thread " << t;
     }
   }
@@ -363,8 +355,7 @@ TEST_P(ThreadOrderTest, CorrectKernelsGiveTheSameResultInEveryOrder) {
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * i % 251 % 7);
   CUdeviceptr din = mem_.Upload(in), dsum = mem_.Alloc<float>(blocks);
   CUdeviceptr dx = mem_.Upload(x), dy = mem_.Alloc<float>(rows * cols);
-  CUdeviceptr dl = mem_.Upload(lanes), dsh = mem_.Alloc<int>(14 * 32 * warps),
-              dshd = mem_.Alloc<double>(32 * warps);
+  CUdeviceptr dl = mem_.Upload(lanes), dsh = mem_.Alloc<int>(14 * 32 * warps), dshd = mem_.Alloc<double>(32 * warps);
   CUdeviceptr dbytes = mem_.Upload(bytes), dbins = mem_.Alloc<unsigned>(256);
 
   std::vector<unsigned> want_bins(256, 0);
@@ -439,8 +430,8 @@ class ClusterTest : public KernelTest {
     KernelTest::SetUp();
     if (std::string(Arch()) != "sm_90") GTEST_SKIP() << "clusters need sm_90";
   }
-  CUresult LaunchCluster(CUfunction f, unsigned grid, unsigned block, unsigned cluster, CUdeviceptr in,
-                         CUdeviceptr sums, CUdeviceptr ids, int exit_early) {
+  CUresult LaunchCluster(CUfunction f, unsigned grid, unsigned block, unsigned cluster, CUdeviceptr in, CUdeviceptr sums,
+                         CUdeviceptr ids, int exit_early) {
     CUlaunchAttribute attribute{};
     attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attribute.value.clusterDim.x = cluster;
@@ -617,7 +608,6 @@ DONE:
   CU_ASSERT_OK(cuCtxSetCurrent(PrimaryContext()));
 }
 
-
 // The ISA's rounding modifiers on float arithmetic and conversions: 1 + 2^-24 is a tie
 // that .rn rounds to 1, .rz and .rm keep below, .rp rounds up; 1/3 and 2^24 + 1 likewise.
 TEST(CudaEmulatorRounding, DirectedRoundingModes) {
@@ -659,14 +649,14 @@ TEST(CudaEmulatorRounding, DirectedRoundingModes) {
   std::vector<float> got = Download<float>(out, 8);
   const float one_up = std::nextafter(1.0f, 2.0f), one_down = std::nextafter(1.0f, 0.0f);
   const float third_down = 1.0f / 3.0f < 1.0 / 3.0 ? 1.0f / 3.0f : std::nextafter(1.0f / 3.0f, 0.0f);
-  EXPECT_EQ(got[0], 1.0f);        // add.rn: the tie goes to even
-  EXPECT_EQ(got[1], 1.0f);        // add.rz
-  EXPECT_EQ(got[2], one_up);      // add.rp
-  EXPECT_EQ(got[3], one_down);    // sub.rm: 1 - 2^-24 is exact below 1
-  EXPECT_EQ(got[4], third_down);  // div.rz
+  EXPECT_EQ(got[0], 1.0f);                              // add.rn: the tie goes to even
+  EXPECT_EQ(got[1], 1.0f);                              // add.rz
+  EXPECT_EQ(got[2], one_up);                            // add.rp
+  EXPECT_EQ(got[3], one_down);                          // sub.rm: 1 - 2^-24 is exact below 1
+  EXPECT_EQ(got[4], third_down);                        // div.rz
   EXPECT_EQ(got[5], std::nextafter(third_down, 1.0f));  // div.rp
-  EXPECT_EQ(got[6], 16777216.0f);  // cvt.rz of 2^24 + 1
-  EXPECT_EQ(got[7], 16777218.0f);  // cvt.rp
+  EXPECT_EQ(got[6], 16777216.0f);                       // cvt.rz of 2^24 + 1
+  EXPECT_EQ(got[7], 16777218.0f);                       // cvt.rp
   CU_EXPECT_OK(cuModuleUnload(module));
 }
 

@@ -168,9 +168,8 @@ TEST_P(Kernels, WarpShuffles) {
       for (int l = 0; l < 32; ++l) want[k * n + 32 * w + l] = r[k][l];
     for (int l = 0; l < 32; ++l) want_d[32 * w + l] = v[31 - l] * 0.5 + 1e10;
   }
-  const char* names[outputs] = {"down sum",     "bfly sum",    "up scan",          "idx 5",
-                                "idx lane+33",  "bfly w8 sum", "down 3 w8",        "up 3 w8",
-                                "idx 2 w8",     "bfly 16 w16", "mask 0xffff down", "mask 0xffff0000 bfly",
+  const char* names[outputs] = {"down sum",     "bfly sum", "up scan",  "idx 5",       "idx lane+33",      "bfly w8 sum",
+                                "down 3 w8",    "up 3 w8",  "idx 2 w8", "bfly 16 w16", "mask 0xffff down", "mask 0xffff0000 bfly",
                                 "float down 1", "up 0"};
   for (int k = 0; k < outputs; ++k) {
     std::vector<int> g(got.begin() + k * n, got.begin() + (k + 1) * n);
@@ -289,8 +288,7 @@ TEST_P(Kernels, DivergentLoops) {
       want[3 * n + i] = stays ? positive : -1;
     }
   }
-  const char* names[] = {"accumulator", "shfl after reconvergence", "shfl after early return",
-                         "ballot after early return"};
+  const char* names[] = {"accumulator", "shfl after reconvergence", "shfl after early return", "ballot after early return"};
   for (int k = 0; k < 4; ++k) {
     std::vector<int> g(got.begin() + k * n, got.begin() + (k + 1) * n);
     std::vector<int> w(want.begin() + k * n, want.begin() + (k + 1) * n);
@@ -342,8 +340,8 @@ TEST_P(Kernels, SoftmaxRows) {
       const double want = std::exp(row[i] - m) / sum, got = y[r * cols + i];
       got_sum += got;
       if (!(std::abs(got - want) <= tolerance * want) && bad++ < 8) {
-        ADD_FAILURE() << "row " << r << " col " << i << ": got " << got << ", want " << want
-                      << " (relative error " << std::abs(got - want) / want << ")";
+        ADD_FAILURE() << "row " << r << " col " << i << ": got " << got << ", want " << want << " (relative error "
+                      << std::abs(got - want) / want << ")";
       }
     }
     EXPECT_NEAR(got_sum, 1.0, 1e-5) << "row " << r;
@@ -579,14 +577,13 @@ TEST_P(Kernels, HalfAndBfloat16Conversions) {
     const uint16_t want_h = FloatToHalf(in[i]), want_b = FloatToBf16(in[i]);
     const bool nan = std::isnan(in[i]);
     const bool ok = nan ? IsHalfNan(h[i]) && IsBf16Nan(b[i]) && std::isnan(h_back[i]) && std::isnan(b_back[i])
-                        : h[i] == want_h && b[i] == want_b &&
-                              FloatBits(h_back[i]) == FloatBits(HalfToFloat(want_h)) &&
+                        : h[i] == want_h && b[i] == want_b && FloatBits(h_back[i]) == FloatBits(HalfToFloat(want_h)) &&
                               FloatBits(b_back[i]) == FloatBits(Bf16ToFloat(want_b));
     if (!ok) {
       ++bad;
-      ADD_FAILURE() << std::hex << "input 0x" << FloatBits(in[i]) << " (" << in[i] << "): f16 0x" << h[i]
-                    << " want 0x" << want_h << ", back 0x" << FloatBits(h_back[i]) << "; bf16 0x" << b[i]
-                    << " want 0x" << want_b << ", back 0x" << FloatBits(b_back[i]);
+      ADD_FAILURE() << std::hex << "input 0x" << FloatBits(in[i]) << " (" << in[i] << "): f16 0x" << h[i] << " want 0x" << want_h
+                    << ", back 0x" << FloatBits(h_back[i]) << "; bf16 0x" << b[i] << " want 0x" << want_b << ", back 0x"
+                    << FloatBits(b_back[i]);
     }
   }
 }
@@ -660,8 +657,7 @@ TEST_P(Kernels, LoadsAndStoresOfEveryWidth) {
   for (const Int2& v : Download<Int2>(out.i2, n)) got_i2.insert(got_i2.end(), {v.x, v.y});
   for (int i = 0; i < n; ++i) {
     want_i2.insert(want_i2.end(),
-                   {static_cast<int>(static_cast<uint32_t>(i2[i].y) - static_cast<uint32_t>(i2[i].x)),
-                    i2[i].x ^ i2[i].y});
+                   {static_cast<int>(static_cast<uint32_t>(i2[i].y) - static_cast<uint32_t>(i2[i].x)), i2[i].x ^ i2[i].y});
     want_d[i] = -2.0 * d[n - 1 - i];
     want_s8[i] = static_cast<int8_t>(s8[i] * 3);
     want_s16[i] = static_cast<int16_t>(s16[i] >> 1);
@@ -734,9 +730,9 @@ class ErrorTally {
   void Check(int i, bool ok, double want) {
     if (ok || failures_++ >= 3) return;
     const float got = run_.at(k_, i);
-    ADD_FAILURE() << name_ << " at x=" << run_.x[i] << ", y=" << run_.y[i] << ": got " << got << ", want "
-                  << want << " (" << UlpError(got, want) << " ulp, absolute error " << std::abs(got - want)
-                  << ", relative " << std::abs(got - want) / std::abs(want) << ")";
+    ADD_FAILURE() << name_ << " at x=" << run_.x[i] << ", y=" << run_.y[i] << ": got " << got << ", want " << want << " ("
+                  << UlpError(got, want) << " ulp, absolute error " << std::abs(got - want) << ", relative "
+                  << std::abs(got - want) / std::abs(want) << ")";
   }
 
  private:
@@ -760,9 +756,8 @@ class ErrorTally {
 TEST_P(Kernels, ApproximateMathWithinPtxBounds) {
   CUEMU_LOAD_KERNEL(f, "float_math", "float_math");
   const FloatMathRun r = RunFloatMath(f, mem_);
-  ErrorTally ex2(r, 0, "__expf (ex2.approx)"), lg2(r, 1, "__logf (lg2.approx)"),
-      rsqrt(r, 2, "rsqrtf (rsqrt.approx)"), sin(r, 3, "__sinf (sin.approx)"), cos(r, 4, "__cosf (cos.approx)"),
-      div(r, 5, "__fdividef (div.approx)");
+  ErrorTally ex2(r, 0, "__expf (ex2.approx)"), lg2(r, 1, "__logf (lg2.approx)"), rsqrt(r, 2, "rsqrtf (rsqrt.approx)"),
+      sin(r, 3, "__sinf (sin.approx)"), cos(r, 4, "__cosf (cos.approx)"), div(r, 5, "__fdividef (div.approx)");
   const float log2e = std::bit_cast<float>(0x3FB8AA3Bu), ln2 = std::bit_cast<float>(0x3F317218u);
   for (size_t i = 0; i < r.x.size(); ++i) {
     const float a = r.x[i], b = r.y[i];
@@ -788,8 +783,7 @@ TEST_P(Kernels, ApproximateMathWithinPtxBounds) {
 TEST_P(Kernels, CorrectlyRoundedFloatMath) {
   CUEMU_LOAD_KERNEL(f, "float_math", "float_math");
   const FloatMathRun r = RunFloatMath(f, mem_);
-  ErrorTally sqrt(r, 6, "sqrtf (sqrt.rn)"), div(r, 7, "x / y (div.rn)"), fma(r, 8, "fmaf (fma.rn)"),
-      rcp(r, 9, "rcp.rn + mul.rn");
+  ErrorTally sqrt(r, 6, "sqrtf (sqrt.rn)"), div(r, 7, "x / y (div.rn)"), fma(r, 8, "fmaf (fma.rn)"), rcp(r, 9, "rcp.rn + mul.rn");
   for (size_t i = 0; i < r.x.size(); ++i) {
     const float a = r.x[i], b = r.y[i];
     sqrt.Check(i, FloatBits(r.at(6, i)) == FloatBits(std::sqrt(b)), std::sqrt(b));
@@ -850,8 +844,7 @@ TEST_P(Kernels, Int32Operations) {
   auto byte_perm = [](uint32_t x, uint32_t y, uint32_t s) {
     const uint64_t bytes = static_cast<uint64_t>(y) << 32 | x;
     uint32_t r = 0;
-    for (int i = 0; i < 4; ++i)
-      r |= static_cast<uint32_t>(bytes >> (8 * ((s >> (4 * i)) & 7)) & 0xFF) << (8 * i);
+    for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>(bytes >> (8 * ((s >> (4 * i)) & 7)) & 0xFF) << (8 * i);
     return r;
   };
   for (int i = 0; i < n; ++i) {
@@ -872,9 +865,8 @@ TEST_P(Kernels, Int32Operations) {
     want[10 * n + i] = y != 0 ? x / y : 0;
     want[11 * n + i] = (y != 0 && !(sx == INT32_MIN && sy == -1)) ? static_cast<uint32_t>(sx % sy) : 0;
   }
-  const char* names[k] = {
-      "__umulhi",           "__mulhi", "__popc",  "__clz",  "__brev",  "__byte_perm 0x7531",
-      "__byte_perm 0x0426", "shr.s32", "shr.u32", "mul.lo", "div.u32", "rem.s32"};
+  const char* names[k] = {"__umulhi",           "__mulhi", "__popc",  "__clz",  "__brev",  "__byte_perm 0x7531",
+                          "__byte_perm 0x0426", "shr.s32", "shr.u32", "mul.lo", "div.u32", "rem.s32"};
   for (int j = 0; j < k; ++j) {
     std::vector<uint32_t> g(got.begin() + j * n, got.begin() + (j + 1) * n);
     std::vector<uint32_t> w(want.begin() + j * n, want.begin() + (j + 1) * n);
@@ -891,8 +883,7 @@ TEST_P(Kernels, Int64Operations) {
   std::vector<uint32_t> lo = IntInputs(2 * n, 21), hi = IntInputs(2 * n, 22);
   for (int i = 0; i < n; ++i) {
     a[i] = static_cast<int64_t>(static_cast<uint64_t>(hi[i]) << 32 | lo[i]);
-    b[i] = static_cast<int64_t>(static_cast<uint64_t>(hi[n + i] >> (i % 33 == 0 ? 0 : i % 31)) << 32 |
-                                lo[n + i]);
+    b[i] = static_cast<int64_t>(static_cast<uint64_t>(hi[n + i] >> (i % 33 == 0 ? 0 : i % 31)) << 32 | lo[n + i]);
     if (i % 7 == 0) b[i] = static_cast<int32_t>(lo[n + i]);  // small divisors, negative ones too
   }
   a[0] = INT64_MIN, b[0] = -1;
@@ -916,8 +907,7 @@ TEST_P(Kernels, Int64Operations) {
     want[6 * n + i] = ux >> (uy & 63);
     want[7 * n + i] = static_cast<uint64_t>((static_cast<unsigned __int128>(ux) * uy) >> 64);
     want[8 * n + i] = static_cast<uint64_t>(static_cast<int64_t>((static_cast<__int128>(x) * y) >> 64));
-    want[9 * n + i] = static_cast<uint64_t>(std::popcount(ux)) | static_cast<uint64_t>(std::countl_zero(ux))
-                                                                     << 8;
+    want[9 * n + i] = static_cast<uint64_t>(std::popcount(ux)) | static_cast<uint64_t>(std::countl_zero(ux)) << 8;
   }
   const char* names[k] = {"mul.lo.u64", "div.s64", "rem.s64",    "div.u64",   "rem.u64",
                           "shr.s64",    "shr.u64", "__umul64hi", "__mul64hi", "popc/clz"};
@@ -934,8 +924,7 @@ TEST_P(Kernels, FindFirstSet) {
   const int n = 512;
   std::vector<uint32_t> a = IntInputs(n, 23), lo = IntInputs(n, 24), hi = IntInputs(n, 25);
   std::vector<int64_t> b(n);
-  for (int i = 0; i < n; ++i)
-    b[i] = static_cast<int64_t>(static_cast<uint64_t>(i % 3 ? hi[i] : 0) << 32 | (i % 5 ? lo[i] : 0));
+  for (int i = 0; i < n; ++i) b[i] = static_cast<int64_t>(static_cast<uint64_t>(i % 3 ? hi[i] : 0) << 32 | (i % 5 ? lo[i] : 0));
   CUdeviceptr da = mem_.Upload(a), db = mem_.Upload(b), dout = mem_.Alloc<int>(2 * n);
   CU_ASSERT_OK(Launch(f, {Blocks(n, 128)}, {128}, 0, nullptr, da, db, dout, n));
   CU_ASSERT_OK(cuCtxSynchronize());

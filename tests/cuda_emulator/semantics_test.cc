@@ -64,7 +64,8 @@ TEST_F(Semantics, ModuleVariablesStartAtZero) {
   st.global.u32 [%rd5], %r4;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<uint32_t>(32);
   CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
@@ -98,7 +99,8 @@ TEST_F(Semantics, InitializedModuleVariables) {
   st.global.s32 [%rd1+24], %r1;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<uint64_t>(4);
   CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
@@ -130,7 +132,8 @@ TEST_F(Semantics, WarpSizeLiteralBitsAndParameterAddresses) {
   st.global.u32 [%rd1+16], %r2;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<uint32_t>(6);
   struct {
@@ -158,7 +161,8 @@ TEST_F(Semantics, NestedBlocksShadowRegistersAndLabels) {
   st.global.u32 [%rd1], %r1;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<uint32_t>(1);
   CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
@@ -186,7 +190,8 @@ TEST_F(Semantics, GroupsWithTheirOwnMemberMasks) {
   st.global.u32 [%rd3], %r6;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<uint32_t>(32);
   CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
@@ -218,7 +223,8 @@ LONG:
   add.u32 %r2, %r2, 100;
   bra.uni SHFL;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<uint32_t>(32);
   CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
@@ -248,7 +254,8 @@ SPIN:
   atom.global.exch.b32 %r3, [%rd1], 0;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr lock = mem_.Alloc<uint32_t>(1), count = mem_.Alloc<uint32_t>(1);
   CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, lock, count));
@@ -293,15 +300,16 @@ TEST_F(Semantics, RoundingOnceAndSignExtension) {
   @%p1 bar.sync 0;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<uint16_t>(8);
   CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
   std::vector<uint16_t> got = Download<uint16_t>(out, 8);
-  EXPECT_EQ(got[0], 0x3C01);  // 1 + 2^-11 + 2^-40: above the tie, up (through f32 it would tie to even)
-  EXPECT_EQ(got[1], 0x3F81);  // bf16 of 1 + 2^-8 + 2^-40
-  EXPECT_EQ(got[2], 0x4B81);  // bf16 of 2^24 + 2^16 + 1
-  EXPECT_EQ(got[3], 0x3C7D);  // the exact fma, rounded once
+  EXPECT_EQ(got[0], 0x3C01);                      // 1 + 2^-11 + 2^-40: above the tie, up (through f32 it would tie to even)
+  EXPECT_EQ(got[1], 0x3F81);                      // bf16 of 1 + 2^-8 + 2^-40
+  EXPECT_EQ(got[2], 0x4B81);                      // bf16 of 2^24 + 2^16 + 1
+  EXPECT_EQ(got[3], 0x3C7D);                      // the exact fma, rounded once
   EXPECT_EQ(got[4] | got[5] << 16, 0xFFFFFFFFu);  // -1 as s8, sign-extended
   EXPECT_EQ(got[6] | got[7] << 16, 0x3C004000u);  // {1.0 (upper), 2.0 (lower)}
 }
@@ -323,16 +331,11 @@ TEST_F(Semantics, SetpOnPairsOfHalvesSetsOnePredicatePerHalf) {
     bool p, q;  // low, high
   };
   const Case cases[] = {
-      {"eq", kTwo, kOne, kThree, kOne, true, false},
-      {"lt", kTwo, kMinusOne, kOne, kHalf, true, false},
-      {"gt", kTwo, kMinusOne, kOne, kHalf, false, true},
-      {"le", kTwo, kOne, kThree, kOne, true, true},
-      {"ne", kTwo, kOne, kTwo, kOne, false, false},
-      {"lt", kOne, kNaN, kTwo, kOne, false, true},
-      {"ltu", kOne, kNaN, kTwo, kOne, true, true},
-      {"eq", kNaN, kOne, kOne, kOne, true, false},
-      {"equ", kNaN, kOne, kOne, kOne, true, true},
-      {"gtu", kNaN, kOne, kOne, kOne, false, true},
+      {"eq", kTwo, kOne, kThree, kOne, true, false},     {"lt", kTwo, kMinusOne, kOne, kHalf, true, false},
+      {"gt", kTwo, kMinusOne, kOne, kHalf, false, true}, {"le", kTwo, kOne, kThree, kOne, true, true},
+      {"ne", kTwo, kOne, kTwo, kOne, false, false},      {"lt", kOne, kNaN, kTwo, kOne, false, true},
+      {"ltu", kOne, kNaN, kTwo, kOne, true, true},       {"eq", kNaN, kOne, kOne, kOne, true, false},
+      {"equ", kNaN, kOne, kOne, kOne, true, true},       {"gtu", kNaN, kOne, kOne, kOne, false, true},
   };
   const int n = sizeof(cases) / sizeof(cases[0]);
   for (const Type& t : types) {
@@ -391,7 +394,8 @@ TEST_F(Semantics, FootprintSectorsCountEachSectorOnce) {
   st.global.f32 [%rd6], %f7;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   std::vector<float> host(128);
   for (int i = 0; i < 128; ++i) host[i] = static_cast<float>(i);
@@ -447,7 +451,8 @@ LOOP:
   st.global.f32 [%rd3], %f5;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   // 3 blocks of 40 threads (a full warp and one of 8 lanes); per thread add 1 + 3 fma 6 +
   // f16x2 add 2 + add 1 = 10, and 1 for the 8 threads per block with tid.x < 8.
@@ -475,7 +480,8 @@ TEST_F(Semantics, GlobalFloatAtomicAddFlushesSubnormals) {
   atom.global.add.f32 %f2, [%rd1], %f1;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<float>(1);
   CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
@@ -494,7 +500,8 @@ TEST_F(Semantics, Sm90aModulesLoad) {
   st.global.u32 [%rd1], %r1;
   ret;
 }
-)", "k", "sm_90a");
+)",
+                        "k", "sm_90a");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<uint32_t>(1);
   CU_ASSERT_OK(Launch(f, {1}, {1}, 0, nullptr, out));
@@ -514,7 +521,8 @@ TEST_F(Semantics, EventRecordedAgainAndWaitsOnDestroyedStreams) {
   st.global.u32 [%rd1], %r1;
   ret;
 }
-)", "k");
+)",
+                        "k");
   ASSERT_NE(f, nullptr);
   CUdeviceptr out = mem_.Alloc<uint32_t>(1);
   CUstream s1, s2;

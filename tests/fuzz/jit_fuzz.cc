@@ -64,8 +64,8 @@ struct Value {
   std::string name;
   DType dtype = DType::kFloat;
   std::vector<int64_t> dims;
-  bool exact = true;   // computed through exact ops only
-  double bound = 0;    // integers: the largest magnitude it can hold
+  bool exact = true;       // computed through exact ops only
+  double bound = 0;        // integers: the largest magnitude it can hold
   bool reordered = false;  // went through a float sum or product, whose order may differ
 };
 
@@ -94,7 +94,7 @@ class Generator {
       if (Pick(25) == 0) d = 0;
       dims.push_back(d);
     }
-    static const DType kTypes[] = {DType::kFloat, DType::kFloat, DType::kFloat, DType::kHalf,
+    static const DType kTypes[] = {DType::kFloat,    DType::kFloat, DType::kFloat, DType::kHalf,
                                    DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kBool};
     values_.push_back(Input(kTypes[Pick(8)], dims));
     const int steps = 2 + Pick(7);
@@ -135,7 +135,7 @@ class Generator {
     bool exact, reordered, tanh_on_host;
   };
   std::vector<Check> checks;  // one per fetch
-  std::string ops;  // what the graph does, for reports
+  std::string ops;            // what the graph does, for reports
   bool uses_f16 = false, uses_bf16 = false;
 
  private:
@@ -187,8 +187,8 @@ class Generator {
 
   // A node of `op` computing a value of type t; its "T" attr is `attr` (t if unset,
   // none if kInvalid).
-  Value Node(const std::string& op, const std::vector<std::string>& inputs, DType t, const std::vector<int64_t>& dims,
-             bool exact, double bound = 0, std::optional<DType> attr = std::nullopt) {
+  Value Node(const std::string& op, const std::vector<std::string>& inputs, DType t, const std::vector<int64_t>& dims, bool exact,
+             double bound = 0, std::optional<DType> attr = std::nullopt) {
     Value out{Fresh(op), t, dims, exact, bound, Reordered(inputs)};
     b.Op(out.name, op, inputs, attr.value_or(t));
     Uses(t);
@@ -203,7 +203,9 @@ class Generator {
   Value Step(const Value& v) {
     const int r = static_cast<int>(v.dims.size());
     switch (Pick(10)) {
-      case 0: case 1: case 2: return Elementwise(v);
+      case 0:
+      case 1:
+      case 2: return Elementwise(v);
       case 3: return Binary(v);
       case 4: return Reduce(v);
       case 5: return Cast(v);
@@ -284,7 +286,7 @@ class Generator {
       return Node(op, {v.name}, v.dtype, v.dims, true, bound);
     }
     static const char* kExact[] = {"Neg", "Abs", "Relu", "Relu6"};
-    static const char* kJumps[] = {"Floor", "Ceil", "Round", "Sign"};  // exact, on exact values only
+    static const char* kJumps[] = {"Floor", "Ceil", "Round", "Sign"};            // exact, on exact values only
     static const char* kF32Exact[] = {"Sqrt", "Square", "Reciprocal", "Rsqrt"};  // Rsqrt: 1 / sqrt(x) on both sides
     static const char* kApprox[] = {"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Elu", "Selu", "Softplus", "Erf", "LeakyRelu"};
     switch (Pick(4)) {
@@ -372,8 +374,10 @@ class Generator {
     for (int i = 0; i < r; ++i) {
       const bool is_reduced = std::count(axes.begin(), axes.end(), i) || std::count(axes.begin(), axes.end(), i - r);
       if (is_reduced) reduced *= v.dims[i];
-      if (!is_reduced) dims.push_back(v.dims[i]);
-      else if (keep) dims.push_back(1);
+      if (!is_reduced)
+        dims.push_back(v.dims[i]);
+      else if (keep)
+        dims.push_back(1);
     }
     static const char* kOps[] = {"Sum", "Mean", "Max", "Min", "Prod"};
     const std::string op = kOps[Pick(5)];
@@ -696,8 +700,8 @@ std::string Compare(const Tensor& got, const Tensor& want, bool exact, bool reor
     }
     if (!ok) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "element %lld: jit %.9g, reference %.9g", static_cast<long long>(i),
-                    got.ValueAsDouble(i), want.ValueAsDouble(i));
+      std::snprintf(buf, sizeof buf, "element %lld: jit %.9g, reference %.9g", static_cast<long long>(i), got.ValueAsDouble(i),
+                    want.ValueAsDouble(i));
       return buf;
     }
   }
@@ -786,18 +790,28 @@ int Main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--seed") seed = std::strtoull(next(), nullptr, 10);
-    else if (a == "--graphs") graphs = std::strtoll(next(), nullptr, 10);
-    else if (a == "--minutes") minutes = std::strtod(next(), nullptr);
-    else if (a == "--graph") only = std::strtoll(next(), nullptr, 10);
-    else if (a == "--verbose") verbose = true;
-    else if (a == "--dump") dump = next();
-    else if (a == "--known") known_file = next();
-    else if (a == "--device") device = next();
-    else if (a == "--kernels") kernels = next();
+    if (a == "--seed")
+      seed = std::strtoull(next(), nullptr, 10);
+    else if (a == "--graphs")
+      graphs = std::strtoll(next(), nullptr, 10);
+    else if (a == "--minutes")
+      minutes = std::strtod(next(), nullptr);
+    else if (a == "--graph")
+      only = std::strtoll(next(), nullptr, 10);
+    else if (a == "--verbose")
+      verbose = true;
+    else if (a == "--dump")
+      dump = next();
+    else if (a == "--known")
+      known_file = next();
+    else if (a == "--device")
+      device = next();
+    else if (a == "--kernels")
+      kernels = next();
     else {
-      std::fprintf(stderr, "usage: jit_fuzz [--seed S] [--graphs N] [--minutes M] [--graph K] [--verbose] [--dump DIR] "
-                           "[--known FILE] [--device gpu-emu] [--kernels ISA]\n");
+      std::fprintf(stderr,
+                   "usage: jit_fuzz [--seed S] [--graphs N] [--minutes M] [--graph K] [--verbose] [--dump DIR] "
+                   "[--known FILE] [--device gpu-emu] [--kernels ISA]\n");
       return 2;
     }
   }
@@ -861,10 +875,11 @@ int Main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  std::printf("jit_fuzz: seed %llu: %lld graphs in one process (%lld not valid for the reference kernels, skipped; "
-              "reference kernels for %s), %lld findings (and %lld known), %.1f min\n",
-              static_cast<unsigned long long>(seed), static_cast<long long>(ran), static_cast<long long>(skipped), KernelsIsa(),
-              static_cast<long long>(findings), static_cast<long long>(known_findings), elapsed_min());
+  std::printf(
+      "jit_fuzz: seed %llu: %lld graphs in one process (%lld not valid for the reference kernels, skipped; "
+      "reference kernels for %s), %lld findings (and %lld known), %.1f min\n",
+      static_cast<unsigned long long>(seed), static_cast<long long>(ran), static_cast<long long>(skipped), KernelsIsa(),
+      static_cast<long long>(findings), static_cast<long long>(known_findings), elapsed_min());
   return findings ? 1 : 0;
 }
 

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <vector>
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "jit/jit.h"
 #include "runtime/session.h"
@@ -71,11 +71,11 @@ TEST(KernelCacheBound, ThousandsOfSignaturesInBoundedMemory) {
   EXPECT_EQ(s.fallback, 0);
   EXPECT_GT(s.cache_evictions, kSignatures / 2);
   EXPECT_LT(s.cache_entries, 8 * 1024 / 32);  // at least 28 KiB of heap and a page of code each
-  std::printf("%d signatures: the cache holds %lld kernels in %.1f MiB (%lld evicted); resident %.1f MiB after the "
-              "first, %.1f MiB after %d, peak %.1f MiB\n",
-              kSignatures, static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0,
-              static_cast<long long>(s.cache_evictions), first_rss / 1048576.0, warm_rss / 1048576.0, kWarm,
-              peak / 1048576.0);
+  std::printf(
+      "%d signatures: the cache holds %lld kernels in %.1f MiB (%lld evicted); resident %.1f MiB after the "
+      "first, %.1f MiB after %d, peak %.1f MiB\n",
+      kSignatures, static_cast<long long>(s.cache_entries), s.cache_bytes / 1048576.0, static_cast<long long>(s.cache_evictions),
+      first_rss / 1048576.0, warm_rss / 1048576.0, kWarm, peak / 1048576.0);
   // What the cache holds is what it counts: the process grows by the bound and what the
   // allocator keeps, no more (an undercount of a kernel's JIT heap would show here as
   // tens of MiB).

@@ -95,22 +95,21 @@ TEST(JitSignatures, EightThousandClustersOfSharedBodiesAllRight) {
           const float have = static_cast<float>(got[f].ValueAsDouble(e));
           ++checked;
           if (have != want && !(std::isnan(have) && std::isnan(want)) && ++wrong <= 10)
-            ADD_FAILURE() << "body " << body << " (" << ops[0] << " " << ops[1] << " " << ops[2] << " " << ops[3]
-                          << "), fetch " << fetches[f] << " of " << fetches.size() << ", element " << e << ": " << have
-                          << ", not " << want;
+            ADD_FAILURE() << "body " << body << " (" << ops[0] << " " << ops[1] << " " << ops[2] << " " << ops[3] << "), fetch "
+                          << fetches[f] << " of " << fetches.size() << ", element " << e << ": " << have << ", not " << want;
         }
       }
     }
   }
   const JitStats after = GetJitStats();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%d clusters (%d bodies x %d sets of outputs), %lld values checked, %lld wrong; %lld compiles, %lld "
-              "cache hits, %lld evictions, %lld kernels held; %.0f s\n",
-              kBodies * kOutputSets, kBodies, kOutputSets, static_cast<long long>(checked), static_cast<long long>(wrong),
-              static_cast<long long>(after.compiles - before.compiles),
-              static_cast<long long>(after.cache_hits - before.cache_hits),
-              static_cast<long long>(after.cache_evictions - before.cache_evictions),
-              static_cast<long long>(after.cache_entries), seconds);
+  std::printf(
+      "%d clusters (%d bodies x %d sets of outputs), %lld values checked, %lld wrong; %lld compiles, %lld "
+      "cache hits, %lld evictions, %lld kernels held; %.0f s\n",
+      kBodies * kOutputSets, kBodies, kOutputSets, static_cast<long long>(checked), static_cast<long long>(wrong),
+      static_cast<long long>(after.compiles - before.compiles), static_cast<long long>(after.cache_hits - before.cache_hits),
+      static_cast<long long>(after.cache_evictions - before.cache_evictions), static_cast<long long>(after.cache_entries),
+      seconds);
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(after.internal_errors - before.internal_errors, 0);
   EXPECT_EQ(after.fallback - before.fallback, 0);

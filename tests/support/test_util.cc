@@ -53,9 +53,7 @@ void SetAttrType(tensorflow::NodeDef* n, const std::string& attr, DType t) {
 void SetAttrInt(tensorflow::NodeDef* n, const std::string& attr, int64_t v) { (*n->mutable_attr())[attr].set_i(v); }
 void SetAttrBool(tensorflow::NodeDef* n, const std::string& attr, bool v) { (*n->mutable_attr())[attr].set_b(v); }
 void SetAttrFloat(tensorflow::NodeDef* n, const std::string& attr, float v) { (*n->mutable_attr())[attr].set_f(v); }
-void SetAttrString(tensorflow::NodeDef* n, const std::string& attr, const std::string& v) {
-  (*n->mutable_attr())[attr].set_s(v);
-}
+void SetAttrString(tensorflow::NodeDef* n, const std::string& attr, const std::string& v) { (*n->mutable_attr())[attr].set_s(v); }
 void SetAttrInts(tensorflow::NodeDef* n, const std::string& attr, const std::vector<int64_t>& v) {
   auto* list = (*n->mutable_attr())[attr].mutable_list();
   for (int64_t x : v) list->add_i(x);
@@ -80,8 +78,8 @@ std::string GraphBuilder::Const(const std::string& name, const Tensor& value) {
   return name;
 }
 
-tensorflow::NodeDef* GraphBuilder::Op(const std::string& name, const std::string& op,
-                                      const std::vector<std::string>& inputs, DType t) {
+tensorflow::NodeDef* GraphBuilder::Op(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+                                      DType t) {
   tensorflow::NodeDef* n = gd_.add_node();
   n->set_name(name);
   n->set_op(op);
@@ -95,8 +93,7 @@ Tensor MakeTensor(DType dtype, const Shape& shape, const std::vector<double>& va
   EXPECT_EQ(static_cast<int64_t>(values.size()), t.num_elements());
   VisitDType(dtype, [&](auto tag) {
     using T = decltype(tag);
-    for (int64_t i = 0; i < t.num_elements(); ++i)
-      t.data<T>()[i] = static_cast<T>(static_cast<ComputeType<T>>(values[i]));
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<T>()[i] = static_cast<T>(static_cast<ComputeType<T>>(values[i]));
   });
   return t;
 }

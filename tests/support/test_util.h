@@ -31,24 +31,24 @@ const char* TestGpuName();  // "gpu-emu" or "gpu"
 bool HaveTestGpu();
 
 // Skips a test without the CUDA emulator; under CI=true (where the build has it) fails.
-#define REQUIRE_CUDA_EMULATOR()                                                                          \
-  do {                                                                                                   \
-    if (!::graphjit::testing::HaveCudaEmulator()) {                                                      \
-      const char* ci = std::getenv("CI");                                                                \
-      if (ci && std::string(ci) == "true") FAIL() << "no CUDA emulator in this build";                   \
-      GTEST_SKIP() << "no CUDA emulator (no CUDA toolkit)";                                              \
-    }                                                                                                    \
+#define REQUIRE_CUDA_EMULATOR()                                                        \
+  do {                                                                                 \
+    if (!::graphjit::testing::HaveCudaEmulator()) {                                    \
+      const char* ci = std::getenv("CI");                                              \
+      if (ci && std::string(ci) == "true") FAIL() << "no CUDA emulator in this build"; \
+      GTEST_SKIP() << "no CUDA emulator (no CUDA toolkit)";                            \
+    }                                                                                  \
   } while (0)
 
 // Skips a test without the GPU of GRAPHJIT_TEST_DEVICE; fails where that GPU was asked for
 // (gpu) or the build must have it (gpu-emu under CI=true).
-#define REQUIRE_TEST_GPU()                                                                                   \
-  do {                                                                                                       \
-    if (::graphjit::testing::TestGpu() != ::graphjit::DeviceKind::kGpuEmu) {                                 \
-      if (!::graphjit::testing::HaveTestGpu()) FAIL() << "GRAPHJIT_TEST_DEVICE=gpu, but no GPU opens";      \
-    } else {                                                                                                 \
-      REQUIRE_CUDA_EMULATOR();                                                                               \
-    }                                                                                                        \
+#define REQUIRE_TEST_GPU()                                                                             \
+  do {                                                                                                 \
+    if (::graphjit::testing::TestGpu() != ::graphjit::DeviceKind::kGpuEmu) {                           \
+      if (!::graphjit::testing::HaveTestGpu()) FAIL() << "GRAPHJIT_TEST_DEVICE=gpu, but no GPU opens"; \
+    } else {                                                                                           \
+      REQUIRE_CUDA_EMULATOR();                                                                         \
+    }                                                                                                  \
   } while (0)
 
 // A GraphDef under construction. Each method adds one node and returns its name.
@@ -94,8 +94,10 @@ class ScopedEnv {
     setenv(name, value, 1);
   }
   ~ScopedEnv() {
-    if (had_) setenv(name_.c_str(), old_.c_str(), 1);
-    else unsetenv(name_.c_str());
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;

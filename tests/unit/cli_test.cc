@@ -216,8 +216,10 @@ TEST(Cli, TraceShowsGpuKernelsCopiesAndTheStream) {
     for (const auto& e : doc["traceEvents"]) {
       if (e["ph"] == "M" && e["tid"] == kGpuStreamRow) stream_row = e["args"]["name"];
       if (e["ph"] != "X") continue;
-      if (e["tid"] == kGpuStreamRow) stream.push_back(e);
-      else host[e["name"]] = e;
+      if (e["tid"] == kGpuStreamRow)
+        stream.push_back(e);
+      else
+        host[e["name"]] = e;
     }
     EXPECT_EQ(stream_row, "GPU stream");
     ASSERT_FALSE(stream.empty());
@@ -326,8 +328,8 @@ TEST(Cli, JitVerboseNamesEachCompile) {
 // Every configuration at each thread count, interleaved in one run, and the speed-ups.
 TEST(Cli, BenchComparesThreadCounts) {
   std::string json = testing::TempDir() + "/bench_threads.json";
-  auto r = RunGraphjit("bench " + Mnist() + " --shape x=32,784 --shape y_=32,10 --jit off,on --threads 1,2 --iters 3 --json " +
-                       json);
+  auto r =
+      RunGraphjit("bench " + Mnist() + " --shape x=32,784 --shape y_=32,10 --jit off,on --threads 1,2 --iters 3 --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("speed-up off, 1 -> 2 threads: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("speed-up on, 1 -> 2 threads: "), std::string::npos) << r.out;
@@ -369,9 +371,9 @@ TEST(Cli, DumpWritesEachClusterStage) {
   std::string dir = testing::TempDir() + "/dump";
   auto r = RunGraphjit("dump " + Mnist() + MnistFeeds() + " --to " + dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* file : {"00_cluster.pbtxt", "01_fusion_plan.txt", "02_fusions.mlir", "03_cleaned_up.mlir",
-                           "04_math_approximated.mlir", "05_control_flow.mlir", "06_llvm_dialect.mlir", "07_llvm_ir.ll",
-                           "08_asm.s"}) {
+  for (const char* file :
+       {"00_cluster.pbtxt", "01_fusion_plan.txt", "02_fusions.mlir", "03_cleaned_up.mlir", "04_math_approximated.mlir",
+        "05_control_flow.mlir", "06_llvm_dialect.mlir", "07_llvm_ir.ll", "08_asm.s"}) {
     const std::string path = testing::OnlyFolder(dir, "cluster_0-") + "/" + file;
     EXPECT_TRUE(std::filesystem::file_size(path) > 0) << path;
     EXPECT_NE(r.out.find(path), std::string::npos) << r.out;
@@ -564,7 +566,8 @@ TEST(Cli, CudaDevices) {
     GTEST_SKIP() << "no CUDA toolkit: the CUDA emulator was not built";
   }
   EXPECT_NE(d.out.find("gpu-emu: NVIDIA H100 SXM (graphjit CUDA emulator), sm_90, 132 SMs, 4096 MiB, driver 13.0"),
-            std::string::npos) << d.out;
+            std::string::npos)
+      << d.out;
   // Its memory is configurable.
   auto small = RunGraphjit("devices --device gpu-emu", "CUEMU_MEMORY_MB=1024");
   EXPECT_NE(small.out.find("sm_90, 132 SMs, 1024 MiB"), std::string::npos) << small.out;
@@ -585,10 +588,12 @@ TEST(Cli, CudaDevices) {
   ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y --device gpu-emu:one"), 2,
              "the device must be cpu, gpu, gpu-emu, gpu:N or gpu-emu:N");
 
-  ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--cuda_driver=/nonexistent/libcuda.so.1"),
-             2, "cannot open the CUDA driver /nonexistent/libcuda.so.1");
-  ExpectExit(RunGraphjit("bench " + Mnist() + MnistFeeds() + " --device gpu", "GRAPHJIT_FLAGS=--cuda_driver=/nonexistent/libcuda.so.1"),
-             2, "--device gpu: cannot open the CUDA driver /nonexistent/libcuda.so.1");
+  ExpectExit(
+      RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--cuda_driver=/nonexistent/libcuda.so.1"), 2,
+      "cannot open the CUDA driver /nonexistent/libcuda.so.1");
+  ExpectExit(
+      RunGraphjit("bench " + Mnist() + MnistFeeds() + " --device gpu", "GRAPHJIT_FLAGS=--cuda_driver=/nonexistent/libcuda.so.1"),
+      2, "--device gpu: cannot open the CUDA driver /nonexistent/libcuda.so.1");
   ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds() + " --fetch y", "GRAPHJIT_FLAGS=--device=tpu"), 2,
              "--device must be cpu, gpu, gpu-emu, gpu:N or gpu-emu:N, got 'tpu'");
   const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";

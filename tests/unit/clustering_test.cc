@@ -103,9 +103,8 @@ TEST(ClusteringProperty, RandomGraphsStayAcyclicConvexAndExact) {
       ASSERT_TRUE(jit.ok()) << jit.status().ToString();
       auto plain = Session::Create(SessionOptions{}, gd);
       ASSERT_TRUE(plain.ok());
-      std::vector<std::pair<std::string, Tensor>> feeds = {
-          {"p0", testing::MakeFloat(Shape{4}, {0.5f, -1.5f, 2.0f, -0.25f})},
-          {"p1", testing::MakeFloat(Shape{4}, {-0.75f, 1.0f, 0.0f, 3.0f})}};
+      std::vector<std::pair<std::string, Tensor>> feeds = {{"p0", testing::MakeFloat(Shape{4}, {0.5f, -1.5f, 2.0f, -0.25f})},
+                                                           {"p1", testing::MakeFloat(Shape{4}, {-0.75f, 1.0f, 0.0f, 3.0f})}};
       std::vector<Tensor> x, y;
       Status sx = (*plain)->Run(feeds, fetches, {}, &x);
       Status sy = (*jit)->Run(feeds, fetches, {}, &y);

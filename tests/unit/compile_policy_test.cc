@@ -60,8 +60,8 @@ TEST(CompilePolicy, FailuresAreClassifiedByTheirCode) {
 }
 
 TEST(CompilePolicy, TensorFlowsMegamorphicRule) {
-  EXPECT_FALSE(IsMegamorphic(10, 10));   // 10 compiles are allowed, however few the runs
-  EXPECT_TRUE(IsMegamorphic(11, 11));    // the 11th at fewer than 50 runs per compile
+  EXPECT_FALSE(IsMegamorphic(10, 10));  // 10 compiles are allowed, however few the runs
+  EXPECT_TRUE(IsMegamorphic(11, 11));   // the 11th at fewer than 50 runs per compile
   EXPECT_TRUE(IsMegamorphic(11, 549));
   EXPECT_FALSE(IsMegamorphic(11, 550));  // 50 runs per compile
   EXPECT_FALSE(IsMegamorphic(20, 5000));
@@ -101,8 +101,7 @@ TEST(CompilePolicy, ConcurrentCompilesMakeOneMessage) {
   EXPECT_TRUE(rule.megamorphic());
 }
 
-CompileOutcome Outcome(CompileOutcome::Kind kind, CompileFailure failure = CompileFailure::kUnsupported,
-                       std::string why = "") {
+CompileOutcome Outcome(CompileOutcome::Kind kind, CompileFailure failure = CompileFailure::kUnsupported, std::string why = "") {
   CompileOutcome o;
   o.kind = kind;
   o.failure = failure;
@@ -130,8 +129,8 @@ TEST(CompilePolicy, APendingCompileRunsOpByOpWithoutFallingBack) {
 }
 
 TEST(CompilePolicy, AnUnsupportedClusterFallsBackWithAWarning) {
-  const CallAction a = DecideCall(
-      "cluster_0", Outcome(CompileOutcome::Kind::kFailed, CompileFailure::kUnsupported, "no emitter for Foo"), false);
+  const CallAction a =
+      DecideCall("cluster_0", Outcome(CompileOutcome::Kind::kFailed, CompileFailure::kUnsupported, "no emitter for Foo"), false);
   EXPECT_EQ(a.kind, CallAction::Kind::kRunOpByOp);
   EXPECT_TRUE(a.fell_back);
   EXPECT_FALSE(a.internal_error);  // counted where it failed, if at all
@@ -150,8 +149,7 @@ TEST(CompilePolicy, AnInternalErrorFallsBackWithAnError) {
 }
 
 TEST(CompilePolicy, StrictModeMakesAFailureTheRunsError) {
-  CallAction a =
-      DecideCall("cluster_0", Outcome(CompileOutcome::Kind::kFailed, CompileFailure::kUnsupported, "why"), true);
+  CallAction a = DecideCall("cluster_0", Outcome(CompileOutcome::Kind::kFailed, CompileFailure::kUnsupported, "why"), true);
   EXPECT_EQ(a.kind, CallAction::Kind::kFail);
   EXPECT_EQ(a.error, "cluster cluster_0 cannot be compiled (--jit_strict): why");
   EXPECT_FALSE(a.fell_back);
@@ -162,8 +160,8 @@ TEST(CompilePolicy, StrictModeMakesAFailureTheRunsError) {
 
 TEST(CompilePolicy, OutOfMemoryIsAlwaysTheRunsError) {
   for (bool strict : {false, true}) {
-    const CallAction a = DecideCall(
-        "cluster_2", Outcome(CompileOutcome::Kind::kFailed, CompileFailure::kOutOfMemory, "constants: 8 GiB"), strict);
+    const CallAction a =
+        DecideCall("cluster_2", Outcome(CompileOutcome::Kind::kFailed, CompileFailure::kOutOfMemory, "constants: 8 GiB"), strict);
     EXPECT_EQ(a.kind, CallAction::Kind::kFail);
     EXPECT_EQ(a.error, "cluster cluster_2: constants: 8 GiB");
     EXPECT_FALSE(a.fell_back);

@@ -181,18 +181,21 @@ std::string AddOne(int rows, int align) {
   const std::string type = "memref<" + std::to_string(rows) + "x1024xf32>";
   const std::string bytes = std::to_string(rows * 4096);
   const std::string aligned = align ? ", llvm.align = " + std::to_string(align) + " : i64" : "";
-  return "func.func @add_one(%x: " + type + " {llvm.noalias, llvm.dereferenceable = " + bytes +
-         " : i64}, %y: " + type + " {llvm.noalias, llvm.dereferenceable = " + bytes + " : i64" + aligned + R"mlir(}) {
+  return "func.func @add_one(%x: " + type + " {llvm.noalias, llvm.dereferenceable = " + bytes + " : i64}, %y: " + type +
+         " {llvm.noalias, llvm.dereferenceable = " + bytes + " : i64" + aligned + R"mlir(}) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %cols = arith.constant 1024 : index
-  %rows = memref.dim %x, %c0 : )mlir" + type + R"mlir(
+  %rows = memref.dim %x, %c0 : )mlir" +
+         type + R"mlir(
   %one = arith.constant 1.0 : f32
   scf.for %r = %c0 to %rows step %c1 {
     scf.for %c = %c0 to %cols step %c1 {
-      %v = memref.load %x[%r, %c] : )mlir" + type + R"mlir(
+      %v = memref.load %x[%r, %c] : )mlir" +
+         type + R"mlir(
       %s = arith.addf %v, %one : f32
-      memref.store %s, %y[%r, %c] : )mlir" + type + R"mlir(
+      memref.store %s, %y[%r, %c] : )mlir" +
+         type + R"mlir(
     }
   }
   return
@@ -361,11 +364,28 @@ TEST_P(ExpForms, ExpIsWithinTwoUlpsOfTheTrueValue) {
   EXPECT_EQ(assembly.find(std::string("vscalefps\t%") + widest) != std::string::npos, scalef) << assembly;
   EXPECT_EQ(assembly.find("vscalefss") != std::string::npos, scalef);
   EXPECT_EQ(assembly.find("graphjit_scalef"), std::string::npos);
-  if (!(*exe)->Function("exp").ok()) GTEST_SKIP() << "the host cannot run code for " << GetParam().first << ": " << cpu::HostCpu();
+  if (!(*exe)->Function("exp").ok())
+    GTEST_SKIP() << "the host cannot run code for " << GetParam().first << ": " << cpu::HostCpu();
   const float inf = std::numeric_limits<float>::infinity(), max = std::numeric_limits<float>::max();
-  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e38f, -1e38f,
-                           88.72283172607422f, 88.72283935546875f, 88.7228f, 89.0f, -87.33654022216797f,
-                           -87.33655548095703f, -88.0f, -88.5f, -103.0f, -1000.0f};
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           -1.0f,
+                           inf,
+                           -inf,
+                           std::numeric_limits<float>::quiet_NaN(),
+                           1e38f,
+                           -1e38f,
+                           88.72283172607422f,
+                           88.72283935546875f,
+                           88.7228f,
+                           89.0f,
+                           -87.33654022216797f,
+                           -87.33655548095703f,
+                           -88.0f,
+                           -88.5f,
+                           -103.0f,
+                           -1000.0f};
   for (int k = -126; k <= 127; ++k) xs.push_back(static_cast<float>(k * 0.6931471805599453));
   const float top = 89.0f;
   uint32_t top_bits;
@@ -470,7 +490,9 @@ TEST(CpuBackend, AnObjectFileLoadsWithoutCompiling) {
   cpu::CompileReport report;
   auto object = cpu::CompileToObject(kBiasReluTanh, {}, &report);
   ASSERT_TRUE(object.ok()) << object.status().ToString();
-  EXPECT_EQ(object->substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(object->substr(0, 4),
+            "\x7f"
+            "ELF");
   auto compiled = cpu::Load(*object, {});
   auto loaded = cpu::Load(*object, {});
   ASSERT_TRUE(compiled.ok() && loaded.ok()) << loaded.status().ToString();

@@ -91,7 +91,8 @@ void ForEachProduct(const Conv& c, F f) {
           for (int64_t cc = 0; cc < cg; ++cc)
             for (int64_t r = 0; r < c.filter_h; ++r)
               for (int64_t s = 0; s < c.filter_w; ++s) {
-                const int64_t ih = oh * c.stride_h - c.pad_h + r * c.dilation_h, iw = ow * c.stride_w - c.pad_w + s * c.dilation_w;
+                const int64_t ih = oh * c.stride_h - c.pad_h + r * c.dilation_h,
+                              iw = ow * c.stride_w - c.pad_w + s * c.dilation_w;
                 if (ih < 0 || ih >= c.height || iw < 0 || iw >= c.width) continue;
                 f(At(c.nhwc, c.filters, c.out_h(), c.out_w(), n, k, oh, ow),
                   At(c.nhwc, c.channels, c.height, c.width, n, k / kg * cg + cc, ih, iw),

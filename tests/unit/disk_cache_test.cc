@@ -9,8 +9,8 @@
 #include <regex>
 #include <thread>
 
-#include "jit/disk_cache.h"
 #include "ir/graphdef.h"
+#include "jit/disk_cache.h"
 #include "jit/jit.h"
 #include "runtime/npy.h"
 #include "tests/support/test_util.h"
@@ -65,12 +65,20 @@ TEST(DiskCache, CorruptTruncatedAndForeignEntriesAreDropped) {
   DiskCache cache(dir, 1 << 20);
   const DiskEntry code{"kernel 0 fusion_0\n", std::string(1000, 'x')};
   const std::map<std::string, std::function<std::string(std::string)>> damage = {
-      {"a flipped byte", [](std::string b) { b[b.size() / 2] ^= 1; return b; }},
+      {"a flipped byte",
+       [](std::string b) {
+         b[b.size() / 2] ^= 1;
+         return b;
+       }},
       {"truncated", [](std::string b) { return b.substr(0, b.size() - 9); }},
       {"empty", [](std::string) { return std::string(); }},
       {"longer", [](std::string b) { return b + "tail"; }},
       {"foreign", [](std::string b) { return std::string(b.size(), 'z'); }},
-      {"another format", [](std::string b) { b[4] = 9; return b; }},
+      {"another format",
+       [](std::string b) {
+         b[4] = 9;
+         return b;
+       }},
   };
   const int64_t dropped = cache.stats().dropped;
   for (const auto& [what, f] : damage) {
@@ -222,8 +230,9 @@ TEST(DiskCacheCli, GemmAlgorithmsAreKeptToo) {
   ASSERT_TRUE(WriteGraphDefFile(b.graph_def(), dir + "/g.pbtxt").ok());
   ASSERT_TRUE(WriteNpy(dir + "/x.npy", testing::MakeFloat(Shape{9, 256}, x)).ok());
   auto run = [&](const std::string& out, const std::string& flags) {
-    return RunGraphjit("run " + dir + "/g.pbtxt --feed x=" + dir + "/x.npy --fetch r --jit on --stats --out " + dir + "/" + out,
-                       "GRAPHJIT_FLAGS='--cache_dir=" + dir + "/cache --device=gpu-emu --gpu_tf32=off --min_cluster_size=1" + flags + "'");
+    return RunGraphjit(
+        "run " + dir + "/g.pbtxt --feed x=" + dir + "/x.npy --fetch r --jit on --stats --out " + dir + "/" + out,
+        "GRAPHJIT_FLAGS='--cache_dir=" + dir + "/cache --device=gpu-emu --gpu_tf32=off --min_cluster_size=1" + flags + "'");
   };
   auto first = run("first", "");
   ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -299,9 +308,17 @@ TEST(DiskCacheCli, DamagedEntriesAreCompiledAgain) {
   auto first = RunGraphjit(Transformer() + " --out " + dir + "/first", flags);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const std::map<std::string, std::function<std::string(std::string)>> damage = {
-      {"corrupt", [](std::string b) { b[b.size() / 3] ^= 0x40; return b; }},
+      {"corrupt",
+       [](std::string b) {
+         b[b.size() / 3] ^= 0x40;
+         return b;
+       }},
       {"truncated", [](std::string b) { return b.substr(0, b.size() / 2); }},
-      {"foreign", [](std::string b) { return "\x7f" "ELF not an entry at all"; }},
+      {"foreign",
+       [](std::string b) {
+         return "\x7f"
+                "ELF not an entry at all";
+       }},
   };
   for (const auto& [what, f] : damage) {
     SCOPED_TRACE(what);

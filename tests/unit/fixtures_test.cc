@@ -38,7 +38,8 @@ std::map<std::string, std::string> ReadList(const std::string& path) {
 // The Keras layers graphjit cannot run yet, each with the ops it lacks:
 // tests/unit/keras_layers_unsupported.txt.
 const std::map<std::string, std::string>& UnsupportedKerasLayers() {
-  static const auto* list = new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/unit/keras_layers_unsupported.txt")));
+  static const auto* list =
+      new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/unit/keras_layers_unsupported.txt")));
   return *list;
 }
 
@@ -145,8 +146,7 @@ bool ExpectCpuOpsAsListed(const std::string& manifest, int64_t cpu_ops) {
   return it != listed->end();
 }
 
-void ExpectClose(const Case& c, const std::vector<Tensor>& outputs, const std::vector<Tensor>& expected,
-                 const char* what) {
+void ExpectClose(const Case& c, const std::vector<Tensor>& outputs, const std::vector<Tensor>& expected, const char* what) {
   ASSERT_EQ(outputs.size(), c.fetches.size());
   for (size_t i = 0; i < c.fetches.size(); ++i) {
     SCOPED_TRACE("fetch " + c.fetches[i]);
@@ -230,11 +230,10 @@ TEST_P(OpFixture, CompilesAloneAndMatchesTensorFlow) {
   const bool compiled = after.compiled > before.compiled && after.fallback == before.fallback;
   auto listed = uncompiled.find(name);
   if (listed == uncompiled.end())
-    EXPECT_TRUE(compiled) << name << " did not compile (clusters " << after.clusters - before.clusters
-                          << ", op by op " << after.fallback - before.fallback << ")";
+    EXPECT_TRUE(compiled) << name << " did not compile (clusters " << after.clusters - before.clusters << ", op by op "
+                          << after.fallback - before.fallback << ")";
   else
-    EXPECT_FALSE(compiled) << name << " compiles now: take it off tests/unit/jit_uncompiled_ops.txt ("
-                           << listed->second << ")";
+    EXPECT_FALSE(compiled) << name << " compiles now: take it off tests/unit/jit_uncompiled_ops.txt (" << listed->second << ")";
 }
 
 // The same on the GPU (GRAPHJIT_TEST_DEVICE's: the CUDA emulator unless it says gpu): it

@@ -139,8 +139,8 @@ TEST_F(GpuJit, RowSchedulesMatchTheReference) {
   };
   // Two clusters (nothing connects the mean to the softmax), one kernel each; or in phases:
   // max, sum and the mean two kernels each, then the softmax's stores.
-  for (const Case& c : std::vector<Case>{{7, 5, 2}, {9, 256, 2}, {3, 1000, 2}, {5, 1024, 2}, {2, 10000, 2},
-                                         {2, 150000, clusters ? 3 : 7}, {1, 600000, 7}}) {
+  for (const Case& c : std::vector<Case>{
+           {7, 5, 2}, {9, 256, 2}, {3, 1000, 2}, {5, 1024, 2}, {2, 10000, 2}, {2, 150000, clusters ? 3 : 7}, {1, 600000, 7}}) {
     SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols));
     const Tensor x = Random(Shape({c.rows, c.cols}), static_cast<uint32_t>(c.cols));
     const Runs r = RunBoth(Softmax(c.cols), {{"x", x}}, {"softmax", "mean", "max"});
@@ -291,8 +291,7 @@ TEST_F(GpuJit, GridsFollowTheDevicesSmCount) {
   const std::vector<GpuKernelProfile> profiles = TakeGpuProfiles();
   ASSERT_EQ(profiles.size(), 1u);
   EXPECT_EQ(profiles[0].grid, resident) << profiles[0].name;
-  for (int64_t i : {int64_t{0}, n / 2, n - 1})
-    EXPECT_NEAR(y[0].data<float>()[i], std::tanh(values[i]) * values[i], 1e-6) << i;
+  for (int64_t i : {int64_t{0}, n / 2, n - 1}) EXPECT_NEAR(y[0].data<float>()[i], std::tanh(values[i]) * values[i], 1e-6) << i;
 }
 
 // Loops: 4-wide when the last dim allows it, else one element per thread; broadcasts.
@@ -328,9 +327,9 @@ TEST_F(GpuJit, ReductionsMatchTheReference) {
                                          {{512, 1024}, {0}, "Sum", DType::kFloat, 3},      // two phases, a thread per output
                                          {{40000, 3}, {0}, "Min", DType::kFloat, 3},       // two phases, a block per output
                                          {{40000, 2}, {0}, "Sum", DType::kInt32, 3},
-                                         {{300, 40}, {0, 1}, "Mean", DType::kFloat, 1},    // a block per row
-                                         {{3, 50000}, {0, 1}, "Max", DType::kFloat, 2},    // two phases (the second stores y)
-                                         {{2, 200000}, {1}, "Mean", DType::kFloat, 2},     // two phases per row
+                                         {{300, 40}, {0, 1}, "Mean", DType::kFloat, 1},  // a block per row
+                                         {{3, 50000}, {0, 1}, "Max", DType::kFloat, 2},  // two phases (the second stores y)
+                                         {{2, 200000}, {1}, "Mean", DType::kFloat, 2},   // two phases per row
                                          {{17, 33}, {1}, "Sum", DType::kInt32, 1},
                                          {{17, 33}, {1}, "Sum", DType::kInt64, 1},
                                          {{17, 33}, {1}, "ArgMax", DType::kFloat, 1}}) {
@@ -348,8 +347,8 @@ TEST_F(GpuJit, ReductionsMatchTheReference) {
     Tensor x = Random(Shape(c.shape), 4);
     if (c.op == "Max" || c.op == "Min") {
       float* v = x.data<float>();
-      v[7] = NAN;                              // one output (or the only one) is NaN
-      v[x.num_elements() - 2] = -0.0f;          // signed zeros elsewhere
+      v[7] = NAN;                       // one output (or the only one) is NaN
+      v[x.num_elements() - 2] = -0.0f;  // signed zeros elsewhere
       v[x.num_elements() / 2] = 0.0f;
     }
     if (c.dtype != DType::kFloat) x = *CastTensor(x, c.dtype);
@@ -444,8 +443,9 @@ TEST_F(GpuJit, RangeCountsOnTheGpu) {
     ASSERT_EQ(r.gpu[0].shape(), r.reference[0].shape());
     EXPECT_EQ(r.launches, 1);
     for (int64_t i = 0; i < r.gpu[0].num_elements(); ++i) {
-      const double exact = floating ? static_cast<double>(static_cast<float>(start)) + i * static_cast<double>(static_cast<float>(delta))
-                                    : start + i * delta;
+      const double exact =
+          floating ? static_cast<double>(static_cast<float>(start)) + i * static_cast<double>(static_cast<float>(delta))
+                   : start + i * delta;
       if (floating)
         ASSERT_NEAR(r.gpu[0].ValueAsDouble(i), exact, 2.5e-7 * std::fabs(exact) + 1e-7) << "element " << i;
       else
@@ -621,8 +621,8 @@ TEST_F(GpuJit, HalfAndBfloat16GemmsRunOnTheGpu) {
       testing::SetAttrType(cast, "DstT", DType::kFloat);
     }
     const JitStats before = GetJitStats();
-    const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape({33, 40}), 4)}, {"u", Random(Shape({3, 5, 16}), 5)}},
-                           {"dense_f", "bmm_f"});
+    const Runs r =
+        RunBoth(b.graph_def(), {{"x", Random(Shape({33, 40}), 4)}, {"u", Random(Shape({3, 5, 16}), 5)}}, {"dense_f", "bmm_f"});
     // One cluster per path (Casts, GEMM, bias, Cast): a GEMM on the CPU would split its path.
     EXPECT_EQ(GetJitStats().clusters - before.clusters, 2) << "a GEMM left its cluster";
     const double rtol = dtype == DType::kHalf ? 2e-3 : 1.6e-2;  // 2 units in the last place
@@ -689,8 +689,10 @@ TEST_F(GpuJit, GatherRunsOnTheGpuWithZerosForIndicesOutOfRange) {
       if (out_of_range) {
         indices = *indices.Clone(nullptr);
         const int64_t bad = c.params.dim(c.axis < 0 ? c.axis + c.params.rank() : c.axis);
-        if (indices.dtype() == DType::kInt32) indices.data<int32_t>()[0] = static_cast<int32_t>(bad), indices.data<int32_t>()[1] = -1;
-        else indices.data<int64_t>()[0] = bad, indices.data<int64_t>()[1] = -1;
+        if (indices.dtype() == DType::kInt32)
+          indices.data<int32_t>()[0] = static_cast<int32_t>(bad), indices.data<int32_t>()[1] = -1;
+        else
+          indices.data<int64_t>()[0] = bad, indices.data<int64_t>()[1] = -1;
       }
       b.Const("indices", indices);
       b.Const("axis", testing::MakeInt32({}, {c.axis}));
@@ -807,7 +809,7 @@ TEST_F(GpuJit, DeviceTensorsGoInAndOutWithoutCopies) {
   on_device.stream = (*stream)->handle();
   for (int run = 0; run < 3; ++run) {
     SCOPED_TRACE("run " + std::to_string(run));
-    const Tensor x = Random(Shape({8, 64}), 40 + run);  // new contents each run
+    const Tensor x = Random(Shape({8, 64}), 40 + run);                        // new contents each run
     ASSERT_TRUE((*stream)->CopyToDevice(*x_address, x.raw(), x_bytes).ok());  // queued on the caller's stream
     std::vector<Tensor> got;
     Status s = session->Run(on_device, {{"x", *x_on_device}}, {"y"}, {}, &got);
@@ -840,11 +842,9 @@ TEST_F(GpuJit, DeviceTensorsGoInAndOutWithoutCopies) {
   EXPECT_EQ(session->DeviceTensor(DType::kFloat, Shape({8, 65}), *x_address).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(session->DeviceTensor(DType::kFloat, Shape({2}), reinterpret_cast<uint64_t>(host[0].raw())).status().code(),
             Code::kInvalidArgument);
-  EXPECT_EQ(session->DeviceTensor(DType::kFloat, Shape({-1, 64}), *x_address).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(session->DeviceTensor(DType::kFloat, Shape({-1, 64}), *x_address).status().code(), Code::kInvalidArgument);
   // Without a GPU there are no device tensors, and a device tensor is no feed.
-  EXPECT_EQ(reference->DeviceTensor(DType::kFloat, Shape({8, 64}), *x_address).status().code(),
-            Code::kFailedPrecondition);
+  EXPECT_EQ(reference->DeviceTensor(DType::kFloat, Shape({8, 64}), *x_address).status().code(), Code::kFailedPrecondition);
   std::vector<Tensor> none;
   EXPECT_EQ(reference->Run({{"x", *x_on_device}}, {"y"}, {}, &none).code(), Code::kFailedPrecondition);
   (*device)->Free(*x_address);
@@ -1047,7 +1047,8 @@ TEST_F(GpuJit, ConcurrentRunsShareTheDeviceSafely) {
 tensorflow::NodeDef* Conv(GraphBuilder& b, const std::string& name, const std::string& op, std::vector<std::string> inputs,
                           int64_t stride, const std::string& padding, DType t = DType::kFloat, bool nchw = false) {
   tensorflow::NodeDef* n = b.Op(name, op, std::move(inputs), t);
-  testing::SetAttrInts(n, "strides", nchw ? std::vector<int64_t>{1, 1, stride, stride} : std::vector<int64_t>{1, stride, stride, 1});
+  testing::SetAttrInts(n, "strides",
+                       nchw ? std::vector<int64_t>{1, 1, stride, stride} : std::vector<int64_t>{1, stride, stride, 1});
   testing::SetAttrString(n, "padding", padding);
   testing::SetAttrString(n, "data_format", nchw ? "NCHW" : "NHWC");
   return n;
@@ -1088,8 +1089,7 @@ TEST_F(GpuJit, ConvEpiloguesCudnnLacksRunInTheNextKernel) {
       b.Placeholder("r", DType::kFloat, {-1, 7, 9, 8});
       std::vector<std::string> inputs = {"x", "w", "bias"};
       if (residual) inputs.push_back("r");
-      tensorflow::NodeDef* conv =
-          Conv(b, "conv", depthwise ? "_FusedDepthwiseConv2dNative" : "_FusedConv2D", inputs, 1, "SAME");
+      tensorflow::NodeDef* conv = Conv(b, "conv", depthwise ? "_FusedDepthwiseConv2dNative" : "_FusedConv2D", inputs, 1, "SAME");
       testing::SetAttrInt(conv, "num_args", residual ? 2 : 1);
       for (const std::string& op : c.fused_ops) (*conv->mutable_attr())["fused_ops"].mutable_list()->add_s(op);
       b.Op("y", "Square", {"conv"});  // (a Mul by a constant would be folded into the filter)
@@ -1162,8 +1162,8 @@ TEST_F(GpuJit, NchwConvolutionsMatchTheNhwcOnesThroughTransposes) {
     std::string op;
     int64_t stride, dilation;
   };
-  for (const Case& c : std::vector<Case>{{"Conv2D", 2, 1}, {"Conv2D", 1, 2}, {"DepthwiseConv2dNative", 2, 1},
-                                         {"Conv2DBackpropInput", 2, 1}}) {
+  for (const Case& c :
+       std::vector<Case>{{"Conv2D", 2, 1}, {"Conv2D", 1, 2}, {"DepthwiseConv2dNative", 2, 1}, {"Conv2DBackpropInput", 2, 1}}) {
     SCOPED_TRACE(c.op + " stride " + std::to_string(c.stride) + " dilation " + std::to_string(c.dilation));
     const bool backprop = c.op == "Conv2DBackpropInput";
     // x is NHWC [2, 8, 10, 3] (backprop: dy [2, 4, 5, 5], dx of x's shape).
@@ -1188,10 +1188,13 @@ TEST_F(GpuJit, NchwConvolutionsMatchTheNhwcOnesThroughTransposes) {
       }
       tensorflow::NodeDef* conv = Conv(b, "conv", c.op, inputs, c.stride, "SAME", DType::kFloat, nchw);
       if (c.dilation > 1)
-        testing::SetAttrInts(conv, "dilations", nchw ? std::vector<int64_t>{1, 1, c.dilation, c.dilation}
-                                                     : std::vector<int64_t>{1, c.dilation, c.dilation, 1});
-      if (nchw) b.Op("y", "Transpose", {"conv", "to_nhwc"});
-      else b.Op("y", "Identity", {"conv"});
+        testing::SetAttrInts(
+            conv, "dilations",
+            nchw ? std::vector<int64_t>{1, 1, c.dilation, c.dilation} : std::vector<int64_t>{1, c.dilation, c.dilation, 1});
+      if (nchw)
+        b.Op("y", "Transpose", {"conv", "to_nhwc"});
+      else
+        b.Op("y", "Identity", {"conv"});
       graphs[nchw] = b.graph_def();
     }
     SessionOptions cpu;
@@ -1260,8 +1263,8 @@ TEST_F(GpuJit, PoolsAndBatchNormsAreFusedLoops) {
   testing::SetAttrString(bn, "data_format", "NCHW");
   b.Op("bn_relu", "Relu", {"bn"});
   const std::vector<std::string> fetches = {"MaxPool_relu", "AvgPool_relu", "bn_relu", "bn:1", "bn:2"};
-  const Runs r = RunBoth(b.graph_def(), {{"x", Random(Shape({2, 9, 10, 3}), 1)}, {"nchw", Random(Shape({2, 3, 5, 4}), 2)}},
-                         fetches);
+  const Runs r =
+      RunBoth(b.graph_def(), {{"x", Random(Shape({2, 9, 10, 3}), 1)}, {"nchw", Random(Shape({2, 3, 5, 4}), 2)}}, fetches);
   for (size_t i = 0; i < fetches.size(); ++i) ExpectClose(r.gpu[i], r.reference[i], 1e-6, fetches[i]);
   EXPECT_EQ(r.launches, 3) << "a loop kernel per pool and for the batch norm";
 }
@@ -1333,8 +1336,8 @@ TEST_F(GpuJit, TrainingBatchNormsAndTheirGradientsAreColumnReductions) {
     }
     EXPECT_EQ(r.launches, 11) << "the four column reductions in two kernels each (the blocks' partial sums, then "
                                  "their sum), a kernel for the per-channel factors, one for y, one for dx";
-    const std::vector<Tensor> again = testing::RunOrDie(*testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2)),
-                                                        {{"x", x}}, fetches);
+    const std::vector<Tensor> again =
+        testing::RunOrDie(*testing::MakeSession(b.graph_def(), OnGpu(JitLevel::kOn2)), {{"x", x}}, fetches);
     for (size_t i = 0; i < fetches.size(); ++i)
       EXPECT_EQ(std::memcmp(again[i].raw(), r.gpu[i].raw(), again[i].bytes()), 0) << fetches[i];
   }

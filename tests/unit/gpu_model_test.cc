@@ -60,8 +60,8 @@ std::string Slurp(const std::string& path) {
 TEST_F(GpuModel, PredictsTheKernelsAnH200Measured) {
   const std::string root = testing::TestData("gpu_kernels");
   int kernels = 0;
-  std::printf("%-24s %-16s %12s %10s %8s %8s %10s %10s %7s\n", "graph", "kernel", "grid x block", "MB moved", "regs",
-              "in flight", "predicted", "H200 us", "ratio");
+  std::printf("%-24s %-16s %12s %10s %8s %8s %10s %10s %7s\n", "graph", "kernel", "grid x block", "MB moved", "regs", "in flight",
+              "predicted", "H200 us", "ratio");
   for (const auto& entry : std::filesystem::directory_iterator(root)) {
     if (!entry.is_directory()) continue;
     const std::string graph = entry.path().filename().string();
@@ -137,10 +137,11 @@ TEST_F(GpuModel, TheColumnReductionStreamsAtTheDramsPace) {
   const KernelWork work = first.Work();
   const KernelPrediction p = PredictKernel(device_, work);
   const double at_peak = 8192.0 * 4096 * 4 / device_.dram_bytes_per_s * 1e6;
-  std::printf("%s: grid %lld x %lld, %.2f loads in flight per warp, %.1f warps per SM, %.1f MB in flight: predicted "
-              "%.1f us, %.1f us at the DRAM's peak\n",
-              first.name.c_str(), static_cast<long long>(first.grid), static_cast<long long>(first.block),
-              work.loads_in_flight, p.warps_per_sm, p.bytes_in_flight / 1e6, p.us, at_peak);
+  std::printf(
+      "%s: grid %lld x %lld, %.2f loads in flight per warp, %.1f warps per SM, %.1f MB in flight: predicted "
+      "%.1f us, %.1f us at the DRAM's peak\n",
+      first.name.c_str(), static_cast<long long>(first.grid), static_cast<long long>(first.block), work.loads_in_flight,
+      p.warps_per_sm, p.bytes_in_flight / 1e6, p.us, at_peak);
   EXPECT_FALSE(p.latency_bound);
   EXPECT_LE(p.us / at_peak, 1.3);
   // Then the partial results, 8 per column (64 parts of the rows; a block combines its 8
@@ -160,7 +161,8 @@ TEST(GpuSchedule, ALoadsInFlightFollowTheDevicesMemory) {
   CudaDeviceInfo h200 = NominalCudaDevice(90);
   h200.memory_clock_khz = 3201000;
   h200.memory_bus_bits = 6144;
-  for (const auto& [info, want] : {std::pair{NominalCudaDevice(80), 2}, std::pair{NominalCudaDevice(90), 4}, std::pair{h200, 4}}) {
+  for (const auto& [info, want] :
+       {std::pair{NominalCudaDevice(80), 2}, std::pair{NominalCudaDevice(90), 4}, std::pair{h200, 4}}) {
     GpuDescription gpu;
     gpu.multiprocessors = info.multiprocessors;
     gpu.max_threads_per_multiprocessor = info.max_threads_per_multiprocessor;
@@ -185,17 +187,16 @@ TEST_F(GpuModel, TheBatchNormTrainingStepStreamsAtTheDramsPace) {
   std::vector<float> x(shape.num_elements());
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) - 6;
   std::vector<Tensor> dx;
-  const std::vector<GpuKernelProfile> profiles =
-      RunProfiled("batch_norm_train_step", testing::MakeFloat(shape, x), &dx);
+  const std::vector<GpuKernelProfile> profiles = RunProfiled("batch_norm_train_step", testing::MakeFloat(shape, x), &dx);
   ASSERT_EQ(dx[0].shape(), shape);
   int streaming = 0;
   double total = 0;
   for (const GpuKernelProfile& k : profiles) {
     const KernelPrediction p = PredictKernel(device_, k.Work());
     const double at_peak = k.moved_bytes / device_.dram_bytes_per_s * 1e6;
-    std::printf("%-36s grid %5lld x %-4lld %8.2f MB moved: predicted %6.1f us, %6.1f us at the DRAM's peak%s\n",
-                k.name.c_str(), static_cast<long long>(k.grid), static_cast<long long>(k.block), k.moved_bytes / 1e6, p.us,
-                at_peak, p.latency_bound ? " (latency-bound)" : "");
+    std::printf("%-36s grid %5lld x %-4lld %8.2f MB moved: predicted %6.1f us, %6.1f us at the DRAM's peak%s\n", k.name.c_str(),
+                static_cast<long long>(k.grid), static_cast<long long>(k.block), k.moved_bytes / 1e6, p.us, at_peak,
+                p.latency_bound ? " (latency-bound)" : "");
     total += p.us;
     if (k.moved_bytes < shape.num_elements() * 4) continue;  // the small finishing kernels
     ++streaming;

@@ -54,9 +54,7 @@ TEST_F(IrBuilder, EachOpChecksItsOperands) {
       {"a bitcast of other widths", [](Builder& b) { b.Convert(Cast::kBitcast, b.Float(1), Type::I64()); },
        "arith.bitcast: from f32 to i64"},
       {"a store of another type",
-       [](Builder& b) {
-         b.Store(b.Float(1), b.Parameter("%b0", Type::MemRef({4}, Type::F16())), {b.IndexConst(0)});
-       },
+       [](Builder& b) { b.Store(b.Float(1), b.Parameter("%b0", Type::MemRef({4}, Type::F16())), {b.IndexConst(0)}); },
        "memref.store: f32 into memref<4xf16>"},
       {"an index of another rank",
        [](Builder& b) { b.Load(b.Parameter("%b0", Type::MemRef({4, 4}, Type::F32())), {b.IndexConst(0)}); },

@@ -20,8 +20,7 @@ TEST(DType, NamesRoundTripAndMatchTensorFlowEnum) {
   EXPECT_EQ(static_cast<int>(DType::kHalf), tensorflow::DT_HALF);
   EXPECT_EQ(static_cast<int>(DType::kBFloat16), tensorflow::DT_BFLOAT16);
   EXPECT_EQ(static_cast<int>(DType::kInt64), tensorflow::DT_INT64);
-  for (DType d : {DType::kFloat, DType::kDouble, DType::kHalf, DType::kBFloat16, DType::kInt32, DType::kInt64,
-                  DType::kBool}) {
+  for (DType d : {DType::kFloat, DType::kDouble, DType::kHalf, DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kBool}) {
     DType parsed;
     ASSERT_TRUE(ParseDType(DTypeName(d), &parsed)) << DTypeName(d);
     EXPECT_EQ(parsed, d);
@@ -182,7 +181,6 @@ TEST(GraphDefImport, RejectsDanglingAndMalformedInputs) {
   d.Placeholder("x", DType::kFloat);
   d.Op("y", "Add", {"^x", "x"});
   EXPECT_NE(ImportGraphDef(d.graph_def()).status().message().find("after a control input"), std::string::npos);
-
 }
 
 TEST(GraphDefImport, RejectsBadDevice) {

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <stdexcept>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "jit/fault_injection.h"
@@ -33,13 +33,39 @@ using testing::GraphBuilder;
 // exact for arithmetic, an ulp or two for divisions (which may multiply by a
 // reciprocal), a few ulps for the polynomial approximations of math functions.
 const std::map<std::string, double>& Tolerances() {
-  static const std::map<std::string, double> t = {
-      {"AddV2", 1e-7}, {"Sub", 1e-7},   {"Mul", 1e-7},     {"RealDiv", 2.5e-7}, {"Maximum", 0},   {"Minimum", 0},
-      {"SquaredDifference", 1e-7},      {"Neg", 0},        {"Abs", 0},         {"Relu", 0},      {"Relu6", 0},
-      {"Square", 1e-7}, {"Floor", 0},   {"Ceil", 0},       {"Reciprocal", 2.5e-7}, {"Sqrt", 1e-7}, {"Rsqrt", 2e-7},
-      {"Exp", 2e-6},    {"Log", 2e-6},  {"Log1p", 2e-6},   {"Tanh", 2e-6},     {"Sigmoid", 2e-6}, {"Elu", 2e-6},
-      {"Erf", 2e-6},    {"Round", 0},   {"Sign", 0},       {"Selu", 2e-6},     {"Softplus", 2e-6}, {"LeakyRelu", 1e-7},
-      {"DivNoNan", 2.5e-7}, {"AddN", 2e-7},   {"Erfc", 2e-6},    {"Softsign", 2.5e-7}};
+  static const std::map<std::string, double> t = {{"AddV2", 1e-7},
+                                                  {"Sub", 1e-7},
+                                                  {"Mul", 1e-7},
+                                                  {"RealDiv", 2.5e-7},
+                                                  {"Maximum", 0},
+                                                  {"Minimum", 0},
+                                                  {"SquaredDifference", 1e-7},
+                                                  {"Neg", 0},
+                                                  {"Abs", 0},
+                                                  {"Relu", 0},
+                                                  {"Relu6", 0},
+                                                  {"Square", 1e-7},
+                                                  {"Floor", 0},
+                                                  {"Ceil", 0},
+                                                  {"Reciprocal", 2.5e-7},
+                                                  {"Sqrt", 1e-7},
+                                                  {"Rsqrt", 2e-7},
+                                                  {"Exp", 2e-6},
+                                                  {"Log", 2e-6},
+                                                  {"Log1p", 2e-6},
+                                                  {"Tanh", 2e-6},
+                                                  {"Sigmoid", 2e-6},
+                                                  {"Elu", 2e-6},
+                                                  {"Erf", 2e-6},
+                                                  {"Round", 0},
+                                                  {"Sign", 0},
+                                                  {"Selu", 2e-6},
+                                                  {"Softplus", 2e-6},
+                                                  {"LeakyRelu", 1e-7},
+                                                  {"DivNoNan", 2.5e-7},
+                                                  {"AddN", 2e-7},
+                                                  {"Erfc", 2e-6},
+                                                  {"Softsign", 2.5e-7}};
   return t;
 }
 
@@ -64,9 +90,9 @@ std::vector<Tensor> RunAt(const tensorflow::GraphDef& gd, JitLevel level,
 
 // `fetches` with every op compiled (ON_2, min_cluster_size 1: nothing may fall back or fail
 // in the compiler), then op by op: {jit, reference}.
-std::pair<std::vector<Tensor>, std::vector<Tensor>> RunCompiledAndOpByOp(
-    const tensorflow::GraphDef& gd, const std::vector<std::pair<std::string, Tensor>>& feeds,
-    const std::vector<std::string>& fetches) {
+std::pair<std::vector<Tensor>, std::vector<Tensor>> RunCompiledAndOpByOp(const tensorflow::GraphDef& gd,
+                                                                         const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                                         const std::vector<std::string>& fetches) {
   SessionOptions options;
   options.jit_level = JitLevel::kOn2;
   options.min_cluster_size = 1;
@@ -80,8 +106,8 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> RunCompiledAndOpByOp(
 }
 
 // Element i of fetch f is expected[f][i] in both runs (as IEEE arithmetic gives it).
-void ExpectBothAre(const std::pair<std::vector<Tensor>, std::vector<Tensor>>& runs,
-                   const std::vector<std::string>& fetches, const std::vector<std::vector<double>>& expected) {
+void ExpectBothAre(const std::pair<std::vector<Tensor>, std::vector<Tensor>>& runs, const std::vector<std::string>& fetches,
+                   const std::vector<std::vector<double>>& expected) {
   for (const auto* run : {&runs.first, &runs.second}) {
     for (size_t f = 0; f < fetches.size(); ++f) {
       ASSERT_EQ((*run)[f].num_elements(), static_cast<int64_t>(expected[f].size())) << fetches[f];
@@ -123,11 +149,11 @@ Tensor Stressing(const Shape& shape, std::mt19937& rng) {
 
 TEST_F(Jit, RandomElementwiseGraphsMatchTheReferenceKernels) {
   std::mt19937 rng(20261122);
-  const std::vector<std::string> unary = {"Neg", "Abs", "Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Relu", "Relu6",
-                                          "Elu", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Erf", "Floor", "Ceil",
-                                          "Round", "Sign", "Selu", "Softplus", "LeakyRelu", "Erfc", "Softsign"};
-  const std::vector<std::string> binary = {"AddV2",   "Sub",     "Mul",      "RealDiv", "Maximum",
-                                           "Minimum", "SquaredDifference", "DivNoNan", "AddN"};
+  const std::vector<std::string> unary = {"Neg",   "Abs",   "Exp",  "Log",   "Log1p",    "Tanh",       "Sigmoid", "Relu",
+                                          "Relu6", "Elu",   "Sqrt", "Rsqrt", "Square",   "Reciprocal", "Erf",     "Floor",
+                                          "Ceil",  "Round", "Sign", "Selu",  "Softplus", "LeakyRelu",  "Erfc",    "Softsign"};
+  const std::vector<std::string> binary = {"AddV2",    "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "SquaredDifference",
+                                           "DivNoNan", "AddN"};
   const std::vector<int64_t> sizes = {1, 2, 3, 5, 7, 16, 17, 33};
   const JitStats before = GetJitStats();
   int graphs = 0;
@@ -199,7 +225,8 @@ TEST_F(Jit, AnOutputIsStoredBeforeAKernelReadsIt) {
   GraphBuilder b;
   b.Placeholder("x", DType::kFloat, {16, 7});
   b.Op("square", "Mul", {"x", "x"});
-  tensorflow::NodeDef* concat = b.Op("concat", "ConcatV2", {"square", "square", b.Const("axis", testing::MakeInt32(Shape{}, {0}))});
+  tensorflow::NodeDef* concat =
+      b.Op("concat", "ConcatV2", {"square", "square", b.Const("axis", testing::MakeInt32(Shape{}, {0}))});
   testing::SetAttrInt(concat, "N", 2);
   testing::SetAttrType(concat, "Tidx", DType::kInt32);
   b.Op("log_softmax", "LogSoftmax", {"concat"});
@@ -280,8 +307,10 @@ TEST_F(Jit, RandomReductionGraphsMatchTheReferenceKernels) {
           std::vector<int64_t> reduced;
           for (int i = 0; i < r; ++i) {
             const bool is_reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
-            if (!is_reduced) reduced.push_back(shape[i]);
-            else if (keep) reduced.push_back(1);
+            if (!is_reduced)
+              reduced.push_back(shape[i]);
+            else if (keep)
+              reduced.push_back(1);
           }
           shape = reduced;
           op += keep ? "(keep)" : "";
@@ -509,10 +538,9 @@ TEST_F(Jit, SelectWithAVectorConditionPicksRows) {
       x.push_back(std::sin(0.7f * static_cast<float>(i)) * 3);
       y.push_back(std::cos(0.3f * static_cast<float>(i)) * 3);
     }
-    const std::vector<std::pair<std::string, Tensor>> feeds = {
-        {"cond", testing::MakeTensor(DType::kBool, Shape{rows}, cond)},
-        {"x", testing::MakeFloat(Shape{rows, cols}, x)},
-        {"y", testing::MakeFloat(Shape{rows, cols}, y)}};
+    const std::vector<std::pair<std::string, Tensor>> feeds = {{"cond", testing::MakeTensor(DType::kBool, Shape{rows}, cond)},
+                                                               {"x", testing::MakeFloat(Shape{rows, cols}, x)},
+                                                               {"y", testing::MakeFloat(Shape{rows, cols}, y)}};
     const JitStats before = GetJitStats();
     const Tensor got = RunAt(b.graph_def(), JitLevel::kOn1, feeds, {"z"})[0];
     EXPECT_EQ(GetJitStats().compiled - before.compiled, 1);
@@ -619,18 +647,20 @@ TEST_F(Jit, FuzzerFindingsStayFixed) {
   b.Placeholder("x", DType::kFloat, {17});
   b.Placeholder("h", DType::kHalf, {17});
   b.Placeholder("c", DType::kBool, {17});
-  auto op = [&](const std::string& name, const std::string& o, const std::vector<std::string>& in, DType t) { b.Op(name, o, in, t); };
-  op("neg", "Neg", {"x"}, DType::kFloat);                 // Neg(+0) is -0 (Eigen's AVX negation gave +0)
+  auto op = [&](const std::string& name, const std::string& o, const std::vector<std::string>& in, DType t) {
+    b.Op(name, o, in, t);
+  };
+  op("neg", "Neg", {"x"}, DType::kFloat);  // Neg(+0) is -0 (Eigen's AVX negation gave +0)
   op("inv_neg", "Reciprocal", {"neg"}, DType::kFloat);
-  op("sign", "Sign", {"x"}, DType::kFloat);               // Sign(-0) is +0, as the reference
+  op("sign", "Sign", {"x"}, DType::kFloat);  // Sign(-0) is +0, as the reference
   op("inv_sign", "Reciprocal", {"sign"}, DType::kFloat);
-  op("selu", "Selu", {"x"}, DType::kFloat);               // exp(x) - 1, not expm1: Selu(-1e-42) is +0
+  op("selu", "Selu", {"x"}, DType::kFloat);  // exp(x) - 1, not expm1: Selu(-1e-42) is +0
   op("inv_selu", "Reciprocal", {"selu"}, DType::kFloat);
   b.Placeholder("r", DType::kFloat, {17});
-  op("rsqrt", "Rsqrt", {"r"}, DType::kFloat);             // 1 / sqrt(x) (Eigen's AVX rsqrt was not)
-  op("sq", "Square", {"h"}, DType::kHalf);                // 300^2 overflows f16: Inf, as op by op
+  op("rsqrt", "Rsqrt", {"r"}, DType::kFloat);  // 1 / sqrt(x) (Eigen's AVX rsqrt was not)
+  op("sq", "Square", {"h"}, DType::kHalf);     // 300^2 overflows f16: Inf, as op by op
   op("inv_sq", "Reciprocal", {"sq"}, DType::kHalf);
-  op("hmax", "Maximum", {"inv_sq", "h"}, DType::kHalf);   // keeps h's NaN
+  op("hmax", "Maximum", {"inv_sq", "h"}, DType::kHalf);                       // keeps h's NaN
   tensorflow::NodeDef* cast = b.Op("cbf16", "Cast", {"c"}, DType::kInvalid);  // bool -> bf16 compiles
   testing::SetAttrType(cast, "SrcT", DType::kBool);
   testing::SetAttrType(cast, "DstT", DType::kBFloat16);
@@ -651,13 +681,13 @@ TEST_F(Jit, FuzzerFindingsStayFixed) {
     const std::vector<Tensor>& r = *run;
     EXPECT_EQ(r[0].ValueAsDouble(0), -inf);  // 1 / Neg(+0)
     EXPECT_EQ(r[0].ValueAsDouble(16), -inf);
-    EXPECT_EQ(r[1].ValueAsDouble(1), inf);   // 1 / Sign(-0)
-    EXPECT_EQ(r[2].ValueAsDouble(2), inf);   // 1 / Selu(-1e-42)
-    EXPECT_EQ(r[3].ValueAsDouble(0), inf);   // Rsqrt(0)
-    EXPECT_EQ(r[3].ValueAsDouble(3), 0);     // Rsqrt(Inf)
-    EXPECT_EQ(r[3].ValueAsDouble(5), -inf);  // Rsqrt(-0)
+    EXPECT_EQ(r[1].ValueAsDouble(1), inf);                                        // 1 / Sign(-0)
+    EXPECT_EQ(r[2].ValueAsDouble(2), inf);                                        // 1 / Selu(-1e-42)
+    EXPECT_EQ(r[3].ValueAsDouble(0), inf);                                        // Rsqrt(0)
+    EXPECT_EQ(r[3].ValueAsDouble(3), 0);                                          // Rsqrt(Inf)
+    EXPECT_EQ(r[3].ValueAsDouble(5), -inf);                                       // Rsqrt(-0)
     EXPECT_EQ(r[3].ValueAsDouble(6), static_cast<float>(1 / std::sqrt(1e-40f)));  // a subnormal is not 0
-    EXPECT_EQ(r[4].ValueAsDouble(0), 300);   // max(1 / Inf, 300)
+    EXPECT_EQ(r[4].ValueAsDouble(0), 300);                                        // max(1 / Inf, 300)
     EXPECT_TRUE(std::isnan(r[4].ValueAsDouble(1)));
     EXPECT_EQ(r[5].ValueAsDouble(0), 1);
     EXPECT_EQ(r[5].ValueAsDouble(3), 0);
@@ -703,11 +733,13 @@ TEST_F(Jit, SignedZerosAndTinyExponentialsAgree) {
   op("inv_cols", "Reciprocal", {"cols"});
   testing::SetAttrType(b.Op("empty", "Sum", {"e", "axis1"}, DType::kFloat), "Tidx", DType::kInt32);
   op("inv_empty", "Reciprocal", {"empty"});
-  const std::vector<std::string> fetches = {"inv_max", "inv_min", "inv_Exp", "inv_Sigmoid", "inv_Softplus",
-                                            "inv_rows", "inv_cols", "inv_empty"};
+  const std::vector<std::string> fetches = {"inv_max",      "inv_min",  "inv_Exp",  "inv_Sigmoid",
+                                            "inv_Softplus", "inv_rows", "inv_cols", "inv_empty"};
   const std::vector<std::pair<std::string, Tensor>> feeds = {
-      {"a", testing::MakeFloat(Shape{kN}, a)}, {"z", testing::MakeFloat(Shape{kN}, z)},
-      {"t", testing::MakeFloat(Shape{kN}, t)}, {"nz", testing::MakeFloat(Shape{3, kN}, std::vector<float>(3 * kN, -0.0f))},
+      {"a", testing::MakeFloat(Shape{kN}, a)},
+      {"z", testing::MakeFloat(Shape{kN}, z)},
+      {"t", testing::MakeFloat(Shape{kN}, t)},
+      {"nz", testing::MakeFloat(Shape{3, kN}, std::vector<float>(3 * kN, -0.0f))},
       {"e", testing::MakeFloat(Shape{3, 0}, {})}};
   // 1 / +0 or 1 / -0, for every element of each fetch.
   const std::vector<double> all = {inf, -inf, inf, inf, inf, -inf, -inf, inf};
@@ -731,15 +763,14 @@ TEST_F(Jit, Bf16SubnormalsSurviveASelect) {
   g.Placeholder("x", DType::kBFloat16, {2, 3, 3, 3});
   g.Placeholder("c", DType::kBool, {3, 3, 1});
   g.Placeholder("a", DType::kBFloat16, {1, 3});
-  testing::SetAttrType(g.Op("moved", "Transpose", {"x", g.Const("perm", testing::MakeInt32(Shape{4}, {0, 2, 1, 3}))},
-                            DType::kBFloat16),
-                       "Tperm", DType::kInt32);
+  testing::SetAttrType(
+      g.Op("moved", "Transpose", {"x", g.Const("perm", testing::MakeInt32(Shape{4}, {0, 2, 1, 3}))}, DType::kBFloat16), "Tperm",
+      DType::kInt32);
   g.Op("s", "SelectV2", {"c", "a", "moved"}, DType::kBFloat16);
   g.Op("r", "Relu", {"s"}, DType::kBFloat16);
-  const std::vector<std::pair<std::string, Tensor>> feeds = {
-      {"x", testing::MakeTensor(DType::kBFloat16, Shape{2, 3, 3, 3}, x)},
-      {"c", testing::MakeTensor(DType::kBool, Shape{3, 3, 1}, cond)},
-      {"a", testing::MakeTensor(DType::kBFloat16, Shape{1, 3}, a)}};
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", testing::MakeTensor(DType::kBFloat16, Shape{2, 3, 3, 3}, x)},
+                                                             {"c", testing::MakeTensor(DType::kBool, Shape{3, 3, 1}, cond)},
+                                                             {"a", testing::MakeTensor(DType::kBFloat16, Shape{1, 3}, a)}};
   const std::vector<double> xv = testing::Values(feeds[0].second), av = testing::Values(feeds[2].second);
   std::vector<double> want;
   for (int i0 = 0; i0 < 2; ++i0)
@@ -794,8 +825,8 @@ TEST_F(Jit, MaxMinReductionsOrderZerosAndErfSaturates) {
   const float inf = INFINITY;
   std::vector<float> m(3 * kN, -0.0f);
   for (int j = 0; j < kN; ++j) m[2 * kN + j] = 0.0f;
-  m[17] = 0.0f;            // row 0: -0 but one +0, in the vector tail
-  m[2 * kN + 3] = -0.0f;   // row 2: +0 but one -0
+  m[17] = 0.0f;           // row 0: -0 but one +0, in the vector tail
+  m[2 * kN + 3] = -0.0f;  // row 2: +0 but one -0
   const std::vector<float> e = {-inf, -4.0f, -4.5f, 4.5f, 4.0f, inf, -1000.0f, 100.0f};
   GraphBuilder b;
   b.Placeholder("m", DType::kFloat, {3, kN});
@@ -905,11 +936,14 @@ TEST(KernelCache, ACompileThatThrowsLeavesNoOneWaiting) {
   std::atomic<bool> compiling{false};
   std::thread first([&] {
     bool hit = true;
-    auto entry = cache.Get("k", [&]() -> KernelCache::Entry {
-      compiling = true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the second caller wait
-      throw std::runtime_error("boom");
-    }, &hit);
+    auto entry = cache.Get(
+        "k",
+        [&]() -> KernelCache::Entry {
+          compiling = true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the second caller wait
+          throw std::runtime_error("boom");
+        },
+        &hit);
     EXPECT_FALSE(hit);
     EXPECT_EQ(entry->kernel, nullptr);
     EXPECT_NE(entry->failure.find("internal compiler error: boom"), std::string::npos) << entry->failure;
@@ -965,8 +999,8 @@ TEST_F(Jit, ClustersOfOneBodyWithOtherOutputsAreOtherKernels) {
         for (int i = 0; i < 4; ++i) {
           const float n = -x[i], t = std::tanh(n);
           const float want = fetches[f] == "n" ? n : fetches[f] == "t" ? t : std::max(t, 0.0f);
-          EXPECT_NEAR(got[f].ValueAsDouble(i), want, 2e-6) << "round " << round << ", fetch " << fetches[f] << " of "
-                                                           << fetches.size() << ", element " << i;
+          EXPECT_NEAR(got[f].ValueAsDouble(i), want, 2e-6)
+              << "round " << round << ", fetch " << fetches[f] << " of " << fetches.size() << ", element " << i;
         }
       }
     }
@@ -1092,7 +1126,8 @@ TEST_F(Jit, LeakyReluCompilesWithAnyAlpha) {
     const Tensor want = RunAt(b.graph_def(), JitLevel::kOff, {{"x", x}}, {"y"})[0];
     for (int64_t i = 0; i < x.num_elements(); ++i) {
       const float g = got[0].data<float>()[i], w = want.data<float>()[i];
-      EXPECT_TRUE(g == w || (std::isnan(g) && std::isnan(w))) << "alpha " << alpha << ", element " << i << ": " << g << " vs " << w;
+      EXPECT_TRUE(g == w || (std::isnan(g) && std::isnan(w)))
+          << "alpha " << alpha << ", element " << i << ": " << g << " vs " << w;
     }
   }
 }
@@ -1194,8 +1229,7 @@ TEST_F(Jit, TheNumericsGuardCatchesAWrongKernel) {
   EXPECT_TRUE(again.ok()) << again.ToString();
   EXPECT_EQ(GetJitStats().numerics_mismatches - before.numerics_mismatches, 2);
   EXPECT_NE(err.find("graphjit: warning: cluster "), std::string::npos) << err;
-  EXPECT_NE(err.find("differs from op by op: output 0 ('y' of its body), element 0 [0, 0]: compiled "), std::string::npos)
-      << err;
+  EXPECT_NE(err.find("differs from op by op: output 0 ('y' of its body), element 0 [0, 0]: compiled "), std::string::npos) << err;
   EXPECT_EQ(err.find("differs from op by op", err.find("differs from op by op") + 1), std::string::npos)
       << "reported twice: " << err;
   // Its stages, the wrong addition among them.
@@ -1247,9 +1281,10 @@ TEST_F(Jit, AsyncCompilationRunsOpByOpUntilTheKernelIsReady) {
 // GRAPHJIT_FLAGS' spellings of the guard.
 TEST(JitFlags, CheckNumerics) {
   using Check = SessionOptions::NumericsCheck;
-  for (const auto& [flags, want] : std::vector<std::pair<std::string, Check>>{
-           {"--jit_check_numerics", Check::kWarn}, {"--jit_check_numerics=warn", Check::kWarn},
-           {"--jit_check_numerics=fail", Check::kFail}, {"--jit_check_numerics=off", Check::kOff}}) {
+  for (const auto& [flags, want] : std::vector<std::pair<std::string, Check>>{{"--jit_check_numerics", Check::kWarn},
+                                                                              {"--jit_check_numerics=warn", Check::kWarn},
+                                                                              {"--jit_check_numerics=fail", Check::kFail},
+                                                                              {"--jit_check_numerics=off", Check::kOff}}) {
     SessionOptions o;
     o.jit_check_numerics = Check::kWarn;
     if (want == Check::kWarn) o.jit_check_numerics = Check::kOff;
@@ -1258,8 +1293,7 @@ TEST(JitFlags, CheckNumerics) {
   }
   SessionOptions o;
   Status s = ApplyFlags("--jit_check_numerics=maybe", &o);
-  EXPECT_NE(s.message().find("--jit_check_numerics must be warn, fail or off, got 'maybe'"), std::string::npos)
-      << s.ToString();
+  EXPECT_NE(s.message().find("--jit_check_numerics must be warn, fail or off, got 'maybe'"), std::string::npos) << s.ToString();
 }
 
 TEST_F(Jit, MegamorphicClustersRunOpByOp) {

@@ -86,12 +86,12 @@ bool InCi() {
 }
 
 // The toolkit (libdevice, ptxas) is needed; without it the tests skip, except in CI.
-#define REQUIRE_CUDA_TOOLKIT()                                                              \
-  do {                                                                                      \
-    if (nvptx::CudaRoot().empty()) {                                                        \
-      if (InCi()) FAIL() << "no CUDA toolkit (CI machines have one)";                       \
-      GTEST_SKIP() << "no CUDA toolkit (libdevice, ptxas)";                                 \
-    }                                                                                       \
+#define REQUIRE_CUDA_TOOLKIT()                                        \
+  do {                                                                \
+    if (nvptx::CudaRoot().empty()) {                                  \
+      if (InCi()) FAIL() << "no CUDA toolkit (CI machines have one)"; \
+      GTEST_SKIP() << "no CUDA toolkit (libdevice, ptxas)";           \
+    }                                                                 \
   } while (0)
 
 TEST(NvptxBackend, KernelsBecomePtxThatPtxasAcceptsWithoutSpills) {
@@ -130,7 +130,9 @@ TEST(NvptxBackend, KernelsBecomePtxThatPtxasAcceptsWithoutSpills) {
     auto cubin = nvptx::Assemble(loop->ptx, sm, /*spills_are_errors=*/true, /*keep_cubin=*/true);
     ASSERT_TRUE(cubin.ok()) << cubin.status().message();
     ASSERT_GT(cubin->cubin.size(), 64u);
-    EXPECT_EQ(cubin->cubin.substr(0, 4), "\x7f" "ELF");
+    EXPECT_EQ(cubin->cubin.substr(0, 4),
+              "\x7f"
+              "ELF");
     // The optimized LLVM IR, libdevice's expf linked in and inlined, no flush to zero.
     EXPECT_NE(loop->report.llvm_ir.find("define void @bias_relu_exp("), std::string::npos) << loop->report.llvm_ir;
     EXPECT_EQ(loop->report.llvm_ir.find("call float @__nv_expf"), std::string::npos) << loop->report.llvm_ir;

@@ -118,8 +118,8 @@ TEST(OpTraits, EveryOpTheCompilerNamesIsRegistered) {
   for (const char* op : {"Transpose", "ConcatV2", "LogSoftmax", "Add", "Cast", "_FusedMatMul"})
     EXPECT_TRUE(named.count(op)) << "the scan of jit/ missed " << op;
   for (const std::string& op : named)
-    EXPECT_NE(OpRegistry::Global()->Find(op), nullptr) << "jit/, clustering/ or python/src/ names " << op
-                                                       << ", which is not a registered op";
+    EXPECT_NE(OpRegistry::Global()->Find(op), nullptr)
+        << "jit/, clustering/ or python/src/ names " << op << ", which is not a registered op";
 }
 
 // Quoted registered op names in a folder's sources (Const, Placeholder, Identity, NoOp and
@@ -134,8 +134,7 @@ int QuotedOpNames(const std::string& folder, std::string* where) {
     for (std::string line; std::getline(in, line);)
       for (auto it = std::sregex_iterator(line.begin(), line.end(), quoted); it != std::sregex_iterator(); ++it) {
         const std::string name = (*it)[1].str();
-        if (name == "Const" || name == "Placeholder" || name == "Identity" || name == "NoOp" || name == "_JitCluster")
-          continue;
+        if (name == "Const" || name == "Placeholder" || name == "Identity" || name == "NoOp" || name == "_JitCluster") continue;
         if (OpRegistry::Global()->Find(name) == nullptr) continue;
         ++count;
         *where += " " + entry.path().filename().string() + ":" + name;

@@ -28,7 +28,6 @@ using testing::SetAttrString;
 using testing::SetAttrType;
 using testing::Values;
 
-
 Graph Load(const std::string& path) {
   auto gd = ReadGraphDefFile(path);
   EXPECT_TRUE(gd.ok()) << gd.status().ToString();
@@ -38,9 +37,11 @@ Graph Load(const std::string& path) {
 }
 
 const std::vector<std::pair<std::string, PassFunction>>& AllPasses() {
-  static const std::vector<std::pair<std::string, PassFunction>> passes = {
-      {"prune", Prune},   {"constant_folding", FoldConstants}, {"arithmetic", SimplifyArithmetic},
-      {"cse", EliminateCommonSubexpressions}, {"remapper", Remap}};
+  static const std::vector<std::pair<std::string, PassFunction>> passes = {{"prune", Prune},
+                                                                           {"constant_folding", FoldConstants},
+                                                                           {"arithmetic", SimplifyArithmetic},
+                                                                           {"cse", EliminateCommonSubexpressions},
+                                                                           {"remapper", Remap}};
   return passes;
 }
 
@@ -119,8 +120,7 @@ TEST(PassManager, VerifierNamesThePassThatBrokeTheGraph) {
   });
   auto r = pm.Run(graph, PassContext({}, {"y"}, {}));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("graph pass 'breaker' left an invalid graph"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("graph pass 'breaker' left an invalid graph"), std::string::npos) << r.status().message();
 }
 
 TEST(PassManager, DisabledPassesDoNotRunAndUnknownNamesFail) {
@@ -269,8 +269,7 @@ TEST_F(Numbers, FusedMatMulTakesEveryActivationTensorFlowWrites) {
       {"Tanh", [](double v) { return std::tanh(v); }},
       {"Sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); }},
       {"GeluExact", [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
-      {"GeluApproximate",
-       [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }}};
+      {"GeluApproximate", [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }}};
   RegisterJit();
   for (const auto& [act, f] : activations) {
     for (int64_t m : {3, 96}) {  // under and over the size oneDNN takes
@@ -353,9 +352,11 @@ TEST_F(Numbers, ChannelScaleAndShiftFoldIntoConvolutions) {
   b.Const("cb", Random(Shape{5}, 23));
   b.Const("rows", Random(Shape{7, 1}, 24));
   // Conv2D * s + t -> Relu6.
-  b.Op("relu6", "Relu6", {b.Op("add", "AddV2", {b.Op("mul", "Mul", {conv("c1", "Conv2D", Shape{3, 3, 4, 8}, 1), "s8"})->name(), "t8"})->name()});
+  b.Op("relu6", "Relu6",
+       {b.Op("add", "AddV2", {b.Op("mul", "Mul", {conv("c1", "Conv2D", Shape{3, 3, 4, 8}, 1), "s8"})->name(), "t8"})->name()});
   // t + s * depthwise (channel multiplier 2: 8 channels).
-  b.Op("dw_out", "AddV2", {"t8", b.Op("dw_mul", "Mul", {"s8", conv("dw", "DepthwiseConv2dNative", Shape{3, 3, 4, 2}, 2)})->name()});
+  b.Op("dw_out", "AddV2",
+       {"t8", b.Op("dw_mul", "Mul", {"s8", conv("dw", "DepthwiseConv2dNative", Shape{3, 3, 4, 2}, 2)})->name()});
   // (Conv2D + bias) * 0.5 + t.
   b.Op("biased", "BiasAdd", {conv("c2", "Conv2D", Shape{1, 1, 4, 5}, 3), "cb"});
   b.Op("biased_out", "AddV2", {b.Op("biased_mul", "Mul", {"biased", "half"})->name(), "t5"});
@@ -370,8 +371,7 @@ TEST_F(Numbers, ChannelScaleAndShiftFoldIntoConvolutions) {
   b.Const("mw", Random(Shape{4, 5}, 25));
   b.Op("mm_add", "AddV2", {b.Op("mm", "MatMul", {"v", "mw"})->name(), "t5"});
   const std::vector<std::string> fetches = {"relu6", "dw_out", "biased_out", "by_rows", "shared_a", "shared_b", "mm_add"};
-  auto ops = Compare(b.graph_def(), {{"img", Random(Shape{2, 9, 7, 4}, 10)}, {"v", Random(Shape{3, 4}, 11)}}, fetches,
-                     1e-5);
+  auto ops = Compare(b.graph_def(), {{"img", Random(Shape{2, 9, 7, 4}, 10)}, {"v", Random(Shape{3, 4}, 11)}}, fetches, 1e-5);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedConv2D"), 2);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedDepthwiseConv2dNative"), 1);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "Conv2D"), 2);  // by_rows's and the shared one
@@ -404,13 +404,14 @@ TEST_F(Numbers, ResidualAddsFoldIntoConvolutions) {
   b.Const("t8", Random(Shape{8}, 21));
   b.Op("c2_mul", "Mul", {conv("c2", "Conv2D", Shape{1, 1, 16, 8}, 2), "s8"});
   b.Op("projected", "AddV2", {"r8", b.Op("c2_shift", "AddV2", {"c2_mul", "t8"})->name()});
-  b.Op("dw_block", "Relu6", {b.Op("dw_sum", "AddV2", {"img", conv("dw", "DepthwiseConv2dNative", Shape{3, 3, 16, 1}, 3)})->name()});
+  b.Op("dw_block", "Relu6",
+       {b.Op("dw_sum", "AddV2", {"img", conv("dw", "DepthwiseConv2dNative", Shape{3, 3, 16, 1}, 3)})->name()});
   b.Op("broadcast", "AddV2", {conv("c3", "Conv2D", Shape{1, 1, 16, 8}, 4), "row8"});
   const std::vector<std::string> fetches = {"block", "projected", "dw_block", "broadcast"};
-  auto ops = Compare(b.graph_def(),
-                     {{"img", Random(Shape{2, 9, 9, 16}, 10)}, {"r8", Random(Shape{2, 9, 9, 8}, 11)},
-                      {"row8", Random(Shape{8}, 12)}},
-                     fetches, 1e-4);
+  auto ops =
+      Compare(b.graph_def(),
+              {{"img", Random(Shape{2, 9, 9, 16}, 10)}, {"r8", Random(Shape{2, 9, 9, 8}, 11)}, {"row8", Random(Shape{8}, 12)}},
+              fetches, 1e-4);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedConv2D"), 3);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "_FusedDepthwiseConv2dNative"), 1);
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "AddV2"), 1);  // the broadcast one
@@ -455,7 +456,7 @@ TEST_F(Numbers, EinsumAsBatchMatMul) {
   struct Case {
     std::string equation;
     Shape a, b;
-    int transposes;  // expected; -1: stays an Einsum
+    int transposes;       // expected; -1: stays an Einsum
     bool merged = false;  // dims of a kind merged by Reshapes
   };
   for (const Case& c : std::vector<Case>{{"BTNH,BSNH->BNTS", {2, 5, 3, 4}, {2, 6, 3, 4}, 2},
@@ -521,14 +522,23 @@ TEST_F(Numbers, ArithmeticRewritesKeepValues) {
 // per element); 0.5 and mixed exponents stay Pow. Same values as Pow, special ones too:
 // signed zeros, infinities, NaN, overflow and underflow.
 TEST_F(Numbers, PowOfASmallIntegerBecomesMultiplications) {
-  const std::vector<float> xs = {0.f, -0.f, 1.5f, -2.25f, 1e13f, -1e13f, 1e-30f, -1e-30f, 3.f,
-                                 std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+  const std::vector<float> xs = {0.f,
+                                 -0.f,
+                                 1.5f,
+                                 -2.25f,
+                                 1e13f,
+                                 -1e13f,
+                                 1e-30f,
+                                 -1e-30f,
+                                 3.f,
+                                 std::numeric_limits<float>::infinity(),
+                                 -std::numeric_limits<float>::infinity(),
                                  std::numeric_limits<float>::quiet_NaN()};
   struct Case {
     std::vector<float> exponent;
     const char* becomes;  // an op the rewritten graph has, or nullptr: it stays Pow
-  } cases[] = {{{1}, nullptr}, {{2}, "Square"}, {{3}, "Mul"}, {{-1}, "Reciprocal"}, {{3, 3}, "Mul"},
-               {{0.5}, nullptr}, {{2, 3}, nullptr}};
+  } cases[] = {{{1}, nullptr},  {{2}, "Square"},  {{3}, "Mul"},     {{-1}, "Reciprocal"},
+               {{3, 3}, "Mul"}, {{0.5}, nullptr}, {{2, 3}, nullptr}};
   for (const Case& c : cases) {
     SCOPED_TRACE("exponent " + std::to_string(c.exponent[0]) + (c.exponent.size() > 1 ? ", ..." : ""));
     GraphBuilder b;
@@ -576,8 +586,7 @@ TEST_F(Numbers, AFedTensorIsNeverFoldedAway) {
   Tensor x = MakeFloat(Shape{2}, {1, 1});
   EXPECT_EQ(Values(testing::RunOrDie(*s, {{"x", x}}, {"y"})[0]), (std::vector<double>{11, 22}));
   // Feeding the foldable "c" replaces it; the cached folded program is not reused.
-  EXPECT_EQ(Values(testing::RunOrDie(*s, {{"x", x}, {"c", MakeFloat(Shape{2}, {3, 4})}}, {"y"})[0]),
-            (std::vector<double>{3, 4}));
+  EXPECT_EQ(Values(testing::RunOrDie(*s, {{"x", x}, {"c", MakeFloat(Shape{2}, {3, 4})}}, {"y"})[0]), (std::vector<double>{3, 4}));
 }
 
 TEST_F(Numbers, AFetchedIntermediateIsNotFusedAway) {

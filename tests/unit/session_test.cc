@@ -380,9 +380,10 @@ void ExpectSignedArithmeticWraps(DType dtype) {
   std::vector<std::string> fetches;
   for (const auto& [name, v] : want) fetches.push_back(name);
   auto s = MakeSession(b.graph_def());
-  auto got = RunOrDie(*s, {{"x", tensor(Shape{6}, x)}, {"y", tensor(Shape{6}, y)}, {"row", tensor(Shape{1, 6}, x)},
-                           {"col", tensor(Shape{6, 1}, y)}},
-                      fetches);
+  auto got = RunOrDie(
+      *s,
+      {{"x", tensor(Shape{6}, x)}, {"y", tensor(Shape{6}, y)}, {"row", tensor(Shape{1, 6}, x)}, {"col", tensor(Shape{6, 1}, y)}},
+      fetches);
   for (size_t i = 0; i < fetches.size(); ++i) {
     const std::vector<T> g(got[i].template data<T>(), got[i].template data<T>() + got[i].num_elements());
     EXPECT_EQ(g, want[fetches[i]]) << fetches[i];
@@ -398,8 +399,8 @@ TEST(Kernels, SignedIntegerArithmeticWrapsAsTensorFlowsDoes) {
 // vector body and the scalar tail, whatever CPU the kernels were built for (ctest runs this
 // with the baseline x86-64 build of them too, whose Eigen packets made those zeros +0).
 TEST(Kernels, RoundingKeepsTheSignOfAZero) {
-  const std::vector<double> x = {-0.5, -0.25, -0.0, 0.0, 0.25, 0.5, -0.75, 0.75, -1.5, 1.5, 2.5,
-                                 -2.5, -0.1,  0.1,  -0.9, 0.9, -3.5, -0.5, -1e-30, 1e-30, -7.25};  // 21: vectors and a tail
+  const std::vector<double> x = {-0.5, -0.25, -0.0, 0.0,  0.25, 0.5,  -0.75, 0.75,   -1.5,  1.5,  2.5,
+                                 -2.5, -0.1,  0.1,  -0.9, 0.9,  -3.5, -0.5,  -1e-30, 1e-30, -7.25};  // 21: vectors and a tail
   for (DType dtype : {DType::kFloat, DType::kDouble, DType::kHalf}) {
     for (const std::string op : {"Floor", "Ceil", "Round"}) {
       GraphBuilder b;
@@ -413,8 +414,8 @@ TEST(Kernels, RoundingKeepsTheSignOfAZero) {
         const double want = op == "Floor" ? std::floor(v) : op == "Ceil" ? std::ceil(v) : std::rint(v);
         const double got = y.ValueAsDouble(i);
         EXPECT_TRUE(got == want && std::signbit(got) == std::signbit(want))
-            << op << " " << DTypeName(dtype) << " of " << v << ": " << got << ", not " << want << " (kernels for "
-            << KernelsIsa() << ")";
+            << op << " " << DTypeName(dtype) << " of " << v << ": " << got << ", not " << want << " (kernels for " << KernelsIsa()
+            << ")";
       }
     }
   }
@@ -461,9 +462,12 @@ TEST(Kernels, PadMatchesAnElementLoopInEveryMode) {
       for (int k = 0; k < rank; ++k) {
         int64_t i = idx[k] - pads[2 * k];
         if (i < 0 || i >= dims[k]) {
-          if (mode < 2) pad = true;
-          else if (i < 0) i = mode == 2 ? -i : -i - 1;
-          else i = mode == 2 ? 2 * (dims[k] - 1) - i : 2 * dims[k] - 1 - i;
+          if (mode < 2)
+            pad = true;
+          else if (i < 0)
+            i = mode == 2 ? -i : -i - 1;
+          else
+            i = mode == 2 ? 2 * (dims[k] - 1) - i : 2 * dims[k] - 1 - i;
         }
         off = off * dims[k] + i;
       }
@@ -514,7 +518,8 @@ TEST(Kernels, ConvolutionsMatchAFloat64LoopWithConstantAndFedFilters) {
                 if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
                 for (int64_t c = 0; c < C; ++c)
                   for (int64_t o = 0; o < O; ++o)
-                    y[((n * H + i) * W + j) * O + o] += double(x[((n * H + ii) * W + jj) * C + c]) * f[((di * k + dj) * C + c) * O + o];
+                    y[((n * H + i) * W + j) * O + o] +=
+                        double(x[((n * H + ii) * W + jj) * C + c]) * f[((di * k + dj) * C + c) * O + o];
               }
       return y;
     };
@@ -522,8 +527,8 @@ TEST(Kernels, ConvolutionsMatchAFloat64LoopWithConstantAndFedFilters) {
     for (int run = 0; run < 2; ++run) {
       const auto& fed = run == 0 ? f1 : f2;
       const auto& fed_want = run == 0 ? want1 : want2;
-      auto out = RunOrDie(*s, {{"x", MakeFloat(Shape{N, H, W, C}, x)}, {"fed", MakeFloat(Shape{k, k, C, O}, fed)}},
-                          {"y_f", "y_fed"});
+      auto out =
+          RunOrDie(*s, {{"x", MakeFloat(Shape{N, H, W, C}, x)}, {"fed", MakeFloat(Shape{k, k, C, O}, fed)}}, {"y_f", "y_fed"});
       for (int which = 0; which < 2; ++which) {
         const std::vector<double> got = Values(out[which]);
         const std::vector<double>& want = which == 0 ? want1 : fed_want;
@@ -585,8 +590,8 @@ tensorflow::GraphDef CountingLoop(bool x_grows) {
   } else {
     b.Op("x_body", "AddV2", {"x_twice", "c_enter"});
   }
-  tensorflow::NodeDef* set = b.Op("l_body", "TensorListSetItem", {"l_switch:1", "i_switch:1", x_grows ? "x_twice" : "x_body"},
-                                  DType::kInvalid);
+  tensorflow::NodeDef* set =
+      b.Op("l_body", "TensorListSetItem", {"l_switch:1", "i_switch:1", x_grows ? "x_twice" : "x_body"}, DType::kInvalid);
   testing::SetAttrType(set, "element_dtype", DType::kFloat);
   b.Op("i_next", "NextIteration", {"i_body"}, DType::kInt32);
   b.Op("x_next", "NextIteration", {"x_body"});
@@ -658,8 +663,7 @@ TEST(ControlFlow, AConditionalWhoseBranchIndexIsReadIsRejectedNamingItsOps) {
 TEST(ControlFlow, AFunctionThatHoldsItselfIsAnError) {
   auto make_if = [](tensorflow::NodeDef* n) {
     testing::SetAttrType(n, "Tcond", DType::kBool);
-    for (const char* attr : {"Tin", "Tout"})
-      (*n->mutable_attr())[attr].mutable_list()->add_type(tensorflow::DT_FLOAT);
+    for (const char* attr : {"Tin", "Tout"}) (*n->mutable_attr())[attr].mutable_list()->add_type(tensorflow::DT_FLOAT);
     for (const char* attr : {"then_branch", "else_branch"}) (*n->mutable_attr())[attr].mutable_func()->set_name("f");
   };
   GraphBuilder b;
@@ -690,8 +694,7 @@ TEST(ControlFlow, AFunctionThatHoldsItselfIsAnError) {
   (*f->mutable_ret())["y"] = "inner:output:0";
   auto session = Session::Create(SessionOptions{}, b.graph_def());
   ASSERT_FALSE(session.ok());
-  EXPECT_NE(session.status().message().find("nested more than 32 deep"), std::string::npos)
-      << session.status().ToString();
+  EXPECT_NE(session.status().message().find("nested more than 32 deep"), std::string::npos) << session.status().ToString();
 }
 
 TEST(ControlFlow, ALoopVariableThatChangesShapeIsAnError) {
@@ -751,8 +754,7 @@ TEST(Analysis, ModelErrorsNameTheNode) {
     GraphBuilder b;
     b.Placeholder("x", DType::kFloat);
     b.Op("r", "Relu", {"x:3"});
-    EXPECT_NE(CreateError(b.graph_def()).message().find("refers to output 3 of 'x', which has 1 output"),
-              std::string::npos);
+    EXPECT_NE(CreateError(b.graph_def()).message().find("refers to output 3 of 'x', which has 1 output"), std::string::npos);
   }
   {
     GraphBuilder b;

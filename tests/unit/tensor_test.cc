@@ -126,8 +126,8 @@ TEST(Cast, FloatToIntIsDefinedForNanAndOverflow) {
 
 TEST(Npy, RoundTripEveryType) {
   std::string dir = testing::TempDir();
-  for (DType d : {DType::kFloat, DType::kDouble, DType::kInt32, DType::kInt64, DType::kBool, DType::kUInt8,
-                  DType::kInt8, DType::kInt16}) {
+  for (DType d :
+       {DType::kFloat, DType::kDouble, DType::kInt32, DType::kInt64, DType::kBool, DType::kUInt8, DType::kInt8, DType::kInt16}) {
     Tensor t = testing::MakeTensor(d, Shape{2, 3}, {1, 0, 1, 1, 0, 1});
     std::string path = dir + "/" + DTypeName(d) + ".npy";
     ASSERT_TRUE(WriteNpy(path, t).ok());
@@ -194,8 +194,7 @@ TEST(Npy, MalformedFilesAreRejected) {
   expect_bad(NpyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", data), "expected 12 bytes");
   expect_bad(NpyBytes(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", data), "unsupported dtype");
   expect_bad(NpyBytes(1, "{'descr': '<f4', 'shape': (2,), }", data), "lacks");
-  expect_bad(NpyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (9999999999999999999,), }", data),
-             "bad shape");
+  expect_bad(NpyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (9999999999999999999,), }", data), "bad shape");
   expect_bad(NpyBytes(9, "{}", data), "version");
   // Found by npy_fuzzer: an empty shape value (std::out_of_range from substr), a bare descr.
   expect_bad(NpyBytes(1, "{'descr': '|b1', 'fortran_order': False, 'shape':,() 2, }", data), "is not a tuple");

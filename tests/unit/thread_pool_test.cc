@@ -65,9 +65,8 @@ TEST(ThreadPool, ParallelForDoesNotWaitForABusyWorker) {
   std::shared_future<void> released = release.get_future().share();
   std::atomic<bool> timed_out{false};
   ThreadPool pool(2);  // destroyed first: its worker is done with the above
-  pool.Schedule([released, &timed_out] {
-    timed_out = released.wait_for(std::chrono::seconds(10)) == std::future_status::timeout;
-  });
+  pool.Schedule(
+      [released, &timed_out] { timed_out = released.wait_for(std::chrono::seconds(10)) == std::future_status::timeout; });
   std::atomic<int64_t> sum{0};
   pool.ParallelFor(1000, 10, [&](int64_t b, int64_t e) { sum += e - b; });
   release.set_value();
@@ -108,8 +107,7 @@ TEST(ThreadPool, NestedParallelForFromManyCallers) {
   ThreadPool outer(2), inner(2);
   std::atomic<int64_t> sum{0};
   outer.ParallelFor(8, 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      inner.ParallelFor(1000, 10, [&](int64_t lo, int64_t hi) { sum += hi - lo; });
+    for (int64_t i = b; i < e; ++i) inner.ParallelFor(1000, 10, [&](int64_t lo, int64_t hi) { sum += hi - lo; });
   });
   EXPECT_EQ(sum.load(), 8000);
 }
