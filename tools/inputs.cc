@@ -89,6 +89,13 @@ Status AddRandomFeeds(const InputArgs& a, const Session& session, std::vector<st
 
 }  // namespace
 
+StatusOr<std::pair<std::string, Tensor>> ReadFeedFlag(const std::string& s) {
+  std::string name, file;
+  if (!SplitAssignment(s, &name, &file)) return InvalidArgument("--feed expects NAME=FILE.npy, got '" + s + "'");
+  GJ_ASSIGN_OR_RETURN(Tensor t, ReadNpy(file));
+  return std::make_pair(name, std::move(t));
+}
+
 StatusOr<std::pair<std::string, Shape>> ParseShapeFlag(const std::string& s) {
   std::string name, dims;
   if (!SplitAssignment(s, &name, &dims)) return InvalidArgument("--shape expects NAME=d0,d1,..., got '" + s + "'");
@@ -111,10 +118,8 @@ void AddInputOptions(CLI::App* command, InputArgs* a, bool always_random) {
 StatusOr<Inputs> PrepareInputs(const InputArgs& a, const Session& session, const tensorflow::GraphDef& model) {
   Inputs inputs;
   for (const std::string& f : a.feeds) {
-    std::string name, file;
-    if (!SplitAssignment(f, &name, &file)) return InvalidArgument("--feed expects NAME=FILE.npy, got '" + f + "'");
-    GJ_ASSIGN_OR_RETURN(Tensor t, ReadNpy(file));
-    inputs.feeds.emplace_back(name, std::move(t));
+    GJ_ASSIGN_OR_RETURN(auto feed, ReadFeedFlag(f));
+    inputs.feeds.push_back(std::move(feed));
   }
   if (a.random_feeds) {
     GJ_RETURN_IF_ERROR(AddRandomFeeds(a, session, &inputs.feeds));

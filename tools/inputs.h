@@ -31,6 +31,8 @@ struct Inputs {
 
 // InvalidArgument (bad input) for an unreadable feed, a bad --shape, a placeholder left
 // without a shape, or a fetch that names no tensor.
+// "NAME=FILE.npy" as a --feed flag writes it: the name and the file's tensor.
+StatusOr<std::pair<std::string, Tensor>> ReadFeedFlag(const std::string& flag);
 // "NAME=d0,d1,..." (or NAME=scalar) as a --shape flag writes it.
 StatusOr<std::pair<std::string, Shape>> ParseShapeFlag(const std::string& flag);
 

@@ -19,7 +19,6 @@
 #include "passes/tensorflow_lowerings.h"
 #include "runtime/control_flow.h"
 #include "runtime/graph_analysis.h"
-#include "runtime/npy.h"
 #include "tools/inputs.h"
 #include "tools/options.h"
 
@@ -106,9 +105,8 @@ struct BodyInputs {
 StatusOr<BodyInputs> ReadBodyInputs(const Graph& graph, const OptimizeArgs& a) {
   std::map<std::string, Tensor> given;
   for (const std::string& f : a.feeds) {
-    const size_t eq = f.rfind('=');
-    if (eq == std::string::npos || eq == 0) return InvalidArgument("--feed expects NAME=FILE.npy, got '" + f + "'");
-    GJ_ASSIGN_OR_RETURN(given[f.substr(0, eq)], ReadNpy(f.substr(eq + 1)));
+    GJ_ASSIGN_OR_RETURN(auto feed, ReadFeedFlag(f));
+    given[feed.first] = std::move(feed.second);
   }
   std::set<std::string> shaped;
   for (const std::string& s : a.shapes) {
