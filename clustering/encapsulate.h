@@ -1,5 +1,6 @@
 // Encapsulation: every cluster becomes one `_JitCluster` node whose body (attr `_body`,
-// a GraphDef) holds the cluster's nodes; consumers outside read the cluster's outputs.
+// a GraphDef) holds the cluster's nodes; consumers outside read the cluster's outputs. The
+// body's first nodes are its inputs, Placeholders _arg_0, _arg_1, ... (attr `Tin` their types).
 //
 // The original nodes stay in the graph, marked with `_jit_cluster`, but nothing reads
 // them: a fetched tensor of a member is an output of its cluster (and `fetched` names

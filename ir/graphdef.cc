@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/text_format.h>
@@ -92,6 +93,17 @@ Status WriteGraphDefFile(const tensorflow::GraphDef& graph_def, const std::strin
   out.close();
   if (!out) return InvalidArgument("cannot write '" + path + "'");
   return Status::Ok();
+}
+
+std::string SerializeDeterministically(const google::protobuf::Message& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  return bytes;
 }
 
 Status ReadTextProtoFile(const std::string& path, google::protobuf::Message* message) {

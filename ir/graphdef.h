@@ -16,6 +16,9 @@ StatusOr<tensorflow::GraphDef> ReadGraphDefFile(const std::string& path);
 // Writes text format for .pbtxt/.pbtext/.txt/.prototxt, binary otherwise.
 Status WriteGraphDefFile(const tensorflow::GraphDef& graph_def, const std::string& path);
 
+// The message's bytes, the same for equal messages (maps written in key order).
+std::string SerializeDeterministically(const google::protobuf::Message& message);
+
 // Reads any message in text format. Fields graphjit does not know (e.g. the parts of
 // a TensorFlow ConfigProto it does not model) are skipped.
 Status ReadTextProtoFile(const std::string& path, google::protobuf::Message* message);

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "passes/graph_edit.h"
+#include "passes/lower_bias_add_grads.h"
 #include "passes/passes.h"
 
 namespace graphjit {
@@ -122,7 +123,10 @@ class Simplifier {
     if (op == "MatMul") return FoldTransposeIntoMatMul(id);
     if (op == "Transpose") return RewriteTranspose(id);
     if (op == "Reshape") return RewriteReshape(id);
-    if (op == "BiasAddGrad") return RewriteBiasAddGrad(id);
+    if (op == "BiasAddGrad" && N(id)->inputs.size() == 1) {
+      const Shape& g = ShapeOf(N(id)->inputs[0]);
+      return LowerBiasAddGrad(g_, id, g.unknown_rank() ? -1 : g.rank());
+    }
     if (op == "Pow" && N(id)->inputs.size() == 2) return RewritePow(id);
     return false;
   }
@@ -146,27 +150,6 @@ class Simplifier {
     square->inputs = {x};
     SetInput(id, 1, {square->id, 0});
     N(id)->op = "Mul";
-    return true;
-  }
-
-  // BiasAddGrad(g) -> Sum(g, every axis but the channels'), where g's rank is known: a
-  // column reduction, which the JIT compiles.
-  bool RewriteBiasAddGrad(int id) {
-    if (N(id)->inputs.size() != 1) return false;
-    const Shape& g = ShapeOf(N(id)->inputs[0]);
-    const tensorflow::AttrValue* format = N(id)->FindAttr("data_format");
-    const std::string layout = format ? format->s() : "NHWC";
-    if (g.unknown_rank() || g.rank() < 2 || (layout != "NHWC" && layout != "NCHW")) return false;
-    std::vector<int32_t> axes;
-    for (int i = 0; i < g.rank(); ++i)
-      if (i != (layout == "NHWC" ? g.rank() - 1 : 1)) axes.push_back(i);
-    const TensorId axes_const = AddConstFor(id, "axes", Tensor::Vector(axes));
-    Node* n = N(id);
-    n->op = "Sum";
-    n->attrs.erase("data_format");
-    n->attrs["Tidx"].set_type(tensorflow::DT_INT32);
-    n->attrs["keep_dims"].set_b(false);
-    n->inputs.push_back(axes_const);
     return true;
   }
 

@@ -7,7 +7,14 @@ namespace graphjit {
 
 namespace {
 
-// Sum(g, axes) in place of BiasAddGrad(g), if g's rank allows it.
+bool HasBiasAddGrad(const Graph& graph) {
+  for (int id = 0; id < graph.num_nodes(); ++id)
+    if (graph.node(id)->op == "BiasAddGrad") return true;
+  return false;
+}
+
+}  // namespace
+
 bool LowerBiasAddGrad(Graph& graph, int id, int rank) {
   const tensorflow::AttrValue* format = graph.node(id)->FindAttr("data_format");
   const bool nchw = format != nullptr && format->s() == "NCHW";
@@ -26,14 +33,6 @@ bool LowerBiasAddGrad(Graph& graph, int id, int rank) {
   node->inputs.push_back({value->id, 0});
   return true;
 }
-
-bool HasBiasAddGrad(const Graph& graph) {
-  for (int id = 0; id < graph.num_nodes(); ++id)
-    if (graph.node(id)->op == "BiasAddGrad") return true;
-  return false;
-}
-
-}  // namespace
 
 bool LowerBiasAddGrads(Graph& graph, const RankOf& rank_of) {
   bool changed = false;

@@ -5,24 +5,12 @@
 #include <cstdio>
 #include <filesystem>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include "ir/graphdef.h"
 #include "runtime/graph_analysis.h"
 
 namespace graphjit {
 
-std::string GraphBytes(const Graph& graph) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    ExportGraphDef(graph).SerializeToCodedStream(&coded);
-  }
-  return bytes;
-}
+std::string GraphBytes(const Graph& graph) { return SerializeDeterministically(ExportGraphDef(graph)); }
 
 PassContext::PassContext(std::vector<std::string> feeds, std::vector<std::string> fetches, std::vector<std::string> targets)
     : feeds_(std::move(feeds)), fetches_(std::move(fetches)), targets_(std::move(targets)) {

@@ -12,6 +12,7 @@
 
 #include "ir/attr.h"
 #include "ir/graphdef.h"
+#include "jit/passes/cluster_for_tensorflow.h"
 #include "jit/passes/jit_passes.h"
 #include "jit/passes/specialize_inputs.h"
 #include "passes/control_flow.h"
@@ -38,8 +39,9 @@ void AddOptimizeCommand(CLI::App& app, OptimizeArgs* a) {
   c->add_option("--pass", a->passes,
                 "Run only this pass (repeat for several, run in the order given): one of the default pipeline's, "
                 "a control-flow lowering (functionalize_loops, ...), one the JIT runs on a cluster's body "
-                "(expand_softmax, lower_cnn_ops, specialize_inputs with --feed/--shape, ...) or a TensorFlow lowering "
-                "(lower_bias_add_grads, ...)");
+                "(expand_softmax, lower_cnn_ops, specialize_inputs with --feed/--shape, ...), a TensorFlow lowering "
+                "(lower_bias_add_grads, ...) or the TensorFlow plugin's cluster_for_tensorflow (its JIT level from "
+                "--config or GRAPHJIT_FLAGS)");
   c->add_flag("--split-input-file", a->split,
               "The text model holds several graphs, separated by lines starting with '# -----': each is optimized "
               "on its own, and the outputs written in order, separated alike");
@@ -137,6 +139,21 @@ StatusOr<BodyInputs> ReadBodyInputs(const Graph& graph, const OptimizeArgs& a) {
 
 // One graph through the passes: the table of what each did on `report`; the graph optimized
 // and its nodes before and after.
+// What cluster_for_tensorflow did: its clusters, or why it left the graph as it is.
+void ReportClustering(const TensorFlowRewrite& r, FILE* report) {
+  if (!r.skipped.empty()) {
+    std::fprintf(report, "  left as it is: %s\n", r.skipped.c_str());
+    return;
+  }
+  if (r.clusters == 0) {
+    std::fprintf(report, "  no cluster\n");
+    return;
+  }
+  std::fprintf(report, "  %d %s of %d nodes:", r.clusters, r.clusters == 1 ? "cluster" : "clusters", r.nodes_clustered);
+  for (const auto& [op, count] : r.ops) std::fprintf(report, " %s x%d", op.c_str(), count);
+  std::fprintf(report, "\n");
+}
+
 struct Optimized {
   tensorflow::GraphDef graph;
   int before = 0, after = 0;
@@ -145,10 +162,11 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
                              FILE* report) {
   GJ_ASSIGN_OR_RETURN(Graph graph, ImportGraphDef(graph_def));
   // The passes need a graph the runtime accepts as a Session reads it (its control flow
-  // made graphjit's, ops known, types consistent); TensorFlow's lowerings alone take the
-  // graphs TensorFlow hands over, with its own ops.
-  const bool lowerings_only = !a.passes.empty() && std::all_of(a.passes.begin(), a.passes.end(), IsTensorFlowLoweringPass);
-  if (!lowerings_only) GJ_RETURN_IF_ERROR(CheckFetches(graph, a.fetches));
+  // made graphjit's, ops known, types consistent); the TensorFlow plugin's passes alone take
+  // the graphs TensorFlow hands over, with its own ops.
+  auto plugin_pass = [](const std::string& pass) { return IsTensorFlowLoweringPass(pass) || pass == kClusterForTensorFlow; };
+  const bool plugin_only = !a.passes.empty() && std::all_of(a.passes.begin(), a.passes.end(), plugin_pass);
+  if (!plugin_only) GJ_RETURN_IF_ERROR(CheckFetches(graph, a.fetches));
   // Keep the fetches (or the model's outputs) and every placeholder.
   std::vector<std::string> targets;
   for (int id = 0; id < graph.num_nodes(); ++id)
@@ -156,7 +174,8 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
   if (a.fetches.empty()) targets = ModelOutputsAndInputs(graph);
   PassContext context({}, a.fetches, targets);
   PassManager pipeline = DefaultPipeline(options);
-  BodyInputs body_inputs;  // outlives the pipeline, whose specialize_inputs reads it
+  BodyInputs body_inputs;       // outlives the pipeline, whose specialize_inputs reads it
+  TensorFlowRewrite clustered;  // what cluster_for_tensorflow did
   if (!a.passes.empty()) {
     // Any pass that runs alone: the default pipeline's, the control flow's, the JIT's,
     // TensorFlow's lowerings.
@@ -164,6 +183,7 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
     AddControlFlowPasses(all);
     AddJitPasses(all);
     AddTensorFlowLoweringPasses(all);
+    all.Add(kClusterForTensorFlow, ClusterForTensorFlowPass(nullptr, options, &clustered));
     if (std::count(a.passes.begin(), a.passes.end(), "specialize_inputs")) {
       GJ_ASSIGN_OR_RETURN(body_inputs, ReadBodyInputs(graph, a));
     }
@@ -183,6 +203,7 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
                    r.changed ? "" : "  (unchanged)");
     else
       std::fprintf(report, "%-18s %8s %8s %9s\n", r.name.c_str(), "-", "-", "disabled");
+    if (r.ran && r.name == kClusterForTensorFlow) ReportClustering(clustered, report);
   }
   return Optimized{ExportGraphDef(graph), before, graph.num_nodes()};
 }

@@ -1,54 +1,26 @@
-// Clustering inside TensorFlow: the graph TensorFlow's Grappler hands the plugin, with
-// each cluster graphjit compiles replaced by one GraphjitCluster node.
-//
-// The graph holds TensorFlow's own ops too (variables, optimizer updates, _Arg/_Retval,
-// ops graphjit does not know). Those stay TensorFlow's: clustering sees the nodes graphjit
-// knows, with a Placeholder standing in for every output of another node they read. The
-// Placeholder has control inputs from the known nodes that reach that node through
-// TensorFlow's own, so a path through TensorFlow's nodes still counts when clustering
-// checks that merging two nodes creates no cycle.
+// The plugin's rewrite of the graph TensorFlow's Grappler hands it: TensorFlow's fused ops
+// graphjit does not run written as the ops they are made of, then each cluster graphjit
+// compiles replaced by one GraphjitCluster node (jit/passes/cluster_for_tensorflow.h).
 #pragma once
 
-#include <map>
 #include <set>
 #include <string>
-#include <vector>
 
 #include "ir/proto/graph.pb.h"
-#include "ir/proto/tensor_shape.pb.h"
 #include "ir/status.h"
+#include "jit/passes/cluster_for_tensorflow.h"
 #include "runtime/session_options.h"
 
 namespace graphjit {
 
-// A node output as TensorFlow inferred it.
-struct TensorProperties {
-  int dtype = 0;  // TensorFlow's DataType
-  tensorflow::TensorShapeProto shape;
-};
-
 struct TensorFlowGraphFacts {
-  // Each node's outputs, by node name (TF_GetOutputPropertiesList).
-  std::map<std::string, std::vector<TensorProperties>> outputs;
+  TensorFlowTypes outputs;  // each node's outputs as TensorFlow inferred them
   // Nodes that must keep their name and their outputs (fetches, feeds, ...).
   std::set<std::string> preserve;
 };
 
-struct TensorFlowRewrite {
-  int clusters = 0;
-  int nodes_clustered = 0;
-  std::map<std::string, int> ops;  // of the clustered nodes, by op
-  std::string skipped;             // why the graph was left as it is, if it was
-};
-
-// The op TensorFlow runs for a cluster: inputs `args` (Tin), outputs `results` (Tout);
-// attr `body` holds the cluster as a serialized GraphDef, `inputs` names its Placeholders
-// (one per input) and `outputs` the body tensors that are the results.
-inline constexpr char kClusterOp[] = "GraphjitCluster";
-
-// Rewrites `graph` for `options` (its JIT level, cluster sizes, excluded ops). Nodes that
-// carry _XlaCompile/_XlaScope (tf.xla.experimental.jit_scope) are clustered at every level,
-// and lose those attrs with the rest of the node, so XLA does not take them again.
+// Rewrites `graph` for `options` (its JIT level, cluster sizes, excluded ops): the passes
+// lower_bias_add_grads, lower_unary_ops_compositions and cluster_for_tensorflow.
 StatusOr<TensorFlowRewrite> ClusterForTensorFlow(const TensorFlowGraphFacts& facts, const SessionOptions& options,
                                                  tensorflow::GraphDef* graph);
 
