@@ -133,7 +133,7 @@ enum class Op : uint8_t {
 };
 
 // Modifiers, as bits of Instr::flags.
-enum : uint16_t {
+enum : uint32_t {
   kFtz = 1 << 0,
   kSat = 1 << 1,
   kApprox = 1 << 2,
@@ -148,6 +148,7 @@ enum : uint16_t {
   kNegated0 = 1 << 11,  // source i (0..2) is a negated predicate (!%p): kNegated0 << i
   kShiftAmt = 1 << 14,  // bfind.shiftamt
   kMatchAll = 1 << 15,  // match.all (else match.any)
+  kCarryIn = 1 << 16,   // addc, subc, madc: CC.CF added (a borrow for subc)
 };
 enum class Cmp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kLo, kLs, kHi, kHs, kEqu, kNeu, kLtu, kLeu, kGtu, kGeu, kNum, kNan };
 enum class BoolOp : uint8_t { kNone, kAnd, kOr, kXor };
@@ -167,7 +168,7 @@ struct Instr {
   BoolOp bool_op = BoolOp::kNone;
   uint8_t vec = 1;  // ld/st: elements per access
   uint8_t ndst = 0, nsrc = 0;
-  uint16_t flags = 0;
+  uint32_t flags = 0;  // kCc: writes CC.CF, the carry (or borrow) out
   int32_t guard = -1;  // predicate slot, -1 when unguarded
   bool guard_negated = false;
   int32_t dst[4] = {-1, -1, -1, -1};

@@ -752,7 +752,11 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
       }
     }
   }
-  const std::string base = parts.empty() ? "" : parts[0];
+  std::string base = parts.empty() ? "" : parts[0];
+  if (base == "addc" || base == "subc" || base == "madc") {  // the carry chain's later steps
+    in->flags |= kCarryIn;
+    base.pop_back();
+  }
   std::vector<Type> types;
   bool to = false;
   bool bar_sync = false, bar_cluster = false, cluster_step = false;
@@ -937,7 +941,13 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
   }
   if (!types.empty()) in->type = types[0];
   if (types.size() > 1) in->type2 = types[1];
-  if (in->flags & kCc) return Fail(line, "carry chains (.cc) are not supported: '" + st.opcode + "'");
+  if (in->flags & (kCc | kCarryIn)) {  // extended-precision integer arithmetic
+    const bool integer32or64 =
+        in->type == Type::kU32 || in->type == Type::kS32 || in->type == Type::kU64 || in->type == Type::kS64;
+    const bool op = base == "add" || base == "sub" || (base == "mad" && (in->flags & (kLo | kHi)));
+    if (!integer32or64 || !op || (in->flags & kSat))
+      return Fail(line, "a carry chain is add, sub or mad.lo/.hi of 32- or 64-bit integers, without .sat: '" + st.opcode + "'");
+  }
 
   const auto& ops = st.operands;
   auto need = [&](size_t n) {
@@ -1047,7 +1057,7 @@ bool Decoder::DecodeOne(const Statement& st, Instr* in) {
     in->nsrc = static_cast<uint8_t>(n - 1);
     for (size_t i = 1; i < n; ++i) {
       if (!Source(ops[i], i == 3 ? Type::kPred : in->type, line, &in->src[i - 1])) return false;
-      if (ops[i].negated) in->flags |= static_cast<uint16_t>(kNegated0 << (i - 1));
+      if (ops[i].negated) in->flags |= static_cast<uint32_t>(kNegated0 << (i - 1));
     }
     return true;
   }

@@ -192,6 +192,7 @@ class Executor {
     uint32_t backward = 0;  // backward branches taken while diverged, since the last rotation
     uint32_t last_pc = 0;   // where the last group stopped (to rotate past it)
     uint32_t pc[32] = {};
+    uint32_t carry = 0;  // CC.CF, by lane: what add.cc, sub.cc and mad.cc wrote
     uint64_t* regs = nullptr;
     // Global loads issued and not yet waited for, and the registers they write (see
     // WaitForLoads).
@@ -204,6 +205,8 @@ class Executor {
   // basic block ends (a branch target, a branch, a barrier, an exit) or an access's address
   // is a loaded value.
   void WaitForLoads(Warp& w, const Instr& in, uint32_t pc);
+  template <class T>
+  void CarryChainStep(Warp& w, const Instr& in, uint32_t exec);
   std::vector<bool> block_starts_;  // per instruction: a branch's target
 
   // A block of the running cluster, its state its own.
@@ -1036,6 +1039,41 @@ T FloatUnary(Op op, T a, bool approx, bool* ok) {
   return a;
 }
 
+// add, sub or mad.lo/.hi of a carry chain (the parser admits no other): with addc, subc
+// and madc, CC.CF comes in (a borrow for subc); with .cc, the carry (or borrow) out is
+// written to it, per lane.
+template <class T>
+void Executor::CarryChainStep(Warp& w, const Instr& in, uint32_t exec) {
+  using U = std::make_unsigned_t<T>;
+  using W = Wider<T>;
+  constexpr int kBits = 8 * sizeof(T);
+  uint64_t* d = R(w, in.dst[0]);
+  const uint64_t *a = R(w, in.src[0]), *b = R(w, in.src[1]), *c = in.nsrc > 2 ? R(w, in.src[2]) : nullptr;
+  uint32_t carry = w.carry;
+  ForLanes(exec, [&](int l) {
+    const U in_carry = (in.flags & kCarryIn) && (w.carry >> l & 1) ? 1 : 0;
+    U x = static_cast<U>(a[l]), y = static_cast<U>(b[l]);
+    if (in.op == Op::kMad) {  // the product's low or high half, then + c (+ CF)
+      const W p = static_cast<W>(As<T>(a[l])) * static_cast<W>(As<T>(b[l]));
+      x = static_cast<U>(in.flags & kHi ? p >> kBits : p);
+      y = static_cast<U>(c[l]);
+    }
+    U r;
+    bool out;
+    if (in.op == Op::kSub) {
+      r = static_cast<U>(x - y - in_carry);
+      out = x < y || static_cast<U>(x - y) < in_carry;  // a borrow
+    } else {
+      const U sum = static_cast<U>(x + y);
+      r = static_cast<U>(sum + in_carry);
+      out = sum < x || r < sum;
+    }
+    d[l] = Bits<T>(static_cast<T>(r));
+    if (in.flags & kCc) carry = (carry & ~(1u << l)) | (static_cast<uint32_t>(out) << l);
+  });
+  w.carry = carry;
+}
+
 bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
   uint64_t* d = in.ndst ? R(w, in.dst[0]) : nullptr;
   const uint64_t* a = in.nsrc > 0 ? R(w, in.src[0]) : nullptr;
@@ -1111,6 +1149,8 @@ bool Executor::Arith(Warp& w, const Instr& in, uint32_t exec) {
         case Op::kNot: ForLanes(exec, [&](int l) { d[l] = ~a[l] & 1; }); break;
         default: ok = false;
       }
+    } else if (in.flags & (kCc | kCarryIn)) {
+      CarryChainStep<T>(w, in, exec);
     } else {
       using U = std::make_unsigned_t<T>;
       using W = Wider<T>;

@@ -219,6 +219,11 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
       {"Log", {MathOf(Op::kLog)}},
       {"Log1p", {MathOf(Op::kLog1p)}},
       {"Tanh", {MathOf(Op::kTanh)}},
+      // libm's accuracy on every float (the CPU backend calls glibc's vector sinf and cosf,
+      // the GPU's libdevice's), not MLIR's polynomials, whose reduction by pi/2 in f32 loses
+      // every digit of a large argument (rotary position embeddings reach thousands).
+      {"Sin", {MathOf(Op::kSin)}},
+      {"Cos", {MathOf(Op::kCos)}},
       {"Erf", {[](const auto& x, Builder& b) { return ScaledErf(x[0], 1, b); }}},
       {"Erfc", {[](const auto& x, Builder& b) { return Erfc(x[0], b); }}},
       {"Sqrt", {MathOf(Op::kSqrt)}},

@@ -98,6 +98,8 @@ enum class Op : uint8_t {
   kLog,
   kLog1p,
   kTanh,
+  kSin,
+  kCos,
   kSqrt,
   kFloor,
   kCeil,

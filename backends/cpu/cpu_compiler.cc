@@ -1,5 +1,7 @@
 #include "backends/cpu/cpu_compiler.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -43,6 +45,8 @@
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -320,6 +324,62 @@ void DeclareVectorVariants(llvm::Function& f, llvm::StringRef params, llvm::Arra
     if (auto* call = llvm::dyn_cast<llvm::CallInst>(user)) llvm::VFABI::setVectorVariantNames(call, mappings);
 }
 
+// --- glibc's vector math library (libmvec). sin and cos are LLVM's intrinsics (see
+// KeepLibmAccuracy), which a scalar loop calls as libm's sinf and cosf. Each call names
+// libmvec's versions (`_ZGV<isa>N<lanes>v_sinf`) of the widths the CPU runs: SSE's 4 lanes
+// (b), AVX2's 8 (d), AVX-512's 16 (e); the loop vectorizer calls the one of its width. The
+// JIT resolves them in libmvec.so.1, loaded into the process once; without it (another C
+// library), and in ahead-of-time code (which links with -lm alone), the calls stay libm's.
+struct VectorMathFunction {
+  const char* intrinsic;  // on f32
+  const char* name;       // libm's float function
+};
+constexpr VectorMathFunction kVectorMath[] = {{"llvm.sin.f32", "sinf"}, {"llvm.cos.f32", "cosf"}};
+
+bool LoadVectorMathLibrary() {
+  static const bool loaded = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL) != nullptr;
+  return loaded;
+}
+
+void UseVectorMathLibrary(llvm::Module& module, const llvm::TargetMachine& machine) {
+  const llvm::MCSubtargetInfo& sti = *machine.getMCSubtargetInfo();
+  std::vector<std::pair<char, int>> variants = {{'b', 4}};
+  if (sti.checkFeatures("+avx2,+fma")) variants.push_back({'d', 8});
+  if (sti.checkFeatures("+avx512f")) variants.push_back({'e', 16});
+  llvm::LLVMContext& ctx = module.getContext();
+  for (const VectorMathFunction& f : kVectorMath) {
+    llvm::Function* scalar = module.getFunction(f.intrinsic);
+    if (scalar == nullptr || scalar->use_empty()) continue;
+    std::vector<std::string> mappings;
+    for (auto [isa, lanes] : variants) {
+      const std::string name = std::string("_ZGV") + isa + "N" + std::to_string(lanes) + "v_" + f.name;
+      auto* type = llvm::FixedVectorType::get(llvm::Type::getFloatTy(ctx), lanes);
+      llvm::FunctionCallee callee = module.getOrInsertFunction(name, llvm::FunctionType::get(type, {type}, false));
+      auto* vector = llvm::cast<llvm::Function>(callee.getCallee());
+      vector->setDoesNotThrow();
+      vector->setWillReturn();
+      vector->setDoesNotAccessMemory();
+      llvm::appendToCompilerUsed(module, {vector});
+      mappings.push_back("_ZGV_LLVM_N" + std::to_string(lanes) + "v_" + scalar->getName().str() + "(" + name + ")");
+    }
+    for (llvm::User* user : scalar->users())
+      if (auto* call = llvm::dyn_cast<llvm::CallInst>(user)) llvm::VFABI::setVectorVariantNames(call, mappings);
+  }
+}
+
+// After optimization: the variants no loop called are dropped (an object names only what it calls).
+void DropUncalledVectorMath(llvm::Module& module) {
+  std::vector<llvm::Function*> variants;
+  for (llvm::Function& f : module)
+    if (f.isDeclaration() && f.getName().starts_with("_ZGV")) variants.push_back(&f);
+  llvm::removeFromUsedLists(module,
+                            [&](llvm::Constant* c) { return std::find(variants.begin(), variants.end(), c) != variants.end(); });
+  for (llvm::Function* f : variants) {
+    f->removeDeadConstantUsers();
+    if (f->use_empty()) f->eraseFromParent();
+  }
+}
+
 // Replaces each call of the function `name` (lanes 1) or of its vector variants by what
 // `lower` builds before it (its result, if any, replacing the call's), and deletes them.
 void ReplaceCalls(llvm::Module& module, llvm::StringRef name,
@@ -549,6 +609,25 @@ Status Executable::Call(const std::string& function, const std::vector<void*>& b
 
 namespace {
 
+// math.sin and math.cos as LLVM's intrinsics, before MLIR's polynomials take them: those
+// reduce the argument by pi/2 in f32, which loses every digit of a large one (rotary
+// position embeddings reach thousands). LLVM calls libm's, or libmvec's in vector loops
+// (UseVectorMathLibrary): correctly reduced on every float.
+template <typename MathOp, typename IntrinsicOp>
+struct ToLlvmIntrinsic : mlir::OpRewritePattern<MathOp> {
+  explicit ToLlvmIntrinsic(mlir::MLIRContext* context) : mlir::OpRewritePattern<MathOp>(context, /*benefit=*/2) {}
+  mlir::LogicalResult matchAndRewrite(MathOp op, mlir::PatternRewriter& rewriter) const override {
+    rewriter.replaceOpWithNewOp<IntrinsicOp>(op, op.getType(), op.getOperand());
+    return mlir::success();
+  }
+};
+
+void KeepLibmAccuracy(mlir::RewritePatternSet& patterns) {
+  patterns.getContext()->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
+  patterns.add<ToLlvmIntrinsic<mlir::math::SinOp, mlir::LLVM::SinOp>, ToLlvmIntrinsic<mlir::math::CosOp, mlir::LLVM::CosOp>>(
+      patterns.getContext());
+}
+
 // CompileToObject's work, which may end in an LLVM fatal error.
 StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOptions& options, CompileReport* report) {
   auto start = Clock::now();
@@ -572,6 +651,7 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
   if (mlir::failed(kernel_cleanup::Run(*module))) return Internal("the kernels' clean-up failed: " + diagnostics.text());
   keep("cleaned_up");
   mlir::RewritePatternSet approximations(&context);
+  KeepLibmAccuracy(approximations);
   AddFastExpPattern(approximations, *module, target.scalef);
   mlir::populateMathPolynomialApproximationPatterns(approximations);
   // bf16 <-> f32 as integer operations (round to nearest even, NaN kept): without
@@ -607,10 +687,12 @@ StatusOr<std::string> CompileModule(const std::string& mlir, const CompileOption
   KeepLongLoopsRolled(*ir);
   const std::vector<uint64_t> prefetched = MakePrefetchesVectorizable(*ir);
   MakeScalefVectorizable(*ir);
+  if (!options.ahead_of_time && LoadVectorMathLibrary()) UseVectorMathLibrary(*ir, machine);
   if (llvm::Error e = mlir::makeOptimizingTransformer(options.llvm_opt_level, 0, &machine)(ir.get()))
     return Internal("LLVM optimization failed: " + llvm::toString(std::move(e)));
   RestorePrefetches(*ir, prefetched);
   RestoreScalef(*ir);
+  DropUncalledVectorMath(*ir);
   StreamLargeStores(*ir, options.streaming_store_bytes);
   if (options.keep_stages) {
     llvm::raw_string_ostream os(report->llvm_ir);

@@ -533,6 +533,10 @@ std::vector<OpDef> ElementwiseOps() {
       "Rsqrt", 4, [](const auto& x, auto) { return x.unaryExpr([](auto v) { return decltype(v)(1) / std::sqrt(v); }); }));
   ops.push_back(UnaryOp<TS::kFloat>("Reciprocal", 4, [](const auto& x, auto) { return x.inverse(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Tanh", 8, [](const auto& x, auto) { return x.tanh(); }));
+  // Eigen's sin and cos, as TensorFlow's CPU kernels: vectorized, with the reduction by pi/2
+  // exact for every float.
+  ops.push_back(UnaryOp<TS::kFloat>("Sin", 8, [](const auto& x, auto) { return x.sin(); }));
+  ops.push_back(UnaryOp<TS::kFloat>("Cos", 8, [](const auto& x, auto) { return x.cos(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Sigmoid", 8, [](const auto& x, auto) { return ZeroBelowNormal(x.logistic()); }));
   ops.push_back(UnaryOp<TS::kFloat>("Erf", 8, [](const auto& x, auto) { return x.erf(); }));
   // libm's erfcf per element (Eigen's erfc); tiny results flushed as the exp-based ops do.

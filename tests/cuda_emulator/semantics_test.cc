@@ -314,6 +314,76 @@ TEST_F(Semantics, RoundingOnceAndSignExtension) {
   EXPECT_EQ(got[6] | got[7] << 16, 0x3C004000u);  // {1.0 (upper), 2.0 (lower)}
 }
 
+// Carry chains (libdevice's sinf and cosf reduce a large argument by 2/pi with them): add.cc,
+// sub.cc and mad.lo/.hi.cc write each lane's carry (a borrow for sub) into CC.CF, and addc,
+// subc and madc add it: a 96-bit and a 64-bit sum, a 64-bit difference and a 32 x 32 -> 64-bit
+// product plus a constant, each lane on its own values. A carry chain of floats is refused.
+TEST_F(Semantics, CarryChainsCarryPerLane) {
+  CUfunction f = Kernel(R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<10>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 48;
+  add.s64 %rd3, %rd1, %rd2;
+  mov.u32 %r2, 0xFFFFFFFF;
+  mov.u32 %r12, 0;
+  add.u32 %r3, %r1, 1;
+  add.cc.u32 %r4, %r2, %r3;
+  addc.cc.u32 %r5, %r2, %r12;
+  addc.u32 %r6, %r1, %r3;
+  sub.cc.u32 %r7, %r12, %r3;
+  subc.u32 %r8, %r1, %r12;
+  mov.u32 %r13, 0x9E3779B9;
+  mul.lo.u32 %r9, %r1, %r13;
+  mov.u32 %r14, 0x85EBCA6B;
+  mov.u32 %r15, 0xFFFFFFF0;
+  mad.lo.cc.u32 %r10, %r9, %r14, %r15;
+  madc.hi.u32 %r11, %r9, %r14, %r12;
+  st.global.v4.u32 [%rd3], {%r4, %r5, %r6, %r7};
+  st.global.v4.u32 [%rd3+16], {%r8, %r10, %r11, %r9};
+  cvt.u64.u32 %rd4, %r1;
+  mov.u64 %rd5, 0xFFFFFFFFFFFFFFFF;
+  mov.u64 %rd8, 0;
+  add.cc.u64 %rd6, %rd4, %rd5;
+  addc.u64 %rd7, %rd8, %rd8;
+  st.global.v2.u64 [%rd3+32], {%rd6, %rd7};
+  ret;
+}
+)",
+                        "k");
+  ASSERT_NE(f, nullptr);
+  CUdeviceptr out = mem_.Alloc<uint32_t>(32 * 12);
+  CU_ASSERT_OK(Launch(f, {1}, {32}, 0, nullptr, out));
+  std::vector<uint32_t> got = Download<uint32_t>(out, 32 * 12);
+  for (uint32_t t = 0; t < 32; ++t) {
+    const uint32_t* g = &got[t * 12];
+    // (2^64 - 1 + t * 2^64) + (t + 1 + (t + 1) * 2^64): words t, 0, 2t + 2.
+    EXPECT_EQ(g[0], t) << t;
+    EXPECT_EQ(g[1], 0u) << t;
+    EXPECT_EQ(g[2], 2 * t + 2) << t;
+    // t * 2^32 - (t + 1): the low word borrows.
+    EXPECT_EQ(g[3], 0u - (t + 1)) << t;
+    EXPECT_EQ(g[4], t - 1) << t;
+    const uint32_t x = t * 0x9E3779B9u;
+    const uint64_t sum = static_cast<uint64_t>(x) * 0x85EBCA6Bu + 0xFFFFFFF0u;
+    EXPECT_EQ(g[5], static_cast<uint32_t>(sum)) << t;
+    EXPECT_EQ(g[6], static_cast<uint32_t>(sum >> 32)) << t;
+    EXPECT_EQ(g[7], x) << t;
+    // t + (2^64 - 1): a carry out where t > 0.
+    EXPECT_EQ(g[8] | static_cast<uint64_t>(g[9]) << 32, static_cast<uint64_t>(t) - 1) << t;
+    EXPECT_EQ(g[10] | static_cast<uint64_t>(g[11]) << 32, t > 0 ? 1u : 0u) << t;
+  }
+  CUmodule module = nullptr;
+  std::string log;
+  EXPECT_NE(LoadPtx(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n  .reg .f32 %f<3>;\n"
+                    "  mov.f32 %f1, 0f3F800000;\n  add.cc.f32 %f2, %f1, %f1;\n  ret;\n}\n",
+                    &module, &log),
+            CUDA_SUCCESS);
+}
+
 // setp on .f16x2 and .bf16x2 compares the two halves in parallel: p gets the comparison
 // of the low halves, q of the high ones (each on its own, not q = !p). Ordered compares
 // are false with a NaN operand, unordered ones (ltu, equ, gtu) true.

@@ -309,6 +309,15 @@ unary("rsqrt_f32", "Rsqrt", _u([3, 4], 0.01, 100, [0.0, INF, -1.0, NAN, 1e-30, 1
 unary("square_f32", "Square", _n([3, 4], 10, [NAN, INF, -INF, -0.0, 1e20]), IEEE)
 unary("reciprocal_f32", "Reciprocal", _n([3, 4], 1, [0.0, -0.0, INF, -INF, NAN, 1.0]), ROUND1)
 unary("tanh_f32", "Tanh", _n([2, 3, 4], 3, [NAN, INF, -INF, 20.0, -20.0, 1e-4, -1e-4, 0.0]), TRANS)
+# Sin and Cos over the whole float range: the reduction by pi/2 must be exact for large
+# arguments too (rotary position embeddings reach thousands; 1e30 and 3e38 need all of
+# 2/pi's bits).
+TRIG_SPECIAL = [NAN, INF, -INF, -0.0, 0.0, 1e-30, 1.5707964, 3.1415927, 2048.0, -4095.5, 12345.678,
+                1e4, -1e5, 1e8, 1e30, -3e38]
+unary("sin_f32", "Sin", _n([4, 6], 3, TRIG_SPECIAL), TRANS,
+      desc="Sin on float32[4, 6] incl. large arguments (2048, 1e8, 1e30, -3e38), +/-inf, NaN")
+unary("cos_f32", "Cos", _n([4, 6], 3, TRIG_SPECIAL), TRANS,
+      desc="Cos on float32[4, 6] incl. large arguments (2048, 1e8, 1e30, -3e38), +/-inf, NaN")
 unary("sigmoid_f32", "Sigmoid", _n([2, 3, 4], 5, [NAN, INF, -INF, 100.0, -100.0, 30.0, -30.0]), TRANS)
 unary("relu_f32", "Relu", _n([3, 4], 1, [INF, -INF, -0.0]), IEEE, shape="batch")
 unary("relu6_f32", "Relu6", _u([3, 4], -10, 10, [INF, -INF, 6.0, 0.0]), IEEE)
@@ -439,6 +448,10 @@ unary("exp_f64", "Exp",
       desc="Exp on float64[3, 4]")
 unary("tanh_f64", "Tanh", lambda r: sprinkle(r, normal(r, [3, 4], 3, np.float64), [NAN, INF, -INF]),
       F64_TRANS, desc="Tanh on float64[3, 4]")
+unary("sin_f64", "Sin", lambda r: sprinkle(r, normal(r, [3, 4], 100, np.float64), [NAN, INF, -0.0, 1e22]),
+      F64_TRANS, desc="Sin on float64[3, 4]")
+unary("cos_f64", "Cos", lambda r: sprinkle(r, normal(r, [3, 4], 100, np.float64), [NAN, -INF, 0.0, 1e22]),
+      F64_TRANS, desc="Cos on float64[3, 4]")
 unary("sqrt_f64", "Sqrt", lambda r: uniform(r, [3, 4], 0, 100, np.float64), Tol(
     1e-15, 0.0, "float64 sqrt is correctly rounded; rtol 1e-15 (a few ulp) allows a "
     "non-IEEE implementation."), desc="Sqrt on float64[3, 4]")
@@ -459,12 +472,16 @@ unary("relu_f16", "Relu", lambda r: normal(r, [3, 4], 1, np.float16), IEEE)
 unary("exp_f16", "Exp", lambda r: normal(r, [3, 4], 2, np.float16), F16)
 unary("tanh_f16", "Tanh", lambda r: normal(r, [3, 4], 2, np.float16), F16)
 unary("sigmoid_f16", "Sigmoid", lambda r: normal(r, [3, 4], 3, np.float16), F16)
+unary("sin_f16", "Sin", lambda r: normal(r, [3, 4], 100, np.float16), F16)
+unary("cos_f16", "Cos", lambda r: normal(r, [3, 4], 100, np.float16), F16)
 
 _bf = "bfloat16 (fed as float32, Cast in the graph)"
 unary("relu_bf16", "Relu", _n([3, 4], 2, [INF, -INF]), IEEE, dtype="bf16",
       desc="Relu on %s [3, 4]" % _bf)
 unary("tanh_bf16", "Tanh", _n([3, 4], 2), BF16_TOL, dtype="bf16", desc="Tanh on %s [3, 4]" % _bf)
 unary("exp_bf16", "Exp", _n([3, 4], 2), BF16_TOL, dtype="bf16", desc="Exp on %s [3, 4]" % _bf)
+unary("sin_bf16", "Sin", _n([3, 4], 50), BF16_TOL, dtype="bf16", desc="Sin on %s [3, 4]" % _bf)
+unary("cos_bf16", "Cos", _n([3, 4], 50), BF16_TOL, dtype="bf16", desc="Cos on %s [3, 4]" % _bf)
 binary("add_bf16", "Add", _two([3, 4], [3, 4]), BF16_TOL, dtype="bf16",
        desc="Add %s [3, 4] + [3, 4]" % _bf)
 binary("mul_bf16", "Mul", _two([3, 1], [1, 4], 3.0), BF16_TOL, dtype="bf16",

@@ -430,6 +430,88 @@ INSTANTIATE_TEST_SUITE_P(CpuBackend, ExpForms,
                          testing::Values(std::pair{"x86-64-v4", 0}, std::pair{"x86-64-v4", 256}, std::pair{"x86-64-v4", 128},
                                          std::pair{"x86-64-v3", 0}));
 
+// sin and cos over a chunk of 4099 elements, as the CPU backend compiles them: LLVM's
+// intrinsics, called in vector loops as glibc's libmvec functions of the loop's width
+// (_ZGVbN4v_ with SSE, _ZGVdN8v_ with AVX2, _ZGVeN16v_ with AVX-512), in the remainder as
+// libm's sinf and cosf.
+constexpr const char* kSinCos = R"mlir(
+func.func @sincos(%x: memref<4099xf32>, %s: memref<4099xf32>, %c: memref<4099xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                  iterator_types = ["parallel"]}
+      ins(%x : memref<4099xf32>) outs(%s, %c : memref<4099xf32>, memref<4099xf32>) {
+  ^bb0(%a: f32, %o: f32, %p: f32):
+    %sin = math.sin %a : f32
+    %cos = math.cos %a : f32
+    linalg.yield %sin, %cos : f32, f32
+  }
+  return
+}
+)mlir";
+
+// Within 4 ulp of sin and cos (glibc's bound for libmvec) on every 4093rd float of either
+// sign, whatever its size (1e30 is reduced by pi/2 as exactly as 1), and on the edges:
+// sin(+-0) = +-0, cos(0) = 1, NaN for +-Inf and NaN. An ulp is that of the true value (of
+// the smallest normal below it).
+struct SinCosForm {
+  const char* cpu;
+  int vector_width;
+  const char* variant;  // the widest libmvec function the vector loop calls
+};
+class SinCosForms : public testing::TestWithParam<SinCosForm> {};
+
+TEST_P(SinCosForms, SinAndCosAreWithinFourUlpsEverywhere) {
+  cpu::CompileOptions options;
+  options.keep_stages = true;
+  options.target = {GetParam().cpu, "", GetParam().vector_width};
+  auto exe = cpu::Compile(kSinCos, options);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  const std::string& ir = (*exe)->report().llvm_ir;
+  for (const char* f : {"sinf", "cosf"})
+    EXPECT_NE(ir.find(std::string("call <") + GetParam().variant + f), std::string::npos) << f << " in\n" << ir;
+  if (!(*exe)->Function("sincos").ok())
+    GTEST_SKIP() << "the host cannot run code for " << GetParam().cpu << ": " << cpu::HostCpu();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {0.0f,   -0.0f,   inf,        -inf,       std::numeric_limits<float>::quiet_NaN(), 1e30f,
+                           -3e38f, 2048.0f, 1.5707964f, 3.1415927f, std::numeric_limits<float>::denorm_min()};
+  for (uint32_t bits = 0; bits < 0x7F800000u; bits += 4093)
+    for (uint32_t sign : {0u, 0x80000000u}) {
+      float x;
+      const uint32_t b = bits | sign;
+      std::memcpy(&x, &b, sizeof x);
+      xs.push_back(x);
+    }
+  xs.resize((xs.size() + kExpChunk - 1) / kExpChunk * kExpChunk, 0.0f);
+  std::vector<float> sin(xs.size()), cos(xs.size());
+  for (size_t i = 0; i < xs.size(); i += kExpChunk) ASSERT_TRUE((*exe)->Call("sincos", {&xs[i], &sin[i], &cos[i]}).ok());
+  double worst = 0;
+  int64_t failures = 0;
+  for (size_t i = 0; i < xs.size(); ++i)
+    for (auto [got, want, name] : {std::tuple{sin[i], std::sin(static_cast<double>(xs[i])), "sin"},
+                                   std::tuple{cos[i], std::cos(static_cast<double>(xs[i])), "cos"}}) {
+      bool ok;
+      if (!std::isfinite(xs[i])) {
+        ok = std::isnan(got);
+      } else {
+        const double ulp = std::ldexp(1.0, std::max(std::ilogb(want), -126) - 23);
+        worst = std::max(worst, std::abs(got - want) / ulp);
+        ok = std::abs(got - want) <= 4 * ulp;
+      }
+      if (!ok && ++failures <= 10) ADD_FAILURE() << name << "(" << xs[i] << ") = " << got << ", not " << want;
+    }
+  EXPECT_EQ(failures, 0);
+  RecordProperty("worst_ulp", std::to_string(worst));
+  EXPECT_TRUE(sin[0] == 0.0f && !std::signbit(sin[0]));
+  EXPECT_TRUE(sin[1] == 0.0f && std::signbit(sin[1]));
+  EXPECT_EQ(cos[0], 1.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuBackend, SinCosForms,
+                         testing::Values(SinCosForm{"x86-64-v4", 0, "16 x float> @_ZGVeN16v_"},
+                                         SinCosForm{"x86-64-v4", 256, "8 x float> @_ZGVdN8v_"},
+                                         SinCosForm{"x86-64-v4", 128, "4 x float> @_ZGVbN4v_"},
+                                         SinCosForm{"x86-64-v3", 0, "8 x float> @_ZGVdN8v_"},
+                                         SinCosForm{"x86-64", 0, "4 x float> @_ZGVbN4v_"}));
+
 // Code for a CPU without AVX-512 runs on every x86-64 host of this project.
 TEST(CpuBackend, RunsCodeForACpuWithoutAvx512) {
   if (!HostHas("avx2")) GTEST_SKIP() << "the host has no AVX2: " << cpu::HostCpu();
