@@ -297,6 +297,10 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
       {"LessEqual", {CmpOf(Pred::kOle), CmpOf(Pred::kSle)}},
       {"Equal", {CmpOf(Pred::kOeq), CmpOf(Pred::kEq), /*bools=*/true}},
       {"NotEqual", {CmpOf(Pred::kUne), CmpOf(Pred::kNe), /*bools=*/true}},
+      // A float's class, on the f32 value (a 16-bit float's Inf and NaN stay Inf and NaN).
+      {"IsNan", {[](const auto& x, Builder& b) { return b.Cmp(Pred::kUno, x[0], x[0]); }}},
+      {"IsInf", {[](const auto& x, Builder& b) { return b.Cmp(Pred::kOeq, Math(Op::kAbsF, x[0], b), F32(b, INFINITY)); }}},
+      {"IsFinite", {[](const auto& x, Builder& b) { return b.Cmp(Pred::kOlt, Math(Op::kAbsF, x[0], b), F32(b, INFINITY)); }}},
       // On operands of any computed type.
       {"Identity", Lowering(AsIs)},
       {"StopGradient", Lowering(AsIs)},

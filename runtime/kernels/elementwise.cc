@@ -444,6 +444,32 @@ OpDef CastOp() {
   return def;
 }
 
+// IsNan, IsInf and IsFinite: a float's class, as a bool.
+template <typename P>
+OpDef FloatClassOp(const char* name, P is) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 1;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kFloat));
+    c.AddOutput(DType::kBool, c.shape(0));
+    return Status::Ok();
+  };
+  def.compute = [is](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& in = ctx.input(0);
+    bool* o = out->data<bool>();
+    return VisitTypes<TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      const T* x = in.data<T>();
+      for (int64_t i = 0; i < in.num_elements(); ++i) o[i] = is(static_cast<double>(static_cast<ComputeType<T>>(x[i])));
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
 OpDef LogicalNotOp() {
   OpDef def;
   def.name = "LogicalNot";
@@ -624,6 +650,9 @@ std::vector<OpDef> ElementwiseOps() {
   ops.push_back(BinaryOp<TS::kNumeric, true>("Greater", 1, [](const auto& x, const auto& y) { return x > y; }));
   ops.push_back(BinaryOp<TS::kNumeric, true>("GreaterEqual", 1, [](const auto& x, const auto& y) { return x >= y; }));
   ops.push_back(LogicalNotOp());
+  ops.push_back(FloatClassOp("IsNan", [](double x) { return std::isnan(x); }));
+  ops.push_back(FloatClassOp("IsInf", [](double x) { return std::isinf(x); }));
+  ops.push_back(FloatClassOp("IsFinite", [](double x) { return std::isfinite(x); }));
   ops.push_back(LogicalBinaryOp("LogicalAnd", true));
   ops.push_back(LogicalBinaryOp("LogicalOr", false));
 

@@ -318,6 +318,13 @@ unary("sin_f32", "Sin", _n([4, 6], 3, TRIG_SPECIAL), TRANS,
       desc="Sin on float32[4, 6] incl. large arguments (2048, 1e8, 1e30, -3e38), +/-inf, NaN")
 unary("cos_f32", "Cos", _n([4, 6], 3, TRIG_SPECIAL), TRANS,
       desc="Cos on float32[4, 6] incl. large arguments (2048, 1e8, 1e30, -3e38), +/-inf, NaN")
+# A float's class: NaN, +-Inf, the largest finite, subnormals and zeros.
+CLASS_SPECIAL = [NAN, INF, -INF, 3.4028235e38, -3.4028235e38, 1e-45, -1e-40, 0.0, -0.0]
+for _op, _name in (("IsNan", "is_nan"), ("IsInf", "is_inf"), ("IsFinite", "is_finite")):
+    unary(_name + "_f32", _op, _n([3, 5], 10, CLASS_SPECIAL), IEEE,
+          desc="%s on float32[3, 5] incl. NaN, +/-inf, +/-FLT_MAX, subnormals, +/-0" % _op)
+    unary(_name + "_f16", _op, lambda r: sprinkle(r, normal(r, [3, 4], 100, np.float16), [NAN, INF, -INF, 65504.0]),
+          IEEE, desc="%s on float16[3, 4] incl. NaN, +/-inf, 65504" % _op)
 unary("sigmoid_f32", "Sigmoid", _n([2, 3, 4], 5, [NAN, INF, -INF, 100.0, -100.0, 30.0, -30.0]), TRANS)
 unary("relu_f32", "Relu", _n([3, 4], 1, [INF, -INF, -0.0]), IEEE, shape="batch")
 unary("relu6_f32", "Relu6", _u([3, 4], -10, 10, [INF, -INF, 6.0, 0.0]), IEEE)
