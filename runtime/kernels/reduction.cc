@@ -1,9 +1,10 @@
-// Reductions (Sum, Mean, Max, Min, Prod, ArgMax, ArgMin) and the row-wise ops built on them
+// Reductions (Sum, Mean, Max, Min, Prod, All, Any, ArgMax, ArgMin) and the row-wise ops built on them
 // (Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits).
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 #include "runtime/kernels/common.h"
@@ -86,6 +87,69 @@ StatusOr<std::vector<int>> ReductionAxes(const InferenceContext& c, const Tensor
   return out;
 }
 
+// The output of a reduction of input 0 over the axes of input 1 (keep_dims: as 1s).
+Status AddReducedOutput(InferenceContext& c, DType t) {
+  GJ_RETURN_IF_ERROR(c.ExpectDType(1, {DType::kInt32, DType::kInt64}));
+  GJ_ASSIGN_OR_RETURN(bool keep, GetBoolAttrOr(c.node, "keep_dims", false));
+  const Shape& in = c.shape(0);
+  if (c.value(1) == nullptr || in.unknown_rank()) {
+    c.AddOutput(t, keep && !in.unknown_rank() ? Shape(std::vector<int64_t>(in.rank(), -1)) : Shape::UnknownRank());
+    return Status::Ok();
+  }
+  GJ_ASSIGN_OR_RETURN(std::vector<int> axes, ReductionAxes(c, *c.value(1), in.rank()));
+  std::vector<int64_t> dims;
+  size_t next = 0;
+  for (int i = 0; i < in.rank(); ++i) {
+    bool reduced = next < axes.size() && axes[next] == i;
+    if (reduced) ++next;
+    if (!reduced)
+      dims.push_back(in.dim(i));
+    else if (keep)
+      dims.push_back(1);
+  }
+  c.AddOutput(t, Shape(dims));
+  return Status::Ok();
+}
+
+// Reduces `in` (of shape `dims`) over `axes` in C, a contiguous block of axes at a time
+// from the last to the first. Returns the result, and the count of elements reduced into
+// each output in `count`.
+template <Reducer R, typename C>
+std::vector<C> ReduceAxes(const KernelContext& ctx, const C* in, std::vector<int64_t> dims, const std::vector<int>& axes,
+                          int64_t* count) {
+  std::vector<C> cur;
+  std::vector<bool> reduced(dims.size(), false);
+  for (int a : axes) reduced[a] = true;
+  const C* cur_ptr = in;
+  *count = 1;
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0;) {
+    if (!reduced[i]) {
+      --i;
+      continue;
+    }
+    int hi = i;
+    while (i >= 0 && reduced[i]) --i;
+    int lo = i + 1;  // block [lo, hi]
+    int64_t outer = 1, r = 1, inner = 1;
+    for (int d = 0; d < lo; ++d) outer *= dims[d];
+    for (int d = lo; d <= hi; ++d) r *= dims[d];
+    for (int d = hi + 1; d < static_cast<int>(dims.size()); ++d) inner *= dims[d];
+    *count *= r;
+    std::vector<C> next(outer * inner);
+    if (r == 0) {
+      std::fill(next.begin(), next.end(), Identity<R, C>());
+    } else {
+      ReduceBlock<R, C>(ctx, cur_ptr, next.data(), outer, r, inner);
+    }
+    cur.swap(next);
+    cur_ptr = cur.data();
+    dims.erase(dims.begin() + lo, dims.begin() + hi + 1);
+    reduced.erase(reduced.begin() + lo, reduced.begin() + hi + 1);
+  }
+  if (cur_ptr == in) cur.assign(in, in + std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>()));
+  return cur;
+}
+
 template <Reducer R>
 OpDef ReductionOp(const char* name, TypeSet types) {
   OpDef def;
@@ -95,26 +159,7 @@ OpDef ReductionOp(const char* name, TypeSet types) {
   def.infer = [types](InferenceContext& c) -> Status {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
     GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, types));
-    GJ_RETURN_IF_ERROR(c.ExpectDType(1, {DType::kInt32, DType::kInt64}));
-    GJ_ASSIGN_OR_RETURN(bool keep, GetBoolAttrOr(c.node, "keep_dims", false));
-    const Shape& in = c.shape(0);
-    if (c.value(1) == nullptr || in.unknown_rank()) {
-      c.AddOutput(t, keep && !in.unknown_rank() ? Shape(std::vector<int64_t>(in.rank(), -1)) : Shape::UnknownRank());
-      return Status::Ok();
-    }
-    GJ_ASSIGN_OR_RETURN(std::vector<int> axes, ReductionAxes(c, *c.value(1), in.rank()));
-    std::vector<int64_t> dims;
-    size_t next = 0;
-    for (int i = 0; i < in.rank(); ++i) {
-      bool reduced = next < axes.size() && axes[next] == i;
-      if (reduced) ++next;
-      if (!reduced)
-        dims.push_back(in.dim(i));
-      else if (keep)
-        dims.push_back(1);
-    }
-    c.AddOutput(t, Shape(dims));
-    return Status::Ok();
+    return AddReducedOutput(c, t);
   };
   def.compute = [](KernelContext& ctx) -> Status {
     GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
@@ -130,44 +175,18 @@ OpDef ReductionOp(const char* name, TypeSet types) {
                               std::is_signed_v<CT> && sizeof(CT) >= 4;
       using C = std::conditional_t<kWraps, WrapType<CT>, CT>;
       const int64_t n_out = out->num_elements();
-      // Work in C: reduce the contiguous blocks of axes from the last block to the first.
-      std::vector<int64_t> dims = in.shape().dims();
-      std::vector<bool> reduced(dims.size(), false);
-      for (int a : axes) reduced[a] = true;
-      std::vector<C> cur;  // the latest partial result
-      const C* cur_ptr;
+      std::vector<C> converted;
+      const C* data;
       if constexpr (sizeof(T) == sizeof(C) && std::is_integral_v<T> == std::is_integral_v<C>) {
-        cur_ptr = reinterpret_cast<const C*>(in.data<T>());
+        data = reinterpret_cast<const C*>(in.data<T>());
       } else {
-        cur.resize(in.num_elements());
-        for (int64_t i = 0; i < in.num_elements(); ++i) cur[i] = static_cast<C>(in.data<T>()[i]);
-        cur_ptr = cur.data();
+        converted.resize(in.num_elements());
+        for (int64_t i = 0; i < in.num_elements(); ++i) converted[i] = static_cast<C>(in.data<T>()[i]);
+        data = converted.data();
       }
-      int64_t count = 1;
-      for (int i = static_cast<int>(dims.size()) - 1; i >= 0;) {
-        if (!reduced[i]) {
-          --i;
-          continue;
-        }
-        int hi = i;
-        while (i >= 0 && reduced[i]) --i;
-        int lo = i + 1;  // block [lo, hi]
-        int64_t outer = 1, r = 1, inner = 1;
-        for (int d = 0; d < lo; ++d) outer *= dims[d];
-        for (int d = lo; d <= hi; ++d) r *= dims[d];
-        for (int d = hi + 1; d < static_cast<int>(dims.size()); ++d) inner *= dims[d];
-        count *= r;
-        std::vector<C> next(outer * inner);
-        if (r == 0) {
-          std::fill(next.begin(), next.end(), Identity<R, C>());
-        } else {
-          ReduceBlock<R, C>(ctx, cur_ptr, next.data(), outer, r, inner);
-        }
-        cur.swap(next);
-        cur_ptr = cur.data();
-        dims.erase(dims.begin() + lo, dims.begin() + hi + 1);
-        reduced.erase(reduced.begin() + lo, reduced.begin() + hi + 1);
-      }
+      int64_t count = 0;
+      const std::vector<C> result = ReduceAxes<R, C>(ctx, data, in.shape().dims(), axes, &count);
+      const C* cur_ptr = result.data();
       for (int64_t i = 0; i < n_out; ++i) {
         CT v = static_cast<CT>(cur_ptr[i]);
         if constexpr (R == Reducer::kMean) {
@@ -391,6 +410,33 @@ OpDef BiasAddGradOp() {
   return def;
 }
 
+// All and Any: a logical and (or) of bools over the axes, as the least (greatest) of 0s and 1s.
+OpDef LogicalReductionOp(const char* name, bool all) {
+  OpDef def;
+  def.name = name;
+  def.value_inputs = {1};
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_RETURN_IF_ERROR(c.ExpectDType(0, {DType::kBool}));
+    return AddReducedOutput(c, DType::kBool);
+  };
+  def.compute = [all](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& in = ctx.input(0);
+    InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
+    GJ_ASSIGN_OR_RETURN(std::vector<int> axes, ReductionAxes(ic, ctx.input(1), in.shape().rank()));
+    const bool* x = in.data<bool>();
+    std::vector<uint8_t> bits(x, x + in.num_elements());
+    int64_t count = 0;
+    const std::vector<uint8_t> result =
+        all ? ReduceAxes<Reducer::kMin, uint8_t>(ctx, bits.data(), in.shape().dims(), axes, &count)
+            : ReduceAxes<Reducer::kMax, uint8_t>(ctx, bits.data(), in.shape().dims(), axes, &count);
+    for (int64_t i = 0; i < out->num_elements(); ++i) out->data<bool>()[i] = result[i] != 0;
+    return Status::Ok();
+  };
+  return def;
+}
+
 const bool kRegistered = RegisterOps({
     BiasAddGradOp(),
     ReductionOp<Reducer::kSum>("Sum", TypeSet::kNumeric),
@@ -403,6 +449,8 @@ const bool kRegistered = RegisterOps({
     SoftmaxOp("Softmax", false),
     SoftmaxOp("LogSoftmax", true),
     SoftmaxXentOp(),
+    LogicalReductionOp("All", true),
+    LogicalReductionOp("Any", false),
 });
 
 }  // namespace

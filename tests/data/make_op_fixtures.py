@@ -1050,6 +1050,28 @@ def reduce_case(name, op, axes, keep, dtype=np.float32, shape=(2, 3, 4), tidx=np
     add_case(name, desc, tol, build)
 
 
+def logical_reduce_case(name, op, axes, keep, shape=(2, 3, 4), density=0.8):
+    """All or Any of bools over axes (a dim of 0 gives All's true and Any's false)."""
+    def build(b):
+        x = b.rng.uniform(size=shape) < density
+        if x.size:
+            x.flat[0] = op == "Any"  # the first output is decided by one element
+        xt = b.ph("x", x)
+        getattr(tf.raw_ops, op)(input=xt, axis=const(np.asarray(axes, np.int32), "axes"), keep_dims=keep, name="y")
+        b.fetch("y")
+        a = tuple(np.asarray(axes).reshape(-1).tolist())
+        b.ref = lambda: {"y": (np.all if op == "All" else np.any)(x, axis=a, keepdims=keep)}
+
+    add_case(name, "%s over axes %s of bool%s, keep_dims=%s" % (op, axes, list(shape), keep), EXACT, build)
+
+
+logical_reduce_case("all_axis1_bool", "All", [1], False)
+logical_reduce_case("all_axes02_keepdims_bool", "All", [0, 2], True, density=0.93)
+logical_reduce_case("all_empty_dim_bool", "All", [1], False, shape=(3, 0, 2))
+logical_reduce_case("any_axis2_bool", "Any", [2], False, density=0.1)
+logical_reduce_case("any_all_axes_bool", "Any", [0, 1, 2], False, density=0.02)
+logical_reduce_case("any_empty_dim_bool", "Any", [-2], True, shape=(3, 0, 2))
+
 reduce_case("sum_axis1_f32", "Sum", [1], False, xshape="batch")
 reduce_case("sum_axes02_f32", "Sum", [0, 2], False)
 reduce_case("sum_neg_axis_keepdims_f32", "Sum", [-1], True)
