@@ -1,5 +1,5 @@
-// Reductions (Sum, Mean, Max, Min, Prod, All, Any, ArgMax, ArgMin) and the row-wise ops built on them
-// (Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits).
+// Reductions (Sum, Mean, Max, Min, Prod, All, Any, ArgMax, ArgMin), the row-wise ops built
+// on them (Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits) and the scans (Cumsum, Cumprod).
 
 #include <cmath>
 #include <cstring>
@@ -437,6 +437,65 @@ OpDef LogicalReductionOp(const char* name, bool all) {
   return def;
 }
 
+// Cumsum and Cumprod: the running sum (product) along `axis`, from its end with `reverse`,
+// each output without its own element with `exclusive` (the first is then 0, or 1). Each
+// step in the compute type, rounded to the tensor's; int32 and int64 wrap.
+OpDef ScanOp(const char* name, bool product) {
+  OpDef def;
+  def.name = name;
+  def.value_inputs = {1};
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kNumeric));
+    GJ_RETURN_IF_ERROR(c.ExpectDType(1, {DType::kInt32, DType::kInt64}));
+    if (!c.shape(1).unknown_rank() && c.shape(1).rank() != 0)
+      return c.ShapeError("the axis must be a scalar, got shape " + c.shape(1).ToString());
+    if (c.value(1) != nullptr && !c.shape(0).unknown_rank())
+      GJ_RETURN_IF_ERROR(NormalizeAxis(c, c.value(1)->ValueAsInt(0), c.shape(0).rank()).status());
+    c.AddOutput(t, c.shape(0));
+    return Status::Ok();
+  };
+  def.compute = [product](KernelContext& ctx) -> Status {
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0));
+    const Tensor& in = ctx.input(0);
+    InferenceContext ic{ctx.node, {}, {}, {}, {}, {}};
+    GJ_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ic, ctx.input(1).ValueAsInt(0), in.shape().rank()));
+    GJ_ASSIGN_OR_RETURN(const bool exclusive, GetBoolAttrOr(ctx.node, "exclusive", false));
+    GJ_ASSIGN_OR_RETURN(const bool reverse, GetBoolAttrOr(ctx.node, "reverse", false));
+    int64_t outer = 1, n = in.shape().dim(axis), inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= in.shape().dim(d);
+    for (int d = axis + 1; d < in.shape().rank(); ++d) inner *= in.shape().dim(d);
+    return VisitTypes<TypeSet::kNumeric>(in.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using CT = ComputeType<T>;
+      using C = std::conditional_t<std::is_integral_v<CT> && std::is_signed_v<CT> && sizeof(CT) >= 4, WrapType<CT>, CT>;
+      const T* x = in.data<T>();
+      T* y = out->data<T>();
+      ctx.ParallelFor(outer * inner, n, [&](int64_t b, int64_t e) {
+        for (int64_t line = b; line < e; ++line) {
+          const int64_t base = line / inner * n * inner + line % inner;
+          C acc = product ? C(1) : C(0);
+          // Each running value rounded to T, as TensorFlow's kernel (a 16-bit float's too).
+          auto step = [&](C v) {
+            const C r = product ? static_cast<C>(acc * v) : static_cast<C>(acc + v);
+            acc = static_cast<C>(static_cast<CT>(static_cast<T>(static_cast<CT>(r))));
+          };
+          for (int64_t k = 0; k < n; ++k) {
+            const int64_t at = base + (reverse ? n - 1 - k : k) * inner;
+            const C v = static_cast<C>(static_cast<CT>(x[at]));
+            if (!exclusive) step(v);
+            y[at] = static_cast<T>(static_cast<CT>(acc));
+            if (exclusive) step(v);
+          }
+        }
+      });
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
 const bool kRegistered = RegisterOps({
     BiasAddGradOp(),
     ReductionOp<Reducer::kSum>("Sum", TypeSet::kNumeric),
@@ -451,6 +510,8 @@ const bool kRegistered = RegisterOps({
     SoftmaxXentOp(),
     LogicalReductionOp("All", true),
     LogicalReductionOp("Any", false),
+    ScanOp("Cumsum", false),
+    ScanOp("Cumprod", true),
 });
 
 }  // namespace

@@ -1072,6 +1072,37 @@ logical_reduce_case("any_axis2_bool", "Any", [2], False, density=0.1)
 logical_reduce_case("any_all_axes_bool", "Any", [0, 1, 2], False, density=0.02)
 logical_reduce_case("any_empty_dim_bool", "Any", [-2], True, shape=(3, 0, 2))
 
+def scan_case(name, op, axis, exclusive=False, reverse=False, dtype=np.float32, shape=(2, 5, 3), tol=None):
+    """Cumsum or Cumprod along axis, with TensorFlow's exclusive and reverse."""
+    def build(b):
+        if dtype == np.int32:
+            x = ints(b.rng, list(shape), -3, 4, np.int32)
+        elif op == "Cumprod":
+            x = (uniform(b.rng, list(shape), 0.5, 1.5) * np.sign(normal(b.rng, list(shape)))).astype(dtype)
+        else:
+            x = normal(b.rng, list(shape), 1.0).astype(dtype)
+        xt = b.ph("x", x)
+        getattr(tf.raw_ops, op)(x=xt, axis=const(np.asarray(axis, np.int32), "axis"), exclusive=exclusive,
+                                reverse=reverse, name="y")
+        b.fetch("y")
+
+    flags = ", ".join(f for f, on in (("exclusive", exclusive), ("reverse", reverse)) if on)
+    add_case(name, "%s along axis %d of %s%s%s" % (op, axis, np.dtype(dtype).name, list(shape),
+                                                   " (%s)" % flags if flags else ""),
+             tol or (EXACT if dtype == np.int32 else ACCUM), build)
+
+
+scan_case("cumsum_axis1_f32", "Cumsum", 1)
+scan_case("cumsum_exclusive_f32", "Cumsum", -1, exclusive=True)
+scan_case("cumsum_reverse_f32", "Cumsum", 0, reverse=True)
+scan_case("cumsum_exclusive_reverse_f32", "Cumsum", 1, exclusive=True, reverse=True)
+scan_case("cumsum_i32", "Cumsum", 2, dtype=np.int32)
+scan_case("cumsum_empty_f32", "Cumsum", 1, shape=(2, 0, 3))
+scan_case("cumsum_f16", "Cumsum", 1, dtype=np.float16, tol=F16)
+scan_case("cumprod_axis1_f32", "Cumprod", 1)
+scan_case("cumprod_exclusive_reverse_f32", "Cumprod", 2, exclusive=True, reverse=True)
+scan_case("cumprod_i32", "Cumprod", 1, dtype=np.int32)
+
 reduce_case("sum_axis1_f32", "Sum", [1], False, xshape="batch")
 reduce_case("sum_axes02_f32", "Sum", [0, 2], False)
 reduce_case("sum_neg_axis_keepdims_f32", "Sum", [-1], True)
