@@ -328,9 +328,22 @@ TEST(CpuBackend, TheVectorWidthIsAnOption) {
   EXPECT_NE(cpu::DescribeTarget({"znver4", "", 256}).value().find("vw=256"), std::string::npos);
 }
 
+// The floats of either sign whose bits (the sign's aside) are from, from + step, ... up to
+// `last`, appended to `xs`, which is then padded with zeros to whole chunks of kExpChunk.
+constexpr int kExpChunk = 4099;
+void AppendEitherSign(uint32_t from, uint32_t last, uint32_t step, std::vector<float>* xs) {
+  for (uint32_t bits = from; bits <= last; bits += step)
+    for (uint32_t sign : {0u, 0x80000000u}) {
+      float x;
+      const uint32_t b = bits | sign;
+      std::memcpy(&x, &b, sizeof x);
+      xs->push_back(x);
+    }
+  xs->resize((xs->size() + kExpChunk - 1) / kExpChunk * kExpChunk, 0.0f);
+}
+
 // exp over a chunk of 4099 elements, as the CPU backend rewrites it (backends/cpu/fast_exp.cc):
 // vector loops and a scalar remainder.
-constexpr int kExpChunk = 4099;
 constexpr const char* kExp = R"mlir(
 func.func @exp(%x: memref<4099xf32>, %out: memref<4099xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
@@ -390,14 +403,7 @@ TEST_P(ExpForms, ExpIsWithinTwoUlpsOfTheTrueValue) {
   const float top = 89.0f;
   uint32_t top_bits;
   std::memcpy(&top_bits, &top, sizeof top_bits);
-  for (uint32_t bits = 0; bits <= top_bits; bits += 61)
-    for (uint32_t sign : {0u, 0x80000000u}) {
-      float x;
-      const uint32_t b = bits | sign;
-      std::memcpy(&x, &b, sizeof x);
-      xs.push_back(x);
-    }
-  xs.resize((xs.size() + kExpChunk - 1) / kExpChunk * kExpChunk, 0.0f);
+  AppendEitherSign(0, top_bits, 61, &xs);
   std::vector<float> out(xs.size());
   for (size_t i = 0; i < xs.size(); i += kExpChunk) ASSERT_TRUE((*exe)->Call("exp", {&xs[i], &out[i]}).ok());
   int64_t failures = 0;
@@ -473,14 +479,7 @@ TEST_P(SinCosForms, SinAndCosAreWithinFourUlpsEverywhere) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> xs = {0.0f,   -0.0f,   inf,        -inf,       std::numeric_limits<float>::quiet_NaN(), 1e30f,
                            -3e38f, 2048.0f, 1.5707964f, 3.1415927f, std::numeric_limits<float>::denorm_min()};
-  for (uint32_t bits = 0; bits < 0x7F800000u; bits += 4093)
-    for (uint32_t sign : {0u, 0x80000000u}) {
-      float x;
-      const uint32_t b = bits | sign;
-      std::memcpy(&x, &b, sizeof x);
-      xs.push_back(x);
-    }
-  xs.resize((xs.size() + kExpChunk - 1) / kExpChunk * kExpChunk, 0.0f);
+  AppendEitherSign(0, 0x7F800000u - 1, 4093, &xs);
   std::vector<float> sin(xs.size()), cos(xs.size());
   for (size_t i = 0; i < xs.size(); i += kExpChunk) ASSERT_TRUE((*exe)->Call("sincos", {&xs[i], &sin[i], &cos[i]}).ok());
   double worst = 0;
