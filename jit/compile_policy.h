@@ -6,7 +6,7 @@
 // run op by op with one message per cluster, or fail (--jit_strict, or no memory).
 //
 // Decisions only: nothing here compiles or runs anything, so each is tested on its own
-// (tests/unit/compile_policy_test.cc). The compiler (jit/cluster_compiler.h) makes the
+// (tests/unit/jit/compile_policy_test.cc). The compiler (jit/cluster_compiler.h) makes the
 // kernels; the cluster kernel (jit/cluster_kernel.h) asks this unit what to do.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The GPU schedules' launch choices (internal to jit/): pure functions of the device's
-// description and the shapes, each unit-tested (tests/unit/gpu_launch_test.cc); the
+// description and the shapes, each unit-tested (tests/unit/jit/gpu_launch_test.cc); the
 // kinds' emitters (jit/loop_emitter.h, jit/row_emitter.h, jit/reduce_emitter.h) write the
 // code the choice describes.
 #pragma once

@@ -7,6 +7,9 @@
 - op-specific code is found through tables keyed by op, not comparisons: jit/'s sources
   hold at most --max-op-comparisons (20) comparisons of an op name with a literal
   (`op == "X"`, `op() != "X"`);
+- unit tests mirror the sources' folders: each tests/unit/**/NAME_test.cc lies in
+  tests/unit/D/ for a folder D of sources (tests/unit/jit/gpu_launch_test.cc tests
+  jit/gpu_launch); the whole system's tests are in tests/system/;
 - with --clang-format BINARY: every C++ file git tracks (under --format's folders: all by
   default) is formatted as .clang-format says (`BINARY -i FILE` formats one; a span the
   formatter cannot keep stable, such as an X-macro's list, is between `// clang-format off`
@@ -109,6 +112,18 @@ def check_format(root, clang_format, folders):
     return len(unformatted)
 
 
+def check_test_layout(root):
+    """The unit tests outside a folder mirroring a folder of sources: their count (each named)."""
+    misplaced = 0
+    for path in sorted(glob.glob(os.path.join(root, 'tests', 'unit', '**', '*_test.cc'), recursive=True)):
+        folder = os.path.relpath(os.path.dirname(path), os.path.join(root, 'tests', 'unit'))
+        sources = glob.glob(os.path.join(root, folder, '*.cc')) + glob.glob(os.path.join(root, folder, '*.h'))
+        if folder == '.' or not sources:
+            print(f'{os.path.relpath(path, root)}: a unit test lies in tests/unit/D/, D the folder of the sources it tests')
+            misplaced += 1
+    return misplaced
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--root', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
@@ -136,6 +151,7 @@ def main():
         print(f'jit/ compares op names with literals {len(comparisons)} times (at most {args.max_op_comparisons}; '
               'find op-specific code through a table keyed by op): ' + ', '.join(comparisons))
         failures += 1
+    failures += check_test_layout(args.root)
     if args.clang_format:
         failures += check_format(args.root, args.clang_format, args.format)
     print(f'check_sources: {len(sources)} files of jit/, {len(comparisons)} op comparisons, '

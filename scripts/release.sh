@@ -109,10 +109,10 @@ echo "release: $wheel, $(( $(stat -c %s "$wheel") / 1000 / 1000 )) MB"
 if [ "$tests" = ON ]; then
   tests_stage=build-release/stage-tests/$name
   rm -rf build-release/stage-tests
-  mkdir -p "$tests_stage/bin" "$tests_stage/tests/unit" "$tests_stage/tests/fuzz" "$tests_stage/bench" "$tests_stage/scripts"
+  mkdir -p "$tests_stage/bin" "$tests_stage/tests/system" "$tests_stage/tests/fuzz" "$tests_stage/bench" "$tests_stage/scripts"
   for t in "${test_binaries[@]}"; do strip -o "$tests_stage/bin/$t" "build-release/bin/$t"; done
   cp -r tests/data "$tests_stage/tests/"
-  cp tests/unit/*.txt "$tests_stage/tests/unit/"
+  cp tests/system/*.txt "$tests_stage/tests/system/"
   cp tests/fuzz/jit_fuzz_known.txt "$tests_stage/tests/fuzz/"
   cp -r bench/graphs "$tests_stage/bench/"
   # The peers' GPU runners (JAX, PyTorch), which gpu_check.sh times on the GPU-sized graphs.

@@ -193,6 +193,14 @@ StatusOr<Optimized> Optimize(const tensorflow::GraphDef& graph_def, const Optimi
     return InvalidArgument("--feed and --shape are for --pass=specialize_inputs");
   }
   if (a.verify) pipeline.set_verify(true);
+  // GraphjitCluster is the plugin's op in TensorFlow, not one of graphjit's: the verifier
+  // (on by default in debug builds) cannot check the graph cluster_for_tensorflow leaves.
+  if (std::count(a.passes.begin(), a.passes.end(), kClusterForTensorFlow)) {
+    if (a.verify)
+      return InvalidArgument(std::string("--verify does not apply to ") + kClusterForTensorFlow + ": the " + kClusterOp +
+                             " nodes it makes are TensorFlow's, which graphjit's verifier does not know");
+    pipeline.set_verify(false);
+  }
   std::vector<PassRecord> records;
   const int before = graph.num_nodes();
   GJ_RETURN_IF_ERROR(pipeline.Run(graph, context, &records).status());

@@ -78,7 +78,7 @@ class Executable {
   size_t bytes() const;
   // The heap the JIT a small module is linked in holds besides its code (its session,
   // symbol tables and memory manager): measured with LLVM 19 on x86-64, see
-  // tests/unit/cpu_backend_test.cc (CpuBackend.AnExecutableCountsWhatItHolds).
+  // tests/unit/backends/cpu/cpu_backend_test.cc (CpuBackend.AnExecutableCountsWhatItHolds).
   static constexpr size_t kEngineHeapBytes = 28 << 10;
 
   struct Engine;  // the JIT the code is linked in (opaque)

@@ -10,7 +10,7 @@ batch size fixed, as a user would. Into tests/data/keras_layers/NAME/ it writes 
 x.npy, TensorFlow's output out_*.npy (a tf.compat.v1.Session on the frozen GraphDef) and
 manifest.json; the fixture tests run every one in graphjit and compare. A layer whose
 frozen graph graphjit cannot run yet is listed, with why, in
-tests/unit/keras_layers_unsupported.txt, and the fixture tests check that it fails with
+tests/system/keras_layers_unsupported.txt, and the fixture tests check that it fails with
 that reason. Everything is seeded: rerunning writes the same values (a few graphs differ in
 TensorFlow's own process-wide counters, such as a custom gradient's id).
 """

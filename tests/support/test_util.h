@@ -116,7 +116,7 @@ CommandResult RunGraphjit(const std::string& args, const std::string& env = "");
 
 // Where the tests find graphjit's files: the source tree and the build's binary, unless
 // GRAPHJIT_TEST_ROOT names another folder laid out the same way (an unpacked release with
-// its tests: tests/data, tests/unit/*.txt, tests/fuzz/ and bin/graphjit).
+// its tests: tests/data, tests/system/*.txt, tests/fuzz/ and bin/graphjit).
 std::string SourcePath(const std::string& relative);
 std::string GraphjitBinary();
 std::string TestData(const std::string& relative);  // SourcePath("tests/data/" + relative)

@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A list of fixtures with why, one per line: "name  why" (tests/unit/*.txt).
+// A list of fixtures with why, one per line: "name  why" (tests/system/*.txt).
 std::map<std::string, std::string> ReadList(const std::string& path) {
   std::map<std::string, std::string> out;
   std::ifstream f(path);
@@ -36,10 +36,10 @@ std::map<std::string, std::string> ReadList(const std::string& path) {
 }
 
 // The Keras layers graphjit cannot run yet, each with the ops it lacks:
-// tests/unit/keras_layers_unsupported.txt.
+// tests/system/keras_layers_unsupported.txt.
 const std::map<std::string, std::string>& UnsupportedKerasLayers() {
   static const auto* list =
-      new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/unit/keras_layers_unsupported.txt")));
+      new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/system/keras_layers_unsupported.txt")));
   return *list;
 }
 
@@ -132,17 +132,17 @@ std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, 
 }
 
 // The fixtures that compute on the CPU in a GPU session (ops the JIT does not compile),
-// each with why: tests/unit/gpu_cpu_ops.txt, by the fixture's folder under tests/data. The
+// each with why: tests/system/gpu_cpu_ops.txt, by the fixture's folder under tests/data. The
 // list may only shrink: a case on it that runs wholly on the GPU fails until it is taken off.
 // Returns whether the case is listed.
 bool ExpectCpuOpsAsListed(const std::string& manifest, int64_t cpu_ops) {
-  static const auto* listed = new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/unit/gpu_cpu_ops.txt")));
+  static const auto* listed = new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/system/gpu_cpu_ops.txt")));
   const std::string name = fs::relative(fs::path(manifest).parent_path(), testing::SourcePath("tests/data")).string();
   auto it = listed->find(name);
   if (it == listed->end())
     EXPECT_EQ(cpu_ops, 0) << name << " computed on the CPU in a GPU session";
   else
-    EXPECT_GT(cpu_ops, 0) << name << " runs wholly on the GPU now: take it off tests/unit/gpu_cpu_ops.txt (" << it->second << ")";
+    EXPECT_GT(cpu_ops, 0) << name << " runs wholly on the GPU now: take it off tests/system/gpu_cpu_ops.txt (" << it->second << ")";
   return it != listed->end();
 }
 
@@ -204,9 +204,9 @@ TEST_P(Fixture, JitMatchesTheReferenceKernels) {
 
 INSTANTIATE_TEST_SUITE_P(TensorFlow, Fixture, ::testing::ValuesIn(Manifests()), CaseName);
 
-// The op fixtures the JIT does not compile, each with why: tests/unit/jit_uncompiled_ops.txt.
+// The op fixtures the JIT does not compile, each with why: tests/system/jit_uncompiled_ops.txt.
 // The list may only shrink: a case on it that compiles fails until it is taken off.
-std::map<std::string, std::string> UncompiledOps() { return ReadList(testing::SourcePath("tests/unit/jit_uncompiled_ops.txt")); }
+std::map<std::string, std::string> UncompiledOps() { return ReadList(testing::SourcePath("tests/system/jit_uncompiled_ops.txt")); }
 
 std::vector<std::string> ManifestsIn(const std::string& folder, bool in) {
   std::vector<std::string> out;
@@ -233,11 +233,11 @@ TEST_P(OpFixture, CompilesAloneAndMatchesTensorFlow) {
     EXPECT_TRUE(compiled) << name << " did not compile (clusters " << after.clusters - before.clusters << ", op by op "
                           << after.fallback - before.fallback << ")";
   else
-    EXPECT_FALSE(compiled) << name << " compiles now: take it off tests/unit/jit_uncompiled_ops.txt (" << listed->second << ")";
+    EXPECT_FALSE(compiled) << name << " compiles now: take it off tests/system/jit_uncompiled_ops.txt (" << listed->second << ")";
 }
 
 // The same on the GPU (GRAPHJIT_TEST_DEVICE's: the CUDA emulator unless it says gpu): it
-// matches TensorFlow, nothing runs on the CPU unless tests/unit/gpu_cpu_ops.txt says why,
+// matches TensorFlow, nothing runs on the CPU unless tests/system/gpu_cpu_ops.txt says why,
 // and an op the JIT compiles for the GPU runs as at least one GPU kernel (GEMMs: a cuBLASLt
 // call).
 TEST_P(OpFixture, RunsOnTheGpu) {
@@ -265,7 +265,7 @@ INSTANTIATE_TEST_SUITE_P(TensorFlow, OpFixture, ::testing::ValuesIn(OpManifests(
 class ModelFixture : public Fixture {};
 
 // Every model fixture and Keras layer on the GPU (GRAPHJIT_TEST_DEVICE's) at both JIT levels
-// matches TensorFlow with nothing on the CPU unless tests/unit/gpu_cpu_ops.txt says why;
+// matches TensorFlow with nothing on the CPU unless tests/system/gpu_cpu_ops.txt says why;
 // each model runs GPU kernels (a single layer may have nothing the JIT compiles: a Reshape
 // alone).
 TEST_P(ModelFixture, RunsOnTheGpu) {
@@ -371,7 +371,7 @@ TEST(Fixtures, LstmLoopStaysOnTheGpu) {
   EXPECT_LE(counts.h2d_bytes + counts.d2h_bytes - outside, 64 * steps) << counts.ToString();
 }
 
-// A Keras layer on tests/unit/keras_layers_unsupported.txt is rejected up front, with an
+// A Keras layer on tests/system/keras_layers_unsupported.txt is rejected up front, with an
 // error that names the first op the list gives; one that loads fails until taken off.
 TEST(Fixtures, UnsupportedKerasLayersAreRejectedNamingTheirOps) {
   for (const auto& [name, why] : UnsupportedKerasLayers()) {
@@ -381,7 +381,7 @@ TEST(Fixtures, UnsupportedKerasLayersAreRejectedNamingTheirOps) {
     auto gd = ReadGraphDefFile((dir / "model.pb").string());
     ASSERT_TRUE(gd.ok()) << gd.status().ToString();
     auto session = Session::Create(SessionOptions{}, *gd);
-    ASSERT_FALSE(session.ok()) << name << " loads now: take it off tests/unit/keras_layers_unsupported.txt";
+    ASSERT_FALSE(session.ok()) << name << " loads now: take it off tests/system/keras_layers_unsupported.txt";
     const std::string first_op = why.substr(0, why.find_first_of(" ,"));
     EXPECT_NE(session.status().message().find(first_op), std::string::npos) << session.status().ToString();
   }
