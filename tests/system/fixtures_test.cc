@@ -136,13 +136,15 @@ std::vector<Tensor> RunFixture(const std::string& manifest_path, const Case& c, 
 // list may only shrink: a case on it that runs wholly on the GPU fails until it is taken off.
 // Returns whether the case is listed.
 bool ExpectCpuOpsAsListed(const std::string& manifest, int64_t cpu_ops) {
-  static const auto* listed = new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/system/gpu_cpu_ops.txt")));
+  static const auto* listed =
+      new std::map<std::string, std::string>(ReadList(testing::SourcePath("tests/system/gpu_cpu_ops.txt")));
   const std::string name = fs::relative(fs::path(manifest).parent_path(), testing::SourcePath("tests/data")).string();
   auto it = listed->find(name);
   if (it == listed->end())
     EXPECT_EQ(cpu_ops, 0) << name << " computed on the CPU in a GPU session";
   else
-    EXPECT_GT(cpu_ops, 0) << name << " runs wholly on the GPU now: take it off tests/system/gpu_cpu_ops.txt (" << it->second << ")";
+    EXPECT_GT(cpu_ops, 0) << name << " runs wholly on the GPU now: take it off tests/system/gpu_cpu_ops.txt (" << it->second
+                          << ")";
   return it != listed->end();
 }
 
@@ -206,7 +208,9 @@ INSTANTIATE_TEST_SUITE_P(TensorFlow, Fixture, ::testing::ValuesIn(Manifests()), 
 
 // The op fixtures the JIT does not compile, each with why: tests/system/jit_uncompiled_ops.txt.
 // The list may only shrink: a case on it that compiles fails until it is taken off.
-std::map<std::string, std::string> UncompiledOps() { return ReadList(testing::SourcePath("tests/system/jit_uncompiled_ops.txt")); }
+std::map<std::string, std::string> UncompiledOps() {
+  return ReadList(testing::SourcePath("tests/system/jit_uncompiled_ops.txt"));
+}
 
 std::vector<std::string> ManifestsIn(const std::string& folder, bool in) {
   std::vector<std::string> out;
