@@ -26,7 +26,8 @@ class PassContext {
   const std::vector<std::string>& fetches() const { return fetches_; }
   const std::vector<std::string>& targets() const { return targets_; }
   // Fed, fetched or a target: keeps its name, op outputs and presence.
-  bool IsPreserved(const Node& node) const { return preserved_.count(node.name) > 0; }
+  bool IsPreserved(const Node& node) const { return IsPreserved(node.name); }
+  bool IsPreserved(std::string_view node) const { return preserved_.count(node) > 0; }
   // One of the node's outputs is fed: its value is not known from the graph.
   bool IsFed(const Node& node) const { return fed_.count(node.name) > 0; }
 

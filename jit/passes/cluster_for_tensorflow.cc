@@ -58,7 +58,7 @@ class TensorFlowClustering {
     if (it == types_.end() || t.index >= static_cast<int>(it->second.size())) return nullptr;
     return &it->second[t.index];
   }
-  bool Preserved(const std::string& name) const { return context_.IsPreserved(*g_.FindNode(name)); }
+  bool Preserved(const std::string& name) const { return context_.IsPreserved(name); }
 
   void MarkKnown();
   void LeaveOutUnanalyzable();
