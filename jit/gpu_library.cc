@@ -185,7 +185,7 @@ StatusOr<ConvCall> ConvOf(const LibraryCall& call, const std::vector<Shape>& inp
   const int h = w.nchw ? 2 : 1;
   v.batch = x.dim(0), v.height = x.dim(h), v.width = x.dim(h + 1), v.channels = x.dim(w.nchw ? 1 : 3);
   v.filter_h = f.dim(0), v.filter_w = f.dim(1);
-  v.groups = depthwise ? v.channels : 1;
+  v.groups = depthwise ? v.channels : v.channels / f.dim(2);  // a grouped convolution's filter has C / groups
   v.filters = depthwise ? f.dim(2) * f.dim(3) : f.dim(3);
   v.pad_h = w.pt, v.pad_w = w.pl, v.stride_h = w.sh, v.stride_w = w.sw, v.dilation_h = w.dh, v.dilation_w = w.dw;
   v.filter_hwio = true;

@@ -7,6 +7,8 @@ namespace graphjit {
 
 namespace {
 
+StatusOr<bool> InlineFunctionCallsPass(Graph& graph, const PassContext&) { return InlineFunctionCalls(&graph); }
+
 StatusOr<bool> LowerTensorListsPass(Graph& graph, const PassContext&) { return LowerTensorLists(&graph); }
 
 StatusOr<bool> FunctionalizeConditionalsPass(Graph& graph, const PassContext&) { return FunctionalizeConditionals(&graph); }
@@ -23,6 +25,7 @@ StatusOr<bool> FunctionalizeControlFlowPass(Graph& graph, const PassContext&) {
 }  // namespace
 
 void AddControlFlowPasses(PassManager& pm) {
+  pm.Add("inline_function_calls", InlineFunctionCallsPass);
   pm.Add("lower_tensor_lists", LowerTensorListsPass);
   pm.Add("functionalize_conditionals", FunctionalizeConditionalsPass);
   pm.Add("functionalize_loops", FunctionalizeLoopsPass);

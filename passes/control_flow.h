@@ -9,8 +9,8 @@
 
 namespace graphjit {
 
-// lower_tensor_lists, functionalize_conditionals, functionalize_loops, and
-// functionalize_control_flow (all three, inner loops and conditionals first, as a Session
+// inline_function_calls, lower_tensor_lists, functionalize_conditionals, functionalize_loops,
+// and functionalize_control_flow (all four, inner loops and conditionals first, as a Session
 // reads a graph).
 void AddControlFlowPasses(PassManager& pm);
 

@@ -592,7 +592,10 @@ StatusOr<tensorflow::GraphDef> FunctionAsGraph(const tensorflow::FunctionDef& f,
   for (const auto& n : f.node_def()) nodes[n.name()] = &n;
   // "arg", "node:out:i", "^node" -> the GraphDef's names.
   auto rename = [&](const std::string& in) -> StatusOr<std::string> {
-    if (!in.empty() && in[0] == '^') return "^" + in.substr(1);
+    if (!in.empty() && in[0] == '^') {
+      auto a = arg_of.find(in.substr(1));
+      return "^" + (a == arg_of.end() ? in.substr(1) : a->second);
+    }
     const size_t colon = in.find(':');
     if (colon == std::string::npos) {
       auto a = arg_of.find(in);
@@ -696,6 +699,80 @@ Status FunctionalIf(Graph* graph, Node* n) {
   return Status::Ok();
 }
 
+// ---- function calls ------------------------------------------------------------------
+
+bool IsCallOp(const std::string& op) { return op == "PartitionedCall" || op == "StatefulPartitionedCall"; }
+
+// Puts the body of the function a PartitionedCall/StatefulPartitionedCall names in the
+// call's place: its nodes, named "<call>/<node>", read the call's inputs where the body
+// reads its arguments; the call becomes an Identity (IdentityN for several outputs, a NoOp
+// for none) of the body's results, so that its name and outputs stay. A body's node with
+// no inputs waits for the call's control inputs. Returns the new nodes' ids.
+StatusOr<std::vector<int>> InlineCall(Graph* graph, int call_id) {
+  Node* call = graph->node(call_id);
+  const tensorflow::FunctionDef* f = LibraryFunction(*graph, *call, "f");
+  if (f == nullptr) {
+    const tensorflow::AttrValue* name = call->FindAttr("f");
+    return InvalidArgument(NodeLabel(*call) + ": calls function '" + (name ? name->func().name() : "") +
+                           "', which the graph's library does not hold");
+  }
+  std::vector<std::string> results;
+  auto gd = FunctionAsGraph(*f, graph->library(), &results);
+  if (!gd.ok()) return gd.status().WithContext(NodeLabel(*call));
+  auto body = ImportGraphDef(*gd);
+  if (!body.ok()) return body.status().WithContext(NodeLabel(*call) + ": function '" + f->signature().name() + "'");
+  GJ_ASSIGN_OR_RETURN(std::vector<DType> tout, GetTypeListAttr(*call, "Tout"));
+  const size_t args = f->signature().input_arg_size();
+  if (args != call->inputs.size() || results.size() != tout.size())
+    return InvalidArgument(NodeLabel(*call) + ": function '" + f->signature().name() + "' takes " + std::to_string(args) +
+                           " arguments and returns " + std::to_string(results.size()) + " values; the call passes " +
+                           std::to_string(call->inputs.size()) + " and expects " + std::to_string(tout.size()));
+  // Body ids -> the graph's: a new node, or (for the arguments) the call's input.
+  std::vector<int> at(body->num_nodes(), -1);
+  std::vector<int> arg(body->num_nodes(), -1);
+  std::vector<int> added;
+  for (int b = 0; b < static_cast<int>(args); ++b) arg[b] = b;  // FunctionAsGraph puts _arg_i first
+  for (int b = static_cast<int>(args); b < body->num_nodes(); ++b) {
+    const Node& src = *body->node(b);
+    Node* n = graph->AddNode(UniqueName(*graph, graph->node(call_id)->name + "/" + src.name), src.op);
+    n->device = src.device.empty() ? graph->node(call_id)->device : src.device;
+    n->attrs = src.attrs;
+    n->passthrough = src.passthrough;
+    at[b] = n->id;
+    added.push_back(n->id);
+  }
+  call = graph->node(call_id);
+  auto tensor = [&](TensorId t) { return arg[t.node] >= 0 ? call->inputs[arg[t.node]] : TensorId{at[t.node], t.index}; };
+  for (int b = static_cast<int>(args); b < body->num_nodes(); ++b) {
+    const Node& src = *body->node(b);
+    Node* n = graph->node(at[b]);
+    for (const TensorId& in : src.inputs) n->inputs.push_back(tensor(in));
+    for (int c : src.control_inputs) n->control_inputs.push_back(arg[c] >= 0 ? call->inputs[arg[c]].node : at[c]);
+    if (n->inputs.empty() && n->control_inputs.empty()) n->control_inputs = call->control_inputs;
+  }
+  std::vector<TensorId> outs;
+  for (const std::string& r : results) {
+    ParsedInput p;
+    const Node* producer = ParseInputString(r, &p) ? body->FindNode(p.node) : nullptr;
+    if (producer == nullptr) return Internal(NodeLabel(*call) + ": no result '" + r + "' in its function's body");
+    outs.push_back(tensor({producer->id, p.index}));
+  }
+  AttrMap attrs = InternalAttrs(*call);
+  if (tout.empty()) {
+    call->op = "NoOp";
+    call->control_inputs.insert(call->control_inputs.end(), added.begin(), added.end());
+  } else if (tout.size() == 1) {
+    call->op = "Identity";
+    attrs["T"].set_type(static_cast<tensorflow::DataType>(tout[0]));
+  } else {
+    call->op = "IdentityN";
+    attrs["T"] = call->attrs["Tout"];
+  }
+  call->attrs = std::move(attrs);
+  call->inputs = std::move(outs);
+  return added;
+}
+
 // Drops the nodes a loop or conditional took (marked in `remove`), with the edges between them.
 Status RemoveTaken(Graph* graph, std::vector<bool> remove) {
   remove.resize(graph->num_nodes(), false);
@@ -780,6 +857,25 @@ StatusOr<bool> FunctionalizeOneLoop(Graph* graph) {
 
 }  // namespace
 
+StatusOr<bool> InlineFunctionCalls(Graph* graph) {
+  // A body may call functions too: its calls come after, and are inlined in turn, one level
+  // deeper. A function that calls itself would never end.
+  constexpr int kMaxDepth = 32;
+  std::vector<int> depth(graph->num_nodes(), 0);
+  bool changed = false;
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    if (!IsCallOp(graph->node(id)->op)) continue;
+    if (depth[id] >= kMaxDepth)
+      return Unimplemented(NodeLabel(*graph->node(id)) + ": function calls nested more than " + std::to_string(kMaxDepth) +
+                           " deep (a function that calls itself?)");
+    GJ_ASSIGN_OR_RETURN(std::vector<int> added, InlineCall(graph, id));
+    depth.resize(graph->num_nodes(), 0);
+    for (int a : added) depth[a] = depth[id] + 1;
+    changed |= !IsCallOp(graph->node(id)->op);
+  }
+  return changed;
+}
+
 StatusOr<bool> FunctionalizeConditionals(Graph* graph) {
   bool changed = false;
   for (int id = 0; id < graph->num_nodes(); ++id) {
@@ -811,6 +907,7 @@ StatusOr<bool> FunctionalizeLoops(Graph* graph) {
 }
 
 Status FunctionalizeControlFlow(Graph* graph) {
+  GJ_RETURN_IF_ERROR(InlineFunctionCalls(graph).status());
   bool has_lists = false, has_loops = false;
   for (int id = 0; id < graph->num_nodes(); ++id) {
     Node* n = graph->node(id);

@@ -10,6 +10,9 @@
 namespace graphjit {
 
 // Rewrites, before the graph is analyzed:
+//  - each PartitionedCall/StatefulPartitionedCall of a function in the graph's library as
+//    the function's body (InlineFunctionCalls), so that its ops run and join clusters as the
+//    graph's own;
 //  - each TensorList of a static size as a dense tensor [size, element dims...]:
 //    TensorListReserve a zero Const, TensorListFromTensor and TensorListStack the tensor
 //    itself (Identity), TensorListGetItem a GatherV2 on axis 0, TensorListSetItem the op
@@ -35,9 +38,16 @@ namespace graphjit {
 Status FunctionalizeControlFlow(Graph* graph);
 
 // The rewrites FunctionalizeControlFlow is made of, each alone (the passes
-// lower_tensor_lists, functionalize_conditionals and functionalize_loops run them; the
-// Session runs FunctionalizeControlFlow itself, as the runtime reads any graph with or
-// without the passes). Each returns whether it changed the graph.
+// inline_function_calls, lower_tensor_lists, functionalize_conditionals and
+// functionalize_loops run them; the Session runs FunctionalizeControlFlow itself, as the
+// runtime reads any graph with or without the passes). Each returns whether it changed the graph.
+//  - each function call as its function's body: the body's nodes, named "<call>/<node>",
+//    read the call's inputs where the body reads its arguments, and the call becomes an
+//    Identity (IdentityN, or a NoOp for no outputs) of its results, keeping its name and
+//    outputs; calls in a body are inlined in turn (32 levels at most). A call of a function
+//    the library lacks is an error. Stateful calls are inlined too: the body's control
+//    edges keep its order, and graphjit runs what the fetches need;
+StatusOr<bool> InlineFunctionCalls(Graph* graph);
 //  - each TensorList of a static size as a dense tensor;
 StatusOr<bool> LowerTensorLists(Graph* graph);
 //  - each If/StatelessIf, then each conditional of Switches and Merges, innermost first, as

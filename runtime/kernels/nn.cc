@@ -108,14 +108,16 @@ StatusOr<Shape> WindowOutput(const InferenceContext& c, Window* w, const Shape& 
 
 // ---- convolution ---------------------------------------------------------------------
 
-// A direct loop nest: the reference for every dtype, and the path for non-f32 types.
-// Filter [KH, KW, C/groups... ] is handled through `filter_index`.
+// A direct loop nest: the reference for every dtype, and the path for non-f32 types. A
+// filter [KH, KW, Cg, O] of a group's Cg input channels: groups = C / Cg, each of O / groups
+// output channels (Cg = C: one group). A depthwise filter [KH, KW, C, M] is one group per
+// channel of M outputs, the same memory as [KH, KW, 1, C * M].
 template <typename T>
 void DirectConv(const Tensor& in, const Tensor& filter, const Window& w, bool depthwise, Tensor* out) {
   using C = ComputeType<T>;
   const int64_t N = in.shape().dim(0), H = in.shape().dim(1), W = in.shape().dim(2), Cin = in.shape().dim(3);
   const int64_t OH = out->shape().dim(1), OW = out->shape().dim(2), O = out->shape().dim(3);
-  const int64_t M = depthwise ? filter.shape().dim(3) : 0;  // channel multiplier
+  const int64_t Cg = depthwise ? 1 : filter.shape().dim(2), Og = O / (Cin / Cg);
   const T* x = in.data<T>();
   const T* f = filter.data<T>();
   T* y = out->data<T>();
@@ -130,14 +132,9 @@ void DirectConv(const Tensor& in, const Tensor& filter, const Window& w, bool de
             for (int64_t j = 0; j < w.kw; ++j) {
               int64_t iw = ow * w.sw - w.pl + j * w.dw;
               if (iw < 0 || iw >= W) continue;
-              const T* px = x + ((n * H + ih) * W + iw) * Cin;
-              if (depthwise) {
-                int64_t c = o / M, m = o % M;
-                acc += static_cast<C>(px[c]) * static_cast<C>(f[((i * w.kw + j) * Cin + c) * M + m]);
-              } else {
-                const T* pf = f + (i * w.kw + j) * Cin * O + o;
-                for (int64_t c = 0; c < Cin; ++c) acc += static_cast<C>(px[c]) * static_cast<C>(pf[c * O]);
-              }
+              const T* px = x + ((n * H + ih) * W + iw) * Cin + o / Og * Cg;
+              const T* pf = f + (i * w.kw + j) * Cg * O + o;
+              for (int64_t c = 0; c < Cg; ++c) acc += static_cast<C>(px[c]) * static_cast<C>(pf[c * O]);
             }
           }
           y[((n * OH + oh) * OW + ow) * O + o] = static_cast<T>(acc);
@@ -179,8 +176,11 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
   const auto& os = out->shape();
   const int64_t N = is.dim(0), H = is.dim(1), W = is.dim(2), C = is.dim(3);
   const int64_t OH = os.dim(1), OW = os.dim(2), O = os.dim(3);
-  memory::dims w_dims = depthwise ? memory::dims{C, fs.dim(3), 1, w.kh, w.kw} : memory::dims{O, C, w.kh, w.kw};
-  memory::format_tag w_tag = depthwise ? memory::format_tag::hwigo : memory::format_tag::hwio;
+  // Groups of Cg input channels (see DirectConv): oneDNN's weights [G, O / G, Cg, KH, KW],
+  // in TensorFlow's memory order h, w, i, g, o.
+  const int64_t Cg = depthwise ? 1 : fs.dim(2), G = C / Cg;
+  memory::dims w_dims = G > 1 ? memory::dims{G, O / G, Cg, w.kh, w.kw} : memory::dims{O, C, w.kh, w.kw};
+  const memory::format_tag w_tag = G > 1 ? memory::format_tag::hwigo : memory::format_tag::hwio;
   const memory::desc bias_md({O}, memory::data_type::f32, memory::format_tag::a);
   const bool by_images = N > 1;
   auto block = [&](int64_t begin, int64_t end) {
@@ -208,10 +208,10 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
     // 1e-5 of the largest output (the direct algorithm's are about 1e-6). Below 8x8
     // outputs it is not faster: its tiles are mostly padding, and its transformed filter,
     // 4x the size, is read for few outputs.
-    const bool winograd = !depthwise && w.kh == 3 && w.kw == 3 && w.sh == 1 && w.sw == 1 && w.dh == 1 && w.dw == 1 &&
-                          C % 16 == 0 && O % 16 == 0 && oh >= 8 && OW >= 8;
-    std::string key = std::to_string(depthwise) + std::to_string(bias != nullptr) + std::to_string(epilogue.residual) +
-                      std::to_string(static_cast<int>(epilogue.act));
+    const bool winograd = G == 1 && w.kh == 3 && w.kw == 3 && w.sh == 1 && w.sw == 1 && w.dh == 1 && w.dw == 1 && C % 16 == 0 &&
+                          O % 16 == 0 && oh >= 8 && OW >= 8;
+    std::string key =
+        std::to_string(bias != nullptr) + std::to_string(epilogue.residual) + std::to_string(static_cast<int>(epilogue.act));
     for (const auto* v : {&src_dims, &w_dims, &strides, &dilates, &pad_l, &pad_r})
       for (auto d : *v) key += "," + std::to_string(d);
     const auto& e = primitives->Get(key, [&] {
@@ -264,7 +264,7 @@ Status OneDnnConv(const KernelContext& ctx, const Tensor& in, const Tensor& filt
     if (dst != user_dst) dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
     stream.wait();
   };
-  const int64_t per_row = OW * O * w.kh * w.kw * (depthwise ? 1 : C);
+  const int64_t per_row = OW * O * w.kh * w.kw * Cg;
   const std::string error =
       by_images ? OneDnnParallelFor(ctx, N, OH * per_row, block) : OneDnnParallelFor(ctx, OH, per_row, block);
   if (!error.empty()) return Internal(NodeLabel(ctx.node) + ": oneDNN convolution failed: " + error);
@@ -302,7 +302,11 @@ Status InferConv(InferenceContext& c, bool depthwise, bool nchw_allowed) {
     if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) >= 0 && f.dim(2) >= 0) {
       if (depthwise ? f.dim(2) != in.dim(3) : (f.dim(2) == 0 || in.dim(3) % f.dim(2) != 0))
         return c.ShapeError("filter " + f.ToString() + " does not match the input's " + std::to_string(in.dim(3)) + " channels");
-      if (!depthwise && f.dim(2) != in.dim(3)) return Unimplemented(NodeLabel(c.node) + ": grouped convolution is not supported");
+      const int64_t groups = in.dim(3) / f.dim(2);  // a grouped convolution's (see DirectConv)
+      if (!depthwise && f.dim(3) >= 0 && f.dim(3) % groups != 0)
+        return c.ShapeError("filter " + f.ToString() + ": its " + std::to_string(f.dim(3)) +
+                            " output channels are not a multiple of the " + std::to_string(groups) + " groups of " +
+                            std::to_string(f.dim(2)) + " of the input's " + std::to_string(in.dim(3)) + " channels");
     }
     if (f.dim(3) >= 0) out_channels = depthwise ? (f.dim(2) >= 0 ? f.dim(2) * f.dim(3) : -1) : f.dim(3);
     if (w.kh < 0 || w.kw < 0) {
@@ -508,39 +512,41 @@ OpDef PoolOp(const char* name) {
     GJ_RETURN_IF_ERROR(WindowOutput(ic, &w, in.shape(), in.shape().dim(3)).status());
     const int64_t N = in.shape().dim(0), H = in.shape().dim(1), W = in.shape().dim(2), C = in.shape().dim(3);
     const int64_t OH = out->shape().dim(1), OW = out->shape().dim(2);
-    return VisitTypes<kMax ? TypeSet::kNumeric : TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
-      using T = decltype(tag);
-      using CT = ComputeType<T>;
-      ctx.ParallelFor(N * OH, OW * C * w.kh * w.kw, [&](int64_t b, int64_t e) {
-        std::vector<CT> acc(C);
-        for (int64_t row = b; row < e; ++row) {
-          const int64_t n = row / OH, oh = row % OH;
-          const int64_t h0 = std::max<int64_t>(0, oh * w.sh - w.pt), h1 = std::min(H, oh * w.sh - w.pt + w.kh);
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t w0 = std::max<int64_t>(0, ow * w.sw - w.pl), w1 = std::min(W, ow * w.sw - w.pl + w.kw);
-            std::fill(acc.begin(), acc.end(), kMax ? std::numeric_limits<CT>::lowest() : CT(0));
-            for (int64_t ih = h0; ih < h1; ++ih)
-              for (int64_t iw = w0; iw < w1; ++iw) {
-                const T* px = in.data<T>() + ((n * H + ih) * W + iw) * C;
-                for (int64_t c = 0; c < C; ++c) {
-                  CT v = static_cast<CT>(px[c]);
-                  if constexpr (kMax) {
-                    // NaN wins, as in TensorFlow's Eigen max.
-                    acc[c] = (v > acc[c] || v != v) ? v : acc[c];
-                  } else {
-                    acc[c] += v;
-                  }
-                }
-              }
-            T* py = out->data<T>() + ((n * OH + oh) * OW + ow) * C;
-            // AvgPool divides by the number of window elements inside the input.
-            const CT count = static_cast<CT>((h1 - h0) * (w1 - w0));
-            for (int64_t c = 0; c < C; ++c) py[c] = static_cast<T>(kMax ? acc[c] : acc[c] / count);
-          }
-        }
-      });
-      return Status::Ok();
-    });
+    return VisitTypes < kMax
+               ? TypeSet::kNumeric
+               : TypeSet::kFloat > (in.dtype(), [&](auto tag) -> Status {
+                   using T = decltype(tag);
+                   using CT = ComputeType<T>;
+                   ctx.ParallelFor(N * OH, OW * C * w.kh * w.kw, [&](int64_t b, int64_t e) {
+                     std::vector<CT> acc(C);
+                     for (int64_t row = b; row < e; ++row) {
+                       const int64_t n = row / OH, oh = row % OH;
+                       const int64_t h0 = std::max<int64_t>(0, oh * w.sh - w.pt), h1 = std::min(H, oh * w.sh - w.pt + w.kh);
+                       for (int64_t ow = 0; ow < OW; ++ow) {
+                         const int64_t w0 = std::max<int64_t>(0, ow * w.sw - w.pl), w1 = std::min(W, ow * w.sw - w.pl + w.kw);
+                         std::fill(acc.begin(), acc.end(), kMax ? std::numeric_limits<CT>::lowest() : CT(0));
+                         for (int64_t ih = h0; ih < h1; ++ih)
+                           for (int64_t iw = w0; iw < w1; ++iw) {
+                             const T* px = in.data<T>() + ((n * H + ih) * W + iw) * C;
+                             for (int64_t c = 0; c < C; ++c) {
+                               CT v = static_cast<CT>(px[c]);
+                               if constexpr (kMax) {
+                                 // NaN wins, as in TensorFlow's Eigen max.
+                                 acc[c] = (v > acc[c] || v != v) ? v : acc[c];
+                               } else {
+                                 acc[c] += v;
+                               }
+                             }
+                           }
+                         T* py = out->data<T>() + ((n * OH + oh) * OW + ow) * C;
+                         // AvgPool divides by the number of window elements inside the input.
+                         const CT count = static_cast<CT>((h1 - h0) * (w1 - w0));
+                         for (int64_t c = 0; c < C; ++c) py[c] = static_cast<T>(kMax ? acc[c] : acc[c] / count);
+                       }
+                     }
+                   });
+                   return Status::Ok();
+                 });
   };
   return def;
 }

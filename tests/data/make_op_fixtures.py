@@ -1845,11 +1845,14 @@ def conv2d64(x, w, strides, dilations, pads, depthwise=False):
     ow = _out_size(x.shape[2], kw, strides[2], dilations[2], pads[1])
     cout = w.shape[2] * w.shape[3] if depthwise else w.shape[3]
     out = np.zeros((x.shape[0], oh, ow, cout))
+    cg = w.shape[2]  # a group's input channels (groups: the input's channels / cg)
+    og = cout // (x.shape[3] // cg)  # its output channels
     for i, j, win in _windows(xp, kh, kw, oh, ow, strides, dilations):
         if depthwise:
             out += (win[..., :, None] * w[i, j]).reshape(out.shape)
         else:
-            out += win @ w[i, j]
+            for g in range(x.shape[3] // cg):
+                out[..., g * og:(g + 1) * og] += win[..., g * cg:(g + 1) * cg] @ w[i, j][:, g * og:(g + 1) * og]
     return out
 
 
@@ -1900,6 +1903,10 @@ conv_case("conv2d_dilation2_f32", [1, 7, 7, 2], [3, 3, 2, 2], (1, 1, 1, 1), "SAM
           dilations=(1, 2, 2, 1))
 conv_case("conv2d_explicit_f32", [1, 5, 6, 2], [2, 3, 2, 3], (1, 1, 2, 1), "EXPLICIT",
           explicit=(0, 0, 1, 2, 2, 0, 0, 0))
+conv_case("conv2d_grouped_f32", [1, 5, 5, 4], [3, 3, 2, 6], (1, 1, 1, 1), "SAME",
+          note=" (2 groups: the filter holds half the input's channels)")
+conv_case("conv2d_grouped_depthwise_f32", [2, 6, 5, 3], [3, 3, 1, 6], (1, 2, 1, 1), "SAME",
+          note=" (one group per channel, as Keras writes Conv2D(groups=channels): a depthwise convolution)")
 conv_case("depthwise_conv2d_same_f32", [1, 5, 5, 3], [3, 3, 3, 2], (1, 1, 1, 1), "SAME",
           depthwise=True, note=" (channel multiplier 2 -> 6 channels)")
 conv_case("depthwise_conv2d_valid_stride2_f32", [2, 7, 6, 2], [3, 3, 2, 2], (1, 2, 2, 1),
@@ -1930,6 +1937,7 @@ def half_conv_case(name, dtype, xshape, kshape, strides, padding, depthwise=Fals
 
 half_conv_case("conv2d_same_stride2_f16", "f16", [2, 6, 7, 4], [3, 3, 4, 5], (1, 2, 2, 1), "SAME")
 half_conv_case("conv2d_same_bf16", "bf16", [1, 5, 5, 3], [3, 3, 3, 4], (1, 1, 1, 1), "SAME")
+half_conv_case("conv2d_grouped_f16", "f16", [1, 5, 6, 4], [3, 3, 1, 8], (1, 1, 1, 1), "SAME")
 half_conv_case("depthwise_conv2d_same_f16", "f16", [1, 5, 6, 3], [3, 3, 3, 2], (1, 1, 1, 1), "SAME",
                depthwise=True)
 

@@ -68,6 +68,14 @@ TEST(OpErrors, ShapeProblemsAreRunTimeErrorsNamingTheNode) {
        {F({2}), MakeInt32(Shape{3}, {1 << 30, 1 << 30, 1 << 30})},
        tidx("Tshape"),
        "too many elements"},
+      {"grouped conv outputs",  // 5 output channels from 2 groups of 2 of the 4 input channels
+       "Conv2D",
+       {F({1, 4, 4, 4}), F({1, 1, 2, 5})},
+       [](tensorflow::NodeDef* n) {
+         testing::SetAttrInts(n, "strides", {1, 1, 1, 1});
+         testing::SetAttrString(n, "padding", "SAME");
+       },
+       "its 5 output channels are not a multiple of the 2 groups"},
       {"transpose perm", "Transpose", {F({2, 3}), MakeInt32(Shape{2}, {0, 0})}, tidx("Tperm"), "is not a permutation"},
       {"transpose rank", "Transpose", {F({2, 3}), MakeInt32(Shape{3}, {0, 1, 2})}, tidx("Tperm"), "does not match rank"},
       {"slice bounds",

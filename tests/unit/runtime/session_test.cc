@@ -697,6 +697,70 @@ TEST(ControlFlow, AFunctionThatHoldsItselfIsAnError) {
   EXPECT_NE(session.status().message().find("nested more than 32 deep"), std::string::npos) << session.status().ToString();
 }
 
+// A function "f" of one float argument "v", its body `op` of it, returned as "y"; when
+// `callee` is set, the body calls that function on v instead.
+void AddFunction(tensorflow::GraphDef* graph, const std::string& name, const std::string& op, const std::string& callee = "") {
+  tensorflow::FunctionDef* f = graph->mutable_library()->add_function();
+  f->mutable_signature()->set_name(name);
+  auto* in = f->mutable_signature()->add_input_arg();
+  in->set_name("v");
+  in->set_type(tensorflow::DT_FLOAT);
+  auto* out = f->mutable_signature()->add_output_arg();
+  out->set_name("y");
+  out->set_type(tensorflow::DT_FLOAT);
+  tensorflow::NodeDef* n = f->add_node_def();
+  n->set_name("body");
+  n->set_op(callee.empty() ? op : "StatefulPartitionedCall");
+  n->add_input("v");
+  if (callee.empty()) {
+    testing::SetAttrType(n, "T", DType::kFloat);
+  } else {
+    for (const char* attr : {"Tin", "Tout"}) (*n->mutable_attr())[attr].mutable_list()->add_type(tensorflow::DT_FLOAT);
+    (*n->mutable_attr())["f"].mutable_func()->set_name(callee);
+  }
+  (*f->mutable_ret())["y"] = callee.empty() ? "body:y:0" : "body:output:0";
+}
+
+tensorflow::NodeDef* AddCall(GraphBuilder& b, const std::string& name, const std::string& input, const std::string& function) {
+  tensorflow::NodeDef* n = b.Op(name, "PartitionedCall", {input}, DType::kInvalid);
+  for (const char* attr : {"Tin", "Tout"}) (*n->mutable_attr())[attr].mutable_list()->add_type(tensorflow::DT_FLOAT);
+  (*n->mutable_attr())["f"].mutable_func()->set_name(function);
+  return n;
+}
+
+// Calls run their functions' bodies (a call of a call too); a call of a function the
+// library lacks, or of one that calls itself, is an error that says so.
+TEST(ControlFlow, FunctionCallsRunTheirBodies) {
+  GraphBuilder b;
+  b.Placeholder("x", DType::kFloat, {3});
+  AddFunction(&b.graph_def(), "neg", "Neg");
+  AddFunction(&b.graph_def(), "outer", "", "neg");
+  AddCall(b, "once", "x", "neg");
+  AddCall(b, "twice", "once", "outer");
+  auto s = MakeSession(b.graph_def());
+  auto out = RunOrDie(*s, {{"x", MakeFloat(Shape{3}, {1.0f, -2.0f, 0.5f})}}, {"once", "twice"});
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{-1.0, 2.0, -0.5}));
+  EXPECT_EQ(Values(out[1]), (std::vector<double>{1.0, -2.0, 0.5}));
+
+  GraphBuilder missing;
+  missing.Placeholder("x", DType::kFloat, {3});
+  AddCall(missing, "call", "x", "nowhere");
+  auto session = Session::Create(SessionOptions{}, missing.graph_def());
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("calls function 'nowhere', which the graph's library does not hold"),
+            std::string::npos)
+      << session.status().ToString();
+
+  GraphBuilder self;
+  self.Placeholder("x", DType::kFloat, {3});
+  AddFunction(&self.graph_def(), "again", "", "again");
+  AddCall(self, "call", "x", "again");
+  session = Session::Create(SessionOptions{}, self.graph_def());
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("function calls nested more than 32 deep"), std::string::npos)
+      << session.status().ToString();
+}
+
 TEST(ControlFlow, ALoopVariableThatChangesShapeIsAnError) {
   auto s = MakeSession(CountingLoop(true));
   std::vector<Tensor> outputs;
