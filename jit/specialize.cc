@@ -10,6 +10,7 @@ PassManager PreparationPasses(bool unfuse_matmuls, std::vector<std::string>* out
   PassManager pm;
   if (unfuse_matmuls) pm.Add("unfuse_matmuls", UnfuseMatMulsPass(false));
   pm.Add("expand_softmax", ExpandSoftmaxPass(outputs));
+  pm.Add("lower_logical_reductions", LowerLogicalReductionsPass);
   pm.Add("mark_row_shifts", MarkRowShiftsPass(outputs));
   return pm;
 }

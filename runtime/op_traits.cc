@@ -124,6 +124,8 @@ std::vector<OpTraitsEntry> MakeTable() {
       Reduction("Prod", R::kProd),
       Reduction("ArgMax", R::kArgMax),
       Reduction("ArgMin", R::kArgMin),
+      Of("All", P::kReduction, kOn1),  // lowered to Min and Max of int32 (lower_logical_reductions)
+      Of("Any", P::kReduction, kOn1),
       Of("Softmax", P::kRowOp, kOn1, 2),
       Of("LogSoftmax", P::kRowOp, kOn1, 2),
       Of("SoftmaxCrossEntropyWithLogits", P::kRowOp, kOn1, 2),

@@ -6,6 +6,7 @@
 #include "jit/passes/expand_softmax.h"
 #include "jit/passes/fold_shape_values.h"
 #include "jit/passes/lower_cnn_ops.h"
+#include "jit/passes/lower_logical_reductions.h"
 #include "jit/passes/mark_row_shifts.h"
 #include "jit/passes/specialize_inputs.h"
 #include "jit/passes/unfuse_convs.h"
@@ -68,8 +69,11 @@ PassFunction ExpandSmallGemmsPass(int64_t max_multiply_adds) {
   return [max_multiply_adds](Graph& graph, const PassContext&) { return ExpandSmallGemms(graph, max_multiply_adds); };
 }
 
+StatusOr<bool> LowerLogicalReductionsPass(Graph& graph, const PassContext&) { return LowerLogicalReductions(graph); }
+
 void AddJitPasses(PassManager& pm) {
   pm.Add("expand_softmax", ExpandSoftmaxPass(nullptr));
+  pm.Add("lower_logical_reductions", LowerLogicalReductionsPass);
   pm.Add("mark_row_shifts", MarkRowShiftsPass(nullptr));
   pm.Add("unfuse_matmuls", UnfuseMatMulsPass(false));
   pm.Add("unfuse_matmul_activations", UnfuseMatMulsPass(true));

@@ -12,6 +12,8 @@ namespace graphjit {
 
 // expand_softmax; the tensors named in `outputs` (may be null) follow the rewrite.
 PassFunction ExpandSoftmaxPass(std::vector<std::string>* outputs);
+// lower_logical_reductions.
+StatusOr<bool> LowerLogicalReductionsPass(Graph& graph, const PassContext& context);
 // mark_row_shifts; `outputs` (may be null: the context's preserved nodes) are not marked.
 PassFunction MarkRowShiftsPass(const std::vector<std::string>* outputs);
 // unfuse_matmuls, or with `activations_only` unfuse_matmul_activations.
@@ -29,7 +31,7 @@ PassFunction LowerCnnOpsPass(std::vector<std::string>* outputs);
 PassFunction ExpandSmallGemmsPass(int64_t max_multiply_adds);
 
 // Adds each JIT pass that runs alone on a graph (all but specialize_inputs), in the order
-// the JIT runs them: expand_softmax, mark_row_shifts, unfuse_matmuls,
+// the JIT runs them: expand_softmax, lower_logical_reductions, mark_row_shifts, unfuse_matmuls,
 // unfuse_matmul_activations, unfuse_convs, unfuse_conv_activations, fold_shape_values,
 // lower_cnn_ops, expand_small_gemms (up to kSmallGemmMultiplyAdds).
 void AddJitPasses(PassManager& pm);
