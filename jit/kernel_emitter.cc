@@ -657,6 +657,8 @@ StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
       {"SplitV", {0, [](KernelEmitter& e, const IndexedElement& x) { return e.SplitElement(x, 2); }}},
       {"Range", {0, &KernelEmitter::RangeElement}},
       {"OneHot", {0, &KernelEmitter::OneHotElement}},
+      {"Cumsum", {0, &KernelEmitter::ScanElement}},
+      {"Cumprod", {0, &KernelEmitter::ScanElement}},
   };
   const Node& n = *g_.graph.node(v.node);
   auto it = kGenerators.find(n.op);
@@ -842,6 +844,37 @@ StatusOr<Value> KernelEmitter::OneHotElement(const IndexedElement& x) {
   GJ_ASSIGN_OR_RETURN(const Value on, Get(x.n.inputs[2], {}));
   GJ_ASSIGN_OR_RETURN(const Value off, Get(x.n.inputs[3], {}));
   return b_.Select(IndexCmp(Pred::kEq, i, x.index[a]), on, off);
+}
+
+// Cumsum and Cumprod: the element at position i on the axis folds the input along it in the
+// order TensorFlow's kernel scans it, from the identity: from the axis's start through i
+// (exclusive: up to i), or, reversed, from its end down to i (exclusive: down to i + 1),
+// each running value rounded to the type as the kernel's accumulator is: the scan's value
+// bit for bit. Each element folds its own part of the axis, in parallel with the others
+// (O(n^2) additions over an axis of n, for the positions and masks of a sequence).
+StatusOr<Value> KernelEmitter::ScanElement(const IndexedElement& x) {
+  int64_t axis = ConstantInts(x.n, 1).at(0);
+  if (axis < 0) axis += x.out.rank();
+  GJ_ASSIGN_OR_RETURN(const bool exclusive, GetBoolAttrOr(x.n, "exclusive", false));
+  GJ_ASSIGN_OR_RETURN(const bool reverse, GetBoolAttrOr(x.n, "reverse", false));
+  const DType dtype = g_.info(x.v.node).dtypes[0];
+  const Type type = ElementType(dtype);
+  const bool f = type == Type::F32(), sum = x.n.op == "Cumsum";
+  const Op combine = sum ? (f ? Op::kAddF : Op::kAddI) : (f ? Op::kMulF : Op::kMulI);
+  const Value identity = f ? FloatConst(sum ? 0.0f : 1.0f) : IntConst(sum ? 0 : 1, type);
+  const int64_t n = x.out.dim(static_cast<int>(axis));
+  const Value i = x.index[axis];
+  // How many elements it folds: i + 1 (i) forward, n - i (n - i - 1) reversed.
+  const Value count = reverse ? IndexArith(Op::kSubI, IndexConst(exclusive ? n - 1 : n), i) : Plus(i, exclusive ? 0 : 1);
+  GJ_ASSIGN_OR_RETURN(std::vector<Value> acc,
+                      LoopCarrying(IndexConst(0), count, 1, {identity},
+                                   [&](const Value& j, const std::vector<Value>& accs) -> StatusOr<std::vector<Value>> {
+                                     Index at = x.index;
+                                     at[axis] = reverse ? IndexArith(Op::kSubI, IndexConst(n - 1), j) : j;
+                                     GJ_ASSIGN_OR_RETURN(const Value v, Get(x.data, at));
+                                     return std::vector<Value>{RoundedTo(dtype, b_.Apply(combine, {accs[0], v}))};
+                                   }));
+  return acc[0];
 }
 
 }  // namespace graphjit::emitter

@@ -239,6 +239,7 @@ class KernelEmitter {
   StatusOr<Value> SplitElement(const IndexedElement& x, int axis_input);
   StatusOr<Value> RangeElement(const IndexedElement& x);
   StatusOr<Value> OneHotElement(const IndexedElement& x);
+  StatusOr<Value> ScanElement(const IndexedElement& x);
   // The integers of constant input `input` of `n`; i + c; the zero of v's computed type.
   std::vector<int64_t> ConstantInts(const Node& n, int input) const;
   Value Plus(const Value& i, int64_t c);

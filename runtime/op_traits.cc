@@ -153,6 +153,8 @@ std::vector<OpTraitsEntry> MakeTable() {
       Of("MirrorPad", P::kDataMovement, kOn1),
       GpuOnly(Of("GatherV2", P::kDataMovement, kOn1), kIndexOutOfRange),
       Of("OneHot", P::kDataMovement, kOn1),
+      Of("Cumsum", P::kDataMovement, kOn1),  // a scan: each element folds its part of the axis
+      Of("Cumprod", P::kDataMovement, kOn1),
       Of("Where", P::kDataMovement, kNever),
       GpuOnly(Of("_GraphjitSetRow", P::kDataMovement, kOn1), kIndexOutOfRange),
       // Shapes.
