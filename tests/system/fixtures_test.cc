@@ -1,8 +1,8 @@
 // Every fixture written by TensorFlow (tests/data/**/manifest.json) runs in graphjit
 // and matches TensorFlow's own outputs within the tolerance its manifest states, with
 // and without the graph optimizations; and the two agree with each other.
-#include <algorithm>
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <cmath>
 #include <filesystem>
