@@ -1804,6 +1804,91 @@ simple_case("where_f32", "Where float32[2, 3, 2] (nonzero incl. NaN is true, -0 
 simple_case("where_none_true_bool", "Where bool[4] all false -> int64 [0, 1] (empty)",
             _where(lambda r: np.zeros([4], np.bool_)))
 
+# ------------- DepthToSpace, SpaceToBatchND, MatrixBandPart, GatherNd, Resize* -------------
+
+
+def _moved(dtype, shape, rng):
+    """Distinct values of a type (float16 and bfloat16 fed as themselves or float32)."""
+    if dtype in (np.int32, np.int64, np.uint8):
+        return ints(rng, shape, 0 if dtype == np.uint8 else -50, 50, dtype)
+    return normal(rng, shape).astype(dtype)
+
+
+def movement_case(name, desc, op, x_shape, dtype=np.float32, consts=(), tol=EXACT, **attrs):
+    """`op`(x, *consts) with x a placeholder of `dtype` (bfloat16: fed as float32, Cast) and
+    the constants (name, value) after it; output "y" (a 16-bit float one Cast to float32)."""
+    def build(b):
+        if dtype == BF16:
+            x = b.ph_bf16("x", normal(b.rng, x_shape))
+        else:
+            x = b.ph("x", _moved(dtype, x_shape, b.rng))
+        first = {"GatherNd": "params", "ResizeBilinear": "images", "ResizeNearestNeighbor": "images"}.get(op, "input")
+        args = dict({first: x}, **{n: const(v, n) for n, v in consts})
+        y = getattr(tf.raw_ops, op)(**args, **attrs, name="y16" if dtype in (np.float16, BF16) else "y")
+        if dtype in (np.float16, BF16) and y.dtype != tf.float32:
+            tf.raw_ops.Cast(x=y, DstT=tf.float32, name="y")
+        elif dtype in (np.float16, BF16):
+            tf.identity(y, name="y")
+        b.fetch("y")
+    add_case(name, desc, tol, build)
+
+
+movement_case("depth_to_space_f32", "DepthToSpace float32[1, 2, 3, 8] block_size 2 -> [1, 4, 6, 2]",
+              "DepthToSpace", [1, 2, 3, 8], block_size=2)
+movement_case("depth_to_space_i32", "DepthToSpace int32[2, 1, 2, 9] block_size 3 -> [2, 3, 6, 1]",
+              "DepthToSpace", [2, 1, 2, 9], np.int32, block_size=3)
+movement_case("space_to_depth_f32", "SpaceToDepth float32[1, 4, 6, 3] block_size 2 -> [1, 2, 3, 12]",
+              "SpaceToDepth", [1, 4, 6, 3], block_size=2)
+movement_case("space_to_depth_f16", "SpaceToDepth float16[2, 3, 3, 2] block_size 3 -> [2, 1, 1, 18], Cast to float32",
+              "SpaceToDepth", [2, 3, 3, 2], np.float16, block_size=3)
+movement_case("space_to_batch_nd_f32",
+              "SpaceToBatchND float32[1, 5, 4, 2] block_shape [2, 2] paddings [[1, 0], [0, 2]] -> [4, 3, 3, 2]",
+              "SpaceToBatchND", [1, 5, 4, 2], consts=[("block_shape", i32([2, 2])),
+                                                     ("paddings", i32([[1, 0], [0, 2]]))])
+movement_case("space_to_batch_nd_rank3_i64",
+              "SpaceToBatchND int32[2, 4, 3] block_shape [2] (int64) paddings [[1, 1]] -> [4, 3, 3]",
+              "SpaceToBatchND", [2, 4, 3], np.int32, consts=[("block_shape", i64([2])), ("paddings", i64([[1, 1]]))])
+movement_case("batch_to_space_nd_f32",
+              "BatchToSpaceND float32[4, 3, 2, 2] block_shape [2, 2] crops [[1, 0], [0, 1]] -> [1, 5, 3, 2]",
+              "BatchToSpaceND", [4, 3, 2, 2], consts=[("block_shape", i32([2, 2])), ("crops", i32([[1, 0], [0, 1]]))])
+movement_case("batch_to_space_nd_bf16",
+              "BatchToSpaceND bfloat16[6, 2, 2, 1] block_shape [3, 1] crops [[2, 0], [0, 0]] -> [2, 4, 2, 1], Cast",
+              "BatchToSpaceND", [6, 2, 2, 1], BF16, consts=[("block_shape", i32([3, 1])), ("crops", i32([[2, 0], [0, 0]]))])
+movement_case("matrix_band_part_causal_f32",
+              "MatrixBandPart float32[2, 5, 5] num_lower -1 num_upper 0 (a causal mask's lower triangle)",
+              "MatrixBandPart", [2, 5, 5], consts=[("num_lower", i32(-1)), ("num_upper", i32(0))])
+movement_case("matrix_band_part_band_i64",
+              "MatrixBandPart int32[3, 4, 6] num_lower 1 num_upper 2 (int64): a band",
+              "MatrixBandPart", [3, 4, 6], np.int32, consts=[("num_lower", i64(1)), ("num_upper", i64(2))])
+movement_case("matrix_band_part_f16",
+              "MatrixBandPart float16[4, 3] num_lower 0 num_upper -1 (the upper triangle), Cast to float32",
+              "MatrixBandPart", [4, 3], np.float16, consts=[("num_lower", i32(0)), ("num_upper", i32(-1))])
+movement_case("gather_nd_pairs_f32", "GatherNd float32[3, 4, 2] at int32 [[0, 1], [2, 3], [1, 0]] -> [3, 2]",
+              "GatherNd", [3, 4, 2], consts=[("indices", i32([[0, 1], [2, 3], [1, 0]]))])
+movement_case("gather_nd_elements_i64", "GatherNd int32[2, 3] at int64 [[[1, 2]], [[0, 0]]] -> [2, 1] (elements)",
+              "GatherNd", [2, 3], np.int32, consts=[("indices", i64([[[1, 2]], [[0, 0]]]))])
+movement_case("gather_nd_rows_f16", "GatherNd float16[4, 3] at [[3], [0], [3]] -> [3, 3] (rows), Cast to float32",
+              "GatherNd", [4, 3], np.float16, consts=[("indices", i32([[3], [0], [3]]))])
+
+
+def resize_case(name, op, shape, size, align, half, dtype=np.float32):
+    flags = "align_corners" if align else "half_pixel_centers" if half else "neither flag"
+    movement_case(name, "%s %s%s to %s, %s" % (op, np.dtype(dtype).name if dtype != BF16 else "bfloat16", list(shape),
+                                               list(size), flags),
+                  op, shape, dtype, consts=[("size", i32(size))], tol=ACCUM if op == "ResizeBilinear" else EXACT,
+                  align_corners=align, half_pixel_centers=half)
+
+
+for _op, _short in (("ResizeBilinear", "bilinear"), ("ResizeNearestNeighbor", "nearest")):
+    for _align, _half, _flag in ((False, False, "legacy"), (True, False, "align"), (False, True, "half")):
+        resize_case("resize_%s_up_%s_f32" % (_short, _flag), _op, [1, 3, 4, 2], [5, 7], _align, _half)
+        resize_case("resize_%s_down_%s_f32" % (_short, _flag), _op, [2, 6, 5, 1], [4, 3], _align, _half)
+resize_case("resize_bilinear_half_u8", "ResizeBilinear", [1, 4, 4, 3], [6, 5], False, True, np.uint8)
+resize_case("resize_bilinear_legacy_f16", "ResizeBilinear", [1, 3, 3, 2], [4, 6], False, False, np.float16)
+resize_case("resize_nearest_half_i32", "ResizeNearestNeighbor", [1, 3, 5, 2], [7, 4], False, True, np.int32)
+resize_case("resize_nearest_align_f16", "ResizeNearestNeighbor", [1, 4, 3, 1], [3, 8], True, False, np.float16)
+
+
 # ----------------------------- Conv2D / DepthwiseConv2dNative --------------
 
 

@@ -1,0 +1,11 @@
+
+:
+xPlaceholder*
+dtype0*
+shape:
+F
+ySpaceToDepthx*
+T0*
+
+block_size*
+data_formatNHWC"ª
