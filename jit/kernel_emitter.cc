@@ -659,6 +659,14 @@ StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
       {"OneHot", {0, &KernelEmitter::OneHotElement}},
       {"Cumsum", {0, &KernelEmitter::ScanElement}},
       {"Cumprod", {0, &KernelEmitter::ScanElement}},
+      {"DepthToSpace", {0, &KernelEmitter::DepthToSpaceElement}},
+      {"SpaceToDepth", {0, &KernelEmitter::SpaceToDepthElement}},
+      {"SpaceToBatchND", {0, &KernelEmitter::SpaceToBatchElement}},
+      {"BatchToSpaceND", {0, &KernelEmitter::BatchToSpaceElement}},
+      {"MatrixBandPart", {0, &KernelEmitter::BandPartElement}},
+      {"GatherNd", {0, &KernelEmitter::GatherNdElement}},
+      {"ResizeBilinear", {0, &KernelEmitter::ResizeElement}},
+      {"ResizeNearestNeighbor", {0, &KernelEmitter::ResizeElement}},
   };
   const Node& n = *g_.graph.node(v.node);
   auto it = kGenerators.find(n.op);
@@ -875,6 +883,170 @@ StatusOr<Value> KernelEmitter::ScanElement(const IndexedElement& x) {
                                      return std::vector<Value>{RoundedTo(dtype, b_.Apply(combine, {accs[0], v}))};
                                    }));
   return acc[0];
+}
+
+// The index maps of runtime/kernels/data_movement.cc, element by element.
+// DepthToSpace: output (n, y, x, c) is input (n, y / b, x / b, ((y % b) * b + x % b) * C + c).
+StatusOr<Value> KernelEmitter::DepthToSpaceElement(const IndexedElement& x) {
+  GJ_ASSIGN_OR_RETURN(const int64_t b, GetIntAttr(x.n, "block_size"));
+  const Value bv = IndexConst(b);
+  const Value dy = IndexArith(Op::kRemUI, x.index[1], bv), dx = IndexArith(Op::kRemUI, x.index[2], bv);
+  const Value block = IndexArith(Op::kAddI, IndexArith(Op::kMulI, dy, bv), dx);
+  const Value c = IndexArith(Op::kAddI, IndexArith(Op::kMulI, block, IndexConst(x.out.dim(3))), x.index[3]);
+  return Get(x.data, {x.index[0], IndexArith(Op::kDivUI, x.index[1], bv), IndexArith(Op::kDivUI, x.index[2], bv), c});
+}
+
+// SpaceToDepth: output (n, y, x, (by * b + bx) * C + c) is input (n, y * b + by, x * b + bx, c).
+StatusOr<Value> KernelEmitter::SpaceToDepthElement(const IndexedElement& x) {
+  GJ_ASSIGN_OR_RETURN(const int64_t b, GetIntAttr(x.n, "block_size"));
+  const Value bv = IndexConst(b), channels = IndexConst(x.in.dim(3));
+  const Value block = IndexArith(Op::kDivUI, x.index[3], channels);
+  auto at = [&](int d, const Value& offset) { return IndexArith(Op::kAddI, IndexArith(Op::kMulI, x.index[d], bv), offset); };
+  return Get(x.data, {x.index[0], at(1, IndexArith(Op::kDivUI, block, bv)), at(2, IndexArith(Op::kRemUI, block, bv)),
+                      IndexArith(Op::kRemUI, x.index[3], channels)});
+}
+
+// SpaceToBatchND: output (o * B + n, s_i, r) is the padded input (n, s_i * block_i + o_i, r),
+// zero in the padding.
+StatusOr<Value> KernelEmitter::SpaceToBatchElement(const IndexedElement& x) {
+  const std::vector<int64_t> block = ConstantInts(x.n, 1), pads = ConstantInts(x.n, 2);
+  const Value batch = IndexConst(x.in.dim(0));
+  Index at = x.index;
+  at[0] = IndexArith(Op::kRemUI, x.index[0], batch);
+  Value offset = IndexArith(Op::kDivUI, x.index[0], batch);
+  std::optional<Value> inside;
+  for (size_t i = block.size(); i-- > 0;) {
+    const Value o = IndexArith(Op::kRemUI, offset, IndexConst(block[i]));
+    offset = IndexArith(Op::kDivUI, offset, IndexConst(block[i]));
+    const int d = static_cast<int>(i) + 1;
+    at[d] = IndexArith(Op::kAddI, IndexArith(Op::kMulI, x.index[d], IndexConst(block[i])), o);
+    if (!pads[2 * i] && !pads[2 * i + 1]) continue;
+    at[d] = IndexArith(Op::kSubI, at[d], IndexConst(pads[2 * i]));
+    const Value ok = IndexCmp(Pred::kUlt, at[d], IndexConst(x.in.dim(d)));  // before the start, at[d] wraps around
+    inside = !inside ? ok : b_.Apply(Op::kAndI, {*inside, ok});
+  }
+  if (!inside) return Get(x.data, at);
+  return Branch(
+      *inside, [&] { return Get(x.data, at); }, [&] { return ZeroOf(x.v); });
+}
+
+// BatchToSpaceND: output (n, x_i, r), with y_i = x_i + crop_i, is input
+// ((y_i % block_i, row-major) * B + n, y_i / block_i, r).
+StatusOr<Value> KernelEmitter::BatchToSpaceElement(const IndexedElement& x) {
+  const std::vector<int64_t> block = ConstantInts(x.n, 1), crops = ConstantInts(x.n, 2);
+  Index at = x.index;
+  Value offset = IndexConst(0);
+  for (size_t i = 0; i < block.size(); ++i) {
+    const int d = static_cast<int>(i) + 1;
+    const Value y = Plus(x.index[d], crops[2 * i]), b = IndexConst(block[i]);
+    offset = IndexArith(Op::kAddI, IndexArith(Op::kMulI, offset, b), IndexArith(Op::kRemUI, y, b));
+    at[d] = IndexArith(Op::kDivUI, y, b);
+  }
+  at[0] = IndexArith(Op::kAddI, IndexArith(Op::kMulI, offset, IndexConst(x.out.dim(0))), x.index[0]);
+  return Get(x.data, at);
+}
+
+// MatrixBandPart: (m, n) of each innermost matrix kept where num_lower < 0 or m - n <=
+// num_lower, and num_upper < 0 or n - m <= num_upper; zero elsewhere.
+StatusOr<Value> KernelEmitter::BandPartElement(const IndexedElement& x) {
+  const int64_t lower = ConstantInts(x.n, 1).at(0), upper = ConstantInts(x.n, 2).at(0);
+  const int r = x.out.rank();
+  const Value m = x.index[r - 2], n = x.index[r - 1];
+  std::optional<Value> inside;
+  if (lower >= 0) inside = IndexCmp(Pred::kSle, m, Plus(n, lower));
+  if (upper >= 0) {
+    const Value ok = IndexCmp(Pred::kSle, n, Plus(m, upper));
+    inside = !inside ? ok : b_.Apply(Op::kAndI, {*inside, ok});
+  }
+  if (!inside) return Get(x.data, x.index);
+  return Branch(
+      *inside, [&] { return Get(x.data, x.index); }, [&] { return ZeroOf(x.v); });
+}
+
+// GatherNd: output (i..., j...) is params (indices[i..., :], j...); an index row with an
+// element outside its dim reads as zero, as TensorFlow's GPU kernel writes it (the JIT
+// compiles GatherNd for GPUs only).
+StatusOr<Value> KernelEmitter::GatherNdElement(const IndexedElement& x) {
+  const Shape& indices = ShapeOf(x.n.inputs[1]);
+  const int batch = indices.rank() - 1;
+  const int64_t k = indices.dim(batch);
+  Index at, where(x.index.begin(), x.index.begin() + batch);
+  std::optional<Value> inside;
+  for (int64_t j = 0; j < k; ++j) {
+    where.push_back(IndexConst(j));
+    GJ_ASSIGN_OR_RETURN(const Value position, Get(x.n.inputs[1], where));
+    where.pop_back();
+    at.push_back(b_.Convert(Cast::kIndexCast, position, Type::Index()));
+    const Value ok = IndexCmp(Pred::kUlt, at.back(), IndexConst(x.in.dim(static_cast<int>(j))));
+    inside = !inside ? ok : b_.Apply(Op::kAndI, {*inside, ok});
+  }
+  at.insert(at.end(), x.index.begin() + batch, x.index.end());
+  if (!inside) return Get(x.data, at);
+  return Branch(
+      *inside, [&] { return Get(x.data, at); }, [&] { return ZeroOf(x.v); });
+}
+
+// With TensorFlow's float arithmetic (see ResizeOp in runtime/kernels/data_movement.cc): a
+// source coordinate s = (o + 0.5) * scale (- 0.5 for bilinear) with half_pixel_centers,
+// else o * scale. Bilinear: floor(s) (at least 0) and ceil(s) (at most in - 1), weight
+// s - floor(s). Nearest: floor(s), or with align_corners round(s) (s >= 0: floor(s), plus
+// one where s - floor(s), exact, is at least 0.5), at most in - 1 (at least 0 with
+// half_pixel_centers).
+KernelEmitter::ResizeTaps KernelEmitter::ResizeSource(const Node& n, const Value& o, float scale, int64_t in, bool bilinear) {
+  const bool align = GetBoolAttrOr(n, "align_corners", false).value();
+  const bool half = GetBoolAttrOr(n, "half_pixel_centers", false).value();
+  Value s = b_.Convert(Cast::kSIToFP, b_.Convert(Cast::kIndexCast, o, Type::I64()), Type::F32());
+  if (half) s = b_.Apply(Op::kAddF, {s, FloatConst(0.5f)});
+  s = b_.Apply(Op::kMulF, {s, FloatConst(scale)});
+  if (half && bilinear) s = b_.Apply(Op::kSubF, {s, FloatConst(0.5f)});
+  const Value f = b_.Apply(Op::kFloor, {s});
+  auto index = [&](const Value& v) {
+    return b_.Convert(Cast::kIndexCast, b_.Convert(Cast::kFPToSI, v, Type::I64()), Type::Index());
+  };
+  const Value last = IndexConst(in - 1);
+  if (bilinear) {
+    const Value lower = IndexArith(Op::kMaxSI, index(f), IndexConst(0));
+    const Value upper = IndexArith(Op::kMinSI, index(b_.Apply(Op::kCeil, {s})), last);
+    return {lower, upper, b_.Apply(Op::kSubF, {s, f})};
+  }
+  Value i = index(f);
+  if (align) {
+    const Value up = b_.Cmp(Pred::kOge, b_.Apply(Op::kSubF, {s, f}), FloatConst(0.5f));
+    i = b_.Select(up, Plus(i, 1), i);
+  }
+  i = IndexArith(Op::kMinSI, i, last);
+  if (half) i = IndexArith(Op::kMaxSI, i, IndexConst(0));
+  return {i, i, Value()};
+}
+
+// ResizeBilinear (float32 of the four pixels around the point, interpolated as
+// TensorFlow's kernel does: along the row, then between the rows) and
+// ResizeNearestNeighbor (the nearest pixel).
+StatusOr<Value> KernelEmitter::ResizeElement(const IndexedElement& x) {
+  const bool bilinear = x.n.op == "ResizeBilinear";
+  const bool align = GetBoolAttrOr(x.n, "align_corners", false).value();
+  auto scale = [&](int d) {
+    const int64_t in = x.in.dim(d), out = x.out.dim(d);
+    return align && out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
+                            : static_cast<float>(in) / static_cast<float>(out);
+  };
+  const ResizeTaps y = ResizeSource(x.n, x.index[1], scale(1), x.in.dim(1), bilinear);
+  const ResizeTaps w = ResizeSource(x.n, x.index[2], scale(2), x.in.dim(2), bilinear);
+  if (!bilinear) return Get(x.data, {x.index[0], y.lower, w.lower, x.index[3]});
+  const DType in_type = StaticDType(g_, x.data);
+  auto pixel = [&](const Value& r, const Value& c) -> StatusOr<Value> {
+    GJ_ASSIGN_OR_RETURN(Value v, Get(x.data, {x.index[0], r, c, x.index[3]}));
+    if (v.type == Type::F32()) return v;
+    return b_.Convert(in_type == DType::kUInt8 ? Cast::kUIToFP : Cast::kSIToFP, v, Type::F32());
+  };
+  auto lerp = [&](const Value& a, const Value& b, const Value& t) {
+    return b_.Apply(Op::kAddF, {a, b_.Apply(Op::kMulF, {b_.Apply(Op::kSubF, {b, a}), t})});
+  };
+  GJ_ASSIGN_OR_RETURN(const Value top_left, pixel(y.lower, w.lower));
+  GJ_ASSIGN_OR_RETURN(const Value top_right, pixel(y.lower, w.upper));
+  GJ_ASSIGN_OR_RETURN(const Value bottom_left, pixel(y.upper, w.lower));
+  GJ_ASSIGN_OR_RETURN(const Value bottom_right, pixel(y.upper, w.upper));
+  return lerp(lerp(top_left, top_right, w.weight), lerp(bottom_left, bottom_right, w.weight), y.weight);
 }
 
 }  // namespace graphjit::emitter

@@ -240,6 +240,20 @@ class KernelEmitter {
   StatusOr<Value> RangeElement(const IndexedElement& x);
   StatusOr<Value> OneHotElement(const IndexedElement& x);
   StatusOr<Value> ScanElement(const IndexedElement& x);
+  StatusOr<Value> DepthToSpaceElement(const IndexedElement& x);
+  StatusOr<Value> SpaceToDepthElement(const IndexedElement& x);
+  StatusOr<Value> SpaceToBatchElement(const IndexedElement& x);
+  StatusOr<Value> BatchToSpaceElement(const IndexedElement& x);
+  StatusOr<Value> BandPartElement(const IndexedElement& x);
+  StatusOr<Value> GatherNdElement(const IndexedElement& x);
+  StatusOr<Value> ResizeElement(const IndexedElement& x);
+  // A resize's source coordinates for output position `o` of an axis of `in` elements
+  // scaled by `scale`: the lower and upper ones and the weight of the upper (bilinear), or
+  // the nearest (in `lower`).
+  struct ResizeTaps {
+    Value lower, upper, weight;
+  };
+  ResizeTaps ResizeSource(const Node& n, const Value& o, float scale, int64_t in, bool bilinear);
   // The integers of constant input `input` of `n`; i + c; the zero of v's computed type.
   std::vector<int64_t> ConstantInts(const Node& n, int input) const;
   Value Plus(const Value& i, int64_t c);

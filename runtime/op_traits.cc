@@ -155,6 +155,14 @@ std::vector<OpTraitsEntry> MakeTable() {
       Of("OneHot", P::kDataMovement, kOn1),
       Of("Cumsum", P::kDataMovement, kOn1),  // a scan: each element folds its part of the axis
       Of("Cumprod", P::kDataMovement, kOn1),
+      Of("DepthToSpace", P::kDataMovement, kOn1),
+      Of("SpaceToDepth", P::kDataMovement, kOn1),
+      Of("SpaceToBatchND", P::kDataMovement, kOn1),
+      Of("BatchToSpaceND", P::kDataMovement, kOn1),
+      Of("MatrixBandPart", P::kDataMovement, kOn1),
+      GpuOnly(Of("GatherNd", P::kDataMovement, kOn1), kIndexOutOfRange),
+      Of("ResizeBilinear", P::kDataMovement, kOn1),
+      Of("ResizeNearestNeighbor", P::kDataMovement, kOn1),
       Of("Where", P::kDataMovement, kNever),
       GpuOnly(Of("_GraphjitSetRow", P::kDataMovement, kOn1), kIndexOutOfRange),
       // Shapes.

@@ -76,6 +76,32 @@ TEST(OpErrors, ShapeProblemsAreRunTimeErrorsNamingTheNode) {
          testing::SetAttrString(n, "padding", "SAME");
        },
        "its 5 output channels are not a multiple of the 2 groups"},
+      {"gather_nd index",  // an index row outside params, an error on the CPU as in TensorFlow
+       "GatherNd",
+       {F({2, 3}), MakeInt32(Shape{2, 2}, {1, 2, 2, 0})},
+       [](tensorflow::NodeDef* n) {
+         testing::SetAttrType(n, "Tparams", DType::kFloat);
+         testing::SetAttrType(n, "Tindices", DType::kInt32);
+       },
+       "index row 1 = [2, 0] does not index into params of shape [2,3]"},
+      {"depth_to_space depth",
+       "DepthToSpace",
+       {F({1, 2, 2, 6})},
+       [](tensorflow::NodeDef* n) { testing::SetAttrInt(n, "block_size", 2); },
+       "input depth 6 is not divisible by block_size squared (4)"},
+      {"space_to_batch padding",
+       "SpaceToBatchND",
+       {F({1, 5, 2}), MakeInt32(Shape{1}, {2}), MakeInt32(Shape{1, 2}, {0, 0})},
+       [](tensorflow::NodeDef* n) {
+         testing::SetAttrType(n, "Tblock_shape", DType::kInt32);
+         testing::SetAttrType(n, "Tpaddings", DType::kInt32);
+       },
+       "padded spatial dim 0 (5) is not divisible by its block size 2"},
+      {"band part lower",
+       "MatrixBandPart",
+       {F({3, 4}), MakeInt32(Shape{}, {4}), MakeInt32(Shape{}, {0})},
+       [](tensorflow::NodeDef* n) { testing::SetAttrType(n, "Tindex", DType::kInt32); },
+       "num_lower (4) must be negative or at most the matrix's rows (3)"},
       {"transpose perm", "Transpose", {F({2, 3}), MakeInt32(Shape{2}, {0, 0})}, tidx("Tperm"), "is not a permutation"},
       {"transpose rank", "Transpose", {F({2, 3}), MakeInt32(Shape{3}, {0, 1, 2})}, tidx("Tperm"), "does not match rank"},
       {"slice bounds",
