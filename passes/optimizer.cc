@@ -23,6 +23,7 @@ PassManager DefaultPipeline(const SessionOptions& options) {
   if (Enabled(rw.constant_folding())) pm.Add("constant_folding", FoldConstants);
   if (Enabled(rw.arithmetic_optimization())) pm.Add("arithmetic", SimplifyArithmetic);
   if (Enabled(rw.common_subgraph_elimination())) pm.Add("cse", EliminateCommonSubexpressions);
+  pm.Add("dilated_convolutions", FuseDilatedConvolutions);
   if (Enabled(rw.remapping())) pm.Add("remapper", Remap);
   return pm;
 }

@@ -25,6 +25,12 @@ StatusOr<bool> SimplifyArithmetic(Graph& graph, const PassContext& context);
 // Common subexpression elimination: identical pure nodes with identical inputs become one.
 StatusOr<bool> EliminateCommonSubexpressions(Graph& graph, const PassContext& context);
 
+// SpaceToBatchND + Conv2D/DepthwiseConv2dNative (VALID) + BatchToSpaceND, as TensorFlow
+// writes a dilated convolution (tf.nn.depthwise_conv2d with a rate, with_space_to_batch),
+// as one convolution dilated by the block shape, padded explicitly (the paddings less the
+// crops), as TensorFlow Lite's converter does.
+StatusOr<bool> FuseDilatedConvolutions(Graph& graph, const PassContext& context);
+
 // MatMul/Conv2D + BiasAdd (+ Relu/Relu6/Elu) -> _FusedMatMul/_FusedConv2D; an inference
 // FusedBatchNorm after Conv2D/MatMul folded into the weights and a bias.
 StatusOr<bool> Remap(Graph& graph, const PassContext& context);

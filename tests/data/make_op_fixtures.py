@@ -1997,6 +1997,33 @@ conv_case("depthwise_conv2d_same_f32", [1, 5, 5, 3], [3, 3, 3, 2], (1, 1, 1, 1),
 conv_case("depthwise_conv2d_valid_stride2_f32", [2, 7, 6, 2], [3, 3, 2, 2], (1, 2, 2, 1),
           "VALID", depthwise=True, note=" (channel multiplier 2)")
 
+def dilated_conv_case(name, xshape, kshape, rate, padding, depthwise):
+    """A dilated convolution as TensorFlow writes it: SpaceToBatchND, the convolution (VALID),
+    BatchToSpaceND (tf.nn.depthwise_conv2d with a rate; tf.nn.with_space_to_batch)."""
+    def build(b):
+        xv, wv = normal(b.rng, xshape), normal(b.rng, kshape, 0.5)
+        x, w = b.ph("x", xv), const(wv, "filter")
+        if depthwise:
+            y = tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], padding, dilations=[rate, rate])
+        else:
+            y = tf.nn.with_space_to_batch(
+                x, dilation_rate=[rate, rate], padding=padding, filter_shape=kshape[:2],
+                op=lambda inp, num_spatial_dims, pad: tf.nn.conv2d(inp, w, [1, 1, 1, 1], pad))
+        tf.identity(y, name="y")
+        b.fetch("y")
+        pads = _conv_pads(xshape, kshape, (1, 1, 1, 1), (1, rate, rate, 1), padding, ())
+        b.ref = lambda: {"y": conv2d64(xv, wv, (1, 1, 1, 1), (1, rate, rate, 1), pads, depthwise)}
+
+    op = "DepthwiseConv2dNative" if depthwise else "Conv2D"
+    add_case(name, "%s NHWC float32%s filter %s rate %d padding %s, as SpaceToBatchND, %s (VALID), "
+             "BatchToSpaceND" % (op, xshape, kshape, rate, padding, op), ACCUM, build)
+
+
+dilated_conv_case("dilated_depthwise_same_f32", [1, 7, 9, 3], [3, 3, 3, 1], 2, "SAME", True)
+dilated_conv_case("dilated_depthwise_valid_f32", [2, 8, 7, 2], [3, 3, 2, 2], 2, "VALID", True)
+dilated_conv_case("dilated_conv2d_same_f32", [1, 9, 6, 2], [3, 3, 2, 4], 3, "SAME", False)
+
+
 def half_conv_case(name, dtype, xshape, kshape, strides, padding, depthwise=False):
     """A float16 or bfloat16 convolution (a filter constant of the type), Cast to float32."""
     def build(b):
