@@ -23,8 +23,10 @@ PassManager DefaultPipeline(const SessionOptions& options) {
   if (Enabled(rw.constant_folding())) pm.Add("constant_folding", FoldConstants);
   if (Enabled(rw.arithmetic_optimization())) pm.Add("arithmetic", SimplifyArithmetic);
   if (Enabled(rw.common_subgraph_elimination())) pm.Add("cse", EliminateCommonSubexpressions);
-  pm.Add("dilated_convolutions", FuseDilatedConvolutions);
-  if (Enabled(rw.remapping())) pm.Add("remapper", Remap);
+  if (Enabled(rw.remapping())) {  // a fusion of patterns, as the remapper's
+    pm.Add("dilated_convolutions", FuseDilatedConvolutions);
+    pm.Add("remapper", Remap);
+  }
   return pm;
 }
 

@@ -176,18 +176,19 @@ TEST(PassManager, DumpsTheGraphAfterEveryPass) {
   auto r = DefaultPipeline(so).Run(graph, PassContext({}, {}, ModelOutputsAndInputs(graph)));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const std::string dir = so.dump_to + "/graph_passes/";
-  for (const char* file : {"00_input", "01_prune", "02_constant_folding", "03_arithmetic", "04_cse", "05_remapper"}) {
+  for (const char* file :
+       {"00_input", "01_prune", "02_constant_folding", "03_arithmetic", "04_cse", "05_dilated_convolutions", "06_remapper"}) {
     auto dumped = ReadGraphDefFile(dir + file + ".pbtxt");
     EXPECT_TRUE(dumped.ok()) << file << ": " << dumped.status().ToString();
   }
   // The last dump is the result.
-  EXPECT_EQ(ReadGraphDefFile(dir + "05_remapper.pbtxt")->node_size(), graph.num_nodes());
+  EXPECT_EQ(ReadGraphDefFile(dir + "06_remapper.pbtxt")->node_size(), graph.num_nodes());
 }
 
 TEST(Optimizer, RewriteOptionsChooseThePasses) {
   SessionOptions so;
   EXPECT_EQ(DefaultPipeline(so).names(),
-            (std::vector<std::string>{"prune", "constant_folding", "arithmetic", "cse", "remapper"}));
+            (std::vector<std::string>{"prune", "constant_folding", "arithmetic", "cse", "dilated_convolutions", "remapper"}));
   so.rewrite_options.set_constant_folding(tensorflow::RewriterConfig::OFF);
   so.rewrite_options.set_remapping(tensorflow::RewriterConfig::OFF);
   so.rewrite_options.set_disable_model_pruning(true);
