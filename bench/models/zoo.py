@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -57,22 +56,14 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 # keras.applications: each constructor at the smallest input it accepts (most take 32x32;
 # Inception and Xception 75x75), 10 classes, batch 1.
 APPLICATION_SIZES = {"InceptionV3": 75, "InceptionResNetV2": 75, "Xception": 71, "NASNetLarge": 32}
-# keras-hub: a tiny config per constructor argument's name; families that need more get
-# their own below.
+# keras-hub: a tiny config per constructor argument's name; families that need more have
+# their own in zoo_hub_configs.py (HUB_CONFIGS: the arguments, or a function that builds the
+# backbone; HUB_INPUT_SHAPES and HUB_INPUT_VALUES where an input needs a given shape or values).
 TINY = dict(vocabulary_size=64, num_layers=2, num_heads=2, num_query_heads=4, num_key_value_heads=2,
             hidden_dim=32, intermediate_dim=64, head_dim=8, max_sequence_length=64, num_attention_heads=4,
             embedding_dim=32, num_groups=1, num_inner_repetitions=1, num_segments=2, dropout=0.0,
             patch_size=4, image_shape=(32, 32, 3), num_experts=2, top_k=2, num_experts_per_tok=2,
             moe_intermediate_dim=32, shared_expert_intermediate_dim=32, mlp_dim=64, layer_norm_epsilon=1e-5)
-HUB_CONFIGS = {
-    "Falcon": dict(vocabulary_size=64, num_layers=2, num_attention_heads=4, hidden_dim=32, intermediate_dim=64),
-    "Gemma": dict(TINY, head_dim=8),
-    "ViT": dict(image_shape=(32, 32, 3), patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64),
-    "ResNet": dict(input_conv_filters=[8], input_conv_kernel_sizes=[7], stackwise_num_filters=[8, 16],
-                   stackwise_num_blocks=[1, 1], stackwise_num_strides=[1, 2], block_type="basic_block",
-                   image_shape=(32, 32, 3)),
-    "VGG": dict(stackwise_num_repeats=[1, 1], stackwise_num_filters=[8, 16], image_shape=(32, 32, 3)),
-}
 SEQUENCE = 8
 
 
@@ -97,9 +88,14 @@ def build_application(name):
 
 def build_hub(name):
     import keras_hub
+    from zoo_hub_configs import HUB_CONFIGS, HUB_INPUT_SHAPES
     cls = getattr(keras_hub.models, name + "Backbone")
-    if name in HUB_CONFIGS:
-        config = dict(HUB_CONFIGS[name])
+    config = HUB_CONFIGS.get(name)
+    if callable(config):
+        model = config()
+        config = {"built by": "zoo_hub_configs.py"}
+    elif config is not None:
+        config = dict(config)
     else:
         params = inspect.signature(cls.__init__).parameters
         required = [p for p, v in params.items() if p not in ("self", "kwargs", "args") and v.default is inspect._empty
@@ -108,11 +104,13 @@ def build_hub(name):
         if missing:
             raise BuildError("no small config for its arguments " + ", ".join(missing))
         config = {p: v for p, v in TINY.items() if p in params}
-    model = cls(**config)
+    if "built by" not in config:
+        model = cls(**config)
+    given = HUB_INPUT_SHAPES.get(name, {})
     shapes = {}
     for t in model.inputs:
         dims = [1 if i == 0 and d is None else (SEQUENCE if d is None else d) for i, d in enumerate(t.shape)]
-        shapes[t.name] = tuple(dims)
+        shapes[t.name] = tuple(given.get(t.name, dims))
     return model, shapes, ", ".join("%s=%s" % kv for kv in sorted(config.items()))
 
 
@@ -120,14 +118,17 @@ class BuildError(Exception):
     pass
 
 
-def feeds_for(model, shapes, rng):
+def feeds_for(model, shapes, rng, values=None):
     """Seeded inputs by name: token ids in [1, 64), a padding mask whose last two positions
-    are padding, zero segment ids, normal floats for the rest."""
+    are padding, zero segment ids, normal floats for the rest; `values` (input -> a function
+    of the shape) where an input needs particular values."""
     import numpy as np
     feeds = {}
     for t in model.inputs:
         shape, dtype = shapes[t.name], str(t.dtype)
-        if "int" in dtype or "bool" in dtype:
+        if values and t.name in values:
+            feeds[t.name] = np.asarray(values[t.name](shape)).astype(dtype)
+        elif "int" in dtype or "bool" in dtype:
             if "mask" in t.name:
                 v = np.ones(shape, np.int32)
                 v[..., -2:] = 0
@@ -269,14 +270,19 @@ def sweep_one(name, zoo, graphjit, iters, devices):
         model, shapes, config = (build_application if zoo == "applications" else build_hub)(name)
         result["config"] = config
         seed_weights(model, rng)
-        feeds = feeds_for(model, shapes, rng)
+        values = None
+        if zoo == "hub":
+            from zoo_hub_configs import HUB_INPUT_VALUES
+            values = HUB_INPUT_VALUES.get(name)
+        feeds = feeds_for(model, shapes, rng, values)
     except Exception as e:  # noqa: BLE001
         result["build_error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
         return result
     try:
         with tempfile.TemporaryDirectory() as tmp:
             graph_def, placeholders, fetches = freeze_model(model, feeds, tmp)
-        feeds = {placeholders.get(k, k): v for k, v in feeds.items()}
+        # The frozen graph's placeholders (an input nothing reads is gone).
+        feeds = {placeholders[k]: v for k, v in feeds.items() if k in placeholders}
         refs = run_tf(graph_def, feeds, fetches)
     except Exception as e:  # noqa: BLE001
         result["freeze_error"] = "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:300])
@@ -378,9 +384,16 @@ def main(argv):
     p.add_argument("--iters", type=int, default=20, help="timed runs per JIT level")
     p.add_argument("--list", action="store_true", help="list the models and exit")
     p.add_argument("--table", help="write the table of every result so far to this file and exit")
+    p.add_argument("--one", help=argparse.SUPPRESS)  # ZOO: sweep names[0] of that zoo in this process
     args = p.parse_args(argv)
     if args.table:
         table(load_results(), args.table)
+        return 0
+    devices = args.devices.split(",")
+    if args.one:
+        result = sweep_one(args.names[0], args.one, args.graphjit, args.iters, devices)
+        with open(os.path.join(OUT, args.names[0], "result.json"), "w") as f:
+            json.dump(result, f, indent=1, sort_keys=True)
         return 0
     try:
         apps, hub = applications(), hub_families()
@@ -403,16 +416,25 @@ def main(argv):
         else:
             print("zoo.py: no model '%s' (see --list)" % n, file=sys.stderr)
             return 2
-    devices = args.devices.split(",")
     for i, (name, zoo) in enumerate(todo):
+        # Each model in a process of its own: the memory of the last is returned, and one that
+        # exhausts the machine's is that model's row, not the sweep's end.
         start = time.time()
-        try:
-            result = sweep_one(name, zoo, args.graphjit, args.iters, devices)
-        except Exception:  # noqa: BLE001  one model's failure is its row, not the sweep's end
-            result = {"name": name, "zoo": zoo, "build_error": traceback.format_exc().splitlines()[-1][:300]}
+        path = os.path.join(OUT, name, "result.json")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.exists(path):
+            os.remove(path)
+        p = subprocess.run([sys.executable, __file__, "--one", zoo, "--graphjit", args.graphjit, "--devices",
+                            args.devices, "--iters", str(args.iters), name], capture_output=True, text=True)
+        if os.path.exists(path):
+            with open(path) as f:
+                result = json.load(f)
+        else:
+            why = ("killed (signal %d%s)" % (-p.returncode, ": out of memory" if p.returncode == -9 else "")
+                   if p.returncode < 0 else (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300])
+            result = {"name": name, "zoo": zoo, "build_error": why}
         result["sweep_seconds"] = round(time.time() - start, 1)
-        os.makedirs(os.path.join(OUT, name), exist_ok=True)
-        with open(os.path.join(OUT, name, "result.json"), "w") as f:
+        with open(path, "w") as f:
             json.dump(result, f, indent=1, sort_keys=True)
         print("[%d/%d] %-22s %s (%.0f s)" % (i + 1, len(todo), name, verdict(result, devices)[:200],
                                             time.time() - start), flush=True)
