@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -27,6 +28,49 @@ Value F32(Builder& b, double v) { return b.Float(v); }
 Value Binary(Op op, const Value& x, const Value& y, Builder& b) { return b.Apply(op, {x, y}); }
 Value Math(Op op, const Value& x, Builder& b) { return b.Apply(op, {x}, emitter::kAfn); }
 Value Divide(const Value& x, const Value& y, Builder& b) { return b.Apply(Op::kDivF, {x, y}); }
+
+// `v`, or 0 where x is 0 (TensorFlow's Xlogy, Xlog1py and Xdivy).
+Value ZeroWhereZero(const Value& x, const Value& v, Builder& b) {
+  return b.Select(b.Cmp(Pred::kOeq, x, b.Float(0)), b.Float(0), v);
+}
+
+// std::max(std::min(t, hi), lo): each a comparison `less` and a select.
+Value Clip(const std::vector<Value>& x, Pred less, Builder& b) {
+  const Value low = b.Select(b.Cmp(less, x[2], x[0]), x[2], x[0]);
+  return b.Select(b.Cmp(less, low, x[1]), x[1], low);
+}
+
+// TensorFlow's erfinv, ndtri(x / 2 + 1 / 2) / sqrt(2), with its float32 rounding of
+// y = x / 2 + 1 / 2: -inf at y = 0, inf at y = 1 (x = 0.99999994 rounds there), NaN outside
+// [0, 1]. Between, erfinv of the x that y stands for (x itself where x <= 0, where y is
+// exact; 2y - 1 above, where y rounds) by M. Giles' single-precision approximation
+// ("Approximating the erfinv function", GPU Computing Gems, 2011): a polynomial in
+// w = -log((1 - x)(1 + x)) - 2.5 below w = 5, in sqrt(w) - 3 above.
+Value Erfinv(const Value& x, Builder& b) {
+  const Value y = Binary(Op::kAddF, Binary(Op::kMulF, x, b.Float(0.5f), b), b.Float(0.5f), b);
+  const Value t =
+      b.Select(b.Cmp(Pred::kOle, x, b.Float(0)), x, Binary(Op::kSubF, Binary(Op::kMulF, y, b.Float(2), b), b.Float(1), b));
+  const Value w = b.Apply(
+      Op::kNegF,
+      {Math(Op::kLog, Binary(Op::kMulF, Binary(Op::kSubF, b.Float(1), t, b), Binary(Op::kAddF, b.Float(1), t, b), b), b)});
+  auto horner = [&](const std::vector<float>& c, const Value& v) {
+    Value p = b.Float(c[0]);
+    for (size_t i = 1; i < c.size(); ++i) p = Binary(Op::kAddF, b.Float(c[i]), Binary(Op::kMulF, p, v, b), b);
+    return p;
+  };
+  const Value central = horner({2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f, 0.00021858087f,
+                                -0.00125372503f, -0.00417768164f, 0.246640727f, 1.50140941f},
+                               Binary(Op::kSubF, w, b.Float(2.5f), b));
+  const Value tail = horner({-0.000200214257f, 0.000100950558f, 0.00134934322f, -0.00367342844f, 0.00573950773f, -0.0076224613f,
+                             0.00943887047f, 1.00167406f, 2.83297682f},
+                            Binary(Op::kSubF, Math(Op::kSqrt, w, b), b.Float(3), b));
+  Value r = Binary(Op::kMulF, b.Select(b.Cmp(Pred::kOlt, w, b.Float(5)), central, tail), t, b);
+  const float inf = std::numeric_limits<float>::infinity();
+  r = b.Select(b.Cmp(Pred::kOeq, y, b.Float(1)), b.Float(inf), r);
+  r = b.Select(b.Cmp(Pred::kOeq, y, b.Float(0)), b.Float(-inf), r);
+  const Value outside = b.Apply(Op::kOrI, {b.Cmp(Pred::kOlt, y, b.Float(0)), b.Cmp(Pred::kOgt, y, b.Float(1))});
+  return b.Select(outside, b.Float(std::numeric_limits<float>::quiet_NaN()), r);
+}
 
 // max(x, 0) with NaN passed through, as the reference Relu does.
 Value Relu(const Value& x, Builder& b) {
@@ -137,6 +181,10 @@ Lowering::Scalar BinaryOf(Op op) {
 Lowering::Scalar MathOf(Op op) {
   return [op](const auto& x, Builder& b) { return Math(op, x[0], b); };
 }
+// A libm function, called as it is (no afn: the GPU's lowering would pick a fast variant).
+Lowering::Scalar LibmOf(Op op) {
+  return [op](const auto& x, Builder& b) { return b.Apply(op, {x.begin(), x.end()}); };
+}
 Lowering::Scalar CmpOf(Pred pred) {
   return [pred](const auto& x, Builder& b) { return b.Cmp(pred, x[0], x[1]); };
 }
@@ -224,6 +272,31 @@ const std::map<std::string, Lowering, std::less<>>& Lowerings() {
       // every digit of a large argument (rotary position embeddings reach thousands).
       {"Sin", {MathOf(Op::kSin)}},
       {"Cos", {MathOf(Op::kCos)}},
+      // The others libm's too (glibc's vector functions on the CPU, libdevice's on the GPU),
+      // as the reference kernels call them.
+      {"Tan", {LibmOf(Op::kTan)}},
+      {"Asin", {LibmOf(Op::kAsin)}},
+      {"Acos", {LibmOf(Op::kAcos)}},
+      {"Atan", {LibmOf(Op::kAtan)}},
+      {"Atan2", {LibmOf(Op::kAtan2)}},
+      {"Sinh", {LibmOf(Op::kSinh)}},
+      {"Cosh", {LibmOf(Op::kCosh)}},
+      {"Asinh", {LibmOf(Op::kAsinh)}},
+      {"Acosh", {LibmOf(Op::kAcosh)}},
+      {"Atanh", {LibmOf(Op::kAtanh)}},
+      {"Expm1", {LibmOf(Op::kExpm1)}},
+      {"Erfinv", {[](const auto& x, Builder& b) { return Erfinv(x[0], b); }}},
+      // x * log(y), x * log1p(y), x / y; 0 where x is 0, whatever y is.
+      {"Xlogy",
+       {[](const auto& x, Builder& b) { return ZeroWhereZero(x[0], Binary(Op::kMulF, x[0], Math(Op::kLog, x[1], b), b), b); }}},
+      {"Xlog1py",
+       {[](const auto& x, Builder& b) { return ZeroWhereZero(x[0], Binary(Op::kMulF, x[0], Math(Op::kLog1p, x[1], b), b), b); }}},
+      {"Xdivy", {[](const auto& x, Builder& b) { return ZeroWhereZero(x[0], Divide(x[0], x[1], b), b); }}},
+      // std::max(std::min(t, max), min), as the reference kernel: a NaN t stays, a NaN bound
+      // is passed over.
+      {"ClipByValue",
+       {[](const auto& x, Builder& b) { return Clip(x, Pred::kOlt, b); },
+        [](const auto& x, Builder& b) { return Clip(x, Pred::kSlt, b); }}},
       {"Erf", {[](const auto& x, Builder& b) { return ScaledErf(x[0], 1, b); }}},
       {"Erfc", {[](const auto& x, Builder& b) { return Erfc(x[0], b); }}},
       {"Sqrt", {MathOf(Op::kSqrt)}},

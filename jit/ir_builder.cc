@@ -25,12 +25,16 @@ const OpInfo& InfoOf(Op op) {
       {"math.powf", 2, Domain::kFloat},      {"math.copysign", 2, Domain::kFloat},  {"math.absf", 1, Domain::kFloat},
       {"math.exp", 1, Domain::kFloat},       {"math.log", 1, Domain::kFloat},       {"math.log1p", 1, Domain::kFloat},
       {"math.tanh", 1, Domain::kFloat},      {"math.sin", 1, Domain::kFloat},       {"math.cos", 1, Domain::kFloat},
-      {"math.sqrt", 1, Domain::kFloat},      {"math.floor", 1, Domain::kFloat},     {"math.ceil", 1, Domain::kFloat},
-      {"math.roundeven", 1, Domain::kFloat}, {"arith.addi", 2, Domain::kInteger},   {"arith.subi", 2, Domain::kInteger},
-      {"arith.muli", 2, Domain::kInteger},   {"arith.divsi", 2, Domain::kInteger},  {"arith.divui", 2, Domain::kInteger},
-      {"arith.remui", 2, Domain::kInteger},  {"arith.maxsi", 2, Domain::kInteger},  {"arith.minsi", 2, Domain::kInteger},
-      {"arith.maxui", 2, Domain::kInteger},  {"arith.minui", 2, Domain::kInteger},  {"math.absi", 1, Domain::kInteger},
-      {"arith.andi", 2, Domain::kBits},      {"arith.ori", 2, Domain::kBits},       {"arith.xori", 2, Domain::kBits},
+      {"math.tan", 1, Domain::kFloat},       {"math.asin", 1, Domain::kFloat},      {"math.acos", 1, Domain::kFloat},
+      {"math.atan", 1, Domain::kFloat},      {"math.atan2", 2, Domain::kFloat},     {"math.sinh", 1, Domain::kFloat},
+      {"math.cosh", 1, Domain::kFloat},      {"math.asinh", 1, Domain::kFloat},     {"math.acosh", 1, Domain::kFloat},
+      {"math.atanh", 1, Domain::kFloat},     {"math.expm1", 1, Domain::kFloat},     {"math.sqrt", 1, Domain::kFloat},
+      {"math.floor", 1, Domain::kFloat},     {"math.ceil", 1, Domain::kFloat},      {"math.roundeven", 1, Domain::kFloat},
+      {"arith.addi", 2, Domain::kInteger},   {"arith.subi", 2, Domain::kInteger},   {"arith.muli", 2, Domain::kInteger},
+      {"arith.divsi", 2, Domain::kInteger},  {"arith.divui", 2, Domain::kInteger},  {"arith.remui", 2, Domain::kInteger},
+      {"arith.maxsi", 2, Domain::kInteger},  {"arith.minsi", 2, Domain::kInteger},  {"arith.maxui", 2, Domain::kInteger},
+      {"arith.minui", 2, Domain::kInteger},  {"math.absi", 1, Domain::kInteger},    {"arith.andi", 2, Domain::kBits},
+      {"arith.ori", 2, Domain::kBits},       {"arith.xori", 2, Domain::kBits},
   };
   static_assert(sizeof kOps / sizeof kOps[0] == static_cast<size_t>(Op::kXOrI) + 1);
   return kOps[static_cast<size_t>(op)];

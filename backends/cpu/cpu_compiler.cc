@@ -45,6 +45,7 @@
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -330,11 +331,16 @@ void DeclareVectorVariants(llvm::Function& f, llvm::StringRef params, llvm::Arra
 // (b), AVX2's 8 (d), AVX-512's 16 (e); the loop vectorizer calls the one of its width. The
 // JIT resolves them in libmvec.so.1, loaded into the process once; without it (another C
 // library), and in ahead-of-time code (which links with -lm alone), the calls stay libm's.
+// The other functions the kernels call libm for (see CallLibm) are called by their names.
 struct VectorMathFunction {
-  const char* intrinsic;  // on f32
+  const char* intrinsic;  // on f32: an LLVM intrinsic, or libm's function itself
   const char* name;       // libm's float function
+  int arity = 1;
 };
-constexpr VectorMathFunction kVectorMath[] = {{"llvm.sin.f32", "sinf"}, {"llvm.cos.f32", "cosf"}};
+constexpr VectorMathFunction kVectorMath[] = {
+    {"llvm.sin.f32", "sinf"}, {"llvm.cos.f32", "cosf"}, {"tanf", "tanf"},    {"asinf", "asinf"}, {"acosf", "acosf"},
+    {"atanf", "atanf"},       {"atan2f", "atan2f", 2},  {"sinhf", "sinhf"},  {"coshf", "coshf"}, {"asinhf", "asinhf"},
+    {"acoshf", "acoshf"},     {"atanhf", "atanhf"},     {"expm1f", "expm1f"}};
 
 bool LoadVectorMathLibrary() {
   static const bool loaded = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL) != nullptr;
@@ -350,17 +356,24 @@ void UseVectorMathLibrary(llvm::Module& module, const llvm::TargetMachine& machi
   for (const VectorMathFunction& f : kVectorMath) {
     llvm::Function* scalar = module.getFunction(f.intrinsic);
     if (scalar == nullptr || scalar->use_empty()) continue;
+    // libm's functions set errno, which nothing here reads: they are pure, as the vectorizer
+    // needs a call to be.
+    scalar->setDoesNotThrow();
+    scalar->setWillReturn();
+    scalar->setDoesNotAccessMemory();
+    const std::string params(f.arity, 'v');
     std::vector<std::string> mappings;
     for (auto [isa, lanes] : variants) {
-      const std::string name = std::string("_ZGV") + isa + "N" + std::to_string(lanes) + "v_" + f.name;
+      const std::string name = std::string("_ZGV") + isa + "N" + std::to_string(lanes) + params + "_" + f.name;
       auto* type = llvm::FixedVectorType::get(llvm::Type::getFloatTy(ctx), lanes);
-      llvm::FunctionCallee callee = module.getOrInsertFunction(name, llvm::FunctionType::get(type, {type}, false));
+      const std::vector<llvm::Type*> args(f.arity, type);
+      llvm::FunctionCallee callee = module.getOrInsertFunction(name, llvm::FunctionType::get(type, args, false));
       auto* vector = llvm::cast<llvm::Function>(callee.getCallee());
       vector->setDoesNotThrow();
       vector->setWillReturn();
       vector->setDoesNotAccessMemory();
       llvm::appendToCompilerUsed(module, {vector});
-      mappings.push_back("_ZGV_LLVM_N" + std::to_string(lanes) + "v_" + scalar->getName().str() + "(" + name + ")");
+      mappings.push_back("_ZGV_LLVM_N" + std::to_string(lanes) + params + "_" + scalar->getName().str() + "(" + name + ")");
     }
     for (llvm::User* user : scalar->users())
       if (auto* call = llvm::dyn_cast<llvm::CallInst>(user)) llvm::VFABI::setVectorVariantNames(call, mappings);
@@ -622,10 +635,45 @@ struct ToLlvmIntrinsic : mlir::OpRewritePattern<MathOp> {
   }
 };
 
+// The other libm functions the kernels use (tan, the inverse and hyperbolic functions,
+// atan2, expm1) as calls of libm's float functions by name, before MLIR's polynomials take
+// those it has (atan, atan2, expm1: less accurate than libm, which the reference kernels
+// call); in vector loops, libmvec's (UseVectorMathLibrary).
+template <typename MathOp>
+struct ToLibmCall : mlir::OpRewritePattern<MathOp> {
+  ToLibmCall(mlir::MLIRContext* context, const char* name)
+      : mlir::OpRewritePattern<MathOp>(context, /*benefit=*/2), name_(name) {}
+  mlir::LogicalResult matchAndRewrite(MathOp op, mlir::PatternRewriter& rewriter) const override {
+    if (!op.getType().isF32()) return mlir::failure();
+    auto module = op->template getParentOfType<mlir::ModuleOp>();
+    if (!module.template lookupSymbol<mlir::func::FuncOp>(name_)) {
+      mlir::OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      auto type = rewriter.getFunctionType(llvm::SmallVector<mlir::Type>(op->getNumOperands(), op.getType()), {op.getType()});
+      rewriter.create<mlir::func::FuncOp>(op.getLoc(), name_, type).setPrivate();
+    }
+    rewriter.replaceOpWithNewOp<mlir::func::CallOp>(op, name_, mlir::TypeRange{op.getType()}, op->getOperands());
+    return mlir::success();
+  }
+  const char* name_;
+};
+
 void KeepLibmAccuracy(mlir::RewritePatternSet& patterns) {
-  patterns.getContext()->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
+  mlir::MLIRContext* context = patterns.getContext();
+  context->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
   patterns.add<ToLlvmIntrinsic<mlir::math::SinOp, mlir::LLVM::SinOp>, ToLlvmIntrinsic<mlir::math::CosOp, mlir::LLVM::CosOp>>(
-      patterns.getContext());
+      context);
+  patterns.add<ToLibmCall<mlir::math::TanOp>>(context, "tanf");
+  patterns.add<ToLibmCall<mlir::math::AsinOp>>(context, "asinf");
+  patterns.add<ToLibmCall<mlir::math::AcosOp>>(context, "acosf");
+  patterns.add<ToLibmCall<mlir::math::AtanOp>>(context, "atanf");
+  patterns.add<ToLibmCall<mlir::math::Atan2Op>>(context, "atan2f");
+  patterns.add<ToLibmCall<mlir::math::SinhOp>>(context, "sinhf");
+  patterns.add<ToLibmCall<mlir::math::CoshOp>>(context, "coshf");
+  patterns.add<ToLibmCall<mlir::math::AsinhOp>>(context, "asinhf");
+  patterns.add<ToLibmCall<mlir::math::AcoshOp>>(context, "acoshf");
+  patterns.add<ToLibmCall<mlir::math::AtanhOp>>(context, "atanhf");
+  patterns.add<ToLibmCall<mlir::math::ExpM1Op>>(context, "expm1f");
 }
 
 // CompileToObject's work, which may end in an LLVM fatal error.

@@ -49,6 +49,35 @@
 namespace graphjit::nvptx {
 namespace {
 
+// The math ops convert-gpu-to-nvvm (MLIR 19) leaves alone, as calls of libdevice's
+// functions, declared in the gpu.module that calls them.
+void CallLibdevice(mlir::ModuleOp module) {
+  static const std::map<std::string, std::string, std::less<>> kFunctions = {
+      {"math.asin", "__nv_asinf"},   {"math.acos", "__nv_acosf"},   {"math.sinh", "__nv_sinhf"},  {"math.cosh", "__nv_coshf"},
+      {"math.asinh", "__nv_asinhf"}, {"math.acosh", "__nv_acoshf"}, {"math.atanh", "__nv_atanhf"}};
+  std::vector<std::pair<mlir::Operation*, std::string>> calls;
+  module->walk([&](mlir::Operation* op) {
+    auto it = kFunctions.find(op->getName().getStringRef());
+    if (it != kFunctions.end() && op->getNumResults() == 1 && op->getResult(0).getType().isF32())
+      calls.emplace_back(op, it->second);
+  });
+  for (auto& [op, name] : calls) {
+    auto kernels = op->getParentOfType<mlir::gpu::GPUModuleOp>();
+    if (!kernels) continue;
+    auto function = kernels.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name);
+    const mlir::Type f32 = op->getResult(0).getType();
+    if (!function) {
+      mlir::OpBuilder builder(module.getContext());
+      builder.setInsertionPointToStart(&kernels.getBodyRegion().front());
+      function = builder.create<mlir::LLVM::LLVMFuncOp>(op->getLoc(), name, mlir::LLVM::LLVMFunctionType::get(f32, {f32}));
+    }
+    mlir::OpBuilder builder(op);
+    auto call = builder.create<mlir::LLVM::CallOp>(op->getLoc(), function, op->getOperands());
+    op->getResult(0).replaceAllUsesWith(call.getResult());
+    op->erase();
+  }
+}
+
 using Clock = std::chrono::steady_clock;
 
 void InitializeOnce() {
@@ -136,6 +165,7 @@ StatusOr<CompiledModule> Compile(const std::string& text, const CompileOptions& 
 
   // 1. The kernels to the NVVM and LLVM dialects: math ops as calls to libdevice, those
   // libdevice does not implement (absi, fma, ...) as LLVM intrinsics.
+  CallLibdevice(*module);
   const std::string sm = "sm_" + std::to_string(options.sm);
   const std::string to_nvvm =
       "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"

@@ -520,6 +520,52 @@ OpDef LogicalBinaryOp(const char* name, bool is_and) {
 
 // ---- the op table ----------------------------------------------------------------
 
+// ClipByValue(t, min, max): min(max(t, min), max)... as TensorFlow's CPU kernel computes it,
+// t.cwiseMin(max).cwiseMax(min) with std::min and std::max per element: a NaN of t stays, a
+// NaN bound is passed over. The bounds are scalars or of t's shape.
+OpDef ClipByValueOp() {
+  OpDef def;
+  def.name = "ClipByValue";
+  def.min_inputs = def.max_inputs = 3;
+  def.infer = [](InferenceContext& c) -> Status {
+    GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0, 1, 2}));
+    GJ_RETURN_IF_ERROR(CheckTypeSet(c, t, TypeSet::kNumeric));
+    for (int i : {1, 2}) {
+      const Shape& b = c.shape(i);
+      if (b.IsFullyDefined() && b.num_elements() == 1 && b.rank() == 0) continue;
+      if (b.IsFullyDefined() && c.shape(0).IsFullyDefined() && b != c.shape(0))
+        return c.ShapeError("clip_value_min and clip_value_max must be scalars or of t's shape " + c.shape(0).ToString() +
+                            ", got " + b.ToString());
+    }
+    c.AddOutput(t, c.shape(0));
+    return Status::Ok();
+  };
+  def.compute = [](KernelContext& ctx) -> Status {
+    const Tensor &x = ctx.input(0), &lo = ctx.input(1), &hi = ctx.input(2);
+    for (const Tensor* b : {&lo, &hi})
+      if (b->shape().rank() != 0 && b->shape() != x.shape())
+        return ctx.Error("clip_value_min and clip_value_max must be scalars or of t's shape " + x.shape().ToString() + ", got " +
+                         b->shape().ToString());
+    GJ_ASSIGN_OR_RETURN(Tensor * out, ctx.ForwardInputOrAllocateOutput({0}, 0));
+    return VisitTypes<TypeSet::kNumeric>(x.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using C = ComputeType<T>;
+      const T *px = x.data<T>(), *pl = lo.data<T>(), *ph = hi.data<T>();
+      const bool lo_all = lo.shape().rank() == 0, hi_all = hi.shape().rank() == 0;
+      T* po = out->data<T>();
+      ctx.ParallelFor(x.num_elements(), 2, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const C v = static_cast<C>(px[i]), l = static_cast<C>(pl[lo_all ? 0 : i]), h = static_cast<C>(ph[hi_all ? 0 : i]);
+          const C r = std::min(v, h);
+          po[i] = static_cast<T>(std::max(r, l));
+        }
+      });
+      return Status::Ok();
+    });
+  };
+  return def;
+}
+
 std::vector<OpDef> ElementwiseOps() {
   using TS = TypeSet;
   std::vector<OpDef> ops;
@@ -563,6 +609,33 @@ std::vector<OpDef> ElementwiseOps() {
   // exact for every float.
   ops.push_back(UnaryOp<TS::kFloat>("Sin", 8, [](const auto& x, auto) { return x.sin(); }));
   ops.push_back(UnaryOp<TS::kFloat>("Cos", 8, [](const auto& x, auto) { return x.cos(); }));
+  // The other trigonometric and hyperbolic functions and expm1, libm's per element as
+  // Eigen's scalar ops call them for TensorFlow's CPU kernels (16-bit floats in float).
+  auto libm = [](auto fn) {
+    return [fn](const auto& x, auto) {
+      using C = ScalarOf<decltype(x)>;
+      return x.unaryExpr([fn](C v) { return static_cast<C>(fn(v)); });
+    };
+  };
+  ops.push_back(UnaryOp<TS::kFloat>("Tan", 8, libm([](auto v) { return std::tan(v); })));
+  ops.push_back(UnaryOp<TS::kFloat>("Asin", 8, libm([](auto v) { return std::asin(v); })));
+  ops.push_back(UnaryOp<TS::kFloat>("Acos", 8, libm([](auto v) { return std::acos(v); })));
+  ops.push_back(UnaryOp<TS::kFloat>("Atan", 8, libm([](auto v) { return std::atan(v); })));
+  ops.push_back(UnaryOp<TS::kFloat>("Sinh", 8, libm([](auto v) { return std::sinh(v); })));
+  ops.push_back(UnaryOp<TS::kFloat>("Cosh", 8, libm([](auto v) { return std::cosh(v); })));
+  ops.push_back(UnaryOp<TS::kFloat>("Asinh", 8, libm([](auto v) { return std::asinh(v); })));
+  ops.push_back(UnaryOp<TS::kFloat>("Acosh", 8, libm([](auto v) { return std::acosh(v); })));
+  ops.push_back(UnaryOp<TS::kFloat>("Atanh", 8, libm([](auto v) { return std::atanh(v); })));
+  ops.push_back(UnaryOp<TS::kFloat>("Expm1", 8, libm([](auto v) { return std::expm1(v); })));
+  // TensorFlow's erfinv: ndtri(x / 2 + 1 / 2) / sqrt(2) (Eigen's ndtri), NaN where
+  // x / 2 + 1 / 2 is outside [0, 1] (as TensorFlow's Eigen; older ones give +/-inf).
+  ops.push_back(UnaryOp<TS::kFloat>("Erfinv", 12, [](const auto& x, auto) {
+    using C = ScalarOf<decltype(x)>;
+    return x.unaryExpr([](C v) {
+      const C y = v * C(0.5) + C(0.5);
+      return y < C(0) || y > C(1) ? std::numeric_limits<C>::quiet_NaN() : Eigen::numext::ndtri(y) * C(M_SQRT1_2);
+    });
+  }));
   ops.push_back(UnaryOp<TS::kFloat>("Sigmoid", 8, [](const auto& x, auto) { return ZeroBelowNormal(x.logistic()); }));
   ops.push_back(UnaryOp<TS::kFloat>("Erf", 8, [](const auto& x, auto) { return x.erf(); }));
   // libm's erfcf per element (Eigen's erfc); tiny results flushed as the exp-based ops do.
@@ -635,6 +708,23 @@ std::vector<OpDef> ElementwiseOps() {
     using C = ScalarOf<decltype(y)>;
     return dy * y * (C(1) - y);
   }));
+  ops.push_back(BinaryOp<TS::kFloat, false>("Atan2", 16, [](const auto& y, const auto& x) {
+    using C = ScalarOf<decltype(y)>;
+    return y.binaryExpr(x, [](C a, C b) { return static_cast<C>(std::atan2(a, b)); });
+  }));
+  // x * log(y), x * log1p(y), x / y; 0 where x is 0 (whatever y is), as TensorFlow's.
+  ops.push_back(BinaryOp<TS::kFloat, false>("Xlogy", 16, [](const auto& x, const auto& y) {
+    using C = ScalarOf<decltype(x)>;
+    return x.binaryExpr(y, [](C a, C b) { return a == C(0) ? C(0) : static_cast<C>(a * std::log(b)); });
+  }));
+  ops.push_back(BinaryOp<TS::kFloat, false>("Xlog1py", 16, [](const auto& x, const auto& y) {
+    using C = ScalarOf<decltype(x)>;
+    return x.binaryExpr(y, [](C a, C b) { return a == C(0) ? C(0) : static_cast<C>(a * std::log1p(b)); });
+  }));
+  ops.push_back(BinaryOp<TS::kFloat, false>("Xdivy", 4, [](const auto& x, const auto& y) {
+    using C = ScalarOf<decltype(x)>;
+    return x.binaryExpr(y, [](C a, C b) { return a == C(0) ? C(0) : static_cast<C>(a / b); });
+  }));
   ops.push_back(FloorDivModOp<false>());
   ops.push_back(FloorDivModOp<true>());
   ops.push_back(BinaryOp<TS::kFloat, false>("Pow", 16, [](const auto& x, const auto& y) {
@@ -657,6 +747,7 @@ std::vector<OpDef> ElementwiseOps() {
   ops.push_back(LogicalBinaryOp("LogicalOr", false));
 
   ops.push_back(AddNOp());
+  ops.push_back(ClipByValueOp());
   ops.push_back(SelectOp("Select", false));
   ops.push_back(SelectOp("SelectV2", true));
   ops.push_back(BiasAddOp());

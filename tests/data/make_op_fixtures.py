@@ -482,6 +482,71 @@ unary("sigmoid_f16", "Sigmoid", lambda r: normal(r, [3, 4], 3, np.float16), F16)
 unary("sin_f16", "Sin", lambda r: normal(r, [3, 4], 100, np.float16), F16)
 unary("cos_f16", "Cos", lambda r: normal(r, [3, 4], 100, np.float16), F16)
 
+# The other trigonometric and hyperbolic functions, expm1 and erfinv, each over its domain
+# and past it (NaN there), with its poles, overflows and signed zeros.
+unary("tan_f32", "Tan", _n([4, 6], 3, TRIG_SPECIAL + [1.5707963, -1.5707964]), TRANS,
+      desc="Tan on float32[4, 6] incl. near its poles, large arguments (1e8, 1e30, -3e38), +/-inf, NaN")
+_INV = [NAN, INF, -INF, -0.0, 0.0, 1.0, -1.0, 1.0000001, -1.5, 1e-30, 0.99999994, -0.5]
+unary("asin_f32", "Asin", _u([4, 5], -1, 1, _INV), TRANS,
+      desc="Asin on float32[4, 5] in [-1, 1] incl. +/-1, just past them, +/-inf, NaN, +/-0")
+unary("acos_f32", "Acos", _u([4, 5], -1, 1, _INV), TRANS,
+      desc="Acos on float32[4, 5] in [-1, 1] incl. +/-1, just past them, +/-inf, NaN, +/-0")
+unary("atan_f32", "Atan", _n([4, 5], 10, [NAN, INF, -INF, -0.0, 0.0, 1e30, -1e-30, 1.0, -1.0]), TRANS)
+unary("sinh_f32", "Sinh", _n([4, 5], 5, [NAN, INF, -INF, -0.0, 89.0, 90.0, -89.5, 1e-6, -1e-30]), TRANS,
+      desc="Sinh on float32[4, 5] incl. its overflow (89, 90), +/-inf, NaN, tiny arguments")
+unary("cosh_f32", "Cosh", _n([4, 5], 5, [NAN, INF, -INF, -0.0, 89.0, 90.0, -89.5, 1e-6]), TRANS,
+      desc="Cosh on float32[4, 5] incl. its overflow (89, 90), +/-inf, NaN")
+unary("asinh_f32", "Asinh", _n([4, 5], 100, [NAN, INF, -INF, -0.0, 3e38, -3e38, 1e-30, 0.5]), TRANS)
+unary("acosh_f32", "Acosh", _u([4, 5], 1, 100, [NAN, INF, -INF, 1.0, 0.99999994, 0.0, 3e38, 1.0000001]), TRANS,
+      desc="Acosh on float32[4, 5] in [1, 100] incl. 1, just below it, 0, 3e38, +/-inf, NaN")
+unary("atanh_f32", "Atanh", _u([4, 5], -1, 1, _INV), TRANS,
+      desc="Atanh on float32[4, 5] in (-1, 1) incl. its poles +/-1, past them, +/-inf, NaN, +/-0")
+unary("expm1_f32", "Expm1", _u([4, 5], -5, 5, [NAN, INF, -INF, -0.0, 1e-10, -1e-7, 88.7, 89.0, -100.0]), TRANS,
+      desc="Expm1 on float32[4, 5] incl. tiny arguments (1e-10), its overflow (88.7, 89), -100, +/-inf, NaN, -0")
+unary("erfinv_f32", "Erfinv", _u([4, 5], -1, 1, _INV + [0.9999, -0.99999994, 1e-4]), TRANS,
+      ref=False,  # TensorFlow's float32 Erfinv rounds x / 2 + 1 / 2: 0.99999994 and 1.0000001 give inf
+      desc="Erfinv on float32[4, 5] in (-1, 1) incl. its poles +/-1, their neighbours (inf: TensorFlow rounds "
+      "x / 2 + 1 / 2 in float32), past them, +/-inf, NaN, +/-0")
+unary("erfinv_f64", "Erfinv", lambda r: sprinkle(r, uniform(r, [3, 4], -1, 1).astype(np.float64), [NAN, 1.0, -0.0]),
+      F64_TRANS)
+unary("atanh_f16", "Atanh", lambda r: uniform(r, [3, 4], -1, 1).astype(np.float16), F16)
+unary("expm1_bf16", "Expm1", _u([3, 4], -3, 3), BF16_TOL, dtype="bf16", desc="Expm1 on bfloat16 (fed as float32, Cast in the graph) [3, 4]")
+unary("tan_f64", "Tan", lambda r: sprinkle(r, normal(r, [3, 4], 3, np.float64), [NAN, 1e22]), F64_TRANS)
+binary("atan2_f32", "Atan2",
+       _pairs([4, 5], [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (-0.0, -0.0), (1.0, 0.0), (-1.0, -0.0), (INF, INF),
+                       (-INF, INF), (INF, -INF), (NAN, 1.0), (1.0, NAN), (1e-30, -1e30), (3.0, -INF)], 3.0),
+       TRANS, argnames=("y", "x"),
+       desc="Atan2(y, x) float32[4, 5] incl. every signed zero pair, infinities, NaN, tiny over huge")
+binary("atan2_broadcast_f16", "Atan2", lambda r: (normal(r, [3, 4], 2, np.float16), normal(r, [4], 2, np.float16)),
+       F16, argnames=("y", "x"), desc="Atan2(y, x) float16[3, 4] over [4]")
+_XPAIRS = [(0.0, 0.0), (0.0, -1.0), (0.0, NAN), (0.0, INF), (-0.0, 2.0), (1.0, 0.0), (NAN, 0.0), (2.0, INF), (-3.0, 1e-30)]
+binary("xlogy_f32", "Xlogy", _pairs([3, 5], _XPAIRS, 2.0), TRANS,
+       desc="Xlogy float32[3, 5] incl. x = 0 (0 for any y: 0, -1, NaN, inf), y = 0, NaN x, huge and tiny y")
+binary("xlog1py_f32", "Xlog1py", _pairs([3, 5], _XPAIRS + [(1.0, -1.0), (1.0, 1e-10)], 2.0), TRANS,
+       desc="Xlog1py float32[3, 5] incl. x = 0 (0 for any y), y = -1, tiny y, NaN x")
+binary("xdivy_f32", "Xdivy", _pairs([3, 5], _XPAIRS, 2.0), ROUND1,
+       desc="Xdivy float32[3, 5] incl. x = 0 (0 for any y: 0, NaN, inf), y = 0, NaN x")
+binary("xlogy_broadcast_bf16", "Xlogy", _two([3, 1], [1, 4], 2.0, fy=lambda r, s: uniform(r, s, 0.1, 5)), BF16_TOL,
+       dtype="bf16", desc="Xlogy bfloat16 (fed as float32, Cast in the graph) [3, 1] and [1, 4]")
+
+
+def clip_case(name, shape, lo, hi, dtype=np.float32, specials=()):
+    """ClipByValue(t, lo, hi) with scalar or full-shape bounds (constants)."""
+    def build(b):
+        x = b.ph("t", sprinkle(b.rng, normal(b.rng, shape, 3).astype(dtype), specials)
+                 if dtype != np.int32 else ints(b.rng, shape, -9, 9, np.int32))
+        tf.raw_ops.ClipByValue(t=x, clip_value_min=const(np.asarray(lo, dtype), "lo"),
+                               clip_value_max=const(np.asarray(hi, dtype), "hi"), name="y")
+        b.fetch("y")
+    add_case(name, "ClipByValue %s%s to [%s, %s]%s" % (np.dtype(dtype).name, list(shape), lo if np.ndim(lo) == 0 else
+             "a tensor", hi if np.ndim(hi) == 0 else "a tensor", " incl. NaN, +/-inf" if specials else ""), IEEE, build)
+
+
+clip_case("clip_by_value_f32", [3, 5], -1.0, 2.0, specials=[NAN, INF, -INF, -0.0])
+clip_case("clip_by_value_i32", [4, 3], -2, 5, np.int32)
+clip_case("clip_by_value_tensors_f16", [2, 3], [[-1, 0, 1], [-2, 2, 0]], [[1, 1, 2], [0, 3, 0.5]], np.float16)
+clip_case("clip_by_value_nan_bounds_f32", [2, 4], NAN, [[1, NAN, 2, 3], [NAN, 0, 0, 1]])
+
 _bf = "bfloat16 (fed as float32, Cast in the graph)"
 unary("relu_bf16", "Relu", _n([3, 4], 2, [INF, -INF]), IEEE, dtype="bf16",
       desc="Relu on %s [3, 4]" % _bf)

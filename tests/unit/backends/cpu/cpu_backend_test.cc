@@ -511,6 +511,108 @@ INSTANTIATE_TEST_SUITE_P(CpuBackend, SinCosForms,
                                          SinCosForm{"x86-64-v3", 0, "8 x float> @_ZGVdN8v_"},
                                          SinCosForm{"x86-64", 0, "4 x float> @_ZGVbN4v_"}));
 
+// The other libm functions the JIT calls (tan, the inverse and hyperbolic functions, expm1,
+// atan2) over a chunk, as the CPU backend compiles them: calls of libm's float functions by
+// name, which vector loops call as libmvec's of their width.
+constexpr const char* kLibm = R"mlir(
+func.func @libm(%x: memref<4099xf32>, %y: memref<4099xf32>, %o0: memref<4099xf32>, %o1: memref<4099xf32>,
+                %o2: memref<4099xf32>, %o3: memref<4099xf32>, %o4: memref<4099xf32>, %o5: memref<4099xf32>,
+                %o6: memref<4099xf32>, %o7: memref<4099xf32>, %o8: memref<4099xf32>, %o9: memref<4099xf32>,
+                %o10: memref<4099xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>,
+                                   affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>,
+                                   affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>,
+                                   affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>,
+                                   affine_map<(i) -> (i)>],
+                  iterator_types = ["parallel"]}
+      ins(%x, %y : memref<4099xf32>, memref<4099xf32>)
+      outs(%o0, %o1, %o2, %o3, %o4, %o5, %o6, %o7, %o8, %o9, %o10 : memref<4099xf32>, memref<4099xf32>,
+           memref<4099xf32>, memref<4099xf32>, memref<4099xf32>, memref<4099xf32>, memref<4099xf32>,
+           memref<4099xf32>, memref<4099xf32>, memref<4099xf32>, memref<4099xf32>) {
+  ^bb0(%a: f32, %b: f32, %p0: f32, %p1: f32, %p2: f32, %p3: f32, %p4: f32, %p5: f32, %p6: f32, %p7: f32, %p8: f32,
+       %p9: f32, %p10: f32):
+    %r0 = math.tan %a : f32
+    %r1 = math.asin %a : f32
+    %r2 = math.acos %a : f32
+    %r3 = math.atan %a : f32
+    %r4 = math.sinh %a : f32
+    %r5 = math.cosh %a : f32
+    %r6 = math.asinh %a : f32
+    %r7 = math.acosh %a : f32
+    %r8 = math.atanh %a : f32
+    %r9 = math.expm1 %a : f32
+    %r10 = math.atan2 %a, %b : f32
+    linalg.yield %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9, %r10 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+  }
+  return
+}
+)mlir";
+
+// Within 4 ulp (glibc's bound for libmvec) of each function in double, on every 4093rd float
+// of either sign (atan2's second argument the floats in reverse), in and out of each domain:
+// NaN where the true value is, infinities where it overflows. An ulp is that of the true value
+// (of the smallest normal below it).
+class LibmForms : public testing::TestWithParam<SinCosForm> {};
+
+TEST_P(LibmForms, LibmFunctionsAreWithinFourUlpsEverywhere) {
+  cpu::CompileOptions options;
+  options.keep_stages = true;
+  options.target = {GetParam().cpu, "", GetParam().vector_width};
+  auto exe = cpu::Compile(kLibm, options);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  const std::string& ir = (*exe)->report().llvm_ir;
+  const std::string variant = GetParam().variant;
+  for (const char* f : {"v_tanf", "v_asinf", "v_expm1f"})
+    EXPECT_NE(ir.find("call <" + variant.substr(0, variant.size() - 2) + f), std::string::npos) << f << " in\n" << ir;
+  EXPECT_NE(ir.find("vv_atan2f"), std::string::npos) << ir;
+  if (!(*exe)->Function("libm").ok()) GTEST_SKIP() << "the host cannot run code for " << GetParam().cpu << ": " << cpu::HostCpu();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1.0f, -1.0f, 89.0f, 90.0f};
+  AppendEitherSign(0, 0x7F800000u - 1, 4093, &xs);
+  const std::vector<float> ys(xs.rbegin(), xs.rend());
+  constexpr int kFunctions = 11;
+  std::vector<std::vector<float>> out(kFunctions, std::vector<float>(xs.size()));
+  for (size_t i = 0; i < xs.size(); i += kExpChunk) {
+    std::vector<void*> buffers = {const_cast<float*>(&xs[i]), const_cast<float*>(&ys[i])};
+    for (auto& o : out) buffers.push_back(&o[i]);
+    ASSERT_TRUE((*exe)->Call("libm", buffers).ok());
+  }
+  using F = double (*)(double);
+  const std::pair<const char*, F> unary[] = {
+      {"tan", [](double v) { return std::tan(v); }},     {"asin", [](double v) { return std::asin(v); }},
+      {"acos", [](double v) { return std::acos(v); }},   {"atan", [](double v) { return std::atan(v); }},
+      {"sinh", [](double v) { return std::sinh(v); }},   {"cosh", [](double v) { return std::cosh(v); }},
+      {"asinh", [](double v) { return std::asinh(v); }}, {"acosh", [](double v) { return std::acosh(v); }},
+      {"atanh", [](double v) { return std::atanh(v); }}, {"expm1", [](double v) { return std::expm1(v); }}};
+  double worst = 0;
+  int64_t failures = 0;
+  auto check = [&](const char* name, float x, float got, double want) {
+    bool ok;
+    if (std::isnan(want)) {
+      ok = std::isnan(got);
+    } else if (std::isinf(static_cast<float>(want))) {
+      ok = got == static_cast<float>(want) || std::abs(got) == std::numeric_limits<float>::max();
+    } else {
+      const double ulp = std::ldexp(1.0, std::max(std::ilogb(want), -126) - 23);
+      worst = std::max(worst, std::abs(got - want) / ulp);
+      ok = std::abs(got - want) <= 4 * ulp;
+    }
+    if (!ok && ++failures <= 10) ADD_FAILURE() << name << "(" << x << ") = " << got << ", not " << want;
+  };
+  for (size_t i = 0; i < xs.size(); ++i) {
+    for (int f = 0; f < kFunctions - 1; ++f) check(unary[f].first, xs[i], out[f][i], unary[f].second(xs[i]));
+    check("atan2", xs[i], out[kFunctions - 1][i], std::atan2(static_cast<double>(xs[i]), static_cast<double>(ys[i])));
+  }
+  EXPECT_EQ(failures, 0);
+  RecordProperty("worst_ulp", std::to_string(worst));
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuBackend, LibmForms,
+                         testing::Values(SinCosForm{"x86-64-v4", 0, "16 x float> @_ZGVeN16v_"},
+                                         SinCosForm{"x86-64-v4", 256, "8 x float> @_ZGVdN8v_"},
+                                         SinCosForm{"x86-64-v3", 0, "8 x float> @_ZGVdN8v_"},
+                                         SinCosForm{"x86-64", 0, "4 x float> @_ZGVbN4v_"}));
+
 // Code for a CPU without AVX-512 runs on every x86-64 host of this project.
 TEST(CpuBackend, RunsCodeForACpuWithoutAvx512) {
   if (!HostHas("avx2")) GTEST_SKIP() << "the host has no AVX2: " << cpu::HostCpu();

@@ -1,0 +1,14 @@
+
+2
+xPlaceholder*
+dtype0*
+shape
+:
+2
+yPlaceholder*
+dtype0*
+shape
+:
+
+zXdivyxy*
+T0"ª
