@@ -859,8 +859,10 @@ StatusOr<bool> FunctionalizeOneLoop(Graph* graph) {
 
 StatusOr<bool> InlineFunctionCalls(Graph* graph) {
   // A body may call functions too: its calls come after, and are inlined in turn, one level
-  // deeper. A function that calls itself would never end.
+  // deeper. A function that calls itself would never end; one that calls another twice at
+  // each of many levels would fill memory.
   constexpr int kMaxDepth = 32;
+  constexpr int kMaxNodes = 1 << 22;
   std::vector<int> depth(graph->num_nodes(), 0);
   bool changed = false;
   for (int id = 0; id < graph->num_nodes(); ++id) {
@@ -868,10 +870,13 @@ StatusOr<bool> InlineFunctionCalls(Graph* graph) {
     if (depth[id] >= kMaxDepth)
       return Unimplemented(NodeLabel(*graph->node(id)) + ": function calls nested more than " + std::to_string(kMaxDepth) +
                            " deep (a function that calls itself?)");
+    if (graph->num_nodes() > kMaxNodes)
+      return Unimplemented(NodeLabel(*graph->node(id)) + ": function calls expand the graph past " +
+                           std::to_string(kMaxNodes) + " nodes");
     GJ_ASSIGN_OR_RETURN(std::vector<int> added, InlineCall(graph, id));
     depth.resize(graph->num_nodes(), 0);
     for (int a : added) depth[a] = depth[id] + 1;
-    changed |= !IsCallOp(graph->node(id)->op);
+    changed = true;
   }
   return changed;
 }

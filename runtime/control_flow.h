@@ -44,9 +44,9 @@ Status FunctionalizeControlFlow(Graph* graph);
 //  - each function call as its function's body: the body's nodes, named "<call>/<node>",
 //    read the call's inputs where the body reads its arguments, and the call becomes an
 //    Identity (IdentityN, or a NoOp for no outputs) of its results, keeping its name and
-//    outputs; calls in a body are inlined in turn (32 levels at most). A call of a function
-//    the library lacks is an error. Stateful calls are inlined too: the body's control
-//    edges keep its order, and graphjit runs what the fetches need;
+//    outputs; calls in a body are inlined in turn (32 levels and 4M nodes at most). A call
+//    of a function the library lacks is an error. Stateful calls are inlined too: the
+//    body's control edges keep its order, and graphjit runs what the fetches need;
 StatusOr<bool> InlineFunctionCalls(Graph* graph);
 //  - each TensorList of a static size as a dense tensor;
 StatusOr<bool> LowerTensorLists(Graph* graph);

@@ -258,6 +258,13 @@ def graphjit_bench(graphjit, directory, feeds, iters):
     return times
 
 
+def why(e):
+    """An exception's type and the last line of its message (TensorFlow's traceback of the
+    user's code first, the reason last)."""
+    lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+    return "%s: %s" % (type(e).__name__, lines[-1][:300] if lines else "")
+
+
 def sweep_one(name, zoo, graphjit, iters, devices):
     import numpy as np
     directory = os.path.join(OUT, name)
@@ -276,7 +283,7 @@ def sweep_one(name, zoo, graphjit, iters, devices):
             values = HUB_INPUT_VALUES.get(name)
         feeds = feeds_for(model, shapes, rng, values)
     except Exception as e:  # noqa: BLE001
-        result["build_error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+        result["build_error"] = why(e)
         return result
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -285,7 +292,7 @@ def sweep_one(name, zoo, graphjit, iters, devices):
         feeds = {placeholders[k]: v for k, v in feeds.items() if k in placeholders}
         refs = run_tf(graph_def, feeds, fetches)
     except Exception as e:  # noqa: BLE001
-        result["freeze_error"] = "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:300])
+        result["freeze_error"] = why(e)
         return result
     with open(os.path.join(directory, "model.pb"), "wb") as f:
         f.write(graph_def.SerializeToString(deterministic=True))

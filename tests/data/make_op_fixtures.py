@@ -1936,6 +1936,107 @@ movement_case("gather_nd_rows_f16", "GatherNd float16[4, 3] at [[3], [0], [3]] -
               "GatherNd", [4, 3], np.float16, consts=[("indices", i32([[3], [0], [3]]))])
 
 
+def topk_case(name, shape, k, dtype=np.float32, index_type=tf.int32, specials=()):
+    """TopKV2 over the last dim (sorted): ties (repeated values, -0 and +0) ordered by index."""
+    def build(b):
+        if dtype == np.int32:
+            x = ints(b.rng, shape, -3, 4, np.int32)
+        else:
+            x = sprinkle(b.rng, np.round(normal(b.rng, shape, 2) * 2) / 2, specials).astype(dtype)
+        xt = b.ph("x", x)
+        v, i = tf.raw_ops.TopKV2(input=xt, k=const(np.int32(k), "k"), sorted=True, index_type=index_type, name="top")
+        tf.identity(v if dtype != np.float16 else tf.cast(v, tf.float32), name="values")
+        tf.identity(i, name="indices")
+        b.fetch("values", "indices")
+    add_case(name, "TopKV2 %s%s k=%d (%s indices), values rounded to halves: ties%s" % (
+        np.dtype(dtype).name, list(shape), k, index_type.name, ", +/-inf, -0 and +0" if specials else ""), EXACT, build)
+
+
+topk_case("top_k_f32", [3, 9], 4, specials=[INF, -INF, -0.0, 0.0])
+topk_case("top_k_all_i32_i64", [2, 6], 6, np.int32, tf.int64)
+topk_case("top_k_f16", [4, 5], 2, np.float16)
+topk_case("top_k_k0_f32", [2, 3], 0)
+
+
+def indexed_write_case(name, desc, fn, tol=EXACT):
+    """A case whose graph `fn(b)` builds from placeholders and constants; output "y"."""
+    def build(b):
+        fn(b)
+        b.fetch(*getattr(b, "outputs", ["y"]))
+    add_case(name, desc, tol, build)
+
+
+def _scatter_nd(b):
+    tf.raw_ops.ScatterNd(indices=const(i32([[1, 0], [3, 2], [1, 0], [0, 1]]), "indices"),
+                         updates=b.ph("updates", normal(b.rng, [4, 3])), shape=const(i32([4, 3, 3]), "shape"), name="y")
+
+
+def _tensor_scatter(op, dtype):
+    def fn(b):
+        t = b.ph("tensor", _moved(dtype, [5, 2], b.rng))
+        tf.raw_ops.__dict__[op](tensor=t, indices=const(i64([[4], [0], [4]]), "indices"),
+                                updates=const(_moved(dtype, [3, 2], np.random.RandomState(7)), "updates"), name="y")
+    return fn
+
+
+def _segment_sum(op, dtype, ids, segments=None):
+    def fn(b):
+        data = b.ph("data", _moved(dtype, [len(ids), 3], b.rng))
+        args = dict(data=data, segment_ids=const(i32(ids), "segment_ids"))
+        if segments is not None:
+            args["num_segments"] = const(i32(segments), "num_segments")
+        tf.raw_ops.__dict__[op](**args, name="y")
+    return fn
+
+
+def _unique(b):
+    x = b.ph("x", f32([3.0, -0.0, 1.0, 3.0, 0.0, NAN, 2.0, NAN, 1.0]))
+    y, idx = tf.raw_ops.Unique(x=x, out_idx=tf.int64, name="u")
+    tf.identity(y, name="y")
+    tf.identity(idx, name="idx")
+    b.outputs = ["y", "idx"]
+
+
+def _bincount(b):
+    arr = b.ph("arr", i32([0, 3, 3, 1, 7, 2, 3, 0]))
+    tf.raw_ops.Bincount(arr=arr, size=const(np.int32(5), "size"), weights=const(f32([]), "weights"), name="y")
+
+
+def _dense_bincount(b):
+    x = b.ph("input", i64([[0, 1, 1, 4], [2, 2, 0, 9]]))
+    tf.raw_ops.DenseBincount(input=x, size=const(np.int64(5), "size"), weights=const(f32(np.arange(8).reshape(2, 4) / 4), "weights"),
+                             binary_output=False, name="y")
+
+
+def _linspace(start, stop, num, dtype=np.float32):
+    def fn(b):
+        tf.raw_ops.LinSpace(start=b.ph("start", np.asarray(start, dtype)), stop=b.ph("stop", np.asarray(stop, dtype)),
+                            num=const(np.int32(num), "num"), name="y")
+    return fn
+
+
+indexed_write_case("scatter_nd_f32", "ScatterNd float32 updates [4, 3] at int32 [[1, 0], [3, 2], [1, 0], [0, 1]] into [4, 3, 3] "
+                   "(a repeated index: summed)", _scatter_nd, ACCUM)
+indexed_write_case("tensor_scatter_update_i32", "TensorScatterUpdate int32[5, 2] at int64 [[4], [0], [4]] (the later update "
+                   "of row 4 kept)", _tensor_scatter("TensorScatterUpdate", np.int32))
+indexed_write_case("tensor_scatter_add_f32", "TensorScatterAdd float32[5, 2] at int64 [[4], [0], [4]] (row 4 added twice)",
+                   _tensor_scatter("TensorScatterAdd", np.float32), ACCUM)
+indexed_write_case("unsorted_segment_sum_f32", "UnsortedSegmentSum float32[6, 3] by [2, 0, -1, 2, 4, 0] into 5 segments "
+                   "(-1 dropped, segment 1 and 3 empty)", _segment_sum("UnsortedSegmentSum", np.float32, [2, 0, -1, 2, 4, 0], 5),
+                   ACCUM)
+indexed_write_case("unsorted_segment_sum_i32", "UnsortedSegmentSum int32[4, 3] by [1, 1, 0, 1] into 3 segments",
+                   _segment_sum("UnsortedSegmentSum", np.int32, [1, 1, 0, 1], 3))
+indexed_write_case("segment_sum_f32", "SegmentSum float32[6, 3] by sorted [0, 0, 1, 3, 3, 3] (segment 2 empty)",
+                   _segment_sum("SegmentSum", np.float32, [0, 0, 1, 3, 3, 3]), ACCUM)
+indexed_write_case("unique_f32", "Unique float32[9] with -0 and +0 (one value), two NaNs (two values), int64 indices",
+                   _unique)
+indexed_write_case("bincount_i32", "Bincount int32[8] size 5 without weights (7 dropped)", _bincount)
+indexed_write_case("dense_bincount_rows_f32", "DenseBincount int64[2, 4] size 5 with float32 weights, per row (9 dropped)",
+                   _dense_bincount, ACCUM)
+indexed_write_case("linspace_f32", "LinSpace float32 from -1.5 to 2.25, 7 values", _linspace(-1.5, 2.25, 7), ROUND1)
+indexed_write_case("linspace_one_f64", "LinSpace float64 from 3 to 5, 1 value (start)", _linspace(3.0, 5.0, 1, np.float64))
+
+
 def resize_case(name, op, shape, size, align, half, dtype=np.float32):
     flags = "align_corners" if align else "half_pixel_centers" if half else "neither flag"
     movement_case(name, "%s %s%s to %s, %s" % (op, np.dtype(dtype).name if dtype != BF16 else "bfloat16", list(shape),

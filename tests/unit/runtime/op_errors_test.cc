@@ -102,6 +102,20 @@ TEST(OpErrors, ShapeProblemsAreRunTimeErrorsNamingTheNode) {
        {F({3, 4}), MakeInt32(Shape{}, {4}), MakeInt32(Shape{}, {0})},
        [](tensorflow::NodeDef* n) { testing::SetAttrType(n, "Tindex", DType::kInt32); },
        "num_lower (4) must be negative or at most the matrix's rows (3)"},
+      {"scatter_nd index",
+       "ScatterNd",
+       {MakeInt32(Shape{2, 1}, {0, 3}), F({2, 2}), MakeInt32(Shape{2}, {3, 2})},
+       [](tensorflow::NodeDef* n) {
+         testing::SetAttrType(n, "T", DType::kFloat);
+         testing::SetAttrType(n, "Tindices", DType::kInt32);
+       },
+       "indices[1] = [3] does not index into shape [3,2]"},
+      {"segment id",
+       "UnsortedSegmentSum",
+       {F({3}), MakeInt32(Shape{3}, {0, 2, 1}), MakeInt32(Shape{}, {2})},
+       [](tensorflow::NodeDef* n) { testing::SetAttrType(n, "Tindices", DType::kInt32); },
+       "segment_ids[1] = 2 is out of range [0, 2)"},
+      {"top_k columns", "TopKV2", {F({2, 3}), MakeInt32(Shape{}, {4})}, nullptr, "input must have at least k = 4 columns, got 3"},
       {"transpose perm", "Transpose", {F({2, 3}), MakeInt32(Shape{2}, {0, 0})}, tidx("Tperm"), "is not a permutation"},
       {"transpose rank", "Transpose", {F({2, 3}), MakeInt32(Shape{3}, {0, 1, 2})}, tidx("Tperm"), "does not match rank"},
       {"slice bounds",
