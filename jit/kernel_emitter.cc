@@ -657,16 +657,16 @@ StatusOr<Value> KernelEmitter::Indexed(TensorId v, const Index& index) {
       {"SplitV", {0, [](KernelEmitter& e, const IndexedElement& x) { return e.SplitElement(x, 2); }}},
       {"Range", {0, &KernelEmitter::RangeElement}},
       {"OneHot", {0, &KernelEmitter::OneHotElement}},
-      {"Cumsum", {0, &KernelEmitter::ScanElement}},
-      {"Cumprod", {0, &KernelEmitter::ScanElement}},
+      {"Cumsum", {0, [](KernelEmitter& e, const IndexedElement& x) { return e.ScanElement(x, true); }}},
+      {"Cumprod", {0, [](KernelEmitter& e, const IndexedElement& x) { return e.ScanElement(x, false); }}},
       {"DepthToSpace", {0, &KernelEmitter::DepthToSpaceElement}},
       {"SpaceToDepth", {0, &KernelEmitter::SpaceToDepthElement}},
       {"SpaceToBatchND", {0, &KernelEmitter::SpaceToBatchElement}},
       {"BatchToSpaceND", {0, &KernelEmitter::BatchToSpaceElement}},
       {"MatrixBandPart", {0, &KernelEmitter::BandPartElement}},
       {"GatherNd", {0, &KernelEmitter::GatherNdElement}},
-      {"ResizeBilinear", {0, &KernelEmitter::ResizeElement}},
-      {"ResizeNearestNeighbor", {0, &KernelEmitter::ResizeElement}},
+      {"ResizeBilinear", {0, [](KernelEmitter& e, const IndexedElement& x) { return e.ResizeElement(x, true); }}},
+      {"ResizeNearestNeighbor", {0, [](KernelEmitter& e, const IndexedElement& x) { return e.ResizeElement(x, false); }}},
   };
   const Node& n = *g_.graph.node(v.node);
   auto it = kGenerators.find(n.op);
@@ -860,14 +860,14 @@ StatusOr<Value> KernelEmitter::OneHotElement(const IndexedElement& x) {
 // each running value rounded to the type as the kernel's accumulator is: the scan's value
 // bit for bit. Each element folds its own part of the axis, in parallel with the others
 // (O(n^2) additions over an axis of n, for the positions and masks of a sequence).
-StatusOr<Value> KernelEmitter::ScanElement(const IndexedElement& x) {
+StatusOr<Value> KernelEmitter::ScanElement(const IndexedElement& x, bool sum) {
   int64_t axis = ConstantInts(x.n, 1).at(0);
   if (axis < 0) axis += x.out.rank();
   GJ_ASSIGN_OR_RETURN(const bool exclusive, GetBoolAttrOr(x.n, "exclusive", false));
   GJ_ASSIGN_OR_RETURN(const bool reverse, GetBoolAttrOr(x.n, "reverse", false));
   const DType dtype = g_.info(x.v.node).dtypes[0];
   const Type type = ElementType(dtype);
-  const bool f = type == Type::F32(), sum = x.n.op == "Cumsum";
+  const bool f = type == Type::F32();
   const Op combine = sum ? (f ? Op::kAddF : Op::kAddI) : (f ? Op::kMulF : Op::kMulI);
   const Value identity = f ? FloatConst(sum ? 0.0f : 1.0f) : IntConst(sum ? 0 : 1, type);
   const int64_t n = x.out.dim(static_cast<int>(axis));
@@ -926,8 +926,7 @@ StatusOr<Value> KernelEmitter::SpaceToBatchElement(const IndexedElement& x) {
     inside = !inside ? ok : b_.Apply(Op::kAndI, {*inside, ok});
   }
   if (!inside) return Get(x.data, at);
-  return Branch(
-      *inside, [&] { return Get(x.data, at); }, [&] { return ZeroOf(x.v); });
+  return Branch(*inside, [&] { return Get(x.data, at); }, [&] { return ZeroOf(x.v); });
 }
 
 // BatchToSpaceND: output (n, x_i, r), with y_i = x_i + crop_i, is input
@@ -959,8 +958,7 @@ StatusOr<Value> KernelEmitter::BandPartElement(const IndexedElement& x) {
     inside = !inside ? ok : b_.Apply(Op::kAndI, {*inside, ok});
   }
   if (!inside) return Get(x.data, x.index);
-  return Branch(
-      *inside, [&] { return Get(x.data, x.index); }, [&] { return ZeroOf(x.v); });
+  return Branch(*inside, [&] { return Get(x.data, x.index); }, [&] { return ZeroOf(x.v); });
 }
 
 // GatherNd: output (i..., j...) is params (indices[i..., :], j...); an index row with an
@@ -982,8 +980,7 @@ StatusOr<Value> KernelEmitter::GatherNdElement(const IndexedElement& x) {
   }
   at.insert(at.end(), x.index.begin() + batch, x.index.end());
   if (!inside) return Get(x.data, at);
-  return Branch(
-      *inside, [&] { return Get(x.data, at); }, [&] { return ZeroOf(x.v); });
+  return Branch(*inside, [&] { return Get(x.data, at); }, [&] { return ZeroOf(x.v); });
 }
 
 // With TensorFlow's float arithmetic (see ResizeOp in runtime/kernels/data_movement.cc): a
@@ -1022,8 +1019,7 @@ KernelEmitter::ResizeTaps KernelEmitter::ResizeSource(const Node& n, const Value
 // ResizeBilinear (float32 of the four pixels around the point, interpolated as
 // TensorFlow's kernel does: along the row, then between the rows) and
 // ResizeNearestNeighbor (the nearest pixel).
-StatusOr<Value> KernelEmitter::ResizeElement(const IndexedElement& x) {
-  const bool bilinear = x.n.op == "ResizeBilinear";
+StatusOr<Value> KernelEmitter::ResizeElement(const IndexedElement& x, bool bilinear) {
   const bool align = GetBoolAttrOr(x.n, "align_corners", false).value();
   auto scale = [&](int d) {
     const int64_t in = x.in.dim(d), out = x.out.dim(d);

@@ -239,14 +239,14 @@ class KernelEmitter {
   StatusOr<Value> SplitElement(const IndexedElement& x, int axis_input);
   StatusOr<Value> RangeElement(const IndexedElement& x);
   StatusOr<Value> OneHotElement(const IndexedElement& x);
-  StatusOr<Value> ScanElement(const IndexedElement& x);
+  StatusOr<Value> ScanElement(const IndexedElement& x, bool sum);
   StatusOr<Value> DepthToSpaceElement(const IndexedElement& x);
   StatusOr<Value> SpaceToDepthElement(const IndexedElement& x);
   StatusOr<Value> SpaceToBatchElement(const IndexedElement& x);
   StatusOr<Value> BatchToSpaceElement(const IndexedElement& x);
   StatusOr<Value> BandPartElement(const IndexedElement& x);
   StatusOr<Value> GatherNdElement(const IndexedElement& x);
-  StatusOr<Value> ResizeElement(const IndexedElement& x);
+  StatusOr<Value> ResizeElement(const IndexedElement& x, bool bilinear);
   // A resize's source coordinates for output position `o` of an axis of `in` elements
   // scaled by `scale`: the lower and upper ones and the weight of the upper (bilinear), or
   // the nearest (in `lower`).

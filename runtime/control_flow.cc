@@ -871,8 +871,8 @@ StatusOr<bool> InlineFunctionCalls(Graph* graph) {
       return Unimplemented(NodeLabel(*graph->node(id)) + ": function calls nested more than " + std::to_string(kMaxDepth) +
                            " deep (a function that calls itself?)");
     if (graph->num_nodes() > kMaxNodes)
-      return Unimplemented(NodeLabel(*graph->node(id)) + ": function calls expand the graph past " +
-                           std::to_string(kMaxNodes) + " nodes");
+      return Unimplemented(NodeLabel(*graph->node(id)) + ": function calls expand the graph past " + std::to_string(kMaxNodes) +
+                           " nodes");
     GJ_ASSIGN_OR_RETURN(std::vector<int> added, InlineCall(graph, id));
     depth.resize(graph->num_nodes(), 0);
     for (int a : added) depth[a] = depth[id] + 1;

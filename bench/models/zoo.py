@@ -25,7 +25,9 @@ The table (--table) is made from every result.json there. A model counts as matc
 every output's largest error is at most 1e-3 of its largest magnitude (float32; TF32 off on
 the emulator, as TensorFlow's CPU build has none). The sweep takes hours on two cores (the
 emulator runs each GPU kernel thread by thread); it is not part of the tests. The small
-models among it are fixtures in tests/data (tests/data/make_language_model_fixtures.py).
+models among it are fixtures in tests/data (tests/data/make_language_model_fixtures.py,
+make_vision_model_fixtures.py). Each model is swept in a process of its own: one that
+exhausts the machine's memory is reported as killed, and the sweep goes on.
 """
 
 import argparse
@@ -313,25 +315,31 @@ def sweep_one(name, zoo, graphjit, iters, devices):
 # ---- the table -----------------------------------------------------------------------------
 
 def verdict(r, devices=DEVICES):
+    if r.get("not_swept"):
+        return "not swept yet"
     if "build_error" in r:
         return "not built: " + r["build_error"]
     if "freeze_error" in r:
         return "not frozen: " + r["freeze_error"]
-    problems = []
+    problems = {}  # what went wrong -> the runs it went wrong in
     for device in devices:
         for level in LEVELS:
             k = "%s_%s" % (device, level)
             run = r.get(k)
             if run is None:
-                problems.append("%s not run" % k)
+                problem = "not run"
             elif not run["ran"]:
-                problems.append("%s: %s" % (k, run["error"]))
+                problem = re.sub(r"^\S*model\.pb: ", "", run["error"])[:160]
             elif run["worst"] > TOLERANCE:
-                problems.append("%s: error %.2g" % (k, run["worst"]))
+                problem = "error %.2g" % run["worst"]
             elif run.get("fallback", 0) or run.get("internal_errors", 0):
-                problems.append("%s: %d fallbacks, %d internal errors" % (k, run.get("fallback", 0),
-                                                                          run.get("internal_errors", 0)))
-    return "; ".join(problems) if problems else "matches"
+                problem = "%d fallbacks, %d internal errors" % (run.get("fallback", 0), run.get("internal_errors", 0))
+            else:
+                continue
+            problems.setdefault(problem, []).append(k)
+    runs = len(devices) * len(LEVELS)
+    return "; ".join("%s: %s" % ("every run" if len(ks) == runs else ", ".join(ks), p) for p, ks in problems.items()) \
+        or "matches"
 
 
 def table(results, path):
@@ -351,11 +359,12 @@ def table(results, path):
         "| model | zoo | nodes | result | error | clusters | CPU ops | off ms | ON_2 ms | ON_2 speed-up |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    counts = {"matches": 0, "total": 0}
+    counts = {"matches": 0, "total": 0, "not swept": 0}
     for r in sorted(results, key=lambda r: (r["zoo"], r["name"].lower())):
         counts["total"] += 1
         v = verdict(r)
         counts["matches"] += v == "matches"
+        counts["not swept"] += v == "not swept yet"
         runs = [r.get("%s_%s" % (d, l)) for d in DEVICES for l in LEVELS]
         worst = max([x["worst"] for x in runs if x and x.get("ran")], default=None)
         cpu, gpu = r.get("cpu_on_2") or {}, r.get("gpu-emu_on_2") or {}
@@ -368,8 +377,8 @@ def table(results, path):
             int(gpu["cpu_ops"]) if gpu.get("ran") and "cpu_ops" in gpu else "",
             "%.2f" % off if off else "", "%.2f" % on if on else "",
             "%.2fx" % (off / on) if off and on else ""))
-    lines += ["", "%d of %d architectures match on both devices at both levels." % (counts["matches"], counts["total"]),
-              ""]
+    lines += ["", "%d of %d architectures match on both devices at both levels; %d not swept yet." % (
+        counts["matches"], counts["total"], counts["not swept"]), ""]
     with open(path, "w") as f:
         f.write("\n".join(lines))
     print("zoo: wrote %s (%d of %d match)" % (path, counts["matches"], counts["total"]))
@@ -394,7 +403,14 @@ def main(argv):
     p.add_argument("--one", help=argparse.SUPPRESS)  # ZOO: sweep names[0] of that zoo in this process
     args = p.parse_args(argv)
     if args.table:
-        table(load_results(), args.table)
+        results = load_results()
+        try:  # the models not swept yet, as rows of their own
+            swept = {r["name"] for r in results}
+            for zoo, names in (("applications", applications()), ("hub", hub_families())):
+                results += [{"name": n, "zoo": zoo, "not_swept": True} for n in names if n not in swept]
+        except ImportError:
+            pass
+        table(results, args.table)
         return 0
     devices = args.devices.split(",")
     if args.one:

@@ -35,6 +35,7 @@ HUB_CONFIGS["ResNet"] = dict(
     stackwise_num_strides=[1, 2], block_type="basic_block",
     use_pre_activation=False, image_shape=(64, 64, 3),
 )
+HUB_CONFIGS["VGG"] = dict(stackwise_num_repeats=[1, 1], stackwise_num_filters=[8, 16], image_shape=(32, 32, 3))
 HUB_CONFIGS["DenseNet"] = dict(
     stackwise_num_repeats=[1, 1, 1], compression_ratio=0.5, growth_rate=8,
     image_shape=(32, 32, 3),

@@ -512,41 +512,39 @@ OpDef PoolOp(const char* name) {
     GJ_RETURN_IF_ERROR(WindowOutput(ic, &w, in.shape(), in.shape().dim(3)).status());
     const int64_t N = in.shape().dim(0), H = in.shape().dim(1), W = in.shape().dim(2), C = in.shape().dim(3);
     const int64_t OH = out->shape().dim(1), OW = out->shape().dim(2);
-    return VisitTypes < kMax
-               ? TypeSet::kNumeric
-               : TypeSet::kFloat > (in.dtype(), [&](auto tag) -> Status {
-                   using T = decltype(tag);
-                   using CT = ComputeType<T>;
-                   ctx.ParallelFor(N * OH, OW * C * w.kh * w.kw, [&](int64_t b, int64_t e) {
-                     std::vector<CT> acc(C);
-                     for (int64_t row = b; row < e; ++row) {
-                       const int64_t n = row / OH, oh = row % OH;
-                       const int64_t h0 = std::max<int64_t>(0, oh * w.sh - w.pt), h1 = std::min(H, oh * w.sh - w.pt + w.kh);
-                       for (int64_t ow = 0; ow < OW; ++ow) {
-                         const int64_t w0 = std::max<int64_t>(0, ow * w.sw - w.pl), w1 = std::min(W, ow * w.sw - w.pl + w.kw);
-                         std::fill(acc.begin(), acc.end(), kMax ? std::numeric_limits<CT>::lowest() : CT(0));
-                         for (int64_t ih = h0; ih < h1; ++ih)
-                           for (int64_t iw = w0; iw < w1; ++iw) {
-                             const T* px = in.data<T>() + ((n * H + ih) * W + iw) * C;
-                             for (int64_t c = 0; c < C; ++c) {
-                               CT v = static_cast<CT>(px[c]);
-                               if constexpr (kMax) {
-                                 // NaN wins, as in TensorFlow's Eigen max.
-                                 acc[c] = (v > acc[c] || v != v) ? v : acc[c];
-                               } else {
-                                 acc[c] += v;
-                               }
-                             }
-                           }
-                         T* py = out->data<T>() + ((n * OH + oh) * OW + ow) * C;
-                         // AvgPool divides by the number of window elements inside the input.
-                         const CT count = static_cast<CT>((h1 - h0) * (w1 - w0));
-                         for (int64_t c = 0; c < C; ++c) py[c] = static_cast<T>(kMax ? acc[c] : acc[c] / count);
-                       }
-                     }
-                   });
-                   return Status::Ok();
-                 });
+    return VisitTypes<kMax ? TypeSet::kNumeric : TypeSet::kFloat>(in.dtype(), [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using CT = ComputeType<T>;
+      ctx.ParallelFor(N * OH, OW * C * w.kh * w.kw, [&](int64_t b, int64_t e) {
+        std::vector<CT> acc(C);
+        for (int64_t row = b; row < e; ++row) {
+          const int64_t n = row / OH, oh = row % OH;
+          const int64_t h0 = std::max<int64_t>(0, oh * w.sh - w.pt), h1 = std::min(H, oh * w.sh - w.pt + w.kh);
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t w0 = std::max<int64_t>(0, ow * w.sw - w.pl), w1 = std::min(W, ow * w.sw - w.pl + w.kw);
+            std::fill(acc.begin(), acc.end(), kMax ? std::numeric_limits<CT>::lowest() : CT(0));
+            for (int64_t ih = h0; ih < h1; ++ih)
+              for (int64_t iw = w0; iw < w1; ++iw) {
+                const T* px = in.data<T>() + ((n * H + ih) * W + iw) * C;
+                for (int64_t c = 0; c < C; ++c) {
+                  CT v = static_cast<CT>(px[c]);
+                  if constexpr (kMax) {
+                    // NaN wins, as in TensorFlow's Eigen max.
+                    acc[c] = (v > acc[c] || v != v) ? v : acc[c];
+                  } else {
+                    acc[c] += v;
+                  }
+                }
+              }
+            T* py = out->data<T>() + ((n * OH + oh) * OW + ow) * C;
+            // AvgPool divides by the number of window elements inside the input.
+            const CT count = static_cast<CT>((h1 - h0) * (w1 - w0));
+            for (int64_t c = 0; c < C; ++c) py[c] = static_cast<T>(kMax ? acc[c] : acc[c] / count);
+          }
+        }
+      });
+      return Status::Ok();
+    });
   };
   return def;
 }

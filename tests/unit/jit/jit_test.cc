@@ -1010,12 +1010,7 @@ TEST(KernelCache, ACompileThatThrowsLeavesNoOneWaiting) {
   });
   while (!compiling) std::this_thread::yield();
   bool hit = false;
-  auto waited = cache.Get(
-      "k",
-      [] {
-        return KernelCache::Entry{std::make_shared<int>(1), "", false, 1};
-      },
-      &hit);
+  auto waited = cache.Get("k", [] { return KernelCache::Entry{std::make_shared<int>(1), "", false, 1}; }, &hit);
   first.join();
   EXPECT_TRUE(hit);
   EXPECT_EQ(waited->kernel, nullptr);

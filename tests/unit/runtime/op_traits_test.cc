@@ -146,13 +146,14 @@ int QuotedOpNames(const std::string& folder, std::string* where) {
 // Clustering reads its policy from the traits and names no op; the compiler names an op
 // only where the op has code of its own (its elemental lowering, the softmax expansion,
 // GEMMs and convolutions taken apart, the indexed ops' index arithmetic, the pools and batch
-// norms written out for GPUs), about 175 names, where there were about 300 before the traits.
+// norms written out for GPUs, the logical reductions written as integer ones), about 210
+// names, where there were about 300 (for fewer ops) before the traits.
 TEST(OpTraits, OpsAreNamedOnlyWhereTheyHaveCodeOfTheirOwn) {
   std::string where;
   EXPECT_EQ(QuotedOpNames("clustering", &where), 0) << where;
   where.clear();
   const int compiler = QuotedOpNames("jit", &where) + QuotedOpNames("python/src", &where);
-  EXPECT_LE(compiler, 180) << where;
+  EXPECT_LE(compiler, 215) << where;
 }
 
 }  // namespace
