@@ -415,22 +415,7 @@ HUB_CONFIGS["Gemma4"] = dict(   # text-only (vision_encoder=None)
     sliding_window_pattern=2, attention_logit_soft_cap=None,
     final_logit_soft_cap=None,
 )
-HUB_CONFIGS["T5Gemma2"] = dict(   # text-only (vision_encoder=None)
-    vocabulary_size=64, encoder_hidden_dim=32, encoder_intermediate_dim=64,
-    encoder_num_layers=2, encoder_num_attention_heads=4,
-    encoder_num_key_value_heads=2, encoder_head_dim=8,
-    encoder_layer_types=["sliding_attention", "full_attention"],
-    decoder_hidden_dim=32, decoder_intermediate_dim=64, decoder_num_layers=2,
-    decoder_num_attention_heads=4, decoder_num_key_value_heads=2,
-    decoder_head_dim=8,
-    decoder_layer_types=["sliding_attention", "full_attention"],
-    dropout_rate=0.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
-    query_pre_attn_scalar=1.0, attention_bias=False,
-    hidden_activation="gelu_approximate", sliding_window=16,
-    cross_attention_hidden_size=32, attn_logit_softcapping=50.0,
-    rope_max_wavelength=10000.0, initializer_range=0.04, attention_dropout=0.0,
-    use_query_key_norm=True,
-)
+HUB_CONFIGS["T5Gemma2"] = dict(HUB_CONFIGS["T5Gemma"], use_query_key_norm=True)  # text-only (vision_encoder=None)
 
 HUB_CONFIGS["MobileNetV5"] = dict(
     stackwise_block_types=[["er"], ["uir", "uir"]],

@@ -505,8 +505,9 @@ TEST(Cli, OptimizeWritesTheOptimizedGraphAndReportsEachPass) {
 
 TEST(CliErrors, OptimizeAndPassFlags) {
   const std::string out = testing::TempDir() + "/opt.pbtxt";
-  ExpectExit(RunGraphjit("optimize " + Mnist() + " -o " + out + " --disable_pass=folding"), 2,
-             "no graph pass named 'folding' (the passes are: prune, constant_folding, arithmetic, cse, dilated_convolutions, remapper)");
+  ExpectExit(
+      RunGraphjit("optimize " + Mnist() + " -o " + out + " --disable_pass=folding"), 2,
+      "no graph pass named 'folding' (the passes are: prune, constant_folding, arithmetic, cse, dilated_convolutions, remapper)");
   ExpectExit(RunGraphjit("optimize " + Mnist() + " -o " + out + " --fetch nope"), 2, "--fetch nope: no node with that name");
   ExpectExit(RunGraphjit("optimize " + Mnist() + " -o " + out + " --fetch y:3"), 2, "--fetch y:3: y has no output 3");
   ExpectExit(RunGraphjit("run " + Mnist() + MnistFeeds(), "GRAPHJIT_FLAGS=--disable_pass=bogus"), 2,
