@@ -169,7 +169,9 @@ def freeze_model(model, feeds, directory):
     def serve(*args):
         x = args[0] if single else dict(zip(names, args))
         out = model(x, training=False)
-        return out if isinstance(out, dict) else {"output": out}
+        if isinstance(out, dict) and all(tf.is_tensor(v) for v in out.values()):
+            return out
+        return {"output_%d" % i: t for i, t in enumerate(tf.nest.flatten(out))}  # nested outputs, flat
 
     module = tf.Module()
     module.model, module.serve = model, serve
@@ -261,10 +263,11 @@ def graphjit_bench(graphjit, directory, feeds, iters):
 
 
 def why(e):
-    """An exception's type and the last line of its message (TensorFlow's traceback of the
-    user's code first, the reason last)."""
+    """An exception's type and its reason: of TensorFlow's traceback of the user's code, the
+    last line that names an error (the arguments of the call that raised it come after)."""
     lines = [l.strip() for l in str(e).splitlines() if l.strip()]
-    return "%s: %s" % (type(e).__name__, lines[-1][:300] if lines else "")
+    named = [l for l in lines if re.match(r"^\w+(Error|Exception): ", l)]
+    return "%s: %s" % (type(e).__name__, (named or lines or [""])[-1][:300])
 
 
 def sweep_one(name, zoo, graphjit, iters, devices):

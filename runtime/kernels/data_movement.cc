@@ -55,7 +55,7 @@ OpDef DepthSpaceOp(const char* name, bool to_space) {
     GJ_ASSIGN_OR_RETURN(DType t, c.TypeAttrMatching("T", {0}));
     GJ_ASSIGN_OR_RETURN(int64_t b, GetIntAttr(c.node, "block_size"));
     GJ_ASSIGN_OR_RETURN(std::string format, GetStringAttrOr(c.node, "data_format", "NHWC"));
-    if (b < 2) return c.TypeError("block_size must be at least 2, got " + std::to_string(b));
+    if (b < 2 || b > (int64_t{1} << 20)) return c.TypeError("block_size must be in [2, 2^20], got " + std::to_string(b));
     if (format != "NHWC") return c.TypeError("data_format " + format + " is not supported (NHWC is, as on TensorFlow's CPU)");
     const Shape& in = c.shape(0);
     if (in.unknown_rank()) {
@@ -65,6 +65,8 @@ OpDef DepthSpaceOp(const char* name, bool to_space) {
     if (in.rank() != 4) return c.ShapeError("input must be rank 4 (NHWC), got " + in.ToString());
     std::vector<int64_t> d = in.dims();
     auto known = [](int64_t v) { return v >= 0; };
+    for (int k : {1, 2, 3})
+      if (known(d[k]) && d[k] > (int64_t{1} << 40)) return c.ShapeError("input " + in.ToString() + " is too large");
     if (to_space) {
       if (known(d[3]) && d[3] % (b * b) != 0)
         return c.ShapeError("input depth " + std::to_string(d[3]) + " is not divisible by block_size squared (" +
@@ -166,6 +168,9 @@ OpDef SpaceBatchOp(const char* name, bool to_batch) {
     for (size_t i = 0; i < b.shape.size(); ++i) {
       int64_t& s = d[i + 1];
       if (s < 0) continue;
+      if (b.before[i] > (int64_t{1} << 40) || b.after[i] > (int64_t{1} << 40) || s > (int64_t{1} << 40))
+        return c.ShapeError(std::string(!to_batch ? "crops" : "paddings") + " or spatial dim " + std::to_string(i) +
+                            " too large");
       if (to_batch) {
         const int64_t padded = s + b.before[i] + b.after[i];
         if (padded % b.shape[i] != 0)

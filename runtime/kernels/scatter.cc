@@ -91,6 +91,8 @@ OpDef ScatterOp(const char* name, Scatter how, bool into_tensor) {
       std::vector<int64_t> dims = IntValues(*c.value(2));
       for (int64_t d : dims)
         if (d < 0) return c.ShapeError("shape must be non-negative, got " + Shape(dims).ToString());
+      auto n = CheckedNumElements(dims);
+      if (!n.ok()) return c.ShapeError("shape " + Shape(dims).ToString() + ": " + n.status().message());
       shape = Shape(dims);
     }
     GJ_RETURN_IF_ERROR(CheckScatterShapes(c, c.shape(idx), c.shape(upd), shape));
