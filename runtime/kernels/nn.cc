@@ -300,7 +300,7 @@ Status InferConv(InferenceContext& c, bool depthwise, bool nchw_allowed) {
     w.kh = f.dim(0);
     w.kw = f.dim(1);
     if (!in.unknown_rank() && in.rank() == 4 && in.dim(3) >= 0 && f.dim(2) >= 0) {
-      if (depthwise ? f.dim(2) != in.dim(3) : (f.dim(2) == 0 || in.dim(3) % f.dim(2) != 0))
+      if (depthwise ? f.dim(2) != in.dim(3) : (f.dim(2) == 0 || in.dim(3) == 0 || in.dim(3) % f.dim(2) != 0))
         return c.ShapeError("filter " + f.ToString() + " does not match the input's " + std::to_string(in.dim(3)) + " channels");
       const int64_t groups = depthwise ? 1 : in.dim(3) / f.dim(2);  // a grouped convolution's (see DirectConv)
       if (!depthwise && f.dim(3) >= 0 && f.dim(3) % groups != 0)
