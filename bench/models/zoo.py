@@ -56,7 +56,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 # ---- the models ----------------------------------------------------------------------------
 
 # keras.applications: each constructor at the smallest input it accepts (most take 32x32;
-# Inception and Xception 75x75), 10 classes, batch 1.
+# Inception and Xception 75x75), 10 classes, batch 1, its logits.
 APPLICATION_SIZES = {"InceptionV3": 75, "InceptionResNetV2": 75, "Xception": 71, "NASNetLarge": 32}
 # keras-hub: a tiny config per constructor argument's name; families that need more have
 # their own in zoo_hub_configs.py (HUB_CONFIGS: the arguments, or a function that builds the
@@ -84,8 +84,11 @@ def hub_families():
 def build_application(name):
     import keras
     size = APPLICATION_SIZES.get(name, 32)
-    model = getattr(keras.applications, name)(weights=None, input_shape=(size, size, 3), classes=10)
-    return model, {model.inputs[0].name: (1, size, size, 3)}, "input %dx%dx3, 10 classes" % (size, size)
+    # The logits, not the softmax: random weights make some networks' softmax one-hot, whose
+    # winner a rounding decides.
+    model = getattr(keras.applications, name)(weights=None, input_shape=(size, size, 3), classes=10,
+                                              classifier_activation=None)
+    return model, {model.inputs[0].name: (1, size, size, 3)}, "input %dx%dx3, 10 classes, logits" % (size, size)
 
 
 def build_hub(name):
