@@ -39,6 +39,8 @@ try:
     import tensorflow as tf
     import keras
     from keras.src.applications import convnext
+    sys.path.insert(0, HERE)
+    from make_fixtures import run_frozen  # a Session on the frozen graph, one thread
 except ImportError as e:  # pragma: no cover
     print("make_vision_model_fixtures.py: cannot import Keras (%s): pip install -r "
           "tests/data/requirements-keras-hub.txt in a venv" % e, file=sys.stderr)
@@ -73,18 +75,6 @@ def freeze(model, tmp):
     return frozen
 
 
-def run_frozen(frozen, feeds, fetch):
-    graph_def = tf.compat.v1.GraphDef()
-    with open(frozen, "rb") as f:
-        graph_def.ParseFromString(f.read())
-    graph = tf.Graph()
-    with graph.as_default():
-        tf.compat.v1.import_graph_def(graph_def, name="")
-    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
-    with tf.compat.v1.Session(graph=graph, config=config) as session:
-        return session.run(fetch + ":0", {k + ":0": v for k, v in feeds.items()}), graph_def
-
-
 def make(name):
     out = os.path.join(OUT_DIR, name)
     os.makedirs(out, exist_ok=True)
@@ -92,7 +82,10 @@ def make(name):
     feeds = {"input_layer": (rng.random((1, SIZE, SIZE, 3)) * 255).astype(np.float32)}
     with tempfile.TemporaryDirectory() as tmp:
         frozen = freeze(build(name), tmp)
-        logits, graph_def = run_frozen(frozen, feeds, "Identity")
+        graph_def = tf.compat.v1.GraphDef()
+        with open(frozen, "rb") as f:
+            graph_def.ParseFromString(f.read())
+        logits = run_frozen(graph_def, feeds, ["Identity"])["Identity"]
         with open(frozen, "rb") as f, open(os.path.join(out, "model.pb"), "wb") as g:
             g.write(f.read())
     for k, v in feeds.items():

@@ -658,6 +658,19 @@ TEST(ControlFlow, AConditionalWhoseBranchIndexIsReadIsRejectedNamingItsOps) {
   EXPECT_NE(session.status().message().find("Switch"), std::string::npos) << session.status().ToString();
 }
 
+// A library function `name` of one float argument "v", returning "y" (its body to add).
+tensorflow::FunctionDef* AddFloatFunction(tensorflow::GraphDef* graph, const std::string& name) {
+  tensorflow::FunctionDef* f = graph->mutable_library()->add_function();
+  f->mutable_signature()->set_name(name);
+  auto* in = f->mutable_signature()->add_input_arg();
+  in->set_name("v");
+  in->set_type(tensorflow::DT_FLOAT);
+  auto* out = f->mutable_signature()->add_output_arg();
+  out->set_name("y");
+  out->set_type(tensorflow::DT_FLOAT);
+  return f;
+}
+
 // An If whose branch function holds the same If: its graphs would nest without end; the
 // session fails, saying so, instead of overflowing the stack.
 TEST(ControlFlow, AFunctionThatHoldsItselfIsAnError) {
@@ -670,14 +683,7 @@ TEST(ControlFlow, AFunctionThatHoldsItselfIsAnError) {
   b.Placeholder("p", DType::kBool, {});
   b.Placeholder("x", DType::kFloat, {2});
   make_if(b.Op("if", "StatelessIf", {"p", "x"}, DType::kInvalid));
-  tensorflow::FunctionDef* f = b.graph_def().mutable_library()->add_function();
-  f->mutable_signature()->set_name("f");
-  auto* in = f->mutable_signature()->add_input_arg();
-  in->set_name("v");
-  in->set_type(tensorflow::DT_FLOAT);
-  auto* out = f->mutable_signature()->add_output_arg();
-  out->set_name("y");
-  out->set_type(tensorflow::DT_FLOAT);
+  tensorflow::FunctionDef* f = AddFloatFunction(&b.graph_def(), "f");
   tensorflow::NodeDef* c = f->add_node_def();
   c->set_name("c");
   c->set_op("Const");
@@ -700,14 +706,7 @@ TEST(ControlFlow, AFunctionThatHoldsItselfIsAnError) {
 // A function "f" of one float argument "v", its body `op` of it, returned as "y"; when
 // `callee` is set, the body calls that function on v instead.
 void AddFunction(tensorflow::GraphDef* graph, const std::string& name, const std::string& op, const std::string& callee = "") {
-  tensorflow::FunctionDef* f = graph->mutable_library()->add_function();
-  f->mutable_signature()->set_name(name);
-  auto* in = f->mutable_signature()->add_input_arg();
-  in->set_name("v");
-  in->set_type(tensorflow::DT_FLOAT);
-  auto* out = f->mutable_signature()->add_output_arg();
-  out->set_name("y");
-  out->set_type(tensorflow::DT_FLOAT);
+  tensorflow::FunctionDef* f = AddFloatFunction(graph, name);
   tensorflow::NodeDef* n = f->add_node_def();
   n->set_name("body");
   n->set_op(callee.empty() ? op : "StatefulPartitionedCall");
